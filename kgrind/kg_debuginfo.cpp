@@ -1,0 +1,120 @@
+#include "kg_debuginfo.h"
+#include "kg_runtime.h"
+
+namespace kg {
+
+namespace {
+
+const HChar kUnknown[] = "???";
+
+// A string table: interned copies with dense ids.
+struct StringTable {
+   WordFM* index;      // HChar* -> id
+   XArray* names;      // id -> HChar*
+};
+
+Word compare_strings(UWord a, UWord b)
+{
+   return VG_(strcmp)((const HChar*)a, (const HChar*)b);
+}
+
+void table_init(StringTable* t, const HChar* cc)
+{
+   t->index = VG_(newFM)(VG_(malloc), cc, VG_(free), compare_strings);
+   t->names = VG_(newXA)(VG_(malloc), cc, VG_(free), sizeof(HChar*));
+}
+
+UInt table_intern(StringTable* t, const HChar* s)
+{
+   UWord key, id;
+   if (VG_(lookupFM)(t->index, &key, &id, (UWord)s)) return (UInt)id;
+   HChar* copy = kg::strdup(s);
+   id = (UWord)VG_(sizeXA)(t->names);
+   VG_(addToXA)(t->names, &copy);
+   VG_(addToFM)(t->index, (UWord)copy, id);
+   return (UInt)id;
+}
+
+const HChar* table_name(const StringTable* t, UInt id)
+{
+   return *(HChar**)VG_(indexXA)(t->names, id);
+}
+
+Word compare_functions(UWord a, UWord b)
+{
+   const FnInfo* x = (const FnInfo*)a;
+   const FnInfo* y = (const FnInfo*)b;
+   if (x->object != y->object) return x->object < y->object ? -1 : 1;
+   return VG_(strcmp)(x->name, y->name);
+}
+
+StringTable files, objects, fn_names;
+WordFM* fn_index;     // FnInfo* (key: object, name) -> FnInfo*
+XArray* fn_list;      // id -> FnInfo*
+
+} // namespace
+
+void debuginfo_init()
+{
+   table_init(&files, "kg.files");
+   table_init(&objects, "kg.objects");
+   table_init(&fn_names, "kg.fnnames");
+   fn_index = VG_(newFM)(VG_(malloc), "kg.fns", VG_(free), compare_functions);
+   fn_list = VG_(newXA)(VG_(malloc), "kg.fns", VG_(free), sizeof(FnInfo*));
+   table_intern(&files, kUnknown);      // file id 0 is "???"
+   table_intern(&objects, kUnknown);    // object id 0 is "???"
+}
+
+UInt intern_file(const HChar* path) { return table_intern(&files, path); }
+const HChar* file_name(UInt id) { return table_name(&files, id); }
+const HChar* object_name(UInt id) { return table_name(&objects, id); }
+UInt function_count() { return (UInt)VG_(sizeXA)(fn_list); }
+FnInfo* function_by_id(UInt id) { return *(FnInfo**)VG_(indexXA)(fn_list, id); }
+
+static FnInfo* intern_function(const HChar* name, UInt object, UInt file)
+{
+   FnInfo probe = { 0, name, object, 0 };
+   UWord key, val;
+   if (VG_(lookupFM)(fn_index, &key, &val, (UWord)&probe)) return (FnInfo*)val;
+   FnInfo* fn = (FnInfo*)kg::alloc(sizeof(FnInfo));
+   fn->id = function_count();
+   fn->name = table_name(&fn_names, table_intern(&fn_names, name));
+   fn->object = object;
+   fn->file = file;
+   VG_(addToXA)(fn_list, &fn);
+   VG_(addToFM)(fn_index, (UWord)fn, (UWord)fn);
+   return fn;
+}
+
+void source_loc(Addr a, SourceLoc* out)
+{
+   DiEpoch ep = VG_(current_DiEpoch)();
+   const HChar* file = nullptr;
+   const HChar* dir = nullptr;
+   UInt line = 0;
+   out->file = 0;
+   out->line = 0;
+   if (VG_(get_filename_linenum)(ep, a, &file, &dir, &line)) {
+      if (dir && dir[0]) {
+         // Full path, as cachegrind and callgrind print it.
+         SizeT n = VG_(strlen)(dir) + VG_(strlen)(file) + 2;
+         HChar* path = (HChar*)kg::alloc(n);
+         VG_(sprintf)(path, "%s/%s", dir, file);
+         out->file = intern_file(path);
+         kg::release(path);
+      } else {
+         out->file = intern_file(file);
+      }
+      out->line = line;
+   }
+   const HChar* obj = nullptr;
+   UInt object = 0;
+   if (VG_(get_objname)(ep, a, &obj) && obj && obj[0])
+      object = table_intern(&objects, obj);
+   // get_fnname's result lives until the next call: intern before reuse.
+   const HChar* fnname = nullptr;
+   if (!VG_(get_fnname)(ep, a, &fnname) || !fnname || !fnname[0]) fnname = kUnknown;
+   out->fn = intern_function(fnname, object, out->file);
+}
+
+} // namespace kg

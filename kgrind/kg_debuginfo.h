@@ -1,0 +1,33 @@
+// Names for code addresses: functions, source files and lines, objects.
+// Everything is interned once, so the rest of the tool compares pointers/ids.
+#pragma once
+#include "kg_valgrind.h"
+
+namespace kg {
+
+// A function, identified by (object, name) as callgrind and cachegrind do.
+struct FnInfo {
+   UInt id;              // 0-based, in order of first use
+   const HChar* name;    // demangled; "???" when there is no symbol
+   UInt object;          // object (ELF file) id
+   UInt file;            // source file of the first instruction seen
+};
+
+struct SourceLoc {
+   FnInfo* fn;
+   UInt file;            // file id; the unknown file is "???"
+   UInt line;            // 0 when unknown
+};
+
+void debuginfo_init();
+
+// Where instruction `a` comes from (function, file, line).
+void source_loc(Addr a, SourceLoc* out);
+
+UInt intern_file(const HChar* path);
+const HChar* file_name(UInt id);
+const HChar* object_name(UInt id);
+UInt function_count();
+FnInfo* function_by_id(UInt id);
+
+} // namespace kg

@@ -1,0 +1,62 @@
+// kgrind: a Valgrind tool for k-calling-context profiling.
+// Start-up, the core's callbacks, and the end of the run.
+#include "kg_valgrind.h"
+#include "kg_costs.h"
+#include "kg_debuginfo.h"
+#include "kg_instrument.h"
+#include "kg_options.h"
+#include "kg_output.h"
+#include "kg_version.h"
+
+namespace kg {
+
+namespace {
+
+void post_clo_init()
+{
+   // Chasing would fold calls and returns into the caller's superblock.
+   VG_(clo_vex_control).guest_chase = False;
+   debuginfo_init();
+   costs_init();
+   check_output_file(output_file_name());
+}
+
+void fini(Int exit_code)
+{
+   const HChar* path = output_file_name();
+   Bool ok = write_profile(path);
+   if (VG_(clo_verbosity) == 0) return;
+   VG_(umsg)("\n");
+   VG_(umsg)("I   refs:      %'llu\n", total_ir());
+   if (ok) VG_(umsg)("Output written to %s\n", path);
+}
+
+// The child of a fork counts only what it runs after the fork.
+void after_fork_in_child(ThreadId tid)
+{
+   reset_costs();
+}
+
+void pre_clo_init()
+{
+   VG_(details_name)("kgrind");
+   VG_(details_version)(KG_VERSION_STRING);
+   VG_(details_description)("a k-calling-context profiler");
+   VG_(details_copyright_author)("Copyright (C) 2026, the kgrind developers.");
+   VG_(details_bug_reports_to)("the kgrind issue tracker");
+   VG_(details_avg_translation_sizeB)(600);
+
+   VG_(basic_tool_funcs)(post_clo_init, instrument, fini);
+   VG_(needs_command_line_options)(process_option, print_usage, print_debug_usage);
+   VG_(atfork)(nullptr, nullptr, after_fork_in_child);
+
+   VG_(clo_vex_control).guest_chase = False;
+}
+
+} // namespace
+
+} // namespace kg
+
+extern "C" {
+VG_DETERMINE_INTERFACE_VERSION(kg::pre_clo_init)
+}

@@ -1,0 +1,27 @@
+// The Valgrind tool API, included once for the whole tool.
+// Valgrind's headers are C; they also define NULL as ((void*)0), which C++
+// does not convert to other pointer types, so tool code uses nullptr.
+#pragma once
+
+extern "C" {
+#include "pub_tool_basics.h"
+}
+// vki-linux.h declares a C++ template when compiled as C++.
+#include "pub_tool_vki.h"
+extern "C" {
+#include "pub_tool_tooliface.h"
+#include "pub_tool_libcbase.h"
+#include "pub_tool_libcassert.h"
+#include "pub_tool_libcprint.h"
+#include "pub_tool_libcfile.h"
+#include "pub_tool_libcproc.h"
+#include "pub_tool_mallocfree.h"
+#include "pub_tool_options.h"
+#include "pub_tool_debuginfo.h"
+#include "pub_tool_machine.h"
+#include "pub_tool_threadstate.h"
+#include "pub_tool_clientstate.h"
+#include "pub_tool_xarray.h"
+#include "pub_tool_wordfm.h"
+#include "libvex_ir.h"
+}

@@ -1,0 +1,2 @@
+#!/usr/bin/perl
+print "kgrind_annotate @KG_VERSION@: not yet implemented\n"; exit 2;

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# One-command setup for kgrind on Debian 12 (amd64): installs what is missing,
+# builds, installs the tool next to Valgrind's own, and profiles an example.
+#   ./setup.sh            everything
+#   ./setup.sh --deps     only the Debian packages (used by tests/run)
+#   ./setup.sh --build    packages + build in ./build (no install)
+# Idempotent: a second run only rebuilds what changed.
+set -euo pipefail
+cd "$(dirname "$0")"
+top=$PWD
+
+packages=(valgrind autoconf automake make pkg-config g++ gcc perl binutils
+          python3 python3-pytest python3-jsonschema libgtest-dev
+          clang-14 libclang-rt-14-dev)
+
+install_deps() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "setup: installing ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+build() {
+  if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt Makefile.in ]; then
+    echo "setup: autoreconf"
+    autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
+  fi
+  mkdir -p build
+  if [ ! -f build/Makefile ] || [ configure -nt build/config.status ]; then
+    echo "setup: configure"
+    (cd build && ../configure -q)
+  fi
+  echo "setup: make"
+  make -s -C build -j"$(nproc)" >/dev/null
+}
+
+profile_example() {
+  local work
+  work=$(mktemp -d)
+  gcc -g -O1 -o "$work/calls" examples/calls.c
+  (cd "$work" && valgrind --tool=kgrind --kgrind-out-file=kgrind.out.example ./calls 2>"$work/stderr" >/dev/null) || {
+    cat "$work/stderr"; echo "setup: the example failed under kgrind"; exit 1; }
+  echo "setup: profiled examples/calls.c:"
+  grep -E "Command:|I   refs|Output written" "$work/stderr" | sed 's/^==[0-9]*== /  /'
+  if command -v kgrind_annotate >/dev/null && kgrind_annotate "$work/kgrind.out.example" >"$work/annotate" 2>/dev/null; then
+    head -n 30 "$work/annotate"
+  else
+    callgrind_annotate "$work/kgrind.out.example" | sed -n '/file:function/,$p' | head -n 12
+  fi
+  rm -rf "$work"
+}
+
+case "${1:-all}" in
+  --deps) install_deps ;;
+  --build) install_deps; build ;;
+  all)
+    install_deps
+    build
+    echo "setup: make install"
+    make -s -C build install >/dev/null
+    profile_example
+    echo "setup: done. Try: valgrind --tool=kgrind ./your-program"
+    ;;
+  *) echo "usage: $0 [--deps|--build]" >&2; exit 2 ;;
+esac

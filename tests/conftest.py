@@ -1,0 +1,90 @@
+"""Shared fixtures: building test programs and running them natively, under
+the uninstalled kgrind, and under Valgrind's own tools for reference."""
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+import callgrind_format  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BUILD = pathlib.Path(os.environ.get('KGRIND_BUILD', ROOT / 'build'))
+VG_IN_PLACE = BUILD / 'kgrind' / 'vg-in-place'
+IN_PLACE_LIB = BUILD / 'kgrind' / '.in_place'
+PROGS = ROOT / 'tests' / 'progs'
+
+
+def pytest_sessionstart(session):
+    if not VG_IN_PLACE.exists():
+        pytest.exit(f'{VG_IN_PLACE} is missing: build first (./setup.sh --build)', returncode=2)
+
+
+class Run:
+    def __init__(self, proc, profile_path=None):
+        self.proc = proc
+        self.returncode = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+        self.profile_path = profile_path
+
+    def profile(self):
+        return callgrind_format.parse(self.profile_path)
+
+
+class Toolbox:
+    """Compiles test programs and runs them under the tools, in tmp_path."""
+
+    def __init__(self, tmp_path):
+        self.dir = tmp_path
+
+    def compile(self, source, *flags, out=None):
+        src = PROGS / source
+        exe = self.dir / (out or src.stem)
+        compiler = 'g++' if src.suffix in ('.cpp', '.cc') else 'gcc'
+        cmd = [compiler, '-g', *flags, str(src), '-o', str(exe)]
+        if '-pthread' not in flags:
+            cmd.append('-pthread')
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        return exe
+
+    def native(self, exe, *args, input=None):
+        return subprocess.run([str(exe), *map(str, args)], capture_output=True,
+                              text=True, cwd=self.dir, input=input, timeout=120)
+
+    def _valgrind(self, launcher, tool, opts, exe, args, env=None):
+        cmd = [*launcher, f'--tool={tool}', *opts, str(exe), *map(str, args)]
+        return subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir,
+                              timeout=300, env=env)
+
+    def kgrind(self, exe, *args, opts=(), out='kgrind.out'):
+        opts = list(opts)
+        path = None
+        if out is not None:
+            path = self.dir / out
+            opts.insert(0, f'--kgrind-out-file={path}')
+        proc = self._valgrind([str(VG_IN_PLACE)], 'kgrind', opts, exe, args)
+        return Run(proc, path)
+
+    def reference(self, tool, exe, *args, opts=(), chase=False):
+        """Runs one of Valgrind's tools from the same library directory as
+        kgrind, so the client sees the same environment. chase=False makes
+        VEX translate as kgrind does (the guest's own ld.so start-up runs a
+        few hundred instructions differently with superblock chasing on)."""
+        path = self.dir / f'{tool}.out'
+        opts = [f'--{tool}-out-file={path}', *opts]
+        if tool == 'cachegrind':
+            opts.append('--cache-sim=no')
+        if not chase:
+            opts.append('--vex-guest-chase=no')
+        env = dict(os.environ, VALGRIND_LIB=str(IN_PLACE_LIB))
+        proc = self._valgrind(['valgrind'], tool, opts, exe, args, env=env)
+        return Run(proc, path)
+
+
+@pytest.fixture
+def tools(tmp_path):
+    return Toolbox(tmp_path)

@@ -1,0 +1,175 @@
+"""The foundation: exact instruction counts equal to cachegrind's, a valid
+callgrind-format file, unchanged program behaviour, fork, bad options."""
+import re
+import signal
+import subprocess
+
+import pytest
+
+from conftest import BUILD, Toolbox  # noqa: F401
+
+PROGRAMS = [
+    ('simple.c', ['-O1'], []),
+    ('threads.c', ['-O1'], []),
+    ('exceptions.cpp', ['-O1'], []),
+    ('sigdeath.c', ['-O1'], []),
+]
+
+
+def own_functions(profile, names):
+    by_fn = profile.by_function()
+    return {n: by_fn[n] for n in names}
+
+
+@pytest.mark.parametrize('source,flags,args', PROGRAMS, ids=[p[0] for p in PROGRAMS])
+def test_exact_counts_equal_cachegrind(tools, source, flags, args):
+    exe = tools.compile(source, *flags)
+    kg = tools.kgrind(exe, *args)
+    cg = tools.reference('cachegrind', exe, *args)
+    assert kg.returncode == cg.returncode
+    mine, ref = kg.profile(), cg.profile()
+    assert mine.total() == ref.summary
+    assert mine.summary == mine.totals == ref.summary
+    assert mine.by_function() == ref.by_function()
+    assert +mine.by_file_line() == +ref.by_file_line()
+    # The stderr summary names the same total.
+    m = re.search(r'I\s+refs:\s+([\d,]+)', kg.stderr)
+    assert m and int(m.group(1).replace(',', '')) == ref.summary
+
+
+def test_program_code_equals_plain_cachegrind(tools):
+    """With cachegrind's default settings (chasing on) the dynamic loader's
+    start-up differs by a few hundred instructions, but the program's own
+    functions must match exactly."""
+    exe = tools.compile('simple.c', '-O1')
+    mine = tools.kgrind(exe).profile().by_function()
+    ref = tools.reference('cachegrind', exe, chase=True).profile().by_function()
+    for fn in ('main', 'branchy', 'leaf'):
+        assert mine[fn] > 0 and mine[fn] == ref[fn], fn
+
+
+@pytest.mark.parametrize('source,flags,args', PROGRAMS, ids=[p[0] for p in PROGRAMS])
+def test_program_behaviour_unchanged(tools, source, flags, args):
+    exe = tools.compile(source, *flags)
+    native = tools.native(exe, *args)
+    kg = tools.kgrind(exe, *args)
+    assert kg.stdout == native.stdout
+    assert kg.returncode == native.returncode
+
+
+def test_fatal_signal_is_kept(tools):
+    exe = tools.compile('sigdeath.c', '-O1')
+    kg = tools.kgrind(exe)
+    assert kg.returncode == -signal.SIGSEGV
+    assert kg.profile().by_function()['work'] > 5000
+
+
+def test_fork_child_counts_only_its_own_work(tools):
+    exe = tools.compile('forker.c', '-O1')
+    native = tools.native(exe)
+    kg = tools.kgrind(exe, out='kg.%p')
+    assert kg.returncode == native.returncode == 0
+    files = sorted(tools.dir.glob('kg.*'))
+    assert len(files) == 2
+    cg = tools.reference('cachegrind', exe, opts=[f'--cachegrind-out-file={tools.dir}/cg.%p'])
+    cg_files = sorted(tools.dir.glob('cg.*'))
+    assert len(cg_files) == 2
+
+    import callgrind_format
+    kgs = [callgrind_format.parse(f) for f in files]
+    cgs = [callgrind_format.parse(f) for f in cg_files]
+    kg_parent, kg_child = sorted(kgs, key=lambda p: p.by_function()['parent_work'] == 0)
+    cg_parent, cg_child = sorted(cgs, key=lambda p: p.by_function()['parent_work'] == 0)
+    kp, kc, cp, cc = (p.by_function() for p in (kg_parent, kg_child, cg_parent, cg_child))
+    # The parent counts everything it ran, as cachegrind does.
+    assert kg_parent.total() == cg_parent.summary
+    assert kp == cp
+    # cachegrind's child inherits the parent's pre-fork counters; kgrind's
+    # child starts from zero: the child's own work is equal, the pre-fork work
+    # is not counted twice.
+    assert kc['child_work'] == cc['child_work'] > 0
+    assert kc['before_fork'] == 0 and cc['before_fork'] == cp['before_fork'] > 0
+    assert kc['parent_work'] == 0
+    # Everything the child counts beyond kgrind's child is pre-fork work,
+    # which the parent counted: nothing is lost or counted twice.
+    prefork = cg_child.summary - kg_child.total()
+    assert 0 < prefork < kg_parent.total()
+    for fn, n in kc.items():
+        assert n <= cc[fn], fn
+
+
+def test_callgrind_annotate_reads_the_profile(tools):
+    exe = tools.compile('simple.c', '-O1')
+    kg = tools.kgrind(exe)
+    prof = kg.profile()
+    out = subprocess.run(['callgrind_annotate', '--inclusive=no', '--threshold=100',
+                          str(kg.profile_path)], capture_output=True, text=True, check=True)
+    assert 'Warning' not in out.stderr and 'warning' not in out.stderr.lower(), out.stderr
+    m = re.search(r'^\s*([\d,]+)\s+(?:\(\s*[\d.]+%\)\s+)?PROGRAM TOTALS', out.stdout, re.M)
+    assert m and int(m.group(1).replace(',', '')) == prof.total()
+    by_fn = prof.by_function()
+    shown = {}
+    for line in out.stdout.splitlines():
+        m = re.match(r'^\s*([\d,]+)\s+(?:\(\s*[\d.]+%\)\s+)?\S*:(\S+)', line)
+        if m and 'PROGRAM TOTALS' not in line:
+            shown[m.group(2)] = shown.get(m.group(2), 0) + int(m.group(1).replace(',', ''))
+    for fn in ('main', 'branchy', 'leaf'):
+        assert shown[fn] == by_fn[fn]
+
+
+def test_header_fields(tools):
+    exe = tools.compile('marker.c')
+    kg = tools.kgrind(exe, 'arg1')
+    text = kg.profile_path.read_text()
+    lines = text.splitlines()
+    assert lines[0] == '# callgrind format'
+    prof = kg.profile()
+    assert prof.header['version'] == '1'
+    assert prof.header['creator'].startswith('kgrind-')
+    assert prof.header['cmd'] == f'{exe} arg1'
+    assert int(prof.header['pid']) > 0
+    assert prof.header['positions'] == 'line'
+    assert prof.events == ['Ir']
+
+
+def test_default_output_name_uses_pid(tools):
+    exe = tools.compile('marker.c')
+    kg = tools.kgrind(exe, out=None)
+    pid = re.search(r'^==(\d+)==', kg.stderr, re.M).group(1)
+    assert (tools.dir / f'kgrind.out.{pid}').exists()
+    assert f'kgrind.out.{pid}' in kg.stderr
+
+
+@pytest.mark.parametrize('bad,message', [
+    ('--kgrind-bogus=1', 'unknown kgrind option'),
+    ('--kgrind-out-file=', 'output file name is empty'),
+])
+def test_bad_options_stop_before_the_program(tools, bad, message):
+    exe = tools.compile('marker.c')
+    kg = tools.kgrind(exe, opts=[bad], out=None)
+    assert kg.returncode != 0 and kg.returncode != 5
+    assert 'marker: ran' not in kg.stdout
+    assert message in kg.stderr
+    assert bad in kg.stderr
+
+
+def test_unwritable_output_is_reported_and_program_runs(tools):
+    exe = tools.compile('marker.c')
+    path = tools.dir / 'no-such-dir' / 'out'
+    kg = tools.kgrind(exe, opts=[f'--kgrind-out-file={path}'], out=None)
+    assert 'marker: ran' in kg.stdout
+    assert kg.returncode == 5
+    assert f"cannot create output file '{path}': No such file or directory" in kg.stderr
+
+
+def test_no_dynamic_initialisers_in_tool():
+    """The core never runs static constructors: no object of ours may need one."""
+    objs = sorted((BUILD / 'kgrind').glob('*.o'))
+    assert objs
+    for obj in objs:
+        sections = subprocess.run(['objdump', '-h', str(obj)], capture_output=True,
+                                  text=True, check=True).stdout
+        assert '.init_array' not in sections and '.ctors' not in sections, obj
+    tool = next((BUILD / 'kgrind').glob('kgrind-*-linux'))
+    syms = subprocess.run(['nm', str(tool)], capture_output=True, text=True, check=True).stdout
+    assert '_GLOBAL__sub_I' not in syms
