@@ -1,2 +1,909 @@
 #!/usr/bin/perl
-print "kgrind_annotate @KG_VERSION@: not yet implemented\n"; exit 2;
+# kgrind_annotate: reads kgrind profiles (callgrind format with k-SF records,
+# see docs/output-format.md), rebuilds each thread's k-Slab Forest, computes
+# the k-Calling Context Forest with inv_k (IHPP thesis 3.3.3, 5.3.3) and shows
+# the hottest k-contexts, the forests, annotated sources, or JSON / Graphviz /
+# folded stacks.  Core Perl modules only.  See docs/annotate.md.
+use strict;
+use warnings;
+no warnings 'recursion';
+use Getopt::Long qw(GetOptionsFromArray :config no_ignore_case bundling no_auto_abbrev);
+use File::Spec;
+
+my $VERSION = '@KG_VERSION@';
+my $ROOT_NAME = '__root__';
+my $INF = -1;    # k = inf
+
+# ---------------------------------------------------------------------------
+# Errors: fail() dies with a message; main() prints it and exits 2.
+# ---------------------------------------------------------------------------
+sub fail { die bless { msg => join('', @_) }, 'KG::Error' }
+sub ferr { my ($file, $line, @m) = @_; fail("$file:$line: ", @m) }
+
+# ---------------------------------------------------------------------------
+# Labels (function names), interned across all profiles.
+# ---------------------------------------------------------------------------
+my (%LID, @LNAME);
+sub label_id {
+    my $n = $_[0];
+    my $id = $LID{$n};
+    return $id if defined $id;
+    push @LNAME, $n;
+    return $LID{$n} = $#LNAME;
+}
+label_id($ROOT_NAME);    # global id 0
+my $ROOT = 0;
+
+sub kstr { $_[0] == $INF ? 'inf' : $_[0] }
+
+# ---------------------------------------------------------------------------
+# Reading a profile.
+# ---------------------------------------------------------------------------
+my %HEADER_KEYS = map { $_ => 1 } qw(version creator pid cmd part thread desc
+    positions events summary totals);
+
+sub read_profile {
+    my ($file, $want_src) = @_;
+    fail("$file: no such file") unless -e $file;
+    fail("$file: is a directory, not a profile") if -d $file;
+    open(my $fh, '<:raw', $file) or fail("$file: cannot open: $!");
+    my %P = (file => $file, mtime => (stat $fh)[9], threads => [], src => {},
+             fnline => {}, desc => {});
+    my @fnmap;         # file fn id -> global label id
+    my $in_thread;     # forest being read
+    my ($par, $fnv, $cal, $exc, $inc, $depth);
+    my ($nnodes, $seen_end, $seen_version, $seen_options, $seen_totals) = (0);
+    my (%rootlab, %sib);
+    my $first = 1;
+    my $ln = 0;
+    # body state for source annotation
+    my (%names);       # 'fl'/'fn' -> id -> name
+    my ($cur_fl, $cur_fi, $cur_fn, $cur_thr, $after_calls, $last_line) = ('???', undef, '???', '', 0, 0);
+    my $src = $P{src};
+    my $fnline = $P{fnline};
+
+    while (defined(my $l = <$fh>)) {
+        $ln++;
+        $l =~ s/\r?\n\z//;
+        if ($first) {
+            next if $l eq '';
+            $first = 0;
+            unless ($l eq '# callgrind format' || $l =~ /^version:\s*\d/ || $l =~ /^creator:/) {
+                fail("$file:$ln: not a kgrind profile (expected '# callgrind format', found '"
+                     . printable($l) . "')");
+            }
+        }
+        if (index($l, '# ksf-node ') == 0) {
+            ferr($file, $ln, "ksf-node outside a ksf-thread record") unless $in_thread;
+            my ($id, $p, $f, $c, $x, $i) =
+                $l =~ /^# ksf-node (\d+) (\d+|-) (\d+) (\d+) (\d+) (\d+)$/
+                or ferr($file, $ln, "malformed ksf-node record: '", printable($l), "'");
+            ferr($file, $ln, "ksf-node id $id out of order (expected $nnodes)") if $id != $nnodes;
+            ferr($file, $ln, "ksf-node $id: unknown function id $f") unless defined $fnmap[$f];
+            my $g = $fnmap[$f];
+            if ($p eq '-') {
+                if ($id == 0) {
+                    ferr($file, $ln, "ksf-node 0 must be the root of the first tree, labelled $ROOT_NAME")
+                        if $g != $ROOT;
+                } elsif ($g == $ROOT) {
+                    ferr($file, $ln, "ksf-node $id: only the first tree may be rooted at $ROOT_NAME");
+                }
+                ferr($file, $ln, "ksf-node $id: a second tree rooted at '$LNAME[$g]'") if $rootlab{$g}++;
+                push @$par, -1;
+                push @$depth, 0;
+            } else {
+                ferr($file, $ln, "ksf-node $id: parent $p does not precede it") if $p >= $id;
+                ferr($file, $ln, "ksf-node 0 must be a root") if $id == 0;
+                ferr($file, $ln, "ksf-node $id: '$LNAME[$g]' appears twice among the children of node $p")
+                    if $sib{"$p $g"}++;
+                push @$par, $p + 0;
+                push @$depth, $depth->[$p] + 1;
+            }
+            push @$fnv, $g;
+            push @$cal, $c + 0;
+            push @$exc, $x + 0;
+            push @$inc, $i + 0;
+            $nnodes++;
+            next;
+        }
+        if (index($l, '#') == 0) {
+            next unless index($l, '# ksf-') == 0;
+            ferr($file, $ln, "k-SF record after '# ksf-end'") if $seen_end;
+            if ($l =~ /^# ksf-version: (\d+)$/) {
+                ferr($file, $ln, "unsupported k-SF record version $1 (this kgrind_annotate reads version 1)")
+                    if $1 != 1;
+                $seen_version = 1;
+            } elsif ($l =~ /^# ksf-options: (.*)$/) {
+                ferr($file, $ln, "ksf-options before ksf-version") unless $seen_version;
+                my %o;
+                for my $kv (split / /, $1) {
+                    $kv =~ /^(\w+)=(\S+)$/ or ferr($file, $ln, "malformed ksf-options field '", printable($kv), "'");
+                    $o{$1} = $2;
+                }
+                for my $need (qw(k mode rolling joined)) {
+                    ferr($file, $ln, "ksf-options lacks '$need='") unless defined $o{$need};
+                }
+                ferr($file, $ln, "bad k value '$o{k}' in ksf-options") unless $o{k} =~ /^(?:\d+|inf)$/;
+                ferr($file, $ln, "bad mode '$o{mode}' in ksf-options") unless $o{mode} =~ /^(?:func|intra|inter)$/;
+                for my $yn (qw(rolling joined)) {
+                    ferr($file, $ln, "bad $yn value '$o{$yn}' in ksf-options") unless $o{$yn} =~ /^(?:yes|no)$/;
+                }
+                $P{k} = $o{k} eq 'inf' ? $INF : $o{k} + 0;
+                @P{qw(mode rolling joined)} = @o{qw(mode rolling joined)};
+                $seen_options = 1;
+            } elsif ($l =~ /^# ksf-fn (\d+) (.+)$/) {
+                ferr($file, $ln, "ksf-fn before ksf-options") unless $seen_options;
+                ferr($file, $ln, "ksf-fn id $1 out of order (expected " . scalar(@fnmap) . ")") if $1 != @fnmap;
+                ferr($file, $ln, "ksf-fn 0 must be $ROOT_NAME") if $1 == 0 && $2 ne $ROOT_NAME;
+                ferr($file, $ln, "ksf-fn $1: $ROOT_NAME is reserved for id 0") if $1 != 0 && $2 eq $ROOT_NAME;
+                push @fnmap, label_id($2);
+            } elsif ($l =~ /^# ksf-thread (\d+|all) nodes=(\d+) ir=(\d+)$/) {
+                ferr($file, $ln, "ksf-thread before ksf-options") unless $seen_options;
+                ferr($file, $ln, "ksf-thread $1 inside thread $in_thread->{tid}") if $in_thread;
+                ferr($file, $ln, "thread $1 appears twice") if grep { $_->{tid} eq $1 } @{$P{threads}};
+                ($par, $fnv, $cal, $exc, $inc, $depth) = ([], [], [], [], [], []);
+                $in_thread = { tid => $1, declared => $2 + 0, ir => $3 + 0, par => $par, fn => $fnv,
+                               calls => $cal, excl => $exc, incl => $inc, depth => $depth,
+                               preorder => 1, line => $ln };
+                $nnodes = 0;
+                %rootlab = ();
+                %sib = ();
+            } elsif ($l =~ /^# ksf-end-thread (\d+|all)$/) {
+                ferr($file, $ln, "ksf-end-thread $1 without ksf-thread") unless $in_thread;
+                ferr($file, $ln, "ksf-end-thread $1 closes thread $in_thread->{tid}") if $1 ne $in_thread->{tid};
+                ferr($file, $ln, "thread $1 declares nodes=$in_thread->{declared} but has $nnodes ksf-node records")
+                    if $nnodes != $in_thread->{declared};
+                ferr($file, $ln, "thread $1 has no nodes") if $nnodes == 0;
+                $in_thread->{n} = $nnodes;
+                delete $in_thread->{declared};
+                push @{$P{threads}}, $in_thread;
+                undef $in_thread;
+                %sib = ();
+            } elsif ($l eq '# ksf-end') {
+                ferr($file, $ln, "ksf-end inside thread $in_thread->{tid} (no ksf-end-thread)") if $in_thread;
+                ferr($file, $ln, "ksf-end without ksf-version") unless $seen_version;
+                $seen_end = $ln;
+            } else {
+                ferr($file, $ln, "unknown or malformed k-SF record: '", printable($l), "'");
+            }
+            next;
+        }
+        # ---- callgrind body ----
+        next if $l eq '';
+        my $c0 = substr($l, 0, 1);
+        if ($c0 =~ /[0-9+*-]/) {
+            my ($pos, $ir) = $l =~ /^([+-]?\d+|\*)(?: (\d+))?(?: \d+)*\s*$/
+                or ferr($file, $ln, "malformed cost line: '", printable($l), "'");
+            if ($after_calls) { $after_calls = 0; next; }   # inclusive cost of a call
+            my $line = $pos eq '*' ? $last_line
+                     : ($c0 eq '+' || $c0 eq '-') ? $last_line + $pos : $pos;
+            $last_line = $line;
+            next unless $want_src && $ir;
+            my $sf = $cur_fi // $cur_fl;
+            $src->{$cur_thr}{$sf}{$line} += $ir;
+            my $base = base_name($cur_fn);
+            my $h = $fnline->{$cur_thr}{$sf} //= {};
+            $h->{$base} = $line if !defined $h->{$base} || $line < $h->{$base};
+            next;
+        }
+        if ($l =~ /^(c?ob|c?fl|fi|fe|c?fn|cfi)=(?:\((\d+)\))?\s*(.*)$/) {
+            my ($key, $id, $name) = ($1, $2, $3);
+            my $space = $key =~ /fn$/ ? 'fn' : $key =~ /ob$/ ? 'ob' : 'fl';
+            if (defined $id) {
+                if ($name ne '') { $names{$space}{$id} = $name }
+                else {
+                    $name = $names{$space}{$id};
+                    ferr($file, $ln, "$key=($id) used before its name was given") unless defined $name;
+                }
+            }
+            if    ($key eq 'fn') { $cur_fn = $name; $cur_fi = undef }
+            elsif ($key eq 'fl') { $cur_fl = $name; $cur_fi = undef }
+            elsif ($key eq 'fi' || $key eq 'fe') { $cur_fi = $name eq $cur_fl ? undef : $name }
+            next;
+        }
+        if ($l =~ /^calls=(\d+)(?: [+-]?\d+|\*)?/) { $after_calls = 1; next }
+        if ($l =~ /^(?:jump|jcnd)=/) { $after_calls = 1; next }
+        if ($l =~ /^(\w[\w ]*):\s*(.*)$/) {
+            my ($key, $val) = ($1, $2);
+            if ($key eq 'creator') { $P{creator} = $val }
+            elsif ($key eq 'pid') { $P{pid} = $val }
+            elsif ($key eq 'cmd') { $P{cmd} = $val }
+            elsif ($key eq 'thread') { $cur_thr = $val }
+            elsif ($key eq 'part') { $cur_thr = '' }
+            elsif ($key eq 'summary') { $P{summary} = $val }
+            elsif ($key eq 'totals') { $seen_totals = 1 }
+            elsif ($key eq 'events') {
+                $P{events} = $val;
+            } elsif ($key eq 'positions') {
+                ferr($file, $ln, "unsupported positions '$val' (kgrind writes 'line')") unless $val =~ /^line\s*$/;
+            } elsif ($key eq 'desc') {
+                $P{desc}{$1} = $2 if $val =~ /^([^:]+):\s*(.*)$/;
+            } elsif (!$HEADER_KEYS{$key}) {
+                # other callgrind header lines are allowed
+            }
+            next;
+        }
+        ferr($file, $ln, "unrecognized line: '", printable($l), "'");
+    }
+    close $fh;
+    fail("$file: the file is empty") if $first;
+    my $creator = $P{creator} // '';
+    if (!$seen_version) {
+        if ($creator ne '' && $creator !~ /^kgrind/) {
+            fail("$file: a profile written by $creator, not by kgrind: it has no k-SF records "
+                 . "(use callgrind_annotate for it)");
+        }
+        fail("$file: no k-SF records ('# ksf-version: 1'): not a kgrind profile with k-SF data"
+             . ($creator ne '' ? " (creator: $creator)" : ''));
+    }
+    fail("$file:$ln: truncated: thread $in_thread->{tid} has no '# ksf-end-thread' "
+         . "(opened at line $in_thread->{line}, $nnodes of $in_thread->{declared} nodes read)") if $in_thread;
+    fail("$file:$ln: truncated: no '# ksf-end' record at the end of the k-SF records") unless $seen_end;
+    fail("$file:$ln: truncated: no 'totals:' line at the end of the callgrind body") unless $seen_totals;
+    fail("$file: no ksf-thread records") unless @{$P{threads}};
+    $P{events} //= 'Ir';
+    my @ev = split ' ', $P{events};
+    fail("$file: events '$P{events}' do not include Ir") unless grep { $_ eq 'Ir' } @ev;
+    return \%P;
+}
+
+sub printable {
+    my $s = shift;
+    $s =~ s/[^\x20-\x7e]/?/g;
+    $s = substr($s, 0, 60) . '...' if length $s > 63;
+    return $s;
+}
+
+# The activated function of a body context name "c'a'e".
+sub base_name { my $n = shift; my $i = index($n, "'"); $i < 0 ? $n : substr($n, 0, $i) }
+
+# ---------------------------------------------------------------------------
+# Forests: join (Def. 4*, Listing 5.7) and inv_k (Def. 6, Fig. 3.8, Listing 5.8).
+# ---------------------------------------------------------------------------
+sub join_forests {
+    my ($tid, @F) = @_;
+    return $F[0] if @F == 1;
+    my (@par, @fn, @cal, @exc, @inc, @depth, %root, %child);
+    my $ir = 0;
+    for my $F (@F) {
+        $ir += $F->{ir};
+        my ($p, $f, $c, $x, $i) = @$F{qw(par fn calls excl incl)};
+        my @map;
+        for my $v (0 .. $F->{n} - 1) {
+            my $lab = $f->[$v];
+            my ($key, $u);
+            if ($p->[$v] < 0) { $u = $root{$lab} }
+            else { $key = "$map[$p->[$v]] $lab"; $u = $child{$key} }
+            unless (defined $u) {
+                push @fn, $lab; push @cal, 0; push @exc, 0; push @inc, 0;
+                $u = $#fn;
+                if (defined $key) { push @par, $map[$p->[$v]]; push @depth, $depth[$map[$p->[$v]]] + 1; $child{$key} = $u }
+                else { push @par, -1; push @depth, 0; $root{$lab} = $u }
+            }
+            $cal[$u] += $c->[$v]; $exc[$u] += $x->[$v]; $inc[$u] += $i->[$v];
+            $map[$v] = $u;
+        }
+    }
+    return { tid => $tid, ir => $ir, n => scalar(@fn), par => \@par, fn => \@fn, calls => \@cal,
+             excl => \@exc, incl => \@inc, depth => \@depth, preorder => 0 };
+}
+
+# Children lists in creation order (natural order).
+sub children_of {
+    my ($par) = @_;
+    my (@kids, @roots);
+    for my $v (0 .. $#$par) {
+        my $p = $par->[$v];
+        if ($p < 0) { push @roots, $v } else { push @{$kids[$p]}, $v }
+    }
+    return (\@roots, \@kids);
+}
+
+sub preorder {
+    my ($F) = @_;
+    return [0 .. $F->{n} - 1] if $F->{preorder};
+    my ($roots, $kids) = children_of($F->{par});
+    my @out;
+    my @stack = reverse @$roots;
+    while (@stack) {
+        my $v = pop @stack;
+        push @out, $v;
+        push @stack, reverse @{$kids->[$v]} if $kids->[$v];
+    }
+    return \@out;
+}
+
+# inv_kk of forest F recorded with k = K.  Returns the k-CCF as parallel
+# arrays plus the k-contexts (counters of the chains ending at each node).
+sub inv_k {
+    my ($F, $kk, $K) = @_;
+    my ($par, $fn, $cal, $exc, $inc, $depth) = @$F{qw(par fn calls excl incl depth)};
+    # first[v]: v lies in a tree rooted at __root__ (never cleared).
+    my $ord = preorder($F);
+    my (@cpar, @cfn, @ccal, @cexc, @cinc, %croot, %cchild);
+    my (@xcal, @xexc, @xinc, @xhas);
+    my @roottree;    # per node: root label of its tree is __root__
+    my $maxlen = $kk == $INF ? 1e18 : $kk;
+    for my $v (@$ord) {
+        my $p = $par->[$v];
+        my $isfirst = $p < 0 ? ($fn->[$v] == $ROOT) : $roottree[$p];
+        $roottree[$v] = $isfirst;
+        my ($c, $x, $i) = ($cal->[$v], $exc->[$v], $inc->[$v]);
+        if (!$isfirst && $K != $INF && $depth->[$v] < $K) { $c = $x = $i = 0 }   # Fig. 3.8
+        my $f = $fn->[$v];
+        my $cid = $croot{$f};
+        unless (defined $cid) {
+            push @cpar, -1; push @cfn, $f; push @ccal, 0; push @cexc, 0; push @cinc, 0;
+            $cid = $croot{$f} = $#cfn;
+        }
+        $ccal[$cid] += $c; $cexc[$cid] += $x; $cinc[$cid] += $i;
+        my $u = $v;
+        for (my $len = 0; $len < $maxlen; $len++) {
+            $u = $par->[$u];
+            last if $u < 0;
+            $f = $fn->[$u];
+            my $key = "$cid $f";
+            my $d = $cchild{$key};
+            unless (defined $d) {
+                push @cpar, $cid; push @cfn, $f; push @ccal, 0; push @cexc, 0; push @cinc, 0;
+                $d = $cchild{$key} = $#cfn;
+            }
+            $cid = $d;
+            $ccal[$cid] += $c; $cexc[$cid] += $x; $cinc[$cid] += $i;
+        }
+        if ($c || $x || $i) {
+            $xcal[$cid] += $c; $xexc[$cid] += $x; $xinc[$cid] += $i; $xhas[$cid] = 1;
+        }
+    }
+    my @ctx = grep { $xhas[$_] } 0 .. $#xhas;
+    return { n => scalar(@cfn), par => \@cpar, fn => \@cfn, calls => \@ccal, excl => \@cexc, incl => \@cinc,
+             ctx => \@ctx, xcalls => \@xcal, xexcl => \@xexc, xincl => \@xinc };
+}
+
+# Path of context cid, outermost caller first.
+sub ctx_path {
+    my ($C, $cid) = @_;
+    my @p;
+    while ($cid >= 0) { push @p, $LNAME[$C->{fn}[$cid]]; $cid = $C->{par}[$cid] }
+    return \@p;
+}
+
+# ---------------------------------------------------------------------------
+# Options.
+# ---------------------------------------------------------------------------
+my $USAGE = <<"EOT";
+usage: kgrind_annotate [options] kgrind.out.<pid> [more profiles...] [source files...]
+
+  --sort=Ir|calls|inclusive   sort key for contexts and tree children [Ir]
+  --threshold=<0-100>         show contexts until this cumulative share [99]
+  --top=<N>                   show at most N contexts (0: no limit) [40]
+  --k=<N>|inf                 show the N-CCF (N <= the recorded k) [recorded k]
+  --thread=<tid>|all          select one thread's forest [all]
+  --join-threads              join all threads' forests into one
+  --ksf                       print the k-Slab Forest (thesis style)
+  --kccf                      print the k-Calling Context Forest (thesis style)
+  --costs=yes|no              print Ir next to tree nodes [yes]
+  --tree-order=sorted|natural sibling order in trees: by the sort key then
+                              name, or the order of the file / of inv_k [sorted]
+  --auto=yes|no               annotate the source files of the hottest contexts [no]
+  --context=<N>               source lines of context around costly lines [8]
+  -I, --include=<dir>         add a directory to the source search path
+  --format=text|json|dot|folded  output format [text]
+  --version, -h/--help
+Profiles given together are joined (k-SF join); their k and mode must agree.
+Arguments ending in a source suffix (.c .cpp .h ...) are source files to annotate.
+Exit status: 0 success, 2 bad usage or bad input.
+EOT
+
+sub parse_options {
+    my @args = @_;
+    my %o = (sort => 'Ir', threshold => 99, top => 40, costs => 'yes', 'tree-order' => 'sorted',
+             auto => 'no', context => 8, include => [], format => 'text', thread => 'all');
+    my @warn;
+    {
+        local $SIG{__WARN__} = sub { push @warn, $_[0] };
+        my $ok = GetOptionsFromArray(\@args, \%o, 'sort=s', 'threshold=s', 'top=s', 'k=s', 'thread=s',
+            'join-threads', 'ksf', 'kccf', 'costs=s', 'tree-order=s', 'auto=s', 'context=s',
+            'include|I=s@', 'format=s', 'version', 'help|h');
+        unless ($ok) {
+            my $m = $warn[0] // "bad options\n";
+            chomp $m;
+            $m =~ s/^Unknown option: (.*)$/unknown option '--$1'/;
+            fail("$m (see kgrind_annotate --help)");
+        }
+    }
+    return \%o if $o{help} || $o{version};
+    my %sorts = (ir => 'Ir', calls => 'calls', inclusive => 'inclusive', incl => 'inclusive');
+    $o{sort} = $sorts{lc $o{sort}} // fail("bad --sort value '$o{sort}' (Ir, calls or inclusive)");
+    fail("bad --threshold value '$o{threshold}' (a percentage 0-100)")
+        unless $o{threshold} =~ /^\d+(?:\.\d*)?$/ && $o{threshold} <= 100;
+    fail("bad --top value '$o{top}' (a non-negative integer)") unless $o{top} =~ /^\d+$/;
+    fail("bad --context value '$o{context}' (a non-negative integer)") unless $o{context} =~ /^\d+$/;
+    fail("bad --k value '$o{k}' (a non-negative integer or inf)")
+        if defined $o{k} && $o{k} !~ /^(?:\d+|inf)$/;
+    fail("bad --thread value '$o{thread}' (a thread id or all)") unless $o{thread} =~ /^(?:\d+|all)$/;
+    fail("bad --format value '$o{format}' (text, json, dot or folded)")
+        unless $o{format} =~ /^(?:text|json|dot|folded)$/;
+    for my $yn (qw(costs auto)) {
+        fail("bad --$yn value '$o{$yn}' (yes or no)") unless $o{$yn} =~ /^(?:yes|no)$/;
+    }
+    fail("bad --tree-order value '$o{'tree-order'}' (sorted or natural)")
+        unless $o{'tree-order'} =~ /^(?:sorted|natural)$/;
+    my (@profiles, @sources);
+    for my $a (@args) {
+        if ($a =~ /\.(?:c|cc|cpp|cxx|c\+\+|C|h|hh|hpp|hxx|H|inl|ipp|s|S|f|f90|F90|rs|go|m|mm)$/) { push @sources, $a }
+        else { push @profiles, $a }
+    }
+    fail("no profile given (usage: kgrind_annotate [options] kgrind.out.<pid> ...; see --help)") unless @profiles;
+    $o{profiles} = \@profiles;
+    $o{sources} = \@sources;
+    return \%o;
+}
+
+# ---------------------------------------------------------------------------
+# Main computation: everything is built before anything is printed.
+# ---------------------------------------------------------------------------
+sub analyse {
+    my ($o) = @_;
+    my $want_src = $o->{auto} eq 'yes' || @{$o->{sources}};
+    my @P = map { read_profile($_, $want_src) } @{$o->{profiles}};
+    my $P0 = $P[0];
+    for my $P (@P[1 .. $#P]) {
+        for my $f (qw(k mode rolling)) {
+            next if $P->{$f} eq $P0->{$f};
+            my ($a, $b) = $f eq 'k' ? (kstr($P0->{k}), kstr($P->{k})) : ($P0->{$f}, $P->{$f});
+            fail("cannot merge $P0->{file} ($f=$a) with $P->{file} ($f=$b): "
+                 . "profiles must have the same k, mode and recursion rolling");
+        }
+    }
+    my $K = $P0->{k};
+    my $kk = $K;
+    if (defined $o->{k}) {
+        $kk = $o->{k} eq 'inf' ? $INF : $o->{k} + 0;
+        if ($K != $INF && ($kk == $INF || $kk > $K)) {
+            fail("--k=$o->{k} is above the recorded k=$K of $P0->{file}: "
+                 . "a k-SF only holds contexts of length up to k+1 (profile again with a larger --k)");
+        }
+    }
+    # threads: merge same tids across files; join all when asked or when any file was joined
+    my $join = $o->{'join-threads'} || grep { $_->{joined} eq 'yes' } @P;
+    my (%by, @order);
+    for my $P (@P) {
+        for my $T (@{$P->{threads}}) {
+            my $tid = $join ? 'all' : $T->{tid};
+            push @order, $tid unless $by{$tid};
+            push @{$by{$tid}}, $T;
+        }
+    }
+    if ($o->{thread} ne 'all') {
+        if (!$by{$o->{thread}}) {
+            fail("thread $o->{thread}: " . ($join ? "threads are joined in this profile (only thread 'all')"
+                : "no such thread in " . join(', ', map { $_->{file} } @P)
+                  . " (threads: " . join(', ', @order) . ")"));
+        }
+        @order = ($o->{thread});
+    }
+    my @threads;
+    for my $tid (sort { ($a eq 'all' ? 0 : $a) <=> ($b eq 'all' ? 0 : $b) } @order) {
+        my $F = join_forests($tid, @{$by{$tid}});
+        my $C = inv_k($F, $kk, $K);
+        push @threads, { tid => $tid, F => $F, C => $C, ir => $F->{ir} };
+    }
+    my $total = 0;
+    $total += $_->{summary} // 0 for @P;
+    my %S = (P => \@P, K => $K, kk => $kk, threads => \@threads, total => $total, joined => $join);
+    # source data of the selected threads
+    if ($want_src) {
+        my %tsel = map { $_ => 1 } @order;
+        my (%src, %fnl);
+        for my $P (@P) {
+            for my $t (keys %{$P->{src}}) {
+                next unless $t eq '' || $join || $tsel{$t};
+                for my $f (keys %{$P->{src}{$t}}) {
+                    my $h = $P->{src}{$t}{$f};
+                    $src{$f}{$_} += $h->{$_} for keys %$h;
+                    my $g = $P->{fnline}{$t}{$f};
+                    for my $fn (keys %$g) {
+                        $fnl{$f}{$fn} = $g->{$fn} if !defined $fnl{$f}{$fn} || $g->{$fn} < $fnl{$f}{$fn};
+                    }
+                }
+            }
+        }
+        $S{src} = \%src;
+        $S{fnline} = \%fnl;
+    }
+    return \%S;
+}
+
+# Sorting helpers: key of a context / node by --sort.
+sub key_arrays {
+    my ($sort, $C, $ctx) = @_;
+    return $ctx ? ($sort eq 'calls' ? $C->{xcalls} : $sort eq 'inclusive' ? $C->{xincl} : $C->{xexcl})
+                : ($sort eq 'calls' ? $C->{calls} : $sort eq 'inclusive' ? $C->{incl} : $C->{excl});
+}
+
+sub sorted_contexts {
+    my ($o, $C) = @_;
+    my $key = key_arrays($o->{sort}, $C, 1);
+    my %pstr;
+    my $ps = sub { $pstr{$_[0]} //= join("\0", @{ctx_path($C, $_[0])}) };
+    my @s = sort { $key->[$b] <=> $key->[$a] || $ps->($a) cmp $ps->($b) } @{$C->{ctx}};
+    return \@s;
+}
+
+# Children (or roots) in display order.
+sub tree_kids {
+    my ($o, $T) = @_;
+    my ($roots, $kids) = children_of($T->{par});
+    if ($o->{'tree-order'} eq 'sorted') {
+        my $key = key_arrays($o->{sort}, $T, 0);
+        my $fn = $T->{fn};
+        my $srt = sub { [sort { $key->[$b] <=> $key->[$a] || $LNAME[$fn->[$a]] cmp $LNAME[$fn->[$b]] } @{$_[0]}] };
+        $roots = $srt->($roots);
+        for my $k (@$kids) { $k = $srt->($k) if $k && @$k > 1 }
+    }
+    return ($roots, $kids);
+}
+
+sub has_costs {
+    my ($T) = @_;
+    for my $v (0 .. $T->{n} - 1) { return 1 if $T->{excl}[$v] || $T->{incl}[$v] }
+    return 0;
+}
+
+sub fmt_name { my $n = shift; $n =~ /\)\z/ ? $n : "$n()" }
+
+sub print_tree {
+    my ($o, $T, $out) = @_;
+    my ($roots, $kids) = tree_kids($o, $T);
+    my $costs = $o->{costs} eq 'yes' && has_costs($T);
+    my ($fn, $cal, $exc, $inc) = @$T{qw(fn calls excl incl)};
+    my @stack = map { [$_, 0] } reverse @$roots;
+    while (@stack) {
+        my ($v, $d) = @{pop @stack};
+        my $l = ('  ' x $d) . '| ' . fmt_name($LNAME[$fn->[$v]]) . ",$cal->[$v]";
+        $l .= "  [Ir $exc->[$v], incl $inc->[$v]]" if $costs;
+        push @$out, $l;
+        push @stack, map { [$_, $d + 1] } reverse @{$kids->[$v]} if $kids->[$v];
+    }
+}
+
+sub pct { my ($a, $b) = @_; $b ? sprintf('%.2f%%', 100 * $a / $b) : '-' }
+
+sub commify { my $n = reverse shift; $n =~ s/(\d{3})(?=\d)/$1,/g; scalar reverse $n }
+
+# Contexts to show in the table: --threshold (cumulative share of the sort
+# key over all contexts) and --top.
+sub shown_contexts {
+    my ($o, $C, $sorted) = @_;
+    my $key = key_arrays($o->{sort}, $C, 1);
+    my $sum = 0;
+    $sum += $key->[$_] for @$sorted;
+    my @show;
+    my $cum = 0;
+    for my $cid (@$sorted) {
+        last if $o->{top} && @show >= $o->{top};
+        last if $sum && $o->{threshold} < 100 && 100 * $cum / $sum >= $o->{threshold};
+        push @show, $cid;
+        $cum += $key->[$cid];
+    }
+    return (\@show, $sum);
+}
+
+sub ctx_str { join(' > ', @{ctx_path(@_)}) }
+
+# ---------------------------------------------------------------------------
+# Text output.
+# ---------------------------------------------------------------------------
+sub out_text {
+    my ($o, $S) = @_;
+    my @out;
+    my $rule = '-' x 80;
+    my @P = @{$S->{P}};
+    my $P0 = $P[0];
+    push @out, $rule;
+    push @out, (@P > 1 ? 'Profile data files: ' : 'Profile data file: ') . join(', ', map { $_->{file} } @P)
+        . ' (creator: ' . ($P0->{creator} // '?') . ')';
+    push @out, $rule;
+    my %cmds = map { ($_->{cmd} // '?') => 1 } @P;
+    push @out, sprintf('%-22s%s', 'Command:', join(' | ', sort keys %cmds));
+    push @out, sprintf('%-22s%s', 'PID:', join(', ', map { $_->{pid} // '?' } @P));
+    push @out, sprintf('%-22s%s', 'K value:', kstr($S->{kk}) . ($S->{kk} != $S->{K} ? ' (recorded k: ' . kstr($S->{K}) . ')' : ''));
+    push @out, sprintf('%-22s%s', 'Mode:', $P0->{mode} . ($P0->{rolling} eq 'yes' ? ', simple recursion rolled' : ', simple recursion unrolled'));
+    my $nthr = 0;
+    $nthr += @{$_->{threads}} for @P;
+    my $thr_desc = $S->{joined} ? 'joined' : scalar(@{$S->{threads}}) . ' shown';
+    push @out, sprintf('%-22s%s', 'Threads:', "$nthr in the profile" . (@P > 1 ? 's' : '') . ", $thr_desc");
+    push @out, sprintf('%-22s%s', 'Events:', 'Ir');
+    push @out, sprintf('%-22s%s', 'Total Ir:', commify($S->{total}));
+    for my $t (@{$S->{threads}}) {
+        push @out, sprintf('%-22s%s', "Thread $t->{tid}:", 'Ir ' . commify($t->{ir})
+            . ", k-SF nodes $t->{F}{n}, " . kstr($S->{kk}) . "-CCF nodes $t->{C}{n}");
+    }
+    my @hot;    # contexts shown, for source annotation
+    for my $t (@{$S->{threads}}) {
+        my $C = $t->{C};
+        my $sorted = sorted_contexts($o, $C);
+        my ($show, $sum) = shown_contexts($o, $C, $sorted);
+        push @hot, [$t, $sorted];
+        push @out, '', $rule;
+        push @out, sprintf('Hottest %s-contexts, thread %s: %d of %d shown (sorted by %s; threshold %s%%%s)',
+            kstr($S->{kk}), $t->{tid}, scalar(@$show), scalar(@$sorted), $o->{sort}, $o->{threshold},
+            $o->{top} ? ", top $o->{top}" : '');
+        push @out, $rule;
+        my $pk = $o->{sort} eq 'calls' ? '%calls' : $o->{sort} eq 'inclusive' ? '%incl' : '%Ir';
+        my $den = $o->{sort} eq 'calls' ? $sum : $t->{ir};
+        push @out, sprintf('%15s %8s %15s %12s  %s', 'Ir', $pk, 'incl Ir', 'calls', 'context');
+        my $key = key_arrays($o->{sort}, $C, 1);
+        for my $cid (@$show) {
+            push @out, sprintf('%15s %8s %15s %12s  %s', commify($C->{xexcl}[$cid]), pct($key->[$cid], $den),
+                commify($C->{xincl}[$cid]), commify($C->{xcalls}[$cid]), ctx_str($C, $cid));
+        }
+        if ($o->{ksf}) {
+            push @out, '', $rule, "DUMP of K-SF (k=" . kstr($S->{K}) . ", thread $t->{tid}, $t->{F}{n} nodes)", $rule;
+            print_tree($o, $t->{F}, \@out);
+        }
+        if ($o->{kccf}) {
+            push @out, '', $rule, "DUMP of K-CCF (k=" . kstr($S->{kk}) . ", thread $t->{tid}, $C->{n} nodes)", $rule;
+            print_tree($o, $C, \@out);
+        }
+    }
+    annotate_sources($o, $S, \@hot, \@out) if $o->{auto} eq 'yes' || @{$o->{sources}};
+    return join("\n", @out) . "\n";
+}
+
+# ---------------------------------------------------------------------------
+# Source annotation.
+# ---------------------------------------------------------------------------
+sub find_source {
+    my ($o, $name, $P0) = @_;
+    my @cand;
+    if (File::Spec->file_name_is_absolute($name)) { push @cand, $name }
+    else {
+        push @cand, $name;
+        my ($vol, $dir) = File::Spec->splitpath($P0->{file});
+        push @cand, File::Spec->catfile($dir, $name) if $dir ne '';
+    }
+    (my $rel = $name) =~ s{^/+}{};
+    my @parts = File::Spec->splitdir($rel);
+    for my $d (@{$o->{include}}) {
+        for my $i (0 .. $#parts) { push @cand, File::Spec->catfile($d, @parts[$i .. $#parts]) }
+    }
+    for my $c (@cand) { return $c if -f $c && -r _ }
+    return undef;
+}
+
+sub annotate_sources {
+    my ($o, $S, $hot, $out) = @_;
+    my $src = $S->{src} // {};
+    my $fnline = $S->{fnline} // {};
+    my $rule = '-' x 80;
+    my $P0 = $S->{P}[0];
+    my $pmtime = (sort { $a <=> $b } map { $_->{mtime} // 0 } @{$S->{P}})[0];
+    # files: explicit ones, and with --auto the files of the functions in the shown tables
+    my @files;
+    my %seen;
+    for my $s (@{$o->{sources}}) {
+        my ($match) = grep { $_ eq $s } keys %$src;
+        ($match) = sort grep { m{(?:^|/)\Q$s\E$} || $s =~ m{(?:^|/)\Q$_\E$} } keys %$src unless $match;
+        push @files, [$s, $match];
+        $seen{$match // $s} = 1;
+    }
+    if ($o->{auto} eq 'yes') {
+        my %fns;
+        for my $h (@$hot) {
+            my ($t, $sorted) = @$h;
+            my ($show) = shown_contexts($o, $t->{C}, $sorted);
+            $fns{$LNAME[$t->{C}{fn}[base_root($t->{C}, $_)]]} = 1 for @$show;
+        }
+        for my $f (sort keys %$src) {
+            next if $seen{$f} || $f eq '???';
+            next unless grep { $fns{$_} } keys %{$fnline->{$f} // {}};
+            push @files, [$f, $f];
+            $seen{$f} = 1;
+        }
+    }
+    # hottest contexts of each function, over the shown threads
+    my %byfn;
+    for my $h (@$hot) {
+        my ($t, $sorted) = @$h;
+        my $C = $t->{C};
+        for my $cid (@$sorted) {
+            my $fname = $LNAME[$C->{fn}[base_root($C, $cid)]];
+            my $l = $byfn{$fname} //= [];
+            push @$l, [$t, $cid] if @$l < 5;
+        }
+    }
+    for my $e (@files) {
+        my ($name, $key) = @$e;
+        my $lines = $key ? $src->{$key} : {};
+        my $path = find_source($o, $key // $name, $P0);
+        $path //= find_source($o, $name, $P0) if $key && $key ne $name;
+        push @$out, '', $rule;
+        unless ($path) {
+            push @$out, "-- Source file '" . ($key // $name) . "' not found"
+                . (@{$o->{include}} ? ' (searched -I ' . join(', ', @{$o->{include}}) . ')' : ' (add its directory with -I)');
+            next;
+        }
+        push @$out, "-- Annotated source: $path", $rule;
+        my @text;
+        if (open(my $fh, '<:raw', $path)) { @text = <$fh>; close $fh; chomp @text }
+        else { pop @$out; push @$out, "-- Source file '$path' cannot be read: $!"; next }
+        my $smtime = (stat $path)[9];
+        push @$out, "WARNING: source file '$path' is newer than the profile '$P0->{file}': the annotation may be wrong"
+            if defined $smtime && defined $pmtime && $smtime > $pmtime;
+        my %first;    # line -> [functions starting there]
+        for my $fn (sort keys %{$fnline->{$key // ''} // {}}) { push @{$first{$fnline->{$key}{$fn}}}, $fn }
+        push @$out, sprintf('%15s  %s', 'Ir', 'source line');
+        my %want;
+        for my $l (keys %$lines, keys %first) {
+            $want{$_} = 1 for ($l - $o->{context}) .. ($l + $o->{context});
+        }
+        my $n = @text;
+        my $prev = 0;
+        for my $i (1 .. $n) {
+            next unless $want{$i};
+            push @$out, "-- line $i " . ('-' x 40) if $i != $prev + 1;
+            $prev = $i;
+            if ($first{$i}) {
+                for my $fn (@{$first{$i}}) {
+                    next unless $byfn{$fn};
+                    my $k = kstr($S->{kk});
+                    push @$out, sprintf('%15s  // hottest %s-contexts of %s:', '', $k, $fn);
+                    for my $h (@{$byfn{$fn}}) {
+                        my ($t, $cid) = @$h;
+                        my $C = $t->{C};
+                        push @$out, sprintf('%15s  //   %s: Ir %s (%s), incl %s, calls %s%s', '', ctx_str($C, $cid),
+                            commify($C->{xexcl}[$cid]), pct($C->{xexcl}[$cid], $t->{ir}),
+                            commify($C->{xincl}[$cid]), commify($C->{xcalls}[$cid]),
+                            @{$S->{threads}} > 1 ? ", thread $t->{tid}" : '');
+                    }
+                }
+            }
+            my $ir = $lines->{$i};
+            push @$out, sprintf('%15s  %s', defined $ir ? commify($ir) : '.', $text[$i - 1]);
+        }
+        my @beyond = grep { $_ > $n } sort { $a <=> $b } keys %$lines;
+        push @$out, "-- " . scalar(@beyond) . " line(s) with cost beyond the end of the file (last: $beyond[-1]): "
+            . "the source probably changed since the profile" if @beyond;
+    }
+}
+
+# Root (activated function) of context cid in the CCF.
+sub base_root { my ($C, $cid) = @_; $cid = $C->{par}[$cid] while $C->{par}[$cid] >= 0; $cid }
+
+# ---------------------------------------------------------------------------
+# JSON output.
+# ---------------------------------------------------------------------------
+sub js {
+    my $s = shift;
+    $s =~ s/(["\\])/\\$1/g;
+    $s =~ s/([\x00-\x1f\x7f])/sprintf('\\u%04x', ord $1)/ge;
+    return "\"$s\"";
+}
+
+sub json_tree {
+    my ($o, $T, $kidkey) = @_;
+    my ($roots, $kids) = tree_kids($o, $T);
+    my ($fn, $cal, $exc, $inc) = @$T{qw(fn calls excl incl)};
+    my $rec;
+    $rec = sub {
+        my $v = shift;
+        my $s = '{"name":' . js($LNAME[$fn->[$v]]) . ',"calls":' . $cal->[$v] . ',"Ir":' . $exc->[$v]
+              . ',"inclusive":' . $inc->[$v];
+        $s .= ",\"$kidkey\":[" . join(',', map { $rec->($_) } @{$kids->[$v]}) . ']' if $kids->[$v];
+        return $s . '}';
+    };
+    my $r = '[' . join(',', map { $rec->($_) } @$roots) . ']';
+    undef $rec;
+    return $r;
+}
+
+sub out_json {
+    my ($o, $S) = @_;
+    my @P = @{$S->{P}};
+    my $P0 = $P[0];
+    my $kj = sub { $_[0] == $INF ? '"inf"' : $_[0] };
+    my $pid = $P0->{pid} // 0;
+    $pid = 0 unless $pid =~ /^\d+$/;
+    my $s = '{"version":1,"tool":"kgrind","creator":' . js($P0->{creator} // '') . ',"files":['
+        . join(',', map { js($_->{file}) } @P) . '],"cmd":' . js($P0->{cmd} // '') . ",\"pid\":$pid,\"pids\":["
+        . join(',', map { ($_->{pid} // '') =~ /^\d+$/ ? $_->{pid} : 0 } @P) . '],"k":' . $kj->($S->{kk})
+        . ',"recorded_k":' . $kj->($S->{K}) . ',"mode":' . js($P0->{mode}) . ',"rolling":'
+        . ($P0->{rolling} eq 'yes' ? 'true' : 'false') . ',"joined":' . ($S->{joined} ? 'true' : 'false')
+        . ',"events":["Ir"],"total":{"Ir":' . $S->{total} . '},"sort":' . js($o->{sort}) . ',"threads":[';
+    my @th;
+    for my $t (@{$S->{threads}}) {
+        my $C = $t->{C};
+        my $tid = $t->{tid} eq 'all' ? '"all"' : $t->{tid};
+        my $sorted = sorted_contexts($o, $C);
+        my $ctx = join(',', map {
+            '{"path":[' . join(',', map { js($_) } @{ctx_path($C, $_)}) . '],"calls":' . $C->{xcalls}[$_]
+            . ',"Ir":' . $C->{xexcl}[$_] . ',"inclusive":' . $C->{xincl}[$_] . '}'
+        } @$sorted);
+        push @th, "{\"tid\":$tid,\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"kccf_nodes\":$C->{n},"
+            . "\"contexts\":[$ctx],\"kccf\":" . json_tree($o, $C, 'callers') . ',"ksf":' . json_tree($o, $t->{F}, 'children') . '}';
+    }
+    return $s . join(',', @th) . "]}\n";
+}
+
+# ---------------------------------------------------------------------------
+# Folded stacks and Graphviz.
+# ---------------------------------------------------------------------------
+sub out_folded {
+    my ($o, $S) = @_;
+    my %sum;
+    for my $t (@{$S->{threads}}) {
+        my $C = $t->{C};
+        for my $cid (@{$C->{ctx}}) {
+            next unless $C->{xexcl}[$cid];
+            $sum{join(';', map { my $x = $_; $x =~ s/[;\s]+/_/g; $x } @{ctx_path($C, $cid)})} += $C->{xexcl}[$cid];
+        }
+    }
+    return join('', map { "$_ $sum{$_}\n" } sort keys %sum);
+}
+
+sub dq { my $s = shift; $s =~ s/(["\\])/\\$1/g; $s =~ s/\n/\\n/g; "\"$s\"" }
+
+sub out_dot {
+    my ($o, $S) = @_;
+    my @out = ('digraph kgrind {', '  rankdir=LR;', '  node [shape=box, style=filled, fontname="Helvetica"];',
+               '  label=' . dq('hottest ' . kstr($S->{kk}) . "-contexts of $S->{P}[0]{file} (sorted by $o->{sort}); "
+                   . 'arrows go from caller to callee') . ';');
+    for my $t (@{$S->{threads}}) {
+        my $C = $t->{C};
+        my $sorted = sorted_contexts($o, $C);
+        my ($show) = shown_contexts($o, $C, $sorted);
+        my (%node, %edge, %hotend);
+        for my $cid (@$show) {
+            $hotend{$cid} = 1;
+            my $u = $cid;
+            while ($u >= 0) { $node{$u} = 1; my $p = $C->{par}[$u]; $edge{"$u $p"} = 1 if $p >= 0; $u = $p }
+        }
+        my $tt = $t->{tid};
+        push @out, "  subgraph \"cluster_t$tt\" {", '    label=' . dq("thread $tt") . ';';
+        for my $u (sort { $a <=> $b } keys %node) {
+            my $share = $t->{ir} ? $C->{excl}[$u] / $t->{ir} : 0;
+            my $col = sprintf('#ff%02x%02x', 255 - int(200 * $share), 255 - int(200 * $share));
+            push @out, sprintf('    "t%s_%d" [label=%s, fillcolor="%s"%s];', $tt, $u,
+                dq(fmt_name($LNAME[$C->{fn}[$u]]) . "\ncalls $C->{calls}[$u]\nIr $C->{excl}[$u] / incl $C->{incl}[$u]"),
+                $col, $hotend{$u} ? ', penwidth=2' : '');
+        }
+        for my $e (sort keys %edge) {
+            my ($u, $p) = split ' ', $e;
+            push @out, sprintf('    "t%s_%d" -> "t%s_%d" [label="%s"];', $tt, $u, $tt, $p, $C->{calls}[$u]);
+        }
+        push @out, '  }';
+    }
+    return join("\n", @out, '}') . "\n";
+}
+
+# ---------------------------------------------------------------------------
+sub main {
+    my $o = parse_options(@_);
+    if ($o->{help}) { print $USAGE; return 0 }
+    if ($o->{version}) { print "kgrind_annotate $VERSION\n"; return 0 }
+    my $S = analyse($o);
+    my $text = $o->{format} eq 'json' ? out_json($o, $S)
+             : $o->{format} eq 'dot' ? out_dot($o, $S)
+             : $o->{format} eq 'folded' ? out_folded($o, $S)
+             : out_text($o, $S);
+    binmode STDOUT, ':raw';
+    local $SIG{PIPE} = 'IGNORE';
+    print $text or ($!{EPIPE} ? return 0 : fail("cannot write the output: $!"));
+    close STDOUT or ($!{EPIPE} ? return 0 : fail("cannot write the output: $!"));
+    return 0;
+}
+
+unless (caller) {
+    my $rc = eval { main(@ARGV) };
+    if (!defined $rc) {
+        my $e = $@;
+        my $m = ref $e eq 'KG::Error' ? $e->{msg} : "internal error: $e";
+        $m =~ s/\s+\z//;
+        print STDERR "kgrind_annotate: $m\n";
+        exit 2;
+    }
+    exit $rc;
+}
+1;
