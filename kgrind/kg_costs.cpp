@@ -1,69 +1,126 @@
 #include "kg_costs.h"
+#include "kg_activity.h"
+#include "kg_pairmap.h"
 #include "kg_runtime.h"
 
 namespace kg {
 
 namespace {
 
-WordFM* cost_index;   // LineCost* (key: fn, file, line) -> LineCost*
-XArray* cost_list;    // LineCost*
+WordFM* line_index;    // SourceLine* (key: fn, file, line) -> SourceLine*
 
-Word compare_costs(UWord a, UWord b)
+Word compare_lines(UWord a, UWord b)
 {
-   const LineCost* x = (const LineCost*)a;
-   const LineCost* y = (const LineCost*)b;
+   const SourceLine* x = (const SourceLine*)a;
+   const SourceLine* y = (const SourceLine*)b;
    if (x->fn->id != y->fn->id) return x->fn->id < y->fn->id ? -1 : 1;
    if (x->file != y->file) return x->file < y->file ? -1 : 1;
    if (x->line != y->line) return x->line < y->line ? -1 : 1;
    return 0;
 }
 
-Int compare_cost_ptrs(const void* a, const void* b)
-{
-   return (Int)compare_costs(*(const UWord*)a, *(const UWord*)b);
-}
+struct BlockCounters {
+   const void* a;      // ForestNode* context
+   const void* b;      // BlockInfo*
+   ULong* counters;    // one per block slot
+};
+
+PairMap<BlockCounters> block_counters;
+PairMap<CallEdge> call_edges;
 
 } // namespace
 
 void costs_init()
 {
-   cost_index = VG_(newFM)(VG_(malloc), "kg.costs", VG_(free), compare_costs);
-   cost_list = VG_(newXA)(VG_(malloc), "kg.costs", VG_(free), sizeof(LineCost*));
+   line_index = VG_(newFM)(VG_(malloc), "kg.lines", VG_(free), compare_lines);
 }
 
-LineCost* line_cost(const SourceLoc& loc)
+SourceLine* source_line(const SourceLoc& loc)
 {
-   LineCost probe = { loc.fn, loc.file, loc.line, 0 };
+   SourceLine probe = { loc.fn, loc.file, loc.line };
    UWord key, val;
-   if (VG_(lookupFM)(cost_index, &key, &val, (UWord)&probe)) return (LineCost*)val;
-   LineCost* cc = (LineCost*)kg::alloc(sizeof(LineCost));
-   *cc = probe;
-   VG_(addToXA)(cost_list, &cc);
-   VG_(addToFM)(cost_index, (UWord)cc, (UWord)cc);
-   return cc;
+   if (VG_(lookupFM)(line_index, &key, &val, (UWord)&probe)) return (SourceLine*)val;
+   SourceLine* sl = (SourceLine*)kg::alloc(sizeof(SourceLine));
+   *sl = probe;
+   VG_(addToFM)(line_index, (UWord)sl, (UWord)sl);
+   return sl;
 }
 
-UWord sorted_line_costs(LineCost*** out)
+BlockInfo* block_info_new(Addr addr, UInt n_slots, SourceLine** slots)
 {
-   VG_(setCmpFnXA)(cost_list, compare_cost_ptrs);
-   VG_(sortXA)(cost_list);
-   UWord n = (UWord)VG_(sizeXA)(cost_list);
-   *out = n ? (LineCost**)VG_(indexXA)(cost_list, 0) : nullptr;
+   BlockInfo* b = (BlockInfo*)alloc_zeroed(sizeof(BlockInfo));
+   b->addr = addr;
+   b->n_slots = n_slots;
+   b->slots = (SourceLine**)kg::alloc(n_slots * sizeof(SourceLine*) + 1);
+   for (UInt i = 0; i < n_slots; i++) b->slots[i] = slots[i];
+   return b;
+}
+
+extern "C" void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk)
+{
+   BlockCounters* e = block_counters.get(kg_now.ctx, blk);
+   if (!e->counters)
+      e->counters = (ULong*)alloc_zeroed((blk->n_slots ? blk->n_slots : 1) * sizeof(ULong));
+   blk->cached_ctx = kg_now.ctx;
+   blk->cached_counters = e->counters;
+}
+
+static Int compare_context_costs(const void* pa, const void* pb)
+{
+   const ContextLineCost* a = (const ContextLineCost*)pa;
+   const ContextLineCost* b = (const ContextLineCost*)pb;
+   if (a->ctx != b->ctx) return (UWord)a->ctx < (UWord)b->ctx ? -1 : 1;
+   return (Int)compare_lines((UWord)a->line, (UWord)b->line);
+}
+
+UWord collect_line_costs(ContextLineCost** out)
+{
+   UWord n = 0, cap = 0;
+   block_counters.for_each([&](BlockCounters* e) { cap += ((const BlockInfo*)e->b)->n_slots; });
+   ContextLineCost* all = (ContextLineCost*)kg::alloc((cap + 1) * sizeof(ContextLineCost));
+   block_counters.for_each([&](BlockCounters* e) {
+      const BlockInfo* blk = (const BlockInfo*)e->b;
+      for (UInt i = 0; i < blk->n_slots; i++) {
+         if (e->counters[i] == 0) continue;
+         all[n].ctx = (ForestNode*)e->a;
+         all[n].line = blk->slots[i];
+         all[n].ir = e->counters[i];
+         n++;
+      }
+   });
+   VG_(ssort)(all, n, sizeof(ContextLineCost), compare_context_costs);
+   UWord merged = 0;
+   for (UWord i = 0; i < n; i++) {
+      if (merged && all[merged - 1].ctx == all[i].ctx && all[merged - 1].line == all[i].line)
+         all[merged - 1].ir += all[i].ir;
+      else
+         all[merged++] = all[i];
+   }
+   *out = all;
+   return merged;
+}
+
+CallEdge* call_edge(ForestNode* caller, ForestNode* callee)
+{
+   return call_edges.get(caller, callee);
+}
+
+UWord collect_call_edges(CallEdge*** out)
+{
+   CallEdge** all = (CallEdge**)kg::alloc((call_edges.size() + 1) * sizeof(CallEdge*));
+   UWord n = 0;
+   call_edges.for_each([&](CallEdge* e) { if (e->calls || e->incl) all[n++] = e; });
+   *out = all;
    return n;
-}
-
-ULong total_ir()
-{
-   ULong sum = 0;
-   for (Word i = 0; i < VG_(sizeXA)(cost_list); i++)
-      sum += (*(LineCost**)VG_(indexXA)(cost_list, i))->ir;
-   return sum;
 }
 
 void reset_costs()
 {
-   for (Word i = 0; i < VG_(sizeXA)(cost_list); i++)
-      (*(LineCost**)VG_(indexXA)(cost_list, i))->ir = 0;
+   block_counters.for_each([](BlockCounters* e) {
+      const BlockInfo* blk = (const BlockInfo*)e->b;
+      for (UInt i = 0; i < blk->n_slots; i++) e->counters[i] = 0;
+   });
+   call_edges.for_each([](CallEdge* e) { e->calls = 0; e->incl = 0; });
 }
 
 } // namespace kg

@@ -1,28 +1,66 @@
-// Cost centres: instruction counts per (function, source file, line).
+// Costs: instruction counts per (context, source line), kept per
+// (context, block) so that instrumented code updates them with inline IR.
 #pragma once
 #include "kg_debuginfo.h"
+#include "kg_forest.h"
 
 namespace kg {
 
-struct LineCost {
+// A source position of some function: (function, file, line).
+struct SourceLine {
    FnInfo* fn;
    UInt file;
    UInt line;
-   ULong ir;            // incremented by instrumented code (never moves)
+};
+
+// Static facts about one translated superblock, and the inline cache that
+// makes the common case (same context as last time) free of helper calls.
+struct BlockInfo {
+   ForestNode* cached_ctx;        // read by inline IR
+   ULong* cached_counters;        // counters of (cached_ctx, this block)
+   Addr addr;
+   FnInfo* fn;                    // function of the first instruction
+   FnInfo* entry_fn;              // without symbols: the function named by addr
+   Bool fn_entry;                 // addr is fn's first instruction
+   Bool in_plt;                   // a PLT stub: calls pass through it
+   UInt n_slots;                  // distinct source lines of the block
+   SourceLine** slots;
 };
 
 void costs_init();
 
-// The cost centre for (fn, file, line), created on first use.
-LineCost* line_cost(const SourceLoc& loc);
+// The interned source line for a location.
+SourceLine* source_line(const SourceLoc& loc);
 
-// All cost centres, sorted by function id, file, line (for output).
-// Returns the number of entries; *out is valid until the next call.
-UWord sorted_line_costs(LineCost*** out);
+BlockInfo* block_info_new(Addr addr, UInt n_slots, SourceLine** slots);
 
-ULong total_ir();
+extern "C" {
+// Inline-cache miss: find or create the counters of (kg_now.ctx, blk).
+void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk);
+}
 
-// After fork, the child counts only what it runs itself.
+// Exclusive cost of one (context, line).
+struct ContextLineCost {
+   ForestNode* ctx;
+   SourceLine* line;
+   ULong ir;
+};
+// All non-zero exclusive costs merged per (context, line). The caller owns
+// the array (release() it).
+UWord collect_line_costs(ContextLineCost** out);
+
+// Call edges between contexts.
+struct CallEdge {
+   const void* a;                 // caller's canonical node
+   const void* b;                 // callee's canonical node
+   Addr call_site;                // first call instruction seen for the edge
+   ULong calls;
+   ULong incl;
+};
+CallEdge* call_edge(ForestNode* caller, ForestNode* callee);
+UWord collect_call_edges(CallEdge*** out);   // caller releases the array
+
+// After fork, in the child: every counter back to zero.
 void reset_costs();
 
 } // namespace kg

@@ -1,4 +1,5 @@
 #include "kg_debuginfo.h"
+#include "kg_options.h"
 #include "kg_runtime.h"
 
 namespace kg {
@@ -68,10 +69,12 @@ void debuginfo_init()
 UInt intern_file(const HChar* path) { return table_intern(&files, path); }
 const HChar* file_name(UInt id) { return table_name(&files, id); }
 const HChar* object_name(UInt id) { return table_name(&objects, id); }
+UInt file_count() { return (UInt)VG_(sizeXA)(files.names); }
+UInt object_count() { return (UInt)VG_(sizeXA)(objects.names); }
 UInt function_count() { return (UInt)VG_(sizeXA)(fn_list); }
 FnInfo* function_by_id(UInt id) { return *(FnInfo**)VG_(indexXA)(fn_list, id); }
 
-static FnInfo* intern_function(const HChar* name, UInt object, UInt file)
+static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool no_symbol)
 {
    FnInfo probe = { 0, name, object, 0 };
    UWord key, val;
@@ -81,9 +84,26 @@ static FnInfo* intern_function(const HChar* name, UInt object, UInt file)
    fn->name = table_name(&fn_names, table_intern(&fn_names, name));
    fn->object = object;
    fn->file = file;
+   fn->no_symbol = no_symbol;
+   fn->traced = name_is_traced(fn->name);
    VG_(addToXA)(fn_list, &fn);
    VG_(addToFM)(fn_index, (UWord)fn, (UWord)fn);
    return fn;
+}
+
+FnInfo* function_named_by_address(Addr entry, const FnInfo* like)
+{
+   HChar name[32];
+   VG_(sprintf)(name, "0x%lx", entry);
+   return intern_function(name, like->object, like->file, True);
+}
+
+void warn_unmatched_patterns()
+{
+   const HChar* unmatched[kMaxFuncPatterns];
+   UInt n = unmatched_patterns(unmatched, kMaxFuncPatterns);
+   for (UInt i = 0; i < n; i++)
+      VG_(umsg)("Warning: --funcs pattern '%s' matched no function that ran\n", unmatched[i]);
 }
 
 void source_loc(Addr a, SourceLoc* out)
@@ -113,8 +133,9 @@ void source_loc(Addr a, SourceLoc* out)
       object = table_intern(&objects, obj);
    // get_fnname's result lives until the next call: intern before reuse.
    const HChar* fnname = nullptr;
-   if (!VG_(get_fnname)(ep, a, &fnname) || !fnname || !fnname[0]) fnname = kUnknown;
-   out->fn = intern_function(fnname, object, out->file);
+   Bool no_symbol = !VG_(get_fnname)(ep, a, &fnname) || !fnname || !fnname[0];
+   if (no_symbol) fnname = kUnknown;
+   out->fn = intern_function(fnname, object, out->file, no_symbol);
 }
 
 } // namespace kg

@@ -11,6 +11,8 @@ struct FnInfo {
    const HChar* name;    // demangled; "???" when there is no symbol
    UInt object;          // object (ELF file) id
    UInt file;            // source file of the first instruction seen
+   Bool no_symbol;       // no symbol covers it ("???")
+   Bool traced;          // matches --funcs (all functions without --funcs)
 };
 
 struct SourceLoc {
@@ -24,10 +26,22 @@ void debuginfo_init();
 // Where instruction `a` comes from (function, file, line).
 void source_loc(Addr a, SourceLoc* out);
 
+// For code without symbols: a function named by its entry address
+// ("0x401136"), in the same object as `like`.
+FnInfo* function_named_by_address(Addr entry, const FnInfo* like);
+
+// Whether activations of fn are traced (see --funcs).
+inline Bool fn_traced(const FnInfo* fn) { return fn->traced; }
+
+// After the run: warns about --funcs patterns that matched nothing.
+void warn_unmatched_patterns();
+
 UInt intern_file(const HChar* path);
 const HChar* file_name(UInt id);
 const HChar* object_name(UInt id);
 UInt function_count();
+UInt file_count();
+UInt object_count();
 FnInfo* function_by_id(UInt id);
 
 } // namespace kg

@@ -1,62 +1,162 @@
-// Exact instruction counting. Instructions are counted in groups: every
-// instruction since the previous flush point is added to its line's counter
-// just before each side exit (Ist_Exit) and at the end of the superblock.
-// A taken side exit therefore never counts the instructions after it, and an
-// untaken one costs nothing extra; the counters are updated by inline IR
-// (load, add, store), with no helper call.
+// Instrumentation of superblocks.
+//
+// At the start of every superblock, inline IR:
+//   1. if SP > kg_now.top_sp, calls kg_unwind(SP): frames below SP died;
+//   2. reads and clears kg_now.pending_call (set by blocks ending in a call);
+//      for a function's first block, or when the flag is set, calls
+//      kg_block_entry, which may push a new activation;
+//   3. if kg_now.ctx differs from the block's cached context, calls
+//      kg_refresh_counters to point the block at the counters of
+//      (context, block).
+// Instructions are then counted in groups: every instruction since the
+// previous flush point is added to its (context, line) counter, and to the
+// thread's Ir, just before each side exit and at the end of the block. A
+// taken side exit never counts the instructions after it. In the common case
+// (same context, no call or return) a block runs no helper at all.
 #include "kg_instrument.h"
+#include "kg_activity.h"
 #include "kg_costs.h"
 
 namespace kg {
 
 namespace {
 
-// Instructions executed since the last flush, merged per cost centre.
-class PendingCounts {
+const Int kMaxSlots = 64;      // distinct source lines per superblock
+
+// Builds IR into one superblock.
+class IRBuilder {
 public:
-   void add(LineCost* cc)
+   explicit IRBuilder(IRSB* sb) : sb_(sb) {}
+
+   IRExpr* load64(const void* addr)
    {
-      for (Int i = 0; i < used_; i++)
-         if (entries_[i].cc == cc) { entries_[i].count++; return; }
-      if (used_ == kMax) return overflow(cc);
-      entries_[used_].cc = cc;
-      entries_[used_].count = 1;
-      used_++;
+      IRTemp t = newIRTemp(sb_->tyenv, Ity_I64);
+      add(IRStmt_WrTmp(t, IRExpr_Load(Iend_LE, Ity_I64, mkIRExpr_HWord((HWord)addr))));
+      return IRExpr_RdTmp(t);
+   }
+   IRExpr* load64(IRExpr* addr)
+   {
+      IRTemp t = newIRTemp(sb_->tyenv, Ity_I64);
+      add(IRStmt_WrTmp(t, IRExpr_Load(Iend_LE, Ity_I64, addr)));
+      return IRExpr_RdTmp(t);
+   }
+   IRExpr* tmp(IRExpr* e, IRType ty)
+   {
+      IRTemp t = newIRTemp(sb_->tyenv, ty);
+      add(IRStmt_WrTmp(t, e));
+      return IRExpr_RdTmp(t);
+   }
+   void store64(const void* addr, IRExpr* value)
+   {
+      add(IRStmt_Store(Iend_LE, mkIRExpr_HWord((HWord)addr), value));
+   }
+   void store64(IRExpr* addr, IRExpr* value) { add(IRStmt_Store(Iend_LE, addr, value)); }
+   static IRExpr* u64(ULong v) { return IRExpr_Const(IRConst_U64(v)); }
+
+   // *addr += n
+   void add_to(const void* addr, ULong n)
+   {
+      store64(addr, tmp(IRExpr_Binop(Iop_Add64, load64(addr), u64(n)), Ity_I64));
+   }
+   void add_to(IRExpr* addr, ULong n)
+   {
+      store64(addr, tmp(IRExpr_Binop(Iop_Add64, load64(addr), u64(n)), Ity_I64));
    }
 
-   // Appends the counter updates to sb and forgets them.
-   void flush(IRSB* sb)
+   // A helper call, when guard holds (guard may be nullptr: always).
+   void call(const HChar* name, void* fn, Int regparms, IRExpr** args, IRExpr* guard)
    {
-      for (Int i = 0; i < used_; i++) emit_add(sb, &entries_[i].cc->ir, entries_[i].count);
-      used_ = 0;
+      IRDirty* di = unsafeIRDirty_0_N(regparms, name, VG_(fnptr_to_fnentry)(fn), args);
+      if (guard) di->guard = guard;
+      add(IRStmt_Dirty(di));
    }
 
-   void set_target(IRSB* sb) { sb_ = sb; }
+   void add(IRStmt* st) { addStmtToIRSB(sb_, st); }
 
 private:
-   // All pending instructions have completed when the next IMark is seen,
-   // so flushing there is exact too.
-   void overflow(LineCost* cc) { flush(sb_); add(cc); }
+   IRSB* sb_;
+};
 
-   static void emit_add(IRSB* sb, ULong* counter, ULong n)
+// Instructions executed since the last flush point, per block slot.
+class PendingCounts {
+public:
+   void add(UInt slot) { counts_[slot]++; total_++; }
+
+   // counters[slot] += n for each slot, and the thread's Ir += total.
+   void flush(IRBuilder& b, BlockInfo* blk)
    {
-      IRExpr* addr = mkIRExpr_HWord((HWord)counter);
-      IRTemp old_value = newIRTemp(sb->tyenv, Ity_I64);
-      IRTemp new_value = newIRTemp(sb->tyenv, Ity_I64);
-      addStmtToIRSB(sb, IRStmt_WrTmp(old_value, IRExpr_Load(Iend_LE, Ity_I64, addr)));
-      addStmtToIRSB(sb, IRStmt_WrTmp(new_value,
-                                     IRExpr_Binop(Iop_Add64, IRExpr_RdTmp(old_value),
-                                                  IRExpr_Const(IRConst_U64(n)))));
-      addStmtToIRSB(sb, IRStmt_Store(Iend_LE, mkIRExpr_HWord((HWord)counter),
-                                     IRExpr_RdTmp(new_value)));
+      if (total_ == 0) return;
+      IRExpr* counters = b.load64(&blk->cached_counters);
+      for (UInt i = 0; i < kMaxSlots; i++) {
+         if (!counts_[i]) continue;
+         IRExpr* addr = b.tmp(IRExpr_Binop(Iop_Add64, counters, IRBuilder::u64(8 * i)), Ity_I64);
+         b.add_to(addr, counts_[i]);
+         counts_[i] = 0;
+      }
+      b.add_to(&kg_now.ir, total_);
+      total_ = 0;
    }
 
-   struct Entry { LineCost* cc; ULong count; };
-   static const Int kMax = 32;
-   Entry entries_[kMax];
-   Int used_ = 0;
-   IRSB* sb_ = nullptr;
+private:
+   ULong counts_[kMaxSlots] = {};
+   ULong total_ = 0;
 };
+
+// Static facts about the block: its instructions' source lines (one slot per
+// distinct line), function, entry and PLT status.
+BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs)
+{
+   SourceLine* slots[kMaxSlots];
+   UInt n_slots = 0;
+   Addr first = 0;
+   SourceLoc first_loc = {};
+   *n_instrs = 0;
+   for (Int i = 0; i < sb_in->stmts_used; i++) {
+      IRStmt* st = sb_in->stmts[i];
+      if (!st || st->tag != Ist_IMark) continue;
+      SourceLoc loc;
+      source_loc((Addr)st->Ist.IMark.addr, &loc);
+      SourceLine* line = source_line(loc);
+      UInt s = 0;
+      while (s < n_slots && slots[s] != line) s++;
+      if (s == n_slots) {
+         if (n_slots == kMaxSlots) s = n_slots - 1;   // never in practice
+         else slots[n_slots++] = line;
+      }
+      if (*n_instrs == 0) { first = (Addr)st->Ist.IMark.addr; first_loc = loc; }
+      slot_of_instr[(*n_instrs)++] = s;
+   }
+   BlockInfo* blk = block_info_new(first, n_slots, slots);
+   blk->fn = first_loc.fn;
+   DiEpoch ep = VG_(current_DiEpoch)();
+   const HChar* name;
+   blk->fn_entry = first_loc.fn && !first_loc.fn->no_symbol && VG_(get_fnname_if_entry)(ep, first, &name);
+   blk->in_plt = VG_(DebugInfo_sect_kind)(nullptr, first) == Vg_SectPLT;
+   return blk;
+}
+
+// Steps 1-3 of the block prologue (see the top of this file).
+void add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout)
+{
+   IRExpr* sp = b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64);
+   IRExpr* top_sp = b.load64(&kg_now.top_sp);
+   IRExpr* sp_rose = b.tmp(IRExpr_Binop(Iop_CmpLT64U, top_sp, sp), Ity_I1);
+   b.call("kg_unwind", (void*)kg_unwind, 1, mkIRExprVec_1(sp), sp_rose);
+
+   IRExpr* after_call = b.load64(&kg_now.pending_call);
+   b.store64(&kg_now.pending_call, IRBuilder::u64(0));
+   IRExpr* guard = blk->fn_entry || blk->in_plt
+      ? nullptr
+      : b.tmp(IRExpr_Binop(Iop_CmpNE64, after_call, IRBuilder::u64(0)), Ity_I1);
+   b.call("kg_block_entry", (void*)kg_block_entry, 3,
+          mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), sp, after_call), guard);
+
+   IRExpr* ctx = b.load64(&kg_now.ctx);
+   IRExpr* cached = b.load64(&blk->cached_ctx);
+   IRExpr* miss = b.tmp(IRExpr_Binop(Iop_CmpNE64, ctx, cached), Ity_I1);
+   b.call("kg_refresh_counters", (void*)kg_refresh_counters, 1,
+          mkIRExprVec_1(mkIRExpr_HWord((HWord)blk)), miss);
+}
 
 } // namespace
 
@@ -64,32 +164,46 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
                  const VexGuestLayout* layout, const VexGuestExtents* vge,
                  const VexArchInfo* archinfo, IRType guest_word, IRType host_word)
 {
-   if (guest_word != host_word)
-      VG_(tool_panic)((HChar*)"kgrind: host and guest word sizes differ");
+   if (guest_word != Ity_I64 || host_word != Ity_I64)
+      VG_(tool_panic)((HChar*)"kgrind: only 64-bit guests and hosts are supported");
+
+   static UInt slot_of_instr[4096];   // IMarks of one superblock (VEX caps ~100s)
+   Int n_instrs;
+   BlockInfo* blk = describe_block(sb_in, slot_of_instr, &n_instrs);
 
    IRSB* sb = deepCopyIRSBExceptStmts(sb_in);
+   IRBuilder b(sb);
    PendingCounts pending;
-   pending.set_target(sb);
+   Addr last_instr = 0;
+   Int instr = 0;
+   Bool prologue_done = False;
 
    for (Int i = 0; i < sb_in->stmts_used; i++) {
       IRStmt* st = sb_in->stmts[i];
       if (!st || st->tag == Ist_NoOp) continue;
       switch (st->tag) {
-      case Ist_IMark: {
-         SourceLoc loc;
-         source_loc((Addr)st->Ist.IMark.addr, &loc);
-         pending.add(line_cost(loc));
+      case Ist_IMark:
+         if (!prologue_done) {
+            add_prologue(b, blk, layout);
+            prologue_done = True;
+         }
+         last_instr = (Addr)st->Ist.IMark.addr;
+         pending.add(slot_of_instr[instr++]);
          break;
-      }
       case Ist_Exit:
-         pending.flush(sb);
+         pending.flush(b, blk);
          break;
       default:
          break;
       }
-      addStmtToIRSB(sb, st);
+      b.add(st);
    }
-   pending.flush(sb);
+   pending.flush(b, blk);
+   if (sb->jumpkind == Ijk_Call) {
+      // The next block is the callee's: it starts an activation.
+      b.store64(&kg_now.pending_call, IRBuilder::u64(1));
+      b.store64(&kg_now.call_site, IRBuilder::u64(last_instr));
+   }
    return sb;
 }
 

@@ -1,6 +1,7 @@
 // kgrind: a Valgrind tool for k-calling-context profiling.
 // Start-up, the core's callbacks, and the end of the run.
 #include "kg_valgrind.h"
+#include "kg_activity.h"
 #include "kg_costs.h"
 #include "kg_debuginfo.h"
 #include "kg_instrument.h"
@@ -18,23 +19,20 @@ void post_clo_init()
    VG_(clo_vex_control).guest_chase = False;
    debuginfo_init();
    costs_init();
+   activity_init();
    check_output_file(output_file_name());
 }
 
 void fini(Int exit_code)
 {
+   finish_all_threads();
    const HChar* path = output_file_name();
    Bool ok = write_profile(path);
+   warn_unmatched_patterns();
    if (VG_(clo_verbosity) == 0) return;
    VG_(umsg)("\n");
    VG_(umsg)("I   refs:      %'llu\n", total_ir());
    if (ok) VG_(umsg)("Output written to %s\n", path);
-}
-
-// The child of a fork counts only what it runs after the fork.
-void after_fork_in_child(ThreadId tid)
-{
-   reset_costs();
 }
 
 void pre_clo_init()
@@ -44,11 +42,15 @@ void pre_clo_init()
    VG_(details_description)("a k-calling-context profiler");
    VG_(details_copyright_author)("Copyright (C) 2026, the kgrind developers.");
    VG_(details_bug_reports_to)("the kgrind issue tracker");
-   VG_(details_avg_translation_sizeB)(600);
+   VG_(details_avg_translation_sizeB)(500);
 
    VG_(basic_tool_funcs)(post_clo_init, instrument, fini);
    VG_(needs_command_line_options)(process_option, print_usage, print_debug_usage);
-   VG_(atfork)(nullptr, nullptr, after_fork_in_child);
+   VG_(track_start_client_code)(thread_starts_running);
+   VG_(track_pre_thread_ll_exit)(thread_exits);
+   VG_(track_pre_deliver_signal)(signal_delivered);
+   VG_(track_post_deliver_signal)(signal_returned);
+   VG_(atfork)(nullptr, nullptr, fork_child);
 
    VG_(clo_vex_control).guest_chase = False;
 }

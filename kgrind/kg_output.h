@@ -12,6 +12,9 @@ const HChar* output_file_name();
 // learns of a bad path before a long run. Reports and returns False if not.
 Bool check_output_file(const HChar* path);
 
+// Total Ir of all threads.
+ULong total_ir();
+
 // Writes the profile; reports failures by name with the reason.
 Bool write_profile(const HChar* path);
 

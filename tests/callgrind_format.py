@@ -20,6 +20,14 @@ class Profile:
         self.comments = []
 
     def by_function(self):
+        """Exclusive Ir per function. A kgrind context `c'a'e` counts for
+        its activated function `c`."""
+        out = collections.Counter()
+        for (_ob, _fl, fn, _line), ir in self.lines.items():
+            out[callee(fn)] += ir
+        return out
+
+    def by_context(self):
         out = collections.Counter()
         for (_ob, _fl, fn, _line), ir in self.lines.items():
             out[fn] += ir
@@ -33,6 +41,12 @@ class Profile:
 
     def total(self):
         return sum(self.lines.values())
+
+
+def callee(context):
+    """The activated function of a kgrind context name (callgrind's
+    --separate-callers naming: callee'caller1'caller2...)."""
+    return context.split("'", 1)[0]
 
 
 _NAME = re.compile(r'^(ob|fl|fi|fe|fn|cob|cfi|cfl|cfn)=(?:\((\d+)\))?\s*(.*)$')

@@ -1,8 +1,10 @@
 /* Several threads with different call paths. Each is joined before the next
-   starts, so the instruction count does not depend on scheduling (futex
-   contention would make totals vary from run to run, natively too). */
+   starts, after a pause long enough for it to have finished: a join that
+   has to wait runs a scheduling-dependent number of futex iterations, which
+   would make exact totals vary between runs and tools. */
 #include <pthread.h>
 #include <stdio.h>
+#include <time.h>
 
 #define NTHREADS 4
 __attribute__((noinline)) static long sum_to(long n) { long s = 0; for (long i = 0; i < n; i++) s += i; return s; }
@@ -21,7 +23,9 @@ int main(void)
    long total = 0;
    for (long i = 0; i < NTHREADS; i++) {
       void* r;
+      struct timespec pause = { 0, 150 * 1000 * 1000 };
       pthread_create(&th[i], NULL, worker, (void*)i);
+      nanosleep(&pause, NULL);
       pthread_join(th[i], &r);
       total += (long)r;
    }

@@ -1,0 +1,237 @@
+// kgrind core: operations on forests: join (Def. 4/4*), inv_k (Def. 6) with
+// the top-region counter rule (Fig. 3.8), copies, visitors.
+//
+// Header-only and freestanding like ksf.h.  Every traversal is iterative
+// (explicit stacks from the forest's allocator): trees can be as deep as the
+// client's call stack (k = infinity, unrolled recursion).
+#pragma once
+#include "containers.h"
+#include "ksf.h"
+
+namespace kg {
+namespace core {
+
+// ---------------------------------------------------------------------------
+// Levels and the counter rule.
+// ---------------------------------------------------------------------------
+
+// Is a node at `level` (0 = tree root) of a non-first tree of a k-SF in the
+// top region?  Those nodes duplicate counters also held by a bottom-region
+// node (Fig. 3.8) and are excluded from inv_k and from totals.
+inline bool in_cleared_top_region(const Forest& f, bool first_tree, uint32_t level) {
+  if (f.kind() != Forest::kSlabForest || first_tree) return false;
+  // k = 0: no top region (vertex profile, every R root is canonical).
+  // k = infinity: there are no non-first trees.
+  return level < f.k();
+}
+
+// ---------------------------------------------------------------------------
+// Visitors.
+// ---------------------------------------------------------------------------
+struct VisitInfo {
+  const Node* node;
+  uint64_t id;         // preorder number, from 1; trees are numbered in order
+  uint64_t parent_id;  // 0 for a tree root
+  uint32_t level;      // 0 for a tree root
+  uint32_t tree;       // 0 = first tree (k-SF only), then R trees 1, 2, ...
+                       // (for a k-CCF trees are numbered from 0)
+  bool first_tree;     // node belongs to the first tree (k-SF only)
+  bool cleared;        // k-SF top-region node of a non-first tree: its
+                       // counters are duplicates, not canonical
+};
+
+// Visits every node in preorder (a parent before its children): first the
+// first tree (k-SF), then the other trees in creation order.  Children are
+// visited in the (deterministic, unspecified) order of the child table, or
+// sorted by label if sort_children.  f(const VisitInfo&).
+template <class F>
+inline void visit_preorder(const Forest& f, F fn, bool sort_children = false) {
+  struct Item {
+    const Node* n;
+    uint64_t parent_id;
+    uint32_t level;
+    uint32_t pad;
+  };
+  Vec<Item> st;
+  st.init(f.allocator(), 64);
+  Vec<const Node*> kids;
+  kids.init(f.allocator(), 16);
+  uint64_t next_id = 1;
+  size_t ntrees = f.tree_count() + (f.first_tree() ? 1 : 0);
+  for (size_t ti = 0; ti < ntrees; ++ti) {
+    bool first = f.first_tree() && ti == 0;
+    const Node* root = first ? f.first_tree() : f.tree(f.first_tree() ? ti - 1 : ti);
+    Item it = {root, 0, 0, 0};
+    st.push_back(it);
+    while (!st.empty()) {
+      Item cur = st.back();
+      st.pop_back();
+      VisitInfo vi;
+      vi.node = cur.n;
+      vi.id = next_id++;
+      vi.parent_id = cur.parent_id;
+      vi.level = cur.level;
+      vi.tree = static_cast<uint32_t>(ti);
+      vi.first_tree = first;
+      vi.cleared = in_cleared_top_region(f, first, cur.level);
+      fn(static_cast<const VisitInfo&>(vi));
+      kids.clear();
+      for_each_child(cur.n, [&](Node* c) { kids.push_back(c); });
+      if (sort_children) {
+        // insertion sort by label, descending (pushed in reverse below).
+        for (size_t i = 1; i < kids.size(); ++i) {
+          const Node* x = kids[i];
+          size_t j = i;
+          while (j > 0 && kids[j - 1]->label < x->label) {
+            kids[j] = kids[j - 1];
+            --j;
+          }
+          kids[j] = x;
+        }
+      } else {
+        // reverse so that the table order is the visiting order
+        for (size_t i = 0, j = kids.size(); i + 1 < j; ++i, --j) swap_values(kids[i], kids[j - 1]);
+      }
+      for (size_t i = 0; i < kids.size(); ++i) {
+        Item c = {kids[i], vi.id, cur.level + 1, 0};
+        st.push_back(c);
+      }
+    }
+  }
+  kids.destroy();
+  st.destroy();
+}
+
+// Counter totals over canonical (non-cleared) nodes.  For a k-SF these are
+// the totals of the event stream: activations (incl. rolled ones and root
+// activations), exclusive cost, inclusive cost.
+struct Totals {
+  uint64_t calls;
+  uint64_t excl;
+  uint64_t incl;
+  uint64_t nodes;
+};
+inline Totals canonical_totals(const Forest& f) {
+  Totals t = {0, 0, 0, 0};
+  visit_preorder(f, [&](const VisitInfo& v) {
+    ++t.nodes;
+    if (v.cleared) return;
+    t.calls += v.node->calls;
+    t.excl += v.node->excl;
+    t.incl += v.node->incl;
+  });
+  return t;
+}
+
+// ---------------------------------------------------------------------------
+// join (Def. 4*): dst := join(dst, src).  src is unchanged.
+// Both must be of the same kind and k (and, for k-SFs, the same first-tree
+// root label); returns false (and does nothing) otherwise.  Counters are
+// summed node by node along equal label paths.  First trees join first
+// trees; the other trees join by root label.
+// ---------------------------------------------------------------------------
+namespace detail {
+inline void join_subtree(Forest& dst, Node* d, const Node* s, Vec<const Node*>& st) {
+  // st holds (dst, src) pairs flattened.
+  st.clear();
+  st.push_back(d);
+  st.push_back(s);
+  while (!st.empty()) {
+    const Node* sn = st.back();
+    st.pop_back();
+    Node* dn = const_cast<Node*>(st.back());
+    st.pop_back();
+    dn->calls += sn->calls;
+    dn->excl += sn->excl;
+    dn->incl += sn->incl;
+    for_each_child(sn, [&](Node* sc) {
+      Node* dc = dst.child(dn, sc->label);
+      st.push_back(dc);
+      st.push_back(sc);
+    });
+  }
+}
+}  // namespace detail
+
+inline bool join(Forest& dst, const Forest& src) {
+  if (&dst == &src) return false;
+  if (dst.kind() != src.kind() || dst.k() != src.k()) return false;
+  if (src.first_tree() && dst.first_tree() && src.root_label() != dst.root_label()) return false;
+  Vec<const Node*> st;
+  st.init(dst.allocator(), 64);
+  if (src.first_tree()) {
+    Node* d = dst.ensure_first(src.root_label());
+    detail::join_subtree(dst, d, src.first_tree(), st);
+  }
+  for (size_t i = 0; i < src.tree_count(); ++i) {
+    const Node* s = src.tree(i);
+    detail::join_subtree(dst, dst.tree_root(s->label), s, st);
+  }
+  st.destroy();
+  return true;
+}
+
+// dst (uninitialised or destroyed) := a copy of src.
+inline void copy_forest(Forest& dst, const Forest& src) {
+  if (src.kind() == Forest::kSlabForest)
+    dst.init(src.allocator(), src.k(), src.root_label(), src.flags());
+  else
+    dst.init_ccf(src.allocator(), src.k());
+  join(dst, src);
+}
+
+// Sets to zero the counters of the top-region nodes of every tree but the
+// first (Fig. 3.8).  In place; inv_k does not need it (it applies the rule
+// on the fly), but a caller that wants to print Fig. 3.8 can use it on a
+// copy.
+inline void clear_top_regions(Forest& f) {
+  visit_preorder(f, [&](const VisitInfo& v) {
+    if (!v.cleared) return;
+    Node* n = const_cast<Node*>(v.node);
+    n->calls = 0;
+    n->excl = 0;
+    n->incl = 0;
+  });
+}
+
+// ---------------------------------------------------------------------------
+// inv_k' (Def. 6) of a k-SF, or of any forest, with the counter rule.
+//
+// out (uninitialised or destroyed) := inv_kp(sf) where every node v of sf
+// contributes its reversed root-path suffix of at most kp+1 nodes, each node
+// of that reversed path receiving v's counters -- except that nodes in the
+// top region of a non-first tree (in_cleared_top_region) contribute zero
+// counters (they still contribute their path, which by construction is
+// already present with non-zero counters).
+// For a k-SF built with k, any kp <= k gives the kp-CCF (kp = kInfinity is
+// allowed when k is).  Returns false if kp > sf.k() (out is then initialised
+// and empty).
+// ---------------------------------------------------------------------------
+inline bool inv_k(Forest& out, const Forest& sf, uint32_t kp) {
+  out.init_ccf(sf.allocator(), kp);
+  if (sf.kind() == Forest::kSlabForest && kp > sf.k()) return false;
+  visit_preorder(sf, [&](const VisitInfo& v) {
+    const Node* n = v.node;
+    uint64_t c = 0, e = 0, i = 0;
+    if (!v.cleared) {
+      c = n->calls;
+      e = n->excl;
+      i = n->incl;
+    }
+    Node* d = out.tree_root(n->label);
+    d->calls += c;
+    d->excl += e;
+    d->incl += i;
+    const Node* u = n->parent;
+    for (uint32_t j = 0; u && j < kp; ++j, u = u->parent) {
+      d = out.child(d, u->label);
+      d->calls += c;
+      d->excl += e;
+      d->incl += i;
+    }
+  });
+  return true;
+}
+
+}  // namespace core
+}  // namespace kg

@@ -1,0 +1,327 @@
+// Shadow stacks keyed by the stack pointer.
+//
+// Every frame records the SP at its activation's entry (just after the call
+// pushed the return address). A frame whose recorded SP lies below the
+// current SP has returned, one way or another: by ret, longjmp, an exception
+// unwinding several frames, or _dl_runtime_resolve jumping to the resolved
+// function. Such frames are popped, with their inclusive cost closed, before
+// anything else happens; instrumented code checks `SP > kg_now.top_sp`
+// inline and calls kg_unwind only when it holds.
+#include "kg_activity.h"
+#include "kg_options.h"
+#include "kg_pairmap.h"
+#include "kg_runtime.h"
+
+namespace kg {
+
+Now kg_now = { ~(Addr)0, 0, 0, nullptr, 0 };
+
+namespace {
+
+// Frames that are not activations: the interrupted code's boundary while a
+// signal handler runs, and the boundary of a stack switch.
+enum FrameKind : UChar { kActivation, kTransparent, kSignalFence, kAltSignalFence };
+
+// An SP jump larger than this is a stack switch, not a mass return
+// (Valgrind's own --max-stackframe default).
+const Addr kMaxStackFrame = 2000000;
+
+struct Frame {
+   Addr sp;
+   Activation act;          // the activation costs go to (a traced ancestor's when transparent)
+   ForestNode* ctx;         // canonical node of act
+   FnInfo* fn;              // the function running in this frame
+   ULong ir_at_entry;
+   CallEdge* edge;          // caller context -> this context
+   FrameKind kind;
+};
+
+struct ThreadState {
+   ThreadId tid;
+   Bool used;
+   Frame* frames;           // frames[0] is __root__
+   UInt depth;              // frames in use
+   UInt cap;
+   Forest* forest;
+   Now saved;               // kg_now while another thread runs
+};
+
+ThreadState* threads;      // VG_N_THREADS entries (a run-time setting)
+
+// How many frames of the running threads are activations of a node now.
+struct ActiveCount {
+   const void* a;           // ForestNode*
+   const void* b;           // ThreadState*: threads may share a joined forest
+   UWord n;
+};
+PairMap<ActiveCount> active_counts;
+
+ThreadState* current = nullptr;
+
+ActiveCount* active_count(ForestNode* n) { return active_counts.get(n, current); }
+Forest* joined_forest = nullptr;
+
+void update_now_from_top(ThreadState* t)
+{
+   const Frame& top = t->frames[t->depth - 1];
+   kg_now.top_sp = top.sp;
+   kg_now.ctx = top.ctx;
+}
+
+ThreadState* thread_state(ThreadId tid)
+{
+   ThreadState* t = &threads[tid];
+   if (t->used) return t;
+   t->used = True;
+   t->tid = tid;
+   t->cap = 64;
+   t->frames = (Frame*)kg::alloc(t->cap * sizeof(Frame));
+   if (clo.join_threads) {
+      if (!joined_forest) joined_forest = forest_new();
+      t->forest = joined_forest;
+   } else {
+      t->forest = forest_new();
+   }
+   Frame& root = t->frames[0];
+   root.sp = ~(Addr)0;
+   root.act = forest_root(t->forest);
+   root.ctx = forest_canonical(root.act);
+   root.fn = nullptr;
+   root.ir_at_entry = 0;
+   root.edge = nullptr;
+   root.kind = kActivation;
+   t->depth = 1;
+   t->saved.top_sp = root.sp;
+   t->saved.pending_call = 0;
+   t->saved.call_site = 0;
+   t->saved.ctx = root.ctx;
+   t->saved.ir = 0;
+   return t;
+}
+
+void switch_to(ThreadId tid)
+{
+   if (current && current->tid == tid) return;
+   if (current) current->saved = kg_now;
+   current = thread_state(tid);
+   kg_now = current->saved;
+}
+
+Frame* push_frame(ThreadState* t)
+{
+   if (t->depth == t->cap) {
+      UInt cap = t->cap * 2;
+      Frame* frames = (Frame*)kg::alloc(cap * sizeof(Frame));
+      VG_(memcpy)(frames, t->frames, t->depth * sizeof(Frame));
+      kg::release(t->frames);
+      t->frames = frames;
+      t->cap = cap;
+   }
+   return &t->frames[t->depth++];
+}
+
+void close_frame(ThreadState* t)
+{
+   Frame& f = t->frames[t->depth - 1];
+   if (f.kind == kActivation) {
+      ULong incl = kg_now.ir - f.ir_at_entry;
+      if (f.edge) f.edge->incl += incl;
+      // A recursive activation of the same context is already measured by
+      // the outermost one: add inclusive cost only when that one ends.
+      if (--active_count(f.ctx)->n == 0) f.ctx->incl += incl;
+   }
+   t->depth--;
+}
+
+// Pops every frame that died, given the current SP.
+void unwind_to_sp(ThreadState* t, Addr sp)
+{
+   while (t->depth > 1) {
+      const Frame& f = t->frames[t->depth - 1];
+      if (f.kind == kAltSignalFence) {
+         // The handler runs on another stack: only a return to the
+         // interrupted stack, above the interrupted point, ends it.
+         if (!(sp > f.sp && sp - f.sp <= kMaxStackFrame)) break;
+      } else {
+         if (sp <= f.sp) break;
+         if (f.kind != kSignalFence && sp - f.sp > kMaxStackFrame) {
+            // A stack switch (makecontext/swapcontext, coroutines): the
+            // frames are suspended, not returned.
+            break;
+         }
+      }
+      close_frame(t);
+   }
+   update_now_from_top(t);
+   // Above the top frame after a stack switch: stop checking until a new
+   // frame is pushed.
+   if (sp > kg_now.top_sp) kg_now.top_sp = ~(Addr)0;
+}
+
+void push_activation(ThreadState* t, FnInfo* fn, Addr sp)
+{
+   const Frame& parent = t->frames[t->depth - 1];
+   Frame* f = push_frame(t);
+   f->sp = sp;
+   f->fn = fn;
+   f->ir_at_entry = kg_now.ir;
+   if (!fn_traced(fn)) {
+      f->kind = kTransparent;
+      f->act = parent.act;
+      f->ctx = parent.ctx;
+      f->edge = nullptr;
+   } else {
+      f->kind = kActivation;
+      f->act = forest_enter(t->forest, parent.act, fn->id + 1);
+      f->ctx = forest_canonical(f->act);
+      active_count(f->ctx)->n++;
+      f->edge = call_edge(parent.ctx, f->ctx);
+      if (!f->edge->call_site) f->edge->call_site = kg_now.call_site;
+      f->edge->calls++;
+   }
+   kg_now.top_sp = sp;
+   kg_now.ctx = f->ctx;
+}
+
+// The function the thread is running now (the top frame's).
+FnInfo* running_function(ThreadState* t)
+{
+   for (UInt i = t->depth; i-- > 1;)
+      if (t->frames[i].kind == kActivation || t->frames[i].kind == kTransparent)
+         return t->frames[i].fn;
+   return nullptr;
+}
+
+} // namespace
+
+void activity_init()
+{
+   threads = (ThreadState*)alloc_zeroed(VG_N_THREADS * sizeof(ThreadState));
+}
+
+// Code without symbols: the function is named by the address it was called at.
+static FnInfo* activated_function(BlockInfo* blk)
+{
+   if (!blk->fn->no_symbol) return blk->fn;
+   if (!blk->entry_fn) blk->entry_fn = function_named_by_address(blk->addr, blk->fn);
+   return blk->entry_fn;
+}
+
+extern "C" void VG_REGPARM(1) kg_unwind(Addr sp)
+{
+   unwind_to_sp(current, sp);
+}
+
+extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, UWord after_call)
+{
+   ThreadState* t = current;
+   if (blk->in_plt) {
+      // A call into a PLT stub waits for the stub's jump to the real function.
+      kg_now.pending_call = after_call;
+      return;
+   }
+   if (after_call) {
+      push_activation(t, activated_function(blk), sp);
+      return;
+   }
+   // A jump to a function's first instruction from another function is a
+   // tail call (or PLT/resolver jump); a jump back to its own entry is a loop.
+   if (blk->fn_entry && running_function(t) != blk->fn) push_activation(t, blk->fn, sp);
+}
+
+void thread_starts_running(ThreadId tid, ULong blocks_done)
+{
+   switch_to(tid);
+}
+
+void thread_exits(ThreadId tid)
+{
+   ThreadState* saved = current;
+   switch_to(tid);
+   while (current->depth > 1) close_frame(current);
+   update_now_from_top(current);
+   if (saved && saved != current) switch_to(saved->tid);
+}
+
+void signal_delivered(ThreadId tid, Int sig, Bool alt_stack)
+{
+   switch_to(tid);
+   ThreadState* t = current;
+   const Frame parent = t->frames[t->depth - 1];
+   Frame* f = push_frame(t);
+   *f = parent;
+   f->sp = VG_(get_SP)(tid);
+   f->kind = alt_stack ? kAltSignalFence : kSignalFence;
+   f->edge = nullptr;
+   // The handler's first block is entered by the core, not by a call.
+   kg_now.pending_call = 0;
+   kg_now.top_sp = alt_stack ? ~(Addr)0 : f->sp;
+}
+
+void signal_returned(ThreadId tid, Int sig)
+{
+   switch_to(tid);
+   ThreadState* t = current;
+   // Pop the handler's frames and its fence (the innermost one).
+   while (t->depth > 1) {
+      FrameKind kind = t->frames[t->depth - 1].kind;
+      close_frame(t);
+      if (kind == kSignalFence || kind == kAltSignalFence) break;
+   }
+   update_now_from_top(t);
+}
+
+void fork_child(ThreadId tid)
+{
+   // The child starts from zero: forests, line costs, call edges, and the
+   // entry snapshots of the frames it inherited.
+   for (UInt i = 0; i < VG_N_THREADS; i++) {
+      ThreadState* t = &threads[i];
+      if (!t->used) continue;
+      if (!clo.join_threads || t->forest == joined_forest) forest_reset(t->forest);
+      for (UInt d = 0; d < t->depth; d++) t->frames[d].ir_at_entry = 0;
+      t->saved.ir = 0;
+   }
+   kg_now.ir = 0;
+   reset_costs();
+}
+
+void finish_all_threads()
+{
+   for (UInt i = 0; i < VG_N_THREADS; i++) {
+      if (!threads[i].used) continue;
+      switch_to(threads[i].tid);
+      while (current->depth > 1) close_frame(current);
+      // __root__'s inclusive cost is the thread's whole run.
+      Frame& root = current->frames[0];
+      root.ctx->incl += kg_now.ir - root.ir_at_entry;
+      root.ir_at_entry = kg_now.ir;
+      update_now_from_top(current);
+   }
+}
+
+UInt thread_profiles(ThreadProfile* out, UInt max)
+{
+   if (current) current->saved = kg_now;
+   UInt n = 0;
+   if (clo.join_threads) {
+      if (!joined_forest) return 0;
+      ULong ir = 0;
+      for (UInt i = 0; i < VG_N_THREADS; i++)
+         if (threads[i].used) ir += threads[i].saved.ir;
+      out[0].tid = 0;
+      out[0].forest = joined_forest;
+      out[0].ir = ir;
+      return 1;
+   }
+   for (UInt i = 0; i < VG_N_THREADS && n < max; i++) {
+      if (!threads[i].used) continue;
+      out[n].tid = threads[i].tid;
+      out[n].forest = threads[i].forest;
+      out[n].ir = threads[i].saved.ir;
+      n++;
+   }
+   return n;
+}
+
+} // namespace kg
