@@ -1,0 +1,524 @@
+"""kgrind_annotate (issue 5): the thesis's Listing 4.5 from a hand-written
+2-SF, inv_k against a brute-force model (tests/test_annotate_model.py),
+merging, sources, output formats and every bad-input case."""
+import json
+import os
+import pathlib
+import random
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+import test_annotate_model as M
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DATA = ROOT / 'tests' / 'data' / 'annotate'
+SCHEMA = ROOT / 'docs' / 'kgrind-annotate.schema.json'
+SRC = ROOT / 'perl' / 'kgrind_annotate.pl'
+BUILT = pathlib.Path(os.environ.get('KGRIND_BUILD', ROOT / 'build')) / 'perl' / 'kgrind_annotate'
+THESIS = DATA / 'thesis-listing45.kgrind.out'
+
+
+def annotate_cmd():
+    """The built script when it is up to date, else perl on the source."""
+    if BUILT.exists() and BUILT.stat().st_mtime >= SRC.stat().st_mtime:
+        return [str(BUILT)]
+    return ['perl', str(SRC)]
+
+
+class Result:
+    def __init__(self, proc):
+        self.rc, self.out, self.err = proc.returncode, proc.stdout, proc.stderr
+
+    def json(self):
+        assert self.rc == 0, self.err
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def annotate():
+    cmd = annotate_cmd()
+
+    def run(*args, cwd=None):
+        return Result(subprocess.run([*cmd, *map(str, args)], capture_output=True, text=True,
+                                     cwd=cwd, timeout=120))
+    return run
+
+
+def ok(r):
+    assert r.rc == 0, r.err
+    assert r.err == ''
+    return r
+
+
+def bad(r, *needles):
+    """Exit status 2, one clear line on stderr, nothing on stdout, no Perl trace."""
+    assert r.rc == 2, (r.rc, r.out, r.err)
+    assert r.out == ''
+    lines = r.err.splitlines()
+    assert len(lines) == 1, r.err
+    assert lines[0].startswith('kgrind_annotate: ')
+    assert not re.search(r' at \S+ line \d+', r.err), r.err
+    assert 'internal error' not in r.err
+    for n in needles:
+        assert n in r.err, (n, r.err)
+    return lines[0]
+
+
+# ---------------------------------------------------------------------------
+# Listing 4.5 (thesis): the 2-SF and 2-CCF of prog1, joined threads.
+
+LISTING_45_KSF = """\
+| __root__(),2
+  | a(),2
+    | b(),2
+    | c(),1
+    | f(),1
+  | e(),2
+    | d(),2
+      | c(),4
+    | c(),2
+    | a(),2
+      | b(),2
+      | c(),2
+| b(),2
+| c(),3
+| d(),2
+  | c(),4
+| a(),2
+  | b(),2
+  | c(),2
+| f(),1"""
+
+LISTING_45_KCCF = """\
+| __root__(),2
+| a(),4
+  | __root__(),2
+  | e(),2
+    | __root__(),2
+| b(),4
+  | a(),4
+    | __root__(),2
+    | e(),2
+| c(),9
+  | a(),3
+    | __root__(),1
+    | e(),2
+  | d(),4
+    | e(),4
+  | e(),2
+    | __root__(),2
+| f(),1
+  | a(),1
+    | __root__(),1
+| e(),2
+  | __root__(),2
+| d(),2
+  | e(),2
+    | __root__(),2"""
+
+
+def sections(text):
+    """Tree dumps of a text output: title -> lines."""
+    out, cur = {}, None
+    for line in text.splitlines():
+        if line.startswith('DUMP of '):
+            cur = out.setdefault(line.split(' (')[0], [])
+        elif cur is not None and re.match(r'^ *\| ', line):
+            cur.append(line)
+        elif cur is not None and line and not line.startswith('---'):
+            cur = None
+    return {k: '\n'.join(v) for k, v in out.items()}
+
+
+def parse_listing(text):
+    """Thesis tree text -> canonical {name: (calls, {children})}."""
+    root = {}
+    stack = [(-1, root)]
+    for line in text.splitlines():
+        m = re.match(r'^( *)\| (.+)\(\),(\d+)', line)
+        depth = len(m.group(1)) // 2
+        while stack[-1][0] >= depth:
+            stack.pop()
+        node = (int(m.group(3)), {})
+        parent = stack[-1][1]
+        assert m.group(2) not in parent
+        parent[m.group(2)] = node
+        stack.append((depth, node[1]))
+    return root
+
+
+def json_counts(nodes, kids):
+    return {n['name']: (n['calls'], json_counts(n.get(kids, []), kids)) for n in nodes}
+
+
+def sorted_listing(text):
+    """The listing's tree with siblings sorted by calls (desc) then name."""
+    def emit(tree, depth, out):
+        for name, (calls, kids) in sorted(tree.items(), key=lambda kv: (-kv[1][0], kv[0])):
+            out.append('  ' * depth + f'| {name}(),{calls}')
+            emit(kids, depth + 1, out)
+        return out
+    return '\n'.join(emit(parse_listing(text), 0, []))
+
+
+def test_listing45_text_exact(annotate):
+    r = ok(annotate('--ksf', '--kccf', '--tree-order=natural', '--costs=no', THESIS))
+    s = sections(r.out)
+    assert s['DUMP of K-SF'] == LISTING_45_KSF
+    assert s['DUMP of K-CCF'] == LISTING_45_KCCF
+    assert re.search(r'^Thread all: +Ir 176, k-SF nodes 20, 2-CCF nodes 25$', r.out, re.M)
+    assert re.search(r'^K value: +2$', r.out, re.M)
+    assert re.search(r'^Command: +\./prog1$', r.out, re.M)
+    assert re.search(r'^PID: +4242$', r.out, re.M)
+
+
+def test_listing45_sorted_by_calls(annotate):
+    r = ok(annotate('--ksf', '--kccf', '--sort=calls', '--costs=no', THESIS))
+    s = sections(r.out)
+    assert s['DUMP of K-SF'] == sorted_listing(LISTING_45_KSF)
+    assert s['DUMP of K-CCF'] == sorted_listing(LISTING_45_KCCF)
+
+
+def test_listing45_costs_in_trees(annotate):
+    r = ok(annotate('--kccf', '--sort=calls', THESIS))
+    lines = sections(r.out)['DUMP of K-CCF'].splitlines()
+    assert lines[0] == '| c(),9  [Ir 27, incl 27]'
+    assert '| e(),2  [Ir 12, incl 58]' in lines
+
+
+def test_listing45_json(annotate):
+    import jsonschema
+    d = annotate('--format=json', THESIS).json()
+    jsonschema.validate(d, json.loads(SCHEMA.read_text()))
+    assert (d['version'], d['tool'], d['cmd'], d['pid'], d['k'], d['mode']) == (1, 'kgrind', './prog1', 4242, 2, 'func')
+    assert d['events'] == ['Ir'] and d['total'] == {'Ir': 176}
+    (t,) = d['threads']
+    assert (t['tid'], t['ksf_nodes'], t['kccf_nodes']) == ('all', 20, 25)
+    assert json_counts(t['ksf'], 'children') == parse_listing(LISTING_45_KSF)
+    assert json_counts(t['kccf'], 'callers') == parse_listing(LISTING_45_KCCF)
+    ctx = {tuple(c['path']): (c['calls'], c['Ir'], c['inclusive']) for c in t['contexts']}
+    assert ctx[('e', 'd', 'c')] == (4, 12, 12)
+    assert ctx[('__root__', 'e')] == (2, 12, 58)
+    assert ctx[('__root__',)] == (2, 100, 176)
+    assert len(ctx) == len(t['contexts']) == 12
+    assert sum(c[1] for c in ctx.values()) == 176
+    # sorted by Ir, then by path
+    keys = [(-c['Ir'], c['path']) for c in t['contexts']]
+    assert keys == sorted(keys)
+
+
+def test_listing45_contexts_table(annotate):
+    r = ok(annotate('--threshold=100', THESIS))
+    rows = [l for l in r.out.splitlines() if re.match(r'^ +[\d,]+ +[\d.]+% ', l)]
+    assert len(rows) == 12
+    assert rows[0].split() == ['100', '56.82%', '176', '2', '__root__']
+    assert rows[2].split()[-5:] == ['4', 'e', '>', 'd', '>', 'c'][-5:]
+    assert 'e > d > c' in rows[2]
+    r = ok(annotate('--sort=calls', '--top=1', THESIS))
+    rows = [l for l in r.out.splitlines() if re.match(r'^ +[\d,]+ +[\d.]+% ', l)]
+    assert len(rows) == 1 and rows[0].endswith('e > d > c') and '16.67%' in rows[0]   # 4 of 24 activations
+    r = ok(annotate('--sort=inclusive', '--top=2', THESIS))
+    rows = [l for l in r.out.splitlines() if re.match(r'^ +[\d,]+ +[\d.]+% ', l)]
+    assert [x.split('  ')[-1] for x in rows] == ['__root__', '__root__ > e']
+    # threshold: cumulative share of the sort key
+    r = ok(annotate('--threshold=60', THESIS))
+    rows = [l for l in r.out.splitlines() if re.match(r'^ +[\d,]+ +[\d.]+% ', l)]
+    assert len(rows) == 2     # 56.8% < 60% -> one more
+
+
+def test_listing45_lower_k(annotate):
+    """--k=1 and --k=0 from the 2-SF equal the model's on the same contexts."""
+    ctx2 = {('__root__',): 2, ('__root__', 'a'): 2, ('__root__', 'a', 'b'): 2, ('__root__', 'a', 'c'): 1,
+            ('__root__', 'a', 'f'): 1, ('__root__', 'e'): 2, ('__root__', 'e', 'd'): 2, ('e', 'd', 'c'): 4,
+            ('__root__', 'e', 'c'): 2, ('__root__', 'e', 'a'): 2, ('e', 'a', 'b'): 2, ('e', 'a', 'c'): 2}
+    for k in (0, 1):
+        want = {}
+        for p, c in ctx2.items():
+            q = p[-(k + 1):]
+            want[q] = want.get(q, 0) + c
+        t = annotate('--format=json', f'--k={k}', THESIS).json()['threads'][0]
+        assert {tuple(c['path']): c['calls'] for c in t['contexts']} == want
+        assert t['kccf_nodes'] == M.count_nodes(M.kccf({p: (c, 0, 0) for p, c in want.items()}))
+    t = annotate('--format=json', '--k=0', THESIS).json()['threads'][0]
+    assert {n['name']: n['calls'] for n in t['kccf']} == {'__root__': 2, 'a': 4, 'b': 4, 'c': 9, 'd': 2, 'e': 2, 'f': 1}
+
+
+# ---------------------------------------------------------------------------
+# inv_k against the brute-force model on random runs.
+
+def json_forest(nodes):
+    return {n['name']: [n['calls'], n['Ir'], n['inclusive'], json_forest(n.get('callers', []))] for n in nodes}
+
+
+def model_forest(f):
+    return {k: [v[0], v[1], v[2], model_forest(v[3])] for k, v in f.items()}
+
+
+@pytest.mark.parametrize('k', [1, 2, 3, M.INF])
+def test_inv_k_random_against_model(annotate, tmp_path, k):
+    rng = random.Random(1000 + (k or 99))
+    for trial in range(6):
+        run = M.random_activations(rng)
+        prof = M.write_profile(tmp_path / f'r{trial}.out', {1: run}, k)
+        kmax = 5 if k is M.INF else k
+        for kk in range(0, kmax + 1):
+            t = annotate('--format=json', f'--k={kk}', prof).json()['threads'][0]
+            ctx = M.contexts(run, kk)
+            got = {tuple(c['path']): [c['calls'], c['Ir'], c['inclusive']] for c in t['contexts']}
+            assert got == {p: v for p, v in ctx.items()}, (trial, kk)
+            assert all(len(c['path']) <= kk + 1 for c in t['contexts'])
+            want = M.kccf(ctx)
+            assert json_forest(t['kccf']) == model_forest(want), (trial, kk)
+            assert t['kccf_nodes'] == M.count_nodes(want)
+        # the recorded k-SF comes back unchanged
+        t = annotate('--format=json', prof).json()['threads'][0]
+        assert t['ksf_nodes'] == sum(1 for line in prof.read_text().splitlines() if line.startswith('# ksf-node'))
+
+
+def test_kinf_folded_is_exact_flame_graph(annotate, tmp_path):
+    rng = random.Random(5)
+    run = M.random_activations(rng)
+    prof = M.write_profile(tmp_path / 'inf.out', {1: run}, M.INF)
+    r = ok(annotate('--format=folded', prof))
+    want = {}
+    for path, a, _inc in M.walk(run):
+        if a.excl:
+            key = ';'.join(path)
+            want[key] = want.get(key, 0) + a.excl
+    got = {}
+    for line in r.out.splitlines():
+        stack, n = line.rsplit(' ', 1)
+        got[stack] = int(n)
+    assert got == want
+    assert sum(got.values()) == run.incl()
+
+
+# ---------------------------------------------------------------------------
+# Threads and merging (join).
+
+def two_thread_profile(tmp_path, rng, k=2):
+    r1, r2 = M.random_activations(rng), M.random_activations(rng)
+    return r1, r2, M.write_profile(tmp_path / 'two.out', {1: r1, 2: r2}, k)
+
+
+def test_threads_select_and_join(annotate, tmp_path):
+    rng = random.Random(11)
+    r1, r2, prof = two_thread_profile(tmp_path, rng)
+    d = annotate('--format=json', prof).json()
+    assert [t['tid'] for t in d['threads']] == [1, 2]
+    d2 = annotate('--format=json', '--thread=2', prof).json()
+    assert [t['tid'] for t in d2['threads']] == [2] and d2['threads'][0] == d['threads'][1]
+    j = annotate('--format=json', '--join-threads', prof).json()
+    (t,) = j['threads']
+    assert t['tid'] == 'all' and j['joined'] is True
+    want = M.kccf(M.contexts([r1, r2], 2))
+    assert json_forest(t['kccf']) == model_forest(want)
+    # the joined k-SF is the k-SF of the joined run (Listing 4.4)
+    single = M.write_profile(tmp_path / 'joined.out', {'all': [r1, r2]}, 2, joined=True)
+    tj = annotate('--format=json', single).json()['threads'][0]
+    assert json_counts(t['ksf'], 'children') == json_counts(tj['ksf'], 'children')
+    r = ok(annotate(prof))
+    assert re.search(r'^Thread 1: ', r.out, re.M) and re.search(r'^Thread 2: ', r.out, re.M)
+    bad(annotate('--thread=7', prof), 'thread 7', 'threads: 1, 2')
+    bad(annotate('--thread=1', single), 'joined')
+
+
+def test_merge_fork_parent_and_child(annotate, tmp_path):
+    """Parent and child profiles (each thread 1) merge into one joined forest."""
+    rng = random.Random(12)
+    r1, r2 = M.random_activations(rng), M.random_activations(rng)
+    parent = M.write_profile(tmp_path / 'kgrind.out.100', {1: r1}, 2, pid=100)
+    child = M.write_profile(tmp_path / 'kgrind.out.101', {1: r2}, 2, pid=101)
+    d = annotate('--format=json', parent, child).json()
+    (t,) = d['threads']
+    assert d['pids'] == [100, 101] and len(d['files']) == 2
+    want_ctx = M.contexts([r1, r2], 2)
+    assert {tuple(c['path']): [c['calls'], c['Ir'], c['inclusive']] for c in t['contexts']} == want_ctx
+    assert json_forest(t['kccf']) == model_forest(M.kccf(want_ctx))
+    assert d['total']['Ir'] == r1.incl() + r2.incl()
+
+
+def test_merge_identical_runs_doubles(annotate):
+    one = annotate('--format=json', THESIS).json()['threads'][0]
+    two = annotate('--format=json', THESIS, THESIS).json()['threads'][0]
+    assert (two['ksf_nodes'], two['kccf_nodes']) == (20, 25)
+
+    def doubled(nodes, kids):
+        return [dict(n, calls=2 * n['calls'], Ir=2 * n['Ir'], inclusive=2 * n['inclusive'],
+                     **({kids: doubled(n[kids], kids)} if kids in n else {})) for n in nodes]
+    assert two['ksf'] == doubled(one['ksf'], 'children')
+    assert two['kccf'] == doubled(one['kccf'], 'callers')
+    assert two['Ir'] == 2 * one['Ir']
+
+
+def test_merge_mismatch_is_an_error(annotate, tmp_path):
+    rng = random.Random(13)
+    run = M.random_activations(rng)
+    a = M.write_profile(tmp_path / 'k2.out', {1: run}, 2)
+    b = M.write_profile(tmp_path / 'k3.out', {1: run}, 3)
+    bad(annotate(a, b), 'k2.out', 'k3.out', 'k=2', 'k=3')
+    c = tmp_path / 'intra.out'
+    c.write_text(a.read_text().replace('mode=func', 'mode=intra'))
+    bad(annotate(a, c), 'mode')
+
+
+# ---------------------------------------------------------------------------
+# Sources.
+
+def test_source_annotation(annotate, tmp_path):
+    r = ok(annotate('--auto=yes', '-I', DATA, THESIS))
+    out = r.out
+    assert 'Annotated source: ' + str(DATA / 'prog1.c') in out
+    lines = out.splitlines()
+    i = next(n for n, l in enumerate(lines) if l.endswith('void c() { }'))
+    assert lines[i].split()[0] == '27'
+    assert 'hottest 2-contexts of c:' in lines[i - 5]
+    assert 'e > d > c: Ir 12' in lines[i - 4]
+    assert 'WARNING' not in out
+    j = next(n for n, l in enumerate(lines) if l.endswith('void a(int x) {'))
+    assert lines[j].split()[0] == '8' and 'hottest 2-contexts of a:' in lines[j - 3]
+    # explicit source file on the command line
+    r = ok(annotate(THESIS, 'prog1.c', '-I', DATA))
+    assert 'void e() { d(); c(); a(0); }' in r.out
+
+
+def test_source_missing_and_newer(annotate, tmp_path):
+    shutil.copy(THESIS, tmp_path / 'alone.out')
+    r = ok(annotate('--auto=yes', 'alone.out', cwd=tmp_path))
+    miss = [l for l in r.out.splitlines() if 'prog1.c' in l]
+    assert len(miss) == 1 and 'not found' in miss[0]
+    src = tmp_path / 'src'
+    src.mkdir()
+    shutil.copy(DATA / 'prog1.c', src / 'prog1.c')
+    prof = tmp_path / 'p.out'
+    shutil.copy(THESIS, prof)
+    os.utime(prof, (time.time() - 100, time.time() - 100))
+    r = ok(annotate('--auto=yes', '-I', src, prof))
+    assert re.search(r"^WARNING: source file .*prog1\.c' is newer than the profile", r.out, re.M)
+
+
+# ---------------------------------------------------------------------------
+# Graphviz and folded.
+
+def test_dot_renders(annotate, tmp_path):
+    r = ok(annotate('--format=dot', '--top=5', THESIS))
+    assert r.out.startswith('digraph kgrind {')
+    svg = subprocess.run(['dot', '-Tsvg'], input=r.out, capture_output=True, text=True)
+    assert svg.returncode == 0, svg.stderr
+    assert '<svg' in svg.stdout and 'c()' in svg.stdout
+
+
+def test_folded_finite_k(annotate):
+    r = ok(annotate('--format=folded', THESIS))
+    got = dict(l.rsplit(' ', 1) for l in r.out.splitlines())
+    assert got['e;d;c'] == '12' and got['__root__'] == '100'
+    assert sum(map(int, got.values())) == 176
+
+
+# ---------------------------------------------------------------------------
+# Bad input.
+
+def body_of(text):
+    return text
+
+
+def test_bad_truncated(annotate, tmp_path):
+    text = THESIS.read_text()
+    p = tmp_path / 'trunc.out'
+    p.write_text(text.replace('# ksf-end\n', ''))
+    bad(annotate(p), str(p), "truncated", "ksf-end")
+    cut = text[:text.index('# ksf-node 15')]
+    p.write_text(cut)
+    msg = bad(annotate(p), str(p), 'truncated')
+    assert re.search(r'trunc\.out:\d+:', msg)
+    p.write_text(text[:text.index('totals:')])
+    bad(annotate(p), 'truncated', 'totals')
+    p.write_text(text[:len(text) // 3])
+    bad(annotate(p), 'truncated')
+
+
+@pytest.mark.parametrize('old,new,needle', [
+    ('# ksf-node 7 6 3 4 12 12', '# ksf-node 7 6 3 4 12 x', ':37: malformed ksf-node'),
+    ('# ksf-node 7 6 3 4 12 12', '# ksf-node 7 9 3 4 12 12', ':37: ksf-node 7: parent 9'),
+    ('# ksf-node 7 6 3 4 12 12', '# ksf-node 7 6 42 4 12 12', ':37: ksf-node 7: unknown function id 42'),
+    ('# ksf-node 7 6 3 4 12 12', '# ksf-node 8 6 3 4 12 12', ':37: ksf-node id 8 out of order'),
+    ('# ksf-thread all nodes=20', '# ksf-thread all nodes=21', 'declares nodes=21 but has 20'),
+    ('# ksf-node 16 - 1 2 0 0', '# ksf-node 16 - 2 2 0 0', 'a second tree rooted at'),
+    ('# ksf-version: 1', '# ksf-version: 7', 'unsupported k-SF record version 7'),
+    ('k=2 mode=func', 'k=two mode=func', "bad k value 'two'"),
+    ('# ksf-fn 3 c', '# ksf-fn 4 c', 'ksf-fn id 4 out of order'),
+    ('fn=(12)\n', 'fn=(77)\n', 'fn=(77) used before'),
+    ('\n18 6\n', '\n18 6 ]]\n', 'malformed cost line'),
+    ('\n22 12\n', '\n@@@ 22 12\n', 'unrecognized line'),
+])
+def test_bad_corrupted(annotate, tmp_path, old, new, needle):
+    text = THESIS.read_text()
+    assert old in text
+    p = tmp_path / 'corrupt.out'
+    p.write_text(text.replace(old, new, 1))
+    bad(annotate(p), 'corrupt.out', needle)
+
+
+def test_bad_empty_binary_and_text(annotate, tmp_path):
+    e = tmp_path / 'empty.out'
+    e.write_text('')
+    bad(annotate(e), 'empty.out', 'empty')
+    b = tmp_path / 'binary.out'
+    b.write_bytes(bytes(range(256)) * 4)
+    bad(annotate(b), 'binary.out:1:', 'not a kgrind profile')
+    t = tmp_path / 'notes.txt'
+    t.write_text('hello\nworld\n')
+    bad(annotate(t), 'notes.txt:1:', 'not a kgrind profile')
+    bad(annotate(DATA / 'prog1.c' if False else t, THESIS), 'notes.txt')
+
+
+def test_bad_callgrind_profile(annotate, tools):
+    exe = tools.compile('simple.c')
+    run = tools.reference('callgrind', exe)
+    assert run.returncode == 0, run.stderr
+    msg = bad(annotate(run.profile_path), str(run.profile_path), 'callgrind', 'not by kgrind')
+    assert 'k-SF' in msg
+
+
+def test_bad_kgrind_profile_without_records(annotate, tmp_path):
+    p = tmp_path / 'flat.out'
+    p.write_text('# callgrind format\nversion: 1\ncreator: kgrind-0.1.0\npositions: line\nevents: Ir\n'
+                 'summary: 3\n\nfl=(1) x.c\nfn=(1) main\n1 3\n\ntotals: 3\n')
+    bad(annotate(p), 'flat.out', 'no k-SF records')
+
+
+def test_bad_paths(annotate, tmp_path):
+    bad(annotate(tmp_path / 'nope.out'), 'nope.out', 'no such file')
+    bad(annotate(tmp_path), 'is a directory')
+    if os.geteuid() != 0:
+        p = tmp_path / 'secret.out'
+        shutil.copy(THESIS, p)
+        p.chmod(0)
+        bad(annotate(p), 'secret.out', 'cannot open')
+
+
+def test_bad_k_and_options(annotate, tmp_path):
+    bad(annotate('--k=3', THESIS), '--k=3', 'recorded k=2', THESIS.name)
+    bad(annotate('--k=inf', THESIS), 'recorded k=2')
+    bad(annotate('--k=-1', THESIS), '--k')
+    bad(annotate('--frobnicate', THESIS), "unknown option '--frobnicate'")
+    bad(annotate('--sort=speed', THESIS), '--sort')
+    bad(annotate('--format=xml', THESIS), '--format')
+    bad(annotate('--threshold=120', THESIS), '--threshold')
+    bad(annotate(), 'no profile given')
+    # a k=inf profile allows any --k
+    rng = random.Random(2)
+    prof = M.write_profile(tmp_path / 'inf.out', {1: M.random_activations(rng)}, M.INF)
+    assert annotate('--format=json', '--k=9', prof).json()['k'] == 9
+    assert annotate('--format=json', prof).json()['k'] == 'inf'
+
+
+def test_help_and_version(annotate):
+    r = ok(annotate('--help'))
+    assert '--kccf' in r.out and '--format=' in r.out
+    r = ok(annotate('--version'))
+    assert r.out.startswith('kgrind_annotate ')
