@@ -1,0 +1,119 @@
+"""kgrind_annotate on real kgrind profiles: the thesis's prog1 (Listing 4.1)
+gives Listing 4.5; k'-CCFs of a k=4 profile equal those of k' runs; merging
+fork parent and child, and repeated runs."""
+import collections
+import json
+
+import pytest
+
+from test_annotate import (LISTING_45_KCCF, LISTING_45_KSF, SCHEMA, annotate, bad,  # noqa: F401
+                           json_counts, ok, parse_listing, sections, sorted_listing)
+
+FUNCS = '--funcs=a,b,c,d,e,f'
+
+
+def kgrind_profile(tools, exe, *opts, out='kgrind.out'):
+    run = tools.kgrind(exe, opts=list(opts), out=out)
+    assert run.returncode == 0, run.stderr
+    text = run.profile_path.read_text()
+    if '# ksf-version' not in text:
+        pytest.skip('this kgrind does not write k-SF records yet')
+    return run.profile_path
+
+
+@pytest.fixture
+def prog1(tools):
+    return tools.compile('prog1.c')
+
+
+def test_prog1_listing45(annotate, tools, prog1):
+    import jsonschema
+    prof = kgrind_profile(tools, prog1, '--k=2', FUNCS, '--join-threads=yes')
+    r = ok(annotate('--ksf', '--kccf', '--sort=calls', '--costs=no', prof))
+    s = sections(r.out)
+    assert s['DUMP of K-SF'] == sorted_listing(LISTING_45_KSF)
+    assert s['DUMP of K-CCF'] == sorted_listing(LISTING_45_KCCF)
+    assert 'k-SF nodes 20, 2-CCF nodes 25' in r.out
+    d = annotate('--format=json', prof).json()
+    jsonschema.validate(d, json.loads(SCHEMA.read_text()))
+    (t,) = d['threads']
+    assert (t['tid'], t['ksf_nodes'], t['kccf_nodes']) == ('all', 20, 25)
+    assert json_counts(t['ksf'], 'children') == parse_listing(LISTING_45_KSF)
+    assert json_counts(t['kccf'], 'callers') == parse_listing(LISTING_45_KCCF)
+    assert sum(c['Ir'] for c in t['contexts']) == t['Ir'] == d['total']['Ir']
+
+
+def test_prog1_threads_joined_by_annotate(annotate, tools, prog1):
+    prof = kgrind_profile(tools, prog1, '--k=2', FUNCS)
+    d = annotate('--format=json', prof).json()
+    assert len(d['threads']) == 2
+    j = annotate('--format=json', '--join-threads', prof).json()
+    (t,) = j['threads']
+    assert json_counts(t['ksf'], 'children') == parse_listing(LISTING_45_KSF)
+    assert json_counts(t['kccf'], 'callers') == parse_listing(LISTING_45_KCCF)
+    bad(annotate('--k=3', prof), 'recorded k=2')
+
+
+def context_calls(d):
+    out = collections.Counter()
+    for t in d['threads']:
+        for c in t['contexts']:
+            out[tuple(c['path'])] += c['calls']
+    return out
+
+
+def test_lower_k_from_k4_equals_k_runs(annotate, tools, prog1):
+    p4 = kgrind_profile(tools, prog1, '--k=4', FUNCS, '--join-threads=yes', out='k4.out')
+    for kk in (0, 1, 2):
+        pk = kgrind_profile(tools, prog1, f'--k={kk}', FUNCS, '--join-threads=yes', out=f'k{kk}.out')
+        a = annotate('--format=json', f'--k={kk}', p4).json()['threads'][0]
+        b = annotate('--format=json', pk).json()['threads'][0]
+        assert json_counts(a['kccf'], 'callers') == json_counts(b['kccf'], 'callers'), kk
+        assert a['kccf_nodes'] == b['kccf_nodes']
+        assert {tuple(c['path']): c['calls'] for c in a['contexts']} == \
+               {tuple(c['path']): c['calls'] for c in b['contexts']}
+
+
+def test_merge_repeated_runs_doubles(annotate, tools, prog1):
+    p1 = kgrind_profile(tools, prog1, '--k=2', FUNCS, '--join-threads=yes', out='run1.out')
+    p2 = kgrind_profile(tools, prog1, '--k=2', FUNCS, '--join-threads=yes', out='run2.out')
+    one = annotate('--format=json', p1).json()
+    two = annotate('--format=json', p1, p2).json()
+    assert {p: 2 * c for p, c in context_calls(one).items()} == context_calls(two)
+    t1, t2 = one['threads'][0], two['threads'][0]
+    assert (t2['ksf_nodes'], t2['kccf_nodes']) == (t1['ksf_nodes'], t1['kccf_nodes'])
+    # the traced functions run the same instructions in both runs
+    ir1 = {tuple(c['path']): c['Ir'] for c in t1['contexts'] if c['path'][-1] != '__root__'}
+    ir2 = {tuple(c['path']): c['Ir'] for c in t2['contexts'] if c['path'][-1] != '__root__'}
+    assert ir2 == {p: 2 * v for p, v in ir1.items()}
+    p0 = kgrind_profile(tools, prog1, '--k=1', FUNCS, out='k1.out')
+    bad(annotate(p1, p0), 'k=2', 'k=1')
+
+
+def test_merge_fork_parent_and_child(annotate, tools):
+    exe = tools.compile('forker.c')
+    run = tools.kgrind(exe, opts=['--k=2', '--funcs=main,before_fork,child_work,parent_work'],
+                       out='kgrind.out.%p')
+    assert run.returncode == 0, run.stderr
+    files = sorted(tools.dir.glob('kgrind.out.*'))
+    if len(files) != 2:
+        pytest.skip(f'expected parent and child profiles, got {files}')
+    if '# ksf-version' not in files[0].read_text():
+        pytest.skip('this kgrind does not write k-SF records yet')
+    sep = [annotate('--format=json', f).json() for f in files]
+    merged = annotate('--format=json', *files).json()
+    want = collections.Counter()
+    for d in sep:
+        want.update(context_calls(d))
+    assert context_calls(merged) == want
+    assert merged['total']['Ir'] == sum(d['total']['Ir'] for d in sep)
+    names = {c['path'][-1] for t in merged['threads'] for c in t['contexts']}
+    assert {'child_work', 'parent_work', 'before_fork'} <= names
+
+
+def test_prog1_source_annotation(annotate, tools, prog1):
+    prof = kgrind_profile(tools, prog1, '--k=2', FUNCS, '--join-threads=yes')
+    r = ok(annotate('--auto=yes', '--threshold=100', prof))
+    assert 'prog1.c' in r.out
+    assert 'hottest 2-contexts of c:' in r.out
+    assert 'e > d > c' in r.out
