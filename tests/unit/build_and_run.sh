@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Builds and runs the kgrind core tests (host side, no Valgrind needed).
+#
+# usage: tests/unit/build_and_run.sh [OUTDIR]      (default OUTDIR: build/unit)
+# env:   FUZZ_SECONDS  seconds of libFuzzer run (default 20; 0 = skip fuzzing)
+#        CXX           host C++ compiler for the unit tests (default g++)
+#        FUZZ_CXX      clang for the fuzzer (default clang++-14, else clang++)
+#        GTEST_FILTER  passed through to the unit test binary
+#
+# Steps (any failure -> non-zero exit):
+#  1. freestanding check: every kgrind/core header compiled with the tool's
+#     flags (-ffreestanding -nostdinc++ -fno-exceptions -fno-rtti ...) in one
+#     TU that instantiates everything; the object may reference no symbol
+#     but the allocator hooks (and memset/memcpy/memmove, which Valgrind's
+#     core provides).
+#  2. unit tests: GoogleTest, -Wall -Wextra -Werror -O1 -g.
+#  3. fuzzing: libFuzzer + ASan + UBSan for FUZZ_SECONDS (skipped with a
+#     message only if clang's fuzzer runtime is not installed).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+OUT="${1:-build/unit}"
+case "$OUT" in /*) ;; *) OUT="$ROOT/$OUT" ;; esac
+mkdir -p "$OUT"
+CXX="${CXX:-g++}"
+FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
+
+say() { printf '== %s\n' "$*"; }
+
+# --- 1. freestanding check --------------------------------------------------
+say "freestanding check of kgrind/core/*.h"
+TOOLFLAGS=(-std=gnu++17 -O2 -m64 -ffreestanding -nostdinc++ -fno-exceptions -fno-rtti
+  -fno-threadsafe-statics -fno-stack-protector -fno-builtin -fno-strict-aliasing
+  -fno-pie -fno-pic -fno-asynchronous-unwind-tables -Wall -Wextra -Werror)
+{
+  for h in "$ROOT"/kgrind/core/*.h; do printf '#include "%s"\n' "$h"; done
+  cat "$ROOT/tests/unit/freestanding_check.h"
+} > "$OUT/freestanding_check.cpp"
+"$CXX" "${TOOLFLAGS[@]}" -c "$OUT/freestanding_check.cpp" -o "$OUT/freestanding_check.o"
+undef="$(nm -u "$OUT/freestanding_check.o" | awk '{print $2}' | grep -v -x -E 'kg_test_alloc|kg_test_free|memset|memcpy|memmove' || true)"
+if [ -n "$undef" ]; then
+  echo "core headers reference symbols a freestanding tool does not have:" >&2
+  echo "$undef" >&2
+  exit 1
+fi
+if command -v clang++ >/dev/null 2>&1; then
+  clang++ "${TOOLFLAGS[@]}" -c "$OUT/freestanding_check.cpp" -o "$OUT/freestanding_check_clang.o"
+fi
+echo "ok"
+
+# --- 2. unit tests ----------------------------------------------------------
+say "unit tests"
+SRCS=("$ROOT"/tests/unit/*.cpp)
+"$CXX" -std=gnu++17 -Wall -Wextra -Werror -O1 -g -I"$ROOT" "${SRCS[@]}" \
+  -o "$OUT/core_tests" -lgtest -lgtest_main -pthread
+# Two shards in parallel (the suite is CPU-bound; ~30 s of work).
+SHARDS="${UNIT_SHARDS:-2}"
+pids=()
+for ((i = 0; i < SHARDS; i++)); do
+  GTEST_TOTAL_SHARDS=$SHARDS GTEST_SHARD_INDEX=$i \
+    "$OUT/core_tests" --gtest_brief=1 ${GTEST_FILTER:+--gtest_filter="$GTEST_FILTER"} \
+    > "$OUT/core_tests.shard$i.log" 2>&1 &
+  pids+=($!)
+done
+fail=0
+for ((i = 0; i < SHARDS; i++)); do
+  if ! wait "${pids[$i]}"; then fail=1; fi
+  cat "$OUT/core_tests.shard$i.log"
+done
+if [ "$fail" != 0 ]; then
+  echo "unit tests FAILED" >&2
+  exit 1
+fi
+
+# --- 3. fuzzing ---------------------------------------------------------------
+if [ "$FUZZ_SECONDS" = "0" ]; then
+  say "fuzzing skipped (FUZZ_SECONDS=0)"
+  exit 0
+fi
+FUZZ_CXX="${FUZZ_CXX:-}"
+if [ -z "$FUZZ_CXX" ]; then
+  if command -v clang++-14 >/dev/null 2>&1; then FUZZ_CXX=clang++-14
+  elif command -v clang++ >/dev/null 2>&1; then FUZZ_CXX=clang++
+  else
+    say "fuzzing SKIPPED: no clang++ (install clang-14 and libclang-rt-14-dev)"
+    exit 0
+  fi
+fi
+say "fuzzing for ${FUZZ_SECONDS}s with $FUZZ_CXX"
+probe="$OUT/fuzz_probe.cpp"
+printf 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long){return 0;}\n' > "$probe"
+if ! "$FUZZ_CXX" -fsanitize=fuzzer "$probe" -o "$OUT/fuzz_probe" >/dev/null 2>&1; then
+  say "fuzzing SKIPPED: $FUZZ_CXX cannot link -fsanitize=fuzzer (install libclang-rt-14-dev)"
+  exit 0
+fi
+"$FUZZ_CXX" -std=gnu++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+  -I"$ROOT" "$ROOT/tests/fuzz/fuzz_core.cpp" -o "$OUT/fuzz_core"
+corpus="$OUT/fuzz_corpus"
+mkdir -p "$corpus"
+# Seed corpus from the checked-in seeds (if any) plus whatever earlier runs found.
+if [ -d "$ROOT/tests/fuzz/seeds" ]; then cp -n "$ROOT"/tests/fuzz/seeds/* "$corpus"/ 2>/dev/null || true; fi
+"$OUT/fuzz_core" -max_total_time="$FUZZ_SECONDS" -max_len=2048 -timeout=10 -rss_limit_mb=2048 \
+  -artifact_prefix="$OUT/" -print_final_stats=1 "$corpus" 2> "$OUT/fuzz.log" || {
+  tail -n 60 "$OUT/fuzz.log" >&2
+  echo "fuzzer found a failure; reproducer in $OUT/ (crash-*)" >&2
+  exit 1
+}
+grep -E 'stat::number_of_executed_units|Done' "$OUT/fuzz.log" | tail -n 2 || true
+say "all core checks passed"
