@@ -1,0 +1,137 @@
+"""Reads the k-SF records of a kgrind profile (docs/output-format.md) and
+derives k-CCFs from them, independently of the tool and of kgrind_annotate:
+the tests' own reference for the thesis's definitions."""
+import collections
+import re
+
+
+class Forest:
+    def __init__(self, tid, names):
+        self.tid = tid
+        self.names = names
+        self.nodes = {}          # id -> (parent, label, calls, excl, incl)
+        self.children = collections.defaultdict(list)
+        self.roots = []
+        self.ir = None
+
+    def add(self, nid, parent, label, calls, excl, incl):
+        self.nodes[nid] = (parent, label, calls, excl, incl)
+        if parent is None:
+            self.roots.append(nid)
+        else:
+            self.children[parent].append(nid)
+
+    def name(self, nid):
+        return self.names[self.nodes[nid][1]]
+
+    def canonical(self, nid=None):
+        """A tree (or the forest) as nested sorted tuples (name, calls, kids)."""
+        if nid is None:
+            return sorted(self.canonical(r) for r in self.roots)
+        kids = sorted(self.canonical(c) for c in self.children[nid])
+        return (self.name(nid), self.nodes[nid][2], tuple(kids))
+
+    def root_path(self, nid):
+        path = []
+        while nid is not None:
+            path.append(self.name(nid))
+            nid = self.nodes[nid][0]
+        return list(reversed(path))
+
+    def depth_in_tree(self, nid):
+        return len(self.root_path(nid)) - 1
+
+
+class Profile:
+    def __init__(self):
+        self.options = {}
+        self.names = {}
+        self.forests = []
+
+
+def parse(path):
+    prof = Profile()
+    cur = None
+    ended = False
+    with open(path) as f:
+        for line in f:
+            if not line.startswith('# ksf-'):
+                continue
+            line = line.rstrip('\n')
+            if line.startswith('# ksf-options: '):
+                prof.options = dict(kv.split('=') for kv in line.split(': ', 1)[1].split())
+            elif line.startswith('# ksf-fn '):
+                _, _, fid, name = line.split(' ', 3)
+                prof.names[int(fid)] = name
+            elif line.startswith('# ksf-thread '):
+                m = re.match(r'# ksf-thread (\S+) nodes=(\d+) ir=(\d+)', line)
+                cur = Forest(m.group(1), prof.names)
+                cur.ir = int(m.group(3))
+                cur.expected_nodes = int(m.group(2))
+                prof.forests.append(cur)
+            elif line.startswith('# ksf-node '):
+                f = line.split()
+                cur.add(int(f[2]), None if f[3] == '-' else int(f[3]), int(f[4]),
+                        int(f[5]), int(f[6]), int(f[7]))
+            elif line.startswith('# ksf-end-thread'):
+                assert len(cur.nodes) == cur.expected_nodes
+                cur = None
+            elif line == '# ksf-end':
+                ended = True
+    assert ended, f'{path}: k-SF records are truncated'
+    return prof
+
+
+def k_of(prof):
+    k = prof.options['k']
+    return None if k == 'inf' else int(k)
+
+
+def kccf(forest, k, kprime):
+    """inv_k' of a k-SF (thesis Def. 6, Fig. 3.8): the k'-contexts, as
+    {context tuple (outermost first, activated function last): calls}."""
+    first = forest.roots[0]
+    out = collections.Counter()
+    for nid, (parent, label, calls, excl, incl) in forest.nodes.items():
+        path = forest.root_path(nid)
+        if _tree_of(forest, nid) != first and k is not None and len(path) - 1 < k:
+            continue   # duplicate top-region counter
+        suffix = path[-(kprime + 1):] if kprime is not None else path
+        if calls:
+            out[tuple(suffix)] += calls
+    return out
+
+
+def _tree_of(forest, nid):
+    while forest.nodes[nid][0] is not None:
+        nid = forest.nodes[nid][0]
+    return nid
+
+
+def parse_listing(text):
+    """The thesis's tree dumps ('| name(),count', two spaces per level) as
+    the same canonical form as Forest.canonical()."""
+    entries = []
+    for line in text.strip('\n').splitlines():
+        m = re.match(r'^( *)\| (\S+)\(\),\s*(\d+)$', line)
+        assert m, line
+        entries.append((len(m.group(1)) // 2, m.group(2), int(m.group(3))))
+
+    def build(i, level):
+        depth, name, count = entries[i]
+        kids = []
+        j = i + 1
+        while j < len(entries) and entries[j][0] > level:
+            if entries[j][0] == level + 1:
+                kid, j = build(j, level + 1)
+                kids.append(kid)
+            else:
+                raise AssertionError(f'bad indentation at {entries[j]}')
+        return (name, count, tuple(sorted(kids))), j
+
+    trees = []
+    i = 0
+    while i < len(entries):
+        tree, i = build(i, 0)
+        trees.append(tree)
+    return sorted(trees)
