@@ -451,8 +451,6 @@ def test_bad_truncated(annotate, tmp_path):
     ('# ksf-version: 1', '# ksf-version: 7', 'unsupported k-SF record version 7'),
     ('k=2 mode=func', 'k=two mode=func', "bad k value 'two'"),
     ('# ksf-fn 3 c', '# ksf-fn 4 c', 'ksf-fn id 4 out of order'),
-    ('fn=(12)\n', 'fn=(77)\n', 'fn=(77) used before'),
-    ('\n18 6\n', '\n18 6 ]]\n', 'malformed cost line'),
     ('\n22 12\n', '\n@@@ 22 12\n', 'unrecognized line'),
 ])
 def test_bad_corrupted(annotate, tmp_path, old, new, needle):
@@ -461,6 +459,22 @@ def test_bad_corrupted(annotate, tmp_path, old, new, needle):
     p = tmp_path / 'corrupt.out'
     p.write_text(text.replace(old, new, 1))
     bad(annotate(p), 'corrupt.out', needle)
+    bad(annotate('--auto=yes', p), 'corrupt.out', needle)
+
+
+@pytest.mark.parametrize('old,new,needle', [
+    ('fn=(12)\n', 'fn=(77)\n', ':123: fn=(77) used before'),
+    ('\n18 6\n', '\n18 6 ]]\n', 'malformed cost line'),
+    ('calls=2 17\n', 'calls=x 17\n', 'malformed calls= line'),
+])
+def test_bad_corrupted_body(annotate, tmp_path, old, new, needle):
+    """The callgrind body is read in full when sources are annotated (the
+    k-SF records are always checked)."""
+    text = THESIS.read_text()
+    assert old in text
+    p = tmp_path / 'corrupt.out'
+    p.write_text(text.replace(old, new, 1))
+    bad(annotate('--auto=yes', p), 'corrupt.out', needle)
 
 
 def test_bad_empty_binary_and_text(annotate, tmp_path):
