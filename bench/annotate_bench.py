@@ -34,7 +34,7 @@ def generate(path, nodes, k, nfuncs, seed=1):
     recs = []
     ctx_ir = {}
     total = 0
-    roots = [0] + rng.sample(range(1, nfuncs), min(nfuncs - 1, max(1, nodes // 400)))
+    roots = [0] + rng.sample(range(1, nfuncs), min(nfuncs - 1, max(1, nodes // 200)))
     per_tree = nodes // len(roots)
     for t, root_fn in enumerate(roots):
         if len(recs) >= nodes:
@@ -52,7 +52,7 @@ def generate(path, nodes, k, nfuncs, seed=1):
                 if recs[p][5] >= 2 * k - 1:
                     continue
                 used = set()
-                for _ in range(rng.randint(1, 8)):
+                for _ in range(rng.randint(1, 12)):
                     if made >= budget:
                         break
                     f = rng.randrange(1, nfuncs)
@@ -148,7 +148,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--nodes', type=int, default=10 ** 6)
     ap.add_argument('--k', type=int, default=2)
-    ap.add_argument('--funcs', type=int, default=5000)
+    ap.add_argument('--funcs', type=int, default=8000)
     ap.add_argument('--keep')
     ap.add_argument('extra', nargs='*')
     a = ap.parse_args()

@@ -64,6 +64,50 @@ sub read_profile {
     my $src = $P{src};
     my $fnline = $P{fnline};
 
+    # Without source annotation only the header fields and the k-SF records
+    # are needed: slurp the file, take the header fields with C-level regex
+    # scans and read only the records' region line by line.
+    unless ($want_src) {
+        my $data = do { local $/; <$fh> };
+        close $fh;
+        fail("$file: cannot read: $!") unless defined $data;
+        fail("$file: the file is empty") if $data =~ /\A\s*\z/;
+        my ($l1) = $data =~ /\A\s*([^\n]*)/;
+        $l1 =~ tr/\r//d;
+        my $l1n = 1 + (substr($data, 0, $-[1]) =~ tr/\n//);
+        unless ($l1 eq '# callgrind format' || $l1 =~ /^version:\s*\d/ || $l1 =~ /^creator:/) {
+            fail("$file:$l1n: not a kgrind profile (expected '# callgrind format', found '"
+                 . printable($l1) . "')");
+        }
+        $first = 0;
+        my $start = index($data, "\n# ksf-");
+        my $end = length $data;
+        if ($start >= 0) {
+            $start++;
+            my $e = index($data, "\n# ksf-end\n", $start);
+            $e = index($data, "\n# ksf-end\r\n", $start) if $e < 0;
+            $end = index($data, "\n", $e + 2) + 1 if $e >= 0;
+            $end = length $data if $end <= 0;
+        } else {
+            $start = $end;
+        }
+        for my $part (substr($data, 0, $start), substr($data, $end)) {
+            while ($part =~ /^(creator|pid|cmd|summary|events|positions|desc|totals):[ \t]*([^\r\n]*)/mg) {
+                my ($key, $val) = ($1, $2);
+                if ($key eq 'totals') { $seen_totals = 1 }
+                elsif ($key eq 'desc') { $P{desc}{$1} = $2 if $val =~ /^([^:]+):\s*(.*)$/ }
+                elsif ($key eq 'positions') {
+                    my $pl = 1 + (substr($part, 0, $-[0]) =~ tr/\n//);
+                    ferr($file, $pl, "unsupported positions '$val' (kgrind writes 'line')") unless $val =~ /^line\s*$/;
+                }
+                else { $P{$key} //= $val }
+            }
+        }
+        $ln = substr($data, 0, $start) =~ tr/\n//;
+        my $region = substr($data, $start, $end - $start);
+        undef $data;
+        open($fh, '<', \$region) or fail("$file: cannot read: $!");
+    }
     while (defined(my $l = <$fh>)) {
         $ln++;
         chomp $l;
@@ -337,58 +381,97 @@ sub preorder {
     return \@out;
 }
 
-# inv_kk of forest F recorded with k = K.  Returns the k-CCF as parallel
-# arrays plus the k-contexts (counters of the chains ending at each node).
+# inv_kk of forest F recorded with k = K (Def. 6, Fig. 3.8, Listing 5.8).
+# Every node v contributes the reversed suffix of at most kk+1 labels of its
+# root path; every node of that chain carries v's counters, except that the
+# top region (depth < K) of every tree not rooted at __root__ contributes
+# zero counters (its path only).  The chains are joined by label.
+#
+# Implementation: each chain is packed into a big-endian string (labels + 1,
+# a 0 terminator, the node's pre-order position); one C-level sort groups
+# equal prefixes, and a linear scan creates each k-CCF node once (a trie of
+# sorted strings: no hash lookups).  cfirst[] keeps, per k-CCF node, the
+# first pre-order position whose chain passes through it: the order in
+# which the thesis's join creates the nodes (--tree-order=natural).
+# Counters are summed at the chain ends, then into the ancestors.
 sub inv_k {
     my ($F, $kk, $K) = @_;
     my ($par, $fn, $cal, $exc, $inc, $depth) = @$F{qw(par fn calls excl incl depth)};
     my $ord = preorder($F);
-    my (@cpar, @cfn, %croot, %cchild);
-    my (@xcal, @xexc, @xinc);
-    my @roottree;    # per node: its tree is rooted at __root__ (never cleared)
-    my $maxlen = $kk == $INF ? 1e18 : $kk;
+    my $maxbytes = $kk == $INF ? 1e18 : 4 * $kk;
     my $clear = $K == $INF ? 0 : $K;
-    for my $v (@$ord) {
+    my $n0 = $F->{n};
+    my @roottree;    # per node: its tree is rooted at __root__ (never cleared)
+    my @chain;       # per node: its packed reversed chain (labels + 1)
+    for my $v (0 .. $n0 - 1) {    # parents have smaller ids
         my $p = $par->[$v];
-        my $isfirst = $roottree[$v] = $p < 0 ? ($fn->[$v] == $ROOT) : $roottree[$p];
-        my $f = $fn->[$v];
-        my $cid = $croot{$f};
-        unless (defined $cid) {
-            push @cpar, -1; push @cfn, $f;
-            $cid = $croot{$f} = $#cfn;
+        if ($p < 0) {
+            $roottree[$v] = $fn->[$v] == $ROOT;
+            $chain[$v] = pack('N', $fn->[$v] + 1);
+        } else {
+            $roottree[$v] = $roottree[$p];
+            $chain[$v] = pack('N', $fn->[$v] + 1) . substr($chain[$p], 0, $maxbytes);
         }
-        my $u = $v;
-        my $len = 0;
-        while ($len++ < $maxlen) {
-            $u = $par->[$u];
-            last if $u < 0;
-            $f = $fn->[$u];
-            my $d = $cchild{"$cid $f"};
-            unless (defined $d) {
-                push @cpar, $cid; push @cfn, $f;
-                $d = $cchild{"$cid $f"} = $#cfn;
-            }
-            $cid = $d;
+    }
+    my @keys;
+    $#keys = $n0 - 1;
+    my $i = 0;
+    for my $v (@$ord) {
+        $keys[$i] = $chain[$v] . pack('NN', 0, $i);
+        $i++;
+    }
+    undef @chain;
+    @keys = sort @keys;
+    my (@cpar, @cfn, @cfirst, @xcal, @xexc, @xinc, @prev);
+    my $prevkey = '';
+    for my $key (@keys) {
+        my $len = (length($key) >> 2) - 2;     # labels in this chain
+        # common prefix (in labels) with the previous chain, at C speed
+        my $j = 0;
+        if (($prevkey ^ $key) =~ /\A(?:\0\0\0\0)*/) { $j = $+[0] >> 2 }
+        my $plen = $prevkey eq '' ? 0 : (length($prevkey) >> 2) - 2;
+        $j = $plen if $j > $plen;
+        $j = $len if $j > $len;
+        my $pos = unpack('N', substr($key, -4));
+        for my $t (0 .. $j - 1) { $cfirst[$prev[$t]] = $pos if $pos < $cfirst[$prev[$t]] }
+        $#prev = $j - 1;
+        for my $t ($j .. $len - 1) {
+            push @cfn, unpack('N', substr($key, 4 * $t, 4)) - 1;
+            push @cpar, $t ? $prev[$t - 1] : -1;
+            push @cfirst, $pos;
+            push @prev, $#cfn;
         }
-        next if !$isfirst && $depth->[$v] < $clear;    # Fig. 3.8: cleared top region
+        $prevkey = $key;
+        my $v = $ord->[$pos];
+        next if !$roottree[$v] && $depth->[$v] < $clear;    # Fig. 3.8: cleared top region
+        my $cid = $prev[-1];
         $xcal[$cid] += $cal->[$v]; $xexc[$cid] += $exc->[$v]; $xinc[$cid] += $inc->[$v];
     }
-    undef %cchild;
-    # each node of a chain carries the chain's counters: sum the chain ends
-    # into their ancestors (ids: parents before children)
+    undef @keys;
     my $n = @cfn;
     $#xcal = $#xexc = $#xinc = $n - 1;
-    my @ccal = map { $_ // 0 } @xcal;
-    my @cexc = map { $_ // 0 } @xexc;
-    my @cinc = map { $_ // 0 } @xinc;
+    my @ctx = grep { defined $xcal[$_] } 0 .. $n - 1;
+    return { n => $n, par => \@cpar, fn => \@cfn, first => \@cfirst, ctx => \@ctx,
+             xcalls => \@xcal, xexcl => \@xexc, xincl => \@xinc };
+}
+
+# The k-CCF node counters (each chain's counters on all its nodes): the
+# chain ends' sums, summed into their ancestors.  Only trees need them.
+sub ccf_counters {
+    my ($C) = @_;
+    return $C if $C->{calls};
+    my $n = $C->{n};
+    my $cpar = $C->{par};
+    my @ccal = map { $_ // 0 } @{$C->{xcalls}};
+    my @cexc = map { $_ // 0 } @{$C->{xexcl}};
+    my @cinc = map { $_ // 0 } @{$C->{xincl}};
     for (my $c = $n - 1; $c > 0; $c--) {
-        my $p = $cpar[$c];
+        my $p = $cpar->[$c];
         next if $p < 0;
         $ccal[$p] += $ccal[$c]; $cexc[$p] += $cexc[$c]; $cinc[$p] += $cinc[$c];
     }
-    my @ctx = grep { $xcal[$_] || $xexc[$_] || $xinc[$_] } 0 .. $n - 1;
-    return { n => $n, par => \@cpar, fn => \@cfn, calls => \@ccal, excl => \@cexc, incl => \@cinc,
-             ctx => \@ctx, xcalls => \@xcal, xexcl => \@xexc, xincl => \@xinc };
+    @$C{qw(calls excl incl)} = (\@ccal, \@cexc, \@cinc);
+    return $C;
 }
 
 # Path of context cid, outermost caller first.
@@ -584,7 +667,11 @@ sub sorted_contexts {
 sub tree_kids {
     my ($o, $T) = @_;
     my ($roots, $kids) = children_of($T->{par});
-    if ($o->{'tree-order'} eq 'sorted') {
+    if ($o->{'tree-order'} eq 'natural' && (my $first = $T->{first})) {
+        my $srt = sub { [sort { $first->[$a] <=> $first->[$b] } @{$_[0]}] };
+        $roots = $srt->($roots);
+        for my $k (@$kids) { $k = $srt->($k) if $k && @$k > 1 }
+    } elsif ($o->{'tree-order'} eq 'sorted') {
         my $key = key_arrays($o->{sort}, $T, 0);
         my $fn = $T->{fn};
         my $srt = sub { [sort { $key->[$b] <=> $key->[$a] || $LNAME[$fn->[$a]] cmp $LNAME[$fn->[$b]] } @{$_[0]}] };
@@ -695,7 +782,7 @@ sub out_text {
         }
         if ($o->{kccf}) {
             push @out, '', $rule, "DUMP of K-CCF (k=" . kstr($S->{kk}) . ", thread $t->{tid}, $C->{n} nodes)", $rule;
-            print_tree($o, $C, \@out);
+            print_tree($o, ccf_counters($C), \@out);
         }
     }
     annotate_sources($o, $S, \@hot, \@out) if $o->{auto} eq 'yes' || @{$o->{sources}};
@@ -872,7 +959,7 @@ sub out_json {
             . ',"Ir":' . $C->{xexcl}[$_] . ',"inclusive":' . $C->{xincl}[$_] . '}'
         } @$sorted);
         push @th, "{\"tid\":$tid,\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"kccf_nodes\":$C->{n},"
-            . "\"contexts\":[$ctx],\"kccf\":" . json_tree($o, $C, 'callers') . ',"ksf":' . json_tree($o, $t->{F}, 'children') . '}';
+            . "\"contexts\":[$ctx],\"kccf\":" . json_tree($o, ccf_counters($C), 'callers') . ',"ksf":' . json_tree($o, $t->{F}, 'children') . '}';
     }
     return $s . join(',', @th) . "]}\n";
 }
@@ -901,7 +988,7 @@ sub out_dot {
                '  label=' . dq('hottest ' . kstr($S->{kk}) . "-contexts of $S->{P}[0]{file} (sorted by $o->{sort}); "
                    . 'arrows go from caller to callee') . ';');
     for my $t (@{$S->{threads}}) {
-        my $C = $t->{C};
+        my $C = ccf_counters($t->{C});
         my $sorted = sorted_contexts($o, $C, $o->{top});
         my ($show) = shown_contexts($o, $C, $sorted);
         my (%node, %edge, %hotend);

@@ -451,7 +451,6 @@ def test_bad_truncated(annotate, tmp_path):
     ('# ksf-version: 1', '# ksf-version: 7', 'unsupported k-SF record version 7'),
     ('k=2 mode=func', 'k=two mode=func', "bad k value 'two'"),
     ('# ksf-fn 3 c', '# ksf-fn 4 c', 'ksf-fn id 4 out of order'),
-    ('\n22 12\n', '\n@@@ 22 12\n', 'unrecognized line'),
 ])
 def test_bad_corrupted(annotate, tmp_path, old, new, needle):
     text = THESIS.read_text()
@@ -466,6 +465,7 @@ def test_bad_corrupted(annotate, tmp_path, old, new, needle):
     ('fn=(12)\n', 'fn=(77)\n', ':123: fn=(77) used before'),
     ('\n18 6\n', '\n18 6 ]]\n', 'malformed cost line'),
     ('calls=2 17\n', 'calls=x 17\n', 'malformed calls= line'),
+    ('\n22 12\n', '\n@@@ 22 12\n', 'unrecognized line'),
 ])
 def test_bad_corrupted_body(annotate, tmp_path, old, new, needle):
     """The callgrind body is read in full when sources are annotated (the
