@@ -38,7 +38,8 @@ struct Frame {
 
 struct ThreadState {
    ThreadId tid;
-   Bool used;
+   UInt serial;             // 1, 2, ... in order of creation (tids are reused)
+   ThreadState* next;       // all threads ever seen, newest first
    Frame* frames;           // frames[0] is __root__
    UInt depth;              // frames in use
    UInt cap;
@@ -46,7 +47,9 @@ struct ThreadState {
    Now saved;               // kg_now while another thread runs
 };
 
-ThreadState* threads;      // VG_N_THREADS entries (a run-time setting)
+ThreadState** by_tid;      // VG_N_THREADS entries (a run-time setting)
+ThreadState* all_threads;  // every thread that ran, newest first
+UInt thread_serials;
 
 // How many frames of the running threads are activations of a node now.
 struct ActiveCount {
@@ -70,10 +73,13 @@ void update_now_from_top(ThreadState* t)
 
 ThreadState* thread_state(ThreadId tid)
 {
-   ThreadState* t = &threads[tid];
-   if (t->used) return t;
-   t->used = True;
+   if (by_tid[tid]) return by_tid[tid];
+   ThreadState* t = (ThreadState*)alloc_zeroed(sizeof(ThreadState));
+   by_tid[tid] = t;
    t->tid = tid;
+   t->serial = ++thread_serials;
+   t->next = all_threads;
+   all_threads = t;
    t->cap = 64;
    t->frames = (Frame*)kg::alloc(t->cap * sizeof(Frame));
    if (clo.join_threads) {
@@ -101,7 +107,7 @@ ThreadState* thread_state(ThreadId tid)
 
 void switch_to(ThreadId tid)
 {
-   if (current && current->tid == tid) return;
+   if (current && current == by_tid[tid]) return;
    if (current) current->saved = kg_now;
    current = thread_state(tid);
    kg_now = current->saved;
@@ -160,7 +166,7 @@ void unwind_to_sp(ThreadState* t, Addr sp)
 
 void push_activation(ThreadState* t, FnInfo* fn, Addr sp)
 {
-   const Frame& parent = t->frames[t->depth - 1];
+   const Frame parent = t->frames[t->depth - 1];   // a copy: push may move the stack
    Frame* f = push_frame(t);
    f->sp = sp;
    f->fn = fn;
@@ -196,7 +202,7 @@ FnInfo* running_function(ThreadState* t)
 
 void activity_init()
 {
-   threads = (ThreadState*)alloc_zeroed(VG_N_THREADS * sizeof(ThreadState));
+   by_tid = (ThreadState**)alloc_zeroed(VG_N_THREADS * sizeof(ThreadState*));
 }
 
 // Code without symbols: the function is named by the address it was called at.
@@ -234,13 +240,25 @@ void thread_starts_running(ThreadId tid, ULong blocks_done)
    switch_to(tid);
 }
 
+void close_thread(ThreadState* t)
+{
+   while (t->depth > 1) close_frame(t);
+   // __root__'s inclusive cost is the thread's whole run.
+   Frame& root = t->frames[0];
+   root.ctx->incl += kg_now.ir - root.ir_at_entry;
+   root.ir_at_entry = kg_now.ir;
+   update_now_from_top(t);
+}
+
 void thread_exits(ThreadId tid)
 {
-   ThreadState* saved = current;
+   if (!by_tid[tid]) return;
    switch_to(tid);
-   while (current->depth > 1) close_frame(current);
-   update_now_from_top(current);
-   if (saved && saved != current) switch_to(saved->tid);
+   close_thread(current);
+   // The tid will be reused by a new thread, which gets its own state.
+   current->saved = kg_now;
+   by_tid[tid] = nullptr;
+   current = nullptr;
 }
 
 void signal_delivered(ThreadId tid, Int sig, Bool alt_stack)
@@ -275,29 +293,25 @@ void fork_child(ThreadId tid)
 {
    // The child starts from zero: forests, line costs, call edges, and the
    // entry snapshots of the frames it inherited.
-   for (UInt i = 0; i < VG_N_THREADS; i++) {
-      ThreadState* t = &threads[i];
-      if (!t->used) continue;
-      if (!clo.join_threads || t->forest == joined_forest) forest_reset(t->forest);
+   if (current) current->saved = kg_now;
+   for (ThreadState* t = all_threads; t; t = t->next) {
+      if (!clo.join_threads) forest_reset(t->forest);
       for (UInt d = 0; d < t->depth; d++) t->frames[d].ir_at_entry = 0;
       t->saved.ir = 0;
    }
+   if (joined_forest) forest_reset(joined_forest);
    kg_now.ir = 0;
    reset_costs();
 }
 
 void finish_all_threads()
 {
-   for (UInt i = 0; i < VG_N_THREADS; i++) {
-      if (!threads[i].used) continue;
-      switch_to(threads[i].tid);
-      while (current->depth > 1) close_frame(current);
-      // __root__'s inclusive cost is the thread's whole run.
-      Frame& root = current->frames[0];
-      root.ctx->incl += kg_now.ir - root.ir_at_entry;
-      root.ir_at_entry = kg_now.ir;
-      update_now_from_top(current);
+   for (UInt tid = 0; tid < VG_N_THREADS; tid++) {
+      if (!by_tid[tid]) continue;
+      switch_to(tid);
+      close_thread(current);
    }
+   if (current) current->saved = kg_now;
 }
 
 UInt thread_profiles(ThreadProfile* out, UInt max)
@@ -307,19 +321,21 @@ UInt thread_profiles(ThreadProfile* out, UInt max)
    if (clo.join_threads) {
       if (!joined_forest) return 0;
       ULong ir = 0;
-      for (UInt i = 0; i < VG_N_THREADS; i++)
-         if (threads[i].used) ir += threads[i].saved.ir;
+      for (ThreadState* t = all_threads; t; t = t->next) ir += t->saved.ir;
       out[0].tid = 0;
       out[0].forest = joined_forest;
       out[0].ir = ir;
       return 1;
    }
-   for (UInt i = 0; i < VG_N_THREADS && n < max; i++) {
-      if (!threads[i].used) continue;
-      out[n].tid = threads[i].tid;
-      out[n].forest = threads[i].forest;
-      out[n].ir = threads[i].saved.ir;
-      n++;
+   // Oldest first: the main thread is thread 1.
+   for (ThreadState* t = all_threads; t; t = t->next) n++;
+   if (n > max) n = max;
+   UInt i = n;
+   for (ThreadState* t = all_threads; t && i > 0; t = t->next) {
+      i--;
+      out[i].tid = t->serial;
+      out[i].forest = t->forest;
+      out[i].ir = t->saved.ir;
    }
    return n;
 }

@@ -41,11 +41,11 @@ class Toolbox:
     def __init__(self, tmp_path):
         self.dir = tmp_path
 
-    def compile(self, source, *flags, out=None):
+    def compile(self, source, *flags, out=None, libs=()):
         src = PROGS / source
         exe = self.dir / (out or src.stem)
         compiler = 'g++' if src.suffix in ('.cpp', '.cc') else 'gcc'
-        cmd = [compiler, '-g', *flags, str(src), '-o', str(exe)]
+        cmd = [compiler, '-g', *flags, str(src), '-o', str(exe), *libs]
         if '-pthread' not in flags:
             cmd.append('-pthread')
         subprocess.run(cmd, check=True, capture_output=True, text=True)

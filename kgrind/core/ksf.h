@@ -124,6 +124,7 @@ class Forest {
   }
   void destroy() {
     roots_.destroy();
+    dense_roots_.destroy();
     root_list_.destroy();
     pool_.destroy();
     first_ = nullptr;
@@ -149,7 +150,7 @@ class Forest {
   inline Activation enter(const Activation& p, uint32_t label) {
     Node* t = p.top;
     Activation a;
-    if (t->label == label && (flags_ & kRollSimpleRecursion)) {
+    if (__builtin_expect(t->label == label, 0) && (flags_ & kRollSimpleRecursion)) {
       t->calls++;
       if (p.bottom) p.bottom->calls++;
       return p;
@@ -169,7 +170,13 @@ class Forest {
       a.bottom = k_ == 0 ? nullptr : child(t, label);
     }
     a.top->calls++;
-    if (a.bottom) a.bottom->calls++;
+    // The next call from this activation will read the children of top
+    // and bottom: start fetching them (hides one miss on cold paths).
+    __builtin_prefetch(a.top->kids);
+    if (a.bottom) {
+      a.bottom->calls++;
+      __builtin_prefetch(a.bottom->kids);
+    }
     return a;
   }
 
@@ -225,6 +232,7 @@ class Forest {
   size_t tree_count() const { return root_list_.size(); }
   Node* tree(size_t i) const { return root_list_[i]; }
   Node* find_tree(uint32_t label) const {
+    if (label < kDenseRootLimit) return label < dense_roots_.size() ? dense_roots_[label] : nullptr;
     Node* const* p = roots_.find(label);
     return p ? *p : nullptr;
   }
@@ -232,20 +240,24 @@ class Forest {
   // Memory: node bytes (48 per node) and children-table bytes in use.
   uint64_t node_bytes() const { return nodes_ * sizeof(Node); }
   uint64_t child_table_bytes() const { return table_bytes_; }
-  uint64_t reserved_bytes() const { return pool_.bytes_reserved() + roots_.memory_bytes(); }
+  uint64_t reserved_bytes() const {
+    return pool_.bytes_reserved() + roots_.memory_bytes() + dense_roots_.capacity() * sizeof(Node*) +
+           root_list_.capacity() * sizeof(Node*);
+  }
 
   // get-or-add primitives (used by join / inv_k / tests).
-  Node* child(Node* n, uint32_t label) {
+  inline Node* child(Node* n, uint32_t label) {
     Node* c = find_child(n, label);
-    return c ? c : add_child(n, label);
+    return __builtin_expect(c != nullptr, 1) ? c : add_child(n, label);
   }
-  Node* tree_root(uint32_t label) {
-    Node** p = roots_.find(label);
-    if (p) return *p;
-    Node* r = new_node(label, nullptr);
-    roots_.set(label, r);
-    root_list_.push_back(r);
-    return r;
+  // R lookup: labels below kDenseRootLimit (the tool's dense function / block
+  // ids) index a direct array; larger labels go through a hash map.
+  inline Node* tree_root(uint32_t label) {
+    if (__builtin_expect(label < dense_roots_.size(), 1)) {
+      Node* r = dense_roots_[label];
+      if (__builtin_expect(r != nullptr, 1)) return r;
+    }
+    return tree_root_slow(label);
   }
   // For join: the first tree's root, created if this forest has none.
   Node* ensure_first(uint32_t root_label) {
@@ -257,7 +269,7 @@ class Forest {
   }
 
   // Adds a child known to be absent.
-  Node* add_child(Node* n, uint32_t label) {
+  __attribute__((noinline)) Node* add_child(Node* n, uint32_t label) {
     Node* c = new_node(label, n);
     uint32_t m = n->nkids;
     if (m == 0) {
@@ -290,10 +302,34 @@ class Forest {
   }
 
  private:
+  static constexpr uint32_t kDenseRootLimit = 1u << 22;
+
+  __attribute__((noinline)) Node* tree_root_slow(uint32_t label) {
+    if (label < kDenseRootLimit) {
+      if (label >= dense_roots_.size()) {
+        size_t n = dense_roots_.size() ? dense_roots_.size() : 64;
+        while (n <= label) n *= 2;
+        if (n > kDenseRootLimit) n = kDenseRootLimit;
+        dense_roots_.resize(n);  // zero-filled
+      }
+      Node* r = new_node(label, nullptr);
+      dense_roots_[label] = r;
+      root_list_.push_back(r);
+      return r;
+    }
+    Node** p = roots_.find(label);
+    if (p) return *p;
+    Node* r = new_node(label, nullptr);
+    roots_.set(label, r);
+    root_list_.push_back(r);
+    return r;
+  }
+
   void init_common(const Allocator& al, uint32_t k, Kind kind, uint32_t flags) {
     al_ = al;
     pool_.init(al);
-    roots_.init(al, 64);
+    roots_.init(al, 0);
+    dense_roots_.init(al, 0);
     root_list_.init(al, 64);
     k_ = k;
     kmod_ = (k == 0) ? 1u : k;
@@ -336,7 +372,8 @@ class Forest {
 
   Allocator al_;
   Pool pool_;
-  U64Map<Node*> roots_;   // R: label -> root of a tree other than the first
+  Vec<Node*> dense_roots_;  // R for labels < kDenseRootLimit (nullptr = none)
+  U64Map<Node*> roots_;     // R for larger labels
   Vec<Node*> root_list_;  // the same roots in creation order
   Node* first_;
   uint32_t k_;

@@ -1,0 +1,155 @@
+"""Activations that machine code makes hard to see (IHPP 5.4, Nethercote
+2.4.3): lazy binding, tail calls, exceptions, signals, threads, deep
+recursion, fork, stripped binaries. Each run is checked on its calling
+context tree (--k=inf) read back from the k-SF records."""
+import collections
+import re
+import subprocess
+
+import ksf_records
+from conftest import PROGS
+
+
+def cct_paths(prof):
+    """{full root path: calls} over all threads."""
+    out = collections.Counter()
+    for forest in prof.forests:
+        out.update(ksf_records.kccf(forest, ksf_records.k_of(prof), None))
+    return out
+
+
+def paths_ending(paths, fn):
+    return {p: n for p, n in paths.items() if p[-1] == fn}
+
+
+def callers_of(paths, fn):
+    out = collections.Counter()
+    for p, n in paths_ending(paths, fn).items():
+        out[p[-2] if len(p) > 1 else None] += n
+    return out
+
+
+def run_cct(tools, exe, *opts):
+    kg = tools.kgrind(exe, opts=['--k=inf', *opts])
+    native = tools.native(exe)
+    assert kg.returncode == native.returncode, kg.stderr
+    assert kg.stdout == native.stdout
+    return kg, cct_paths(ksf_records.parse(kg.profile_path))
+
+
+def test_lazy_plt_calls_into_shared_library(tools):
+    lib = tools.dir / 'libplt.so'
+    subprocess.run(['gcc', '-g', '-O1', '-shared', '-fPIC', '-o', str(lib), str(PROGS / 'plt_lib.c')],
+                   check=True)
+    exe = tools.compile('plt_main.c', '-O1', libs=[f'-L{tools.dir}', '-lplt', f'-Wl,-rpath,{tools.dir}',
+                                                   '-Wl,-z,lazy'])
+    kg, paths = run_cct(tools, exe)
+    callers = callers_of(paths, 'lib_work')
+    # Three calls from caller_one (two activations) and two from caller_two:
+    # the first one goes through _dl_runtime_resolve, which must not appear
+    # as a caller of the resolved function.
+    assert callers == {'caller_one': 2, 'caller_two': 2}, callers
+    assert callers_of(paths, 'lib_inner') == {'lib_work': 8}
+    for p in paths:
+        for caller, callee in zip(p, p[1:]):
+            if callee in ('lib_work', 'lib_inner', 'printf', 'puts'):
+                assert not caller.startswith('_dl_runtime_resolve'), p
+    # The resolver itself is visible, called from the functions whose PLT
+    # entries were bound lazily.
+    resolvers = [p for p in paths if p[-1].startswith('_dl_runtime_resolve')]
+    assert resolvers
+
+
+def test_tail_calls_at_O2(tools):
+    exe = tools.compile('tailcall.c', '-O2')
+    disasm = subprocess.run(['objdump', '-d', str(exe)], capture_output=True, text=True).stdout
+    body = disasm.split('<middle>:')[1].split('\n\n')[0]
+    assert re.search(r'jmp\s+\S+ <target>', body), 'middle() should tail-call target() at -O2'
+    kg, paths = run_cct(tools, exe)
+    assert callers_of(paths, 'target') == {'middle': 5, 'other': 1}
+    assert callers_of(paths, 'middle') == {'main': 5}
+
+
+def test_exception_through_five_frames_then_more_calls(tools):
+    exe = tools.compile('exceptions.cpp', '-O1')
+    kg, paths = run_cct(tools, exe)
+    # after() is always called by main, never by a frame the exception left.
+    assert callers_of(paths, 'after(int)') == {'main': 10}
+    assert callers_of(paths, 'level1(int)') == {'main': 10}
+    assert callers_of(paths, 'level5(int)') == {'level4(int)': 10}
+    # Throwing frames are popped: nothing but the unwinder nests under level5.
+    for p in paths:
+        if 'level5(int)' in p:
+            assert 'after(int)' not in p and p.count('level1(int)') == 1
+
+
+def test_siglongjmp_out_of_a_handler(tools):
+    exe = tools.compile('siglongjmp.c', '-O1')
+    kg, paths = run_cct(tools, exe)
+    assert callers_of(paths, 'after') == {'main': 3}
+    assert callers_of(paths, 'deep1') == {'main': 3}
+    # The handler nests under the interrupted activation (inside raise).
+    handler_paths = paths_ending(paths, 'handler')
+    assert sum(handler_paths.values()) == 3
+    for p in handler_paths:
+        assert p[:p.index('handler')][-1] != 'main' and 'deep2' in p
+    assert callers_of(paths, 'in_handler') == {'handler': 3}
+
+
+def test_handler_on_sigaltstack(tools):
+    exe = tools.compile('altstack.c', '-O1')
+    kg, paths = run_cct(tools, exe)
+    # The interrupted stack survives the handler: the second leaf() of each
+    # busy() is still busy's child.
+    assert callers_of(paths, 'leaf') == {'busy': 4}
+    assert callers_of(paths, 'busy') == {'main': 2}
+    assert callers_of(paths, 'in_handler') == {'handler': 4}
+    for p in paths_ending(paths, 'handler'):
+        assert 'busy' in p
+
+
+def test_eight_threads_have_their_own_forests(tools):
+    exe = tools.compile('threads8.c', '-O1')
+    kg = tools.kgrind(exe, opts=['--k=2'])
+    assert kg.returncode == 0
+    prof = ksf_records.parse(kg.profile_path)
+    assert len(prof.forests) == 9        # main thread + 8 workers
+    seen = set()
+    for forest in prof.forests:
+        contexts = ksf_records.kccf(forest, 2, 2)
+        paths = {ctx[-1] for ctx in contexts if ctx[-1].startswith('path_')}
+        if not paths:
+            continue
+        assert len(paths) == 1
+        (path,) = paths
+        i = int(path.split('_')[1])
+        seen.add(i)
+        steps = sum(n for ctx, n in contexts.items() if ctx[-2:] == (path, 'step'))
+        leaves = sum(n for ctx, n in contexts.items() if ctx == (path, 'step', 'leaf'))
+        assert steps == i + 1 and leaves == 2 * (i + 1)
+    assert seen == set(range(8))
+
+
+def test_recursion_100000_deep(tools):
+    exe = tools.compile('deeprec.c', '-O0')
+    for opts in (['--k=2'], ['--k=2', '--unroll-simple-rec=yes'], ['--k=inf']):
+        kg = tools.kgrind(exe, opts=opts)
+        assert kg.returncode == 0 and kg.stdout == 'deeprec: 100000 100000\n', kg.stderr
+        prof = ksf_records.parse(kg.profile_path)
+        k = ksf_records.k_of(prof)
+        vertex = collections.Counter()
+        for ctx, n in ksf_records.kccf(prof.forests[0], k, 0).items():
+            vertex[ctx[-1]] += n
+        assert vertex['rec'] == 100001 and vertex['even'] + vertex['odd'] == 100001
+        if k is not None:
+            assert len(prof.forests[0].nodes) < 5000   # bounded by k, not by the depth
+
+
+def test_stripped_binary_names_functions_by_address(tools):
+    exe = tools.compile('seven.c', '-O1', '-s')
+    kg, paths = run_cct(tools, exe)
+    by_address = collections.Counter()
+    for p, n in paths.items():
+        if re.fullmatch(r'0x[0-9a-f]+', p[-1]):
+            by_address[p[-1]] += n
+    assert 7 in by_address.values(), by_address
