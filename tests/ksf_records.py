@@ -89,16 +89,24 @@ def k_of(prof):
 
 def kccf(forest, k, kprime):
     """inv_k' of a k-SF (thesis Def. 6, Fig. 3.8): the k'-contexts, as
-    {context tuple (outermost first, activated function last): calls}."""
-    first = forest.roots[0]
+    {context tuple (outermost first, activated function last): calls}.
+    kprime=None keeps whole root paths (the CCT of a k=inf profile)."""
+    keep = None if kprime is None else kprime + 1
     out = collections.Counter()
-    for nid, (parent, label, calls, excl, incl) in forest.nodes.items():
-        path = forest.root_path(nid)
-        if _tree_of(forest, nid) != first and k is not None and len(path) - 1 < k:
-            continue   # duplicate top-region counter
-        suffix = path[-(kprime + 1):] if kprime is not None else path
-        if calls:
-            out[tuple(suffix)] += calls
+    # Walk each tree top-down, carrying the (suffix of the) root path.
+    for tree_index, root in enumerate(forest.roots):
+        stack = [(root, (forest.name(root),), 0)]
+        while stack:
+            nid, path, depth = stack.pop()
+            calls = forest.nodes[nid][2]
+            cleared = tree_index > 0 and k is not None and depth < k
+            if calls and not cleared:
+                out[path[-keep:] if keep else path] += calls
+            for kid in forest.children[nid]:
+                kid_path = path + (forest.name(kid),)
+                if keep is not None and len(kid_path) > keep + 1:
+                    kid_path = kid_path[-(keep + 1):]
+                stack.append((kid, kid_path, depth + 1))
     return out
 
 
