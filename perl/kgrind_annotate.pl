@@ -395,7 +395,7 @@ sub preorder {
 # which the thesis's join creates the nodes (--tree-order=natural).
 # Counters are summed at the chain ends, then into the ancestors.
 sub inv_k {
-    my ($F, $kk, $K) = @_;
+    my ($F, $kk, $K, $natural) = @_;
     my ($par, $fn, $cal, $exc, $inc, $depth) = @$F{qw(par fn calls excl incl depth)};
     my $ord = preorder($F);
     my $maxbytes = $kk == $INF ? 1e18 : 4 * $kk;
@@ -433,7 +433,7 @@ sub inv_k {
         $j = $plen if $j > $plen;
         $j = $len if $j > $len;
         my $pos = unpack('N', substr($key, -4));
-        for my $t (0 .. $j - 1) { $cfirst[$prev[$t]] = $pos if $pos < $cfirst[$prev[$t]] }
+        if ($natural) { for my $t (0 .. $j - 1) { $cfirst[$prev[$t]] = $pos if $pos < $cfirst[$prev[$t]] } }
         $#prev = $j - 1;
         for my $t ($j .. $len - 1) {
             push @cfn, unpack('N', substr($key, 4 * $t, 4)) - 1;
@@ -451,7 +451,7 @@ sub inv_k {
     my $n = @cfn;
     $#xcal = $#xexc = $#xinc = $n - 1;
     my @ctx = grep { defined $xcal[$_] } 0 .. $n - 1;
-    return { n => $n, par => \@cpar, fn => \@cfn, first => \@cfirst, ctx => \@ctx,
+    return { n => $n, par => \@cpar, fn => \@cfn, ($natural ? (first => \@cfirst) : ()), ctx => \@ctx,
              xcalls => \@xcal, xexcl => \@xexc, xincl => \@xinc };
 }
 
@@ -600,7 +600,7 @@ sub analyse {
     my @threads;
     for my $tid (sort { ($a eq 'all' ? 0 : $a) <=> ($b eq 'all' ? 0 : $b) } @order) {
         my $F = join_forests($tid, @{$by{$tid}});
-        my $C = inv_k($F, $kk, $K);
+        my $C = inv_k($F, $kk, $K, $o->{'tree-order'} eq 'natural');
         push @threads, { tid => $tid, F => $F, C => $C, ir => $F->{ir} };
     }
     my $total = 0;
