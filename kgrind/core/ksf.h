@@ -30,13 +30,15 @@ static constexpr uint32_t kInfinity = 0xFFFFFFFFu;  // k = infinity (CCT)
 //   nkids == 1: kids is the only child (Node*)
 //   nkids >= 2: kids is an open-addressing table of ChildEntry, capacity
 //               child_table_cap(nkids) (power of two), empty slot = node null.
+// Field order: what enter() touches (label, nkids, kids, calls, and excl
+// for the caller's cost attribution) comes first, in 32 bytes.
 struct Node {
   uint32_t label;
   uint32_t nkids;
-  Node* parent;  // nullptr for tree roots
   void* kids;
   uint64_t calls;  // activations
   uint64_t excl;   // exclusive cost (e.g. Ir)
+  Node* parent;    // nullptr for tree roots
   uint64_t incl;   // inclusive cost
 };
 static_assert(sizeof(Node) == 48, "Node must stay 48 bytes");
