@@ -59,6 +59,7 @@ def parse(path):
              'cfi': 'fl', 'cfl': 'fl', 'fn': 'fn', 'cfn': 'fn'}
     cur = {'ob': '???', 'fl': '???', 'fi': None, 'fn': None, 'cfn': None}
     pending_call = None
+    last_pos = 0
     with open(path) as f:
         for lineno, raw in enumerate(f, 1):
             line = raw.rstrip('\n')
@@ -97,7 +98,16 @@ def parse(path):
             if re.match(r'^[+-]?\d', line) or line.startswith('*'):
                 parts = line.split()
                 pos = parts[0]
-                costs = [int(x) for x in parts[1:]]
+                # Position compression: "+N"/"-N" relative to the last
+                # position, "*" the same position.
+                if pos == '*':
+                    pos = last_pos
+                elif pos[0] in '+-':
+                    pos = last_pos + int(pos)
+                else:
+                    pos = int(pos)
+                last_pos = pos
+                costs = [int(x) for x in parts[1:] if x != '*']
                 if pending_call is not None:
                     prof.calls.append((cur['fn'], cur['cfn'], pending_call, costs[0] if costs else 0))
                     pending_call = None
@@ -105,7 +115,7 @@ def parse(path):
                 if cur['fn'] is None:
                     raise ValueError(f'{path}:{lineno}: cost line before fn=')
                 fl = cur['fi'] or cur['fl']
-                prof.lines[(cur['ob'], fl, cur['fn'], int(pos))] += costs[0] if costs else 0
+                prof.lines[(cur['ob'], fl, cur['fn'], pos)] += costs[0] if costs else 0
                 continue
             m = re.match(r'^([a-zA-Z][a-zA-Z0-9 _-]*):\s*(.*)$', line)
             if m:

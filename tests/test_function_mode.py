@@ -178,3 +178,67 @@ def test_root_inclusive_equals_thread_total(tools):
         root = forest.nodes[forest.roots[0]]
         assert root[4] == forest.ir
     assert sum(f.ir for f in prof.forests) == kg.profile().total()
+
+
+def canonical_exclusive(forest, k):
+    """Sum of exclusive Ir over canonical nodes (all but the top regions of
+    the trees after the first)."""
+    total = 0
+    for tree_index, root in enumerate(forest.roots):
+        stack = [(root, 0)]
+        while stack:
+            nid, depth = stack.pop()
+            if not (tree_index > 0 and k is not None and depth < k):
+                total += forest.nodes[nid][3]
+            stack.extend((c, depth + 1) for c in forest.children[nid])
+    return total
+
+
+@pytest.mark.parametrize('opts', [['--k=2'], ['--k=0'], ['--k=1', '--join-threads=yes'],
+                                  ['--k=3', PROG1_FUNCS], ['--k=inf', '--funcs=e']])
+def test_every_instruction_is_counted_once_in_canonical_nodes(tools, opts):
+    kg, prof = run(tools, 'prog1.c', *opts)
+    k = ksf_records.k_of(prof)
+    body = kg.profile()
+    for forest in prof.forests:
+        assert canonical_exclusive(forest, k) == forest.ir
+    assert sum(f.ir for f in prof.forests) == body.total() == body.totals
+
+
+def test_untraced_functions_pass_their_cost_to_the_nearest_traced_caller(tools):
+    kg, prof = run(tools, 'prog1.c', '--k=inf', '--funcs=e,c')
+    (forest, _) = prof.forests
+    # d is not traced: its calls to c appear under e, and d's own cost is e's.
+    assert forest.canonical() == parse_listing("""
+| __root__(),1
+  | c(),1
+  | e(),2
+    | c(),8
+""")
+    body = kg.profile().by_context()
+    e_cost = sum(n for ctx, n in body.items() if ctx.startswith("e'"))
+    assert e_cost > 0
+
+
+def test_unmatched_funcs_pattern_is_reported(tools):
+    kg, prof = run(tools, 'prog1.c', '--funcs=a,no_such_fn*')
+    assert "--funcs pattern 'no_such_fn*' matched no function" in kg.stderr
+    assert "pattern 'a'" not in kg.stderr
+
+
+@pytest.mark.parametrize('bad,message', [
+    ('--k=abc', '--k takes a whole number'),
+    ('--k=-1', '--k takes a whole number'),
+    ('--k=1001', '--k takes a whole number'),
+    ('--k=', '--k takes a whole number'),
+    ('--funcs=', '--funcs needs at least one'),
+    ('--funcs=a,,b', 'empty pattern'),
+    ('--join-threads=maybe', 'Invalid boolean value'),
+    ('--unroll-simple-rec=1', 'Invalid boolean value'),
+])
+def test_bad_option_values(tools, bad, message):
+    exe = tools.compile('marker.c')
+    kg = tools.kgrind(exe, opts=[bad], out=None)
+    assert kg.returncode == 1
+    assert 'marker: ran' not in kg.stdout
+    assert message in kg.stderr and bad in kg.stderr
