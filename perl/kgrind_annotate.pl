@@ -748,8 +748,11 @@ sub out_text {
     push @out, sprintf('%-22s%s', 'Mode:', $P0->{mode} . ($P0->{rolling} eq 'yes' ? ', simple recursion rolled' : ', simple recursion unrolled'));
     my $nthr = 0;
     $nthr += @{$_->{threads}} for @P;
-    my $thr_desc = $S->{joined} ? 'joined' : scalar(@{$S->{threads}}) . ' shown';
-    push @out, sprintf('%-22s%s', 'Threads:', "$nthr in the profile" . (@P > 1 ? 's' : '') . ", $thr_desc");
+    my $tool_joined = grep { $_->{joined} eq 'yes' } @P;
+    my $thr_desc = $tool_joined ? 'joined when profiling (thread all)'
+                 : $S->{joined} ? "$nthr, joined by kgrind_annotate (thread all)"
+                 : "$nthr, " . scalar(@{$S->{threads}}) . ' shown';
+    push @out, sprintf('%-22s%s', 'Threads:', $thr_desc);
     push @out, sprintf('%-22s%s', 'Events:', 'Ir');
     push @out, sprintf('%-22s%s', 'Total Ir:', commify($S->{total}));
     for my $t (@{$S->{threads}}) {
