@@ -33,6 +33,7 @@ struct Frame {
    FnInfo* fn;              // the function running in this frame
    ULong ir_at_entry;
    CallEdge* edge;          // caller context -> this context
+   UWord* active;           // activations of ctx on this thread's stack
    FrameKind kind;
 };
 
@@ -134,7 +135,7 @@ void close_frame(ThreadState* t)
       if (f.edge) f.edge->incl += incl;
       // A recursive activation of the same context is already measured by
       // the outermost one: add inclusive cost only when that one ends.
-      if (--active_count(f.ctx)->n == 0) f.ctx->incl += incl;
+      if (--*f.active == 0) f.ctx->incl += incl;
    }
    t->depth--;
 }
@@ -180,7 +181,8 @@ void push_activation(ThreadState* t, FnInfo* fn, Addr sp)
       f->kind = kActivation;
       f->act = forest_enter(t->forest, parent.act, fn->id + 1);
       f->ctx = forest_canonical(f->act);
-      active_count(f->ctx)->n++;
+      f->active = &active_count(f->ctx)->n;
+      ++*f->active;
       f->edge = call_edge(parent.ctx, f->ctx);
       if (!f->edge->call_site) f->edge->call_site = kg_now.call_site;
       f->edge->calls++;
@@ -228,11 +230,16 @@ extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, UWord afte
    }
    if (after_call) {
       push_activation(t, activated_function(blk), sp);
+   } else if (blk->fn_entry && running_function(t) != blk->fn) {
+      // A jump to a function's first instruction from another function is a
+      // tail call (or PLT/resolver jump); a jump back to its own entry is a loop.
+      push_activation(t, blk->fn, sp);
+   } else {
       return;
    }
-   // A jump to a function's first instruction from another function is a
-   // tail call (or PLT/resolver jump); a jump back to its own entry is a loop.
-   if (blk->fn_entry && running_function(t) != blk->fn) push_activation(t, blk->fn, sp);
+   // The context changed: point the block at its counters now, which saves
+   // the instrumented code a second helper call.
+   if (blk->cached_ctx != kg_now.ctx) kg_refresh_counters(blk);
 }
 
 void thread_starts_running(ThreadId tid, ULong blocks_done)
