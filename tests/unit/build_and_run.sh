@@ -50,9 +50,28 @@ echo "ok"
 
 # --- 2. unit tests ----------------------------------------------------------
 say "unit tests"
-SRCS=("$ROOT"/tests/unit/*.cpp)
-"$CXX" -std=gnu++17 -Wall -Wextra -Werror -O1 -g -I"$ROOT" "${SRCS[@]}" \
-  -o "$OUT/core_tests" -lgtest -lgtest_main -pthread
+# One object per test file, compiled in parallel, rebuilt when the file or
+# any header it may include (kgrind/core/*.h, tests/unit/*.h) is newer.
+mkdir -p "$OUT/obj"
+UNIT_CXXFLAGS=(-std=gnu++17 -Wall -Wextra -Werror -O1 -g -I"$ROOT")
+newest_header="$(ls -t "$ROOT"/kgrind/core/*.h "$ROOT"/tests/unit/*.h "$ROOT/tests/unit/build_and_run.sh" | head -n 1)"
+objs=()
+cpids=()
+for src in "$ROOT"/tests/unit/*.cpp; do
+  obj="$OUT/obj/$(basename "${src%.cpp}").o"
+  objs+=("$obj")
+  if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ "$newest_header" -nt "$obj" ]; then
+    "$CXX" "${UNIT_CXXFLAGS[@]}" -c "$src" -o "$obj" &
+    cpids+=($!)
+    # at most 2 compilers at a time
+    if [ "${#cpids[@]}" -ge 2 ]; then
+      wait "${cpids[0]}" || { echo "compilation failed" >&2; exit 1; }
+      cpids=("${cpids[@]:1}")
+    fi
+  fi
+done
+for p in "${cpids[@]}"; do wait "$p" || { echo "compilation failed" >&2; exit 1; }; done
+"$CXX" "${objs[@]}" -o "$OUT/core_tests" -lgtest -lgtest_main -pthread
 # Two shards in parallel (the suite is CPU-bound; ~30 s of work).
 SHARDS="${UNIT_SHARDS:-2}"
 pids=()
@@ -93,8 +112,11 @@ if ! "$FUZZ_CXX" -fsanitize=fuzzer "$probe" -o "$OUT/fuzz_probe" >/dev/null 2>&1
   say "fuzzing SKIPPED: $FUZZ_CXX cannot link -fsanitize=fuzzer (install libclang-rt-14-dev)"
   exit 0
 fi
-"$FUZZ_CXX" -std=gnu++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-  -I"$ROOT" "$ROOT/tests/fuzz/fuzz_core.cpp" -o "$OUT/fuzz_core"
+if [ ! -x "$OUT/fuzz_core" ] || [ "$ROOT/tests/fuzz/fuzz_core.cpp" -nt "$OUT/fuzz_core" ] ||
+   [ "$newest_header" -nt "$OUT/fuzz_core" ]; then
+  "$FUZZ_CXX" -std=gnu++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+    -I"$ROOT" "$ROOT/tests/fuzz/fuzz_core.cpp" -o "$OUT/fuzz_core"
+fi
 corpus="$OUT/fuzz_corpus"
 mkdir -p "$corpus"
 # Seed corpus from the checked-in seeds (if any) plus whatever earlier runs found.
