@@ -165,27 +165,62 @@ void unwind_to_sp(ThreadState* t, Addr sp)
    if (sp > kg_now.top_sp) kg_now.top_sp = ~(Addr)0;
 }
 
-void push_activation(ThreadState* t, FnInfo* fn, Addr sp)
+// The last activation a block started: a function entered again from the
+// same parent activation (the common case: a call in a loop) reuses it and
+// skips the forest walk and two hash lookups.
+struct EntryCache {
+   ThreadState* thread;
+   FnInfo* fn;
+   Activation parent;
+   Activation child;
+   CallEdge* edge;
+   UWord* active;
+};
+
+Bool same_activation(const Activation& a, const Activation& b)
+{
+   return a.top == b.top && a.bottom == b.bottom && a.depth == b.depth;
+}
+
+// A new activation of a traced function under `parent`.
+void enter_traced(ThreadState* t, const Frame& parent, Frame* f, EntryCache* cache)
+{
+   f->kind = kActivation;
+   if (cache->thread == t && cache->fn == f->fn && same_activation(cache->parent, parent.act)) {
+      // What forest_enter would do: count the activation in top and bottom.
+      f->act = cache->child;
+      f->act.top->calls++;
+      if (f->act.bottom) f->act.bottom->calls++;
+      f->ctx = forest_canonical(f->act);
+      f->edge = cache->edge;
+      f->active = cache->active;
+   } else {
+      f->act = forest_enter(t->forest, parent.act, f->fn->id + 1);
+      f->ctx = forest_canonical(f->act);
+      f->edge = call_edge(parent.ctx, f->ctx);
+      f->active = &active_count(f->ctx)->n;
+      if (!f->edge->call_site) f->edge->call_site = kg_now.call_site;
+      *cache = { t, f->fn, parent.act, f->act, f->edge, f->active };
+   }
+   ++*f->active;
+   f->edge->calls++;
+}
+
+void push_activation(ThreadState* t, FnInfo* fn, Addr sp, BlockInfo* blk)
 {
    const Frame parent = t->frames[t->depth - 1];   // a copy: push may move the stack
    Frame* f = push_frame(t);
    f->sp = sp;
    f->fn = fn;
    f->ir_at_entry = kg_now.ir;
-   if (!fn_traced(fn)) {
+   if (fn_traced(fn)) {
+      if (!blk->entry_cache) blk->entry_cache = alloc_zeroed(sizeof(EntryCache));
+      enter_traced(t, parent, f, (EntryCache*)blk->entry_cache);
+   } else {
       f->kind = kTransparent;
       f->act = parent.act;
       f->ctx = parent.ctx;
       f->edge = nullptr;
-   } else {
-      f->kind = kActivation;
-      f->act = forest_enter(t->forest, parent.act, fn->id + 1);
-      f->ctx = forest_canonical(f->act);
-      f->active = &active_count(f->ctx)->n;
-      ++*f->active;
-      f->edge = call_edge(parent.ctx, f->ctx);
-      if (!f->edge->call_site) f->edge->call_site = kg_now.call_site;
-      f->edge->calls++;
    }
    kg_now.top_sp = sp;
    kg_now.ctx = f->ctx;
@@ -229,11 +264,11 @@ extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, UWord afte
       return;
    }
    if (after_call) {
-      push_activation(t, activated_function(blk), sp);
+      push_activation(t, activated_function(blk), sp, blk);
    } else if (blk->fn_entry && running_function(t) != blk->fn) {
       // A jump to a function's first instruction from another function is a
       // tail call (or PLT/resolver jump); a jump back to its own entry is a loop.
-      push_activation(t, blk->fn, sp);
+      push_activation(t, blk->fn, sp, blk);
    } else {
       return;
    }

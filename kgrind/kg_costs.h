@@ -23,6 +23,7 @@ struct BlockInfo {
    FnInfo* entry_fn;              // without symbols: the function named by addr
    Bool fn_entry;                 // addr is fn's first instruction
    Bool in_plt;                   // a PLT stub: calls pass through it
+   void* entry_cache;             // the activation layer's cache (kg_activity.cpp)
    UInt n_slots;                  // distinct source lines of the block
    SourceLine** slots;
 };
