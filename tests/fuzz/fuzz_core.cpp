@@ -9,7 +9,8 @@
 //           bit 4 loop-rolling mode (block sequences, k = inf);
 //           bits 5-7 label alphabet size selector {2,3,4,6,8,16,64,1000}
 //   then one byte per event:
-//     0x00-0x9f  enter label (b % alphabet) + 1 (0 = root label when b < 4)
+//     0x00-0x9f  enter label (b % alphabet) + 1 (0 = root label when b < 4);
+//                at depth 40 an enter byte is read as a leave
 //     0xa0-0xdf  leave 1 + (b & 3) levels, or (b & 0x20 set) unwind
 //                (b & 0x1f) + 1 levels at once
 //     0xe0-0xfb  exclusive cost (b & 0x1f) + 1
@@ -133,18 +134,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
 
+  // The depth is capped (an enter beyond kMaxDepth becomes a leave): the
+  // oracle's k = infinity CCF is cubic in the depth.
+  const uint32_t kMaxDepth = 40;
+  uint32_t depth = 0;
   std::vector<oracle::Stream> ss(1);
   for (size_t i = 1; i < size; ++i) {
     uint8_t b = data[i];
-    if (b < 0xa0) {
+    if (b < 0xa0 && depth < kMaxDepth) {
       ss.back().push_back(oracle::enter(label_of(b)));
+      ++depth;
     } else if (b < 0xe0) {
-      uint32_t n = (b & 0x20) ? (b & 0x1f) + 1u : 1u + (b & 3);
+      uint32_t n = (b < 0xa0) ? 1u : (b & 0x20) ? (b & 0x1f) + 1u : 1u + (b & 3);
       ss.back().push_back(oracle::leave(n));
+      depth = n >= depth ? 0 : depth - n;
     } else if (b < 0xfc) {
       ss.back().push_back(oracle::cost((b & 0x1f) + 1u));
     } else if (ss.size() < 16) {
       ss.emplace_back();
+      depth = 0;
     }
   }
   check_streams(ss, k, roll);
