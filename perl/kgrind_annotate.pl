@@ -55,7 +55,7 @@ sub read_profile {
     my $in_thread;     # forest being read
     my ($par, $fnv, $cal, $exc, $inc, $depth);
     my ($nnodes, $seen_end, $seen_version, $seen_options, $seen_totals) = (0);
-    my (%rootlab, %sib);
+    my (%rootlab, %sib, %fnseen);
     my $first = 1;
     my $ln = 0;
     # body state for source annotation
@@ -186,7 +186,11 @@ sub read_profile {
                 ferr($file, $ln, "ksf-fn id $1 out of order (expected " . scalar(@fnmap) . ")") if $1 != @fnmap;
                 ferr($file, $ln, "ksf-fn 0 must be $ROOT_NAME") if $1 == 0 && $2 ne $ROOT_NAME;
                 ferr($file, $ln, "ksf-fn $1: $ROOT_NAME is reserved for id 0") if $1 != 0 && $2 eq $ROOT_NAME;
-                push @fnmap, label_id($2);
+                # The tool may give several functions the same name (mmap in
+                # ld.so and in libc): the n-th one of a file is "name#n".
+                my $name = $2;
+                $name .= '#' . $fnseen{$name} if $fnseen{$name}++;
+                push @fnmap, label_id($name);
             } elsif ($l =~ /^# ksf-thread (\d+|all) nodes=(\d+) ir=(\d+)$/) {
                 ferr($file, $ln, "ksf-thread before ksf-options") unless $seen_options;
                 ferr($file, $ln, "ksf-thread $1 inside thread $in_thread->{tid}") if $in_thread;

@@ -1,0 +1,391 @@
+// kccf_dump: the C++ core's k-CCF of kgrind profiles, as JSON, for the
+// agreement test tests/test_annotate_core_agreement.py (kgrind_annotate must
+// agree with the core node for node).  A host program, not part of the tool.
+//
+//   kccf_dump [--k=N|inf] [--join-threads] [--sort=Ir|calls|inclusive] profile...
+//
+// It reads only the `# ksf-` records of each profile (docs/output-format.md,
+// section 3), rebuilds every thread's k-SF as a kg::core::Forest with the
+// core's own primitives (Forest::init with the recorded k and root label 0,
+// ensure_first / tree_root / child along the records' parent links, then the
+// recorded calls / excl / incl), joins the forests of equal thread ids across
+// profiles (all of them into "all" with --join-threads or when a profile was
+// recorded with joined threads) with kg::core::join, and computes the
+// k'-CCF with kg::core::inv_k.  Output, one JSON document:
+//
+//   {"k": 2, "recorded_k": 2, "threads": [ {"tid": 1 | "all", "Ir": ...,
+//     "ksf_nodes": n, "kccf_nodes": m, "calls": <canonical activations>,
+//     "kccf": [ {"name", "calls", "Ir", "inclusive", "callers": [...]} ],
+//     "ksf":  [ {"name", "calls", "Ir", "inclusive", "children": [...]} ] } ]}
+//
+// "kccf" and "ksf" have exactly the shape of kgrind_annotate --format=json
+// (docs/kgrind-annotate.schema.json); siblings are ordered as its default
+// --tree-order=sorted: by the --sort key descending, then by name (bytes).
+// Threads are ordered as kgrind_annotate orders them (numeric tid; "all").
+//
+// Bad input: one line on stderr, exit status 2.  The records are checked
+// only as far as the rebuild needs (kgrind_annotate checks them strictly).
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "forest_ops.h"
+#include "ksf.h"
+
+namespace {
+
+using kg::core::Forest;
+using kg::core::Node;
+
+void* host_alloc(void*, size_t n) {
+  void* p = std::malloc(n ? n : 1);
+  if (!p) {
+    std::fprintf(stderr, "kccf_dump: out of memory\n");
+    std::exit(3);
+  }
+  return p;
+}
+void host_free(void*, void* p) { std::free(p); }
+const kg::core::Allocator kAlloc = {nullptr, host_alloc, host_free};
+
+[[noreturn]] void die(const std::string& where, const std::string& what) {
+  std::fprintf(stderr, "kccf_dump: %s: %s\n", where.c_str(), what.c_str());
+  std::exit(2);
+}
+
+// Global label table: name <-> id; __root__ is 0 (the forests' root label).
+std::vector<std::string> g_names;
+std::map<std::string, uint32_t> g_ids;
+uint32_t label_id(const std::string& n) {
+  auto it = g_ids.find(n);
+  if (it != g_ids.end()) return it->second;
+  uint32_t id = static_cast<uint32_t>(g_names.size());
+  g_names.push_back(n);
+  g_ids.emplace(n, id);
+  return id;
+}
+
+struct Thread {
+  std::string tid;     // "1", "2", ..., or "all"
+  uint64_t ir = 0;     // ksf-thread ir= (summed when joined)
+  Forest f;            // the thread's k-SF (core)
+};
+
+struct Profile {
+  uint32_t k = 0;
+  bool joined = false;
+  std::vector<std::unique_ptr<Thread>> threads;
+};
+
+bool parse_u64(const std::string& s, uint64_t* v) {
+  if (s.empty() || s.size() > 20) return false;
+  uint64_t x = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    x = x * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *v = x;
+  return true;
+}
+
+std::vector<std::string> split_spaces(const std::string& s, size_t max_fields) {
+  // Splits at single spaces; the last field (max_fields-th) takes the rest.
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (out.size() + 1 < max_fields) {
+    size_t j = s.find(' ', i);
+    if (j == std::string::npos) break;
+    out.push_back(s.substr(i, j - i));
+    i = j + 1;
+  }
+  out.push_back(s.substr(i));
+  return out;
+}
+
+Profile read_profile(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) die(file, std::string("cannot open: ") + std::strerror(errno));
+  Profile P;
+  bool have_options = false, ended = false;
+  std::vector<uint32_t> fnmap;  // file fn id -> global label id
+  std::map<std::string, unsigned> fnseen;
+  Thread* cur = nullptr;
+  std::vector<Node*> nodes;     // record id -> core node of the current thread
+  uint64_t declared = 0;
+  std::string line;
+  uint64_t ln = 0;
+  while (std::getline(in, line)) {
+    ++ln;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.compare(0, 6, "# ksf-") != 0) continue;
+    std::string where = file + ":" + std::to_string(ln);
+    if (ended) die(where, "k-SF record after ksf-end");
+    if (line.compare(0, 11, "# ksf-node ") == 0) {
+      if (!cur) die(where, "ksf-node outside a thread");
+      std::vector<std::string> f = split_spaces(line.substr(11), 6);
+      uint64_t id, fn, calls, excl, incl, par = 0;
+      if (f.size() != 6 || !parse_u64(f[0], &id) || !parse_u64(f[2], &fn) || !parse_u64(f[3], &calls) ||
+          !parse_u64(f[4], &excl) || !parse_u64(f[5], &incl) || (f[1] != "-" && !parse_u64(f[1], &par)))
+        die(where, "malformed ksf-node record");
+      if (id != nodes.size()) die(where, "ksf-node ids not dense");
+      if (fn >= fnmap.size()) die(where, "unknown function id");
+      uint32_t lab = fnmap[fn];
+      Node* n;
+      if (f[1] == "-") {
+        if (id == 0) {
+          if (lab != 0) die(where, "node 0 must be __root__");
+          n = cur->f.ensure_first(0);  // Forest::init already made it
+        } else {
+          if (cur->f.find_tree(lab)) die(where, "two trees with the same root label");
+          n = cur->f.tree_root(lab);
+        }
+      } else {
+        if (id == 0 || par >= id) die(where, "parent does not precede the node");
+        Node* p = nodes[par];
+        if (kg::core::find_child(p, lab)) die(where, "duplicate sibling label");
+        n = cur->f.child(p, lab);
+      }
+      n->calls = calls;
+      n->excl = excl;
+      n->incl = incl;
+      nodes.push_back(n);
+      continue;
+    }
+    if (line.compare(0, 15, "# ksf-version: ") == 0) {
+      if (line != "# ksf-version: 1") die(where, "unsupported ksf-version");
+      continue;
+    }
+    if (line.compare(0, 15, "# ksf-options: ") == 0) {
+      std::vector<std::string> f = split_spaces(line.substr(15), 100);
+      std::map<std::string, std::string> o;
+      for (auto& kv : f) {
+        size_t eq = kv.find('=');
+        if (eq == std::string::npos) die(where, "malformed ksf-options");
+        o[kv.substr(0, eq)] = kv.substr(eq + 1);
+      }
+      uint64_t k;
+      if (o["k"] == "inf") {
+        P.k = kg::core::kInfinity;
+      } else if (parse_u64(o["k"], &k) && k < kg::core::kInfinity) {
+        P.k = static_cast<uint32_t>(k);
+      } else {
+        die(where, "bad k in ksf-options");
+      }
+      P.joined = o["joined"] == "yes";
+      have_options = true;
+      continue;
+    }
+    if (line.compare(0, 9, "# ksf-fn ") == 0) {
+      std::vector<std::string> f = split_spaces(line.substr(9), 2);
+      uint64_t id;
+      if (f.size() != 2 || !parse_u64(f[0], &id) || id != fnmap.size()) die(where, "malformed ksf-fn");
+      if ((id == 0) != (f[1] == "__root__")) die(where, "__root__ must be function 0");
+      // Several functions may share a name (mmap in ld.so and in libc): the
+      // n-th one of a file is "name#n", as kgrind_annotate names it.
+      std::string name = f[1];
+      unsigned seen = ++fnseen[name];
+      if (seen > 1) name += "#" + std::to_string(seen);
+      fnmap.push_back(label_id(name));
+      continue;
+    }
+    if (line.compare(0, 13, "# ksf-thread ") == 0) {
+      if (!have_options) die(where, "ksf-thread before ksf-options");
+      if (cur) die(where, "nested ksf-thread");
+      std::vector<std::string> f = split_spaces(line.substr(13), 3);
+      uint64_t ir;
+      if (f.size() != 3 || f[1].compare(0, 6, "nodes=") || f[2].compare(0, 3, "ir=") ||
+          !parse_u64(f[1].substr(6), &declared) || !parse_u64(f[2].substr(3), &ir))
+        die(where, "malformed ksf-thread");
+      P.threads.emplace_back(new Thread);
+      cur = P.threads.back().get();
+      cur->tid = f[0];
+      cur->ir = ir;
+      // The recorded k and root label 0 (__root__).  The rolling flag only
+      // matters for online construction, which is not used here.
+      cur->f.init(kAlloc, P.k, 0);
+      nodes.clear();
+      continue;
+    }
+    if (line.compare(0, 17, "# ksf-end-thread ") == 0) {
+      if (!cur || line.substr(17) != cur->tid) die(where, "ksf-end-thread does not match ksf-thread");
+      if (nodes.size() != declared || cur->f.node_count() != declared)
+        die(where, "node count differs from nodes=");
+      cur = nullptr;
+      continue;
+    }
+    if (line == "# ksf-end") {
+      if (cur) die(where, "ksf-end inside a thread");
+      ended = true;
+      continue;
+    }
+    die(where, "unknown k-SF record");
+  }
+  if (!ended) die(file, "no '# ksf-end' record");
+  return P;
+}
+
+// ---------------------------------------------------------------------------
+// JSON output, as kgrind_annotate writes it.
+std::string js(const std::string& s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      o += b;
+    } else {
+      o += static_cast<char>(c);
+    }
+  }
+  return o + "\"";
+}
+
+enum SortKey { kByIr, kByCalls, kByInclusive };
+SortKey g_sort = kByIr;
+
+uint64_t key_of(const Node* n) {
+  return g_sort == kByCalls ? n->calls : g_sort == kByInclusive ? n->incl : n->excl;
+}
+
+void sort_nodes(std::vector<const Node*>& v) {
+  std::stable_sort(v.begin(), v.end(), [](const Node* a, const Node* b) {
+    uint64_t ka = key_of(a), kb = key_of(b);
+    if (ka != kb) return ka > kb;
+    return g_names[a->label] < g_names[b->label];
+  });
+}
+
+void json_node(std::string& o, const Node* n, const char* kidkey) {
+  o += "{\"name\":" + js(g_names[n->label]) + ",\"calls\":" + std::to_string(n->calls) +
+       ",\"Ir\":" + std::to_string(n->excl) + ",\"inclusive\":" + std::to_string(n->incl);
+  if (n->nkids) {
+    std::vector<const Node*> kids;
+    kg::core::for_each_child(n, [&](Node* c) { kids.push_back(c); });
+    sort_nodes(kids);
+    o += ",\"";
+    o += kidkey;
+    o += "\":[";
+    for (size_t i = 0; i < kids.size(); ++i) {
+      if (i) o += ',';
+      json_node(o, kids[i], kidkey);
+    }
+    o += ']';
+  }
+  o += '}';
+}
+
+void json_forest(std::string& o, const Forest& f, const char* kidkey) {
+  std::vector<const Node*> roots;
+  if (f.first_tree()) roots.push_back(f.first_tree());
+  for (size_t i = 0; i < f.tree_count(); ++i) roots.push_back(f.tree(i));
+  sort_nodes(roots);
+  o += '[';
+  for (size_t i = 0; i < roots.size(); ++i) {
+    if (i) o += ',';
+    json_node(o, roots[i], kidkey);
+  }
+  o += ']';
+}
+
+std::string kstr(uint32_t k) { return k == kg::core::kInfinity ? "\"inf\"" : std::to_string(k); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> files;
+  bool join_threads = false, have_kp = false;
+  uint32_t kp = 0;
+  label_id("__root__");
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--join-threads") {
+      join_threads = true;
+    } else if (a.compare(0, 4, "--k=") == 0) {
+      uint64_t v;
+      if (a.substr(4) == "inf") kp = kg::core::kInfinity;
+      else if (parse_u64(a.substr(4), &v) && v < kg::core::kInfinity) kp = static_cast<uint32_t>(v);
+      else die(a, "bad --k value");
+      have_kp = true;
+    } else if (a == "--sort=Ir") {
+      g_sort = kByIr;
+    } else if (a == "--sort=calls") {
+      g_sort = kByCalls;
+    } else if (a == "--sort=inclusive") {
+      g_sort = kByInclusive;
+    } else if (a.compare(0, 2, "--") == 0) {
+      die(a, "unknown option");
+    } else {
+      files.push_back(a);
+    }
+  }
+  if (files.empty()) die("usage", "kccf_dump [--k=N|inf] [--join-threads] [--sort=KEY] profile...");
+  std::vector<Profile> profiles;
+  for (auto& f : files) profiles.push_back(read_profile(f));
+  uint32_t K = profiles[0].k;
+  for (auto& P : profiles)
+    if (P.k != K) die(files[0], "profiles with different k");
+  if (!have_kp) kp = K;
+  if (K != kg::core::kInfinity && kp > K) die(files[0], "--k above the recorded k");
+  bool join_all = join_threads;
+  for (auto& P : profiles) join_all = join_all || P.joined;
+
+  // Join forests of equal thread ids (or all of them) with the core's join.
+  std::map<std::pair<int, uint64_t>, std::unique_ptr<Thread>> by;  // ordered as kgrind_annotate
+  for (auto& P : profiles) {
+    for (auto& T : P.threads) {
+      std::string tid = join_all ? "all" : T->tid;
+      uint64_t num = 0;
+      std::pair<int, uint64_t> key = (tid == "all" || !parse_u64(tid, &num)) ? std::make_pair(0, uint64_t(0))
+                                                                             : std::make_pair(1, num);
+      auto it = by.find(key);
+      if (it == by.end()) {
+        std::unique_ptr<Thread> J(new Thread);
+        J->tid = tid;
+        J->f.init(kAlloc, K, 0);
+        it = by.emplace(key, std::move(J)).first;
+      }
+      if (!kg::core::join(it->second->f, T->f)) die(files[0], "core join refused the forests");
+      it->second->ir += T->ir;
+    }
+  }
+
+  std::string o = "{\"k\":" + kstr(kp) + ",\"recorded_k\":" + kstr(K) + ",\"threads\":[";
+  bool first = true;
+  for (auto& e : by) {
+    Thread& T = *e.second;
+    Forest ccf;
+    if (!kg::core::inv_k(ccf, T.f, kp)) die(files[0], "core inv_k refused k'");
+    // Canonical activations (visit_preorder skips the cleared top regions).
+    kg::core::Totals tot = kg::core::canonical_totals(T.f);
+    uint64_t visited = 0;
+    kg::core::visit_preorder(T.f, [&](const kg::core::VisitInfo&) { ++visited; });
+    if (visited != T.f.node_count()) die(files[0], "visit_preorder missed nodes");
+    if (!first) o += ',';
+    first = false;
+    o += "{\"tid\":" + (T.tid == "all" ? std::string("\"all\"") : T.tid) + ",\"Ir\":" + std::to_string(T.ir) +
+         ",\"ksf_nodes\":" + std::to_string(T.f.node_count()) + ",\"kccf_nodes\":" +
+         std::to_string(ccf.node_count()) + ",\"calls\":" + std::to_string(tot.calls) + ",\"kccf\":";
+    json_forest(o, ccf, "callers");
+    o += ",\"ksf\":";
+    json_forest(o, T.f, "children");
+    o += '}';
+    ccf.destroy();
+  }
+  o += "]}\n";
+  std::fwrite(o.data(), 1, o.size(), stdout);
+  for (auto& e : by) e.second->f.destroy();
+  for (auto& P : profiles)
+    for (auto& T : P.threads) T->f.destroy();
+  return std::fflush(stdout) == 0 ? 0 : 2;
+}
