@@ -258,6 +258,7 @@ extern "C" void VG_REGPARM(1) kg_unwind(Addr sp)
 extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, UWord after_call)
 {
    ThreadState* t = current;
+   kg_now.pending_call = 0;
    if (blk->in_plt) {
       // A call into a PLT stub waits for the stub's jump to the real function.
       kg_now.pending_call = after_call;

@@ -2,9 +2,9 @@
 //
 // At the start of every superblock, inline IR:
 //   1. if SP > kg_now.top_sp, calls kg_unwind(SP): frames below SP died;
-//   2. reads and clears kg_now.pending_call (set by blocks ending in a call);
-//      for a function's first block, or when the flag is set, calls
-//      kg_block_entry, which may push a new activation;
+//   2. reads kg_now.pending_call (set by blocks ending in a call); for a
+//      function's first block, or when the flag is set, calls kg_block_entry,
+//      which clears it and may push a new activation;
 //   3. if kg_now.ctx differs from the block's cached context, calls
 //      kg_refresh_counters to point the block at the counters of
 //      (context, block).
@@ -143,8 +143,8 @@ void add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout)
    IRExpr* sp_rose = b.tmp(IRExpr_Binop(Iop_CmpLT64U, top_sp, sp), Ity_I1);
    b.call("kg_unwind", (void*)kg_unwind, 1, mkIRExprVec_1(sp), sp_rose);
 
+   // The helper clears the flag: blocks that do not call it leave it at 0.
    IRExpr* after_call = b.load64(&kg_now.pending_call);
-   b.store64(&kg_now.pending_call, IRBuilder::u64(0));
    IRExpr* guard = blk->fn_entry || blk->in_plt
       ? nullptr
       : b.tmp(IRExpr_Binop(Iop_CmpNE64, after_call, IRBuilder::u64(0)), Ity_I1);
