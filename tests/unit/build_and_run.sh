@@ -121,7 +121,7 @@ corpus="$OUT/fuzz_corpus"
 mkdir -p "$corpus"
 # Seed corpus from the checked-in seeds (if any) plus whatever earlier runs found.
 if [ -d "$ROOT/tests/fuzz/seeds" ]; then cp -n "$ROOT"/tests/fuzz/seeds/* "$corpus"/ 2>/dev/null || true; fi
-"$OUT/fuzz_core" -max_total_time="$FUZZ_SECONDS" -max_len=2048 -timeout=10 -rss_limit_mb=2048 \
+"$OUT/fuzz_core" -max_total_time="$FUZZ_SECONDS" -max_len=600 -len_control=0 -timeout=20 -rss_limit_mb=2048 \
   -artifact_prefix="$OUT/" -print_final_stats=1 "$corpus" 2> "$OUT/fuzz.log" || {
   tail -n 60 "$OUT/fuzz.log" >&2
   echo "fuzzer found a failure; reproducer in $OUT/ (crash-*)" >&2
