@@ -50,14 +50,15 @@ echo "ok"
 
 # --- 2. unit tests ----------------------------------------------------------
 say "unit tests"
-# One object per test file, compiled in parallel, rebuilt when the file or
+# One object per test file (tests/unit/test_*.cpp; other .cpp files there are
+# standalone host programs), compiled in parallel, rebuilt when the file or
 # any header it may include (kgrind/core/*.h, tests/unit/*.h) is newer.
 mkdir -p "$OUT/obj"
 UNIT_CXXFLAGS=(-std=gnu++17 -Wall -Wextra -Werror -O1 -g -I"$ROOT")
 newest_header="$(ls -t "$ROOT"/kgrind/core/*.h "$ROOT"/tests/unit/*.h "$ROOT/tests/unit/build_and_run.sh" | head -n 1)"
 objs=()
 cpids=()
-for src in "$ROOT"/tests/unit/*.cpp; do
+for src in "$ROOT"/tests/unit/test_*.cpp; do
   obj="$OUT/obj/$(basename "${src%.cpp}").o"
   objs+=("$obj")
   if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ "$newest_header" -nt "$obj" ]; then
