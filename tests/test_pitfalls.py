@@ -153,3 +153,41 @@ def test_stripped_binary_names_functions_by_address(tools):
         if re.fullmatch(r'0x[0-9a-f]+', p[-1]):
             by_address[p[-1]] += n
     assert 7 in by_address.values(), by_address
+
+
+def test_stack_switches_do_not_corrupt_or_grow(tools):
+    exe = tools.compile('coroutines.c', '-O1')
+    for k in ('2', 'inf'):
+        kg = tools.kgrind(exe, opts=[f'--k={k}'], out=f'co{k}.out')
+        native = tools.native(exe)
+        assert kg.returncode == native.returncode == 0, kg.stderr
+        assert kg.stdout == native.stdout
+        prof = ksf_records.parse(kg.profile_path)
+        forest = prof.forests[0]
+        # 2000 switches each way: the forest stays small (no chain of
+        # coroutine frames growing with every resume).
+        assert len(forest.nodes) < 3000
+        vertex = collections.Counter()
+        for ctx, n in ksf_records.kccf(forest, ksf_records.k_of(prof), 0).items():
+            vertex[ctx[-1]] += n
+        assert vertex['main_leaf'] == 2000 and vertex['co_leaf'] == 2000
+
+
+def test_fork_child_forest_starts_at_zero(tools):
+    exe = tools.compile('forker.c', '-O1')
+    kg = tools.kgrind(exe, opts=['--k=inf', '--funcs=main,before_fork,child_work,parent_work'], out='kg.%p')
+    assert kg.returncode == 0
+    forests = {}
+    for path in tools.dir.glob('kg.*'):
+        prof = ksf_records.parse(path)
+        paths = cct_paths(prof)
+        role = 'child' if paths_ending(paths, 'child_work') else 'parent'
+        forests[role] = paths
+    parent, child = forests['parent'], forests['child']
+    assert parent[('__root__', 'main', 'before_fork')] == 1
+    assert parent[('__root__', 'main', 'parent_work')] == 1
+    assert ('__root__', 'main', 'child_work') not in parent
+    # The child continues main's activation, with counters from zero.
+    assert child[('__root__', 'main', 'child_work')] == 1
+    assert child.get(('__root__', 'main', 'before_fork'), 0) == 0
+    assert child.get(('__root__', 'main'), 0) == 0
