@@ -8,6 +8,7 @@
 // anything else happens; instrumented code checks `SP > kg_now.top_sp`
 // inline and calls kg_unwind only when it holds.
 #include "kg_activity.h"
+#include "kg_blocks.h"
 #include "kg_options.h"
 #include "kg_pairmap.h"
 #include "kg_runtime.h"
@@ -37,6 +38,18 @@ struct Frame {
    FrameKind kind;
 };
 
+// Block modes, intra: the block activation of one function frame. It belongs
+// to the frame at the same depth only if (sp, ir_at_entry, fn) match, so
+// pushing frames costs nothing in any mode.
+struct BlockFrame {
+   Addr sp;
+   ULong ir_at_entry;
+   FnInfo* fn;
+   BlockForest* forest;     // of (thread, fn), or of fn when threads are joined
+   Activation cur;          // the last block of this activation
+   ULong serial;            // activation number in the thread (--dump-blocks)
+};
+
 struct ThreadState {
    ThreadId tid;
    UInt serial;             // 1, 2, ... in order of creation (tids are reused)
@@ -46,6 +59,14 @@ struct ThreadState {
    UInt cap;
    Forest* forest;
    Now saved;               // kg_now while another thread runs
+   // Block modes.
+   BlockFrame* bb;          // intra: indexed by frame depth
+   UInt bb_cap;
+   BlockForest** fn_forests;   // intra: by function id (not joined)
+   UInt n_fn_forests;
+   ULong bb_activations;
+   BlockForest* inter_forest;  // inter
+   Activation inter_cur;
 };
 
 ThreadState** by_tid;      // VG_N_THREADS entries (a run-time setting)
@@ -64,6 +85,9 @@ ThreadState* current = nullptr;
 
 ActiveCount* active_count(ForestNode* n) { return active_counts.get(n, current); }
 Forest* joined_forest = nullptr;
+BlockForest** joined_fn_forests = nullptr;   // intra, joined: by function id
+UInt n_joined_fn_forests = 0;
+BlockForest* joined_inter_forest = nullptr;  // inter, joined
 
 void update_now_from_top(ThreadState* t)
 {
@@ -103,6 +127,15 @@ ThreadState* thread_state(ThreadId tid)
    t->saved.call_site = 0;
    t->saved.ctx = root.ctx;
    t->saved.ir = 0;
+   if (clo.mode == kModeInter) {
+      if (clo.join_threads) {
+         if (!joined_inter_forest) joined_inter_forest = block_forest_new(nullptr, 0, 0);
+         t->inter_forest = joined_inter_forest;
+      } else {
+         t->inter_forest = block_forest_new(nullptr, t->serial, 0);
+      }
+      t->inter_cur = t->inter_forest->forest.sf.enter_root();
+   }
    return t;
 }
 
@@ -278,6 +311,123 @@ extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, UWord afte
    if (blk->cached_ctx != kg_now.ctx) kg_refresh_counters(blk);
 }
 
+// ---- Block modes ------------------------------------------------------------
+
+static BlockForest** grow_forest_table(BlockForest** table, UInt* n, UInt id)
+{
+   UInt cap = *n ? *n : 16;
+   while (cap <= id) cap *= 2;
+   BlockForest** bigger = (BlockForest**)alloc_zeroed(cap * sizeof(BlockForest*));
+   if (*n) VG_(memcpy)(bigger, table, *n * sizeof(BlockForest*));
+   kg::release(table);
+   *n = cap;
+   return bigger;
+}
+
+// The block forest of (thread, fn); a new one is rooted at root_label.
+static BlockForest* intra_forest(ThreadState* t, FnInfo* fn, UInt root_label)
+{
+   BlockForest*** table = clo.join_threads ? &joined_fn_forests : &t->fn_forests;
+   UInt* n = clo.join_threads ? &n_joined_fn_forests : &t->n_fn_forests;
+   if (fn->id >= *n) *table = grow_forest_table(*table, n, fn->id);
+   BlockForest*& f = (*table)[fn->id];
+   if (!f) f = block_forest_new(fn, clo.join_threads ? 0 : t->serial, root_label);
+   return f;
+}
+
+static inline Activation next_block(core::Forest& sf, const Activation& cur, UInt label)
+{
+   return clo.roll_loops ? sf.enter_loop(cur, label) : sf.enter(cur, label);
+}
+
+extern "C" void VG_REGPARM(2) kg_block_intra(BBInfo* b, UWord n)
+{
+   ThreadState* t = current;
+   UInt d = t->depth - 1;
+   const Frame& f = t->frames[d];
+   // Only blocks run by an activation of a traced function are recorded.
+   if (f.kind != kActivation || !f.fn) return;
+   if (d >= t->bb_cap) {
+      UInt cap = t->bb_cap ? t->bb_cap : 64;
+      while (cap <= d) cap *= 2;
+      BlockFrame* bb = (BlockFrame*)alloc_zeroed(cap * sizeof(BlockFrame));
+      if (t->bb_cap) VG_(memcpy)(bb, t->bb, t->bb_cap * sizeof(BlockFrame));
+      kg::release(t->bb);
+      t->bb = bb;
+      t->bb_cap = cap;
+   }
+   BlockFrame& s = t->bb[d];
+   if (!s.forest || s.sp != f.sp || s.ir_at_entry != f.ir_at_entry || s.fn != f.fn) {
+      // The first block of a new activation: it starts again at the root of
+      // the function's forest (normally the function's first block).
+      s.sp = f.sp;
+      s.ir_at_entry = f.ir_at_entry;
+      s.fn = f.fn;
+      s.forest = intra_forest(t, f.fn, b->label);
+      s.serial = ++t->bb_activations;
+      core::Forest& sf = s.forest->forest.sf;
+      s.cur = sf.enter_root();
+      if (sf.root_label() != b->label) s.cur = next_block(sf, s.cur, b->label);
+   } else {
+      s.cur = next_block(s.forest->forest.sf, s.cur, b->label);
+   }
+   core::Forest::canonical(s.cur)->excl += n;
+   b->count++;
+   dump_block(t->serial, s.serial, f.fn->id + 1, b);
+}
+
+extern "C" void VG_REGPARM(2) kg_block_inter(BBInfo* b, UWord n)
+{
+   ThreadState* t = current;
+   t->inter_cur = next_block(t->inter_forest->forest.sf, t->inter_cur, b->label);
+   core::Forest::canonical(t->inter_cur)->excl += n;
+   b->count++;
+   dump_block(t->serial, 0, b->fn->id + 1, b);
+}
+
+UInt block_forests(BlockForest** out, UInt max)
+{
+   UInt n = 0;
+   auto add = [&](BlockForest* f) { if (f && n < max) out[n++] = f; };
+   auto add_table = [&](BlockForest** table, UInt size) {
+      for (UInt i = 0; i < size; i++) add(table[i]);
+   };
+   if (clo.mode == kModeInter && clo.join_threads) {
+      add(joined_inter_forest);
+      return n;
+   }
+   if (clo.mode == kModeIntra && clo.join_threads) {
+      add_table(joined_fn_forests, n_joined_fn_forests);
+      return n;
+   }
+   // Oldest thread first.
+   UInt threads = 0;
+   for (ThreadState* t = all_threads; t; t = t->next) threads++;
+   for (UInt serial = 1; serial <= threads; serial++) {
+      for (ThreadState* t = all_threads; t; t = t->next) {
+         if (t->serial != serial) continue;
+         if (clo.mode == kModeInter) add(t->inter_forest);
+         else add_table(t->fn_forests, t->n_fn_forests);
+      }
+   }
+   return n;
+}
+
+static void reset_block_state()
+{
+   // Every forest's counters back to zero (fork child).
+   for (ThreadState* t = all_threads; t; t = t->next) {
+      if (t->inter_forest && t->inter_forest != joined_inter_forest) forest_reset(&t->inter_forest->forest);
+      for (UInt i = 0; i < t->n_fn_forests; i++)
+         if (t->fn_forests[i]) forest_reset(&t->fn_forests[i]->forest);
+   }
+   if (joined_inter_forest) forest_reset(&joined_inter_forest->forest);
+   for (UInt i = 0; i < n_joined_fn_forests; i++)
+      if (joined_fn_forests[i]) forest_reset(&joined_fn_forests[i]->forest);
+   for (UInt l = 0; l < block_count(); l++) block_by_label(l)->count = 0;
+   dump_disable();
+}
+
 void thread_starts_running(ThreadId tid, ULong blocks_done)
 {
    switch_to(tid);
@@ -345,6 +495,7 @@ void fork_child(ThreadId tid)
    if (joined_forest) forest_reset(joined_forest);
    kg_now.ir = 0;
    reset_costs();
+   if (block_mode()) reset_block_state();
 }
 
 void finish_all_threads()

@@ -49,4 +49,8 @@ struct ThreadProfile {
 };
 UInt thread_profiles(ThreadProfile* out, UInt max);
 
+// Block modes: every block forest, oldest thread first, then by function id.
+struct BlockForest;
+UInt block_forests(BlockForest** out, UInt max);
+
 } // namespace kg

@@ -74,6 +74,40 @@ UInt object_count() { return (UInt)VG_(sizeXA)(objects.names); }
 UInt function_count() { return (UInt)VG_(sizeXA)(fn_list); }
 FnInfo* function_by_id(UInt id) { return *(FnInfo**)VG_(indexXA)(fn_list, id); }
 
+// Block modes without --funcs trace the functions of the main executable: the
+// object that is the same file (device and inode) as VG_(args_the_exename).
+static Bool object_is_main(UInt object)
+{
+   static UChar* known;      // per object id: 0 unknown, 1 main, 2 other
+   static UInt n_known;
+   static struct vg_stat exe;
+   static Int exe_state;     // 0 not looked up, 1 found, 2 not found
+   if (object == 0) return False;
+   if (exe_state == 0) {
+      const HChar* name = VG_(args_the_exename);
+      exe_state = name && !sr_isError(VG_(stat)(name, &exe)) ? 1 : 2;
+   }
+   if (object >= n_known) {
+      UInt n = n_known ? n_known : 16;
+      while (n <= object) n *= 2;
+      UChar* bigger = (UChar*)alloc_zeroed(n);
+      if (n_known) VG_(memcpy)(bigger, known, n_known);
+      kg::release(known);
+      known = bigger;
+      n_known = n;
+   }
+   if (!known[object]) {
+      Bool same = False;
+      struct vg_stat st;
+      if (exe_state == 1 && !sr_isError(VG_(stat)(object_name(object), &st)))
+         same = st.dev == exe.dev && st.ino == exe.ino;
+      else if (exe_state == 2 && VG_(args_the_exename))
+         same = VG_STREQ(object_name(object), VG_(args_the_exename));
+      known[object] = same ? 1 : 2;
+   }
+   return known[object] == 1;
+}
+
 static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool no_symbol)
 {
    FnInfo probe = { 0, name, object, 0 };
@@ -85,7 +119,8 @@ static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool n
    fn->object = object;
    fn->file = file;
    fn->no_symbol = no_symbol;
-   fn->traced = name_is_traced(fn->name);
+   fn->traced = block_mode() && clo.n_func_patterns == 0 ? object_is_main(object)
+                                                         : name_is_traced(fn->name);
    VG_(addToXA)(fn_list, &fn);
    VG_(addToFM)(fn_index, (UWord)fn, (UWord)fn);
    return fn;

@@ -15,7 +15,9 @@
 // (same context, no call or return) a block runs no helper at all.
 #include "kg_instrument.h"
 #include "kg_activity.h"
+#include "kg_blocks.h"
 #include "kg_costs.h"
+#include "kg_options.h"
 
 namespace kg {
 
@@ -158,6 +160,39 @@ void add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout)
           mkIRExprVec_1(mkIRExpr_HWord((HWord)blk)), miss);
 }
 
+// Block modes: the basic blocks of a superblock. A block starts at the
+// superblock's first instruction and at the first instruction after each side
+// exit. For each instruction starting a block of a traced function,
+// block_of[i] is the block and block_len[i] its instruction count; otherwise
+// block_of[i] is nullptr. Decided here, so function mode pays nothing.
+void find_blocks(IRSB* sb_in, BlockInfo* blk, BBInfo** block_of, UInt* block_len)
+{
+   Int instr = -1, start = -1;
+   Bool exit_seen = True;
+   for (Int i = 0; i < sb_in->stmts_used; i++) {
+      IRStmt* st = sb_in->stmts[i];
+      if (!st) continue;
+      if (st->tag == Ist_Exit) { exit_seen = True; continue; }
+      if (st->tag != Ist_IMark) continue;
+      instr++;
+      block_of[instr] = nullptr;
+      if (!exit_seen) {
+         if (start >= 0) block_len[start]++;
+         continue;
+      }
+      exit_seen = False;
+      start = -1;
+      if (blk->in_plt) continue;
+      Addr a = (Addr)st->Ist.IMark.addr;
+      SourceLoc loc;
+      source_loc(a, &loc);
+      if (!blocks_traced(loc.fn)) continue;
+      block_of[instr] = block_at(a, loc);
+      block_len[instr] = 1;
+      start = instr;
+   }
+}
+
 } // namespace
 
 IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
@@ -170,6 +205,12 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    static UInt slot_of_instr[4096];   // IMarks of one superblock (VEX caps ~100s)
    Int n_instrs;
    BlockInfo* blk = describe_block(sb_in, slot_of_instr, &n_instrs);
+   static BBInfo* block_of[4096];
+   static UInt block_len[4096];
+   Bool blocks = block_mode();
+   if (blocks) find_blocks(sb_in, blk, block_of, block_len);
+   void* block_helper = clo.mode == kModeIntra ? (void*)kg_block_intra : (void*)kg_block_inter;
+   const HChar* block_helper_name = clo.mode == kModeIntra ? "kg_block_intra" : "kg_block_inter";
 
    IRSB* sb = deepCopyIRSBExceptStmts(sb_in);
    IRBuilder b(sb);
@@ -186,6 +227,11 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          if (!prologue_done) {
             add_prologue(b, blk, layout);
             prologue_done = True;
+         }
+         if (blocks && block_of[instr]) {
+            b.call(block_helper_name, block_helper, 2,
+                   mkIRExprVec_2(mkIRExpr_HWord((HWord)block_of[instr]),
+                                 mkIRExpr_HWord((HWord)block_len[instr])), nullptr);
          }
          last_instr = (Addr)st->Ist.IMark.addr;
          pending.add(slot_of_instr[instr++]);

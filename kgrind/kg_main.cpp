@@ -2,6 +2,7 @@
 // Start-up, the core's callbacks, and the end of the run.
 #include "kg_valgrind.h"
 #include "kg_activity.h"
+#include "kg_blocks.h"
 #include "kg_costs.h"
 #include "kg_debuginfo.h"
 #include "kg_instrument.h"
@@ -17,7 +18,12 @@ void post_clo_init()
 {
    // Chasing would fold calls and returns into the caller's superblock.
    VG_(clo_vex_control).guest_chase = False;
+   check_options();
    debuginfo_init();
+   if (block_mode()) {
+      blocks_init();
+      dump_open();
+   }
    costs_init();
    activity_init();
    check_output_file(output_file_name());
@@ -26,6 +32,7 @@ void post_clo_init()
 void fini(Int exit_code)
 {
    finish_all_threads();
+   dump_close();
    const HChar* path = output_file_name();
    Bool ok = write_profile(path);
    warn_unmatched_patterns();

@@ -6,6 +6,10 @@ namespace kg {
 Options clo = {
    "kgrind.out.%p",
    2,
+   kModeFunc,
+   False,
+   False,
+   nullptr,
    False,
    False,
    0,
@@ -56,7 +60,17 @@ Bool process_option(const HChar* arg)
       if (clo.out_file[0] == '\0')
          VG_(fmsg_bad_option)(arg, "the output file name is empty\n");
    }
-   else if VG_STR_CLO(arg, "--k", value) parse_k(arg, value);
+   else if VG_STR_CLO(arg, "--k", value) { parse_k(arg, value); clo.k_given = True; }
+   else if VG_STR_CLO(arg, "--mode", value) {
+      if (VG_STREQ(value, "func")) clo.mode = kModeFunc;
+      else if (VG_STREQ(value, "intra")) clo.mode = kModeIntra;
+      else if (VG_STREQ(value, "inter")) clo.mode = kModeInter;
+      else VG_(fmsg_bad_option)(arg, "--mode takes func, intra or inter\n");
+   }
+   else if VG_BOOL_CLO(arg, "--roll-loops", clo.roll_loops) {}
+   else if VG_STR_CLO(arg, "--dump-blocks", clo.dump_blocks) {
+      if (clo.dump_blocks[0] == '\0') VG_(fmsg_bad_option)(arg, "the dump file name is empty\n");
+   }
    else if VG_STR_CLO(arg, "--funcs", value) parse_funcs(arg, value);
    else if VG_BOOL_CLO(arg, "--join-threads", clo.join_threads) {}
    else if VG_BOOL_CLO(arg, "--unroll-simple-rec", clo.unroll_simple_rec) {}
@@ -70,14 +84,39 @@ Bool process_option(const HChar* arg)
    return True;
 }
 
+// After option parsing VG_(fmsg_bad_option) only prints: exit ourselves.
+#define KG_BAD_COMBINATION(opt, ...) \
+   do { VG_(fmsg_bad_option)(opt, __VA_ARGS__); VG_(exit)(1); } while (0)
+
+void check_options()
+{
+   if (clo.roll_loops && clo.mode == kModeFunc)
+      KG_BAD_COMBINATION("--roll-loops=yes",
+                           "--roll-loops needs a basic-block mode (--mode=intra or --mode=inter)\n");
+   if (clo.roll_loops) {
+      if (clo.k_given && clo.k != kInfiniteK)
+         KG_BAD_COMBINATION("--roll-loops=yes",
+                              "--roll-loops=yes implies --k=inf; drop --k or use --roll-loops=no\n");
+      clo.k = kInfiniteK;
+   } else if (block_mode() && clo.k == kInfiniteK) {
+      KG_BAD_COMBINATION("--k=inf", "--k=inf in a basic-block mode needs --roll-loops=yes "
+                           "(without it the block k-SF grows with every block run)\n");
+   }
+}
+
 void print_usage()
 {
    VG_(printf)(
 "    --k=<n|inf>               calling-context depth: callers kept per context [2]\n"
 "                              (0 = vertex profile, 1 = edge profile, inf = CCT)\n"
+"    --mode=func|intra|inter   k-SF labels: functions, basic blocks per function\n"
+"                              (intra), or basic blocks of the whole thread [func]\n"
+"    --roll-loops=no|yes       block modes: a block already on the current path\n"
+"                              is counted there (loops rolled); implies --k=inf [no]\n"
 "    --funcs=<glob>[,<glob>]   trace only matching functions (demangled names,\n"
 "                              * and ? wildcards); others pass their cost to the\n"
-"                              nearest traced caller [all]\n"
+"                              nearest traced caller [all; block modes: the\n"
+"                              functions of the main executable]\n"
 "    --join-threads=no|yes     one forest for all threads [no]\n"
 "    --unroll-simple-rec=no|yes  keep each level of simple recursion [no: rolled]\n"
 "    --kgrind-out-file=<file>  output file name [kgrind.out.%%p]\n"
@@ -87,7 +126,9 @@ void print_usage()
 
 void print_debug_usage()
 {
-   VG_(printf)("    (none)\n");
+   VG_(printf)(
+"    --dump-blocks=<file>      block modes: write every traced block run, with its\n"
+"                              thread and activation, to <file> (%%p: pid)\n");
 }
 
 Bool name_is_traced(const HChar* name)

@@ -8,9 +8,16 @@ namespace kg {
 const UInt kInfiniteK = 0xFFFFFFFFu;
 const UInt kMaxFuncPatterns = 64;
 
+// --mode: function k-SFs, or basic-block k-SFs per function / per thread.
+enum Mode : UInt { kModeFunc = 0, kModeIntra = 1, kModeInter = 2 };
+
 struct Options {
    const HChar* out_file;        // template; %p expands to the pid
    UInt k;                       // --k
+   Mode mode;                    // --mode
+   Bool roll_loops;              // --roll-loops (implies k = inf)
+   Bool k_given;                 // --k appeared on the command line
+   const HChar* dump_blocks;     // --dump-blocks=<file> (debugging), or nullptr
    Bool join_threads;            // --join-threads
    Bool unroll_simple_rec;       // --unroll-simple-rec
    UInt n_func_patterns;         // --funcs, split at commas
@@ -21,6 +28,9 @@ extern Options clo;
 
 // Core callbacks (VG_(needs_command_line_options)).
 Bool process_option(const HChar* arg);
+// Checks of option combinations, once all options are read.
+void check_options();
+inline Bool block_mode() { return clo.mode != kModeFunc; }
 void print_usage();
 void print_debug_usage();
 

@@ -2,6 +2,7 @@
 // per thread, and the k-SF records in comment lines (docs/output-format.md).
 #include "kg_output.h"
 #include "kg_activity.h"
+#include "kg_blocks.h"
 #include "kg_costs.h"
 #include "kg_options.h"
 #include "kg_pairmap.h"
@@ -82,6 +83,11 @@ void write_command_line(FileWriter& out)
    out.put_char('\n');
 }
 
+const HChar* mode_name()
+{
+   return clo.mode == kModeIntra ? "intra" : clo.mode == kModeInter ? "inter" : "func";
+}
+
 void write_k(FileWriter& out)
 {
    if (clo.k == kInfiniteK) out.put("inf");
@@ -99,7 +105,8 @@ void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_t
    out.put("\ndesc: Tool: kgrind, a k-calling-context profiler\n");
    out.put("desc: k: ");
    write_k(out);
-   out.put("\ndesc: mode: func\n");
+   out.printf("\ndesc: mode: %s\n", mode_name());
+   if (block_mode()) out.printf("desc: loops rolled: %s\n", clo.roll_loops ? "yes" : "no");
    out.printf("desc: recursion rolling: %s\n", clo.unroll_simple_rec ? "no" : "yes");
    out.printf("desc: threads joined: %s\n", clo.join_threads ? "yes" : "no");
    for (UInt i = 0; i < n_threads; i++) {
@@ -277,6 +284,66 @@ void write_ksf_records(Writer& w, const ThreadProfile* threads, UInt n_threads)
    out.put("# ksf-end\n");
 }
 
+// Block modes: the block k-SFs (docs/output-format.md, section 5).
+void write_block_records(Writer& w)
+{
+   FileWriter& out = w.out;
+   out.put("\n# ksf-version: 1\n# ksf-options: k=");
+   write_k(out);
+   out.printf(" mode=%s rolling=no joined=%s roll-loops=%s\n", mode_name(),
+              clo.join_threads ? "yes" : "no", clo.roll_loops ? "yes" : "no");
+   out.put("# ksf-fn 0 __root__\n");
+   for (UInt i = 0; i < function_count(); i++) {
+      out.printf("# ksf-fn %u ", i + 1);
+      out.put(function_by_id(i)->name);
+      out.put_char('\n');
+   }
+   for (UInt i = 0; i < file_count(); i++) {
+      out.printf("# ksf-file %u ", i);
+      out.put(file_name(i));
+      out.put_char('\n');
+   }
+   for (UInt l = 0; l < block_count(); l++) {
+      const BBInfo* b = block_by_label(l);
+      out.printf("# ksf-block %u 0x%lx %u %u %u %u %llu ", l, (unsigned long)b->addr,
+                 b->fn ? b->fn->id + 1 : 0, b->offset, b->file, b->line, b->count);
+      out.put(b->name);
+      out.put_char('\n');
+   }
+   UInt max = 1024;
+   BlockForest** forests = nullptr;
+   UInt n;
+   for (;;) {
+      forests = (BlockForest**)kg::alloc(max * sizeof(BlockForest*));
+      n = block_forests(forests, max);
+      if (n < max) break;
+      kg::release(forests);
+      max *= 4;
+   }
+   for (UInt i = 0; i < n; i++) {
+      const core::Forest& sf = forests[i]->forest.sf;
+      ULong ir = 0;
+      core::visit_preorder(sf, [&](const core::VisitInfo& v) { if (!v.cleared) ir += v.node->excl; });
+      if (forests[i]->tid == 0) out.put("# ksf-thread all");
+      else out.printf("# ksf-thread %u", forests[i]->tid);
+      out.printf(" nodes=%llu ir=%llu", (ULong)sf.node_count(), ir);
+      if (forests[i]->fn) out.printf(" fn=%u", forests[i]->fn->id + 1);
+      out.put_char('\n');
+      core::visit_preorder(sf, [&](const core::VisitInfo& v) {
+         const ForestNode* nd = v.node;
+         out.printf("# ksf-node %llu ", (ULong)(v.id - 1));
+         if (v.parent_id) out.printf("%llu", (ULong)(v.parent_id - 1));
+         else out.put_char('-');
+         out.printf(" %u %llu %llu %llu\n", nd->label, (ULong)nd->calls, (ULong)nd->excl,
+                    (ULong)nd->excl);
+      });
+      if (forests[i]->tid == 0) out.put("# ksf-end-thread all\n");
+      else out.printf("# ksf-end-thread %u\n", forests[i]->tid);
+   }
+   kg::release(forests);
+   out.put("# ksf-end\n");
+}
+
 Int compare_edges(const void* pa, const void* pb)
 {
    const CallEdge* a = *(const CallEdge* const*)pa;
@@ -302,7 +369,8 @@ void write_body(Writer& w, ULong total)
    w.contexts.init((UInt)n_nodes);
    for (UInt i = 0; i < n_threads; i++) number_nodes(w, threads[i]);
    for (UInt i = 0; i < n_threads; i++) write_part(w, i + 1, threads[i]);
-   write_ksf_records(w, threads, n_threads);
+   if (block_mode()) write_block_records(w);
+   else write_ksf_records(w, threads, n_threads);
    w.out.printf("\ntotals: %llu\n", total);
    w.objects.done();
    w.files.done();

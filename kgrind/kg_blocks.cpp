@@ -1,0 +1,124 @@
+#include "kg_blocks.h"
+#include "kg_options.h"
+#include "kg_runtime.h"
+#include "kg_writer.h"
+
+namespace kg {
+
+namespace {
+
+WordFM* by_addr;      // Addr -> BBInfo*
+XArray* by_label;     // label -> BBInfo*
+FileWriter* dump;
+
+void* core_alloc(void*, size_t n) { return kg::alloc(n); }
+void core_free(void*, void* p) { kg::release(p); }
+
+const HChar* base_name(const HChar* path)
+{
+   const HChar* b = path;
+   for (const HChar* p = path; *p; p++)
+      if (*p == '/') b = p + 1;
+   return b;
+}
+
+// The "+N" VG_(get_fnname_w_offset) appends to a symbol (none at offset 0).
+UInt symbol_offset(Addr a)
+{
+   const HChar* s = nullptr;
+   if (!VG_(get_fnname_w_offset)(VG_(current_DiEpoch)(), a, &s) || !s) return 0;
+   SizeT n = VG_(strlen)(s);
+   SizeT i = n;
+   while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9') i--;
+   if (i == n || i == 0 || s[i - 1] != '+') return 0;
+   return (UInt)VG_(strtoll10)(s + i, nullptr);
+}
+
+} // namespace
+
+void blocks_init()
+{
+   by_addr = VG_(newFM)(VG_(malloc), "kg.blocks", VG_(free), nullptr);
+   by_label = VG_(newXA)(VG_(malloc), "kg.blocks", VG_(free), sizeof(BBInfo*));
+   BBInfo* root = (BBInfo*)alloc_zeroed(sizeof(BBInfo));
+   root->name = "__root__";
+   VG_(addToXA)(by_label, &root);
+}
+
+BBInfo* block_at(Addr addr, const SourceLoc& loc)
+{
+   UWord key, val;
+   if (VG_(lookupFM)(by_addr, &key, &val, (UWord)addr)) return (BBInfo*)val;
+   BBInfo* b = (BBInfo*)alloc_zeroed(sizeof(BBInfo));
+   b->label = (UInt)VG_(sizeXA)(by_label);
+   b->addr = addr;
+   b->fn = loc.fn;
+   b->file = loc.file;
+   b->line = loc.line;
+   b->offset = symbol_offset(addr);
+   HChar buf[512];
+   if (loc.file && loc.line)
+      VG_(snprintf)(buf, sizeof buf, "{%s+%u at %s:%u}", loc.fn->name, b->offset,
+                    base_name(file_name(loc.file)), loc.line);
+   else
+      VG_(snprintf)(buf, sizeof buf, "{%s+%u at ??}", loc.fn->name, b->offset);
+   b->name = kg::strdup(buf);
+   VG_(addToXA)(by_label, &b);
+   VG_(addToFM)(by_addr, (UWord)addr, (UWord)b);
+   return b;
+}
+
+UInt block_count() { return by_label ? (UInt)VG_(sizeXA)(by_label) : 0; }
+BBInfo* block_by_label(UInt label) { return *(BBInfo**)VG_(indexXA)(by_label, label); }
+
+BlockForest* block_forest_new(FnInfo* fn, UInt tid, UInt root_label)
+{
+   BlockForest* f = (BlockForest*)alloc_zeroed(sizeof(BlockForest));
+   core::Allocator al = { nullptr, core_alloc, core_free };
+   // Block forests never roll simple recursion (a one-block loop is a chain,
+   // Def. 7); --roll-loops uses enter_loop instead.
+   f->forest.sf.init(al, clo.k, root_label, 0);
+   f->fn = fn;
+   f->tid = tid;
+   return f;
+}
+
+void dump_open()
+{
+   if (!clo.dump_blocks) return;
+   const HChar* path = VG_(expand_file_name)("--dump-blocks", clo.dump_blocks);
+   dump = new FileWriter;
+   UWord err = 0;
+   if (!dump->open(path, &err)) {
+      VG_(umsg)("kgrind: cannot create dump file '%s': %s\n", path, errno_text(err));
+      delete dump;
+      dump = nullptr;
+      return;
+   }
+   dump->printf("# kgrind block dump: mode=%s roll-loops=%s\n",
+                clo.mode == kModeIntra ? "intra" : "inter", clo.roll_loops ? "yes" : "no");
+   dump->put("# <thread> <activation> <function id> <block label> <block name>\n");
+}
+
+void dump_block(UInt tid, ULong activation, UInt fn_label, const BBInfo* b)
+{
+   if (!dump) return;
+   dump->printf("%u %llu %u %u %s\n", tid, activation, fn_label, b->label, b->name);
+}
+
+void dump_close()
+{
+   if (!dump) return;
+   if (!dump->close()) VG_(umsg)("kgrind: error writing the block dump\n");
+   delete dump;
+   dump = nullptr;
+}
+
+void dump_disable()
+{
+   // The parent owns the file; the child's buffer is dropped.
+   if (dump) delete dump;
+   dump = nullptr;
+}
+
+} // namespace kg

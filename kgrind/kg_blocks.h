@@ -1,0 +1,54 @@
+// Basic blocks for the block modes (--mode=intra|inter): the table of blocks
+// (identity = start address), their names, and the helpers instrumented code
+// calls at every block start of a traced function (docs/block-modes.md).
+#pragma once
+#include "kg_debuginfo.h"
+#include "kg_forest.h"
+
+namespace kg {
+
+// One basic block: a straight run entered at `addr` (a superblock's first
+// instruction, or the instruction after a side exit). Label 0 is __root__.
+struct BBInfo {
+   UInt label;           // dense, 1, 2, ... in order of first translation
+   UInt file;            // file id of the first instruction (0: unknown)
+   UInt line;            // its line (0: unknown)
+   UInt offset;          // bytes from the function's start
+   Addr addr;
+   FnInfo* fn;           // function of the first instruction
+   ULong count;          // executions recorded in a block forest
+   const HChar* name;    // "{foo+12 at prog.c:14}"
+};
+
+void blocks_init();
+// The block starting at addr (created on first use).
+BBInfo* block_at(Addr addr, const SourceLoc& loc);
+UInt block_count();                  // labels 0 .. block_count() - 1
+BBInfo* block_by_label(UInt label);
+
+// Whether blocks of this function are recorded.
+inline Bool blocks_traced(const FnInfo* fn) { return fn && fn->traced && !fn->no_symbol; }
+
+// A block k-SF: per (thread, function) in intra mode, per thread in inter mode.
+struct BlockForest {
+   Forest forest;
+   FnInfo* fn;           // intra: the function; inter: nullptr
+   UInt tid;             // thread serial; 0 when threads are joined
+};
+BlockForest* block_forest_new(FnInfo* fn, UInt tid, UInt root_label);
+
+// --dump-blocks: one line per recorded block run (see docs/block-modes.md).
+void dump_open();
+// fn_label: the forest's function (intra) or the block's (inter), as ksf-fn ids.
+void dump_block(UInt tid, ULong activation, UInt fn_label, const BBInfo* b);
+void dump_close();
+void dump_disable();   // in a fork child
+
+extern "C" {
+// Helpers called at each block start of a traced function (n: instructions
+// of the block in this translation).
+void VG_REGPARM(2) kg_block_intra(BBInfo* b, UWord n);
+void VG_REGPARM(2) kg_block_inter(BBInfo* b, UWord n);
+}
+
+} // namespace kg
