@@ -1,0 +1,50 @@
+"""Smoke run of the benchmark suite (bench/suite.py, issue 7) on one tiny
+workload and two configurations, so that the suite cannot rot: the report
+must be produced and hold real, sane measurements."""
+import json
+import pathlib
+import re
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SUITE = ROOT / 'bench' / 'suite.py'
+
+
+def test_bench_suite_smoke(tmp_path):
+    out = tmp_path / 'results'
+    proc = subprocess.run(
+        [sys.executable, str(SUITE), '--runs', '1', '--scale', '0.02', '--workloads', 'callheavy',
+         '--configs', 'none,kgrind-k2', '--no-growth', '--no-ksweep', '--no-charts', '--out', str(out)],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+    data = json.loads((out / 'results.json').read_text())
+    runs = {r['config']: r for r in data['runs']}
+    assert set(runs) == {'none', 'kgrind-k2'}
+    for r in runs.values():
+        assert r['rc'] == 0 and r['workload'] == 'callheavy'
+        assert 0 < r['wall'] < 60
+        assert r['rss_kb'] > 1000            # a Valgrind process: tens of MB
+    kg = runs['kgrind-k2']
+    assert kg['out_bytes'] > 0 and kg['ksf_nodes'] > 10 and kg['threads'] == 1
+    ann = data['annotate']['main-callheavy-0.02-kgrind-k2']
+    assert ann.get('kccf_nodes', 0) > 10, ann
+    assert data['meta']['nproc'] >= 1 and data['meta']['valgrind'].startswith('valgrind-')
+
+    report = (out / 'report.md').read_text()
+    assert 'Command: `bench/suite.py --runs 1' in report
+    rows = {}
+    for line in report.splitlines():
+        cells = [c.strip() for c in line.strip('|').split('|')]
+        if len(cells) == 9 and cells[0] == 'callheavy':
+            rows[cells[1]] = cells
+    assert set(rows) == {'none', 'kgrind --k=2'}, report
+    none, k2 = rows['none'], rows['kgrind --k=2']
+    assert float(none[2]) == round(runs['none']['wall'], 2) and none[3] == '1.00'
+    ratio = float(k2[3])
+    assert abs(ratio - kg['wall'] / runs['none']['wall']) < 0.011
+    assert float(k2[5]) > 1                   # peak RSS, MB
+    assert int(k2[7].replace(',', '')) == kg['ksf_nodes']
+    assert int(k2[8].replace(',', '')) == ann['kccf_nodes']
+    assert re.search(r'\| k=2 geometric mean ≤ 1\.6× none \| [0-9.]+× \| \*\*(met|not met)\*\* \|', report)
