@@ -108,7 +108,7 @@ class BlockProfile:
                 (cur.roots if parent is None else cur.kids[parent]).append(nid)
             elif line.startswith('# ksf-end-thread'):
                 assert len(cur.nodes) == cur.expected
-                assert cur.ir == sum(n[3] for n in cur.nodes.values()) or cur.ir >= 0
+                assert cur.ir == sum(n[3] for n in cur.nodes.values())   # costs only on canonical nodes
                 cur = None
             elif line == '# ksf-end':
                 ended = True
