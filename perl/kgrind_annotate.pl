@@ -67,6 +67,7 @@ sub read_profile {
     # Without source annotation only the header fields and the k-SF records
     # are needed: slurp the file, take the header fields with C-level regex
     # scans and read only the records' region line by line.
+    my $region;        # without source annotation: the records' region, in memory
     unless ($want_src) {
         my $data = do { local $/; <$fh> };
         close $fh;
@@ -104,7 +105,7 @@ sub read_profile {
             }
         }
         $ln = substr($data, 0, $start) =~ tr/\n//;
-        my $region = substr($data, $start, $end - $start);
+        $region = substr($data, $start, $end - $start);
         undef $data;
         open($fh, '<', \$region) or fail("$file: cannot read: $!");
     }
@@ -202,6 +203,15 @@ sub read_profile {
                 $nnodes = 0;
                 %rootlab = ();
                 %sib = ();
+                # the thread's node records in one block (the line loop below
+                # reads, and reports errors in, any block this does not accept)
+                if (defined $region and my $B = node_block(\$region, tell($fh), \@fnmap)) {
+                    seek($fh, $B->{end}, 0) or fail("$file: cannot seek: $!");
+                    $ln += $B->{n};
+                    $nnodes = $B->{n};
+                    @$in_thread{qw(par fn calls excl incl depth)} = ($par, $fnv, $cal, $exc, $inc, $depth)
+                        = @$B{qw(par fn calls excl incl depth)};
+                }
             } elsif ($l =~ /^# ksf-end-thread (\d+|all)$/) {
                 ferr($file, $ln, "ksf-end-thread $1 without ksf-thread") unless $in_thread;
                 ferr($file, $ln, "ksf-end-thread $1 closes thread $in_thread->{tid}") if $1 ne $in_thread->{tid};
@@ -319,6 +329,65 @@ sub read_profile {
     return \%P;
 }
 
+# Reads the block of ksf-node records that starts at offset pos of $$rr and
+# ends before the next '# ksf-end-thread' line, with C-level checks of the
+# whole block and one Perl loop for the parent links; returns undef (the
+# line-by-line reader then reads the block and reports what is wrong) unless
+# every record is well-formed and consistent.
+# Big temporary hashes are left to the end of the process: freeing a hash of
+# 10^6 keys takes the best part of a second.
+my @KEEP;
+
+sub node_block {
+    my ($rr, $pos, $fnmap) = @_;
+    my $e = index($$rr, "\n# ksf-end-thread ", $pos - 1);
+    return undef if $e < $pos;
+    my $block = substr($$rr, $pos, $e + 1 - $pos);
+    my $n = ($block =~ tr/\n//);
+    return undef if $block =~ tr/0-9 \n#ksfnode-//c || index($block, '  ') >= 0 || index($block, " \n") >= 0;
+    return undef unless ($block =~ s/^# ksf-node //mg) == $n;    # every line is a node record
+    return undef if $block =~ tr/0-9 \n-//c || ord($block) == 32 || index($block, "\n ") >= 0;
+    (my $skel = $block) =~ tr/0-9-//d;
+    return undef unless $skel eq "     \n" x $n;                  # six non-empty fields per line
+    undef $skel;
+    my $roots = () = $block =~ /^\d+ - /mg;
+    return undef unless ($block =~ tr/-//) == $roots;           # '-' only as a parent
+    # canonical numbers (no leading zeros, at most 18 digits), with fixed-string scans
+    return undef if $block =~ / 0\d/ || $block =~ /\n0\d/ || $block =~ /\A0\d/;
+    (my $digits = $block) =~ tr/0-9/d/;
+    return undef if index($digits, 'd' x 19) >= 0;
+    undef $digits;
+    my (@par, @fn, @depth, @cal, @exc, @inc, %sib, %rootlab);
+    $#par = $#fn = $#depth = $#cal = $#exc = $#inc = $n - 1;
+    push @KEEP, \%sib;
+    my ($v, $off, $blen) = (0, 0, length $block);
+    while ($off < $blen) {    # split in chunks of about 4 MB: less memory
+        my $cend = $off + 4_000_000 < $blen ? index($block, "\n", $off + 4_000_000) + 1 : $blen;
+        my @f = split /[ \n]/, substr($block, $off, $cend - $off);
+        $off = $cend;
+        for my $q (0 .. $#f / 6) {
+            my ($id, $p, $g, $c, $x, $y) = @f[6 * $q .. 6 * $q + 5];
+            return undef if $id != $v || !defined($g = $fnmap->[$g]);
+            if ($p eq '-') {
+                return undef if ($v == 0 ? $g != $ROOT : $g == $ROOT) || $rootlab{$g}++;
+                $par[$v] = -1;
+                $depth[$v] = 0;
+            } else {
+                return undef if $p >= $v || $sib{"$p $g"}++;
+                $par[$v] = $p + 0;
+                $depth[$v] = $depth[$p] + 1;
+            }
+            $fn[$v] = $g;
+            $cal[$v] = $c + 0;
+            $exc[$v] = $x + 0;
+            $inc[$v] = $y + 0;
+            $v++;
+        }
+    }
+    return { end => $e + 1, n => $n, par => \@par, fn => \@fn, calls => \@cal, excl => \@exc,
+             incl => \@inc, depth => \@depth };
+}
+
 sub printable {
     my $s = shift;
     $s =~ s/[^\x20-\x7e]/?/g;
@@ -399,7 +468,8 @@ sub preorder {
 # which the thesis's join creates the nodes (--tree-order=natural).
 # Counters are summed at the chain ends, then into the ancestors.
 sub inv_k {
-    my ($F, $kk, $K, $natural) = @_;
+    my ($F, $kk, $K, $natural, $tree) = @_;
+    return inv_k_contexts($F, $kk, $K) unless $tree || $natural;
     my ($par, $fn, $cal, $exc, $inc, $depth) = @$F{qw(par fn calls excl incl depth)};
     my $ord = preorder($F);
     my $maxbytes = $kk == $INF ? 1e18 : 4 * $kk;
@@ -459,6 +529,64 @@ sub inv_k {
              xcalls => \@xcal, xexcl => \@xexc, xincl => \@xinc };
 }
 
+# inv_k without the k-CCF's trees, for the outputs that need only its node
+# count and its contexts (the text table, source annotation, folded stacks):
+# the same sorted chains, but each chain's labels are kept as its context's
+# path and only the number of new prefixes is counted.  Context ids follow
+# the sorted chains; every output sorts contexts by key and path anyway.
+sub inv_k_contexts {
+    my ($F, $kk, $K) = @_;
+    my ($par, $fn, $cal, $exc, $inc, $depth) = @$F{qw(par fn calls excl incl depth)};
+    my $maxbytes = $kk == $INF ? 1e18 : 4 * $kk;
+    my $clear = $K == $INF ? 0 : $K;
+    my $n0 = $F->{n};
+    my (@chain, @bucket, @roottree);
+    $#chain = $n0 - 1;
+    # key: chain, a 0 label, the node id (top bit set: cleared top region)
+    for my $v (0 .. $n0 - 1) {    # parents have smaller ids
+        my $p = $par->[$v];
+        if ($p < 0) {
+            my $rt = $roottree[$v] = $fn->[$v] == $ROOT;
+            push @{$bucket[$fn->[$v]]}, ($chain[$v] = pack('N', $fn->[$v] + 1))
+                      . pack('NN', 0, !$rt && 0 < $clear ? $v | 0x80000000 : $v);
+        } else {
+            my $rt = $roottree[$v] = $roottree[$p];
+            push @{$bucket[$fn->[$v]]}, ($chain[$v] = pack('N', $fn->[$v] + 1) . substr($chain[$p], 0, $maxbytes))
+                      . pack('NN', 0, !$rt && $depth->[$v] < $clear ? $v | 0x80000000 : $v);
+        }
+    }
+    undef @chain;
+    undef @roottree;
+    # the keys sorted: bucketed by their first label (the activated function),
+    # then one C-level sort per bucket (fewer comparisons than one big sort)
+    # cchain: a context's sort key (its chain is all but the last 8 bytes)
+    my (@xcal, @xexc, @xinc, @cchain);
+    my ($n, $prev, $plen, $have) = (0, '', 0, 0);
+    for my $key (map { $_ ? sort @$_ : () } @bucket) {
+        my $len = length($key) - 8;            # bytes of this chain's labels
+        ($prev ^ $key) =~ /\A(?:\0\0\0\0)*/;
+        my $j = $+[0];                          # common prefix with the previous key
+        if ($j < $len || $len != $plen) {       # a new chain: count its new k-CCF nodes
+            $j = $plen if $j > $plen;
+            $n += ($len - $j) >> 2;
+            $plen = $len;
+            $have = 0;
+        }
+        $prev = $key;
+        my $v = unpack('N', substr($key, -4));
+        next if $v >= 0x80000000;              # Fig. 3.8: cleared top region
+        if ($have) {
+            $xcal[-1] += $cal->[$v]; $xexc[-1] += $exc->[$v]; $xinc[-1] += $inc->[$v];
+        } else {
+            push @cchain, $key; push @xcal, $cal->[$v]; push @xexc, $exc->[$v]; push @xinc, $inc->[$v];
+            $have = 1;
+        }
+    }
+    undef @bucket;
+    return { n => $n, chain => \@cchain, ctx => [0 .. $#cchain], xcalls => \@xcal, xexcl => \@xexc,
+             xincl => \@xinc };
+}
+
 # The k-CCF node counters (each chain's counters on all its nodes): the
 # chain ends' sums, summed into their ancestors.  Only trees need them.
 sub ccf_counters {
@@ -481,6 +609,7 @@ sub ccf_counters {
 # Path of context cid, outermost caller first.
 sub ctx_path {
     my ($C, $cid) = @_;
+    return [map { $LNAME[$_ - 1] } reverse unpack('N*', substr($C->{chain}[$cid], 0, -8))] if $C->{chain};
     my @p;
     while ($cid >= 0) { push @p, $LNAME[$C->{fn}[$cid]]; $cid = $C->{par}[$cid] }
     return \@p;
@@ -601,10 +730,12 @@ sub analyse {
         }
         @order = ($o->{thread});
     }
+    # the k-CCF's trees are built only for the outputs that show them
+    my $tree = $o->{kccf} || $o->{format} eq 'json' || $o->{format} eq 'dot';
     my @threads;
     for my $tid (sort { ($a eq 'all' ? 0 : $a) <=> ($b eq 'all' ? 0 : $b) } @order) {
         my $F = join_forests($tid, @{$by{$tid}});
-        my $C = inv_k($F, $kk, $K, $o->{'tree-order'} eq 'natural');
+        my $C = inv_k($F, $kk, $K, $o->{'tree-order'} eq 'natural', $tree);
         push @threads, { tid => $tid, F => $F, C => $C, ir => $F->{ir} };
     }
     my $total = 0;
@@ -655,12 +786,15 @@ sub sorted_contexts {
     my $max = 0;
     for (@ids) { $max = $key->[$_] if $key->[$_] > $max }
     my $w = length $max;
-    my ($cpar, $cfn) = @$C{qw(par fn)};
+    my ($cpar, $cfn, $cch) = @$C{qw(par fn chain)};
     my @s;
     for my $cid (@ids) {
         my $s = sprintf('%0*d', $w, $max - $key->[$cid]);
-        my $u = $cid;
-        while ($u >= 0) { $s .= "\0" . $LNAME[$cfn->[$u]]; $u = $cpar->[$u] }
+        if ($cch) { $s .= "\0" . $LNAME[$_ - 1] for reverse unpack('N*', substr($cch->[$cid], 0, -8)) }
+        else {
+            my $u = $cid;
+            while ($u >= 0) { $s .= "\0" . $LNAME[$cfn->[$u]]; $u = $cpar->[$u] }
+        }
         push @s, "$s\0\0\0$cid";
     }
     @s = sort @s;
@@ -838,7 +972,7 @@ sub annotate_sources {
         for my $h (@$hot) {
             my ($t, $sorted) = @$h;
             my ($show) = shown_contexts($o, $t->{C}, $sorted);
-            $fns{$LNAME[$t->{C}{fn}[base_root($t->{C}, $_)]]} = 1 for @$show;
+            $fns{$LNAME[ctx_fn($t->{C}, $_)]} = 1 for @$show;
         }
         for my $f (sort keys %$src) {
             next if $seen{$f} || $f eq '???';
@@ -853,7 +987,7 @@ sub annotate_sources {
         my ($t, $sorted) = @$h;
         my $C = $t->{C};
         for my $cid (@$sorted) {
-            my $fname = $LNAME[$C->{fn}[base_root($C, $cid)]];
+            my $fname = $LNAME[ctx_fn($C, $cid)];
             my $l = $byfn{$fname} //= [];
             push @$l, [$t, $cid] if @$l < 5;
         }
@@ -915,6 +1049,12 @@ sub annotate_sources {
 
 # Root (activated function) of context cid in the CCF.
 sub base_root { my ($C, $cid) = @_; $cid = $C->{par}[$cid] while $C->{par}[$cid] >= 0; $cid }
+# Activated function (label id) of context cid.
+sub ctx_fn {
+    my ($C, $cid) = @_;
+    return unpack('N', $C->{chain}[$cid]) - 1 if $C->{chain};
+    return $C->{fn}[base_root($C, $cid)];
+}
 
 # ---------------------------------------------------------------------------
 # JSON output.
