@@ -159,3 +159,34 @@ def test_random_model_profiles(annotate, kccf_dump, tmp_path, k):
             # merging profiles: the core joins equal thread ids across files
             q = M.write_profile(tmp_path / 'other.out', {1: M.random_activations(rng)}, k, pid=77)
             check_agreement(annotate, kccf_dump, [p, q], kk)
+
+
+@pytest.mark.parametrize('k', [1, 2, M.INF])
+def test_contexts_without_trees_equal_json(annotate, tmp_path, k):
+    """The text table and folded stacks come from inv_k without the k-CCF's
+    trees (faster); they must equal the JSON contexts (built with the trees):
+    node counts, every context's counters, the shown order."""
+    rng = random.Random(99 + (k or 50))
+    runs = {tid: M.random_activations(rng) for tid in (1, 2)}
+    p = M.write_profile(tmp_path / 'r.out', runs, k)
+    kks = kprime_values('inf' if k is M.INF else k)
+    for kk in kks:
+        d = annotate('--format=json', f'--k={kk}', p).json()
+        folded = {}
+        for t in d['threads']:
+            for c in t['contexts']:
+                if c['Ir']:
+                    key = ';'.join(c['path'])
+                    folded[key] = folded.get(key, 0) + c['Ir']
+        f = ok(annotate('--format=folded', f'--k={kk}', p)).out
+        assert dict((s.rsplit(' ', 1)[0], int(s.rsplit(' ', 1)[1])) for s in f.splitlines()) == folded
+        for sort in ('Ir', 'calls', 'inclusive'):
+            txt = ok(annotate('--top=0', '--threshold=100', f'--sort={sort}', f'--k={kk}', p)).out
+            d = annotate('--format=json', f'--sort={sort}', f'--k={kk}', p).json()
+            for t in d['threads']:
+                assert f"k-SF nodes {t['ksf_nodes']}, {kk}-CCF nodes {t['kccf_nodes']}" in txt
+                head = f"Hottest {kk}-contexts, thread {t['tid']}:"
+                body = txt.split(head, 1)[1].split('\n\n', 1)[0].splitlines()[3:]
+                rows = [(int(r.split()[0].replace(',', '')), int(r.split()[3].replace(',', '')),
+                         r.split(None, 4)[4]) for r in body]
+                assert rows == [(c['Ir'], c['calls'], ' > '.join(c['path'])) for c in t['contexts']]
