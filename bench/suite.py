@@ -516,7 +516,7 @@ class Report:
             worst = max(xn, key=xn.get)
             lines.append(f'| k=2: no workload worse than 2.5× none | worst {worst} {xn[worst]:.2f}× | '
                          f'{verdict(xn[worst] <= 2.5)} |')
-        for what, key, fmtf in (('peak memory ≤ callgrind\'s (k=2)', 'rss_kb', lambda v: f'{v / 1024:.0f} MB'),
+        for what, key, fmtf in (('peak memory ≤ callgrind\'s (k=2)', 'rss_kb', lambda v: f'{v / 1024:.1f} MB'),
                                 ('output ≤ callgrind\'s size (k=2)', 'out_bytes', lambda v: f'{v / 1024:.0f} KB')):
             for ref in ('callgrind', CALLGRIND_REF):
                 bad = []
@@ -526,7 +526,7 @@ class Report:
                     if a is not None and b is not None:
                         pairs += 1
                         if a > b:
-                            bad.append(f'{w} {fmtf(a)} > {fmtf(b)}')
+                            bad.append(f'{w} {fmtf(a)} > {fmtf(b)} (+{100 * (a / b - 1):.0f} %)')
                 if pairs:
                     lines.append(f'| {what} vs {CONFIG_LABELS[ref]} | '
                                  f'{"; ".join(bad) if bad else f"all {pairs} workloads"} | {verdict(not bad)} |')
@@ -594,9 +594,10 @@ class Report:
         L.append('## Targets (issue 7)')
         L.append('')
         L += self.targets(ws, table)
-        if m.get('pending_configs'):
+        pending = [n for n, _, _ in PENDING_CONFIGS if n not in m.get('configs', [])]
+        if pending:
             L.append('')
-            L.append('Not measured in this run: intra-BB and inter-BB modes (' + ', '.join(m['pending_configs']) +
+            L.append('Not measured in this run: intra-BB and inter-BB modes (' + ', '.join(pending) +
                      '): opt-in configurations, see `PENDING_CONFIGS` in bench/suite.py.')
         L.append('')
         g = self.growth_table()
