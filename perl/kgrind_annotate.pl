@@ -543,16 +543,18 @@ sub inv_k_contexts {
     my (@chain, @bucket, @roottree);
     $#chain = $n0 - 1;
     # key: chain, a 0 label, the node id (top bit set: cleared top region)
+    my @plab = map { pack('N', $_ + 1) } 0 .. $#LNAME;
     for my $v (0 .. $n0 - 1) {    # parents have smaller ids
         my $p = $par->[$v];
+        my $g = $fn->[$v];
         if ($p < 0) {
-            my $rt = $roottree[$v] = $fn->[$v] == $ROOT;
-            push @{$bucket[$fn->[$v]]}, ($chain[$v] = pack('N', $fn->[$v] + 1))
-                      . pack('NN', 0, !$rt && 0 < $clear ? $v | 0x80000000 : $v);
+            my $rt = $roottree[$v] = $g == $ROOT;
+            push @{$bucket[$g]}, ($chain[$v] = $plab[$g]) . pack('NN', 0, !$rt && 0 < $clear ? $v | 0x80000000 : $v);
+        } elsif ($roottree[$v] = $roottree[$p]) {
+            push @{$bucket[$g]}, ($chain[$v] = $plab[$g] . substr($chain[$p], 0, $maxbytes)) . pack('NN', 0, $v);
         } else {
-            my $rt = $roottree[$v] = $roottree[$p];
-            push @{$bucket[$fn->[$v]]}, ($chain[$v] = pack('N', $fn->[$v] + 1) . substr($chain[$p], 0, $maxbytes))
-                      . pack('NN', 0, !$rt && $depth->[$v] < $clear ? $v | 0x80000000 : $v);
+            push @{$bucket[$g]}, ($chain[$v] = $plab[$g] . substr($chain[$p], 0, $maxbytes))
+                . pack('NN', 0, $depth->[$v] < $clear ? $v | 0x80000000 : $v);
         }
     }
     undef @chain;
@@ -573,7 +575,7 @@ sub inv_k_contexts {
             $have = 0;
         }
         $prev = $key;
-        my $v = unpack('N', substr($key, -4));
+        my $v = vec($key, ($len >> 2) + 1, 32);    # the last word (big-endian)
         next if $v >= 0x80000000;              # Fig. 3.8: cleared top region
         if ($have) {
             $xcal[-1] += $cal->[$v]; $xexc[-1] += $exc->[$v]; $xinc[-1] += $inc->[$v];
@@ -779,8 +781,19 @@ sub sorted_contexts {
     my $key = key_arrays($o->{sort}, $C, 1);
     my @ids = @{$C->{ctx}};
     if ($limit && @ids > $limit) {
-        my @k = sort { $b <=> $a } map { $key->[$_] } @ids;    # native numeric sort
-        my $cut = $k[$limit - 1];
+        # the limit-th largest key, in one pass: a buffer of the largest keys
+        # seen, cut back to `limit` whenever it holds 4 * limit
+        my @buf = sort { $b <=> $a } map { $key->[$_] } @ids[0 .. $limit - 1];
+        my $min = $buf[-1];
+        for my $cid (@ids[$limit .. $#ids]) {
+            next if $key->[$cid] <= $min;
+            push @buf, $key->[$cid];
+            if (@buf >= 4 * $limit) {
+                @buf = (sort { $b <=> $a } @buf)[0 .. $limit - 1];
+                $min = $buf[-1];
+            }
+        }
+        my $cut = (sort { $b <=> $a } @buf)[$limit - 1];
         @ids = grep { $key->[$_] >= $cut } @ids;
     }
     my $max = 0;
