@@ -743,6 +743,7 @@ sub analyse {
     my $total = 0;
     $total += $_->{summary} // 0 for @P;
     my %S = (P => \@P, K => $K, kk => $kk, threads => \@threads, total => $total, joined => $join);
+    push @KEEP, \%S;    # lives until the process exits: never freed piece by piece
     # source data of the selected threads
     if ($want_src) {
         my %tsel = map { $_ => 1 } @order;
