@@ -13,6 +13,7 @@ use File::Spec;
 my $VERSION = '@KG_VERSION@';
 my $ROOT_NAME = '__root__';
 my $INF = -1;    # k = inf
+my $BLOCKMODE;   # the profiles are block k-SFs (mode intra or inter)
 
 # ---------------------------------------------------------------------------
 # Errors: fail() dies with a message; main() prints it and exits 2.
@@ -45,13 +46,17 @@ my %HEADER_KEYS = map { $_ => 1 } qw(version creator pid cmd part thread desc
     positions events summary totals);
 
 sub read_profile {
-    my ($file, $want_src) = @_;
+    my ($file, $want_src, $P0) = @_;
     fail("$file: no such file") unless -e $file;
     fail("$file: is a directory, not a profile") if -d $file;
     open(my $fh, '<:raw', $file) or fail("$file: cannot open: $!");
     my %P = (file => $file, mtime => (stat $fh)[9], threads => [], src => {},
              fnline => {}, desc => {});
     my @fnmap;         # file fn id -> global label id
+    my @fnname;        # file fn id -> function name (name#n for duplicates)
+    my @blkmap;        # block modes: file block label -> global label id
+    my @fname;         # block modes: file id -> source path
+    my (%blkseen, $labmap, $intra);
     my $in_thread;     # forest being read
     my ($par, $fnv, $cal, $exc, $inc, $depth);
     my ($nnodes, $seen_end, $seen_version, $seen_options, $seen_totals) = (0);
@@ -130,9 +135,17 @@ sub read_profile {
                 ferr($file, $ln, "malformed ksf-node record: '", printable($l), "'");
             }
             ferr($file, $ln, "ksf-node id $id out of order (expected $nnodes)") if $id != $nnodes;
-            my $g = $fnmap[$f];
-            ferr($file, $ln, "ksf-node $id: unknown function id $f") unless defined $g;
+            my $g = $labmap->[$f];
+            ferr($file, $ln, "ksf-node $id: " . ($labmap == \@fnmap ? "unknown function id $f"
+                 : "block label $f has no ksf-block record")) unless defined $g;
             if ($p eq '-') {
+                if ($id == 0 && $intra) {
+                    # intra forests: the first tree is rooted at the function's first block
+                    ferr($file, $ln, "ksf-node 0: an intra-mode forest cannot be rooted at $ROOT_NAME") if $g == $ROOT;
+                    push @$par, -1;
+                    push @$depth, 0;
+                    goto NODE_DONE;
+                }
                 if ($id == 0) {
                     ferr($file, $ln, "ksf-node 0 must be the root of the first tree, labelled $ROOT_NAME")
                         if $g != $ROOT;
@@ -150,6 +163,7 @@ sub read_profile {
                 push @$par, $p + 0;
                 push @$depth, $depth->[$p] + 1;
             }
+          NODE_DONE:
             push @$fnv, $g;
             push @$cal, $c + 0;
             push @$exc, $x + 0;
@@ -168,7 +182,7 @@ sub read_profile {
                 ferr($file, $ln, "ksf-options before ksf-version") unless $seen_version;
                 my %o;
                 for my $kv (split / /, $1) {
-                    $kv =~ /^(\w+)=(\S+)$/ or ferr($file, $ln, "malformed ksf-options field '", printable($kv), "'");
+                    $kv =~ /^([\w-]+)=(\S+)$/ or ferr($file, $ln, "malformed ksf-options field '", printable($kv), "'");
                     $o{$1} = $2;
                 }
                 for my $need (qw(k mode rolling joined)) {
@@ -179,8 +193,15 @@ sub read_profile {
                 for my $yn (qw(rolling joined)) {
                     ferr($file, $ln, "bad $yn value '$o{$yn}' in ksf-options") unless $o{$yn} =~ /^(?:yes|no)$/;
                 }
+                ferr($file, $ln, "bad roll-loops value '$o{'roll-loops'}' in ksf-options")
+                    if defined $o{'roll-loops'} && $o{'roll-loops'} !~ /^(?:yes|no)$/;
                 $P{k} = $o{k} eq 'inf' ? $INF : $o{k} + 0;
                 @P{qw(mode rolling joined)} = @o{qw(mode rolling joined)};
+                $P{roll} = $o{'roll-loops'} // 'no';
+                $intra = $o{mode} eq 'intra';
+                $labmap = $o{mode} eq 'func' ? \@fnmap : \@blkmap;
+                $P{blocks} = [] if $o{mode} ne 'func';
+                check_merge($P0, \%P) if $P0;
                 $seen_options = 1;
             } elsif ($l =~ /^# ksf-fn (\d+) (.+)$/) {
                 ferr($file, $ln, "ksf-fn before ksf-options") unless $seen_options;
@@ -191,21 +212,51 @@ sub read_profile {
                 # ld.so and in libc): the n-th one of a file is "name#n".
                 my $name = $2;
                 $name .= '#' . $fnseen{$name} if $fnseen{$name}++;
-                push @fnmap, label_id($name);
-            } elsif ($l =~ /^# ksf-thread (\d+|all) nodes=(\d+) ir=(\d+)$/) {
+                push @fnname, $name;
+                # block modes: function names are not node labels
+                push @fnmap, $P{mode} eq 'func' ? label_id($name) : 0;
+            } elsif ($l =~ /^# ksf-file (\d+) (.+)$/) {
+                ferr($file, $ln, "ksf-file in a function-mode profile") unless $P{blocks};
+                ferr($file, $ln, "ksf-file id $1 out of order (expected " . scalar(@fname) . ")") if $1 != @fname;
+                push @fname, $2;
+            } elsif ($l =~ /^# ksf-block /) {
+                ferr($file, $ln, "ksf-block in a function-mode profile") unless $P{blocks};
+                my ($lab, $addr, $bf, $off, $bfile, $bline, $cnt, $name) =
+                    $l =~ /^# ksf-block (\d+) 0x([0-9a-fA-F]+) (\d+) (\d+) (\d+) (\d+) (\d+) (.+)$/
+                    or ferr($file, $ln, "malformed ksf-block record: '", printable($l), "'");
+                ferr($file, $ln, "ksf-block label $lab out of order (expected " . scalar(@blkmap) . ")") if $lab != @blkmap;
+                ferr($file, $ln, "ksf-block 0 must be $ROOT_NAME") if $lab == 0 && $name ne $ROOT_NAME;
+                ferr($file, $ln, "ksf-block $lab: $ROOT_NAME is reserved for label 0") if $lab != 0 && $name eq $ROOT_NAME;
+                ferr($file, $ln, "ksf-block $lab: unknown function id $bf") unless defined $fnname[$bf];
+                ferr($file, $ln, "ksf-block $lab: unknown file id $bfile") unless defined $fname[$bfile];
+                $name .= '#' . $blkseen{$name} if $blkseen{$name}++;
+                my $g = label_id($name);
+                push @blkmap, $g;
+                push @{$P{blocks}}, { id => $g, addr => hex($addr), fn => $fnname[$bf], offset => $off + 0,
+                                      file => $fname[$bfile], line => $bline + 0, count => $cnt + 0 } if $lab;
+            } elsif ($l =~ /^# ksf-thread (\d+|all) nodes=(\d+) ir=(\d+)(?: fn=(\d+))?$/) {
                 ferr($file, $ln, "ksf-thread before ksf-options") unless $seen_options;
                 ferr($file, $ln, "ksf-thread $1 inside thread $in_thread->{tid}") if $in_thread;
-                ferr($file, $ln, "thread $1 appears twice") if grep { $_->{tid} eq $1 } @{$P{threads}};
+                my ($ttid, $tn, $tir, $tfn) = ($1, $2, $3, $4);
+                ferr($file, $ln, "ksf-thread $ttid: intra-mode forests need fn=") if $intra && !defined $tfn;
+                ferr($file, $ln, "ksf-thread $ttid: fn= only in intra mode") if !$intra && defined $tfn;
+                my $tfname;
+                if (defined $tfn) {
+                    $tfname = $fnname[$tfn];
+                    ferr($file, $ln, "ksf-thread $ttid: unknown function id $tfn") unless defined $tfname;
+                }
+                ferr($file, $ln, "thread $ttid" . (defined $tfname ? ", function $tfname," : '') . " appears twice")
+                    if grep { $_->{tid} eq $ttid && ($_->{fname} // '') eq ($tfname // '') } @{$P{threads}};
                 ($par, $fnv, $cal, $exc, $inc, $depth) = ([], [], [], [], [], []);
-                $in_thread = { tid => $1, declared => $2 + 0, ir => $3 + 0, par => $par, fn => $fnv,
+                $in_thread = { tid => $ttid, declared => $tn + 0, ir => $tir + 0, par => $par, fn => $fnv,
                                calls => $cal, excl => $exc, incl => $inc, depth => $depth,
-                               preorder => 1, line => $ln };
+                               preorder => 1, line => $ln, (defined $tfname ? (fname => $tfname) : ()) };
                 $nnodes = 0;
                 %rootlab = ();
                 %sib = ();
                 # the thread's node records in one block (the line loop below
                 # reads, and reports errors in, any block this does not accept)
-                if (defined $region and my $B = node_block(\$region, tell($fh), \@fnmap)) {
+                if (defined $region and my $B = node_block(\$region, tell($fh), $labmap, $intra)) {
                     seek($fh, $B->{end}, 0) or fail("$file: cannot seek: $!");
                     $ln += $B->{n};
                     $nnodes = $B->{n};
@@ -339,7 +390,7 @@ sub read_profile {
 my @KEEP;
 
 sub node_block {
-    my ($rr, $pos, $fnmap) = @_;
+    my ($rr, $pos, $fnmap, $intra) = @_;
     my $e = index($$rr, "\n# ksf-end-thread ", $pos - 1);
     return undef if $e < $pos;
     my $block = substr($$rr, $pos, $e + 1 - $pos);
@@ -369,7 +420,8 @@ sub node_block {
             my ($id, $p, $g, $c, $x, $y) = @f[6 * $q .. 6 * $q + 5];
             return undef if $id != $v || !defined($g = $fnmap->[$g]);
             if ($p eq '-') {
-                return undef if ($v == 0 ? $g != $ROOT : $g == $ROOT) || $rootlab{$g}++;
+                if ($v == 0 && $intra) { return undef if $g == $ROOT }
+                elsif (($v == 0 ? $g != $ROOT : $g == $ROOT) || $rootlab{$g}++) { return undef }
                 $par[$v] = -1;
                 $depth[$v] = 0;
             } else {
@@ -404,7 +456,7 @@ sub base_name { my $n = shift; my $i = index($n, "'"); $i < 0 ? $n : substr($n, 
 sub join_forests {
     my ($tid, @F) = @_;
     return $F[0] if @F == 1;
-    my (@par, @fn, @cal, @exc, @inc, @depth, %root, %child);
+    my (@par, @fn, @cal, @exc, @inc, @depth, %root, %child, %first);
     my $ir = 0;
     for my $F (@F) {
         $ir += $F->{ir};
@@ -413,21 +465,26 @@ sub join_forests {
         for my $v (0 .. $F->{n} - 1) {
             my $lab = $f->[$v];
             my ($key, $u);
-            if ($p->[$v] < 0) { $u = $root{$lab} }
+            # the first trees (node 0: __root__, or an intra forest's first
+            # block) are joined with each other, not with the R trees
+            if ($p->[$v] < 0) { $u = $root{($v == 0 ? 'F' : 'R') . $lab} }
             else { $key = "$map[$p->[$v]] $lab"; $u = $child{$key} }
             unless (defined $u) {
                 push @fn, $lab; push @cal, 0; push @exc, 0; push @inc, 0;
                 $u = $#fn;
                 if (defined $key) { push @par, $map[$p->[$v]]; push @depth, $depth[$map[$p->[$v]]] + 1; $child{$key} = $u }
-                else { push @par, -1; push @depth, 0; $root{$lab} = $u }
+                else { push @par, -1; push @depth, 0; $root{($v == 0 ? 'F' : 'R') . $lab} = $u; $first{$u} = 1 if $v == 0 }
             }
             $cal[$u] += $c->[$v]; $exc[$u] += $x->[$v]; $inc[$u] += $i->[$v];
             $map[$v] = $u;
         }
     }
     return { tid => $tid, ir => $ir, n => scalar(@fn), par => \@par, fn => \@fn, calls => \@cal,
-             excl => \@exc, incl => \@inc, depth => \@depth, preorder => 0 };
+             excl => \@exc, incl => \@inc, depth => \@depth, preorder => 0, firstroots => \%first };
 }
+
+# Whether root v of forest F is the root of a first tree (never cleared).
+sub first_root { my ($F, $v) = @_; $F->{firstroots} ? $F->{firstroots}{$v} : $v == 0 }
 
 # Children lists in creation order (natural order).
 sub children_of {
@@ -480,7 +537,7 @@ sub inv_k {
     for my $v (0 .. $n0 - 1) {    # parents have smaller ids
         my $p = $par->[$v];
         if ($p < 0) {
-            $roottree[$v] = $fn->[$v] == $ROOT;
+            $roottree[$v] = first_root($F, $v);
             $chain[$v] = pack('N', $fn->[$v] + 1);
         } else {
             $roottree[$v] = $roottree[$p];
@@ -548,7 +605,7 @@ sub inv_k_contexts {
         my $p = $par->[$v];
         my $g = $fn->[$v];
         if ($p < 0) {
-            my $rt = $roottree[$v] = $g == $ROOT;
+            my $rt = $roottree[$v] = first_root($F, $v);
             push @{$bucket[$g]}, ($chain[$v] = $plab[$g]) . pack('NN', 0, !$rt && 0 < $clear ? $v | 0x80000000 : $v);
         } elsif ($roottree[$v] = $roottree[$p]) {
             push @{$bucket[$g]}, ($chain[$v] = $plab[$g] . substr($chain[$p], 0, $maxbytes)) . pack('NN', 0, $v);
@@ -638,6 +695,9 @@ usage: kgrind_annotate [options] kgrind.out.<pid> [more profiles...] [source fil
   --context=<N>               source lines of context around costly lines [8]
   -I, --include=<dir>         add a directory to the source search path
   --format=text|json|dot|folded  output format [text]
+  --show-blocks               block modes: the table of all basic blocks
+  --blocks-disasm             block modes: --show-blocks with each block's
+                              instructions (objdump), targets named by block
   --version, -h/--help
 Profiles given together are joined (k-SF join); their k and mode must agree.
 Arguments ending in a source suffix (.c .cpp .h ...) are source files to annotate.
@@ -653,7 +713,7 @@ sub parse_options {
         local $SIG{__WARN__} = sub { push @warn, $_[0] };
         my $ok = GetOptionsFromArray(\@args, \%o, 'sort=s', 'threshold=s', 'top=s', 'k=s', 'thread=s',
             'join-threads', 'ksf', 'kccf', 'costs=s', 'tree-order=s', 'auto=s', 'context=s',
-            'include|I=s@', 'format=s', 'version', 'help|h');
+            'include|I=s@', 'format=s', 'version', 'help|h', 'show-blocks', 'blocks-disasm');
         unless ($ok) {
             my $m = $warn[0] // "bad options\n";
             chomp $m;
@@ -662,6 +722,7 @@ sub parse_options {
         }
     }
     return \%o if $o{help} || $o{version};
+    $o{'show-blocks'} = 1 if $o{'blocks-disasm'};
     my %sorts = (ir => 'Ir', calls => 'calls', inclusive => 'inclusive', incl => 'inclusive');
     $o{sort} = $sorts{lc $o{sort}} // fail("bad --sort value '$o{sort}' (Ir, calls or inclusive)");
     fail("bad --threshold value '$o{threshold}' (a percentage 0-100)")
@@ -689,22 +750,29 @@ sub parse_options {
     return \%o;
 }
 
+# Profiles given together must agree on k, mode, rolling and roll-loops.
+sub check_merge {
+    my ($P0, $P) = @_;
+    for my $f (qw(k mode rolling roll)) {
+        next if $P->{$f} eq $P0->{$f};
+        my ($a, $b) = $f eq 'k' ? (kstr($P0->{k}), kstr($P->{k})) : ($P0->{$f}, $P->{$f});
+        my $n = $f eq 'roll' ? 'roll-loops' : $f;
+        fail("cannot merge $P0->{file} ($n=$a) with $P->{file} ($n=$b): "
+             . ($f eq 'roll' ? "profiles must have the same loop rolling"
+                : "profiles must have the same k, mode and recursion rolling"));
+    }
+}
+
 # ---------------------------------------------------------------------------
 # Main computation: everything is built before anything is printed.
 # ---------------------------------------------------------------------------
 sub analyse {
     my ($o) = @_;
     my $want_src = $o->{auto} eq 'yes' || @{$o->{sources}};
-    my @P = map { read_profile($_, $want_src) } @{$o->{profiles}};
+    my @P;
+    for my $f (@{$o->{profiles}}) { push @P, read_profile($f, $want_src, $P[0]) }
     my $P0 = $P[0];
-    for my $P (@P[1 .. $#P]) {
-        for my $f (qw(k mode rolling)) {
-            next if $P->{$f} eq $P0->{$f};
-            my ($a, $b) = $f eq 'k' ? (kstr($P0->{k}), kstr($P->{k})) : ($P0->{$f}, $P->{$f});
-            fail("cannot merge $P0->{file} ($f=$a) with $P->{file} ($f=$b): "
-                 . "profiles must have the same k, mode and recursion rolling");
-        }
-    }
+    check_merge($P0, $_) for @P[1 .. $#P];
     my $K = $P0->{k};
     my $kk = $K;
     if (defined $o->{k}) {
@@ -716,33 +784,59 @@ sub analyse {
     }
     # threads: merge same tids across files; join all when asked or when any file was joined
     my $join = $o->{'join-threads'} || grep { $_->{joined} eq 'yes' } @P;
-    my (%by, @order);
+    # intra mode: one forest per (thread, function); the key is "tid\0function"
+    my (%by, @order, %fname);
     for my $P (@P) {
         for my $T (@{$P->{threads}}) {
             my $tid = $join ? 'all' : $T->{tid};
-            push @order, $tid unless $by{$tid};
-            push @{$by{$tid}}, $T;
+            my $key = defined $T->{fname} ? "$tid\0$T->{fname}" : $tid;
+            $fname{$key} = $T->{fname};
+            push @order, $key unless $by{$key};
+            push @{$by{$key}}, $T;
         }
     }
+    my $tid_of = sub { (split /\0/, $_[0])[0] };
+    my @tids = do { my %s; grep { !$s{$_}++ } map { $tid_of->($_) } @order };
     if ($o->{thread} ne 'all') {
-        if (!$by{$o->{thread}}) {
+        if (!grep { $_ eq $o->{thread} } @tids) {
             fail("thread $o->{thread}: " . ($join ? "threads are joined in this profile (only thread 'all')"
                 : "no such thread in " . join(', ', map { $_->{file} } @P)
-                  . " (threads: " . join(', ', @order) . ")"));
+                  . " (threads: " . join(', ', @tids) . ")"));
         }
-        @order = ($o->{thread});
+        @order = grep { $tid_of->($_) eq $o->{thread} } @order;
     }
     # the k-CCF's trees are built only for the outputs that show them
     my $tree = $o->{kccf} || $o->{format} eq 'json' || $o->{format} eq 'dot';
     my @threads;
-    for my $tid (sort { ($a eq 'all' ? 0 : $a) <=> ($b eq 'all' ? 0 : $b) } @order) {
-        my $F = join_forests($tid, @{$by{$tid}});
+    my %pos;
+    @pos{@order} = 0 .. $#order;
+    my $tnum = sub { my $t = $tid_of->($_[0]); $t eq 'all' ? 0 : $t };
+    for my $key (sort { $tnum->($a) <=> $tnum->($b) || $pos{$a} <=> $pos{$b} } @order) {
+        my $tid = $tid_of->($key);
+        my $F = join_forests($tid, @{$by{$key}});
         my $C = inv_k($F, $kk, $K, $o->{'tree-order'} eq 'natural', $tree);
-        push @threads, { tid => $tid, F => $F, C => $C, ir => $F->{ir} };
+        push @threads, { tid => $tid, F => $F, C => $C, ir => $F->{ir},
+                         (defined $fname{$key} ? (fname => $fname{$key}) : ()) };
     }
     my $total = 0;
     $total += $_->{summary} // 0 for @P;
-    my %S = (P => \@P, K => $K, kk => $kk, threads => \@threads, total => $total, joined => $join);
+    my %S = (P => \@P, K => $K, kk => $kk, threads => \@threads, total => $total, joined => $join,
+             ntids => scalar(@tids));
+    fail("--show-blocks/--blocks-disasm: $P0->{file} is a function-mode profile (no basic blocks; "
+         . "profile with --mode=intra or --mode=inter)") if $o->{'show-blocks'} && $P0->{mode} eq 'func';
+    if ($P0->{mode} ne 'func') {
+        $BLOCKMODE = 1;
+        # the block table, merged by name over the profiles (counts summed)
+        my %b;
+        for my $P (@P) {
+            for my $B (@{$P->{blocks}}) {
+                if (my $x = $b{$B->{id}}) { $x->{count} += $B->{count} }
+                else { $b{$B->{id}} = { %$B, name => $LNAME[$B->{id}], obj => $P } }
+            }
+        }
+        $S{blocks} = [sort { $b->{count} <=> $a->{count} || $a->{addr} <=> $b->{addr} || $a->{name} cmp $b->{name} }
+                      values %b];
+    }
     push @KEEP, \%S;    # lives until the process exits: never freed piece by piece
     # source data of the selected threads
     if ($want_src) {
@@ -839,7 +933,9 @@ sub has_costs {
     return 0;
 }
 
-sub fmt_name { my $n = shift; $n =~ /\)\z/ ? $n : "$n()" }
+# Function names get "()" (thesis style); block names ({foo+12 at prog4.c:14}
+# and __root__) are printed as they are.
+sub fmt_name { my $n = shift; $n =~ /\)\z/ || $BLOCKMODE ? $n : "$n()" }
 
 sub print_tree {
     my ($o, $T, $out) = @_;
@@ -897,18 +993,26 @@ sub out_text {
     push @out, sprintf('%-22s%s', 'Command:', join(' | ', sort keys %cmds));
     push @out, sprintf('%-22s%s', 'PID:', join(', ', map { $_->{pid} // '?' } @P));
     push @out, sprintf('%-22s%s', 'K value:', kstr($S->{kk}) . ($S->{kk} != $S->{K} ? ' (recorded k: ' . kstr($S->{K}) . ')' : ''));
-    push @out, sprintf('%-22s%s', 'Mode:', $P0->{mode} . ($P0->{rolling} eq 'yes' ? ', simple recursion rolled' : ', simple recursion unrolled'));
+    if ($BLOCKMODE) {
+        push @out, sprintf('%-22s%s', 'Mode:', $P0->{mode} . ($P0->{mode} eq 'intra'
+            ? ' (basic blocks, one k-SF per thread and function)' : ' (basic blocks, one k-SF per thread)')
+            . ($P0->{roll} eq 'yes' ? ', loops rolled' : ', loops not rolled'));
+    } else {
+        push @out, sprintf('%-22s%s', 'Mode:', $P0->{mode} . ($P0->{rolling} eq 'yes' ? ', simple recursion rolled' : ', simple recursion unrolled'));
+    }
     my $nthr = 0;
-    $nthr += @{$_->{threads}} for @P;
+    if ($BLOCKMODE) { my %t; $t{$_->{tid}} = 1 for map { @{$_->{threads}} } @P; $nthr = keys %t }
+    else { $nthr += @{$_->{threads}} for @P }
     my $tool_joined = grep { $_->{joined} eq 'yes' } @P;
     my $thr_desc = $tool_joined ? 'joined when profiling (thread all)'
                  : $S->{joined} ? "$nthr, joined by kgrind_annotate (thread all)"
-                 : "$nthr, " . scalar(@{$S->{threads}}) . ' shown';
+                 : "$nthr, " . ($BLOCKMODE ? $S->{ntids} : scalar(@{$S->{threads}})) . ' shown';
     push @out, sprintf('%-22s%s', 'Threads:', $thr_desc);
     push @out, sprintf('%-22s%s', 'Events:', 'Ir');
     push @out, sprintf('%-22s%s', 'Total Ir:', commify($S->{total}));
     for my $t (@{$S->{threads}}) {
-        push @out, sprintf('%-22s%s', "Thread $t->{tid}:", 'Ir ' . commify($t->{ir})
+        push @out, sprintf('%-22s%s', "Thread $t->{tid}" . (defined $t->{fname} ? ", $t->{fname}: " : ':'),
+            'Ir ' . commify($t->{ir})
             . ", k-SF nodes $t->{F}{n}, " . kstr($S->{kk}) . "-CCF nodes $t->{C}{n}");
     }
     my @hot;    # contexts shown, for source annotation
@@ -920,7 +1024,7 @@ sub out_text {
         push @hot, [$t, $sorted];
         push @out, '', $rule;
         push @out, sprintf('Hottest %s-contexts, thread %s: %d of %d shown (sorted by %s; threshold %s%%%s)',
-            kstr($S->{kk}), $t->{tid}, scalar(@$show), scalar(@{$C->{ctx}}), $o->{sort}, $o->{threshold},
+            kstr($S->{kk}) . ($BLOCKMODE ? ' block' : ''), forest_desc($t), scalar(@$show), scalar(@{$C->{ctx}}), $o->{sort}, $o->{threshold},
             $o->{top} ? ", top $o->{top}" : '');
         push @out, $rule;
         my $pk = $o->{sort} eq 'calls' ? '%calls' : $o->{sort} eq 'inclusive' ? '%incl' : '%Ir';
@@ -932,17 +1036,141 @@ sub out_text {
                 commify($C->{xincl}[$cid]), commify($C->{xcalls}[$cid]), ctx_str($C, $cid));
         }
         if ($o->{ksf}) {
-            push @out, '', $rule, "DUMP of K-SF (k=" . kstr($S->{K}) . ", thread $t->{tid}, $t->{F}{n} nodes)", $rule;
+            push @out, '', $rule, "DUMP of K-SF (k=" . kstr($S->{K}) . ", thread " . forest_desc($t) . ", $t->{F}{n} nodes)", $rule;
             print_tree($o, $t->{F}, \@out);
         }
         if ($o->{kccf}) {
-            push @out, '', $rule, "DUMP of K-CCF (k=" . kstr($S->{kk}) . ", thread $t->{tid}, $C->{n} nodes)", $rule;
+            push @out, '', $rule, "DUMP of K-CCF (k=" . kstr($S->{kk}) . ", thread " . forest_desc($t) . ", $C->{n} nodes)", $rule;
             print_tree($o, ccf_counters($C), \@out);
         }
     }
+    show_blocks($o, $S, \@out) if $o->{'show-blocks'};
     annotate_sources($o, $S, \@hot, \@out) if $o->{auto} eq 'yes' || @{$o->{sources}};
     return join("\n", @out) . "\n";
 }
+
+# ---------------------------------------------------------------------------
+# Block modes: the table of all blocks (--show-blocks) and their
+# instructions (--blocks-disasm, thesis Listing 4.15).
+# ---------------------------------------------------------------------------
+sub show_blocks {
+    my ($o, $S, $out) = @_;
+    my $rule = '-' x 80;
+    my $B = $S->{blocks};
+    push @$out, '', $rule, 'All basic blocks: ' . scalar(@$B) . ' (sorted by execution count, then address)', $rule;
+    my $dis = $o->{'blocks-disasm'} ? disasm_blocks($S) : undef;
+    push @$out, @{$dis->{notes}} if $dis;
+    push @$out, sprintf('%12s  %-18s  %s', 'count', 'address', 'block [function, file:line]');
+    for my $b (@$B) {
+        push @$out, sprintf('%12s  %-18s  %s [%s, %s:%d]', commify($b->{count}), sprintf('0x%x', $b->{addr}),
+                            $b->{name}, $b->{fn}, $b->{file}, $b->{line});
+        next unless $dis;
+        my $ins = $dis->{blocks}{$b->{id}};
+        push @$out, $ins ? ('  Disassembly:', map { "    $_" } @$ins) : '  Disassembly: not available';
+    }
+}
+
+# The object file of each block's function: the profile's ob= line above the
+# function's fn= lines in the callgrind body; without one (or for a function
+# the body does not name), the cmd: executable, relative paths taken from the
+# profile's directory.
+sub object_of_fns {
+    my ($P) = @_;
+    return $P->{fnob} if $P->{fnob};
+    my %fnob;
+    my (%name, $ob);
+    if (open(my $fh, '<:raw', $P->{file})) {
+        while (my $l = <$fh>) {
+            last if index($l, '# ksf-') == 0;
+            next unless $l =~ /^(c?ob|c?fn|fl|fi|fe|cfi|cfl)=(?:\((\d+)\))?[ ]*([^\r\n]*)$/;
+            my ($key, $id, $n) = ($1, $2, $3);
+            my $sp = $key =~ /ob/ ? 'ob' : $key =~ /fn/ ? 'fn' : 'fl';
+            if (defined $id) { if ($n ne '') { $name{$sp}{$id} = $n } else { $n = $name{$sp}{$id} // '' } }
+            if ($key eq 'ob') { $ob = $n }
+            elsif ($key eq 'fn' && defined $ob && $ob ne '???') { $fnob{base_name($n)} //= $ob }
+        }
+        close $fh;
+    }
+    return $P->{fnob} = \%fnob;
+}
+
+sub exe_of {
+    my ($P) = @_;
+    my ($exe) = split ' ', $P->{cmd} // '';
+    return undef unless defined $exe && $exe ne '';
+    return $exe if File::Spec->file_name_is_absolute($exe);
+    my (undef, $dir) = File::Spec->splitpath(File::Spec->rel2abs($P->{file}));
+    return File::Spec->catfile($dir, $exe);
+}
+
+sub disasm_blocks {
+    my ($S) = @_;
+    my (@notes, %ins);
+    my $ok = `objdump --version 2>/dev/null`;
+    unless ($? == 0 && $ok) {
+        return { notes => ['-- objdump not found: no disassembly of the blocks'], blocks => {} };
+    }
+    # blocks by object file
+    my %byobj;
+    for my $b (@{$S->{blocks}}) {
+        my $ob = object_of_fns($b->{obj})->{$b->{fn}} // exe_of($b->{obj});
+        push @{$byobj{$ob // '?'}}, $b;
+    }
+    for my $ob (sort keys %byobj) {
+        unless ($ob ne '?' && -f $ob) {
+            push @notes, "-- object file '$ob' not found: no disassembly of its " . scalar(@{$byobj{$ob}}) . ' block(s)';
+            next;
+        }
+        # function symbols: name -> [address, size]
+        my %sym;
+        my $q = $ob; $q =~ s/'/'\\''/g;
+        for my $l (`objdump -t '$q' 2>/dev/null`) {
+            next unless $l =~ /^([0-9a-f]+) .{7} (\S+)\t([0-9a-f]+)\s+(?:\.hidden\s+)?(\S+)\s*$/;
+            my ($a, $sec, $sz, $n) = (hex $1, $2, hex $3, $4);
+            next unless substr($l, 23, 1) eq 'F' || $sz;
+            $sym{$n} //= [$a, $sz];
+        }
+        my (%fnblocks, %target);
+        for my $b (@{$byobj{$ob}}) {
+            my $s = $sym{$b->{fn}};
+            unless ($s) { push @notes, "-- $b->{name}: no symbol '$b->{fn}' in '$ob': no disassembly"; next }
+            $b->{faddr} = $s->[0] + $b->{offset};
+            $target{$b->{faddr}} = $b->{name};
+            push @{$fnblocks{$b->{fn}}}, $b;
+        }
+        for my $fn (sort keys %fnblocks) {
+            my ($start, $size) = @{$sym{$fn}};
+            my @bl = sort { $a->{faddr} <=> $b->{faddr} } @{$fnblocks{$fn}};
+            my $stop = $start + ($size || 1);
+            $stop = $bl[-1]{faddr} + 64 if $stop <= $bl[-1]{faddr};
+            my @lines = `objdump -d --no-show-raw-insn --start-address=0x@{[sprintf '%x', $start]} --stop-address=0x@{[sprintf '%x', $stop]} '$q' 2>/dev/null`;
+            my @insn;    # [address, text]
+            for my $l (@lines) {
+                next unless $l =~ /^\s*([0-9a-f]+):\s+(\S.*?)\s*$/;
+                push @insn, [hex $1, $2];
+            }
+            for my $i (0 .. $#bl) {
+                my $b = $bl[$i];
+                my $next = $i < $#bl ? $bl[$i + 1]{faddr} : $stop;
+                my @out;
+                for my $x (@insn) {
+                    next if $x->[0] < $b->{faddr};
+                    last if $x->[0] >= $next && @out;
+                    my $t = $x->[1];
+                    $t =~ s/\b([0-9a-f]+) <[^>]*>/defined $target{hex $1} ? $target{hex $1} : $&/ge;
+                    push @out, $t;
+                    # a block ends at its first jump, call or return
+                    last if $x->[1] =~ /^(?:(?:bnd|notrack|rep[a-z]*)\s+)*(?:j[a-z]+|call[a-z]*|ret[a-z]*|hlt|ud2)\b/;
+                }
+                $ins{$b->{id}} = \@out if @out;
+            }
+        }
+    }
+    return { notes => \@notes, blocks => \%ins };
+}
+
+# "1" or, for an intra forest, "1, function foo".
+sub forest_desc { my $t = shift; $t->{tid} . (defined $t->{fname} ? ", function $t->{fname}" : '') }
 
 # ---------------------------------------------------------------------------
 # Source annotation.
@@ -1109,7 +1337,14 @@ sub out_json {
         . join(',', map { ($_->{pid} // '') =~ /^\d+$/ ? $_->{pid} : 0 } @P) . '],"k":' . $kj->($S->{kk})
         . ',"recorded_k":' . $kj->($S->{K}) . ',"mode":' . js($P0->{mode}) . ',"rolling":'
         . ($P0->{rolling} eq 'yes' ? 'true' : 'false') . ',"joined":' . ($S->{joined} ? 'true' : 'false')
-        . ',"events":["Ir"],"total":{"Ir":' . $S->{total} . '},"sort":' . js($o->{sort}) . ',"threads":[';
+        . ',"events":["Ir"],"total":{"Ir":' . $S->{total} . '},"sort":' . js($o->{sort});
+    if ($BLOCKMODE) {
+        $s .= ',"roll_loops":' . ($P0->{roll} eq 'yes' ? 'true' : 'false') . ',"blocks":['
+            . join(',', map { '{"name":' . js($_->{name}) . ',"address":' . js(sprintf('0x%x', $_->{addr}))
+                . ',"count":' . $_->{count} . ',"function":' . js($_->{fn}) . ',"offset":' . $_->{offset}
+                . ',"file":' . js($_->{file}) . ',"line":' . $_->{line} . '}' } @{$S->{blocks}}) . ']';
+    }
+    $s .= ',"threads":[';
     my @th;
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
@@ -1119,7 +1354,7 @@ sub out_json {
             '{"path":[' . join(',', map { js($_) } @{ctx_path($C, $_)}) . '],"calls":' . $C->{xcalls}[$_]
             . ',"Ir":' . $C->{xexcl}[$_] . ',"inclusive":' . $C->{xincl}[$_] . '}'
         } @$sorted);
-        push @th, "{\"tid\":$tid,\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"kccf_nodes\":$C->{n},"
+        push @th, "{\"tid\":$tid," . (defined $t->{fname} ? '"function":' . js($t->{fname}) . ',' : '') . "\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"kccf_nodes\":$C->{n},"
             . "\"contexts\":[$ctx],\"kccf\":" . json_tree($o, ccf_counters($C), 'callers') . ',"ksf":' . json_tree($o, $t->{F}, 'children') . '}';
     }
     return $s . join(',', @th) . "]}\n";
