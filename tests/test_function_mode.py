@@ -3,6 +3,7 @@ import pytest
 
 import ksf_records
 from ksf_records import parse_listing
+from thesis_listings import LISTING_45_KSF
 
 LISTING_4_3_THREAD1 = """
 | __root__(),1
@@ -38,28 +39,8 @@ LISTING_4_4 = """
       | c(),2
 """
 # Listing 4.5: the 2-SF of prog1, threads joined.
-LISTING_4_5_KSF = """
-| __root__(),2
-  | a(),2
-    | b(),2
-    | c(),1
-    | f(),1
-  | e(),2
-    | d(),2
-      | c(),4
-    | c(),2
-    | a(),2
-      | b(),2
-      | c(),2
-| b(),2
-| c(),3
-| d(),2
-  | c(),4
-| a(),2
-  | b(),2
-  | c(),2
-| f(),1
-"""
+LISTING_4_5_KSF = LISTING_45_KSF
+
 LISTING_4_7 = """
 | __root__(),1
   | main(),1
