@@ -106,14 +106,15 @@ WORKLOAD_DESC = {
     'cppvirt': 'C++, virtual calls, visitors, STL containers and sort (bench/workloads/cppvirt.cpp)',
     'numeric': 'C, loop-heavy numeric kernel: blocked matmul, Jacobi stencil (bench/workloads/numeric.c)',
     'threads': 'C, 4 pthreads, recursion, per-thread hash table, shared mutex (bench/workloads/threads.c)',
-    'bzip2': 'Debian bzip2 -c compressing generated text (4 MB at scale 1)',
-    'sqlite3': 'Debian sqlite3 :memory: running a generated SQL script: inserts, 3 index builds, joins, group by',
+    'bzip2': 'Debian bzip2 -c compressing generated text (6 MB at scale 1)',
+    'sqlite3': 'Debian sqlite3 :memory: running a generated SQL script: 4,000 + 500 + 40,000 INSERTs (scale 1), '
+               '3 index builds, joins, group by, a self-join',
 }
 BUILT = {  # source, compiler, argument units at scale 1
     'callheavy': ('callheavy.c', 'gcc', 400),
     'cppvirt': ('cppvirt.cpp', 'g++', 25),
     'numeric': ('numeric.c', 'gcc', 120),
-    'threads': ('threads.c', 'gcc', 400),
+    'threads': ('threads.c', 'gcc', 800),
 }
 
 
@@ -137,7 +138,7 @@ def gen_sql(path, scale):
     transaction, three index builds, joins with GROUP BY, a self-join, an
     UPDATE with a subquery."""
     rng = random.Random(11)
-    nc, no, npd = max(10, int(2500 * scale)), max(50, int(25000 * scale)), 500
+    nc, no, npd = max(10, int(4000 * scale)), max(50, int(40000 * scale)), 500
     lines = ['PRAGMA journal_mode=OFF;', 'BEGIN;',
              'CREATE TABLE customer(id INTEGER PRIMARY KEY, name TEXT, city TEXT, tier INTEGER);',
              'CREATE TABLE product(id INTEGER PRIMARY KEY, name TEXT, price REAL);',
@@ -167,7 +168,7 @@ def gen_sql(path, scale):
         'SELECT count(*) FROM orders o1 JOIN orders o2 ON o1.customer = o2.customer '
         'AND o1.day < o2.day AND o2.day < o1.day + 7;',
         'UPDATE product SET price = price * 1.1 WHERE id IN '
-        '(SELECT product FROM orders GROUP BY product HAVING sum(qty) > 250);',
+        '(SELECT product FROM orders GROUP BY product HAVING sum(qty) > 400);',
         'SELECT round(sum(price), 2) FROM product;',
     ]
     path.write_text('\n'.join(lines) + '\n')
@@ -203,7 +204,7 @@ class Workloads:
         if name == 'bzip2':
             path = self.data / f'text-{tag}.txt'
             if not path.exists():
-                gen_text(path, max(4096, int(4_000_000 * scale)))
+                gen_text(path, max(4096, int(6_000_000 * scale)))
             return ['bzip2', '-c'], path
         if name == 'sqlite3':
             path = self.data / f'script-{tag}.sql'
@@ -216,21 +217,46 @@ class Workloads:
 # ---------------------------------------------------------------------------
 # Running and measuring
 # ---------------------------------------------------------------------------
+TIME = '/usr/bin/time'   # Debian package "time"
+
+
 def run_measured(cmd, stdin_path, stderr_path, env, cwd, timeout):
-    """Runs cmd; returns (wall seconds, peak RSS KiB of this process, exit
-    code or 'timeout').  Valgrind execs its tool in the same process, so the
-    wait4 rusage is the tool's."""
+    """Runs cmd; returns (wall seconds, peak RSS KiB, exit code or 'timeout').
+
+    Peak RSS comes from /usr/bin/time -f %M, not from this process's wait4:
+    Linux carries the RSS high-water mark of the pre-exec image into the
+    child's ru_maxrss, so a child forked from this (large) Python process
+    would report at least Python's RSS.  /usr/bin/time is small.  Valgrind
+    execs its tool in the same process, so %M is the tool's peak."""
+    rss_file = pathlib.Path(str(stderr_path) + '.rss')
+    use_time = os.access(TIME, os.X_OK)
+    full = [TIME, '-f', '%M', '-o', str(rss_file)] + cmd if use_time else cmd
     with open(stdin_path or os.devnull, 'rb') as inp, open(stderr_path, 'wb') as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdin=inp, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=cwd)
+        proc = subprocess.Popen(full, stdin=inp, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=cwd,
+                                start_new_session=True)
         timed_out = []
-        timer = threading.Timer(timeout, lambda: (timed_out.append(1), proc.kill()))
+
+        def kill():
+            timed_out.append(1)
+            try:
+                os.killpg(proc.pid, 9)
+            except ProcessLookupError:
+                pass
+        timer = threading.Timer(timeout, kill)
         timer.start()
         _, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - start
         timer.cancel()
         proc.returncode = os.waitstatus_to_exitcode(status)
-    return elapsed, usage.ru_maxrss, ('timeout' if timed_out else proc.returncode)
+    rss = usage.ru_maxrss
+    if use_time:
+        try:
+            rss = int(rss_file.read_text().split()[-1])
+        except (OSError, ValueError, IndexError):
+            rss = 0
+        rss_file.unlink(missing_ok=True)
+    return elapsed, rss, ('timeout' if timed_out else proc.returncode)
 
 
 KSF_RE = re.compile(rb'^# ksf-thread (\S+) nodes=(\d+)')
@@ -313,6 +339,7 @@ class Suite:
             'loadavg_start': open('/proc/loadavg').read().split()[:3],
             'command': ' '.join(['bench/suite.py'] + sys.argv[1:]),
             'runs': self.args.runs, 'scale': self.args.scale,
+            'rss_source': '/usr/bin/time -f %M' if os.access(TIME, os.X_OK) else 'wait4 (upper bound)',
         }
 
     # -- one run --------------------------------------------------------------
@@ -405,6 +432,7 @@ class Suite:
         digest = self.snapshot_tool()
         self.data['meta'] = self.machine(digest)
         self.data['meta']['workloads'] = a.workloads
+        self.data['meta']['workload_desc'] = dict(WORKLOAD_DESC)
         self.data['meta']['configs'] = a.configs
         self.data['meta']['pending_configs'] = [n for n, _, _ in PENDING_CONFIGS if n not in a.configs]
         for w in a.workloads + a.growth + a.ksweep:
@@ -445,6 +473,10 @@ def fmt_int(x):
     return '–' if x is None else f'{x:,}'
 
 
+def fmt_mb(kb):
+    return '–' if not kb else f'{kb / 1024:.1f}'
+
+
 def fmt_kb(b):
     if b is None:
         return '–'
@@ -452,11 +484,31 @@ def fmt_kb(b):
 
 
 class Report:
-    def __init__(self, outdir):
+    def __init__(self, outdir, merge=()):
+        """merge: other results folders whose growth and k-sweep runs replace
+        this folder's (e.g. a later `--workloads= ` run of those phases only)."""
         self.out = outdir
         self.data = json.loads((outdir / 'results.json').read_text())
         self.meta = self.data['meta']
         self.runs = self.data['runs']
+        if 'rss_source' not in self.meta:
+            # Older runs took ru_maxrss from wait4: Linux carries the forking
+            # Python's RSS into the child, so peaks below it are not real.
+            floor = min((r['rss_kb'] for r in self.runs if r['config'] == 'native'), default=0)
+            for r in self.runs:
+                if r['rss_kb'] <= floor * 1.02:
+                    r['rss_kb'] = None
+            self.meta['rss_source'] = 'wait4 (values at the forking Python\'s RSS dropped)'
+        self.merged = []
+        for other in merge:
+            od = json.loads((pathlib.Path(other) / 'results.json').read_text())
+            phases = {r['phase'] for r in od['runs']} - {'main'}
+            self.runs = [r for r in self.runs if r['phase'] not in phases] + \
+                        [r for r in od['runs'] if r['phase'] in phases]
+            for key, val in od['annotate'].items():
+                if key.split('-', 1)[0] in phases:
+                    self.data['annotate'][key] = val
+            self.merged.append((other, sorted(phases), od['meta']))
 
     def recs(self, phase, w=None, c=None, scale=None):
         return [r for r in self.runs if r['phase'] == phase and (w is None or r['workload'] == w)
@@ -477,7 +529,8 @@ class Report:
                 s = {'n': len(ok), 'failed': [r['rc'] for r in rr.values() if r['rc'] != 0]}
                 if ok:
                     s['wall'] = statistics.median(r['wall'] for r in ok)
-                    s['rss_kb'] = max(r['rss_kb'] for r in ok)
+                    rss = [r['rss_kb'] for r in ok if r['rss_kb']]
+                    s['rss_kb'] = max(rss) if rss else None
                     sizes = [r['out_bytes'] for r in ok if r['out_bytes'] is not None]
                     s['out_bytes'] = max(sizes) if sizes else None
                     nodes = [r['ksf_nodes'] for r in ok if r['ksf_nodes'] is not None]
@@ -550,12 +603,18 @@ class Report:
         L.append(f'Runs: {m.get("runs")} interleaved rounds at scale {m.get("scale")}; load average '
                  f'{" ".join(m.get("loadavg_start", []))} at start, {" ".join(m.get("loadavg_end", []) or ["?"])} '
                  f'at end; {m.get("minutes", 0):.0f} min in all.')
+        L.append(f'Peak RSS from {m.get("rss_source")}.')
+        for other, phases, om in self.merged:
+            L.append('')
+            L.append(f'Merged: the {" and ".join(phases)} runs come from `{om.get("command")}` '
+                     f'({om.get("date")}, git {om.get("git")}, tool sha256 {om.get("tool_sha256")}, '
+                     f'peak RSS from {om.get("rss_source", "wait4")}).')
         L.append('')
         L.append('## Workloads')
         L.append('')
         for w in ws:
             native = table.get((w, 'native'), {}).get('wall')
-            L.append(f'- **{w}**: {WORKLOAD_DESC.get(w, "")}; `{m.get("argv", {}).get(w, "")}`'
+            L.append(f'- **{w}**: {m.get("workload_desc", WORKLOAD_DESC).get(w, "")}; `{m.get("argv", {}).get(w, "")}`'
                      + (f'; native {native:.2f} s' if native else ''))
         L.append('')
         L.append('## Results')
@@ -579,7 +638,7 @@ class Report:
                 if c.startswith('kgrind') is False:
                     kccf = ''
                 L.append(f'| {w} | {CONFIG_LABELS.get(c, c)} | {s["wall"]:.2f} | {fmt(s.get("x_none"))} | '
-                         f'{fmt(s.get("x_cg"))} | {s["rss_kb"] / 1024:.1f} | {fmt_kb(s.get("out_bytes"))} | '
+                         f'{fmt(s.get("x_cg"))} | {fmt_mb(s["rss_kb"])} | {fmt_kb(s.get("out_bytes"))} | '
                          f'{fmt_int(s.get("ksf_nodes"))} | {kccf} |')
         L.append('')
         L.append('### Geometric means over the workloads')
@@ -624,7 +683,7 @@ class Report:
             L.append('')
             for r in fails:
                 L.append(f'- {r["phase"]} {r["workload"]} ×{r["scale"]:g} {r["config"]} round {r["round"]}: '
-                         f'exit {r["rc"]} after {r["wall"]:.1f} s, peak RSS {r["rss_kb"] / 1024:.0f} MB')
+                         f'exit {r["rc"]} after {r["wall"]:.1f} s, peak RSS {fmt_mb(r["rss_kb"])} MB')
             L.append('')
         charts = sorted(p.name for p in (self.out / 'charts').glob('*.png')) if (self.out / 'charts').exists() else []
         if charts:
@@ -653,7 +712,7 @@ class Report:
                     rows.append([w, f'{sc / base:g}×', CONFIG_LABELS.get(c, c),
                                  f'{statistics.median(r["wall"] for r in rr):.2f}',
                                  fmt(statistics.median(ratios)) if ratios else '–',
-                                 f'{max(r["rss_kb"] for r in rr) / 1024:.1f}',
+                                 fmt_mb(max((r['rss_kb'] or 0) for r in rr) or None),
                                  fmt_int(max(nodes)) if nodes else ''])
         return rows
 
@@ -664,9 +723,9 @@ class Report:
             ann = self.data['annotate'].get(f'ksweep-{r["workload"]}-{r["scale"]:g}-{r["config"]}', {})
             kccf = fmt_int(ann.get('kccf_nodes')) if 'kccf_nodes' in ann else ann.get('error', '–')
             if r['rc'] != 0:
-                rows.append([r['workload'], r['k'], f'failed ({r["rc"]})', f'{r["rss_kb"] / 1024:.1f}', '', '', ''])
+                rows.append([r['workload'], r['k'], f'failed ({r["rc"]})', fmt_mb(r['rss_kb']), '', '', ''])
                 continue
-            rows.append([r['workload'], r['k'], f'{r["wall"]:.2f}', f'{r["rss_kb"] / 1024:.1f}',
+            rows.append([r['workload'], r['k'], f'{r["wall"]:.2f}', fmt_mb(r['rss_kb']),
                          fmt_kb(r['out_bytes']), fmt_int(r['ksf_nodes']), kccf])
         return rows
 
@@ -760,7 +819,7 @@ class Report:
                 if any(v is not None for v in kccf):
                     axes[0].plot(xs, [v if v is not None else float('nan') for v in kccf], marker='s',
                                  linestyle='--', label=f'{w} k-CCF')
-                axes[1].plot(xs, [r['rss_kb'] / 1024 for r in rr], marker='o', label=w)
+                axes[1].plot(xs, [(r['rss_kb'] or float('nan')) / 1024 for r in rr], marker='o', label=w)
                 axes[2].plot(xs, [r['wall'] for r in rr], marker='o', label=w)
                 for ax in axes:
                     ax.set_xticks(list(xs))
@@ -832,6 +891,8 @@ def parse_args(argv):
     ap.add_argument('--out', help='results folder [bench/results/<timestamp>]')
     ap.add_argument('--keep-work', action='store_true', help='keep the built workloads and inputs')
     ap.add_argument('--report-only', metavar='DIR', help='rewrite report.md and charts from DIR/results.json')
+    ap.add_argument('--merge', action='append', default=[], metavar='DIR',
+                    help='with --report-only: take the growth and k-sweep runs from DIR')
     ap.add_argument('--update-docs', action='store_true',
                     help='also put the report into docs/performance.md (between its suite markers)')
     a = ap.parse_args(argv)
@@ -856,7 +917,7 @@ def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
     if a.report_only:
         out = pathlib.Path(a.report_only)
-        rep = Report(out)
+        rep = Report(out, a.merge)
         print(rep.write(charts=not a.no_charts))
         if a.update_docs:
             print(rep.update_docs(ROOT / 'docs' / 'performance.md'))
