@@ -11,7 +11,8 @@ top=$PWD
 
 packages=(valgrind autoconf automake make pkg-config g++ gcc perl binutils
           python3 python3-pytest python3-jsonschema libgtest-dev
-          clang-14 libclang-rt-14-dev)
+          clang-14 libclang-rt-14-dev
+          bzip2 sqlite3 time python3-matplotlib)   # the benchmark suite (bench/)
 
 install_deps() {
   local missing=()
