@@ -70,7 +70,11 @@ struct Writer {
    UWord n_costs;
    CallEdge** edges;
    UWord n_edges;
+   UInt last_object;          // ob= in force, to write it only when it changes
+   UInt last_file;            // fl= in force, or kNoFile after fi=/fe= lines
 };
+
+const UInt kNoFile = 0xFFFFFFFFu;
 
 void write_command_line(FileWriter& out)
 {
@@ -216,8 +220,10 @@ void write_context(Writer& w, const ForestNode* n)
    UInt home = context_file(n);
    FnInfo* fn = label_function(n->label);
    UInt object = fn ? fn->object : 0;
-   w.objects.emit(w.out, "ob", object, object_name(object));
-   w.files.emit(w.out, "fl", home, file_name(home));
+   // ob= and fl= stay in force across fn= lines: write them on change only.
+   if (object != w.last_object) w.objects.emit(w.out, "ob", object, object_name(object));
+   if (home != w.last_file) w.files.emit(w.out, "fl", home, file_name(home));
+   w.last_object = object;
    write_context_ref(w, "fn", n);
    UInt current = home;
    for (; c < w.n_costs && w.costs[c].ctx == n; c++) {
@@ -225,6 +231,8 @@ void write_context(Writer& w, const ForestNode* n)
       w.out.printf("%u %llu\n", w.costs[c].line->line, w.costs[c].ir);
    }
    write_calls(w, n, &current, home);
+   // After fi=/fe= lines the next context states its file again.
+   w.last_file = current == home ? home : kNoFile;
    w.out.put_char('\n');
 }
 
@@ -364,6 +372,8 @@ void write_body(Writer& w, ULong total)
    write_header(w, total, threads, n_threads);
    ULong n_nodes = 0;
    for (UInt i = 0; i < n_threads; i++) n_nodes += threads[i].forest->sf.node_count();
+   w.last_object = kNoFile;
+   w.last_file = kNoFile;
    w.objects.init(object_count());
    w.files.init(file_count());
    w.contexts.init((UInt)n_nodes);
