@@ -204,7 +204,9 @@ void write_calls(Writer& w, const ForestNode* caller, UInt* current_file, UInt h
       write_file_switch(w, current_file, site.fn ? site.file : home, home);
       const ForestNode* callee = (const ForestNode*)edge->b;
       UInt callee_file = context_file(callee);
-      w.files.emit(w.out, "cfi", callee_file, file_name(callee_file));
+      // Readers take the caller's file when cfi= is missing (callgrind omits
+      // it the same way).
+      if (callee_file != home) w.files.emit(w.out, "cfi", callee_file, file_name(callee_file));
       write_context_ref(w, "cfn", callee);
       w.out.printf("calls=%llu 0\n%u %llu\n", edge->calls, site.line, edge->incl);
    }
