@@ -45,7 +45,9 @@ class Forest:
 class Profile:
     def __init__(self):
         self.options = {}
-        self.names = {}
+        self.names = {}          # ksf-fn: label -> function name
+        self.files = {}          # ksf-file (block modes): id -> path
+        self.blocks = {}         # ksf-block (block modes): label -> fields
         self.forests = []
 
 
@@ -63,14 +65,25 @@ def parse(path):
             elif line.startswith('# ksf-fn '):
                 _, _, fid, name = line.split(' ', 3)
                 prof.names[int(fid)] = name
+            elif line.startswith('# ksf-file '):
+                _, _, fid, name = line.split(' ', 3)
+                prof.files[int(fid)] = name
+            elif line.startswith('# ksf-block '):
+                f = line.split(' ', 9)
+                prof.blocks[int(f[2])] = dict(addr=int(f[3], 16), fn=prof.names[int(f[4])], offset=int(f[5]),
+                                              file=prof.files.get(int(f[6])), line=int(f[7]),
+                                              count=int(f[8]), name=f[9])
             elif line.startswith('# ksf-thread '):
-                m = re.match(r'# ksf-thread (\S+) nodes=(\d+) ir=(\d+)', line)
+                m = re.match(r'# ksf-thread (\S+) nodes=(\d+) ir=(\d+)(?: fn=(\d+))?$', line)
+                assert m, line
                 cur = Forest(m.group(1), prof.names)
                 cur.ir = int(m.group(3))
                 cur.expected_nodes = int(m.group(2))
+                cur.fn = prof.names[int(m.group(4))] if m.group(4) else None   # intra mode
                 prof.forests.append(cur)
             elif line.startswith('# ksf-node '):
                 f = line.split()
+                assert f[3] == '-' or int(f[3]) in cur.nodes, line   # parent first
                 cur.add(int(f[2]), None if f[3] == '-' else int(f[3]), int(f[4]),
                         int(f[5]), int(f[6]), int(f[7]))
             elif line.startswith('# ksf-end-thread'):

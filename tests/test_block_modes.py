@@ -10,6 +10,8 @@ import subprocess
 
 import pytest
 
+import ksf_records
+
 # ---------------------------------------------------------------------------
 # Reading the block records (docs/output-format.md, "Block modes")
 
@@ -72,47 +74,20 @@ class BlockForest:
 
 
 class BlockProfile:
+    """A block-mode profile, read by the shared record reader."""
+
     def __init__(self, path):
-        self.options, self.fns, self.files, self.blocks, self.forests = {}, {}, {}, {}, []
-        ended = False
-        cur = None
-        for line in open(path):
-            if not line.startswith('# ksf-'):
-                continue
-            line = line.rstrip('\n')
-            if line.startswith('# ksf-options: '):
-                self.options = dict(kv.split('=') for kv in line.split(': ', 1)[1].split())
-            elif line.startswith('# ksf-fn '):
-                _, _, fid, name = line.split(' ', 3)
-                self.fns[int(fid)] = name
-            elif line.startswith('# ksf-file '):
-                _, _, fid, name = line.split(' ', 3)
-                self.files[int(fid)] = name
-            elif line.startswith('# ksf-block '):
-                f = line.split(' ', 9)
-                self.blocks[int(f[2])] = dict(addr=int(f[3], 16), fn=self.fns[int(f[4])], offset=int(f[5]),
-                                              file=self.files.get(int(f[6])), line=int(f[7]),
-                                              count=int(f[8]), name=f[9])
-            elif line.startswith('# ksf-thread '):
-                m = re.match(r'# ksf-thread (\S+) nodes=(\d+) ir=(\d+)(?: fn=(\d+))?$', line)
-                assert m, line
-                cur = BlockForest(m.group(1), self.fns[int(m.group(4))] if m.group(4) else None)
-                cur.ir = int(m.group(3))
-                cur.expected = int(m.group(2))
-                self.forests.append(cur)
-            elif line.startswith('# ksf-node '):
-                f = line.split()
-                nid, parent = int(f[2]), None if f[3] == '-' else int(f[3])
-                assert parent is None or parent in cur.nodes
-                cur.nodes[nid] = (parent, int(f[4]), int(f[5]), int(f[6]))
-                (cur.roots if parent is None else cur.kids[parent]).append(nid)
-            elif line.startswith('# ksf-end-thread'):
-                assert len(cur.nodes) == cur.expected
-                assert cur.ir == sum(n[3] for n in cur.nodes.values())   # costs only on canonical nodes
-                cur = None
-            elif line == '# ksf-end':
-                ended = True
-        assert ended
+        prof = ksf_records.parse(path)
+        self.options, self.fns, self.files, self.blocks = prof.options, prof.names, prof.files, prof.blocks
+        self.forests = []
+        for f in prof.forests:
+            cur = BlockForest(f.tid, f.fn)
+            cur.ir = f.ir
+            cur.nodes = {nid: node[:4] for nid, node in f.nodes.items()}   # (parent, label, calls, excl)
+            cur.kids = f.children
+            cur.roots = f.roots
+            assert cur.ir == sum(n[3] for n in cur.nodes.values())   # costs only on canonical nodes
+            self.forests.append(cur)
 
     @property
     def k(self):
