@@ -15,28 +15,9 @@
 
 namespace kg {
 
-Now kg_now = { ~(Addr)0, 0, 0, nullptr, 0 };
+Now kg_now;
 
 namespace {
-
-// Frames that are not activations: the interrupted code's boundary while a
-// signal handler runs, and the boundary of a stack switch.
-enum FrameKind : UChar { kActivation, kTransparent, kSignalFence, kAltSignalFence };
-
-// An SP jump larger than this is a stack switch, not a mass return
-// (Valgrind's own --max-stackframe default).
-const Addr kMaxStackFrame = 2000000;
-
-struct Frame {
-   Addr sp;
-   Activation act;          // the activation costs go to (a traced ancestor's when transparent)
-   ForestNode* ctx;         // canonical node of act
-   FnInfo* fn;              // the function running in this frame
-   ULong ir_at_entry;
-   CallEdge* edge;          // caller context -> this context
-   UWord* active;           // activations of ctx on this thread's stack
-   FrameKind kind;
-};
 
 // Block modes, intra: the block activation of one function frame. It belongs
 // to the frame at the same depth only if (sp, ir_at_entry, fn) match, so
@@ -50,15 +31,19 @@ struct BlockFrame {
    ULong serial;            // activation number in the thread (--dump-blocks)
 };
 
+} // namespace
+
 struct ThreadState {
    ThreadId tid;
    UInt serial;             // 1, 2, ... in order of creation (tids are reused)
    ThreadState* next;       // all threads ever seen, newest first
-   Frame* frames;           // frames[0] is __root__
-   UInt depth;              // frames in use
-   UInt cap;
+   Frame* frames;           // frames[0] is __root__, frames[-1] a sentinel
+   UInt cap;                // usable frames
    Forest* forest;
    Now saved;               // kg_now while another thread runs
+   PairMap<ActNode> acts;             // (top, bottom) -> ActNode
+   PairMap<Transition> transitions;   // (parent ActNode, fn or kind) -> Transition
+   Transition* all_transitions;
    // Block modes.
    BlockFrame* bb;          // intra: indexed by frame depth
    UInt bb_cap;
@@ -69,11 +54,13 @@ struct ThreadState {
    Activation inter_cur;
 };
 
+namespace {
+
 ThreadState** by_tid;      // VG_N_THREADS entries (a run-time setting)
 ThreadState* all_threads;  // every thread that ran, newest first
 UInt thread_serials;
 
-// How many frames of the running threads are activations of a node now.
+// How many frames of a thread are activations of a node now.
 struct ActiveCount {
    const void* a;           // ForestNode*
    const void* b;           // ThreadState*: threads may share a joined forest
@@ -83,17 +70,118 @@ PairMap<ActiveCount> active_counts;
 
 ThreadState* current = nullptr;
 
-ActiveCount* active_count(ForestNode* n) { return active_counts.get(n, current); }
 Forest* joined_forest = nullptr;
 BlockForest** joined_fn_forests = nullptr;   // intra, joined: by function id
 UInt n_joined_fn_forests = 0;
 BlockForest* joined_inter_forest = nullptr;  // inter, joined
 
-void update_now_from_top(ThreadState* t)
+// The current thread's frames in use (frames[0] is __root__).
+UInt depth(const ThreadState* t) { return (UInt)(kg_now.top - t->frames) + 1; }
+
+void update_now_from_top()
 {
-   const Frame& top = t->frames[t->depth - 1];
-   kg_now.top_sp = top.sp;
-   kg_now.ctx = top.ctx;
+   const Frame* top = kg_now.top;
+   kg_now.top_sp = top->sp;
+   kg_now.ctx = top->tr->ctx;
+   kg_now.act = top->tr->child;
+}
+
+ActNode* act_node(ThreadState* t, const Activation& act)
+{
+   ActNode* n = t->acts.get(act.top, act.bottom);
+   if (!n->ctx) {
+      n->act = act;
+      n->ctx = forest_canonical(act);
+      n->active = &active_counts.get(n->ctx, t)->n;
+   }
+   return n;
+}
+
+// The transition of thread t for `key` (a function, or a fence kind) from
+// `parent` (an ActNode, or a Transition for fences); created with zero counts.
+Transition* transition(ThreadState* t, const void* parent, const void* key, Bool* created)
+{
+   Transition* tr = t->transitions.get(parent, key);
+   *created = tr->child == nullptr;
+   if (*created) {
+      tr->next = t->all_transitions;
+      t->all_transitions = tr;
+   }
+   return tr;
+}
+
+void set_child(Transition* tr, ActNode* child, FnInfo* fn, FrameKind kind)
+{
+   tr->child = child;
+   tr->ctx = child->ctx;
+   tr->active = child->active;
+   tr->fn = fn;
+   tr->kind = kind;
+}
+
+// The transition into traced function fn from parent.
+Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn)
+{
+   Bool created;
+   Transition* tr = transition(t, parent, fn, &created);
+   if (!created) return tr;
+   Activation act = forest_enter(t->forest, parent->act, fn->id + 1);
+   // forest_enter counted this activation in top and bottom; transitions
+   // count every activation themselves (flush_transitions).
+   act.top->calls--;
+   if (act.bottom) act.bottom->calls--;
+   set_child(tr, act_node(t, act), fn, kActivation);
+   tr->edge = call_edge(parent->ctx, tr->ctx);
+   if (!tr->edge->call_site) tr->edge->call_site = kg_now.call_site;
+   return tr;
+}
+
+// A frame of an untraced function: costs stay in the parent activation's.
+Transition* transparent_transition(ThreadState* t, ActNode* parent, FnInfo* fn)
+{
+   Bool created;
+   Transition* tr = transition(t, parent, fn, &created);
+   if (created) set_child(tr, parent, fn, kTransparent);
+   return tr;
+}
+
+// A signal fence over the top frame (keyed by the top frame's transition,
+// whose function the handler interrupted).
+Transition* fence_transition(ThreadState* t, Transition* top, FrameKind kind)
+{
+   Bool created;
+   Transition* tr = transition(t, top, (const void*)(UWord)kind, &created);
+   if (created) set_child(tr, top->child, top->fn, kind);
+   return tr;
+}
+
+// Adds every transition's deferred counters to the forest and the edges.
+void flush_transitions(ThreadState* t)
+{
+   for (Transition* tr = t->all_transitions; tr; tr = tr->next) {
+      if (tr->kind != kActivation) continue;
+      const Activation& act = tr->child->act;
+      act.top->calls += tr->calls;
+      if (act.bottom) act.bottom->calls += tr->calls;
+      if (tr->edge) {
+         tr->edge->calls += tr->calls;
+         tr->edge->incl += tr->edge_incl;
+      }
+      tr->ctx->incl += tr->ctx_incl;
+      tr->calls = tr->edge_incl = tr->ctx_incl = 0;
+   }
+}
+
+void zero_transitions(ThreadState* t)
+{
+   for (Transition* tr = t->all_transitions; tr; tr = tr->next)
+      tr->calls = tr->edge_incl = tr->ctx_incl = 0;
+}
+
+void set_frames(ThreadState* t, Frame* base, UInt cap)
+{
+   t->frames = base + 1;
+   t->cap = cap;
 }
 
 ThreadState* thread_state(ThreadId tid)
@@ -105,28 +193,22 @@ ThreadState* thread_state(ThreadId tid)
    t->serial = ++thread_serials;
    t->next = all_threads;
    all_threads = t;
-   t->cap = 64;
-   t->frames = (Frame*)kg::alloc(t->cap * sizeof(Frame));
    if (clo.join_threads) {
       if (!joined_forest) joined_forest = forest_new();
       t->forest = joined_forest;
    } else {
       t->forest = forest_new();
    }
-   Frame& root = t->frames[0];
-   root.sp = ~(Addr)0;
-   root.act = forest_root(t->forest);
-   root.ctx = forest_canonical(root.act);
-   root.fn = nullptr;
-   root.ir_at_entry = 0;
-   root.edge = nullptr;
-   root.kind = kActivation;
-   t->depth = 1;
-   t->saved.top_sp = root.sp;
-   t->saved.pending_call = 0;
-   t->saved.call_site = 0;
-   t->saved.ctx = root.ctx;
-   t->saved.ir = 0;
+   // The root frame, and below it a sentinel whose SP no frame can be
+   // popped to (inline pops read the frame below the top).
+   UInt cap = 64;
+   set_frames(t, (Frame*)kg::alloc((cap + 1) * sizeof(Frame)), cap);
+   Bool created;
+   Transition* root = transition(t, nullptr, nullptr, &created);
+   set_child(root, act_node(t, forest_root(t->forest)), nullptr, kActivation);
+   t->frames[-1] = { 0, 0, root };
+   t->frames[0] = { ~(Addr)0, 0, root };
+   t->saved = { ~(Addr)0, 0, 0, root->ctx, 0, &t->frames[0], t->frames + cap, root->child };
    if (clo.mode == kModeInter) {
       if (clo.join_threads) {
          if (!joined_inter_forest) joined_inter_forest = block_forest_new(nullptr, 0, 0);
@@ -147,132 +229,115 @@ void switch_to(ThreadId tid)
    kg_now = current->saved;
 }
 
-Frame* push_frame(ThreadState* t)
+// A new top frame (the stack grows when full).
+Frame* push_frame(ThreadState* t, Addr sp, Transition* tr)
 {
-   if (t->depth == t->cap) {
+   if (kg_now.top + 1 >= kg_now.frames_end) {
+      UInt d = depth(t);
       UInt cap = t->cap * 2;
-      Frame* frames = (Frame*)kg::alloc(cap * sizeof(Frame));
-      VG_(memcpy)(frames, t->frames, t->depth * sizeof(Frame));
-      kg::release(t->frames);
-      t->frames = frames;
-      t->cap = cap;
+      Frame* base = (Frame*)kg::alloc((cap + 1) * sizeof(Frame));
+      VG_(memcpy)(base, t->frames - 1, (d + 1) * sizeof(Frame));
+      kg::release(t->frames - 1);
+      set_frames(t, base, cap);
+      kg_now.top = t->frames + d - 1;
+      kg_now.frames_end = t->frames + cap;
    }
-   return &t->frames[t->depth++];
+   Frame* f = ++kg_now.top;
+   f->sp = sp;
+   f->ir_at_entry = kg_now.ir;
+   f->tr = tr;
+   if (tr->kind == kActivation) {
+      tr->calls++;
+      ++*tr->active;
+   }
+   kg_now.ctx = tr->ctx;
+   kg_now.act = tr->child;
+   return f;
 }
 
-void close_frame(ThreadState* t)
+// Pops the top frame; its activation's inclusive cost is closed. (Inline IR
+// does the same for a return that pops one frame: kg_instrument.cpp.)
+void pop_frame()
 {
-   Frame& f = t->frames[t->depth - 1];
-   if (f.kind == kActivation) {
-      ULong incl = kg_now.ir - f.ir_at_entry;
-      if (f.edge) f.edge->incl += incl;
+   const Frame* f = kg_now.top;
+   Transition* tr = f->tr;
+   if (tr->kind == kActivation) {
+      ULong incl = kg_now.ir - f->ir_at_entry;
+      tr->edge_incl += incl;
       // A recursive activation of the same context is already measured by
-      // the outermost one: add inclusive cost only when that one ends.
-      if (--*f.active == 0) f.ctx->incl += incl;
+      // the outermost one: its inclusive cost counts only there.
+      if (--*tr->active == 0) tr->ctx_incl += incl;
    }
-   t->depth--;
+   kg_now.top--;
 }
 
 // Pops every frame that died, given the current SP.
 void unwind_to_sp(ThreadState* t, Addr sp)
 {
-   while (t->depth > 1) {
-      const Frame& f = t->frames[t->depth - 1];
-      if (f.kind == kAltSignalFence) {
+   while (kg_now.top > t->frames) {
+      const Frame& f = *kg_now.top;
+      UWord kind = f.tr->kind;
+      if (kind == kAltSignalFence) {
          // The handler runs on another stack: only a return to the
          // interrupted stack, above the interrupted point, ends it.
          if (!(sp > f.sp && sp - f.sp <= kMaxStackFrame)) break;
       } else {
          if (sp <= f.sp) break;
-         if (f.kind != kSignalFence && sp - f.sp > kMaxStackFrame) {
+         if (kind != kSignalFence && sp - f.sp > kMaxStackFrame) {
             // A stack switch (makecontext/swapcontext, coroutines): the
             // frames are suspended, not returned.
             break;
          }
       }
-      close_frame(t);
+      pop_frame();
    }
-   update_now_from_top(t);
+   update_now_from_top();
    // Above the top frame after a stack switch: stop checking until a new
    // frame is pushed.
    if (sp > kg_now.top_sp) kg_now.top_sp = ~(Addr)0;
 }
 
-// The last activation a block started: a function entered again from the
-// same parent activation (the common case: a call in a loop) reuses it and
-// skips the forest walk and two hash lookups.
-struct EntryCache {
-   ThreadState* thread;
-   FnInfo* fn;
-   Activation parent;
-   Activation child;
-   CallEdge* edge;
-   UWord* active;
-};
-
-Bool same_activation(const Activation& a, const Activation& b)
-{
-   return a.top == b.top && a.bottom == b.bottom && a.depth == b.depth;
-}
-
-// A new activation of a traced function under `parent`.
-void enter_traced(ThreadState* t, const Frame& parent, Frame* f, EntryCache* cache)
-{
-   f->kind = kActivation;
-   if (cache->thread == t && cache->fn == f->fn && same_activation(cache->parent, parent.act)) {
-      // What forest_enter would do: count the activation in top and bottom.
-      f->act = cache->child;
-      f->act.top->calls++;
-      if (f->act.bottom) f->act.bottom->calls++;
-      f->ctx = forest_canonical(f->act);
-      f->edge = cache->edge;
-      f->active = cache->active;
-   } else {
-      f->act = forest_enter(t->forest, parent.act, f->fn->id + 1);
-      f->ctx = forest_canonical(f->act);
-      f->edge = call_edge(parent.ctx, f->ctx);
-      f->active = &active_count(f->ctx)->n;
-      if (!f->edge->call_site) f->edge->call_site = kg_now.call_site;
-      *cache = { t, f->fn, parent.act, f->act, f->edge, f->active };
-   }
-   ++*f->active;
-   f->edge->calls++;
-}
-
 void push_activation(ThreadState* t, FnInfo* fn, Addr sp, BlockInfo* blk)
 {
-   const Frame parent = t->frames[t->depth - 1];   // a copy: push may move the stack
-   Frame* f = push_frame(t);
-   f->sp = sp;
-   f->fn = fn;
-   f->ir_at_entry = kg_now.ir;
-   if (fn_traced(fn)) {
-      if (!blk->entry_cache) blk->entry_cache = alloc_zeroed(sizeof(EntryCache));
-      enter_traced(t, parent, f, (EntryCache*)blk->entry_cache);
+   ActNode* parent = kg_now.act;
+   Transition* tr;
+   if (!fn_traced(fn)) {
+      tr = transparent_transition(t, parent, fn);
    } else {
-      f->kind = kTransparent;
-      f->act = parent.act;
-      f->ctx = parent.ctx;
-      f->edge = nullptr;
+      EntryCache* cache = entry_cache(blk);
+      tr = cache->parent == parent && cache->tr->fn == fn
+         ? cache->tr : activation_transition(t, parent, fn);
+      cache->parent = parent;
+      cache->tr = tr;
    }
+   push_frame(t, sp, tr);
    kg_now.top_sp = sp;
-   kg_now.ctx = f->ctx;
 }
 
 // The function the thread is running now (the top frame's).
-FnInfo* running_function(ThreadState* t)
-{
-   for (UInt i = t->depth; i-- > 1;)
-      if (t->frames[i].kind == kActivation || t->frames[i].kind == kTransparent)
-         return t->frames[i].fn;
-   return nullptr;
-}
+FnInfo* running_function() { return kg_now.top->tr->fn; }
 
 } // namespace
+
+// A new cache holds a transition that matches nothing, so that inline IR
+// may read through it before the first entry.
+EntryCache* entry_cache(BlockInfo* blk)
+{
+   static UWord unused_active;
+   static Transition no_transition = { 0, 0, 0, &unused_active, nullptr, nullptr, nullptr, kActivation,
+                                       nullptr, nullptr, nullptr, nullptr };
+   if (!blk->entry_cache) {
+      EntryCache* cache = (EntryCache*)kg::alloc(sizeof(EntryCache));
+      *cache = { nullptr, &no_transition };
+      blk->entry_cache = cache;
+   }
+   return (EntryCache*)blk->entry_cache;
+}
 
 void activity_init()
 {
    by_tid = (ThreadState**)alloc_zeroed(VG_N_THREADS * sizeof(ThreadState*));
+   kg_now.top_sp = ~(Addr)0;
 }
 
 // Code without symbols: the function is named by the address it was called at.
@@ -299,7 +364,7 @@ extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, UWord afte
    }
    if (after_call) {
       push_activation(t, activated_function(blk), sp, blk);
-   } else if (blk->fn_entry && running_function(t) != blk->fn) {
+   } else if (blk->fn_entry && running_function() != blk->fn) {
       // A jump to a function's first instruction from another function is a
       // tail call (or PLT/resolver jump); a jump back to its own entry is a loop.
       push_activation(t, blk->fn, sp, blk);
@@ -343,10 +408,11 @@ static inline Activation next_block(core::Forest& sf, const Activation& cur, UIn
 extern "C" void VG_REGPARM(2) kg_block_intra(BBInfo* b, UWord n)
 {
    ThreadState* t = current;
-   UInt d = t->depth - 1;
-   const Frame& f = t->frames[d];
+   UInt d = depth(t) - 1;
+   const Frame& f = *kg_now.top;
+   FnInfo* fn = f.tr->fn;
    // Only blocks run by an activation of a traced function are recorded.
-   if (f.kind != kActivation || !f.fn) return;
+   if (f.tr->kind != kActivation || !fn) return;
    if (d >= t->bb_cap) {
       UInt cap = t->bb_cap ? t->bb_cap : 64;
       while (cap <= d) cap *= 2;
@@ -357,13 +423,13 @@ extern "C" void VG_REGPARM(2) kg_block_intra(BBInfo* b, UWord n)
       t->bb_cap = cap;
    }
    BlockFrame& s = t->bb[d];
-   if (!s.forest || s.sp != f.sp || s.ir_at_entry != f.ir_at_entry || s.fn != f.fn) {
+   if (!s.forest || s.sp != f.sp || s.ir_at_entry != f.ir_at_entry || s.fn != fn) {
       // The first block of a new activation: it starts again at the root of
       // the function's forest (normally the function's first block).
       s.sp = f.sp;
       s.ir_at_entry = f.ir_at_entry;
-      s.fn = f.fn;
-      s.forest = intra_forest(t, f.fn, b->label);
+      s.fn = fn;
+      s.forest = intra_forest(t, fn, b->label);
       s.serial = ++t->bb_activations;
       core::Forest& sf = s.forest->forest.sf;
       s.cur = sf.enter_root();
@@ -373,7 +439,7 @@ extern "C" void VG_REGPARM(2) kg_block_intra(BBInfo* b, UWord n)
    }
    core::Forest::canonical(s.cur)->excl += n;
    b->count++;
-   dump_block(t->serial, s.serial, f.fn->id + 1, b);
+   dump_block(t->serial, s.serial, fn->id + 1, b);
 }
 
 extern "C" void VG_REGPARM(2) kg_block_inter(BBInfo* b, UWord n)
@@ -435,12 +501,12 @@ void thread_starts_running(ThreadId tid, ULong blocks_done)
 
 void close_thread(ThreadState* t)
 {
-   while (t->depth > 1) close_frame(t);
+   while (kg_now.top > t->frames) pop_frame();
    // __root__'s inclusive cost is the thread's whole run.
    Frame& root = t->frames[0];
-   root.ctx->incl += kg_now.ir - root.ir_at_entry;
+   root.tr->ctx->incl += kg_now.ir - root.ir_at_entry;
    root.ir_at_entry = kg_now.ir;
-   update_now_from_top(t);
+   update_now_from_top();
 }
 
 void thread_exits(ThreadId tid)
@@ -458,12 +524,9 @@ void signal_delivered(ThreadId tid, Int sig, Bool alt_stack)
 {
    switch_to(tid);
    ThreadState* t = current;
-   const Frame parent = t->frames[t->depth - 1];
-   Frame* f = push_frame(t);
-   *f = parent;
-   f->sp = VG_(get_SP)(tid);
-   f->kind = alt_stack ? kAltSignalFence : kSignalFence;
-   f->edge = nullptr;
+   FrameKind kind = alt_stack ? kAltSignalFence : kSignalFence;
+   Transition* tr = fence_transition(t, kg_now.top->tr, kind);
+   Frame* f = push_frame(t, VG_(get_SP)(tid), tr);
    // The handler's first block is entered by the core, not by a call.
    kg_now.pending_call = 0;
    kg_now.top_sp = alt_stack ? ~(Addr)0 : f->sp;
@@ -474,12 +537,12 @@ void signal_returned(ThreadId tid, Int sig)
    switch_to(tid);
    ThreadState* t = current;
    // Pop the handler's frames and its fence (the innermost one).
-   while (t->depth > 1) {
-      FrameKind kind = t->frames[t->depth - 1].kind;
-      close_frame(t);
+   while (kg_now.top > t->frames) {
+      UWord kind = kg_now.top->tr->kind;
+      pop_frame();
       if (kind == kSignalFence || kind == kAltSignalFence) break;
    }
-   update_now_from_top(t);
+   update_now_from_top();
 }
 
 void fork_child(ThreadId tid)
@@ -489,7 +552,8 @@ void fork_child(ThreadId tid)
    if (current) current->saved = kg_now;
    for (ThreadState* t = all_threads; t; t = t->next) {
       if (!clo.join_threads) forest_reset(t->forest);
-      for (UInt d = 0; d < t->depth; d++) t->frames[d].ir_at_entry = 0;
+      zero_transitions(t);
+      for (Frame* f = t->frames; f <= t->saved.top; f++) f->ir_at_entry = 0;
       t->saved.ir = 0;
    }
    if (joined_forest) forest_reset(joined_forest);
@@ -511,6 +575,7 @@ void finish_all_threads()
 UInt thread_profiles(ThreadProfile* out, UInt max)
 {
    if (current) current->saved = kg_now;
+   for (ThreadState* t = all_threads; t; t = t->next) flush_transitions(t);
    UInt n = 0;
    if (clo.join_threads) {
       if (!joined_forest) return 0;

@@ -8,17 +8,79 @@
 namespace kg {
 
 struct BlockInfo;
+struct ThreadState;
+
+// ---- The hot path's data (inline IR reads and writes these fields) --------
+
+// What a frame is.
+enum FrameKind : UWord {
+   kActivation,       // an activation of a traced function
+   kTransparent,      // an untraced function: costs go to the caller's activation
+   kSignalFence,      // the interrupted code's boundary while a handler runs
+   kAltSignalFence,   // the same, with the handler on an alternate stack
+};
+
+// One activation pair (top, bottom) of a thread's forest, as a unique object
+// per thread, so that "same parent activation" is one pointer comparison.
+struct ActNode {
+   const void* a;     // PairMap key: top
+   const void* b;     // PairMap key: bottom
+   Activation act;
+   ForestNode* ctx;   // canonical(act): where costs go
+   UWord* active;     // frames of this thread now in ctx
+};
+
+// A function called from one activation of a thread: the child activation,
+// the call edge, and counters whose transfer to the forest and the edge is
+// deferred (flush_transitions), so that a frame push or pop touches one
+// record. Frames of other kinds (fences, untraced functions) have one too.
+struct Transition {
+   ULong calls;         // activations since the last flush
+   ULong edge_incl;     // their inclusive cost
+   ULong ctx_incl;      // the part of it in outermost activations of ctx
+   UWord* active;       // child->active
+   ForestNode* ctx;     // child->ctx
+   ActNode* child;      // the frame's activation
+   FnInfo* fn;          // the function running in the frame
+   UWord kind;          // FrameKind
+   // Not read by inline IR.
+   const void* a;       // PairMap key: the parent ActNode
+   const void* b;       // PairMap key: fn, or the kind for fences
+   CallEdge* edge;      // parent ctx -> child ctx (activations only)
+   Transition* next;    // the thread's transitions
+};
+
+struct Frame {
+   Addr sp;             // SP at entry, just after the call pushed the return address
+   ULong ir_at_entry;
+   Transition* tr;
+};
+
+// Per function-entry block: the last transition it started, and from which
+// parent activation; an entry from that activation again is pushed inline.
+struct EntryCache {
+   ActNode* parent;
+   Transition* tr;
+};
+EntryCache* entry_cache(BlockInfo* blk);
 
 // The running thread's state as inline IR sees it. One instance; the
 // thread layer swaps its contents at every thread switch.
 struct Now {
-   Addr top_sp;               // SP recorded by the top frame; ~0 when none
+   Addr top_sp;               // top->sp, or ~0 while no frame can have died
    UWord pending_call;        // the previous block ended in a call
    Addr call_site;            // address of that call instruction
-   ForestNode* ctx;           // canonical node of the current activation
+   ForestNode* ctx;           // top->tr->ctx
    ULong ir;                  // instructions run by this thread
+   Frame* top;                // the top frame
+   Frame* frames_end;         // a push needs top + 1 < frames_end
+   ActNode* act;              // top->tr->child
 };
 extern Now kg_now;
+
+// An SP jump larger than this is a stack switch, not a mass return
+// (Valgrind's own --max-stackframe default).
+const Addr kMaxStackFrame = 2000000;
 
 void activity_init();
 

@@ -55,6 +55,26 @@ public:
    void store64(IRExpr* addr, IRExpr* value) { add(IRStmt_Store(Iend_LE, addr, value)); }
    static IRExpr* u64(ULong v) { return IRExpr_Const(IRConst_U64(v)); }
 
+   // The 64-bit field at byte offset `offset` of the record at `base`.
+   IRExpr* field(IRExpr* base, UWord offset)
+   {
+      return tmp(IRExpr_Binop(Iop_Add64, base, u64(offset)), Ity_I64);
+   }
+   IRExpr* load_field(IRExpr* base, UWord offset) { return load64(field(base, offset)); }
+   IRExpr* op(IROp o, IRExpr* x, IRExpr* y, IRType ty = Ity_I64)
+   {
+      return tmp(IRExpr_Binop(o, x, y), ty);
+   }
+   // *addr = value, only when guard (an Ity_I1) holds.
+   void store_if(IRExpr* addr, IRExpr* value, IRExpr* guard)
+   {
+      add(IRStmt_StoreG(Iend_LE, addr, value, guard));
+   }
+   void store_if(const void* addr, IRExpr* value, IRExpr* guard)
+   {
+      store_if(mkIRExpr_HWord((HWord)addr), value, guard);
+   }
+
    // *addr += n
    void add_to(const void* addr, ULong n)
    {
@@ -137,6 +157,44 @@ BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs)
    return blk;
 }
 
+// A function's first block pushes the new frame inline when it is entered by
+// a call from the same parent activation as last time (its entry cache), as
+// push_activation() does; every other entry calls kg_block_entry: a call from
+// another activation, a full shadow stack, or a jump to the entry from
+// another function (a tail call; a jump from the function itself is a loop).
+void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp)
+{
+   EntryCache* cache = entry_cache(blk);
+   IRExpr* after_call = b.load64(&kg_now.pending_call);
+   IRExpr* top = b.load64(&kg_now.top);
+   IRExpr* next = b.op(Iop_Add64, top, IRBuilder::u64(sizeof(Frame)));
+   IRExpr* room = b.op(Iop_CmpLT64U, next, b.load64(&kg_now.frames_end), Ity_I1);
+   IRExpr* called = b.op(Iop_CmpNE64, after_call, IRBuilder::u64(0), Ity_I1);
+   IRExpr* same_parent = b.op(Iop_CmpEQ64, b.load64(&cache->parent), b.load64(&kg_now.act), Ity_I1);
+   IRExpr* push = b.op(Iop_And1, b.op(Iop_And1, called, same_parent, Ity_I1), room, Ity_I1);
+
+   IRExpr* tr = b.load64(&cache->tr);   // never null (entry_cache())
+   b.store_if(b.field(next, offsetof(Frame, sp)), sp, push);
+   b.store_if(b.field(next, offsetof(Frame, ir_at_entry)), b.load64(&kg_now.ir), push);
+   b.store_if(b.field(next, offsetof(Frame, tr)), tr, push);
+   IRExpr* calls = b.field(tr, offsetof(Transition, calls));
+   b.store_if(calls, b.op(Iop_Add64, b.load64(calls), IRBuilder::u64(1)), push);
+   IRExpr* active = b.load_field(tr, offsetof(Transition, active));
+   b.store_if(active, b.op(Iop_Add64, b.load64(active), IRBuilder::u64(1)), push);
+   b.store_if(&kg_now.top, next, push);
+   b.store_if(&kg_now.top_sp, sp, push);
+   b.store_if(&kg_now.ctx, b.load_field(tr, offsetof(Transition, ctx)), push);
+   b.store_if(&kg_now.act, b.load_field(tr, offsetof(Transition, child)), push);
+   b.store_if(&kg_now.pending_call, IRBuilder::u64(0), push);
+
+   IRExpr* running = b.load_field(b.load_field(top, offsetof(Frame, tr)), offsetof(Transition, fn));
+   IRExpr* other_fn = b.op(Iop_CmpNE64, running, IRBuilder::u64((HWord)blk->fn), Ity_I1);
+   IRExpr* slow = b.op(Iop_And1, b.tmp(IRExpr_Unop(Iop_Not1, push), Ity_I1),
+                       b.op(Iop_Or1, called, other_fn, Ity_I1), Ity_I1);
+   b.call("kg_block_entry", (void*)kg_block_entry, 3,
+          mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), sp, after_call), slow);
+}
+
 // Steps 1-3 of the block prologue (see the top of this file).
 void add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout)
 {
@@ -145,19 +203,60 @@ void add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout)
    IRExpr* sp_rose = b.tmp(IRExpr_Binop(Iop_CmpLT64U, top_sp, sp), Ity_I1);
    b.call("kg_unwind", (void*)kg_unwind, 1, mkIRExprVec_1(sp), sp_rose);
 
-   // The helper clears the flag: blocks that do not call it leave it at 0.
-   IRExpr* after_call = b.load64(&kg_now.pending_call);
-   IRExpr* guard = blk->fn_entry || blk->in_plt
-      ? nullptr
-      : b.tmp(IRExpr_Binop(Iop_CmpNE64, after_call, IRBuilder::u64(0)), Ity_I1);
-   b.call("kg_block_entry", (void*)kg_block_entry, 3,
-          mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), sp, after_call), guard);
+   if (blk->fn_entry && !blk->in_plt && fn_traced(blk->fn)) {
+      add_inline_entry(b, blk, sp);
+   } else {
+      // The helper clears the flag: blocks that do not call it leave it at 0.
+      IRExpr* after_call = b.load64(&kg_now.pending_call);
+      IRExpr* guard = blk->fn_entry || blk->in_plt
+         ? nullptr
+         : b.tmp(IRExpr_Binop(Iop_CmpNE64, after_call, IRBuilder::u64(0)), Ity_I1);
+      b.call("kg_block_entry", (void*)kg_block_entry, 3,
+             mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), sp, after_call), guard);
+   }
 
    IRExpr* ctx = b.load64(&kg_now.ctx);
    IRExpr* cached = b.load64(&blk->cached_ctx);
    IRExpr* miss = b.tmp(IRExpr_Binop(Iop_CmpNE64, ctx, cached), Ity_I1);
    b.call("kg_refresh_counters", (void*)kg_refresh_counters, 1,
           mkIRExprVec_1(mkIRExpr_HWord((HWord)blk)), miss);
+}
+
+// A block ending in a return pops the top frame inline when exactly one
+// activation died (the common return), as pop_frame() does; anything else
+// (longjmp, several frames, fences, stack switches) is left to the next
+// block's SP check and kg_unwind. Frame frames[-1] is a sentinel (SP 0).
+void add_inline_return(IRBuilder& b, const VexGuestLayout* layout)
+{
+   IRExpr* sp = b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64);
+   IRExpr* top = b.load64(&kg_now.top);
+   IRExpr* below = b.op(Iop_Sub64, top, IRBuilder::u64(sizeof(Frame)));
+   IRExpr* top_sp = b.load_field(top, offsetof(Frame, sp));
+   IRExpr* below_sp = b.load_field(below, offsetof(Frame, sp));
+   IRExpr* tr = b.load_field(top, offsetof(Frame, tr));
+   // 0 < SP - top.sp <= kMaxStackFrame, SP <= below.sp, top an activation.
+   IRExpr* rise = b.op(Iop_Sub64, b.op(Iop_Sub64, sp, top_sp), IRBuilder::u64(1));
+   IRExpr* rose = b.op(Iop_CmpLT64U, rise, IRBuilder::u64(kMaxStackFrame), Ity_I1);
+   IRExpr* one_died = b.op(Iop_CmpLE64U, sp, below_sp, Ity_I1);
+   IRExpr* is_act = b.op(Iop_CmpEQ64, b.load_field(tr, offsetof(Transition, kind)),
+                         IRBuilder::u64(kActivation), Ity_I1);
+   IRExpr* pop = b.op(Iop_And1, b.op(Iop_And1, rose, one_died, Ity_I1), is_act, Ity_I1);
+
+   IRExpr* incl = b.op(Iop_Sub64, b.load64(&kg_now.ir), b.load_field(top, offsetof(Frame, ir_at_entry)));
+   IRExpr* edge_incl = b.field(tr, offsetof(Transition, edge_incl));
+   b.store_if(edge_incl, b.op(Iop_Add64, b.load64(edge_incl), incl), pop);
+   IRExpr* active = b.load_field(tr, offsetof(Transition, active));
+   IRExpr* still_active = b.op(Iop_Sub64, b.load64(active), IRBuilder::u64(1));
+   b.store_if(active, still_active, pop);
+   IRExpr* outermost = b.tmp(IRExpr_Unop(Iop_1Sto64, b.op(Iop_CmpEQ64, still_active, IRBuilder::u64(0), Ity_I1)), Ity_I64);
+   IRExpr* ctx_incl = b.field(tr, offsetof(Transition, ctx_incl));
+   b.store_if(ctx_incl, b.op(Iop_Add64, b.load64(ctx_incl), b.op(Iop_And64, incl, outermost)), pop);
+
+   IRExpr* below_tr = b.load_field(below, offsetof(Frame, tr));
+   b.store_if(&kg_now.top, below, pop);
+   b.store_if(&kg_now.top_sp, below_sp, pop);
+   b.store_if(&kg_now.ctx, b.load_field(below_tr, offsetof(Transition, ctx)), pop);
+   b.store_if(&kg_now.act, b.load_field(below_tr, offsetof(Transition, child)), pop);
 }
 
 // Block modes: the basic blocks of a superblock. A block starts at the
@@ -245,6 +344,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       b.add(st);
    }
    pending.flush(b, blk);
+   if (sb->jumpkind == Ijk_Ret) add_inline_return(b, layout);
    if (sb->jumpkind == Ijk_Call) {
       // The next block is the callee's: it starts an activation.
       b.store64(&kg_now.pending_call, IRBuilder::u64(1));
