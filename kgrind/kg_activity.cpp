@@ -83,7 +83,6 @@ void update_now_from_top()
    const Frame* top = kg_now.top;
    kg_now.top_sp = top->sp;
    kg_now.ctx = top->tr->ctx;
-   kg_now.act = top->tr->child;
 }
 
 ActNode* act_node(ThreadState* t, const Activation& act)
@@ -178,6 +177,9 @@ void zero_transitions(ThreadState* t)
       tr->calls = tr->edge_incl = tr->ctx_incl = 0;
 }
 
+// base[0] is a sentinel below the root frame (inline pops read the frame
+// below the top) and base[cap + 1] a spare slot above the last usable frame
+// (inline pushes write the next frame before checking it is usable).
 void set_frames(ThreadState* t, Frame* base, UInt cap)
 {
    t->frames = base + 1;
@@ -202,13 +204,13 @@ ThreadState* thread_state(ThreadId tid)
    // The root frame, and below it a sentinel whose SP no frame can be
    // popped to (inline pops read the frame below the top).
    UInt cap = 64;
-   set_frames(t, (Frame*)kg::alloc((cap + 1) * sizeof(Frame)), cap);
+   set_frames(t, (Frame*)kg::alloc((cap + 2) * sizeof(Frame)), cap);
    Bool created;
    Transition* root = transition(t, nullptr, nullptr, &created);
    set_child(root, act_node(t, forest_root(t->forest)), nullptr, kActivation);
    t->frames[-1] = { 0, 0, root };
    t->frames[0] = { ~(Addr)0, 0, root };
-   t->saved = { ~(Addr)0, 0, 0, root->ctx, 0, &t->frames[0], t->frames + cap, root->child };
+   t->saved = { ~(Addr)0, 0, 0, root->ctx, 0, &t->frames[0], t->frames + cap };
    if (clo.mode == kModeInter) {
       if (clo.join_threads) {
          if (!joined_inter_forest) joined_inter_forest = block_forest_new(nullptr, 0, 0);
@@ -235,7 +237,7 @@ Frame* push_frame(ThreadState* t, Addr sp, Transition* tr)
    if (kg_now.top + 1 >= kg_now.frames_end) {
       UInt d = depth(t);
       UInt cap = t->cap * 2;
-      Frame* base = (Frame*)kg::alloc((cap + 1) * sizeof(Frame));
+      Frame* base = (Frame*)kg::alloc((cap + 2) * sizeof(Frame));
       VG_(memcpy)(base, t->frames - 1, (d + 1) * sizeof(Frame));
       kg::release(t->frames - 1);
       set_frames(t, base, cap);
@@ -251,7 +253,6 @@ Frame* push_frame(ThreadState* t, Addr sp, Transition* tr)
       ++*tr->active;
    }
    kg_now.ctx = tr->ctx;
-   kg_now.act = tr->child;
    return f;
 }
 
@@ -299,15 +300,15 @@ void unwind_to_sp(ThreadState* t, Addr sp)
 
 void push_activation(ThreadState* t, FnInfo* fn, Addr sp, BlockInfo* blk)
 {
-   ActNode* parent = kg_now.act;
+   Transition* top = kg_now.top->tr;
    Transition* tr;
    if (!fn_traced(fn)) {
-      tr = transparent_transition(t, parent, fn);
+      tr = transparent_transition(t, top->child, fn);
    } else {
       EntryCache* cache = entry_cache(blk);
-      tr = cache->parent == parent && cache->tr->fn == fn
-         ? cache->tr : activation_transition(t, parent, fn);
-      cache->parent = parent;
+      tr = cache->parent == top && cache->tr->fn == fn
+         ? cache->tr : activation_transition(t, top->child, fn);
+      cache->parent = top;
       cache->tr = tr;
    }
    push_frame(t, sp, tr);
@@ -351,6 +352,18 @@ static FnInfo* activated_function(BlockInfo* blk)
 extern "C" void VG_REGPARM(1) kg_unwind(Addr sp)
 {
    unwind_to_sp(current, sp);
+}
+
+extern "C" void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, UWord after_call)
+{
+   Transition* tr = kg_now.top->tr;
+   tr->calls--;
+   --*tr->active;
+   kg_now.top--;
+   update_now_from_top();
+   // A handler on an alternate stack runs below no frame (signal_delivered).
+   if (kg_now.top->tr->kind == kAltSignalFence) kg_now.top_sp = ~(Addr)0;
+   kg_block_entry(blk, sp, after_call);
 }
 
 extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, UWord after_call)

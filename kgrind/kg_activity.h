@@ -56,10 +56,11 @@ struct Frame {
    Transition* tr;
 };
 
-// Per function-entry block: the last transition it started, and from which
-// parent activation; an entry from that activation again is pushed inline.
+// Per function-entry block: the last transition it started, and the top
+// frame's transition then; a call from a frame of that transition again is
+// pushed inline.
 struct EntryCache {
-   ActNode* parent;
+   Transition* parent;
    Transition* tr;
 };
 EntryCache* entry_cache(BlockInfo* blk);
@@ -73,8 +74,7 @@ struct Now {
    ForestNode* ctx;           // top->tr->ctx
    ULong ir;                  // instructions run by this thread
    Frame* top;                // the top frame
-   Frame* frames_end;         // a push needs top + 1 < frames_end
-   ActNode* act;              // top->tr->child
+   Frame* frames_end;         // a push needs top + 1 < frames_end (which is writable)
 };
 extern Now kg_now;
 
@@ -91,6 +91,9 @@ void VG_REGPARM(1) kg_unwind(Addr sp);
 // A block that may start an activation (entered after a call, or a
 // function's first block).
 void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, UWord after_call);
+// A function's first block pushed a frame from its entry cache, but the
+// push was wrong (see kg_instrument.cpp): undo it, then as kg_block_entry.
+void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, UWord after_call);
 }
 
 // Core callbacks.

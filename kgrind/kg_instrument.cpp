@@ -65,24 +65,20 @@ public:
    {
       return tmp(IRExpr_Binop(o, x, y), ty);
    }
-   // *addr = value, only when guard (an Ity_I1) holds.
-   void store_if(IRExpr* addr, IRExpr* value, IRExpr* guard)
-   {
-      add(IRStmt_StoreG(Iend_LE, addr, value, guard));
-   }
-   void store_if(const void* addr, IRExpr* value, IRExpr* guard)
-   {
-      store_if(mkIRExpr_HWord((HWord)addr), value, guard);
-   }
+   // All ones when the Ity_I1 `bit` holds, else zero.
+   IRExpr* mask(IRExpr* bit) { return tmp(IRExpr_Unop(Iop_1Sto64, bit), Ity_I64); }
+   // bit ? x : y
+   IRExpr* ite(IRExpr* bit, IRExpr* x, IRExpr* y) { return tmp(IRExpr_ITE(bit, x, y), Ity_I64); }
 
    // *addr += n
    void add_to(const void* addr, ULong n)
    {
       store64(addr, tmp(IRExpr_Binop(Iop_Add64, load64(addr), u64(n)), Ity_I64));
    }
-   void add_to(IRExpr* addr, ULong n)
+   void add_to(IRExpr* addr, ULong n) { add_to(addr, u64(n)); }
+   void add_to(IRExpr* addr, IRExpr* n)
    {
-      store64(addr, tmp(IRExpr_Binop(Iop_Add64, load64(addr), u64(n)), Ity_I64));
+      store64(addr, tmp(IRExpr_Binop(Iop_Add64, load64(addr), n), Ity_I64));
    }
 
    // A helper call, when guard holds (guard may be nullptr: always).
@@ -157,42 +153,38 @@ BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs)
    return blk;
 }
 
-// A function's first block pushes the new frame inline when it is entered by
-// a call from the same parent activation as last time (its entry cache), as
-// push_activation() does; every other entry calls kg_block_entry: a call from
-// another activation, a full shadow stack, or a jump to the entry from
-// another function (a tail call; a jump from the function itself is a loop).
+// A function's first block pushes the frame its entry cache predicts, with
+// straight-line IR, as push_activation() would: the prediction holds for a
+// call from a frame of the same transition as last time. Otherwise
+// kg_entry_fixup undoes the push and does what kg_block_entry does: a call
+// from elsewhere, a full shadow stack, or a jump to the entry (a tail call,
+// or a loop back to it).
 void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp)
 {
    EntryCache* cache = entry_cache(blk);
    IRExpr* after_call = b.load64(&kg_now.pending_call);
    IRExpr* top = b.load64(&kg_now.top);
-   IRExpr* next = b.op(Iop_Add64, top, IRBuilder::u64(sizeof(Frame)));
-   IRExpr* room = b.op(Iop_CmpLT64U, next, b.load64(&kg_now.frames_end), Ity_I1);
-   IRExpr* called = b.op(Iop_CmpNE64, after_call, IRBuilder::u64(0), Ity_I1);
-   IRExpr* same_parent = b.op(Iop_CmpEQ64, b.load64(&cache->parent), b.load64(&kg_now.act), Ity_I1);
-   IRExpr* push = b.op(Iop_And1, b.op(Iop_And1, called, same_parent, Ity_I1), room, Ity_I1);
+   IRExpr* next = b.op(Iop_Add64, top, IRBuilder::u64(sizeof(Frame)));   // always writable
+   IRExpr* tr = b.load64(&cache->tr);                                    // never null
+   IRExpr* predicted = b.op(Iop_And1,
+      b.op(Iop_And1, b.op(Iop_CmpNE64, after_call, IRBuilder::u64(0), Ity_I1),
+                     b.op(Iop_CmpEQ64, b.load64(&cache->parent),
+                          b.load_field(top, offsetof(Frame, tr)), Ity_I1), Ity_I1),
+      b.op(Iop_CmpLT64U, next, b.load64(&kg_now.frames_end), Ity_I1), Ity_I1);
 
-   IRExpr* tr = b.load64(&cache->tr);   // never null (entry_cache())
-   b.store_if(b.field(next, offsetof(Frame, sp)), sp, push);
-   b.store_if(b.field(next, offsetof(Frame, ir_at_entry)), b.load64(&kg_now.ir), push);
-   b.store_if(b.field(next, offsetof(Frame, tr)), tr, push);
-   IRExpr* calls = b.field(tr, offsetof(Transition, calls));
-   b.store_if(calls, b.op(Iop_Add64, b.load64(calls), IRBuilder::u64(1)), push);
-   IRExpr* active = b.load_field(tr, offsetof(Transition, active));
-   b.store_if(active, b.op(Iop_Add64, b.load64(active), IRBuilder::u64(1)), push);
-   b.store_if(&kg_now.top, next, push);
-   b.store_if(&kg_now.top_sp, sp, push);
-   b.store_if(&kg_now.ctx, b.load_field(tr, offsetof(Transition, ctx)), push);
-   b.store_if(&kg_now.act, b.load_field(tr, offsetof(Transition, child)), push);
-   b.store_if(&kg_now.pending_call, IRBuilder::u64(0), push);
+   b.store64(b.field(next, offsetof(Frame, sp)), sp);
+   b.store64(b.field(next, offsetof(Frame, ir_at_entry)), b.load64(&kg_now.ir));
+   b.store64(b.field(next, offsetof(Frame, tr)), tr);
+   b.add_to(b.field(tr, offsetof(Transition, calls)), 1);
+   b.add_to(b.load_field(tr, offsetof(Transition, active)), 1);
+   b.store64(&kg_now.top, next);
+   b.store64(&kg_now.top_sp, sp);
+   b.store64(&kg_now.ctx, b.load_field(tr, offsetof(Transition, ctx)));
+   b.store64(&kg_now.pending_call, IRBuilder::u64(0));
 
-   IRExpr* running = b.load_field(b.load_field(top, offsetof(Frame, tr)), offsetof(Transition, fn));
-   IRExpr* other_fn = b.op(Iop_CmpNE64, running, IRBuilder::u64((HWord)blk->fn), Ity_I1);
-   IRExpr* slow = b.op(Iop_And1, b.tmp(IRExpr_Unop(Iop_Not1, push), Ity_I1),
-                       b.op(Iop_Or1, called, other_fn, Ity_I1), Ity_I1);
-   b.call("kg_block_entry", (void*)kg_block_entry, 3,
-          mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), sp, after_call), slow);
+   b.call("kg_entry_fixup", (void*)kg_entry_fixup, 3,
+          mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), sp, after_call),
+          b.tmp(IRExpr_Unop(Iop_Not1, predicted), Ity_I1));
 }
 
 // Steps 1-3 of the block prologue (see the top of this file).
@@ -242,21 +234,21 @@ void add_inline_return(IRBuilder& b, const VexGuestLayout* layout)
                          IRBuilder::u64(kActivation), Ity_I1);
    IRExpr* pop = b.op(Iop_And1, b.op(Iop_And1, rose, one_died, Ity_I1), is_act, Ity_I1);
 
-   IRExpr* incl = b.op(Iop_Sub64, b.load64(&kg_now.ir), b.load_field(top, offsetof(Frame, ir_at_entry)));
-   IRExpr* edge_incl = b.field(tr, offsetof(Transition, edge_incl));
-   b.store_if(edge_incl, b.op(Iop_Add64, b.load64(edge_incl), incl), pop);
+   // Branch-free: without a pop, every update below adds zero or stores
+   // the old value.
+   IRExpr* incl = b.op(Iop_And64, b.mask(pop),
+      b.op(Iop_Sub64, b.load64(&kg_now.ir), b.load_field(top, offsetof(Frame, ir_at_entry))));
+   b.add_to(b.field(tr, offsetof(Transition, edge_incl)), incl);
    IRExpr* active = b.load_field(tr, offsetof(Transition, active));
-   IRExpr* still_active = b.op(Iop_Sub64, b.load64(active), IRBuilder::u64(1));
-   b.store_if(active, still_active, pop);
-   IRExpr* outermost = b.tmp(IRExpr_Unop(Iop_1Sto64, b.op(Iop_CmpEQ64, still_active, IRBuilder::u64(0), Ity_I1)), Ity_I64);
-   IRExpr* ctx_incl = b.field(tr, offsetof(Transition, ctx_incl));
-   b.store_if(ctx_incl, b.op(Iop_Add64, b.load64(ctx_incl), b.op(Iop_And64, incl, outermost)), pop);
+   IRExpr* still_active = b.op(Iop_Sub64, b.load64(active), b.tmp(IRExpr_Unop(Iop_1Uto64, pop), Ity_I64));
+   b.store64(active, still_active);
+   IRExpr* outermost = b.mask(b.op(Iop_CmpEQ64, still_active, IRBuilder::u64(0), Ity_I1));
+   b.add_to(b.field(tr, offsetof(Transition, ctx_incl)), b.op(Iop_And64, incl, outermost));
 
    IRExpr* below_tr = b.load_field(below, offsetof(Frame, tr));
-   b.store_if(&kg_now.top, below, pop);
-   b.store_if(&kg_now.top_sp, below_sp, pop);
-   b.store_if(&kg_now.ctx, b.load_field(below_tr, offsetof(Transition, ctx)), pop);
-   b.store_if(&kg_now.act, b.load_field(below_tr, offsetof(Transition, child)), pop);
+   b.store64(&kg_now.top, b.ite(pop, below, top));
+   b.store64(&kg_now.top_sp, b.ite(pop, below_sp, b.load64(&kg_now.top_sp)));
+   b.store64(&kg_now.ctx, b.ite(pop, b.load_field(below_tr, offsetof(Transition, ctx)), b.load64(&kg_now.ctx)));
 }
 
 // Block modes: the basic blocks of a superblock. A block starts at the
