@@ -73,10 +73,27 @@ static Int compare_context_costs(const void* pa, const void* pb)
    return (Int)compare_lines((UWord)a->line, (UWord)b->line);
 }
 
+UWord merge_line_costs(ContextLineCost* all, UWord n)
+{
+   VG_(ssort)(all, n, sizeof(ContextLineCost), compare_context_costs);
+   UWord merged = 0;
+   for (UWord i = 0; i < n; i++) {
+      if (merged && all[merged - 1].ctx == all[i].ctx && all[merged - 1].line == all[i].line)
+         all[merged - 1].ir += all[i].ir;
+      else
+         all[merged++] = all[i];
+   }
+   return merged;
+}
+
 UWord collect_line_costs(ContextLineCost** out)
 {
+   // Sized to the non-zero counters: this runs at exit, when peak RSS may be reached.
    UWord n = 0, cap = 0;
-   block_counters.for_each([&](BlockCounters* e) { cap += ((const BlockInfo*)e->b)->n_slots; });
+   block_counters.for_each([&](BlockCounters* e) {
+      const BlockInfo* blk = (const BlockInfo*)e->b;
+      for (UInt i = 0; i < blk->n_slots; i++) cap += e->counters[i] != 0;
+   });
    ContextLineCost* all = (ContextLineCost*)kg::alloc((cap + 1) * sizeof(ContextLineCost));
    block_counters.for_each([&](BlockCounters* e) {
       const BlockInfo* blk = (const BlockInfo*)e->b;
@@ -88,16 +105,8 @@ UWord collect_line_costs(ContextLineCost** out)
          n++;
       }
    });
-   VG_(ssort)(all, n, sizeof(ContextLineCost), compare_context_costs);
-   UWord merged = 0;
-   for (UWord i = 0; i < n; i++) {
-      if (merged && all[merged - 1].ctx == all[i].ctx && all[merged - 1].line == all[i].line)
-         all[merged - 1].ir += all[i].ir;
-      else
-         all[merged++] = all[i];
-   }
    *out = all;
-   return merged;
+   return merge_line_costs(all, n);
 }
 
 CallEdge* call_edge(ForestNode* caller, ForestNode* callee)
@@ -105,13 +114,39 @@ CallEdge* call_edge(ForestNode* caller, ForestNode* callee)
    return call_edges.get(caller, callee);
 }
 
-UWord collect_call_edges(CallEdge*** out)
+static Int compare_edges(const void* pa, const void* pb)
 {
-   CallEdge** all = (CallEdge**)kg::alloc((call_edges.size() + 1) * sizeof(CallEdge*));
-   UWord n = 0;
-   call_edges.for_each([&](CallEdge* e) { if (e->calls || e->incl) all[n++] = e; });
+   const CallEdge* a = (const CallEdge*)pa;
+   const CallEdge* b = (const CallEdge*)pb;
+   if (a->a != b->a) return (UWord)a->a < (UWord)b->a ? -1 : 1;
+   if (a->b != b->b) return (UWord)a->b < (UWord)b->b ? -1 : 1;
+   if (a->call_site != b->call_site) return a->call_site < b->call_site ? -1 : 1;
+   return 0;
+}
+
+UWord merge_call_edges(CallEdge* all, UWord n)
+{
+   VG_(ssort)(all, n, sizeof(CallEdge), compare_edges);
+   UWord merged = 0;
+   for (UWord i = 0; i < n; i++) {
+      if (merged && compare_edges(&all[merged - 1], &all[i]) == 0) {
+         all[merged - 1].calls += all[i].calls;
+         all[merged - 1].incl += all[i].incl;
+      } else {
+         all[merged++] = all[i];
+      }
+   }
+   return merged;
+}
+
+UWord collect_call_edges(CallEdge** out)
+{
+   UWord cap = 0, n = 0;
+   call_edges.for_each([&](CallEdge* e) { cap += e->calls || e->incl; });
+   CallEdge* all = (CallEdge*)kg::alloc((cap + 1) * sizeof(CallEdge));
+   call_edges.for_each([&](CallEdge* e) { if (e->calls || e->incl) all[n++] = *e; });
    *out = all;
-   return n;
+   return merge_call_edges(all, n);
 }
 
 void reset_costs()

@@ -46,9 +46,12 @@ struct ContextLineCost {
    SourceLine* line;
    ULong ir;
 };
-// All non-zero exclusive costs merged per (context, line). The caller owns
-// the array (release() it).
+// All non-zero exclusive costs merged per (context, line), sorted by
+// context. The caller owns the array (release() it).
 UWord collect_line_costs(ContextLineCost** out);
+// Sorts by (context, line) and folds entries of the same (context, line)
+// into one; returns the new count.
+UWord merge_line_costs(ContextLineCost* all, UWord n);
 
 // Call edges between contexts.
 struct CallEdge {
@@ -59,7 +62,11 @@ struct CallEdge {
    ULong incl;
 };
 CallEdge* call_edge(ForestNode* caller, ForestNode* callee);
-UWord collect_call_edges(CallEdge*** out);   // caller releases the array
+// Copies of the edges that were used, sorted by (caller, callee, call site);
+// the caller releases the array.
+UWord collect_call_edges(CallEdge** out);
+// Sorts the same way and folds edges of the same (caller, callee, call site).
+UWord merge_call_edges(CallEdge* all, UWord n);
 
 // After fork, in the child: every counter back to zero.
 void reset_costs();

@@ -60,6 +60,12 @@ void pre_clo_init()
    VG_(atfork)(nullptr, nullptr, fork_child);
 
    VG_(clo_vex_control).guest_chase = False;
+   // The helpers take SP as an argument and read no other guest register,
+   // so only SP needs to be exact at memory accesses (as callgrind does):
+   // less register write-back code per block, a smaller translation cache.
+   // --vex-iropt-register-updates still overrides it.
+   VG_(clo_vex_control).iropt_register_updates_default = VexRegUpdSpAtMemAccess;
+   VG_(clo_px_file_backed) = VexRegUpdSpAtMemAccess;
 }
 
 } // namespace

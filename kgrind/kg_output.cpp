@@ -5,7 +5,6 @@
 #include "kg_blocks.h"
 #include "kg_costs.h"
 #include "kg_options.h"
-#include "kg_pairmap.h"
 #include "kg_runtime.h"
 #include "kg_version.h"
 #include "kg_writer.h"
@@ -53,28 +52,47 @@ const HChar* label_name(UInt label)
    return label == kRootLabel ? "__root__" : function_by_id(label - 1)->name;
 }
 
-// Numbering of one forest's nodes (pre-order, as in the k-SF records).
-struct NodeId {
-   const void* a;        // ForestNode*
-   const void* b;
-   UWord id;             // 1-based pre-order number within its forest
-   UWord name_id;        // 1-based fn= id of the context, 0 until assigned
+// A canonical node of some thread's forest and the context it reports
+// under. One k-context can have several canonical nodes (it is reached at
+// different depths mod k, and in every thread): the body names it once
+// and sums them, as callgrind sums a context over threads.
+struct ContextSlot {
+   const ForestNode* node;
+   const ForestNode* rep;     // the first node visited with the same context
+   UInt name_id;              // 1-based fn= id of the context
+   UInt object, file;         // of rep's function: the body is grouped by them
+   UWord preorder_id;         // 1-based, within its forest (names of cut chains)
 };
 
 struct Writer {
    FileWriter out;
    NameCompressor objects, files, contexts;
-   PairMap<NodeId> ids;
-   UInt next_context_id;
+   ContextSlot* slots;        // sorted by node
+   UWord n_slots;
    ContextLineCost* costs;
    UWord n_costs;
-   CallEdge** edges;
+   CallEdge* edges;
    UWord n_edges;
    UInt last_object;          // ob= in force, to write it only when it changes
    UInt last_file;            // fl= in force, or kNoFile after fi=/fe= lines
 };
 
 const UInt kNoFile = 0xFFFFFFFFu;
+
+Int compare_slot_nodes(const void* pa, const void* pb)
+{
+   UWord a = (UWord)((const ContextSlot*)pa)->node, b = (UWord)((const ContextSlot*)pb)->node;
+   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+Int compare_body_order(const void* pa, const void* pb)
+{
+   const ContextSlot* a = *(const ContextSlot* const*)pa;
+   const ContextSlot* b = *(const ContextSlot* const*)pb;
+   if (a->object != b->object) return a->object < b->object ? -1 : 1;
+   if (a->file != b->file) return a->file < b->file ? -1 : 1;
+   return a->name_id < b->name_id ? -1 : a->name_id > b->name_id ? 1 : 0;
+}
 
 void write_command_line(FileWriter& out)
 {
@@ -123,22 +141,25 @@ void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_t
    out.printf("summary: %llu\n", total);
 }
 
-// The innermost labels of the node's root path inside its tree.
-UInt node_context(const ForestNode* n, UInt* labels, UInt max)
+const UInt kMaxChain = kMaxNamedCallers + 2;
+
+// The labels of the node's context, innermost first: the node and up to k
+// callers inside its tree. *cut says the chain has more than
+// kMaxNamedCallers callers (then only that many are returned).
+UInt context_chain(const ForestNode* n, UInt* labels, Bool* cut)
 {
+   UInt wanted = clo.k == kInfiniteK || clo.k + 1 > kMaxChain ? kMaxChain : clo.k + 1;
    UInt count = 0;
-   for (const ForestNode* p = n; p && count < max; p = p->parent) labels[count++] = p->label;
-   return count;
+   for (const ForestNode* p = n; p && count < wanted; p = p->parent) labels[count++] = p->label;
+   *cut = count > kMaxNamedCallers + 1;
+   return *cut ? kMaxNamedCallers + 1 : count;
 }
 
 void write_context_name(Writer& w, const ForestNode* n, UWord node_id)
 {
-   UInt labels[kMaxNamedCallers + 2];
-   UInt wanted = clo.k == kInfiniteK ? kMaxNamedCallers + 2 : clo.k + 1;
-   if (wanted > kMaxNamedCallers + 2) wanted = kMaxNamedCallers + 2;
-   UInt count = node_context(n, labels, wanted);
-   Bool cut = count > kMaxNamedCallers + 1;
-   if (cut) count = kMaxNamedCallers + 1;
+   UInt labels[kMaxChain];
+   Bool cut;
+   UInt count = context_chain(n, labels, &cut);
    for (UInt i = 0; i < count; i++) {
       if (i) w.out.put_char('\'');
       w.out.put(label_name(labels[i]));
@@ -146,14 +167,29 @@ void write_context_name(Writer& w, const ForestNode* n, UWord node_id)
    if (cut) w.out.printf("'...#%lu", node_id);
 }
 
-NodeId* node_id(Writer& w, const ForestNode* n) { return w.ids.get(n, nullptr); }
+const ContextSlot* find_slot(const Writer& w, const ForestNode* n)
+{
+   UWord lo = 0, hi = w.n_slots;
+   while (lo < hi) {
+      UWord mid = (lo + hi) / 2;
+      if ((UWord)w.slots[mid].node < (UWord)n) lo = mid + 1;
+      else hi = mid;
+   }
+   return lo < w.n_slots && w.slots[lo].node == n ? &w.slots[lo] : nullptr;
+}
+
+// The node a canonical node's costs and calls are reported under.
+const ForestNode* reported_node(const Writer& w, const void* n)
+{
+   const ContextSlot* s = find_slot(w, (const ForestNode*)n);
+   return s ? s->rep : (const ForestNode*)n;
+}
 
 // fn= / cfn= for a context, with compression.
 void write_context_ref(Writer& w, const HChar* key, const ForestNode* n)
 {
-   NodeId* id = node_id(w, n);
-   if (!id->name_id) id->name_id = ++w.next_context_id;
-   if (w.contexts.emit_id(w.out, key, (UInt)id->name_id - 1)) write_context_name(w, n, id->id);
+   const ContextSlot* s = find_slot(w, n);
+   if (w.contexts.emit_id(w.out, key, s->name_id - 1)) write_context_name(w, n, s->preorder_id);
    w.out.put_char('\n');
 }
 
@@ -182,7 +218,7 @@ UWord first_edge(const Writer& w, const ForestNode* caller)
    UWord lo = 0, hi = w.n_edges;
    while (lo < hi) {
       UWord mid = (lo + hi) / 2;
-      if ((UWord)w.edges[mid]->a < (UWord)caller) lo = mid + 1;
+      if ((UWord)w.edges[mid].a < (UWord)caller) lo = mid + 1;
       else hi = mid;
    }
    return lo;
@@ -197,8 +233,8 @@ void write_file_switch(Writer& w, UInt* current, UInt file, UInt home)
 
 void write_calls(Writer& w, const ForestNode* caller, UInt* current_file, UInt home)
 {
-   for (UWord e = first_edge(w, caller); e < w.n_edges && w.edges[e]->a == caller; e++) {
-      const CallEdge* edge = w.edges[e];
+   for (UWord e = first_edge(w, caller); e < w.n_edges && w.edges[e].a == caller; e++) {
+      const CallEdge* edge = &w.edges[e];
       SourceLoc site = { nullptr, 0, 0 };
       if (edge->call_site) source_loc(edge->call_site, &site);
       write_file_switch(w, current_file, site.fn ? site.file : home, home);
@@ -217,7 +253,7 @@ void write_context(Writer& w, const ForestNode* n)
 {
    UWord c = first_cost(w, n);
    Bool has_costs = c < w.n_costs && w.costs[c].ctx == n;
-   Bool has_calls = first_edge(w, n) < w.n_edges && w.edges[first_edge(w, n)]->a == n;
+   Bool has_calls = first_edge(w, n) < w.n_edges && w.edges[first_edge(w, n)].a == n;
    if (!has_costs && !has_calls) return;
    UInt home = context_file(n);
    FnInfo* fn = label_function(n->label);
@@ -238,29 +274,11 @@ void write_context(Writer& w, const ForestNode* n)
    w.out.put_char('\n');
 }
 
-void write_part(Writer& w, UInt part, const ThreadProfile& t)
-{
-   // callgrind_annotate rejects part: lines after the header, so threads are
-   // marked by comments; readers sum a context over threads by its name.
-   if (clo.join_threads) w.out.printf("\n# part %u: thread all\n", part);
-   else w.out.printf("\n# part %u: thread %u\n", part, t.tid);
-   core::visit_preorder(t.forest->sf, [&](const core::VisitInfo& v) {
-      if (!v.cleared) write_context(w, v.node);
-   });
-}
-
 // Exclusive cost of each canonical node: the sum of its lines.
 void fill_exclusive_costs(const Writer& w)
 {
    for (UWord i = 0; i < w.n_costs; i++) w.costs[i].ctx->excl = 0;
    for (UWord i = 0; i < w.n_costs; i++) w.costs[i].ctx->excl += w.costs[i].ir;
-}
-
-void number_nodes(Writer& w, const ThreadProfile& t)
-{
-   core::visit_preorder(t.forest->sf, [&](const core::VisitInfo& v) {
-      node_id(w, v.node)->id = (UWord)v.id;
-   });
 }
 
 void write_ksf_records(Writer& w, const ThreadProfile* threads, UInt n_threads)
@@ -354,13 +372,121 @@ void write_block_records(Writer& w)
    out.put("# ksf-end\n");
 }
 
-Int compare_edges(const void* pa, const void* pb)
+// Open addressing over the contexts seen so far (slot indexes + 1), keyed by
+// their label chains.
+class ContextTable {
+public:
+   void init(UWord expected)
+   {
+      cap_ = 64;
+      while (cap_ < 2 * expected) cap_ *= 2;
+      index_ = (UInt*)alloc_zeroed(cap_ * sizeof(UInt));
+   }
+   void done() { kg::release(index_); }
+
+   // The slot of the first node with labels[0..n), or -1 after adding `slot`.
+   Word find_or_add(const ContextSlot* slots, const UInt* labels, UInt n, UWord slot)
+   {
+      UWord i = hash(labels, n) & (cap_ - 1);
+      for (; index_[i]; i = (i + 1) & (cap_ - 1)) {
+         UInt other[kMaxChain];
+         Bool cut;
+         const ContextSlot& s = slots[index_[i] - 1];
+         if (context_chain(s.node, other, &cut) == n && same_labels(labels, other, n))
+            return (Word)(index_[i] - 1);
+      }
+      index_[i] = (UInt)slot + 1;
+      return -1;
+   }
+
+private:
+   static UWord hash(const UInt* labels, UInt n)
+   {
+      UWord h = n;
+      for (UInt i = 0; i < n; i++) h = (h ^ labels[i]) * 0x9E3779B97F4A7C15ULL;
+      return h ^ (h >> 29);
+   }
+   static Bool same_labels(const UInt* a, const UInt* b, UInt n)
+   {
+      for (UInt i = 0; i < n; i++)
+         if (a[i] != b[i]) return False;
+      return True;
+   }
+   UInt* index_ = nullptr;
+   UWord cap_ = 0;
+};
+
+void slot_home(ContextSlot& s)
 {
-   const CallEdge* a = *(const CallEdge* const*)pa;
-   const CallEdge* b = *(const CallEdge* const*)pb;
-   if (a->a != b->a) return (UWord)a->a < (UWord)b->a ? -1 : 1;
-   if (a->b != b->b) return (UWord)a->b < (UWord)b->b ? -1 : 1;
-   return 0;
+   FnInfo* fn = label_function(s.node->label);
+   s.object = fn ? fn->object : 0;
+   s.file = fn ? fn->file : 0;
+}
+
+// One slot per canonical node of every thread; nodes with the same context
+// share the first one's name id. Cut chains (k = inf) stay apart.
+void number_contexts(Writer& w, const ThreadProfile* threads, UInt n_threads)
+{
+   UWord total = 0;
+   for (UInt i = 0; i < n_threads; i++) total += threads[i].forest->sf.node_count();
+   w.slots = (ContextSlot*)kg::alloc((total + 1) * sizeof(ContextSlot));
+   ContextTable table;
+   table.init(total);
+   UInt next_name = 0;
+   w.n_slots = 0;
+   for (UInt i = 0; i < n_threads; i++) {
+      core::visit_preorder(threads[i].forest->sf, [&](const core::VisitInfo& v) {
+         if (v.cleared) return;
+         ContextSlot& s = w.slots[w.n_slots];
+         UInt labels[kMaxChain];
+         Bool cut;
+         UInt n = context_chain(v.node, labels, &cut);
+         Word first = cut ? -1 : table.find_or_add(w.slots, labels, n, w.n_slots);
+         s.node = v.node;
+         s.rep = first < 0 ? v.node : w.slots[first].node;
+         s.name_id = first < 0 ? ++next_name : w.slots[first].name_id;
+         s.preorder_id = (UWord)v.id;
+         slot_home(s);
+         w.n_slots++;
+      });
+   }
+   table.done();
+   VG_(ssort)(w.slots, w.n_slots, sizeof(ContextSlot), compare_slot_nodes);
+}
+
+// Costs and calls of every node go to its context's first node.
+void fold_contexts(Writer& w)
+{
+   for (UWord i = 0; i < w.n_costs; i++) w.costs[i].ctx = (ForestNode*)reported_node(w, w.costs[i].ctx);
+   w.n_costs = merge_line_costs(w.costs, w.n_costs);
+   for (UWord i = 0; i < w.n_edges; i++) {
+      w.edges[i].a = reported_node(w, w.edges[i].a);
+      w.edges[i].b = reported_node(w, w.edges[i].b);
+   }
+   w.n_edges = merge_call_edges(w.edges, w.n_edges);
+}
+
+// The contexts in body order: grouped by object and file, as callgrind
+// writes them (fewer ob=/fl= lines), then in forest pre-order.
+UWord body_order(const Writer& w, const ContextSlot** order)
+{
+   UWord n = 0;
+   for (UWord i = 0; i < w.n_slots; i++)
+      if (w.slots[i].rep == w.slots[i].node) order[n++] = &w.slots[i];
+   VG_(ssort)(order, n, sizeof(ContextSlot*), compare_body_order);
+   return n;
+}
+
+// Function mode's body: one section for the whole process. Its costs are
+// summed over threads by context (callgrind's readers would do the same);
+// the per-thread figures are in the k-SF records.
+void write_contexts(Writer& w)
+{
+   const ContextSlot** order = (const ContextSlot**)kg::alloc((w.n_slots + 1) * sizeof(ContextSlot*));
+   UWord n = body_order(w, order);
+   w.out.put("\n");
+   for (UWord i = 0; i < n; i++) write_context(w, order[i]->node);
+   kg::release(order);
 }
 
 void write_body(Writer& w, ULong total)
@@ -369,18 +495,16 @@ void write_body(Writer& w, ULong total)
    UInt n_threads = thread_profiles(threads, VG_N_THREADS);
    w.n_costs = collect_line_costs(&w.costs);
    w.n_edges = collect_call_edges(&w.edges);
-   VG_(ssort)(w.edges, w.n_edges, sizeof(CallEdge*), compare_edges);
-   fill_exclusive_costs(w);
+   fill_exclusive_costs(w);       // per node, for the k-SF records: before folding
+   number_contexts(w, threads, n_threads);
+   fold_contexts(w);
    write_header(w, total, threads, n_threads);
-   ULong n_nodes = 0;
-   for (UInt i = 0; i < n_threads; i++) n_nodes += threads[i].forest->sf.node_count();
    w.last_object = kNoFile;
    w.last_file = kNoFile;
    w.objects.init(object_count());
    w.files.init(file_count());
-   w.contexts.init((UInt)n_nodes);
-   for (UInt i = 0; i < n_threads; i++) number_nodes(w, threads[i]);
-   for (UInt i = 0; i < n_threads; i++) write_part(w, i + 1, threads[i]);
+   w.contexts.init((UInt)w.n_slots);
+   write_contexts(w);
    if (block_mode()) write_block_records(w);
    else write_ksf_records(w, threads, n_threads);
    w.out.printf("\ntotals: %llu\n", total);
@@ -389,6 +513,7 @@ void write_body(Writer& w, ULong total)
    w.contexts.done();
    kg::release(w.costs);
    kg::release(w.edges);
+   kg::release(w.slots);
    kg::release(threads);
 }
 
@@ -428,7 +553,7 @@ Bool check_output_file(const HChar* path)
 
 Bool write_profile(const HChar* path)
 {
-   Writer* w = (Writer*)alloc_zeroed(sizeof(Writer));   // 64 KiB buffer: not on the stack
+   Writer* w = (Writer*)alloc_zeroed(sizeof(Writer));   // the file buffer: not on the stack
    UWord err = 0;
    if (!w->out.open(path, &err)) {
       VG_(umsg)("kgrind: cannot create output file '%s': %s\n", path, errno_text(err));

@@ -18,7 +18,7 @@ public:
 
 private:
    void flush();
-   static const Int kBufSize = 1 << 16;
+   static const Int kBufSize = 1 << 14;   // touched at exit: part of peak RSS
    Int fd_ = -1;
    Int used_ = 0;
    Bool failed_ = False;
