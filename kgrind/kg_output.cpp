@@ -60,8 +60,7 @@ struct ContextSlot {
    const ForestNode* node;
    const ForestNode* rep;     // the first node visited with the same context
    UInt name_id;              // 1-based fn= id of the context
-   UInt object, file;         // of rep's function: the body is grouped by them
-   UWord preorder_id;         // 1-based, within its forest (names of cut chains)
+   UInt preorder_id;          // 1-based, within its forest (names of cut chains)
 };
 
 struct Writer {
@@ -85,14 +84,6 @@ Int compare_slot_nodes(const void* pa, const void* pb)
    return a < b ? -1 : a > b ? 1 : 0;
 }
 
-Int compare_body_order(const void* pa, const void* pb)
-{
-   const ContextSlot* a = *(const ContextSlot* const*)pa;
-   const ContextSlot* b = *(const ContextSlot* const*)pb;
-   if (a->object != b->object) return a->object < b->object ? -1 : 1;
-   if (a->file != b->file) return a->file < b->file ? -1 : 1;
-   return a->name_id < b->name_id ? -1 : a->name_id > b->name_id ? 1 : 0;
-}
 
 void write_command_line(FileWriter& out)
 {
@@ -416,11 +407,17 @@ private:
    UWord cap_ = 0;
 };
 
-void slot_home(ContextSlot& s)
+Int compare_body_order(const void* pa, const void* pb)
 {
-   FnInfo* fn = label_function(s.node->label);
-   s.object = fn ? fn->object : 0;
-   s.file = fn ? fn->file : 0;
+   const ContextSlot* a = *(const ContextSlot* const*)pa;
+   const ContextSlot* b = *(const ContextSlot* const*)pb;
+   const FnInfo* fa = label_function(a->node->label);
+   const FnInfo* fb = label_function(b->node->label);
+   UInt oa = fa ? fa->object : 0, ob = fb ? fb->object : 0;
+   if (oa != ob) return oa < ob ? -1 : 1;
+   UInt la = fa ? fa->file : 0, lb = fb ? fb->file : 0;
+   if (la != lb) return la < lb ? -1 : 1;
+   return a->name_id < b->name_id ? -1 : a->name_id > b->name_id ? 1 : 0;
 }
 
 // One slot per canonical node of every thread; nodes with the same context
@@ -445,8 +442,7 @@ void number_contexts(Writer& w, const ThreadProfile* threads, UInt n_threads)
          s.node = v.node;
          s.rep = first < 0 ? v.node : w.slots[first].node;
          s.name_id = first < 0 ? ++next_name : w.slots[first].name_id;
-         s.preorder_id = (UWord)v.id;
-         slot_home(s);
+         s.preorder_id = (UInt)v.id;
          w.n_slots++;
       });
    }
