@@ -17,6 +17,11 @@ namespace kg {
 
 Now kg_now;
 
+extern "C" {
+ForestNode kg_no_node;
+Activation kg_no_activation = { &kg_no_node, nullptr, 0, 0 };
+}
+
 namespace {
 
 // Block modes, intra: the block activation of one function frame. It belongs
@@ -219,6 +224,7 @@ ThreadState* thread_state(ThreadId tid)
          t->inter_forest = block_forest_new(nullptr, t->serial, 0);
       }
       t->inter_cur = t->inter_forest->forest.sf.enter_root();
+      t->saved.bb_act = &t->inter_cur;
    }
    return t;
 }
@@ -306,8 +312,13 @@ void push_activation(ThreadState* t, FnInfo* fn, Addr sp, BlockInfo* blk)
       tr = transparent_transition(t, top->child, fn);
    } else {
       EntryCache* cache = entry_cache(blk);
-      tr = cache->parent == top && cache->tr->fn == fn
-         ? cache->tr : activation_transition(t, top->child, fn);
+      if (cache->parent == top && cache->tr->fn == fn) {
+         tr = cache->tr;
+      } else {
+         tr = activation_transition(t, top->child, fn);
+         // The calls= target position of the block modes' body.
+         if (!tr->edge->target) tr->edge->target = blk->addr;
+      }
       cache->parent = top;
       cache->tr = tr;
    }
@@ -418,6 +429,30 @@ static inline Activation next_block(core::Forest& sf, const Activation& cur, UIn
    return clo.roll_loops ? sf.enter_loop(cur, label) : sf.enter(cur, label);
 }
 
+// The step from `from` into block b, for the inline cache (BlockStep).
+static void remember_step(BBInfo* b, const Activation& from, const Activation& to)
+{
+   BlockStep& s = b->steps[from.phase % kStepWays];
+   s.from_top = from.top;
+   s.from_bottom = from.bottom;
+   s.from_phase = from.phase;
+   s.to_top = to.top;
+   s.to_bottom = to.bottom;
+   s.to_phase = to.phase;
+   s.bottom_counter = to.bottom ? to.bottom : &kg_no_node;
+   s.canonical = core::Forest::canonical(to);
+   s.depth_delta = (Long)to.depth - (Long)from.depth;
+}
+
+// The next block of an activation: a forest step, remembered for the inline
+// cache.
+static void step_into(core::Forest& sf, Activation* cur, BBInfo* b)
+{
+   Activation next = next_block(sf, *cur, b->label);
+   remember_step(b, *cur, next);
+   *cur = next;
+}
+
 extern "C" void VG_REGPARM(2) kg_block_intra(BBInfo* b, UWord n)
 {
    ThreadState* t = current;
@@ -448,17 +483,21 @@ extern "C" void VG_REGPARM(2) kg_block_intra(BBInfo* b, UWord n)
       s.cur = sf.enter_root();
       if (sf.root_label() != b->label) s.cur = next_block(sf, s.cur, b->label);
    } else {
-      s.cur = next_block(s.forest->forest.sf, s.cur, b->label);
+      step_into(s.forest->forest.sf, &s.cur, b);
    }
    core::Forest::canonical(s.cur)->excl += n;
    b->count++;
+   // The inline cache continues this frame's activation while the frame is on top.
+   kg_now.bb_act = &s.cur;
+   kg_now.bb_top = kg_now.top;
+   kg_now.bb_ir = f.ir_at_entry;
    dump_block(t->serial, s.serial, fn->id + 1, b);
 }
 
 extern "C" void VG_REGPARM(2) kg_block_inter(BBInfo* b, UWord n)
 {
    ThreadState* t = current;
-   t->inter_cur = next_block(t->inter_forest->forest.sf, t->inter_cur, b->label);
+   step_into(t->inter_forest->forest.sf, &t->inter_cur, b);
    core::Forest::canonical(t->inter_cur)->excl += n;
    b->count++;
    dump_block(t->serial, 0, b->fn->id + 1, b);

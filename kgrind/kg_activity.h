@@ -75,6 +75,12 @@ struct Now {
    ULong ir;                  // instructions run by this thread
    Frame* top;                // the top frame
    Frame* frames_end;         // a push needs top + 1 < frames_end (which is writable)
+   // Block modes: the block activation the next recorded block continues
+   // (inter: the thread's, always; intra: the activation of frame bb_top,
+   // valid while that frame, entered at Ir bb_ir, is the top one).
+   Activation* bb_act;
+   Frame* bb_top;
+   ULong bb_ir;
 };
 extern Now kg_now;
 

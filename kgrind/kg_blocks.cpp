@@ -56,6 +56,8 @@ BBInfo* block_at(Addr addr, const SourceLoc& loc)
    b->file = loc.file;
    b->line = loc.line;
    b->offset = symbol_offset(addr);
+   // An empty step cache: no activation has top == nullptr.
+   for (BlockStep& s : b->steps) s.to_top = s.bottom_counter = s.canonical = &kg_no_node;
    HChar buf[512];
    if (loc.file && loc.line)
       VG_(snprintf)(buf, sizeof buf, "{%s+%u at %s:%u}", loc.fn->name, b->offset,

@@ -7,6 +7,29 @@
 
 namespace kg {
 
+// The inline cache of the block modes: the forest step last taken into this
+// block, from activation `from` to activation `to`. Instrumented code replays
+// it without a helper call when the thread's activation equals `from` again
+// (the same predecessor as last time: the common case in loops); see
+// add_block_step in kg_instrument.cpp. Pointers that inline code adds to are
+// never null (kg_no_node stands in), so a miss adds zero somewhere harmless.
+struct BlockStep {
+   ForestNode* from_top;
+   ForestNode* from_bottom;
+   UInt from_phase;
+   UInt to_phase;
+   ForestNode* to_top;
+   ForestNode* to_bottom;
+   ForestNode* bottom_counter;   // to_bottom, or kg_no_node
+   ForestNode* canonical;        // where the block's Ir goes
+   Long depth_delta;
+};
+static_assert(sizeof(BlockStep) == 64, "add_block_step indexes BlockSteps by shifting 6");
+
+// Steps per block, selected by the origin's phase: with k = 2 a loop of odd
+// length reaches a block from alternating phases, which one entry would miss.
+const UInt kStepWays = 8;
+
 // One basic block: a straight run entered at `addr` (a superblock's first
 // instruction, or the instruction after a side exit). Label 0 is __root__.
 struct BBInfo {
@@ -18,6 +41,7 @@ struct BBInfo {
    FnInfo* fn;           // function of the first instruction
    ULong count;          // executions recorded in a block forest
    const HChar* name;    // "{foo+12 at prog.c:14}"
+   BlockStep steps[kStepWays];   // indexed by from.phase % kStepWays
 };
 
 void blocks_init();
@@ -45,8 +69,12 @@ void dump_close();
 void dump_disable();   // in a fork child
 
 extern "C" {
+// Stand-ins for the inline step cache: a node the misses add zero to, and an
+// activation no step starts from (kg_now.bb_act == nullptr).
+extern ForestNode kg_no_node;
+extern Activation kg_no_activation;
 // Helpers called at each block start of a traced function (n: instructions
-// of the block in this translation).
+// of the block in this translation) when the inline step cache misses.
 void VG_REGPARM(2) kg_block_intra(BBInfo* b, UWord n);
 void VG_REGPARM(2) kg_block_inter(BBInfo* b, UWord n);
 }

@@ -28,6 +28,21 @@ struct BlockCounters {
 PairMap<BlockCounters> block_counters;
 PairMap<CallEdge> call_edges;
 
+// Block modes: the targets of one (context, superblock)'s computed jump.
+struct IndirectTarget {
+   Addr target;
+   ULong count;
+   Bool jump;            // a jump in callgrind's sense (see jump_target)
+};
+struct IndirectJumps {
+   const void* a;        // ForestNode* context
+   const void* b;        // BlockInfo*
+   UInt n, cap;
+   IndirectTarget* targets;
+};
+PairMap<IndirectJumps> indirect_jumps;
+
+
 } // namespace
 
 void costs_init()
@@ -65,6 +80,41 @@ extern "C" void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk)
    blk->cached_counters = e->counters;
 }
 
+// Not the next instruction after a direct exit (a fall-through; a computed
+// jump there is a jump, as callgrind counts it), not a function's first
+// instruction and not another object or section: callgrind counts those as
+// calls (tail calls, PLT stubs).
+Addr jump_target(const InstrPos& x, Addr target, Bool computed)
+{
+   if (!target || (!computed && target == x.addr + x.len)) return 0;
+   const HChar* name;
+   if (VG_(get_fnname_if_entry)(VG_(current_DiEpoch)(), target, &name)) return 0;
+   if (VG_(DebugInfo_sect_kind)(nullptr, target) != VG_(DebugInfo_sect_kind)(nullptr, x.addr)) return 0;
+   SourceLoc to;
+   source_loc(target, &to);
+   if (!to.fn || to.fn->object != x.line->fn->object) return 0;
+   return target;
+}
+
+extern "C" void VG_REGPARM(2) kg_indirect_jump(BlockInfo* blk, Addr target)
+{
+   IndirectJumps* e = indirect_jumps.get(kg_now.ctx, blk);
+   for (UInt i = 0; i < e->n; i++) {
+      if (e->targets[i].target != target) continue;
+      e->targets[i].count++;
+      return;
+   }
+   if (e->n == e->cap) {
+      e->cap = e->cap ? 2 * e->cap : 4;
+      IndirectTarget* bigger = (IndirectTarget*)kg::alloc(e->cap * sizeof(IndirectTarget));
+      if (e->n) VG_(memcpy)(bigger, e->targets, e->n * sizeof(IndirectTarget));
+      kg::release(e->targets);
+      e->targets = bigger;
+   }
+   const InstrPos& x = blk->instrs[blk->n_instrs - 1];
+   e->targets[e->n++] = { target, 1, jump_target(x, target, True) != 0 };
+}
+
 static Int compare_context_costs(const void* pa, const void* pb)
 {
    const ContextLineCost* a = (const ContextLineCost*)pa;
@@ -73,17 +123,39 @@ static Int compare_context_costs(const void* pa, const void* pb)
    return (Int)compare_lines((UWord)a->line, (UWord)b->line);
 }
 
-UWord merge_line_costs(ContextLineCost* all, UWord n)
+static Int compare_instr_costs(const void* pa, const void* pb)
 {
-   VG_(ssort)(all, n, sizeof(ContextLineCost), compare_context_costs);
+   const ContextLineCost* a = (const ContextLineCost*)pa;
+   const ContextLineCost* b = (const ContextLineCost*)pb;
+   if (a->ctx != b->ctx) return (UWord)a->ctx < (UWord)b->ctx ? -1 : 1;
+   if (a->addr != b->addr) return a->addr < b->addr ? -1 : 1;
+   return 0;
+}
+
+// Sorts, then folds entries that compare equal into the first (the same
+// instruction or line reached through several superblocks).
+template <typename T, typename Fold>
+static UWord sort_and_fold(T* all, UWord n, Int (*cmp)(const void*, const void*), Fold fold)
+{
+   VG_(ssort)(all, n, sizeof(T), cmp);
    UWord merged = 0;
    for (UWord i = 0; i < n; i++) {
-      if (merged && all[merged - 1].ctx == all[i].ctx && all[merged - 1].line == all[i].line)
-         all[merged - 1].ir += all[i].ir;
-      else
-         all[merged++] = all[i];
+      if (merged && cmp(&all[merged - 1], &all[i]) == 0) fold(all[merged - 1], all[i]);
+      else all[merged++] = all[i];
    }
    return merged;
+}
+
+static void add_ir(ContextLineCost& into, const ContextLineCost& from) { into.ir += from.ir; }
+
+UWord merge_line_costs(ContextLineCost* all, UWord n)
+{
+   return sort_and_fold(all, n, compare_context_costs, add_ir);
+}
+
+UWord merge_instr_costs(ContextLineCost* all, UWord n)
+{
+   return sort_and_fold(all, n, compare_instr_costs, add_ir);
 }
 
 UWord collect_line_costs(ContextLineCost** out)
@@ -101,12 +173,88 @@ UWord collect_line_costs(ContextLineCost** out)
          if (e->counters[i] == 0) continue;
          all[n].ctx = (ForestNode*)e->a;
          all[n].line = blk->slots[i];
+         all[n].addr = 0;
          all[n].ir = e->counters[i];
          n++;
       }
    });
    *out = all;
    return merge_line_costs(all, n);
+}
+
+UWord collect_instr_costs(ContextLineCost** out)
+{
+   UWord n = 0, cap = 0;
+   block_counters.for_each([&](BlockCounters* e) { cap += ((const BlockInfo*)e->b)->n_instrs; });
+   ContextLineCost* all = (ContextLineCost*)kg::alloc((cap + 1) * sizeof(ContextLineCost));
+   block_counters.for_each([&](BlockCounters* e) {
+      const BlockInfo* blk = (const BlockInfo*)e->b;
+      for (UInt i = 0; i < blk->n_instrs; i++) {
+         // Every instruction runs as often as execution reaches its flush point.
+         const InstrPos& in = blk->instrs[i];
+         ULong ir = e->counters[in.point];
+         if (ir) all[n++] = { (ForestNode*)e->a, in.line, in.addr, ir };
+      }
+   });
+   *out = all;
+   return merge_instr_costs(all, n);
+}
+
+static Int compare_jumps(const void* pa, const void* pb)
+{
+   const ContextJump* a = (const ContextJump*)pa;
+   const ContextJump* b = (const ContextJump*)pb;
+   if (a->ctx != b->ctx) return (UWord)a->ctx < (UWord)b->ctx ? -1 : 1;
+   if (a->from != b->from) return a->from < b->from ? -1 : 1;
+   if (a->to != b->to) return a->to < b->to ? -1 : 1;
+   return 0;
+}
+
+// The jumps one (context, superblock) made: exit j was taken as often as
+// execution reached flush point j but not flush point j + 1.
+static UWord superblock_jumps(const BlockCounters* e, ContextJump* out)
+{
+   const BlockInfo* blk = (const BlockInfo*)e->b;
+   UWord n = 0;
+   for (UInt j = 0; j < blk->n_slots; j++) {
+      const FlushPoint& p = blk->points[j];
+      if (!p.jump_target) continue;
+      ULong taken = e->counters[j] - (j + 1 < blk->n_slots ? e->counters[j + 1] : 0);
+      if (!taken) continue;
+      const InstrPos& x = blk->instrs[p.instr];
+      ULong executed = x.cond ? e->counters[x.point] : taken;
+      out[n++] = { (ForestNode*)e->a, x.addr, x.line, p.jump_target, x.cond, taken, executed };
+   }
+   return n;
+}
+
+UWord collect_jumps(ContextJump** out)
+{
+   UWord n = 0, cap = 0;
+   block_counters.for_each([&](BlockCounters* e) { cap += ((const BlockInfo*)e->b)->n_slots; });
+   ContextJump* all = (ContextJump*)kg::alloc((cap + 1) * sizeof(ContextJump));
+   indirect_jumps.for_each([&](IndirectJumps* e) { cap += e->n; });
+   block_counters.for_each([&](BlockCounters* e) {
+      if (((const BlockInfo*)e->b)->points) n += superblock_jumps(e, all + n);
+   });
+   indirect_jumps.for_each([&](IndirectJumps* e) {
+      const BlockInfo* blk = (const BlockInfo*)e->b;
+      const InstrPos& x = blk->instrs[blk->n_instrs - 1];
+      for (UInt i = 0; i < e->n; i++) {
+         const IndirectTarget& t = e->targets[i];
+         if (t.jump && t.count) all[n++] = { (ForestNode*)e->a, x.addr, x.line, t.target, False, t.count, t.count };
+      }
+   });
+   *out = all;
+   return merge_jumps(all, n);
+}
+
+UWord merge_jumps(ContextJump* all, UWord n)
+{
+   return sort_and_fold(all, n, compare_jumps, [](ContextJump& into, const ContextJump& from) {
+      into.taken += from.taken;
+      into.executed += from.executed;
+   });
 }
 
 CallEdge* call_edge(ForestNode* caller, ForestNode* callee)
@@ -156,6 +304,9 @@ void reset_costs()
       for (UInt i = 0; i < blk->n_slots; i++) e->counters[i] = 0;
    });
    call_edges.for_each([](CallEdge* e) { e->calls = 0; e->incl = 0; });
+   indirect_jumps.for_each([](IndirectJumps* e) {
+      for (UInt i = 0; i < e->n; i++) e->targets[i].count = 0;
+   });
 }
 
 } // namespace kg

@@ -13,8 +13,30 @@ struct SourceLine {
    UInt line;
 };
 
+// Block modes (positions: instr line): one instruction of a superblock.
+struct InstrPos {
+   Addr addr;
+   SourceLine* line;
+   UInt len;                      // bytes
+   UInt point;                    // the flush point that counts it
+   Bool cond;                     // a conditional branch (has a boring side exit)
+};
+
+// Block modes: a flush point of a superblock, just before side exit j (or at
+// the end for the last one), and the jump that exit makes.
+struct FlushPoint {
+   UInt instr;                    // index of the instruction holding the exit
+   Addr jump_target;              // the exit is a jump (not a call, return,
+                                  // fall-through or computed target) to here; else 0
+};
+
 // Static facts about one translated superblock, and the inline cache that
 // makes the common case (same context as last time) free of helper calls.
+//
+// Counters: in function mode one per distinct source line (`slots`), holding
+// Ir; in the block modes one per flush point (`points`), counting how often
+// execution reached it. There every instruction's Ir and every exit's count
+// follow from them (kg_instrument.cpp), at no extra run-time cost.
 struct BlockInfo {
    ForestNode* cached_ctx;        // read by inline IR
    ULong* cached_counters;        // counters of (cached_ctx, this block)
@@ -24,8 +46,11 @@ struct BlockInfo {
    Bool fn_entry;                 // addr is fn's first instruction
    Bool in_plt;                   // a PLT stub: calls pass through it
    void* entry_cache;             // the activation layer's cache (kg_activity.cpp)
-   UInt n_slots;                  // distinct source lines of the block
-   SourceLine** slots;
+   UInt n_slots;                  // counters: lines (func) or flush points (blocks)
+   SourceLine** slots;            // function mode
+   UInt n_instrs;                 // block modes
+   InstrPos* instrs;
+   FlushPoint* points;            // n_slots of them
 };
 
 void costs_init();
@@ -38,12 +63,20 @@ BlockInfo* block_info_new(Addr addr, UInt n_slots, SourceLine** slots);
 extern "C" {
 // Inline-cache miss: find or create the counters of (kg_now.ctx, blk).
 void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk);
+// Block modes: a superblock of a traced function left by a computed jump.
+void VG_REGPARM(2) kg_indirect_jump(BlockInfo* blk, Addr target);
 }
 
-// Exclusive cost of one (context, line).
+// Where a boring exit of instruction x to `target` (computed: by an indirect
+// jump) goes if that is a jump in callgrind's sense (--collect-jumps), else 0.
+Addr jump_target(const InstrPos& x, Addr target, Bool computed);
+
+// Exclusive cost of one (context, line), or of one (context, instruction)
+// in the block modes (then addr is the instruction's).
 struct ContextLineCost {
    ForestNode* ctx;
    SourceLine* line;
+   Addr addr;
    ULong ir;
 };
 // All non-zero exclusive costs merged per (context, line), sorted by
@@ -52,12 +85,32 @@ UWord collect_line_costs(ContextLineCost** out);
 // Sorts by (context, line) and folds entries of the same (context, line)
 // into one; returns the new count.
 UWord merge_line_costs(ContextLineCost* all, UWord n);
+// Block modes: per (context, instruction), sorted by context then address,
+// and the same fold.
+UWord collect_instr_costs(ContextLineCost** out);
+UWord merge_instr_costs(ContextLineCost* all, UWord n);
+
+// Block modes: the jumps of one context from one instruction to one target
+// (callgrind's --collect-jumps: conditional jumps count taken and executed).
+struct ContextJump {
+   ForestNode* ctx;
+   Addr from;
+   SourceLine* from_line;
+   Addr to;
+   Bool cond;
+   ULong taken;
+   ULong executed;                // cond: executions of the branch
+};
+// Sorted by context, source and target; the caller releases the array.
+UWord collect_jumps(ContextJump** out);
+UWord merge_jumps(ContextJump* all, UWord n);
 
 // Call edges between contexts.
 struct CallEdge {
    const void* a;                 // caller's canonical node
    const void* b;                 // callee's canonical node
    Addr call_site;                // first call instruction seen for the edge
+   Addr target;                   // first callee instruction seen for the edge
    ULong calls;
    ULong incl;
 };

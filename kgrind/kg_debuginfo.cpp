@@ -174,3 +174,21 @@ void source_loc(Addr a, SourceLoc* out)
 }
 
 } // namespace kg
+
+namespace kg {
+
+Addr file_address(Addr a)
+{
+   // Consecutive lookups are mostly in the same object: remember its text.
+   static Addr lo = 1, hi = 0;
+   static PtrdiffT bias = 0;
+   if (a >= lo && a < hi) return a - bias;
+   DebugInfo* di = VG_(find_DebugInfo)(VG_(current_DiEpoch)(), a);
+   if (!di) return a;
+   lo = VG_(DebugInfo_get_text_avma)(di);
+   hi = lo + VG_(DebugInfo_get_text_size)(di);
+   bias = VG_(DebugInfo_get_text_bias)(di);
+   return a - bias;
+}
+
+} // namespace kg

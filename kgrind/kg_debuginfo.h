@@ -30,6 +30,11 @@ void source_loc(Addr a, SourceLoc* out);
 // ("0x401136"), in the same object as `like`.
 FnInfo* function_named_by_address(Addr entry, const FnInfo* like);
 
+// The address of a's instruction in its object file (the run-time address
+// minus the object's text bias), as callgrind writes instruction positions
+// and objdump shows them; a itself outside any object's text.
+Addr file_address(Addr a);
+
 // Whether activations of fn are traced (see --funcs).
 inline Bool fn_traced(const FnInfo* fn) { return fn->traced; }
 

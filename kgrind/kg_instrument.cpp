@@ -18,6 +18,7 @@
 #include "kg_blocks.h"
 #include "kg_costs.h"
 #include "kg_options.h"
+#include "kg_runtime.h"
 
 namespace kg {
 
@@ -68,7 +69,14 @@ public:
    // All ones when the Ity_I1 `bit` holds, else zero.
    IRExpr* mask(IRExpr* bit) { return tmp(IRExpr_Unop(Iop_1Sto64, bit), Ity_I64); }
    // bit ? x : y
-   IRExpr* ite(IRExpr* bit, IRExpr* x, IRExpr* y) { return tmp(IRExpr_ITE(bit, x, y), Ity_I64); }
+   IRExpr* ite(IRExpr* bit, IRExpr* x, IRExpr* y, IRType ty = Ity_I64) { return tmp(IRExpr_ITE(bit, x, y), ty); }
+   IRExpr* load(IRType ty, IRExpr* addr)
+   {
+      IRTemp t = newIRTemp(sb_->tyenv, ty);
+      add(IRStmt_WrTmp(t, IRExpr_Load(Iend_LE, ty, addr)));
+      return IRExpr_RdTmp(t);
+   }
+   void store(IRExpr* addr, IRExpr* value) { add(IRStmt_Store(Iend_LE, addr, value)); }
 
    // *addr += n
    void add_to(const void* addr, ULong n)
@@ -80,6 +88,7 @@ public:
    {
       store64(addr, tmp(IRExpr_Binop(Iop_Add64, load64(addr), n), Ity_I64));
    }
+   void add_to(const void* addr, IRExpr* n) { add_to(mkIRExpr_HWord((HWord)addr), n); }
 
    // A helper call, when guard holds (guard may be nullptr: always).
    void call(const HChar* name, void* fn, Int regparms, IRExpr** args, IRExpr* guard)
@@ -95,15 +104,37 @@ private:
    IRSB* sb_;
 };
 
-// Instructions executed since the last flush point, per block slot.
+// Instructions executed since the last flush point, per block slot. In the
+// block modes (per_point) each flush point instead counts one arrival at it:
+// one add, and every instruction's and exit's count follows (kg_costs.h).
 class PendingCounts {
 public:
-   void add(UInt slot) { counts_[slot]++; total_++; }
+   explicit PendingCounts(Bool per_point) : per_point_(per_point) {}
 
-   // counters[slot] += n for each slot, and the thread's Ir += total.
+   void add(UInt slot)
+   {
+      if (!per_point_) counts_[slot]++;
+      total_++;
+   }
+
+   // counters[slot] += n for each slot (or counters[point]++), and the
+   // thread's Ir += total.
    void flush(IRBuilder& b, BlockInfo* blk)
    {
+      if (per_point_) {
+         IRExpr* counters = b.load64(&blk->cached_counters);
+         IRExpr* addr = b.tmp(IRExpr_Binop(Iop_Add64, counters, IRBuilder::u64(8 * point_++)), Ity_I64);
+         b.add_to(addr, 1);
+      }
       if (total_ == 0) return;
+      if (!per_point_) add_line_counts(b, blk);
+      b.add_to(&kg_now.ir, total_);
+      total_ = 0;
+   }
+
+private:
+   void add_line_counts(IRBuilder& b, BlockInfo* blk)
+   {
       IRExpr* counters = b.load64(&blk->cached_counters);
       for (UInt i = 0; i < kMaxSlots; i++) {
          if (!counts_[i]) continue;
@@ -111,11 +142,10 @@ public:
          b.add_to(addr, counts_[i]);
          counts_[i] = 0;
       }
-      b.add_to(&kg_now.ir, total_);
-      total_ = 0;
    }
 
-private:
+   Bool per_point_;
+   UInt point_ = 0;
    ULong counts_[kMaxSlots] = {};
    ULong total_ = 0;
 };
@@ -251,6 +281,109 @@ void add_inline_return(IRBuilder& b, const VexGuestLayout* layout)
    b.store64(&kg_now.ctx, b.ite(pop, b.load_field(below_tr, offsetof(Transition, ctx)), b.load64(&kg_now.ctx)));
 }
 
+Addr const_target(const IRConst* c) { return c && c->tag == Ico_U64 ? (Addr)c->Ico.U64 : 0; }
+
+Addr exit_target(const InstrPos& x, IRJumpKind jk, Addr target)
+{
+   return jk == Ijk_Boring ? jump_target(x, target, False) : 0;
+}
+
+// Block modes: the superblock's instructions and flush points (one before
+// each side exit, one at the end), for per-instruction costs and jumps.
+void describe_positions(IRSB* sb_in, BlockInfo* blk)
+{
+   UInt n_instrs = 0, n_exits = 0;
+   for (Int i = 0; i < sb_in->stmts_used; i++) {
+      IRStmt* st = sb_in->stmts[i];
+      if (st && st->tag == Ist_IMark) n_instrs++;
+      if (st && st->tag == Ist_Exit) n_exits++;
+   }
+   blk->n_instrs = n_instrs;
+   blk->instrs = (InstrPos*)alloc_zeroed((n_instrs + 1) * sizeof(InstrPos));
+   blk->n_slots = n_exits + 1;
+   blk->points = (FlushPoint*)alloc_zeroed(blk->n_slots * sizeof(FlushPoint));
+   Int instr = -1;
+   UInt point = 0;
+   for (Int i = 0; i < sb_in->stmts_used; i++) {
+      IRStmt* st = sb_in->stmts[i];
+      if (!st) continue;
+      if (st->tag == Ist_IMark) {
+         InstrPos& x = blk->instrs[++instr];
+         SourceLoc loc;
+         x.addr = (Addr)st->Ist.IMark.addr;
+         x.len = st->Ist.IMark.len;
+         source_loc(x.addr, &loc);
+         x.line = source_line(loc);
+         x.point = point;
+      } else if (st->tag == Ist_Exit) {
+         // One flush point per exit, as instrument() flushes.
+         if (instr >= 0) {
+            InstrPos& x = blk->instrs[instr];
+            if (st->Ist.Exit.jk == Ijk_Boring) x.cond = True;
+            blk->points[point].instr = instr;
+            blk->points[point].jump_target = exit_target(x, st->Ist.Exit.jk, const_target(st->Ist.Exit.dst));
+         }
+         point++;
+      }
+   }
+   if (instr < 0) return;
+   const IRExpr* next = sb_in->next;
+   Addr target = next->tag == Iex_Const ? const_target(next->Iex.Const.con) : 0;
+   blk->points[n_exits].instr = instr;
+   blk->points[n_exits].jump_target = exit_target(blk->instrs[instr], sb_in->jumpkind, target);
+}
+
+// Block modes, at a block start: the inline step cache (BlockStep). If the
+// thread's block activation is the step's `from`, replay the step: the
+// activation becomes `to`, its nodes count one more run and the canonical
+// node gets the block's Ir; otherwise (or with no known activation) call the
+// helper, which takes the step in the forest and remembers it. No branches
+// in IR: the replay always runs, with values selected by the hit bit.
+void add_block_step(IRBuilder& b, BBInfo* bb, UWord n, void* helper, const HChar* helper_name)
+{
+   IRExpr* act = b.load64(&kg_now.bb_act);
+   if (clo.mode == kModeIntra) {
+      // The activation is the top frame's only while that frame is the one
+      // the helper saw (frames are pushed and popped inline too).
+      IRExpr* top = b.load64(&kg_now.top);
+      IRExpr* same = b.op(Iop_And1, b.op(Iop_CmpEQ64, top, b.load64(&kg_now.bb_top), Ity_I1),
+                          b.op(Iop_CmpEQ64, b.load_field(top, offsetof(Frame, ir_at_entry)),
+                               b.load64(&kg_now.bb_ir), Ity_I1), Ity_I1);
+      act = b.ite(same, act, mkIRExpr_HWord((HWord)&kg_no_activation));
+   }
+   IRExpr* top_at = b.field(act, offsetof(Activation, top));
+   IRExpr* bottom_at = b.field(act, offsetof(Activation, bottom));
+   IRExpr* depth_at = b.field(act, offsetof(Activation, depth));
+   IRExpr* phase_at = b.field(act, offsetof(Activation, phase));
+   IRExpr* top = b.load64(top_at);
+   IRExpr* bottom = b.load64(bottom_at);
+   IRExpr* depth = b.load(Ity_I32, depth_at);
+   IRExpr* phase = b.load(Ity_I32, phase_at);
+   // The step for this phase: steps[phase % kStepWays] (64 bytes each).
+   IRExpr* way = b.op(Iop_And64, b.tmp(IRExpr_Unop(Iop_32Uto64, phase), Ity_I64), IRBuilder::u64(kStepWays - 1));
+   IRExpr* step = b.op(Iop_Add64, mkIRExpr_HWord((HWord)bb->steps),
+                       b.op(Iop_Shl64, way, IRExpr_Const(IRConst_U8(6))));
+   auto field = [&](UWord off, IRType ty) { return b.load(ty, b.field(step, off)); };
+   IRExpr* hit = b.op(Iop_And1,
+      b.op(Iop_And1, b.op(Iop_CmpEQ64, top, field(offsetof(BlockStep, from_top), Ity_I64), Ity_I1),
+           b.op(Iop_CmpEQ64, bottom, field(offsetof(BlockStep, from_bottom), Ity_I64), Ity_I1), Ity_I1),
+      b.op(Iop_CmpEQ32, phase, field(offsetof(BlockStep, from_phase), Ity_I32), Ity_I1), Ity_I1);
+   b.store(top_at, b.ite(hit, field(offsetof(BlockStep, to_top), Ity_I64), top));
+   b.store(bottom_at, b.ite(hit, field(offsetof(BlockStep, to_bottom), Ity_I64), bottom));
+   b.store(phase_at, b.ite(hit, field(offsetof(BlockStep, to_phase), Ity_I32), phase, Ity_I32));
+   IRExpr* delta = b.tmp(IRExpr_Unop(Iop_64to32, field(offsetof(BlockStep, depth_delta), Ity_I64)), Ity_I32);
+   b.store(depth_at, b.ite(hit, b.op(Iop_Add32, depth, delta, Ity_I32), depth, Ity_I32));
+   // Counters: + 1 (or + n) on a hit, + 0 on a miss (the pointers are never null).
+   IRExpr* one = b.tmp(IRExpr_Unop(Iop_1Uto64, hit), Ity_I64);
+   IRExpr* ir = b.ite(hit, IRBuilder::u64(n), IRBuilder::u64(0));
+   b.add_to(b.field(field(offsetof(BlockStep, to_top), Ity_I64), offsetof(ForestNode, calls)), one);
+   b.add_to(b.field(field(offsetof(BlockStep, bottom_counter), Ity_I64), offsetof(ForestNode, calls)), one);
+   b.add_to(b.field(field(offsetof(BlockStep, canonical), Ity_I64), offsetof(ForestNode, excl)), ir);
+   b.add_to(&bb->count, one);
+   b.call(helper_name, helper, 2, mkIRExprVec_2(mkIRExpr_HWord((HWord)bb), mkIRExpr_HWord((HWord)n)),
+          b.tmp(IRExpr_Unop(Iop_Not1, hit), Ity_I1));
+}
+
 // Block modes: the basic blocks of a superblock. A block starts at the
 // superblock's first instruction and at the first instruction after each side
 // exit. For each instruction starting a block of a traced function,
@@ -299,13 +432,16 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    static BBInfo* block_of[4096];
    static UInt block_len[4096];
    Bool blocks = block_mode();
-   if (blocks) find_blocks(sb_in, blk, block_of, block_len);
+   if (blocks) {
+      find_blocks(sb_in, blk, block_of, block_len);
+      describe_positions(sb_in, blk);
+   }
    void* block_helper = clo.mode == kModeIntra ? (void*)kg_block_intra : (void*)kg_block_inter;
    const HChar* block_helper_name = clo.mode == kModeIntra ? "kg_block_intra" : "kg_block_inter";
 
    IRSB* sb = deepCopyIRSBExceptStmts(sb_in);
    IRBuilder b(sb);
-   PendingCounts pending;
+   PendingCounts pending(blocks);
    Addr last_instr = 0;
    Int instr = 0;
    Bool prologue_done = False;
@@ -319,10 +455,13 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
             add_prologue(b, blk, layout);
             prologue_done = True;
          }
-         if (blocks && block_of[instr]) {
+         if (blocks && block_of[instr] && clo.dump_blocks) {
+            // --dump-blocks: every block run goes through the helper.
             b.call(block_helper_name, block_helper, 2,
                    mkIRExprVec_2(mkIRExpr_HWord((HWord)block_of[instr]),
                                  mkIRExpr_HWord((HWord)block_len[instr])), nullptr);
+         } else if (blocks && block_of[instr]) {
+            add_block_step(b, block_of[instr], block_len[instr], block_helper, block_helper_name);
          }
          last_instr = (Addr)st->Ist.IMark.addr;
          pending.add(slot_of_instr[instr++]);
@@ -336,6 +475,12 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       b.add(st);
    }
    pending.flush(b, blk);
+   if (blocks && sb->jumpkind == Ijk_Boring && sb->next->tag != Iex_Const && !blk->in_plt &&
+       blocks_traced(blk->fn)) {
+      // A computed jump (a switch table): its targets are counted at run time.
+      b.call("kg_indirect_jump", (void*)kg_indirect_jump, 2,
+             mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sb->next), nullptr);
+   }
    if (sb->jumpkind == Ijk_Ret) add_inline_return(b, layout);
    if (sb->jumpkind == Ijk_Call) {
       // The next block is the callee's: it starts an activation.

@@ -72,6 +72,9 @@ struct Writer {
    UWord n_costs;
    CallEdge* edges;
    UWord n_edges;
+   Bool instr;                // positions: instr line (block modes)
+   ContextJump* jumps;        // block modes
+   UWord n_jumps;
    UInt last_object;          // ob= in force, to write it only when it changes
    UInt last_file;            // fl= in force, or kNoFile after fi=/fe= lines
 };
@@ -127,7 +130,7 @@ void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_t
       else out.printf("desc: thread %u: ", threads[i].tid);
       out.printf("k-SF nodes %llu\n", (ULong)threads[i].forest->sf.node_count());
    }
-   out.put("positions: line\n");
+   out.put(w.instr ? "positions: instr line\n" : "positions: line\n");
    out.put("events: Ir\n");
    out.printf("summary: %llu\n", total);
 }
@@ -222,6 +225,14 @@ void write_file_switch(Writer& w, UInt* current, UInt file, UInt home)
    w.files.emit(w.out, file == home ? "fe" : "fi", file, file_name(file));
 }
 
+// A position: "line", or "0xaddr line" with positions: instr line (the
+// address in the object file, where KCachegrind's objdump finds it).
+void write_position(Writer& w, Addr addr, UInt line)
+{
+   if (w.instr) w.out.printf("0x%lx %u", (unsigned long)file_address(addr), line);
+   else w.out.printf("%u", line);
+}
+
 void write_calls(Writer& w, const ForestNode* caller, UInt* current_file, UInt home)
 {
    for (UWord e = first_edge(w, caller); e < w.n_edges && w.edges[e].a == caller; e++) {
@@ -235,11 +246,47 @@ void write_calls(Writer& w, const ForestNode* caller, UInt* current_file, UInt h
       // it the same way).
       if (callee_file != home) w.files.emit(w.out, "cfi", callee_file, file_name(callee_file));
       write_context_ref(w, "cfn", callee);
-      w.out.printf("calls=%llu 0\n%u %llu\n", edge->calls, site.line, edge->incl);
+      // The target position: the callee's first instruction (line 0 without
+      // instruction positions, as before).
+      SourceLoc target = { nullptr, 0, 0 };
+      if (w.instr && edge->target) source_loc(edge->target, &target);
+      w.out.printf("calls=%llu ", edge->calls);
+      write_position(w, edge->target, target.line);
+      w.out.put_char('\n');
+      write_position(w, edge->call_site, site.line);
+      w.out.printf(" %llu\n", edge->incl);
    }
 }
 
-// One context: its exclusive cost per line, then its calls.
+UWord first_jump(const Writer& w, const ForestNode* ctx)
+{
+   UWord lo = 0, hi = w.n_jumps;
+   while (lo < hi) {
+      UWord mid = (lo + hi) / 2;
+      if ((UWord)w.jumps[mid].ctx < (UWord)ctx) lo = mid + 1;
+      else hi = mid;
+   }
+   return lo;
+}
+
+// callgrind's --collect-jumps lines: "jcnd=<taken>/<executed> <target>" or
+// "jump=<count> <target>", then the jump's own position; jfi= when the target
+// is in another file than the one in force.
+void write_jump(Writer& w, const ContextJump& j, UInt current_file)
+{
+   SourceLoc to;
+   source_loc(j.to, &to);
+   if (to.fn && to.file != current_file) w.files.emit(w.out, "jfi", to.file, file_name(to.file));
+   if (j.cond) w.out.printf("jcnd=%llu/%llu ", j.taken, j.executed);
+   else w.out.printf("jump=%llu ", j.taken);
+   write_position(w, j.to, to.line);
+   w.out.put_char('\n');
+   write_position(w, j.from, j.from_line->line);
+   w.out.put_char('\n');
+}
+
+// One context: its exclusive cost per line (or per instruction, each
+// followed by its jumps), then its calls.
 void write_context(Writer& w, const ForestNode* n)
 {
    UWord c = first_cost(w, n);
@@ -255,9 +302,14 @@ void write_context(Writer& w, const ForestNode* n)
    w.last_object = object;
    write_context_ref(w, "fn", n);
    UInt current = home;
+   UWord j = w.instr ? first_jump(w, n) : 0;
    for (; c < w.n_costs && w.costs[c].ctx == n; c++) {
-      write_file_switch(w, &current, w.costs[c].line->file, home);
-      w.out.printf("%u %llu\n", w.costs[c].line->line, w.costs[c].ir);
+      const ContextLineCost& cost = w.costs[c];
+      write_file_switch(w, &current, cost.line->file, home);
+      write_position(w, cost.addr, cost.line->line);
+      w.out.printf(" %llu\n", cost.ir);
+      for (; j < w.n_jumps && w.jumps[j].ctx == n && w.jumps[j].from <= cost.addr; j++)
+         if (w.jumps[j].from == cost.addr) write_jump(w, w.jumps[j], current);
    }
    write_calls(w, n, &current, home);
    // After fi=/fe= lines the next context states its file again.
@@ -454,7 +506,9 @@ void number_contexts(Writer& w, const ThreadProfile* threads, UInt n_threads)
 void fold_contexts(Writer& w)
 {
    for (UWord i = 0; i < w.n_costs; i++) w.costs[i].ctx = (ForestNode*)reported_node(w, w.costs[i].ctx);
-   w.n_costs = merge_line_costs(w.costs, w.n_costs);
+   w.n_costs = w.instr ? merge_instr_costs(w.costs, w.n_costs) : merge_line_costs(w.costs, w.n_costs);
+   for (UWord i = 0; i < w.n_jumps; i++) w.jumps[i].ctx = (ForestNode*)reported_node(w, w.jumps[i].ctx);
+   w.n_jumps = merge_jumps(w.jumps, w.n_jumps);
    for (UWord i = 0; i < w.n_edges; i++) {
       w.edges[i].a = reported_node(w, w.edges[i].a);
       w.edges[i].b = reported_node(w, w.edges[i].b);
@@ -489,7 +543,9 @@ void write_body(Writer& w, ULong total)
 {
    ThreadProfile* threads = (ThreadProfile*)kg::alloc(VG_N_THREADS * sizeof(ThreadProfile));
    UInt n_threads = thread_profiles(threads, VG_N_THREADS);
-   w.n_costs = collect_line_costs(&w.costs);
+   w.instr = block_mode();
+   w.n_costs = w.instr ? collect_instr_costs(&w.costs) : collect_line_costs(&w.costs);
+   w.n_jumps = w.instr ? collect_jumps(&w.jumps) : 0;
    w.n_edges = collect_call_edges(&w.edges);
    fill_exclusive_costs(w);       // per node, for the k-SF records: before folding
    number_contexts(w, threads, n_threads);
@@ -509,6 +565,7 @@ void write_body(Writer& w, ULong total)
    w.contexts.done();
    kg::release(w.costs);
    kg::release(w.edges);
+   kg::release(w.jumps);
    kg::release(w.slots);
    kg::release(threads);
 }

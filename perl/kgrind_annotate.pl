@@ -41,7 +41,7 @@ sub kstr { $_[0] == $INF ? 'inf' : $_[0] }
 # Reading a profile.
 # ---------------------------------------------------------------------------
 my %NAME_SPACE = (ob => 'ob', cob => 'ob', fl => 'fl', fi => 'fl', fe => 'fl', cfi => 'fl', cfl => 'fl',
-                  fn => 'fn', cfn => 'fn');
+                  fn => 'fn', cfn => 'fn', jfi => 'fl', jfn => 'fn');
 my %HEADER_KEYS = map { $_ => 1 } qw(version creator pid cmd part thread desc
     positions events summary totals);
 
@@ -66,6 +66,7 @@ sub read_profile {
     # body state for source annotation
     my (%names);       # 'fl'/'fn' -> id -> name
     my ($cur_fl, $cur_fi, $cur_fn, $cur_thr, $after_calls, $last_line) = ('???', undef, '???', '', 0, 0);
+    my $instr = 0;    # positions: instr line (block modes): an address before the line
     my $src = $P{src};
     my $fnline = $P{fnline};
 
@@ -104,7 +105,9 @@ sub read_profile {
                 elsif ($key eq 'desc') { $P{desc}{$1} = $2 if $val =~ /^([^:]+):\s*(.*)$/ }
                 elsif ($key eq 'positions') {
                     my $pl = 1 + (substr($part, 0, $-[0]) =~ tr/\n//);
-                    ferr($file, $pl, "unsupported positions '$val' (kgrind writes 'line')") unless $val =~ /^line\s*$/;
+                    ferr($file, $pl, "unsupported positions '$val' (kgrind writes 'line' or 'instr line')")
+                        unless $val =~ /^(?:instr )?line\s*$/;
+                    $instr = $val =~ /^instr/ ? 1 : 0;
                 }
                 else { $P{$key} //= $val }
             }
@@ -290,11 +293,14 @@ sub read_profile {
             # Without source annotation the body's costs are not needed: only
             # the k-SF records are (and they are checked strictly).
             next unless $want_src;
-            my ($pos, $ir) = $l =~ /^([+-]?\d+|\*)(?: (\d+))?(?: \d+)*\s*$/
+            my ($pos, $ir) = $instr
+                ? $l =~ /^(?:0x[0-9a-fA-F]+|[+-]?\d+|\*) ([+-]?\d+|\*)(?: (\d+))?(?: \d+)*\s*$/
+                : $l =~ /^([+-]?\d+|\*)(?: (\d+))?(?: \d+)*\s*$/
                 or ferr($file, $ln, "malformed cost line: '", printable($l), "'");
-            if ($after_calls) { $after_calls = 0; next; }   # inclusive cost of a call
+            if ($after_calls) { $after_calls = 0; next; }   # inclusive cost of a call, or a jump's source
+            my $p0 = ord $pos;
             my $line = $pos eq '*' ? $last_line
-                     : ($c0 == 43 || $c0 == 45) ? $last_line + $pos : $pos;
+                     : ($p0 == 43 || $p0 == 45) ? $last_line + $pos : $pos;
             $last_line = $line;
             next unless $ir;
             my $sf = $cur_fi // $cur_fl;
@@ -330,8 +336,10 @@ sub read_profile {
             }
             if ($key eq 'calls' || $key eq 'jump' || $key eq 'jcnd') {
                 next unless $want_src;
+                # count (jcnd: taken/executed), then the target position
+                my $count = $key eq 'jcnd' ? '\d+/\d+' : '\d+';
                 ferr($file, $ln, "malformed $key= line: '", printable($l), "'")
-                    if substr($l, $eq + 1) =~ tr/0-9 +*-//c;
+                    unless substr($l, $eq + 1) =~ /^$count(?: (?:0x[0-9a-fA-F]+|[+-]?\d+|\*))*\s*$/;
                 $after_calls = 1;
                 next;
             }
@@ -348,7 +356,9 @@ sub read_profile {
             elsif ($key eq 'events') {
                 $P{events} = $val;
             } elsif ($key eq 'positions') {
-                ferr($file, $ln, "unsupported positions '$val' (kgrind writes 'line')") unless $val =~ /^line\s*$/;
+                ferr($file, $ln, "unsupported positions '$val' (kgrind writes 'line' or 'instr line')")
+                    unless $val =~ /^(?:instr )?line\s*$/;
+                $instr = $val =~ /^instr/ ? 1 : 0;
             } elsif ($key eq 'desc') {
                 $P{desc}{$1} = $2 if $val =~ /^([^:]+):\s*(.*)$/;
             } elsif (!$HEADER_KEYS{$key}) {
@@ -1143,7 +1153,7 @@ sub disasm_blocks {
             my @bl = sort { $a->{faddr} <=> $b->{faddr} } @{$fnblocks{$fn}};
             my $stop = $start + ($size || 1);
             $stop = $bl[-1]{faddr} + 64 if $stop <= $bl[-1]{faddr};
-            my @lines = `objdump -d --no-show-raw-insn --start-address=0x@{[sprintf '%x', $start]} --stop-address=0x@{[sprintf '%x', $stop]} '$q' 2>/dev/null`;
+            my @lines = `objdump -d -M intel --no-show-raw-insn --start-address=0x@{[sprintf '%x', $start]} --stop-address=0x@{[sprintf '%x', $stop]} '$q' 2>/dev/null`;
             my @insn;    # [address, text]
             for my $l (@lines) {
                 next unless $l =~ /^\s*([0-9a-f]+):\s+(\S.*?)\s*$/;

@@ -286,6 +286,11 @@ def test_blocks_disasm(annotate, tools):
     assert len(loop) >= 2                                  # p(0), p(1) in the loop (and p(2))
     assert any(ins == f'call   {foo0}' for n in names for ins in dis[n])   # the recursion
     assert any(re.match(r'^j\w+ +\{foo\+\d+ at prog4\.c:\d+\}$', ins) for n in names for ins in dis[n])
+    # Intel syntax, as Pin's disassembly in Listing 4.15 (destination first,
+    # operand sizes spelled out, no AT&T % registers)
+    every = [ins for n in names for ins in dis[n]]
+    assert any(re.match(r'^mov +DWORD PTR \[rbp-0x[0-9a-f]+\],', ins) for ins in every), every
+    assert not any('%' in ins for ins in every)
     # every block of the main program has instructions; its last one ends it
     for n in names:
         if n.startswith(('{foo+', '{p+', '{main+')):

@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+import callgrind_format
 import ksf_records
 
 # ---------------------------------------------------------------------------
@@ -403,6 +404,32 @@ ORACLE_CASES = [(mode, k, joined) for mode in ('intra', 'inter') for k in ('1', 
                 for joined in ('no', 'yes') if joined == 'no' or k in ('2', 'roll')]
 
 
+def by_address(prof, forests):
+    """forests_by_key's trees with block labels replaced by addresses and
+    function ids by names."""
+    addr = {label: b['addr'] for label, b in prof.blocks.items()}
+    relabel = lambda path: tuple(addr[l] for l in path)
+    name = lambda key: (prof.fns[key[0]], key[1]) if isinstance(key, tuple) else key
+    return {name(key): {(t if t == 'first' else addr[t]): {relabel(p): c for p, c in paths.items()}
+                  for t, paths in trees.items()}
+            for key, trees in forests.items()}
+
+
+def forests_by_key(prof, mode):
+    """{thread (inter) or (function id, thread) (intra): trees}."""
+    got = {}
+    for f in prof.forests:
+        tid = f.tid if f.tid == 'all' else int(f.tid)
+        if mode == 'inter':
+            key = tid
+        else:
+            fid = [i for i, n in prof.fns.items() if n == f.fn]
+            assert len(fid) == 1
+            key = (fid[0], tid)
+        got[key] = f.trees()
+    return got
+
+
 @pytest.mark.parametrize('mode,k,joined', ORACLE_CASES)
 def test_online_forests_equal_brute_force(tools, oracle_program, mode, k, joined):
     opts = [f'--mode={mode}', FUNCS, f'--dump-blocks={tools.dir}/dump', f'--join-threads={joined}']
@@ -415,20 +442,20 @@ def test_online_forests_equal_brute_force(tools, oracle_program, mode, k, joined
     if mode == 'intra':
         # Recursion and longjmp: rec has several activations, jumper leaves by longjmp.
         assert any(len(v) >= 4 for key, v in acts.items() if prof.fns[key[0]] == 'rec')
-    got = {}
-    for f in prof.forests:
-        tid = f.tid if f.tid == 'all' else int(f.tid)
-        if mode == 'inter':
-            key = tid
-        else:
-            fid = [i for i, n in prof.fns.items() if n == f.fn]
-            assert len(fid) == 1
-            key = (fid[0], tid)
-        got[key] = f.trees()
+    got = forests_by_key(prof, mode)
     want = {key: ksf_of_cct(cct(paths, k == 'roll'), kk) for key, paths in acts.items()}
     assert got.keys() == want.keys()
     for key in want:
         assert got[key] == want[key], key
+    # --dump-blocks sends every block through the helper; the same run
+    # without it replays the inline step cache (kg_instrument.cpp,
+    # add_block_step) and must build the same forests.
+    # Labels follow the translation order, which thread scheduling may
+    # change between the runs: compare by block address.
+    fast = run(tools, oracle_program, [o for o in opts if not o.startswith('--dump-blocks')], out='fast.out')
+    assert by_address(fast, forests_by_key(fast, mode)) == by_address(prof, want)
+    assert ({b['addr']: b['count'] for b in fast.blocks.values()} ==
+            {b['addr']: b['count'] for b in prof.blocks.values()})
     # Block counts: the table's, the dump's and the forests' canonical nodes agree.
     runs = collections.Counter(label for *_, label in dump)
     canonical = collections.Counter()
@@ -460,3 +487,119 @@ def test_intra_mode_line_costs_equal_cachegrind(tools):
     assert +mine.by_file_line() == +ref.by_file_line()
     prof = BlockProfile(kg.profile_path)
     assert prof.options['mode'] == 'intra'
+
+
+# ---------------------------------------------------------------------------
+# Jumps in the callgrind body (positions: instr line, jump=/jcnd= lines)
+
+JUMP_FUNCS = {'main', 'walk', 'classify'}      # tests/progs/jumps.c
+
+
+def jump_counts(prof, fns):
+    """{(function, from, to, conditional): (taken, executed)} of a callgrind
+    profile, summed over the contexts (kgrind) or BBs (callgrind)."""
+    out = collections.Counter()
+    for j in prof.jumps:
+        fn = callgrind_format.callee(j.fn)
+        if fn in fns:
+            out[(fn, j.from_addr, j.to_addr, j.cond, 'taken')] += j.taken
+            out[(fn, j.from_addr, j.to_addr, j.cond, 'executed')] += j.executed
+    return out
+
+
+def instr_costs(prof, fns):
+    out = collections.Counter()
+    for (_ob, fn, addr), ir in prof.instrs.items():
+        if callgrind_format.callee(fn) in fns:
+            out[addr] += ir
+    return +out
+
+
+@pytest.mark.parametrize('opt', ['-O0', '-O2'])
+@pytest.mark.parametrize('mode', ['intra', 'inter'])
+def test_jumps_equal_callgrind(tools, mode, opt):
+    exe = tools.compile('jumps.c', opt)
+    kg = tools.kgrind(exe, opts=[f'--mode={mode}', '--k=2'])
+    assert kg.returncode == 0, kg.stderr
+    cg = tools.reference('callgrind', exe, opts=['--collect-jumps=yes', '--dump-instr=yes'])
+    mine, ref = kg.profile(), cg.profile()
+    assert mine.header['positions'] == ref.header['positions'] == 'instr line'
+    expected = jump_counts(ref, JUMP_FUNCS)
+    kinds = {k[3] for k in expected}
+    assert kinds == {True, False}, expected         # jcnd= and jump= both occur
+    sources = collections.Counter(k[1] for k in expected if k[4] == 'taken')
+    assert max(sources.values()) >= 5                # the switch's computed jump
+    assert jump_counts(mine, JUMP_FUNCS) == expected
+    # Every cost line carries an instruction: per-instruction Ir as callgrind's.
+    assert instr_costs(mine, JUMP_FUNCS) == instr_costs(ref, JUMP_FUNCS)
+
+
+def disassemble(exe):
+    """{file address: (length, mnemonic)} of the executable's code."""
+    out = subprocess.run(['objdump', '-d', '--no-show-raw-insn', str(exe)],
+                         capture_output=True, text=True, check=True).stdout
+    found = []
+    for line in out.splitlines():
+        m = re.match(r'^\s*([0-9a-f]+):\s+(?:(?:bnd|notrack)\s+)?(\S+)', line)
+        if m:
+            found.append((int(m.group(1), 16), m.group(2)))
+    return {a: (b[0] - a, mn) for (a, mn), b in zip(found, found[1:])}
+
+
+def function_symbols(exe):
+    out = subprocess.run(['nm', str(exe)], capture_output=True, text=True, check=True).stdout
+    return {f[2]: int(f[0], 16) for f in (l.split() for l in out.splitlines())
+            if len(f) == 3 and f[1] in 'tT'}
+
+
+def test_jumps_equal_dump_transitions(tools):
+    """The jumps equal the transitions of the --dump-blocks raw sequence
+    between consecutive blocks of an activation: from the block's last
+    instruction (its first jump, call or return, by objdump) to the next
+    block, except after a call, to the next instruction (a fall-through) or
+    to a function's entry (a call for callgrind)."""
+    exe = tools.compile('jumps.c', '-O2')
+    r = tools.kgrind(exe, opts=['--mode=intra', '--k=1', '--funcs=' + ','.join(JUMP_FUNCS),
+                               f'--dump-blocks={tools.dir}/dump'])
+    assert r.returncode == 0, r.stderr
+    prof = BlockProfile(r.profile_path)
+    insns, syms = disassemble(exe), function_symbols(exe)
+    start = {label: syms[b['fn']] + b['offset'] for label, b in prof.blocks.items() if label}
+
+    def last_instr(a):
+        while not re.match(r'(j|call|ret)', insns[a][1]):
+            a += insns[a][0]
+        return a
+
+    expected = collections.Counter()
+    prev = {}
+    for tid, act, _fn, label in read_dump(tools.dir / 'dump'):
+        b = start[label]
+        if (tid, act) in prev:
+            x = last_instr(prev[(tid, act)])
+            if not insns[x][1].startswith('call') and b != x + insns[x][0] and b not in syms.values():
+                expected[(x, b)] += 1
+        prev[(tid, act)] = b
+    assert len(expected) >= 10
+    mine = collections.Counter()
+    for j in r.profile().jumps:
+        if callgrind_format.callee(j.fn) in JUMP_FUNCS:
+            mine[(j.from_addr, j.to_addr)] += j.taken
+    assert mine == expected
+
+
+def test_instr_profile_readers(tools):
+    """callgrind_annotate reads the block-mode file (exclusive and inclusive)
+    without warnings; its totals and per-line Ir equal cachegrind's."""
+    exe = tools.compile('jumps.c', '-O2')
+    kg = tools.kgrind(exe, opts=['--mode=intra', '--k=2'])
+    cg = tools.reference('cachegrind', exe)
+    mine, ref = kg.profile(), cg.profile()
+    assert mine.total() == ref.summary == mine.totals
+    assert +mine.by_file_line() == +ref.by_file_line()
+    for extra in ([], ['--inclusive=yes']):
+        ann = subprocess.run(['callgrind_annotate', *extra, str(kg.profile_path)],
+                             capture_output=True, text=True, check=True)
+        assert 'WARNING' not in ann.stderr, ann.stderr
+        total = re.search(r'^([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS', ann.stdout, re.M)
+        assert int(total.group(1).replace(',', '')) == ref.summary
