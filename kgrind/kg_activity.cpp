@@ -87,7 +87,7 @@ void update_now_from_top()
 {
    const Frame* top = kg_now.top;
    kg_now.top_sp = top->sp;
-   kg_now.ctx = top->tr->ctx;
+   kg_now.ctx = kg_now.pending_call ? kCallPending : top->tr->ctx;
 }
 
 ActNode* act_node(ThreadState* t, const Activation& act)
@@ -382,8 +382,11 @@ extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, UWord afte
    ThreadState* t = current;
    kg_now.pending_call = 0;
    if (blk->in_plt) {
-      // A call into a PLT stub waits for the stub's jump to the real function.
-      kg_now.pending_call = after_call;
+      // The stub's instructions are the caller's; the call stays pending
+      // until the stub jumps to the real function.
+      kg_now.ctx = kg_now.top->tr->ctx;
+      if (blk->cached_ctx != kg_now.ctx) kg_refresh_counters(blk);
+      if (after_call) set_call_pending(kg_now.call_site);
       return;
    }
    if (after_call) {
@@ -392,12 +395,18 @@ extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, UWord afte
       // A jump to a function's first instruction from another function is a
       // tail call (or PLT/resolver jump); a jump back to its own entry is a loop.
       push_activation(t, blk->fn, sp, blk);
-   } else {
-      return;
    }
-   // The context changed: point the block at its counters now, which saves
-   // the instrumented code a second helper call.
    if (blk->cached_ctx != kg_now.ctx) kg_refresh_counters(blk);
+}
+
+extern "C" void VG_REGPARM(2) kg_block_start(BlockInfo* blk, Addr sp)
+{
+   if (sp > kg_now.top_sp) unwind_to_sp(current, sp);
+   UWord after_call = kg_now.pending_call;
+   if (after_call || blk->fn_entry || blk->in_plt)
+      kg_block_entry(blk, sp, after_call);
+   else if (blk->cached_ctx != kg_now.ctx)
+      kg_refresh_counters(blk);
 }
 
 // ---- Block modes ------------------------------------------------------------

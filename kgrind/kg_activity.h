@@ -84,6 +84,17 @@ struct Now {
 };
 extern Now kg_now;
 
+// kg_now.ctx while a call is pending: it matches no block's cached context,
+// so the first block after a call always misses the inline context check,
+// which therefore also tells "a call is pending" (one guard, not two).
+ForestNode* const kCallPending = (ForestNode*)1;
+inline void set_call_pending(Addr call_site)
+{
+   kg_now.pending_call = 1;
+   kg_now.call_site = call_site;
+   kg_now.ctx = kCallPending;
+}
+
 // An SP jump larger than this is a stack switch, not a mass return
 // (Valgrind's own --max-stackframe default).
 const Addr kMaxStackFrame = 2000000;
@@ -100,6 +111,9 @@ void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, UWord after_call);
 // A function's first block pushed a frame from its entry cache, but the
 // push was wrong (see kg_instrument.cpp): undo it, then as kg_block_entry.
 void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, UWord after_call);
+// Any other block, when its frame may have died (SP rose), a call is pending,
+// or its counters are another context's: everything the prologue may need.
+void VG_REGPARM(2) kg_block_start(BlockInfo* blk, Addr sp);
 }
 
 // Core callbacks.

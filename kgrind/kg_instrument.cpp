@@ -1,13 +1,18 @@
 // Instrumentation of superblocks.
 //
-// At the start of every superblock, inline IR:
-//   1. if SP > kg_now.top_sp, calls kg_unwind(SP): frames below SP died;
-//   2. reads kg_now.pending_call (set by blocks ending in a call); for a
-//      function's first block, or when the flag is set, calls kg_block_entry,
-//      which clears it and may push a new activation;
-//   3. if kg_now.ctx differs from the block's cached context, calls
-//      kg_refresh_counters to point the block at the counters of
-//      (context, block).
+// Every superblock starts with inline IR that keeps the shadow stack and the
+// block's counters right (docs/function-mode.md):
+//   - a function's first block (traced, with a symbol): if SP > top_sp, calls
+//     kg_unwind(SP) (frames below SP died); then pushes the frame its entry
+//     cache predicts, kg_entry_fixup repairing a wrong prediction; then, if
+//     kg_now.ctx differs from the block's cached context, calls
+//     kg_refresh_counters for the counters of (context, block);
+//   - PLT stubs and untraced functions' first blocks call kg_block_start;
+//   - any other block calls kg_block_start only if SP > top_sp or kg_now.ctx
+//     differs from its cached context (after a call, ctx is kCallPending,
+//     which no block caches).
+// Blocks ending in a call set the pending call; blocks ending in a return pop
+// the top frame inline when exactly one activation died.
 // Instructions are then counted in groups: every instruction since the
 // previous flush point is added to its (context, line) counter, and to the
 // thread's Ir, just before each side exit and at the end of the block. A
@@ -217,29 +222,27 @@ void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp)
           b.tmp(IRExpr_Unop(Iop_Not1, predicted), Ity_I1));
 }
 
-// Steps 1-3 of the block prologue (see the top of this file).
+// The block prologue (see the top of this file).
 void add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout)
 {
    IRExpr* sp = b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64);
-   IRExpr* top_sp = b.load64(&kg_now.top_sp);
-   IRExpr* sp_rose = b.tmp(IRExpr_Binop(Iop_CmpLT64U, top_sp, sp), Ity_I1);
-   b.call("kg_unwind", (void*)kg_unwind, 1, mkIRExprVec_1(sp), sp_rose);
-
-   if (blk->fn_entry && !blk->in_plt && fn_traced(blk->fn)) {
-      add_inline_entry(b, blk, sp);
-   } else {
-      // The helper clears the flag: blocks that do not call it leave it at 0.
-      IRExpr* after_call = b.load64(&kg_now.pending_call);
-      IRExpr* guard = blk->fn_entry || blk->in_plt
-         ? nullptr
-         : b.tmp(IRExpr_Binop(Iop_CmpNE64, after_call, IRBuilder::u64(0)), Ity_I1);
-      b.call("kg_block_entry", (void*)kg_block_entry, 3,
-             mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), sp, after_call), guard);
+   IRExpr* sp_rose = b.op(Iop_CmpLT64U, b.load64(&kg_now.top_sp), sp, Ity_I1);
+   if (!blk->fn_entry && !blk->in_plt) {
+      // kg_now.ctx is kCallPending after a call, so one guard covers a
+      // died frame, a pending call and a context change.
+      IRExpr* miss = b.op(Iop_CmpNE64, b.load64(&kg_now.ctx), b.load64(&blk->cached_ctx), Ity_I1);
+      b.call("kg_block_start", (void*)kg_block_start, 2,
+             mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sp), b.op(Iop_Or1, sp_rose, miss, Ity_I1));
+      return;
    }
-
-   IRExpr* ctx = b.load64(&kg_now.ctx);
-   IRExpr* cached = b.load64(&blk->cached_ctx);
-   IRExpr* miss = b.tmp(IRExpr_Binop(Iop_CmpNE64, ctx, cached), Ity_I1);
+   if (blk->in_plt || !fn_traced(blk->fn)) {
+      b.call("kg_block_start", (void*)kg_block_start, 2,
+             mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sp), nullptr);
+      return;
+   }
+   b.call("kg_unwind", (void*)kg_unwind, 1, mkIRExprVec_1(sp), sp_rose);
+   add_inline_entry(b, blk, sp);
+   IRExpr* miss = b.op(Iop_CmpNE64, b.load64(&kg_now.ctx), b.load64(&blk->cached_ctx), Ity_I1);
    b.call("kg_refresh_counters", (void*)kg_refresh_counters, 1,
           mkIRExprVec_1(mkIRExpr_HWord((HWord)blk)), miss);
 }
@@ -484,8 +487,10 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    if (sb->jumpkind == Ijk_Ret) add_inline_return(b, layout);
    if (sb->jumpkind == Ijk_Call) {
       // The next block is the callee's: it starts an activation.
+      // (set_call_pending, inline)
       b.store64(&kg_now.pending_call, IRBuilder::u64(1));
       b.store64(&kg_now.call_site, IRBuilder::u64(last_instr));
+      b.store64(&kg_now.ctx, IRBuilder::u64((HWord)kCallPending));
    }
    return sb;
 }
