@@ -164,18 +164,15 @@ UWord collect_line_costs(ContextLineCost** out)
    UWord n = 0, cap = 0;
    block_counters.for_each([&](BlockCounters* e) {
       const BlockInfo* blk = (const BlockInfo*)e->b;
-      for (UInt i = 0; i < blk->n_slots; i++) cap += e->counters[i] != 0;
+      for (UInt i = 0; i < blk->n_runs; i++) cap += e->counters[blk->runs[i].point] != 0;
    });
    ContextLineCost* all = (ContextLineCost*)kg::alloc((cap + 1) * sizeof(ContextLineCost));
    block_counters.for_each([&](BlockCounters* e) {
       const BlockInfo* blk = (const BlockInfo*)e->b;
-      for (UInt i = 0; i < blk->n_slots; i++) {
-         if (e->counters[i] == 0) continue;
-         all[n].ctx = (ForestNode*)e->a;
-         all[n].line = blk->slots[i];
-         all[n].addr = 0;
-         all[n].ir = e->counters[i];
-         n++;
+      for (UInt i = 0; i < blk->n_runs; i++) {
+         const LineRun& r = blk->runs[i];
+         ULong reached = e->counters[r.point];
+         if (reached) all[n++] = { (ForestNode*)e->a, blk->slots[r.line], 0, reached * r.n };
       }
    });
    *out = all;

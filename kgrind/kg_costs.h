@@ -30,13 +30,22 @@ struct FlushPoint {
                                   // fall-through or computed target) to here; else 0
 };
 
+// Function mode: `n` instructions of line `line` (an index into
+// BlockInfo::slots) that flush point `point` counts.
+struct LineRun {
+   UShort point;
+   UShort line;
+   UInt n;
+};
+
 // Static facts about one translated superblock, and the inline cache that
 // makes the common case (same context as last time) free of helper calls.
 //
-// Counters: in function mode one per distinct source line (`slots`), holding
-// Ir; in the block modes one per flush point (`points`), counting how often
-// execution reached it. There every instruction's Ir and every exit's count
-// follow from them (kg_instrument.cpp), at no extra run-time cost.
+// Counters: one per flush point (before each side exit, and at the end),
+// counting how often execution reached it: one add per point, whatever the
+// number of lines. Each line's Ir (function mode: `runs`), each
+// instruction's Ir and each exit's count (block modes: `instrs`, `points`)
+// follow from them (kg_instrument.cpp).
 struct BlockInfo {
    ForestNode* cached_ctx;        // read by inline IR
    ULong* cached_counters;        // counters of (cached_ctx, this block)
@@ -46,8 +55,10 @@ struct BlockInfo {
    Bool fn_entry;                 // addr is fn's first instruction
    Bool in_plt;                   // a PLT stub: calls pass through it
    void* entry_cache;             // the activation layer's cache (kg_activity.cpp)
-   UInt n_slots;                  // counters: lines (func) or flush points (blocks)
-   SourceLine** slots;            // function mode
+   UInt n_slots;                  // counters: flush points
+   SourceLine** slots;            // the block's distinct source lines
+   UInt n_runs;                   // function mode
+   LineRun* runs;
    UInt n_instrs;                 // block modes
    InstrPos* instrs;
    FlushPoint* points;            // n_slots of them

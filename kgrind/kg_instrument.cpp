@@ -114,45 +114,50 @@ private:
 // one add, and every instruction's and exit's count follows (kg_costs.h).
 class PendingCounts {
 public:
-   explicit PendingCounts(Bool per_point) : per_point_(per_point) {}
+   explicit PendingCounts(Bool blocks) : blocks_(blocks) {}
 
    void add(UInt slot)
    {
-      if (!per_point_) counts_[slot]++;
+      counts_[slot]++;
       total_++;
    }
 
-   // counters[slot] += n for each slot (or counters[point]++), and the
-   // thread's Ir += total.
+   // counters[point]++ and the thread's Ir += instructions since the last
+   // point. Function mode skips a point with no instructions and records
+   // which lines' instructions the point counts (LineRun).
    void flush(IRBuilder& b, BlockInfo* blk)
    {
-      if (per_point_) {
-         IRExpr* counters = b.load64(&blk->cached_counters);
-         IRExpr* addr = b.tmp(IRExpr_Binop(Iop_Add64, counters, IRBuilder::u64(8 * point_++)), Ity_I64);
-         b.add_to(addr, 1);
+      UInt point = point_++;
+      if (total_ == 0 && !blocks_) return;
+      IRExpr* counters = b.load64(&blk->cached_counters);
+      b.add_to(b.field(counters, 8 * point), 1);
+      for (UInt i = 0; i < kMaxSlots; i++) {
+         if (!counts_[i]) continue;
+         if (!blocks_ && n_runs_ < kMaxRuns) runs_[n_runs_++] = { (UShort)point, (UShort)i, (UInt)counts_[i] };
+         counts_[i] = 0;
       }
-      if (total_ == 0) return;
-      if (!per_point_) add_line_counts(b, blk);
-      b.add_to(&kg_now.ir, total_);
+      if (total_) b.add_to(&kg_now.ir, total_);
       total_ = 0;
    }
 
-private:
-   void add_line_counts(IRBuilder& b, BlockInfo* blk)
+   // After the last flush: the block's counters and, in function mode, runs.
+   void finish(BlockInfo* blk)
    {
-      IRExpr* counters = b.load64(&blk->cached_counters);
-      for (UInt i = 0; i < kMaxSlots; i++) {
-         if (!counts_[i]) continue;
-         IRExpr* addr = b.tmp(IRExpr_Binop(Iop_Add64, counters, IRBuilder::u64(8 * i)), Ity_I64);
-         b.add_to(addr, counts_[i]);
-         counts_[i] = 0;
-      }
+      blk->n_slots = point_;
+      if (blocks_) return;
+      blk->n_runs = n_runs_;
+      blk->runs = (LineRun*)kg::alloc((n_runs_ + 1) * sizeof(LineRun));
+      VG_(memcpy)(blk->runs, runs_, n_runs_ * sizeof(LineRun));
    }
 
-   Bool per_point_;
+private:
+   static const UInt kMaxRuns = 4096;
+   Bool blocks_;
    UInt point_ = 0;
    ULong counts_[kMaxSlots] = {};
    ULong total_ = 0;
+   LineRun runs_[kMaxRuns];
+   UInt n_runs_ = 0;
 };
 
 // Static facts about the block: its instructions' source lines (one slot per
@@ -478,6 +483,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       b.add(st);
    }
    pending.flush(b, blk);
+   pending.finish(blk);
    if (blocks && sb->jumpkind == Ijk_Boring && sb->next->tag != Iex_Const && !blk->in_plt &&
        blocks_traced(blk->fn)) {
       // A computed jump (a switch table): its targets are counted at run time.
