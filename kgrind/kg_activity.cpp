@@ -314,10 +314,16 @@ void push_activation(ThreadState* t, FnInfo* fn, Addr sp, BlockInfo* blk)
       EntryCache* cache = entry_cache(blk);
       if (cache->parent == top && cache->tr->fn == fn) {
          tr = cache->tr;
+      } else if (cache->other_parent == top && cache->other_tr->fn == fn) {
+         tr = cache->other_tr;
+         cache->other_parent = cache->parent;
+         cache->other_tr = cache->tr;
       } else {
          tr = activation_transition(t, top->child, fn);
          // The calls= target position of the block modes' body.
          if (!tr->edge->target) tr->edge->target = blk->addr;
+         cache->other_parent = cache->parent;
+         cache->other_tr = cache->tr;
       }
       cache->parent = top;
       cache->tr = tr;
@@ -340,7 +346,7 @@ EntryCache* entry_cache(BlockInfo* blk)
                                        nullptr, nullptr, nullptr, nullptr };
    if (!blk->entry_cache) {
       EntryCache* cache = (EntryCache*)kg::alloc(sizeof(EntryCache));
-      *cache = { nullptr, &no_transition };
+      *cache = { nullptr, &no_transition, nullptr, &no_transition };
       blk->entry_cache = cache;
    }
    return (EntryCache*)blk->entry_cache;
@@ -353,7 +359,7 @@ void activity_init()
 }
 
 // Code without symbols: the function is named by the address it was called at.
-static FnInfo* activated_function(BlockInfo* blk)
+FnInfo* activated_function(BlockInfo* blk)
 {
    if (!blk->fn->no_symbol) return blk->fn;
    if (!blk->entry_fn) blk->entry_fn = function_named_by_address(blk->addr, blk->fn);
@@ -381,14 +387,6 @@ extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, UWord afte
 {
    ThreadState* t = current;
    kg_now.pending_call = 0;
-   if (blk->in_plt) {
-      // The stub's instructions are the caller's; the call stays pending
-      // until the stub jumps to the real function.
-      kg_now.ctx = kg_now.top->tr->ctx;
-      if (blk->cached_ctx != kg_now.ctx) kg_refresh_counters(blk);
-      if (after_call) set_call_pending(kg_now.call_site);
-      return;
-   }
    if (after_call) {
       push_activation(t, activated_function(blk), sp, blk);
    } else if (blk->fn_entry && running_function() != blk->fn) {
@@ -396,17 +394,23 @@ extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, UWord afte
       // tail call (or PLT/resolver jump); a jump back to its own entry is a loop.
       push_activation(t, blk->fn, sp, blk);
    }
-   if (blk->cached_ctx != kg_now.ctx) kg_refresh_counters(blk);
+   kg_refresh_counters(blk);
 }
 
 extern "C" void VG_REGPARM(2) kg_block_start(BlockInfo* blk, Addr sp)
 {
    if (sp > kg_now.top_sp) unwind_to_sp(current, sp);
    UWord after_call = kg_now.pending_call;
-   if (after_call || blk->fn_entry || blk->in_plt)
+   if (after_call || blk->fn_entry)
       kg_block_entry(blk, sp, after_call);
-   else if (blk->cached_ctx != kg_now.ctx)
+   else
       kg_refresh_counters(blk);
+}
+
+extern "C" void VG_REGPARM(2) kg_plt_start(BlockInfo* blk, Addr sp)
+{
+   if (sp > kg_now.top_sp) unwind_to_sp(current, sp);
+   point_block_at(blk, kg_now.top->tr->ctx);
 }
 
 // ---- Block modes ------------------------------------------------------------

@@ -62,7 +62,11 @@ struct Frame {
 struct EntryCache {
    Transition* parent;
    Transition* tr;
+   Transition* other_parent;   // the entry before (two ways, as BlockInfo's)
+   Transition* other_tr;
 };
+// The function a call into blk activates (by address without symbols).
+FnInfo* activated_function(BlockInfo* blk);
 EntryCache* entry_cache(BlockInfo* blk);
 
 // The running thread's state as inline IR sees it. One instance; the
@@ -114,6 +118,10 @@ void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, UWord after_call);
 // Any other block, when its frame may have died (SP rose), a call is pending,
 // or its counters are another context's: everything the prologue may need.
 void VG_REGPARM(2) kg_block_start(BlockInfo* blk, Addr sp);
+// A PLT stub's block, when SP rose or its counters are not its caller's:
+// the stub's instructions are the caller's, and a pending call stays
+// pending until the stub jumps to the real function.
+void VG_REGPARM(2) kg_plt_start(BlockInfo* blk, Addr sp);
 }
 
 // Core callbacks.

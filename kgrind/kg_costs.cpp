@@ -71,13 +71,27 @@ BlockInfo* block_info_new(Addr addr, UInt n_slots, SourceLine** slots)
    return b;
 }
 
+void point_block_at(BlockInfo* blk, ForestNode* ctx)
+{
+   if (blk->cached_ctx == ctx) return;
+   ULong* counters;
+   if (blk->other_ctx == ctx) {
+      counters = blk->other_counters;
+   } else {
+      BlockCounters* e = block_counters.get(ctx, blk);
+      if (!e->counters)
+         e->counters = (ULong*)alloc_zeroed((blk->n_slots ? blk->n_slots : 1) * sizeof(ULong));
+      counters = e->counters;
+   }
+   blk->other_ctx = blk->cached_ctx;
+   blk->other_counters = blk->cached_counters;
+   blk->cached_ctx = ctx;
+   blk->cached_counters = counters;
+}
+
 extern "C" void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk)
 {
-   BlockCounters* e = block_counters.get(kg_now.ctx, blk);
-   if (!e->counters)
-      e->counters = (ULong*)alloc_zeroed((blk->n_slots ? blk->n_slots : 1) * sizeof(ULong));
-   blk->cached_ctx = kg_now.ctx;
-   blk->cached_counters = e->counters;
+   point_block_at(blk, kg_now.ctx);
 }
 
 // Not the next instruction after a direct exit (a fall-through; a computed

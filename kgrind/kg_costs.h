@@ -47,8 +47,14 @@ struct LineRun {
 // instruction's Ir and each exit's count (block modes: `instrs`, `points`)
 // follow from them (kg_instrument.cpp).
 struct BlockInfo {
-   ForestNode* cached_ctx;        // read by inline IR
-   ULong* cached_counters;        // counters of (cached_ctx, this block)
+   // A two-way cache of (context -> counters), read by inline IR: the last
+   // context (way 0) and the one before it (way 1), so that a block run
+   // alternately in two contexts (a function called from two places) needs
+   // no helper call.
+   ForestNode* cached_ctx;
+   ULong* cached_counters;
+   ForestNode* other_ctx;
+   ULong* other_counters;
    Addr addr;
    FnInfo* fn;                    // function of the first instruction
    FnInfo* entry_fn;              // without symbols: the function named by addr
@@ -71,8 +77,11 @@ SourceLine* source_line(const SourceLoc& loc);
 
 BlockInfo* block_info_new(Addr addr, UInt n_slots, SourceLine** slots);
 
+// Makes the counters of (ctx, blk) the block's way 0.
+void point_block_at(BlockInfo* blk, ForestNode* ctx);
+
 extern "C" {
-// Inline-cache miss: find or create the counters of (kg_now.ctx, blk).
+// Inline-cache miss: makes the counters of (kg_now.ctx, blk) way 0.
 void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk);
 // Block modes: a superblock of a traced function left by a computed jump.
 void VG_REGPARM(2) kg_indirect_jump(BlockInfo* blk, Addr target);

@@ -23,6 +23,7 @@
 #include "kg_blocks.h"
 #include "kg_costs.h"
 #include "kg_options.h"
+#include "kg_pairmap.h"
 #include "kg_runtime.h"
 
 namespace kg {
@@ -125,11 +126,10 @@ public:
    // counters[point]++ and the thread's Ir += instructions since the last
    // point. Function mode skips a point with no instructions and records
    // which lines' instructions the point counts (LineRun).
-   void flush(IRBuilder& b, BlockInfo* blk)
+   void flush(IRBuilder& b, IRExpr* counters)
    {
       UInt point = point_++;
       if (total_ == 0 && !blocks_) return;
-      IRExpr* counters = b.load64(&blk->cached_counters);
       b.add_to(b.field(counters, 8 * point), 1);
       for (UInt i = 0; i < kMaxSlots; i++) {
          if (!counts_[i]) continue;
@@ -193,63 +193,111 @@ BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs)
    return blk;
 }
 
-// A function's first block pushes the frame its entry cache predicts, with
-// straight-line IR, as push_activation() would: the prediction holds for a
-// call from a frame of the same transition as last time. Otherwise
-// kg_entry_fixup undoes the push and does what kg_block_entry does: a call
-// from elsewhere, a full shadow stack, or a jump to the entry (a tail call,
-// or a loop back to it).
-void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp)
+// A frame push in straight-line IR, as push_activation() does, of the
+// transition the block's entry cache predicts: the one it pushed last (or
+// the time before) from a frame of the same transition as the top frame now.
+// A function's first block pushes speculatively, and kg_entry_fixup undoes a
+// wrong push and does what kg_block_entry does: a call from elsewhere, a full
+// shadow stack, or a jump to the entry (a tail call, or a loop back to it).
+// Any other block that direct calls target (code without symbols) pushes
+// only when the prediction holds, and calls kg_block_entry after a call
+// that it did not predict; entered by a jump, it runs no helper.
+void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative)
 {
    EntryCache* cache = entry_cache(blk);
    IRExpr* after_call = b.load64(&kg_now.pending_call);
    IRExpr* top = b.load64(&kg_now.top);
    IRExpr* next = b.op(Iop_Add64, top, IRBuilder::u64(sizeof(Frame)));   // always writable
-   IRExpr* tr = b.load64(&cache->tr);                                    // never null
+   IRExpr* top_tr = b.load_field(top, offsetof(Frame, tr));
+   IRExpr* way0 = b.op(Iop_CmpEQ64, b.load64(&cache->parent), top_tr, Ity_I1);
+   IRExpr* way1 = b.op(Iop_CmpEQ64, b.load64(&cache->other_parent), top_tr, Ity_I1);
+   IRExpr* tr = b.ite(way0, b.load64(&cache->tr), b.load64(&cache->other_tr));   // never null
+   IRExpr* called = b.op(Iop_CmpNE64, after_call, IRBuilder::u64(0), Ity_I1);
    IRExpr* predicted = b.op(Iop_And1,
-      b.op(Iop_And1, b.op(Iop_CmpNE64, after_call, IRBuilder::u64(0), Ity_I1),
-                     b.op(Iop_CmpEQ64, b.load64(&cache->parent),
-                          b.load_field(top, offsetof(Frame, tr)), Ity_I1), Ity_I1),
+      b.op(Iop_And1, called, b.op(Iop_Or1, way0, way1, Ity_I1), Ity_I1),
       b.op(Iop_CmpLT64U, next, b.load64(&kg_now.frames_end), Ity_I1), Ity_I1);
+   // What the push stores: always (speculative) or only when predicted.
+   auto pushed = [&](IRExpr* value, IRExpr* old) {
+      return speculative ? value : b.ite(predicted, value, old);
+   };
+   IRExpr* one = speculative ? IRBuilder::u64(1) : b.tmp(IRExpr_Unop(Iop_1Uto64, predicted), Ity_I64);
 
    b.store64(b.field(next, offsetof(Frame, sp)), sp);
    b.store64(b.field(next, offsetof(Frame, ir_at_entry)), b.load64(&kg_now.ir));
    b.store64(b.field(next, offsetof(Frame, tr)), tr);
-   b.add_to(b.field(tr, offsetof(Transition, calls)), 1);
-   b.add_to(b.load_field(tr, offsetof(Transition, active)), 1);
-   b.store64(&kg_now.top, next);
-   b.store64(&kg_now.top_sp, sp);
-   b.store64(&kg_now.ctx, b.load_field(tr, offsetof(Transition, ctx)));
-   b.store64(&kg_now.pending_call, IRBuilder::u64(0));
+   b.add_to(b.field(tr, offsetof(Transition, calls)), one);
+   b.add_to(b.load_field(tr, offsetof(Transition, active)), one);
+   b.store64(&kg_now.top, pushed(next, top));
+   b.store64(&kg_now.top_sp, pushed(sp, b.load64(&kg_now.top_sp)));
+   b.store64(&kg_now.ctx, pushed(b.load_field(tr, offsetof(Transition, ctx)), b.load64(&kg_now.ctx)));
+   b.store64(&kg_now.pending_call, pushed(IRBuilder::u64(0), after_call));
 
-   b.call("kg_entry_fixup", (void*)kg_entry_fixup, 3,
-          mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), sp, after_call),
-          b.tmp(IRExpr_Unop(Iop_Not1, predicted), Ity_I1));
+   IRExpr** args = mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), sp, after_call);
+   IRExpr* wrong = b.tmp(IRExpr_Unop(Iop_Not1, predicted), Ity_I1);
+   if (speculative)
+      b.call("kg_entry_fixup", (void*)kg_entry_fixup, 3, args, wrong);
+   else
+      b.call("kg_block_entry", (void*)kg_block_entry, 3, args, b.op(Iop_And1, called, wrong, Ity_I1));
 }
 
-// The block prologue (see the top of this file).
-void add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout)
+// Is ctx the block's way 0 or way 1 context?
+IRExpr* context_cached(IRBuilder& b, BlockInfo* blk, IRExpr* ctx)
+{
+   return b.op(Iop_Or1, b.op(Iop_CmpEQ64, ctx, b.load64(&blk->cached_ctx), Ity_I1),
+               b.op(Iop_CmpEQ64, ctx, b.load64(&blk->other_ctx), Ity_I1), Ity_I1);
+}
+
+// The counters of (ctx, block), once ctx is one of the block's two ways.
+IRExpr* cached_counters(IRBuilder& b, BlockInfo* blk, IRExpr* ctx)
+{
+   return b.ite(b.op(Iop_CmpEQ64, ctx, b.load64(&blk->cached_ctx), Ity_I1),
+                b.load64(&blk->cached_counters), b.load64(&blk->other_counters));
+}
+
+// Direct call targets seen so far: blocks there may start activations.
+struct CallTarget {
+   const void* a;   // address
+   const void* b;   // unused
+};
+PairMap<CallTarget> call_targets;
+
+// The block prologue (see the top of this file). Returns the block's
+// counters for the context it runs in.
+IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout)
 {
    IRExpr* sp = b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64);
    IRExpr* sp_rose = b.op(Iop_CmpLT64U, b.load64(&kg_now.top_sp), sp, Ity_I1);
-   if (!blk->fn_entry && !blk->in_plt) {
-      // kg_now.ctx is kCallPending after a call, so one guard covers a
-      // died frame, a pending call and a context change.
-      IRExpr* miss = b.op(Iop_CmpNE64, b.load64(&kg_now.ctx), b.load64(&blk->cached_ctx), Ity_I1);
-      b.call("kg_block_start", (void*)kg_block_start, 2,
+   if (blk->in_plt) {
+      // The stub's instructions are the caller's (the top frame's context,
+      // whatever kg_now.ctx says while the call is pending).
+      IRExpr* caller = b.load_field(b.load_field(b.load64(&kg_now.top), offsetof(Frame, tr)),
+                                    offsetof(Transition, ctx));
+      IRExpr* miss = b.tmp(IRExpr_Unop(Iop_Not1, context_cached(b, blk, caller)), Ity_I1);
+      b.call("kg_plt_start", (void*)kg_plt_start, 2,
              mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sp), b.op(Iop_Or1, sp_rose, miss, Ity_I1));
-      return;
+      caller = b.load_field(b.load_field(b.load64(&kg_now.top), offsetof(Frame, tr)),
+                            offsetof(Transition, ctx));
+      return cached_counters(b, blk, caller);
    }
-   if (blk->in_plt || !fn_traced(blk->fn)) {
+   Bool entry = blk->fn_entry && fn_traced(blk->fn);
+   Bool called_entry = !blk->fn_entry && call_targets.find((void*)blk->addr, nullptr) &&
+                       fn_traced(activated_function(blk));
+   if (!entry && !called_entry) {
+      // kg_now.ctx is kCallPending after a call, so one guard covers a
+      // died frame, a pending call and a context change. (An untraced
+      // function's first block always calls the helper: tail calls.)
+      IRExpr* miss = b.tmp(IRExpr_Unop(Iop_Not1, context_cached(b, blk, b.load64(&kg_now.ctx))), Ity_I1);
       b.call("kg_block_start", (void*)kg_block_start, 2,
-             mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sp), nullptr);
-      return;
+             mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sp),
+             blk->fn_entry ? nullptr : b.op(Iop_Or1, sp_rose, miss, Ity_I1));
+      return cached_counters(b, blk, b.load64(&kg_now.ctx));
    }
    b.call("kg_unwind", (void*)kg_unwind, 1, mkIRExprVec_1(sp), sp_rose);
-   add_inline_entry(b, blk, sp);
-   IRExpr* miss = b.op(Iop_CmpNE64, b.load64(&kg_now.ctx), b.load64(&blk->cached_ctx), Ity_I1);
+   add_inline_entry(b, blk, sp, entry);
+   IRExpr* miss = b.tmp(IRExpr_Unop(Iop_Not1, context_cached(b, blk, b.load64(&kg_now.ctx))), Ity_I1);
    b.call("kg_refresh_counters", (void*)kg_refresh_counters, 1,
           mkIRExprVec_1(mkIRExpr_HWord((HWord)blk)), miss);
+   return cached_counters(b, blk, b.load64(&kg_now.ctx));
 }
 
 // A block ending in a return pops the top frame inline when exactly one
@@ -452,17 +500,14 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    PendingCounts pending(blocks);
    Addr last_instr = 0;
    Int instr = 0;
-   Bool prologue_done = False;
+   IRExpr* counters = nullptr;   // set by the prologue
 
    for (Int i = 0; i < sb_in->stmts_used; i++) {
       IRStmt* st = sb_in->stmts[i];
       if (!st || st->tag == Ist_NoOp) continue;
       switch (st->tag) {
       case Ist_IMark:
-         if (!prologue_done) {
-            add_prologue(b, blk, layout);
-            prologue_done = True;
-         }
+         if (!counters) counters = add_prologue(b, blk, layout);
          if (blocks && block_of[instr] && clo.dump_blocks) {
             // --dump-blocks: every block run goes through the helper.
             b.call(block_helper_name, block_helper, 2,
@@ -475,14 +520,14 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          pending.add(slot_of_instr[instr++]);
          break;
       case Ist_Exit:
-         pending.flush(b, blk);
+         pending.flush(b, counters);
          break;
       default:
          break;
       }
       b.add(st);
    }
-   pending.flush(b, blk);
+   if (counters) pending.flush(b, counters);
    pending.finish(blk);
    if (blocks && sb->jumpkind == Ijk_Boring && sb->next->tag != Iex_Const && !blk->in_plt &&
        blocks_traced(blk->fn)) {
@@ -493,6 +538,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    if (sb->jumpkind == Ijk_Ret) add_inline_return(b, layout);
    if (sb->jumpkind == Ijk_Call) {
       // The next block is the callee's: it starts an activation.
+      if (sb->next->tag == Iex_Const) call_targets.get((void*)const_target(sb->next->Iex.Const.con), nullptr);
       // (set_call_pending, inline)
       b.store64(&kg_now.pending_call, IRBuilder::u64(1));
       b.store64(&kg_now.call_site, IRBuilder::u64(last_instr));

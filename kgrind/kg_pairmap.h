@@ -28,6 +28,15 @@ public:
       return e;
    }
 
+   // The entry for (a, b), or nullptr.
+   Entry* find(const void* a, const void* b) const
+   {
+      if (!cap_) return nullptr;
+      for (UWord i = hash(a, b) & (cap_ - 1); slots_[i]; i = (i + 1) & (cap_ - 1))
+         if (slots_[i]->a == a && slots_[i]->b == b) return slots_[i];
+      return nullptr;
+   }
+
    UWord size() const { return used_; }
 
    template <typename F> void for_each(F f) const
