@@ -17,6 +17,14 @@ namespace kg {
 
 Now kg_now;
 
+// What a site's empty ways hold: a transition that matches no function, so
+// that inline IR may read through it.
+static UWord unused_active;
+static Transition no_transition = { 0, 0, 0, &unused_active, nullptr, nullptr, nullptr, kActivation,
+                                    nullptr, nullptr, nullptr, nullptr };
+static CallSite no_site = { nullptr, &no_transition, nullptr, &no_transition, 0 };
+
+
 extern "C" {
 ForestNode kg_no_node;
 Activation kg_no_activation = { &kg_no_node, nullptr, 0, 0 };
@@ -124,11 +132,12 @@ void set_child(Transition* tr, ActNode* child, FnInfo* fn, FrameKind kind)
 }
 
 // The transition into traced function fn from parent.
-Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn)
+Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, BlockInfo* blk)
 {
    Bool created;
    Transition* tr = transition(t, parent, fn, &created);
    if (!created) return tr;
+
    Activation act = forest_enter(t->forest, parent->act, fn->id + 1);
    // forest_enter counted this activation in top and bottom; transitions
    // count every activation themselves (flush_transitions).
@@ -136,7 +145,9 @@ Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn)
    if (act.bottom) act.bottom->calls--;
    set_child(tr, act_node(t, act), fn, kActivation);
    tr->edge = call_edge(parent->ctx, tr->ctx);
-   if (!tr->edge->call_site) tr->edge->call_site = kg_now.call_site;
+   if (!tr->edge->call_site) tr->edge->call_site = kg_now.site->addr;
+   // The calls= target position of the block modes' body.
+   if (!tr->edge->target) tr->edge->target = blk->addr;
    return tr;
 }
 
@@ -215,7 +226,7 @@ ThreadState* thread_state(ThreadId tid)
    set_child(root, act_node(t, forest_root(t->forest)), nullptr, kActivation);
    t->frames[-1] = { 0, 0, root };
    t->frames[0] = { ~(Addr)0, 0, root };
-   t->saved = { ~(Addr)0, 0, 0, root->ctx, 0, &t->frames[0], t->frames + cap };
+   t->saved = { ~(Addr)0, 0, &no_site, root->ctx, 0, &t->frames[0], t->frames + cap };
    if (clo.mode == kModeInter) {
       if (clo.join_threads) {
          if (!joined_inter_forest) joined_inter_forest = block_forest_new(nullptr, 0, 0);
@@ -304,30 +315,31 @@ void unwind_to_sp(ThreadState* t, Addr sp)
    if (sp > kg_now.top_sp) kg_now.top_sp = ~(Addr)0;
 }
 
-void push_activation(ThreadState* t, FnInfo* fn, Addr sp, BlockInfo* blk)
+// The transition into traced fn from the top frame, by a call (from its
+// call site's ways, which learn it) or by a jump.
+Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, UWord after_call)
 {
    Transition* top = kg_now.top->tr;
+   if (!after_call) return activation_transition(t, top->child, fn, blk);
+   CallSite* site = kg_now.site;
    Transition* tr;
-   if (!fn_traced(fn)) {
-      tr = transparent_transition(t, top->child, fn);
+   if (site->parent == top && site->tr->fn == fn) return site->tr;
+   if (site->other_parent == top && site->other_tr->fn == fn) {
+      tr = site->other_tr;
    } else {
-      EntryCache* cache = entry_cache(blk);
-      if (cache->parent == top && cache->tr->fn == fn) {
-         tr = cache->tr;
-      } else if (cache->other_parent == top && cache->other_tr->fn == fn) {
-         tr = cache->other_tr;
-         cache->other_parent = cache->parent;
-         cache->other_tr = cache->tr;
-      } else {
-         tr = activation_transition(t, top->child, fn);
-         // The calls= target position of the block modes' body.
-         if (!tr->edge->target) tr->edge->target = blk->addr;
-         cache->other_parent = cache->parent;
-         cache->other_tr = cache->tr;
-      }
-      cache->parent = top;
-      cache->tr = tr;
+      tr = activation_transition(t, top->child, fn, blk);
    }
+   site->other_parent = site->parent;
+   site->other_tr = site->tr;
+   site->parent = top;
+   site->tr = tr;
+   return tr;
+}
+
+void push_activation(ThreadState* t, FnInfo* fn, Addr sp, BlockInfo* blk, UWord after_call)
+{
+   Transition* tr = fn_traced(fn) ? entered_transition(t, fn, blk, after_call)
+                                  : transparent_transition(t, kg_now.top->tr->child, fn);
    push_frame(t, sp, tr);
    kg_now.top_sp = sp;
 }
@@ -337,25 +349,18 @@ FnInfo* running_function() { return kg_now.top->tr->fn; }
 
 } // namespace
 
-// A new cache holds a transition that matches nothing, so that inline IR
-// may read through it before the first entry.
-EntryCache* entry_cache(BlockInfo* blk)
+CallSite* call_site_new(Addr addr)
 {
-   static UWord unused_active;
-   static Transition no_transition = { 0, 0, 0, &unused_active, nullptr, nullptr, nullptr, kActivation,
-                                       nullptr, nullptr, nullptr, nullptr };
-   if (!blk->entry_cache) {
-      EntryCache* cache = (EntryCache*)kg::alloc(sizeof(EntryCache));
-      *cache = { nullptr, &no_transition, nullptr, &no_transition };
-      blk->entry_cache = cache;
-   }
-   return (EntryCache*)blk->entry_cache;
+   CallSite* site = (CallSite*)kg::alloc(sizeof(CallSite));
+   *site = { nullptr, &no_transition, nullptr, &no_transition, addr };
+   return site;
 }
 
 void activity_init()
 {
    by_tid = (ThreadState**)alloc_zeroed(VG_N_THREADS * sizeof(ThreadState*));
    kg_now.top_sp = ~(Addr)0;
+   kg_now.site = &no_site;
 }
 
 // Code without symbols: the function is named by the address it was called at.
@@ -388,11 +393,11 @@ extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, UWord afte
    ThreadState* t = current;
    kg_now.pending_call = 0;
    if (after_call) {
-      push_activation(t, activated_function(blk), sp, blk);
+      push_activation(t, activated_function(blk), sp, blk, after_call);
    } else if (blk->fn_entry && running_function() != blk->fn) {
       // A jump to a function's first instruction from another function is a
       // tail call (or PLT/resolver jump); a jump back to its own entry is a loop.
-      push_activation(t, blk->fn, sp, blk);
+      push_activation(t, blk->fn, sp, blk, 0);
    }
    kg_refresh_counters(blk);
 }

@@ -56,25 +56,27 @@ struct Frame {
    Transition* tr;
 };
 
-// Per function-entry block: the last transition it started, and the top
-// frame's transition then; a call from a frame of that transition again is
-// pushed inline.
-struct EntryCache {
+// Per call instruction: the transitions its calls pushed last and the time
+// before, and the top frame's transition then. A call from a frame of the
+// same transition into the same function again is pushed inline.
+struct CallSite {
    Transition* parent;
    Transition* tr;
-   Transition* other_parent;   // the entry before (two ways, as BlockInfo's)
+   Transition* other_parent;
    Transition* other_tr;
+   Addr addr;                 // the call instruction
 };
+// A new call site (a block ending in a call at addr); its ways match nothing.
+CallSite* call_site_new(Addr addr);
 // The function a call into blk activates (by address without symbols).
 FnInfo* activated_function(BlockInfo* blk);
-EntryCache* entry_cache(BlockInfo* blk);
 
 // The running thread's state as inline IR sees it. One instance; the
 // thread layer swaps its contents at every thread switch.
 struct Now {
    Addr top_sp;               // top->sp, or ~0 while no frame can have died
    UWord pending_call;        // the previous block ended in a call
-   Addr call_site;            // address of that call instruction
+   CallSite* site;            // that call's site (never null)
    ForestNode* ctx;           // top->tr->ctx
    ULong ir;                  // instructions run by this thread
    Frame* top;                // the top frame
@@ -92,12 +94,6 @@ extern Now kg_now;
 // so the first block after a call always misses the inline context check,
 // which therefore also tells "a call is pending" (one guard, not two).
 ForestNode* const kCallPending = (ForestNode*)1;
-inline void set_call_pending(Addr call_site)
-{
-   kg_now.pending_call = 1;
-   kg_now.call_site = call_site;
-   kg_now.ctx = kCallPending;
-}
 
 // An SP jump larger than this is a stack switch, not a mass return
 // (Valgrind's own --max-stackframe default).

@@ -60,7 +60,6 @@ struct BlockInfo {
    FnInfo* entry_fn;              // without symbols: the function named by addr
    Bool fn_entry;                 // addr is fn's first instruction
    Bool in_plt;                   // a PLT stub: calls pass through it
-   void* entry_cache;             // the activation layer's cache (kg_activity.cpp)
    UInt n_slots;                  // counters: flush points
    SourceLine** slots;            // the block's distinct source lines
    UInt n_runs;                   // function mode

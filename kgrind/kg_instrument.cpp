@@ -194,8 +194,9 @@ BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs)
 }
 
 // A frame push in straight-line IR, as push_activation() does, of the
-// transition the block's entry cache predicts: the one it pushed last (or
-// the time before) from a frame of the same transition as the top frame now.
+// transition the pending call's site predicts: the one its calls pushed last
+// (or the time before) from a frame of the same transition as the top frame
+// now, into this block's function.
 // A function's first block pushes speculatively, and kg_entry_fixup undoes a
 // wrong push and does what kg_block_entry does: a call from elsewhere, a full
 // shadow stack, or a jump to the entry (a tail call, or a loop back to it).
@@ -204,18 +205,22 @@ BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs)
 // that it did not predict; entered by a jump, it runs no helper.
 void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative)
 {
-   EntryCache* cache = entry_cache(blk);
+   IRExpr* site = b.load64(&kg_now.site);
    IRExpr* after_call = b.load64(&kg_now.pending_call);
    IRExpr* top = b.load64(&kg_now.top);
    IRExpr* next = b.op(Iop_Add64, top, IRBuilder::u64(sizeof(Frame)));   // always writable
    IRExpr* top_tr = b.load_field(top, offsetof(Frame, tr));
-   IRExpr* way0 = b.op(Iop_CmpEQ64, b.load64(&cache->parent), top_tr, Ity_I1);
-   IRExpr* way1 = b.op(Iop_CmpEQ64, b.load64(&cache->other_parent), top_tr, Ity_I1);
-   IRExpr* tr = b.ite(way0, b.load64(&cache->tr), b.load64(&cache->other_tr));   // never null
+   IRExpr* way0 = b.op(Iop_CmpEQ64, b.load_field(site, offsetof(CallSite, parent)), top_tr, Ity_I1);
+   IRExpr* way1 = b.op(Iop_CmpEQ64, b.load_field(site, offsetof(CallSite, other_parent)), top_tr, Ity_I1);
+   IRExpr* tr = b.ite(way0, b.load_field(site, offsetof(CallSite, tr)),
+                      b.load_field(site, offsetof(CallSite, other_tr)));   // never null
+   IRExpr* same_fn = b.op(Iop_CmpEQ64, b.load_field(tr, offsetof(Transition, fn)),
+                          IRBuilder::u64((HWord)activated_function(blk)), Ity_I1);
    IRExpr* called = b.op(Iop_CmpNE64, after_call, IRBuilder::u64(0), Ity_I1);
    IRExpr* predicted = b.op(Iop_And1,
       b.op(Iop_And1, called, b.op(Iop_Or1, way0, way1, Ity_I1), Ity_I1),
-      b.op(Iop_CmpLT64U, next, b.load64(&kg_now.frames_end), Ity_I1), Ity_I1);
+      b.op(Iop_And1, same_fn, b.op(Iop_CmpLT64U, next, b.load64(&kg_now.frames_end), Ity_I1), Ity_I1),
+      Ity_I1);
    // What the push stores: always (speculative) or only when predicted.
    auto pushed = [&](IRExpr* value, IRExpr* old) {
       return speculative ? value : b.ite(predicted, value, old);
@@ -539,9 +544,8 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    if (sb->jumpkind == Ijk_Call) {
       // The next block is the callee's: it starts an activation.
       if (sb->next->tag == Iex_Const) call_targets.get((void*)const_target(sb->next->Iex.Const.con), nullptr);
-      // (set_call_pending, inline)
       b.store64(&kg_now.pending_call, IRBuilder::u64(1));
-      b.store64(&kg_now.call_site, IRBuilder::u64(last_instr));
+      b.store64(&kg_now.site, IRBuilder::u64((HWord)call_site_new(last_instr)));
       b.store64(&kg_now.ctx, IRBuilder::u64((HWord)kCallPending));
    }
    return sb;
