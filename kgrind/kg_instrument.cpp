@@ -210,17 +210,22 @@ void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative
    IRExpr* top = b.load64(&kg_now.top);
    IRExpr* next = b.op(Iop_Add64, top, IRBuilder::u64(sizeof(Frame)));   // always writable
    IRExpr* top_tr = b.load_field(top, offsetof(Frame, tr));
-   IRExpr* way0 = b.op(Iop_CmpEQ64, b.load_field(site, offsetof(CallSite, parent)), top_tr, Ity_I1);
-   IRExpr* way1 = b.op(Iop_CmpEQ64, b.load_field(site, offsetof(CallSite, other_parent)), top_tr, Ity_I1);
-   IRExpr* tr = b.ite(way0, b.load_field(site, offsetof(CallSite, tr)),
-                      b.load_field(site, offsetof(CallSite, other_tr)));   // never null
-   IRExpr* same_fn = b.op(Iop_CmpEQ64, b.load_field(tr, offsetof(Transition, fn)),
-                          IRBuilder::u64((HWord)activated_function(blk)), Ity_I1);
+   // A way matches a call from the top frame's transition into this block's
+   // function (an indirect call site reaches several).
+   IRExpr* fn = IRBuilder::u64((HWord)activated_function(blk));
+   auto way = [&](UWord parent_field, UWord tr_field, IRExpr** tr) {
+      *tr = b.load_field(site, tr_field);   // never null
+      return b.op(Iop_And1, b.op(Iop_CmpEQ64, b.load_field(site, parent_field), top_tr, Ity_I1),
+                  b.op(Iop_CmpEQ64, b.load_field(*tr, offsetof(Transition, fn)), fn, Ity_I1), Ity_I1);
+   };
+   IRExpr *tr0, *tr1;
+   IRExpr* way0 = way(offsetof(CallSite, parent), offsetof(CallSite, tr), &tr0);
+   IRExpr* way1 = way(offsetof(CallSite, other_parent), offsetof(CallSite, other_tr), &tr1);
+   IRExpr* tr = b.ite(way0, tr0, tr1);
    IRExpr* called = b.op(Iop_CmpNE64, after_call, IRBuilder::u64(0), Ity_I1);
    IRExpr* predicted = b.op(Iop_And1,
       b.op(Iop_And1, called, b.op(Iop_Or1, way0, way1, Ity_I1), Ity_I1),
-      b.op(Iop_And1, same_fn, b.op(Iop_CmpLT64U, next, b.load64(&kg_now.frames_end), Ity_I1), Ity_I1),
-      Ity_I1);
+      b.op(Iop_CmpLT64U, next, b.load64(&kg_now.frames_end), Ity_I1), Ity_I1);
    // What the push stores: always (speculative) or only when predicted.
    auto pushed = [&](IRExpr* value, IRExpr* old) {
       return speculative ? value : b.ite(predicted, value, old);
