@@ -10,7 +10,7 @@ cd "$(dirname "$0")"
 top=$PWD
 
 packages=(valgrind autoconf automake make pkg-config g++ gcc perl binutils
-          python3 python3-pytest python3-jsonschema libgtest-dev
+          python3 python3-pytest python3-jsonschema libgtest-dev graphviz
           clang-14 libclang-rt-14-dev
           bzip2 sqlite3 time python3-matplotlib)   # the benchmark suite (bench/)
 
