@@ -2,22 +2,25 @@
 //
 // Every superblock starts with inline IR that keeps the shadow stack and the
 // block's counters right (docs/function-mode.md):
-//   - a function's first block (traced, with a symbol): if SP > top_sp, calls
-//     kg_unwind(SP) (frames below SP died); then pushes the frame its entry
-//     cache predicts, kg_entry_fixup repairing a wrong prediction; then, if
-//     kg_now.ctx differs from the block's cached context, calls
+//   - a function's first block (traced, with a symbol) pushes the frame its
+//     call site predicts, kg_entry_fixup repairing a wrong prediction; then,
+//     if kg_now.ctx differs from the block's cached context, calls
 //     kg_refresh_counters for the counters of (context, block);
 //   - PLT stubs and untraced functions' first blocks call kg_block_start;
-//   - any other block calls kg_block_start only if SP > top_sp or kg_now.ctx
-//     differs from its cached context (after a call, ctx is kCallPending,
-//     which no block caches).
-// Blocks ending in a call set the pending call; blocks ending in a return pop
-// the top frame inline when exactly one activation died.
+//   - any other block calls kg_block_start only if kg_now.ctx differs from
+//     its cached context (after a call, ctx is kCallPending, which no block
+//     caches).
+// Frames die only when SP rises above them: superblocks that write SP check
+// it after the write (before later side exits and at their end) and call
+// kg_unwind when it rose above the top frame. Blocks ending in a call set the
+// pending call; blocks ending in a return pop the top frame inline when
+// exactly one activation died.
 // Instructions are then counted in groups: every instruction since the
 // previous flush point is added to its (context, line) counter, and to the
 // thread's Ir, just before each side exit and at the end of the block. A
 // taken side exit never counts the instructions after it. In the common case
 // (same context, no call or return) a block runs no helper at all.
+// The tool's data is addressed from base registers (data_bases).
 #include "kg_instrument.h"
 #include "kg_activity.h"
 #include "kg_blocks.h"
@@ -32,17 +35,52 @@ namespace {
 
 const Int kMaxSlots = 64;      // distinct source lines per superblock
 
+// The tool's data addressed from a base register: the host code of
+// "LDle(0x58240FB8)" is a 10-byte movabs and a load, that of
+// "LDle(Add64(base, 0x18))" one load with a 32-bit displacement. The bases
+// live in the thread's first shadow guest state, which no other part of
+// kgrind uses, so a superblock reads each with one GET (rbp-relative) and
+// VEX keeps it in a register. Base 0 is kg_now (the tool image), base 1 an
+// anchor in the tool's heap, where blocks, call sites and counters live;
+// an address farther than 2 GB from both stays an absolute constant.
+const UInt kDataBases = 2;
+Addr data_bases[kDataBases];
+const Int kBaseShadowOffset = 0;   // within shadow area 1
+
+// An address as base + disp32, or nullptr if no base reaches it.
+Bool base_relative(Addr a, UInt* base, Int* disp)
+{
+   const Long kReach = 0x7fff0000;
+   for (UInt i = 0; i < kDataBases; i++) {
+      Long d = (Long)(a - data_bases[i]);
+      if (data_bases[i] && d > -kReach && d < kReach) {
+         *base = i;
+         *disp = (Int)d;
+         return True;
+      }
+   }
+   return False;
+}
+
 // Builds IR into one superblock.
 class IRBuilder {
 public:
-   explicit IRBuilder(IRSB* sb) : sb_(sb) {}
+   IRBuilder(IRSB* sb, const VexGuestLayout* layout) : sb_(sb), shadow_(layout->total_sizeB) {}
 
-   IRExpr* load64(const void* addr)
+   // The address of tool data (see data_bases).
+   IRExpr* at(const void* p)
    {
-      IRTemp t = newIRTemp(sb_->tyenv, Ity_I64);
-      add(IRStmt_WrTmp(t, IRExpr_Load(Iend_LE, Ity_I64, mkIRExpr_HWord((HWord)addr))));
-      return IRExpr_RdTmp(t);
+      UInt base;
+      Int disp;
+      if (!base_relative((Addr)p, &base, &disp)) return mkIRExpr_HWord((HWord)p);
+      if (base_tmp_[base] == IRTemp_INVALID) {
+         base_tmp_[base] = newIRTemp(sb_->tyenv, Ity_I64);
+         add(IRStmt_WrTmp(base_tmp_[base], IRExpr_Get(shadow_ + kBaseShadowOffset + 8 * base, Ity_I64)));
+      }
+      return tmp(IRExpr_Binop(Iop_Add64, IRExpr_RdTmp(base_tmp_[base]), u64((ULong)(Long)disp)), Ity_I64);
    }
+
+   IRExpr* load64(const void* addr) { return load64(at(addr)); }
    IRExpr* load64(IRExpr* addr)
    {
       IRTemp t = newIRTemp(sb_->tyenv, Ity_I64);
@@ -55,10 +93,7 @@ public:
       add(IRStmt_WrTmp(t, e));
       return IRExpr_RdTmp(t);
    }
-   void store64(const void* addr, IRExpr* value)
-   {
-      add(IRStmt_Store(Iend_LE, mkIRExpr_HWord((HWord)addr), value));
-   }
+   void store64(const void* addr, IRExpr* value) { add(IRStmt_Store(Iend_LE, at(addr), value)); }
    void store64(IRExpr* addr, IRExpr* value) { add(IRStmt_Store(Iend_LE, addr, value)); }
    static IRExpr* u64(ULong v) { return IRExpr_Const(IRConst_U64(v)); }
 
@@ -85,16 +120,13 @@ public:
    void store(IRExpr* addr, IRExpr* value) { add(IRStmt_Store(Iend_LE, addr, value)); }
 
    // *addr += n
-   void add_to(const void* addr, ULong n)
-   {
-      store64(addr, tmp(IRExpr_Binop(Iop_Add64, load64(addr), u64(n)), Ity_I64));
-   }
    void add_to(IRExpr* addr, ULong n) { add_to(addr, u64(n)); }
    void add_to(IRExpr* addr, IRExpr* n)
    {
       store64(addr, tmp(IRExpr_Binop(Iop_Add64, load64(addr), n), Ity_I64));
    }
-   void add_to(const void* addr, IRExpr* n) { add_to(mkIRExpr_HWord((HWord)addr), n); }
+   void add_to(const void* addr, ULong n) { add_to(at(addr), u64(n)); }
+   void add_to(const void* addr, IRExpr* n) { add_to(at(addr), n); }
 
    // A helper call, when guard holds (guard may be nullptr: always).
    void call(const HChar* name, void* fn, Int regparms, IRExpr** args, IRExpr* guard)
@@ -108,6 +140,8 @@ public:
 
 private:
    IRSB* sb_;
+   Int shadow_;   // offset of shadow area 1 in the guest state
+   IRTemp base_tmp_[kDataBases] = { IRTemp_INVALID, IRTemp_INVALID };
 };
 
 // Instructions executed since the last flush point, per block slot. In the
@@ -250,18 +284,20 @@ void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative
       b.call("kg_block_entry", (void*)kg_block_entry, 3, args, b.op(Iop_And1, called, wrong, Ity_I1));
 }
 
-// Is ctx the block's way 0 or way 1 context?
-IRExpr* context_cached(IRBuilder& b, BlockInfo* blk, IRExpr* ctx)
+// Is ctx not the block's (way 0) context? One compare, so that the guard is
+// one branch: way 1, the previous context, is the helper's, which swaps the
+// ways on a hit there (point_block_at) and leaves way 0 the current context.
+// (Checking both ways inline cost more in every block than the helper
+// calls it saved: bench numbers in docs/function-mode.md.)
+IRExpr* context_missed(IRBuilder& b, BlockInfo* blk, IRExpr* ctx)
 {
-   return b.op(Iop_Or1, b.op(Iop_CmpEQ64, ctx, b.load64(&blk->cached_ctx), Ity_I1),
-               b.op(Iop_CmpEQ64, ctx, b.load64(&blk->other_ctx), Ity_I1), Ity_I1);
+   return b.op(Iop_CmpNE64, ctx, b.load64(&blk->cached_ctx), Ity_I1);
 }
 
-// The counters of (ctx, block), once ctx is one of the block's two ways.
-IRExpr* cached_counters(IRBuilder& b, BlockInfo* blk, IRExpr* ctx)
+// The counters of the block's current context (after the guard's helper).
+IRExpr* cached_counters(IRBuilder& b, BlockInfo* blk)
 {
-   return b.ite(b.op(Iop_CmpEQ64, ctx, b.load64(&blk->cached_ctx), Ity_I1),
-                b.load64(&blk->cached_counters), b.load64(&blk->other_counters));
+   return b.load64(&blk->cached_counters);
 }
 
 // Direct call targets seen so far: blocks there may start activations.
@@ -276,38 +312,32 @@ PairMap<CallTarget> call_targets;
 IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout)
 {
    IRExpr* sp = b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64);
-   IRExpr* sp_rose = b.op(Iop_CmpLT64U, b.load64(&kg_now.top_sp), sp, Ity_I1);
    if (blk->in_plt) {
       // The stub's instructions are the caller's (the top frame's context,
       // whatever kg_now.ctx says while the call is pending).
       IRExpr* caller = b.load_field(b.load_field(b.load64(&kg_now.top), offsetof(Frame, tr)),
                                     offsetof(Transition, ctx));
-      IRExpr* miss = b.tmp(IRExpr_Unop(Iop_Not1, context_cached(b, blk, caller)), Ity_I1);
-      b.call("kg_plt_start", (void*)kg_plt_start, 2,
-             mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sp), b.op(Iop_Or1, sp_rose, miss, Ity_I1));
-      caller = b.load_field(b.load_field(b.load64(&kg_now.top), offsetof(Frame, tr)),
-                            offsetof(Transition, ctx));
-      return cached_counters(b, blk, caller);
+      IRExpr* miss = context_missed(b, blk, caller);
+      b.call("kg_plt_start", (void*)kg_plt_start, 2, mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sp), miss);
+      return cached_counters(b, blk);
    }
    Bool entry = blk->fn_entry && fn_traced(blk->fn);
    Bool called_entry = !blk->fn_entry && call_targets.find((void*)blk->addr, nullptr) &&
                        fn_traced(activated_function(blk));
    if (!entry && !called_entry) {
       // kg_now.ctx is kCallPending after a call, so one guard covers a
-      // died frame, a pending call and a context change. (An untraced
-      // function's first block always calls the helper: tail calls.)
-      IRExpr* miss = b.tmp(IRExpr_Unop(Iop_Not1, context_cached(b, blk, b.load64(&kg_now.ctx))), Ity_I1);
+      // pending call and a context change. (An untraced function's first
+      // block always calls the helper: tail calls.)
+      IRExpr* miss = context_missed(b, blk, b.load64(&kg_now.ctx));
       b.call("kg_block_start", (void*)kg_block_start, 2,
-             mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sp),
-             blk->fn_entry ? nullptr : b.op(Iop_Or1, sp_rose, miss, Ity_I1));
-      return cached_counters(b, blk, b.load64(&kg_now.ctx));
+             mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sp), blk->fn_entry ? nullptr : miss);
+      return cached_counters(b, blk);
    }
-   b.call("kg_unwind", (void*)kg_unwind, 1, mkIRExprVec_1(sp), sp_rose);
    add_inline_entry(b, blk, sp, entry);
-   IRExpr* miss = b.tmp(IRExpr_Unop(Iop_Not1, context_cached(b, blk, b.load64(&kg_now.ctx))), Ity_I1);
+   IRExpr* miss = context_missed(b, blk, b.load64(&kg_now.ctx));
    b.call("kg_refresh_counters", (void*)kg_refresh_counters, 1,
           mkIRExprVec_1(mkIRExpr_HWord((HWord)blk)), miss);
-   return cached_counters(b, blk, b.load64(&kg_now.ctx));
+   return cached_counters(b, blk);
 }
 
 // A block ending in a return pops the top frame inline when exactly one
@@ -345,6 +375,38 @@ void add_inline_return(IRBuilder& b, const VexGuestLayout* layout)
    b.store64(&kg_now.top, b.ite(pop, below, top));
    b.store64(&kg_now.top_sp, b.ite(pop, below_sp, b.load64(&kg_now.top_sp)));
    b.store64(&kg_now.ctx, b.ite(pop, b.load_field(below_tr, offsetof(Transition, ctx)), b.load64(&kg_now.ctx)));
+}
+
+// Frames die only when SP rises above them, and SP changes only where a
+// superblock writes it (the core's own changes, signal delivery and return,
+// are callbacks). So SP is checked after the writes, not at every block
+// start: before each side exit that follows a write, and at the end of a
+// superblock that wrote it. Blocks that leave SP alone (loops, most code
+// between calls) pay nothing.
+void add_unwind_check(IRBuilder& b, const VexGuestLayout* layout)
+{
+   IRExpr* sp = b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64);
+   b.call("kg_unwind", (void*)kg_unwind, 1, mkIRExprVec_1(sp),
+          b.op(Iop_CmpLT64U, b.load64(&kg_now.top_sp), sp, Ity_I1));
+}
+
+// Does the statement write the guest SP?
+Bool writes_sp(const IRStmt* st, const IRTypeEnv* tyenv, const VexGuestLayout* layout)
+{
+   auto overlaps = [&](Int offset, Int size) {
+      return offset < layout->offset_SP + layout->sizeof_SP && layout->offset_SP < offset + size;
+   };
+   if (st->tag == Ist_Put)
+      return overlaps(st->Ist.Put.offset, sizeofIRType(typeOfIRExpr(tyenv, st->Ist.Put.data)));
+   if (st->tag == Ist_PutI) return True;   // never SP in practice; be safe
+   if (st->tag != Ist_Dirty) return False;
+   const IRDirty* d = st->Ist.Dirty.details;
+   for (Int i = 0; i < d->nFxState; i++) {
+      if (d->fxState[i].fx == Ifx_Read) continue;
+      for (Int r = 0; r <= d->fxState[i].nRepeats; r++)
+         if (overlaps(d->fxState[i].offset + r * d->fxState[i].repeatLen, d->fxState[i].size)) return True;
+   }
+   return False;
 }
 
 Addr const_target(const IRConst* c) { return c && c->tag == Ico_U64 ? (Addr)c->Ico.U64 : 0; }
@@ -427,7 +489,7 @@ void add_block_step(IRBuilder& b, BBInfo* bb, UWord n, void* helper, const HChar
    IRExpr* phase = b.load(Ity_I32, phase_at);
    // The step for this phase: steps[phase % kStepWays] (64 bytes each).
    IRExpr* way = b.op(Iop_And64, b.tmp(IRExpr_Unop(Iop_32Uto64, phase), Ity_I64), IRBuilder::u64(kStepWays - 1));
-   IRExpr* step = b.op(Iop_Add64, mkIRExpr_HWord((HWord)bb->steps),
+   IRExpr* step = b.op(Iop_Add64, b.at(bb->steps),
                        b.op(Iop_Shl64, way, IRExpr_Const(IRConst_U8(6))));
    auto field = [&](UWord off, IRType ty) { return b.load(ty, b.field(step, off)); };
    IRExpr* hit = b.op(Iop_And1,
@@ -485,6 +547,18 @@ void find_blocks(IRSB* sb_in, BlockInfo* blk, BBInfo** block_of, UInt* block_len
 
 } // namespace
 
+void instrument_init()
+{
+   data_bases[0] = (Addr)&kg_now;
+   // The heap anchor: the tool arena's first allocations are its neighbours.
+   data_bases[1] = (Addr)kg::alloc(sizeof(Addr));
+}
+
+void publish_data_bases(ThreadId tid)
+{
+   VG_(set_shadow_regs_area)(tid, 1, kBaseShadowOffset, sizeof data_bases, (const UChar*)data_bases);
+}
+
 IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
                  const VexGuestLayout* layout, const VexGuestExtents* vge,
                  const VexArchInfo* archinfo, IRType guest_word, IRType host_word)
@@ -506,11 +580,12 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    const HChar* block_helper_name = clo.mode == kModeIntra ? "kg_block_intra" : "kg_block_inter";
 
    IRSB* sb = deepCopyIRSBExceptStmts(sb_in);
-   IRBuilder b(sb);
+   IRBuilder b(sb, layout);
    PendingCounts pending(blocks);
    Addr last_instr = 0;
    Int instr = 0;
    IRExpr* counters = nullptr;   // set by the prologue
+   Bool sp_written = False;
 
    for (Int i = 0; i < sb_in->stmts_used; i++) {
       IRStmt* st = sb_in->stmts[i];
@@ -531,11 +606,13 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          break;
       case Ist_Exit:
          pending.flush(b, counters);
+         if (sp_written) add_unwind_check(b, layout);
          break;
       default:
          break;
       }
       b.add(st);
+      if (!sp_written) sp_written = writes_sp(st, sb_in->tyenv, layout);
    }
    if (counters) pending.flush(b, counters);
    pending.finish(blk);
@@ -546,6 +623,9 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
              mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sb->next), nullptr);
    }
    if (sb->jumpkind == Ijk_Ret) add_inline_return(b, layout);
+   // After the inline pop: more frames died (longjmp, exceptions, tail
+   // calls' returns), or SP rose some other way.
+   if (sp_written) add_unwind_check(b, layout);
    if (sb->jumpkind == Ijk_Call) {
       // The next block is the callee's: it starts an activation.
       if (sb->next->tag == Iex_Const) call_targets.get((void*)const_target(sb->next->Iex.Const.con), nullptr);

@@ -26,7 +26,14 @@ void post_clo_init()
    }
    costs_init();
    activity_init();
+   instrument_init();
    check_output_file(output_file_name());
+}
+
+void client_code_starts(ThreadId tid, ULong blocks_done)
+{
+   thread_starts_running(tid, blocks_done);
+   publish_data_bases(tid);
 }
 
 void fini(Int exit_code)
@@ -53,7 +60,7 @@ void pre_clo_init()
 
    VG_(basic_tool_funcs)(post_clo_init, instrument, fini);
    VG_(needs_command_line_options)(process_option, print_usage, print_debug_usage);
-   VG_(track_start_client_code)(thread_starts_running);
+   VG_(track_start_client_code)(client_code_starts);
    VG_(track_pre_thread_ll_exit)(thread_exits);
    VG_(track_pre_deliver_signal)(signal_delivered);
    VG_(track_post_deliver_signal)(signal_returned);
