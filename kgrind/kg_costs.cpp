@@ -25,7 +25,7 @@ struct BlockCounters {
    ULong* counters;    // one per block slot
 };
 
-PairMap<BlockCounters> block_counters;
+PairTable<BlockCounters> block_counters;   // probed at every context change of a block
 PairMap<CallEdge> call_edges;
 
 // Block modes: the targets of one (context, superblock)'s computed jump.
@@ -40,7 +40,7 @@ struct IndirectJumps {
    UInt n, cap;
    IndirectTarget* targets;
 };
-PairMap<IndirectJumps> indirect_jumps;
+PairTable<IndirectJumps> indirect_jumps;
 
 
 } // namespace
@@ -73,20 +73,22 @@ BlockInfo* block_info_new(Addr addr, UInt n_slots, SourceLine** slots)
 
 void point_block_at(BlockInfo* blk, ForestNode* ctx)
 {
-   if (blk->cached_ctx == ctx) return;
-   ULong* counters;
-   if (blk->other_ctx == ctx) {
-      counters = blk->other_counters;
+   CounterWay* ways = blk->ways;
+   if (ways[0].ctx == ctx) return;
+   UInt i = 1;
+   while (i < kCounterWays && ways[i].ctx != ctx) i++;
+   CounterWay hit;
+   if (i < kCounterWays) {
+      hit = ways[i];
    } else {
       BlockCounters* e = block_counters.get(ctx, blk);
       if (!e->counters)
          e->counters = (ULong*)alloc_zeroed((blk->n_slots ? blk->n_slots : 1) * sizeof(ULong));
-      counters = e->counters;
+      hit = { ctx, e->counters };
+      i = kCounterWays - 1;   // the least recent way makes room
    }
-   blk->other_ctx = blk->cached_ctx;
-   blk->other_counters = blk->cached_counters;
-   blk->cached_ctx = ctx;
-   blk->cached_counters = counters;
+   for (; i > 0; i--) ways[i] = ways[i - 1];
+   ways[0] = hit;
 }
 
 extern "C" void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk)

@@ -46,15 +46,20 @@ struct LineRun {
 // number of lines. Each line's Ir (function mode: `runs`), each
 // instruction's Ir and each exit's count (block modes: `instrs`, `points`)
 // follow from them (kg_instrument.cpp).
+// Two ways: four or eight made sqlite3 and cppvirt no faster (the helper
+// shifts more ways; docs/function-mode.md).
+const UInt kCounterWays = 2;
+struct CounterWay {
+   ForestNode* ctx;
+   ULong* counters;
+};
+
 struct BlockInfo {
-   // A two-way cache of (context -> counters), read by inline IR: the last
-   // context (way 0) and the one before it (way 1), so that a block run
-   // alternately in two contexts (a function called from two places) needs
-   // no helper call.
-   ForestNode* cached_ctx;
-   ULong* cached_counters;
-   ForestNode* other_ctx;
-   ULong* other_counters;
+   // A cache of (context -> counters), most recent first. Inline IR checks
+   // way 0 only (one compare); the helper finds the others without a hash
+   // lookup, for blocks run alternately in a few contexts (a function called
+   // from several places).
+   CounterWay ways[kCounterWays];
    Addr addr;
    FnInfo* fn;                    // function of the first instruction
    FnInfo* entry_fn;              // without symbols: the function named by addr

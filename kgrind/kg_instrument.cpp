@@ -291,13 +291,13 @@ void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative
 // calls it saved: bench numbers in docs/function-mode.md.)
 IRExpr* context_missed(IRBuilder& b, BlockInfo* blk, IRExpr* ctx)
 {
-   return b.op(Iop_CmpNE64, ctx, b.load64(&blk->cached_ctx), Ity_I1);
+   return b.op(Iop_CmpNE64, ctx, b.load64(&blk->ways[0].ctx), Ity_I1);
 }
 
 // The counters of the block's current context (after the guard's helper).
 IRExpr* cached_counters(IRBuilder& b, BlockInfo* blk)
 {
-   return b.load64(&blk->cached_counters);
+   return b.load64(&blk->ways[0].counters);
 }
 
 // Direct call targets seen so far: blocks there may start activations.
@@ -305,7 +305,7 @@ struct CallTarget {
    const void* a;   // address
    const void* b;   // unused
 };
-PairMap<CallTarget> call_targets;
+PairTable<CallTarget> call_targets;
 
 // The block prologue (see the top of this file). Returns the block's
 // counters for the context it runs in.

@@ -1,39 +1,43 @@
-// An open-addressing hash map from a pair of pointers to a value slot, for
-// the tool's hot lookups ((context, block) -> counters, call edges). Values
-// never move once created: the table stores pointers to separately allocated
-// entries, so callers may keep them.
+// Open-addressing hash maps keyed by a pair of pointers, for the tool's hot
+// lookups ((context, block) -> counters, call edges, transitions).
+//
+// PairTable keeps its entries in the slots: a probe compares keys without
+// following a pointer (one cache line, not one per probe), but entries move
+// when the table grows. PairMap adds stable entries on top of it (the slot
+// holds a pointer to a separately allocated entry) for callers that keep
+// them.
 #pragma once
 #include "kg_runtime.h"
 
 namespace kg {
 
-template <typename Entry>   // Entry has members `const void* a; const void* b;`
-class PairMap {
+// Entry starts with `const void* a; const void* b;` (the key) and is
+// zero-initialised on creation; a == free_key() (the last byte of the address
+// space, never a key) marks a free slot.
+template <typename Entry>
+class PairTable {
 public:
    // The entry for (a, b), created zeroed (with a, b set) on first use.
+   // Valid until the next get().
    Entry* get(const void* a, const void* b)
    {
       if ((used_ + 1) * 4 >= cap_ * 3) grow();
       UWord i = hash(a, b) & (cap_ - 1);
-      while (slots_[i]) {
-         Entry* e = slots_[i];
-         if (e->a == a && e->b == b) return e;
-         i = (i + 1) & (cap_ - 1);
-      }
-      Entry* e = (Entry*)alloc_zeroed(sizeof(Entry));
-      e->a = a;
-      e->b = b;
-      slots_[i] = e;
+      for (; !is_free(slots_[i]); i = (i + 1) & (cap_ - 1))
+         if (slots_[i].a == a && slots_[i].b == b) return &slots_[i];
+      VG_(memset)(&slots_[i], 0, sizeof(Entry));
+      slots_[i].a = a;
+      slots_[i].b = b;
       used_++;
-      return e;
+      return &slots_[i];
    }
 
    // The entry for (a, b), or nullptr.
    Entry* find(const void* a, const void* b) const
    {
       if (!cap_) return nullptr;
-      for (UWord i = hash(a, b) & (cap_ - 1); slots_[i]; i = (i + 1) & (cap_ - 1))
-         if (slots_[i]->a == a && slots_[i]->b == b) return slots_[i];
+      for (UWord i = hash(a, b) & (cap_ - 1); !is_free(slots_[i]); i = (i + 1) & (cap_ - 1))
+         if (slots_[i].a == a && slots_[i].b == b) return &slots_[i];
       return nullptr;
    }
 
@@ -42,10 +46,13 @@ public:
    template <typename F> void for_each(F f) const
    {
       for (UWord i = 0; i < cap_; i++)
-         if (slots_[i]) f(slots_[i]);
+         if (!is_free(slots_[i])) f(&slots_[i]);
    }
 
 private:
+   static const void* free_key() { return (const void*)~(UWord)0; }
+   static Bool is_free(const Entry& e) { return e.a == free_key(); }
+
    static UWord hash(const void* a, const void* b)
    {
       UWord h = (UWord)a * 0x9E3779B97F4A7C15ULL ^ ((UWord)b + 0x632BE59BD9B4E019ULL) * 0xC2B2AE3D27D4EB4FULL;
@@ -55,21 +62,61 @@ private:
    void grow()
    {
       UWord old_cap = cap_;
-      Entry** old = slots_;
+      Entry* old = slots_;
       cap_ = cap_ ? cap_ * 2 : 1024;
-      slots_ = (Entry**)alloc_zeroed(cap_ * sizeof(Entry*));
+      slots_ = (Entry*)kg::alloc(cap_ * sizeof(Entry));
+      for (UWord i = 0; i < cap_; i++) slots_[i].a = free_key();
       for (UWord i = 0; i < old_cap; i++) {
-         if (!old[i]) continue;
-         UWord j = hash(old[i]->a, old[i]->b) & (cap_ - 1);
-         while (slots_[j]) j = (j + 1) & (cap_ - 1);
+         if (is_free(old[i])) continue;
+         UWord j = hash(old[i].a, old[i].b) & (cap_ - 1);
+         while (!is_free(slots_[j])) j = (j + 1) & (cap_ - 1);
          slots_[j] = old[i];
       }
       release(old);
    }
 
-   Entry** slots_ = nullptr;
+   Entry* slots_ = nullptr;
    UWord cap_ = 0;
    UWord used_ = 0;
+};
+
+// Entries that never move once created, so callers may keep them.
+template <typename Entry>   // Entry has members `const void* a; const void* b;`
+class PairMap {
+public:
+   // The entry for (a, b), created zeroed (with a, b set) on first use.
+   Entry* get(const void* a, const void* b)
+   {
+      Slot* s = table_.get(a, b);
+      if (!s->entry) {
+         s->entry = (Entry*)alloc_zeroed(sizeof(Entry));
+         s->entry->a = a;
+         s->entry->b = b;
+      }
+      return s->entry;
+   }
+
+   // The entry for (a, b), or nullptr.
+   Entry* find(const void* a, const void* b) const
+   {
+      const Slot* s = table_.find(a, b);
+      return s ? s->entry : nullptr;
+   }
+
+   UWord size() const { return table_.size(); }
+
+   template <typename F> void for_each(F f) const
+   {
+      table_.for_each([&](const Slot* s) { f(s->entry); });
+   }
+
+private:
+   struct Slot {
+      const void* a;
+      const void* b;
+      Entry* entry;
+   };
+   PairTable<Slot> table_;
 };
 
 } // namespace kg
