@@ -383,7 +383,8 @@ sub read_profile {
          . "(opened at line $in_thread->{line}, $nnodes of $in_thread->{declared} nodes read)") if $in_thread;
     fail("$file:$ln: truncated: no '# ksf-end' record at the end of the k-SF records") unless $seen_end;
     fail("$file:$ln: truncated: no 'totals:' line at the end of the callgrind body") unless $seen_totals;
-    fail("$file: no ksf-thread records") unless @{$P{threads}};
+    # A block-mode run may trace no block at all (nothing of --funcs ran).
+    fail("$file: no ksf-thread records") unless @{$P{threads}} || ($P{mode} // "func") ne "func";
     $P{events} //= 'Ir';
     my @ev = split ' ', $P{events};
     fail("$file: events '$P{events}' do not include Ir") unless grep { $_ eq 'Ir' } @ev;
@@ -1020,6 +1021,9 @@ sub out_text {
     push @out, sprintf('%-22s%s', 'Threads:', $thr_desc);
     push @out, sprintf('%-22s%s', 'Events:', 'Ir');
     push @out, sprintf('%-22s%s', 'Total Ir:', commify($S->{total}));
+    push @out, '', 'No basic block of a traced function ran: the block modes trace the functions of '
+        . '--funcs (by default the main executable\'s); pass --funcs to trace library code.'
+        if $BLOCKMODE && !grep { $_->{F}{n} > ($P0->{mode} eq 'inter' ? 1 : 0) } @{$S->{threads}};
     for my $t (@{$S->{threads}}) {
         push @out, sprintf('%-22s%s', "Thread $t->{tid}" . (defined $t->{fname} ? ", $t->{fname}: " : ':'),
             'Ir ' . commify($t->{ir})

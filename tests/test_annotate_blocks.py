@@ -236,6 +236,26 @@ def test_json(annotate, tools, mode):
         {b['name']: b['count'] for label, b in blocks.items() if label}
 
 
+@pytest.mark.parametrize('mode', ['intra', 'inter'])
+def test_nothing_traced(annotate, tools, mode):
+    """A block-mode run whose --funcs matched nothing that ran is a valid,
+    empty profile: a note, not an error (bzip2's and sqlite3's work is in
+    stripped libraries the default --funcs does not trace)."""
+    import jsonschema
+    _, path = profile(tools, 'prog4.c', [f'--mode={mode}', '--funcs=no_such_function'])
+    forests = ksf_records.parse(path).forests
+    # inter: each thread's forest is its __root__ alone; intra: no forest.
+    assert [len(f.nodes) for f in forests] == ([1] if mode == 'inter' else [])
+    text = ok(annotate(path)).out
+    assert 'No basic block of a traced function ran' in text
+    d = annotate('--format=json', path).json()
+    jsonschema.validate(d, json.loads(SCHEMA.read_text()))
+    assert len(d['threads']) == len(forests) and d['mode'] == mode
+    # With a traced function the note is absent.
+    _, path = profile(tools, 'prog4.c', [f'--mode={mode}'], out='traced.out')
+    assert 'No basic block' not in ok(annotate(path)).out
+
+
 # ---------------------------------------------------------------------------
 # The block table and the disassembly
 
