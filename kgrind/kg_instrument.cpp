@@ -340,41 +340,44 @@ IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout)
    return cached_counters(b, blk);
 }
 
-// A block ending in a return pops the top frame inline when exactly one
-// activation died (the common return), as pop_frame() does; anything else
-// (longjmp, several frames, fences, stack switches) is left to the next
-// block's SP check and kg_unwind. Frame frames[-1] is a sentinel (SP 0).
+// A block ending in a return pops the top frame inline in the common case,
+// as pop_frame() does: a `ret` leaves SP just above the return address that
+// the call pushed (top.sp + 8), and the top frame is an activation. The
+// updates are guarded stores (a skipped store, not a select of the old
+// value). Anything else (longjmp, exceptions, `ret $n`, fences) and frames
+// below the top that died too (a tail call's caller shares its SP) are left
+// to the unwind check after it (add_unwind_check).
 void add_inline_return(IRBuilder& b, const VexGuestLayout* layout)
 {
    IRExpr* sp = b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64);
    IRExpr* top = b.load64(&kg_now.top);
-   IRExpr* below = b.op(Iop_Sub64, top, IRBuilder::u64(sizeof(Frame)));
-   IRExpr* top_sp = b.load_field(top, offsetof(Frame, sp));
-   IRExpr* below_sp = b.load_field(below, offsetof(Frame, sp));
    IRExpr* tr = b.load_field(top, offsetof(Frame, tr));
-   // 0 < SP - top.sp <= kMaxStackFrame, SP <= below.sp, top an activation.
-   IRExpr* rise = b.op(Iop_Sub64, b.op(Iop_Sub64, sp, top_sp), IRBuilder::u64(1));
-   IRExpr* rose = b.op(Iop_CmpLT64U, rise, IRBuilder::u64(kMaxStackFrame), Ity_I1);
-   IRExpr* one_died = b.op(Iop_CmpLE64U, sp, below_sp, Ity_I1);
+   IRExpr* returned = b.op(Iop_CmpEQ64, sp, b.op(Iop_Add64, b.load_field(top, offsetof(Frame, sp)),
+                                                 IRBuilder::u64(sizeof(Addr))), Ity_I1);
    IRExpr* is_act = b.op(Iop_CmpEQ64, b.load_field(tr, offsetof(Transition, kind)),
                          IRBuilder::u64(kActivation), Ity_I1);
-   IRExpr* pop = b.op(Iop_And1, b.op(Iop_And1, rose, one_died, Ity_I1), is_act, Ity_I1);
+   IRExpr* pop = b.op(Iop_And1, returned, is_act, Ity_I1);
+   auto store_if = [&](IRExpr* guard, IRExpr* addr, IRExpr* value) {
+      b.add(IRStmt_StoreG(Iend_LE, addr, value, guard));
+   };
+   auto add_if = [&](IRExpr* guard, IRExpr* addr, IRExpr* n) {
+      store_if(guard, addr, b.op(Iop_Add64, b.load64(addr), n));
+   };
 
-   // Branch-free: without a pop, every update below adds zero or stores
-   // the old value.
-   IRExpr* incl = b.op(Iop_And64, b.mask(pop),
-      b.op(Iop_Sub64, b.load64(&kg_now.ir), b.load_field(top, offsetof(Frame, ir_at_entry))));
-   b.add_to(b.field(tr, offsetof(Transition, edge_incl)), incl);
+   IRExpr* incl = b.op(Iop_Sub64, b.load64(&kg_now.ir), b.load_field(top, offsetof(Frame, ir_at_entry)));
+   add_if(pop, b.field(tr, offsetof(Transition, edge_incl)), incl);
    IRExpr* active = b.load_field(tr, offsetof(Transition, active));
-   IRExpr* still_active = b.op(Iop_Sub64, b.load64(active), b.tmp(IRExpr_Unop(Iop_1Uto64, pop), Ity_I64));
-   b.store64(active, still_active);
-   IRExpr* outermost = b.mask(b.op(Iop_CmpEQ64, still_active, IRBuilder::u64(0), Ity_I1));
-   b.add_to(b.field(tr, offsetof(Transition, ctx_incl)), b.op(Iop_And64, incl, outermost));
+   IRExpr* still_active = b.op(Iop_Sub64, b.load64(active), IRBuilder::u64(1));
+   store_if(pop, active, still_active);
+   // A recursive activation's cost is already in the outermost one's.
+   IRExpr* outermost = b.op(Iop_CmpEQ64, still_active, IRBuilder::u64(0), Ity_I1);
+   add_if(b.op(Iop_And1, pop, outermost, Ity_I1), b.field(tr, offsetof(Transition, ctx_incl)), incl);
 
+   IRExpr* below = b.op(Iop_Sub64, top, IRBuilder::u64(sizeof(Frame)));
+   store_if(pop, b.at(&kg_now.top), below);
+   store_if(pop, b.at(&kg_now.top_sp), b.load_field(below, offsetof(Frame, sp)));
    IRExpr* below_tr = b.load_field(below, offsetof(Frame, tr));
-   b.store64(&kg_now.top, b.ite(pop, below, top));
-   b.store64(&kg_now.top_sp, b.ite(pop, below_sp, b.load64(&kg_now.top_sp)));
-   b.store64(&kg_now.ctx, b.ite(pop, b.load_field(below_tr, offsetof(Transition, ctx)), b.load64(&kg_now.ctx)));
+   store_if(pop, b.at(&kg_now.ctx), b.load_field(below_tr, offsetof(Transition, ctx)));
 }
 
 // Frames die only when SP rises above them, and SP changes only where a
