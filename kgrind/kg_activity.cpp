@@ -95,7 +95,9 @@ void update_now_from_top()
 {
    const Frame* top = kg_now.top;
    kg_now.top_sp = top->sp;
-   kg_now.ctx = kg_now.pending_call ? kCallPending : top->tr->ctx;
+   // A pending call stays pending (the resolver's frame dies before the
+   // call reaches the resolved function).
+   if (kg_now.ctx != kCallPending) kg_now.ctx = top->tr->ctx;
 }
 
 ActNode* act_node(ThreadState* t, const Activation& act)
@@ -226,7 +228,7 @@ ThreadState* thread_state(ThreadId tid)
    set_child(root, act_node(t, forest_root(t->forest)), nullptr, kActivation);
    t->frames[-1] = { 0, 0, root };
    t->frames[0] = { ~(Addr)0, 0, root };
-   t->saved = { ~(Addr)0, 0, &no_site, root->ctx, 0, &t->frames[0], t->frames + cap };
+   t->saved = { ~(Addr)0, &no_site, root->ctx, 0, &t->frames[0], t->frames + cap };
    if (clo.mode == kModeInter) {
       if (clo.join_threads) {
          if (!joined_inter_forest) joined_inter_forest = block_forest_new(nullptr, 0, 0);
@@ -391,7 +393,6 @@ extern "C" void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, UWord afte
 extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, UWord after_call)
 {
    ThreadState* t = current;
-   kg_now.pending_call = 0;
    if (after_call) {
       push_activation(t, activated_function(blk), sp, blk, after_call);
    } else if (blk->fn_entry && running_function() != blk->fn) {
@@ -405,7 +406,7 @@ extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, UWord afte
 extern "C" void VG_REGPARM(2) kg_block_start(BlockInfo* blk, Addr sp)
 {
    if (sp > kg_now.top_sp) unwind_to_sp(current, sp);
-   UWord after_call = kg_now.pending_call;
+   UWord after_call = kg_now.ctx == kCallPending;
    if (after_call || blk->fn_entry)
       kg_block_entry(blk, sp, after_call);
    else
@@ -597,8 +598,8 @@ void signal_delivered(ThreadId tid, Int sig, Bool alt_stack)
    FrameKind kind = alt_stack ? kAltSignalFence : kSignalFence;
    Transition* tr = fence_transition(t, kg_now.top->tr, kind);
    Frame* f = push_frame(t, VG_(get_SP)(tid), tr);
-   // The handler's first block is entered by the core, not by a call.
-   kg_now.pending_call = 0;
+   // The handler's first block is entered by the core, not by a call:
+   // push_frame made ctx the fence's, so no call is pending.
    kg_now.top_sp = alt_stack ? ~(Addr)0 : f->sp;
 }
 

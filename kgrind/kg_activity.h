@@ -75,9 +75,9 @@ FnInfo* activated_function(BlockInfo* blk);
 // thread layer swaps its contents at every thread switch.
 struct Now {
    Addr top_sp;               // top->sp, or ~0 while no frame can have died
-   UWord pending_call;        // the previous block ended in a call
-   CallSite* site;            // that call's site (never null)
-   ForestNode* ctx;           // top->tr->ctx
+   CallSite* site;            // the last call's site (never null)
+   ForestNode* ctx;           // top->tr->ctx, or kCallPending after a call
+                              // until the callee's first block
    ULong ir;                  // instructions run by this thread
    Frame* top;                // the top frame
    Frame* frames_end;         // a push needs top + 1 < frames_end (which is writable)
@@ -90,9 +90,11 @@ struct Now {
 };
 extern Now kg_now;
 
-// kg_now.ctx while a call is pending: it matches no block's cached context,
-// so the first block after a call always misses the inline context check,
-// which therefore also tells "a call is pending" (one guard, not two).
+// kg_now.ctx while a call is pending (the previous block ended in a call):
+// it matches no block's cached context, so the first block after a call
+// always misses the inline context check, which therefore also tells "a
+// call is pending" (one guard, not two). It is the only record of a
+// pending call.
 ForestNode* const kCallPending = (ForestNode*)1;
 
 // An SP jump larger than this is a stack switch, not a mass return

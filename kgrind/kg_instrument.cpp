@@ -240,7 +240,8 @@ BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs)
 void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative)
 {
    IRExpr* site = b.load64(&kg_now.site);
-   IRExpr* after_call = b.load64(&kg_now.pending_call);
+   IRExpr* called = b.op(Iop_CmpEQ64, b.load64(&kg_now.ctx), IRBuilder::u64((HWord)kCallPending), Ity_I1);
+   IRExpr* after_call = b.tmp(IRExpr_Unop(Iop_1Uto64, called), Ity_I64);
    IRExpr* top = b.load64(&kg_now.top);
    IRExpr* next = b.op(Iop_Add64, top, IRBuilder::u64(sizeof(Frame)));   // always writable
    IRExpr* top_tr = b.load_field(top, offsetof(Frame, tr));
@@ -256,25 +257,27 @@ void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative
    IRExpr* way0 = way(offsetof(CallSite, parent), offsetof(CallSite, tr), &tr0);
    IRExpr* way1 = way(offsetof(CallSite, other_parent), offsetof(CallSite, other_tr), &tr1);
    IRExpr* tr = b.ite(way0, tr0, tr1);
-   IRExpr* called = b.op(Iop_CmpNE64, after_call, IRBuilder::u64(0), Ity_I1);
    IRExpr* predicted = b.op(Iop_And1,
       b.op(Iop_And1, called, b.op(Iop_Or1, way0, way1, Ity_I1), Ity_I1),
       b.op(Iop_CmpLT64U, next, b.load64(&kg_now.frames_end), Ity_I1), Ity_I1);
-   // What the push stores: always (speculative) or only when predicted.
-   auto pushed = [&](IRExpr* value, IRExpr* old) {
-      return speculative ? value : b.ite(predicted, value, old);
+   // The push's stores: always (speculative) or only when predicted.
+   auto store = [&](IRExpr* addr, IRExpr* value) {
+      if (speculative) b.store64(addr, value);
+      else b.add(IRStmt_StoreG(Iend_LE, addr, value, predicted));
    };
-   IRExpr* one = speculative ? IRBuilder::u64(1) : b.tmp(IRExpr_Unop(Iop_1Uto64, predicted), Ity_I64);
+   auto add_one = [&](IRExpr* addr) {
+      store(addr, b.op(Iop_Add64, b.load64(addr), IRBuilder::u64(1)));
+   };
 
-   b.store64(b.field(next, offsetof(Frame, sp)), sp);
+   b.store64(b.field(next, offsetof(Frame, sp)), sp);   // the spare slot: never in use
    b.store64(b.field(next, offsetof(Frame, ir_at_entry)), b.load64(&kg_now.ir));
    b.store64(b.field(next, offsetof(Frame, tr)), tr);
-   b.add_to(b.field(tr, offsetof(Transition, calls)), one);
-   b.add_to(b.load_field(tr, offsetof(Transition, active)), one);
-   b.store64(&kg_now.top, pushed(next, top));
-   b.store64(&kg_now.top_sp, pushed(sp, b.load64(&kg_now.top_sp)));
-   b.store64(&kg_now.ctx, pushed(b.load_field(tr, offsetof(Transition, ctx)), b.load64(&kg_now.ctx)));
-   b.store64(&kg_now.pending_call, pushed(IRBuilder::u64(0), after_call));
+   add_one(b.field(tr, offsetof(Transition, calls)));
+   add_one(b.load_field(tr, offsetof(Transition, active)));
+   store(b.at(&kg_now.top), next);
+   store(b.at(&kg_now.top_sp), sp);
+   // No call is pending any more.
+   store(b.at(&kg_now.ctx), b.load_field(tr, offsetof(Transition, ctx)));
 
    IRExpr** args = mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), sp, after_call);
    IRExpr* wrong = b.tmp(IRExpr_Unop(Iop_Not1, predicted), Ity_I1);
@@ -632,7 +635,6 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    if (sb->jumpkind == Ijk_Call) {
       // The next block is the callee's: it starts an activation.
       if (sb->next->tag == Iex_Const) call_targets.get((void*)const_target(sb->next->Iex.Const.con), nullptr);
-      b.store64(&kg_now.pending_call, IRBuilder::u64(1));
       b.store64(&kg_now.site, IRBuilder::u64((HWord)call_site_new(last_instr)));
       b.store64(&kg_now.ctx, IRBuilder::u64((HWord)kCallPending));
    }
