@@ -485,35 +485,36 @@ void add_block_step(IRBuilder& b, BBInfo* bb, UWord n, void* helper, const HChar
                                b.load64(&kg_now.bb_ir), Ity_I1), Ity_I1);
       act = b.ite(same, act, mkIRExpr_HWord((HWord)&kg_no_activation));
    }
-   IRExpr* top_at = b.field(act, offsetof(Activation, top));
-   IRExpr* bottom_at = b.field(act, offsetof(Activation, bottom));
-   IRExpr* depth_at = b.field(act, offsetof(Activation, depth));
-   IRExpr* phase_at = b.field(act, offsetof(Activation, phase));
-   IRExpr* top = b.load64(top_at);
-   IRExpr* bottom = b.load64(bottom_at);
-   IRExpr* depth = b.load(Ity_I32, depth_at);
-   IRExpr* phase = b.load(Ity_I32, phase_at);
+   IRExpr* top = b.load_field(act, offsetof(Activation, top));
+   IRExpr* bottom = b.load_field(act, offsetof(Activation, bottom));
+   IRExpr* phase = b.load(Ity_I32, b.field(act, offsetof(Activation, phase)));
    // The step for this phase: steps[phase % kStepWays] (64 bytes each).
    IRExpr* way = b.op(Iop_And64, b.tmp(IRExpr_Unop(Iop_32Uto64, phase), Ity_I64), IRBuilder::u64(kStepWays - 1));
-   IRExpr* step = b.op(Iop_Add64, b.at(bb->steps),
-                       b.op(Iop_Shl64, way, IRExpr_Const(IRConst_U8(6))));
+   IRExpr* step = b.op(Iop_Add64, b.at(bb->steps), b.op(Iop_Shl64, way, IRExpr_Const(IRConst_U8(6))));
    auto field = [&](UWord off, IRType ty) { return b.load(ty, b.field(step, off)); };
    IRExpr* hit = b.op(Iop_And1,
       b.op(Iop_And1, b.op(Iop_CmpEQ64, top, field(offsetof(BlockStep, from_top), Ity_I64), Ity_I1),
            b.op(Iop_CmpEQ64, bottom, field(offsetof(BlockStep, from_bottom), Ity_I64), Ity_I1), Ity_I1),
       b.op(Iop_CmpEQ32, phase, field(offsetof(BlockStep, from_phase), Ity_I32), Ity_I1), Ity_I1);
-   b.store(top_at, b.ite(hit, field(offsetof(BlockStep, to_top), Ity_I64), top));
-   b.store(bottom_at, b.ite(hit, field(offsetof(BlockStep, to_bottom), Ity_I64), bottom));
-   b.store(phase_at, b.ite(hit, field(offsetof(BlockStep, to_phase), Ity_I32), phase, Ity_I32));
+   // Guarded stores: a miss leaves everything to the helper, and no old
+   // value stays live (fewer registers, no spills).
+   auto store_if_hit = [&](UWord act_off, IRExpr* value) {
+      b.add(IRStmt_StoreG(Iend_LE, b.field(act, act_off), value, hit));
+   };
+   auto add_if_hit = [&](IRExpr* addr, IRExpr* n) {
+      b.add(IRStmt_StoreG(Iend_LE, addr, b.op(Iop_Add64, b.load64(addr), n), hit));
+   };
+   store_if_hit(offsetof(Activation, top), field(offsetof(BlockStep, to_top), Ity_I64));
+   store_if_hit(offsetof(Activation, bottom), field(offsetof(BlockStep, to_bottom), Ity_I64));
+   store_if_hit(offsetof(Activation, phase), field(offsetof(BlockStep, to_phase), Ity_I32));
    IRExpr* delta = b.tmp(IRExpr_Unop(Iop_64to32, field(offsetof(BlockStep, depth_delta), Ity_I64)), Ity_I32);
-   b.store(depth_at, b.ite(hit, b.op(Iop_Add32, depth, delta, Ity_I32), depth, Ity_I32));
-   // Counters: + 1 (or + n) on a hit, + 0 on a miss (the pointers are never null).
-   IRExpr* one = b.tmp(IRExpr_Unop(Iop_1Uto64, hit), Ity_I64);
-   IRExpr* ir = b.ite(hit, IRBuilder::u64(n), IRBuilder::u64(0));
-   b.add_to(b.field(field(offsetof(BlockStep, to_top), Ity_I64), offsetof(ForestNode, calls)), one);
-   b.add_to(b.field(field(offsetof(BlockStep, bottom_counter), Ity_I64), offsetof(ForestNode, calls)), one);
-   b.add_to(b.field(field(offsetof(BlockStep, canonical), Ity_I64), offsetof(ForestNode, excl)), ir);
-   b.add_to(&bb->count, one);
+   store_if_hit(offsetof(Activation, depth),
+                b.op(Iop_Add32, b.load(Ity_I32, b.field(act, offsetof(Activation, depth))), delta, Ity_I32));
+   IRExpr* one = IRBuilder::u64(1);
+   add_if_hit(b.field(field(offsetof(BlockStep, to_top), Ity_I64), offsetof(ForestNode, calls)), one);
+   add_if_hit(b.field(field(offsetof(BlockStep, bottom_counter), Ity_I64), offsetof(ForestNode, calls)), one);
+   add_if_hit(b.field(field(offsetof(BlockStep, canonical), Ity_I64), offsetof(ForestNode, excl)), IRBuilder::u64(n));
+   add_if_hit(b.at(&bb->count), one);
    b.call(helper_name, helper, 2, mkIRExprVec_2(mkIRExpr_HWord((HWord)bb), mkIRExpr_HWord((HWord)n)),
           b.tmp(IRExpr_Unop(Iop_Not1, hit), Ity_I1));
 }
