@@ -71,14 +71,14 @@ CONFIG_LABELS = {
     'kgrind-k1': 'kgrind --k=1', 'kgrind-k2': 'kgrind --k=2', 'kgrind-k4': 'kgrind --k=4',
     'kgrind-kinf': 'kgrind --k=inf',
 }
-# HOOK (issue 7): intra-BB and inter-BB modes (docs/block-modes.md).  They
-# were not in the tool when the suite was written; they are opt-in here
-# (--configs ...,kgrind-intra-k2,...) and not part of the default run.  To make
-# them default, move them into CONFIGS: the report, ratios and charts take any
-# kgrind-* configuration.  --roll-loops implies --k=inf (a finite k is refused).
-# The issue asks for them on the workloads where they make sense (numeric,
-# callheavy, bzip2); targets: intra <= 4x none, inter <= 3x none (geomeans).
-PENDING_CONFIGS = [
+# Block modes (issue 6, docs/block-modes.md).  They trace the main
+# executable's functions by default (--funcs), so they run only on the
+# workloads built here (BLOCK_WORKLOADS): Debian's bzip2 and sqlite3 keep
+# their work in stripped shared libraries, where they would trace nothing and
+# time only Valgrind.  --roll-loops implies --k=inf (a finite k is refused).
+# Targets: intra <= 4x none, inter <= 3x none (geometric means).
+BLOCK_WORKLOADS = ['callheavy', 'cppvirt', 'numeric', 'threads']
+BLOCK_CONFIGS = [
     ('kgrind-intra-k2',     ['--tool=kgrind', '--mode=intra', '--k=2', '--kgrind-out-file={out}'], '2'),
     ('kgrind-intra-roll',   ['--tool=kgrind', '--mode=intra', '--roll-loops=yes',
                              '--kgrind-out-file={out}'], 'inf'),
@@ -86,6 +86,7 @@ PENDING_CONFIGS = [
     ('kgrind-inter-roll',   ['--tool=kgrind', '--mode=inter', '--roll-loops=yes',
                              '--kgrind-out-file={out}'], 'inf'),
 ]
+BLOCK_CONFIG_NAMES = {n for n, _, _ in BLOCK_CONFIGS}
 CONFIG_LABELS.update({
     'kgrind-intra-k2': 'kgrind --mode=intra --k=2', 'kgrind-intra-roll': 'kgrind --mode=intra --roll-loops=yes',
     'kgrind-inter-k2': 'kgrind --mode=inter --k=2', 'kgrind-inter-roll': 'kgrind --mode=inter --roll-loops=yes',
@@ -287,7 +288,7 @@ class Suite:
             d.mkdir(parents=True, exist_ok=True)
         self.wl = Workloads(self.work)
         self.data = {'runs': [], 'annotate': {}, 'meta': {}}
-        self.configs = {name: (opts, k) for name, opts, k in CONFIGS + PENDING_CONFIGS}
+        self.configs = {name: (opts, k) for name, opts, k in CONFIGS + BLOCK_CONFIGS}
         self.t0 = time.time()
 
     # -- tool snapshot ------------------------------------------------------
@@ -383,6 +384,8 @@ class Suite:
             for w in workloads:
                 order = configs[r % len(configs):] + configs[:r % len(configs)]
                 for c in order:
+                    if c in BLOCK_CONFIG_NAMES and w not in BLOCK_WORKLOADS:
+                        continue
                     rec = self.run_one('main', w, c, self.args.scale, r)
                     self.progress(f'round {r + 1}/{self.args.runs} {w:10s} {c:14s} {rec["wall"]:7.2f} s '
                                   f'{rec["rss_kb"] / 1024:7.1f} MB')
@@ -434,7 +437,7 @@ class Suite:
         self.data['meta']['workloads'] = a.workloads
         self.data['meta']['workload_desc'] = dict(WORKLOAD_DESC)
         self.data['meta']['configs'] = a.configs
-        self.data['meta']['pending_configs'] = [n for n, _, _ in PENDING_CONFIGS if n not in a.configs]
+        self.data['meta']['pending_configs'] = [n for n, _, _ in BLOCK_CONFIGS if n not in a.configs]
         for w in a.workloads + a.growth + a.ksweep:
             self.wl.command(w, a.scale)
         self.data['meta']['argv'] = {w: ' '.join(self.wl.command(w, a.scale)[0]).replace(str(self.work) + '/', '')
@@ -525,6 +528,8 @@ class Report:
         for w in ws:
             for c in cs:
                 rr = by.get((w, c), {})
+                if not rr:
+                    continue   # not run (block modes outside BLOCK_WORKLOADS)
                 ok = [r for r in rr.values() if r['rc'] == 0]
                 s = {'n': len(ok), 'failed': [r['rc'] for r in rr.values() if r['rc'] != 0]}
                 if ok:
@@ -583,6 +588,14 @@ class Report:
                 if pairs:
                     lines.append(f'| {what} vs {CONFIG_LABELS[ref]} | '
                                  f'{"; ".join(bad) if bad else f"all {pairs} workloads"} | {verdict(not bad)} |')
+        for mode, target in (('intra', 4.0), ('inter', 3.0)):
+            for c in (f'kgrind-{mode}-k2', f'kgrind-{mode}-roll'):
+                xs = [table[(w, c)].get('x_none') for w in ws if (w, c) in table]
+                g = gmean(xs) if xs and None not in xs else None
+                if g is not None:
+                    lines.append(f'| {CONFIG_LABELS[c]}: geometric mean ≤ {target:g}× none '
+                                 f'({", ".join(w for w in ws if (w, c) in table)}) | {g:.2f}× | '
+                                 f'{verdict(g <= target)} |')
         if any((w, 'kgrind-kinf') in table for w in ws):
             failed = [f'{w} ({table[(w, "kgrind-kinf")]["failed"]})' for w in ws
                       if (w, 'kgrind-kinf') in table and (table[(w, 'kgrind-kinf')]['failed']
@@ -650,14 +663,13 @@ class Report:
             xc = [table[(w, c)].get('x_cg') for w in ws if (w, c) in table]
             L.append(f'| {CONFIG_LABELS.get(c, c)} | {fmt(gmean(xn))} | {fmt(gmean(xc))} |')
         L.append('')
-        L.append('## Targets (issue 7)')
+        L.append('## Targets (issues 6 and 7)')
         L.append('')
         L += self.targets(ws, table)
-        pending = [n for n, _, _ in PENDING_CONFIGS if n not in m.get('configs', [])]
+        pending = [n for n, _, _ in BLOCK_CONFIGS if n not in m.get('configs', [])]
         if pending:
             L.append('')
-            L.append('Not measured in this run: intra-BB and inter-BB modes (' + ', '.join(pending) +
-                     '): opt-in configurations, see `PENDING_CONFIGS` in bench/suite.py.')
+            L.append('Not measured in this run: ' + ', '.join(pending) + ' (--configs).')
         L.append('')
         g = self.growth_table()
         if g:
@@ -875,9 +887,9 @@ def parse_args(argv):
     ap.add_argument('--scale', type=float, default=1.0, help='workload size factor [1]')
     ap.add_argument('--workloads', default=','.join(WORKLOAD_NAMES),
                     help=f'comma list [{",".join(WORKLOAD_NAMES)}]')
-    ap.add_argument('--configs', default=','.join(n for n, _, _ in CONFIGS),
-                    help=f'comma list [{",".join(n for n, _, _ in CONFIGS)}]; opt-in block modes: '
-                         f'{",".join(n for n, _, _ in PENDING_CONFIGS)}')
+    ap.add_argument('--configs', default=','.join(n for n, _, _ in CONFIGS + BLOCK_CONFIGS),
+                    help=f'comma list [{",".join(n for n, _, _ in CONFIGS + BLOCK_CONFIGS)}]; the block '
+                         f'modes run on {",".join(BLOCK_WORKLOADS)} only')
     ap.add_argument('--growth', default='callheavy,bzip2',
                     help='workloads for the growth runs (1x, 2x, 4x input) [callheavy,bzip2]')
     ap.add_argument('--growth-runs', type=int, default=1, help='rounds of the growth runs [1]')
@@ -903,7 +915,7 @@ def parse_args(argv):
     a.configs = split(a.configs)
     a.growth = [] if a.no_growth else split(a.growth)
     a.ksweep = [] if a.no_ksweep else split(a.ksweep)
-    known = {n for n, _, _ in CONFIGS + PENDING_CONFIGS}
+    known = {n for n, _, _ in CONFIGS + BLOCK_CONFIGS}
     for c in a.configs:
         if c not in known:
             ap.error(f'unknown configuration {c} (known: {", ".join(sorted(known))})')
