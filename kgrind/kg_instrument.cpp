@@ -12,9 +12,9 @@
 //     caches).
 // Frames die only when SP rises above them: superblocks that write SP check
 // it after the write (before later side exits and at their end) and call
-// kg_unwind when it rose above the top frame. Blocks ending in a call set the
-// pending call; blocks ending in a return pop the top frame inline when
-// exactly one activation died.
+// kg_unwind when it rose above the top frame. Blocks ending in a call make
+// the call pending (kg_now.ctx = kCallPending); blocks ending in a return pop
+// the top frame inline when the ret left SP just above its return address.
 // Instructions are then counted in groups: every instruction since the
 // previous flush point is added to its (context, line) counter, and to the
 // thread's Ir, just before each side exit and at the end of the block. A
@@ -47,7 +47,7 @@ const UInt kDataBases = 2;
 Addr data_bases[kDataBases];
 const Int kBaseShadowOffset = 0;   // within shadow area 1
 
-// An address as base + disp32, or nullptr if no base reaches it.
+// An address as base + disp32; False if no base reaches it.
 Bool base_relative(Addr a, UInt* base, Int* disp)
 {
    const Long kReach = 0x7fff0000;
