@@ -463,10 +463,23 @@ static void remember_step(BBInfo* b, const Activation& from, const Activation& t
    s.depth_delta = (Long)to.depth - (Long)from.depth;
 }
 
-// The next block of an activation: a forest step, remembered for the inline
-// cache.
+// The next block of an activation: the remembered step replayed, as the
+// inline IR does (kg_instrument.cpp, add_block_step), or a forest step,
+// remembered. The helper runs after an inline miss, but also when the inline
+// path could not look (intra: the first block after a call or return), and
+// then the step is usually known: no child lookups in the forest.
 static void step_into(core::Forest& sf, Activation* cur, BBInfo* b)
 {
+   const BlockStep& s = b->steps[cur->phase % kStepWays];
+   if (s.to_top && s.from_top == cur->top && s.from_bottom == cur->bottom && s.from_phase == cur->phase) {
+      s.to_top->calls++;
+      s.bottom_counter->calls++;
+      cur->top = s.to_top;
+      cur->bottom = s.to_bottom;
+      cur->phase = s.to_phase;
+      cur->depth = (UInt)((Long)cur->depth + s.depth_delta);
+      return;
+   }
    Activation next = next_block(sf, *cur, b->label);
    remember_step(b, *cur, next);
    *cur = next;
