@@ -107,8 +107,6 @@ public:
    {
       return tmp(IRExpr_Binop(o, x, y), ty);
    }
-   // All ones when the Ity_I1 `bit` holds, else zero.
-   IRExpr* mask(IRExpr* bit) { return tmp(IRExpr_Unop(Iop_1Sto64, bit), Ity_I64); }
    // bit ? x : y
    IRExpr* ite(IRExpr* bit, IRExpr* x, IRExpr* y, IRType ty = Ity_I64) { return tmp(IRExpr_ITE(bit, x, y), ty); }
    IRExpr* load(IRType ty, IRExpr* addr)
@@ -127,6 +125,20 @@ public:
    }
    void add_to(const void* addr, ULong n) { add_to(at(addr), u64(n)); }
    void add_to(const void* addr, IRExpr* n) { add_to(at(addr), n); }
+
+   // if (guard) *addr = value: VEX's guarded store, a skipped store rather
+   // than a select of the old value (which keeps values live, and VEX then
+   // spills registers). guard nullptr: always.
+   void store_if(IRExpr* guard, IRExpr* addr, IRExpr* value)
+   {
+      if (guard) add(IRStmt_StoreG(Iend_LE, addr, value, guard));
+      else add(IRStmt_Store(Iend_LE, addr, value));
+   }
+   // if (guard) *addr += n (64 bits)
+   void add_if(IRExpr* guard, IRExpr* addr, IRExpr* n)
+   {
+      store_if(guard, addr, op(Iop_Add64, load64(addr), n));
+   }
 
    // A helper call, when guard holds (guard may be nullptr: always).
    void call(const HChar* name, void* fn, Int regparms, IRExpr** args, IRExpr* guard)
@@ -261,23 +273,18 @@ void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative
       b.op(Iop_And1, called, b.op(Iop_Or1, way0, way1, Ity_I1), Ity_I1),
       b.op(Iop_CmpLT64U, next, b.load64(&kg_now.frames_end), Ity_I1), Ity_I1);
    // The push's stores: always (speculative) or only when predicted.
-   auto store = [&](IRExpr* addr, IRExpr* value) {
-      if (speculative) b.store64(addr, value);
-      else b.add(IRStmt_StoreG(Iend_LE, addr, value, predicted));
-   };
-   auto add_one = [&](IRExpr* addr) {
-      store(addr, b.op(Iop_Add64, b.load64(addr), IRBuilder::u64(1)));
-   };
+   IRExpr* guard = speculative ? nullptr : predicted;
+   IRExpr* one = IRBuilder::u64(1);
 
    b.store64(b.field(next, offsetof(Frame, sp)), sp);   // the spare slot: never in use
    b.store64(b.field(next, offsetof(Frame, ir_at_entry)), b.load64(&kg_now.ir));
    b.store64(b.field(next, offsetof(Frame, tr)), tr);
-   add_one(b.field(tr, offsetof(Transition, calls)));
-   add_one(b.load_field(tr, offsetof(Transition, active)));
-   store(b.at(&kg_now.top), next);
-   store(b.at(&kg_now.top_sp), sp);
+   b.add_if(guard, b.field(tr, offsetof(Transition, calls)), one);
+   b.add_if(guard, b.load_field(tr, offsetof(Transition, active)), one);
+   b.store_if(guard, b.at(&kg_now.top), next);
+   b.store_if(guard, b.at(&kg_now.top_sp), sp);
    // No call is pending any more.
-   store(b.at(&kg_now.ctx), b.load_field(tr, offsetof(Transition, ctx)));
+   b.store_if(guard, b.at(&kg_now.ctx), b.load_field(tr, offsetof(Transition, ctx)));
 
    IRExpr** args = mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), sp, after_call);
    IRExpr* wrong = b.tmp(IRExpr_Unop(Iop_Not1, predicted), Ity_I1);
@@ -360,27 +367,21 @@ void add_inline_return(IRBuilder& b, const VexGuestLayout* layout)
    IRExpr* is_act = b.op(Iop_CmpEQ64, b.load_field(tr, offsetof(Transition, kind)),
                          IRBuilder::u64(kActivation), Ity_I1);
    IRExpr* pop = b.op(Iop_And1, returned, is_act, Ity_I1);
-   auto store_if = [&](IRExpr* guard, IRExpr* addr, IRExpr* value) {
-      b.add(IRStmt_StoreG(Iend_LE, addr, value, guard));
-   };
-   auto add_if = [&](IRExpr* guard, IRExpr* addr, IRExpr* n) {
-      store_if(guard, addr, b.op(Iop_Add64, b.load64(addr), n));
-   };
 
    IRExpr* incl = b.op(Iop_Sub64, b.load64(&kg_now.ir), b.load_field(top, offsetof(Frame, ir_at_entry)));
-   add_if(pop, b.field(tr, offsetof(Transition, edge_incl)), incl);
+   b.add_if(pop, b.field(tr, offsetof(Transition, edge_incl)), incl);
    IRExpr* active = b.load_field(tr, offsetof(Transition, active));
    IRExpr* still_active = b.op(Iop_Sub64, b.load64(active), IRBuilder::u64(1));
-   store_if(pop, active, still_active);
+   b.store_if(pop, active, still_active);
    // A recursive activation's cost is already in the outermost one's.
    IRExpr* outermost = b.op(Iop_CmpEQ64, still_active, IRBuilder::u64(0), Ity_I1);
-   add_if(b.op(Iop_And1, pop, outermost, Ity_I1), b.field(tr, offsetof(Transition, ctx_incl)), incl);
+   b.add_if(b.op(Iop_And1, pop, outermost, Ity_I1), b.field(tr, offsetof(Transition, ctx_incl)), incl);
 
    IRExpr* below = b.op(Iop_Sub64, top, IRBuilder::u64(sizeof(Frame)));
-   store_if(pop, b.at(&kg_now.top), below);
-   store_if(pop, b.at(&kg_now.top_sp), b.load_field(below, offsetof(Frame, sp)));
+   b.store_if(pop, b.at(&kg_now.top), below);
+   b.store_if(pop, b.at(&kg_now.top_sp), b.load_field(below, offsetof(Frame, sp)));
    IRExpr* below_tr = b.load_field(below, offsetof(Frame, tr));
-   store_if(pop, b.at(&kg_now.ctx), b.load_field(below_tr, offsetof(Transition, ctx)));
+   b.store_if(pop, b.at(&kg_now.ctx), b.load_field(below_tr, offsetof(Transition, ctx)));
 }
 
 // Frames die only when SP rises above them, and SP changes only where a
@@ -498,23 +499,18 @@ void add_block_step(IRBuilder& b, BBInfo* bb, UWord n, void* helper, const HChar
       b.op(Iop_CmpEQ32, phase, field(offsetof(BlockStep, from_phase), Ity_I32), Ity_I1), Ity_I1);
    // Guarded stores: a miss leaves everything to the helper, and no old
    // value stays live (fewer registers, no spills).
-   auto store_if_hit = [&](UWord act_off, IRExpr* value) {
-      b.add(IRStmt_StoreG(Iend_LE, b.field(act, act_off), value, hit));
-   };
-   auto add_if_hit = [&](IRExpr* addr, IRExpr* n) {
-      b.add(IRStmt_StoreG(Iend_LE, addr, b.op(Iop_Add64, b.load64(addr), n), hit));
-   };
-   store_if_hit(offsetof(Activation, top), field(offsetof(BlockStep, to_top), Ity_I64));
-   store_if_hit(offsetof(Activation, bottom), field(offsetof(BlockStep, to_bottom), Ity_I64));
-   store_if_hit(offsetof(Activation, phase), field(offsetof(BlockStep, to_phase), Ity_I32));
+   auto store_in_act = [&](UWord act_off, IRExpr* value) { b.store_if(hit, b.field(act, act_off), value); };
+   store_in_act(offsetof(Activation, top), field(offsetof(BlockStep, to_top), Ity_I64));
+   store_in_act(offsetof(Activation, bottom), field(offsetof(BlockStep, to_bottom), Ity_I64));
+   store_in_act(offsetof(Activation, phase), field(offsetof(BlockStep, to_phase), Ity_I32));
    IRExpr* delta = b.tmp(IRExpr_Unop(Iop_64to32, field(offsetof(BlockStep, depth_delta), Ity_I64)), Ity_I32);
-   store_if_hit(offsetof(Activation, depth),
+   store_in_act(offsetof(Activation, depth),
                 b.op(Iop_Add32, b.load(Ity_I32, b.field(act, offsetof(Activation, depth))), delta, Ity_I32));
    IRExpr* one = IRBuilder::u64(1);
-   add_if_hit(b.field(field(offsetof(BlockStep, to_top), Ity_I64), offsetof(ForestNode, calls)), one);
-   add_if_hit(b.field(field(offsetof(BlockStep, bottom_counter), Ity_I64), offsetof(ForestNode, calls)), one);
-   add_if_hit(b.field(field(offsetof(BlockStep, canonical), Ity_I64), offsetof(ForestNode, excl)), IRBuilder::u64(n));
-   add_if_hit(b.at(&bb->count), one);
+   b.add_if(hit, b.field(field(offsetof(BlockStep, to_top), Ity_I64), offsetof(ForestNode, calls)), one);
+   b.add_if(hit, b.field(field(offsetof(BlockStep, bottom_counter), Ity_I64), offsetof(ForestNode, calls)), one);
+   b.add_if(hit, b.field(field(offsetof(BlockStep, canonical), Ity_I64), offsetof(ForestNode, excl)), IRBuilder::u64(n));
+   b.add_if(hit, b.at(&bb->count), one);
    b.call(helper_name, helper, 2, mkIRExprVec_2(mkIRExpr_HWord((HWord)bb), mkIRExpr_HWord((HWord)n)),
           b.tmp(IRExpr_Unop(Iop_Not1, hit), Ity_I1));
 }
