@@ -378,19 +378,8 @@ extern "C" void VG_REGPARM(1) kg_unwind(Addr sp)
    unwind_to_sp(current, sp);
 }
 
-extern "C" void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, UWord after_call)
-{
-   Transition* tr = kg_now.top->tr;
-   tr->calls--;
-   --*tr->active;
-   kg_now.top--;
-   update_now_from_top();
-   // A handler on an alternate stack runs below no frame (signal_delivered).
-   if (kg_now.top->tr->kind == kAltSignalFence) kg_now.top_sp = ~(Addr)0;
-   kg_block_entry(blk, sp, after_call);
-}
-
-extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, UWord after_call)
+// A block that may start an activation, after a call or not.
+static void block_entry(BlockInfo* blk, Addr sp, UWord after_call)
 {
    ThreadState* t = current;
    if (after_call) {
@@ -403,12 +392,30 @@ extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, UWord afte
    kg_refresh_counters(blk);
 }
 
+extern "C" void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, ForestNode* ctx_before)
+{
+   Transition* tr = kg_now.top->tr;
+   tr->calls--;
+   --*tr->active;
+   kg_now.top--;
+   kg_now.ctx = ctx_before;
+   update_now_from_top();
+   // A handler on an alternate stack runs below no frame (signal_delivered).
+   if (kg_now.top->tr->kind == kAltSignalFence) kg_now.top_sp = ~(Addr)0;
+   block_entry(blk, sp, ctx_before == kCallPending);
+}
+
+extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode* ctx_before)
+{
+   block_entry(blk, sp, ctx_before == kCallPending);
+}
+
 extern "C" void VG_REGPARM(2) kg_block_start(BlockInfo* blk, Addr sp)
 {
    if (sp > kg_now.top_sp) unwind_to_sp(current, sp);
    UWord after_call = kg_now.ctx == kCallPending;
    if (after_call || blk->fn_entry)
-      kg_block_entry(blk, sp, after_call);
+      block_entry(blk, sp, after_call);
    else
       kg_refresh_counters(blk);
 }

@@ -108,11 +108,12 @@ extern "C" {
 // SP rose above the top frame: pop the frames that died.
 void VG_REGPARM(1) kg_unwind(Addr sp);
 // A block that may start an activation (entered after a call, or a
-// function's first block).
-void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, UWord after_call);
+// function's first block); ctx_before is kg_now.ctx at its start
+// (kCallPending: after a call).
+void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode* ctx_before);
 // A function's first block pushed a frame from its entry cache, but the
 // push was wrong (see kg_instrument.cpp): undo it, then as kg_block_entry.
-void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, UWord after_call);
+void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, ForestNode* ctx_before);
 // Any other block, when its frame may have died (SP rose), a call is pending,
 // or its counters are another context's: everything the prologue may need.
 void VG_REGPARM(2) kg_block_start(BlockInfo* blk, Addr sp);

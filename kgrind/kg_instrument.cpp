@@ -249,29 +249,39 @@ BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs)
 // Any other block that direct calls target (code without symbols) pushes
 // only when the prediction holds, and calls kg_block_entry after a call
 // that it did not predict; entered by a jump, it runs no helper.
+//
+// The tests are 64-bit arithmetic, with one 1-bit result at the end: VEX
+// turns each 1-bit value into a setcc and a test, so a chain of And1/Or1
+// costs about three host instructions per link. A mismatch is a non-zero
+// word: (x ^ y) | ...
 void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative)
 {
    IRExpr* site = b.load64(&kg_now.site);
-   IRExpr* called = b.op(Iop_CmpEQ64, b.load64(&kg_now.ctx), IRBuilder::u64((HWord)kCallPending), Ity_I1);
-   IRExpr* after_call = b.tmp(IRExpr_Unop(Iop_1Uto64, called), Ity_I64);
+   IRExpr* ctx_before = b.load64(&kg_now.ctx);
    IRExpr* top = b.load64(&kg_now.top);
    IRExpr* next = b.op(Iop_Add64, top, IRBuilder::u64(sizeof(Frame)));   // always writable
    IRExpr* top_tr = b.load_field(top, offsetof(Frame, tr));
    // A way matches a call from the top frame's transition into this block's
    // function (an indirect call site reaches several).
    IRExpr* fn = IRBuilder::u64((HWord)activated_function(blk));
-   auto way = [&](UWord parent_field, UWord tr_field, IRExpr** tr) {
+   auto way_mismatch = [&](UWord parent_field, UWord tr_field, IRExpr** tr) {
       *tr = b.load_field(site, tr_field);   // never null
-      return b.op(Iop_And1, b.op(Iop_CmpEQ64, b.load_field(site, parent_field), top_tr, Ity_I1),
-                  b.op(Iop_CmpEQ64, b.load_field(*tr, offsetof(Transition, fn)), fn, Ity_I1), Ity_I1);
+      return b.op(Iop_Or64, b.op(Iop_Xor64, b.load_field(site, parent_field), top_tr),
+                  b.op(Iop_Xor64, b.load_field(*tr, offsetof(Transition, fn)), fn));
    };
    IRExpr *tr0, *tr1;
-   IRExpr* way0 = way(offsetof(CallSite, parent), offsetof(CallSite, tr), &tr0);
-   IRExpr* way1 = way(offsetof(CallSite, other_parent), offsetof(CallSite, other_tr), &tr1);
+   IRExpr* mismatch0 = way_mismatch(offsetof(CallSite, parent), offsetof(CallSite, tr), &tr0);
+   IRExpr* mismatch1 = way_mismatch(offsetof(CallSite, other_parent), offsetof(CallSite, other_tr), &tr1);
+   IRExpr* way0 = b.op(Iop_CmpEQ64, mismatch0, IRBuilder::u64(0), Ity_I1);
    IRExpr* tr = b.ite(way0, tr0, tr1);
-   IRExpr* predicted = b.op(Iop_And1,
-      b.op(Iop_And1, called, b.op(Iop_Or1, way0, way1, Ity_I1), Ity_I1),
-      b.op(Iop_CmpLT64U, next, b.load64(&kg_now.frames_end), Ity_I1), Ity_I1);
+   // Zero when: a way matched, a call is pending, and next < frames_end
+   // (frames are one array: the difference's sign bit says it).
+   IRExpr* no_room = b.op(Iop_Xor64, b.op(Iop_Shr64, b.op(Iop_Sub64, next, b.load64(&kg_now.frames_end)),
+                                          IRExpr_Const(IRConst_U8(63))), IRBuilder::u64(1));
+   IRExpr* wrong_bits = b.op(Iop_Or64, b.op(Iop_Or64, b.ite(way0, mismatch0, mismatch1),
+                                            b.op(Iop_Xor64, ctx_before, IRBuilder::u64((HWord)kCallPending))),
+                             no_room);
+   IRExpr* predicted = b.op(Iop_CmpEQ64, wrong_bits, IRBuilder::u64(0), Ity_I1);
    // The push's stores: always (speculative) or only when predicted.
    IRExpr* guard = speculative ? nullptr : predicted;
    IRExpr* one = IRBuilder::u64(1);
@@ -286,12 +296,15 @@ void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative
    // No call is pending any more.
    b.store_if(guard, b.at(&kg_now.ctx), b.load_field(tr, offsetof(Transition, ctx)));
 
-   IRExpr** args = mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), sp, after_call);
-   IRExpr* wrong = b.tmp(IRExpr_Unop(Iop_Not1, predicted), Ity_I1);
-   if (speculative)
+   IRExpr** args = mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), sp, ctx_before);
+   IRExpr* wrong = b.op(Iop_CmpNE64, wrong_bits, IRBuilder::u64(0), Ity_I1);
+   if (speculative) {
       b.call("kg_entry_fixup", (void*)kg_entry_fixup, 3, args, wrong);
-   else
+   } else {
+      // Entered by a jump: no helper.
+      IRExpr* called = b.op(Iop_CmpEQ64, ctx_before, IRBuilder::u64((HWord)kCallPending), Ity_I1);
       b.call("kg_block_entry", (void*)kg_block_entry, 3, args, b.op(Iop_And1, called, wrong, Ity_I1));
+   }
 }
 
 // Is ctx not the block's (way 0) context? One compare, so that the guard is
@@ -362,11 +375,13 @@ void add_inline_return(IRBuilder& b, const VexGuestLayout* layout)
    IRExpr* sp = b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64);
    IRExpr* top = b.load64(&kg_now.top);
    IRExpr* tr = b.load_field(top, offsetof(Frame, tr));
-   IRExpr* returned = b.op(Iop_CmpEQ64, sp, b.op(Iop_Add64, b.load_field(top, offsetof(Frame, sp)),
-                                                 IRBuilder::u64(sizeof(Addr))), Ity_I1);
-   IRExpr* is_act = b.op(Iop_CmpEQ64, b.load_field(tr, offsetof(Transition, kind)),
-                         IRBuilder::u64(kActivation), Ity_I1);
-   IRExpr* pop = b.op(Iop_And1, returned, is_act, Ity_I1);
+   // Zero when SP is just above the return address and the frame is an
+   // activation (kActivation is 0); 64-bit arithmetic, as in add_inline_entry.
+   static_assert(kActivation == 0, "the pop test ors in the frame kind");
+   IRExpr* not_popped = b.op(Iop_Or64, b.op(Iop_Xor64, sp, b.op(Iop_Add64, b.load_field(top, offsetof(Frame, sp)),
+                                                              IRBuilder::u64(sizeof(Addr)))),
+                             b.load_field(tr, offsetof(Transition, kind)));
+   IRExpr* pop = b.op(Iop_CmpEQ64, not_popped, IRBuilder::u64(0), Ity_I1);
 
    IRExpr* incl = b.op(Iop_Sub64, b.load64(&kg_now.ir), b.load_field(top, offsetof(Frame, ir_at_entry)));
    b.add_if(pop, b.field(tr, offsetof(Transition, edge_incl)), incl);
@@ -374,8 +389,8 @@ void add_inline_return(IRBuilder& b, const VexGuestLayout* layout)
    IRExpr* still_active = b.op(Iop_Sub64, b.load64(active), IRBuilder::u64(1));
    b.store_if(pop, active, still_active);
    // A recursive activation's cost is already in the outermost one's.
-   IRExpr* outermost = b.op(Iop_CmpEQ64, still_active, IRBuilder::u64(0), Ity_I1);
-   b.add_if(b.op(Iop_And1, pop, outermost, Ity_I1), b.field(tr, offsetof(Transition, ctx_incl)), incl);
+   IRExpr* popped_outermost = b.op(Iop_CmpEQ64, b.op(Iop_Or64, not_popped, still_active), IRBuilder::u64(0), Ity_I1);
+   b.add_if(popped_outermost, b.field(tr, offsetof(Transition, ctx_incl)), incl);
 
    IRExpr* below = b.op(Iop_Sub64, top, IRBuilder::u64(sizeof(Frame)));
    b.store_if(pop, b.at(&kg_now.top), below);

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""A/B comparison of kgrind builds by CPU time (for performance work).
+
+The suite (bench/suite.py) measures wall time medians, which on a shared VM
+move by tens of percent between identical runs. To decide whether one change
+helps, compare builds by the CPU time of the valgrind process (user + system,
+from wait4), interleaved, and take the minimum over runs: noise only ever adds
+time.
+
+    bench/ab.py snapshot NAME            copy build/kgrind/.in_place to
+                                         /tmp/kgrind-ab/NAME (a frozen build)
+    bench/ab.py run --work DIR NAME... [--configs k2,intra-k2] [--workloads ...] [--runs 5]
+
+--work is a folder with bin/ and data/ from
+`bench/suite.py --runs 1 --configs native --keep-work --out DIR --no-growth --no-ksweep --no-charts`
+(DIR/work). The name `none` stands for `valgrind --tool=none`. Prints, per
+workload, the minimum and median CPU seconds of each build and configuration
+and the ratio of the minimum to none's minimum.
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+AB = Path(os.environ.get('KGRIND_AB_DIR', '/tmp/kgrind-ab'))
+CONFIGS = {
+    'k1': ['--k=1'], 'k2': ['--k=2'], 'k4': ['--k=4'], 'kinf': ['--k=inf'],
+    'intra-k2': ['--mode=intra', '--k=2'], 'intra-roll': ['--mode=intra', '--roll-loops=yes'],
+    'inter-k2': ['--mode=inter', '--k=2'], 'inter-roll': ['--mode=inter', '--roll-loops=yes'],
+}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import suite  # noqa: E402  (workload arguments)
+
+
+def snapshot(name):
+    """A lib dir for VALGRIND_LIB: Valgrind's own files plus this build's tool."""
+    src = ROOT / 'build' / 'kgrind' / '.in_place'
+    dst = AB / name
+    if dst.exists():
+        shutil.rmtree(dst)
+    dst.mkdir(parents=True)
+    for f in src.iterdir():
+        target = f.resolve()
+        if f.name.startswith('kgrind-'):
+            shutil.copy2(target, dst / f.name)   # frozen: a rebuild changes nothing
+        else:
+            (dst / f.name).symlink_to(target)
+    print(dst)
+
+
+def workload_cmd(work, name):
+    if name in suite.BUILT:
+        return [str(work / 'bin' / name), str(suite.BUILT[name][2])], None
+    if name == 'bzip2':
+        return ['bzip2', '-c'], work / 'data' / 'text-1.txt'
+    if name == 'sqlite3':
+        return ['sqlite3', '-batch', ':memory:'], work / 'data' / 'script-1.sql'
+    raise SystemExit(f'unknown workload {name}')
+
+
+def run_one(build, config, work, workload, outdir):
+    argv, stdin = workload_cmd(work, workload)
+    env = dict(os.environ)
+    if build == 'none':
+        cmd = ['valgrind', '--tool=none'] + argv
+    else:
+        env['VALGRIND_LIB'] = str(AB / build)
+        cmd = ['valgrind', '--tool=kgrind', f'--kgrind-out-file={outdir}/out'] + CONFIGS[config] + argv
+    with open(stdin or os.devnull, 'rb') as fin:
+        p = subprocess.Popen(cmd, stdin=fin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        err = p.stderr.read()   # before waiting: a full pipe would block the child
+        _, status, ru = os.wait4(p.pid, 0)
+    if status != 0:
+        raise SystemExit(f'{" ".join(cmd)} failed:\n{err.decode(errors="replace")[-2000:]}')
+    return ru.ru_utime + ru.ru_stime
+
+
+def run(a):
+    work = Path(a.work)
+    builds = a.builds
+    configs = a.configs.split(',')
+    pairs = [('none', None)] + [(b, c) for b in builds for c in configs]
+    with tempfile.TemporaryDirectory() as outdir:
+        for w in a.workloads.split(','):
+            times = {p: [] for p in pairs}
+            for r in range(a.runs):
+                order = pairs[r % len(pairs):] + pairs[:r % len(pairs)]
+                for p in order:
+                    times[p].append(run_one(p[0], p[1], work, w, outdir))
+            base = min(times[('none', None)])
+            for p in pairs:
+                t = times[p]
+                label = 'none' if p[0] == 'none' else f'{p[0]}:{p[1]}'
+                print(f'{w:10} {label:24} min {min(t):7.3f}  median {statistics.median(t):7.3f}  '
+                      f'x none {min(t) / base:5.2f}', flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest='cmd', required=True)
+    s = sub.add_parser('snapshot')
+    s.add_argument('name')
+    r = sub.add_parser('run')
+    r.add_argument('--work', required=True)
+    r.add_argument('--configs', default='k2')
+    r.add_argument('--workloads', default='callheavy,cppvirt,numeric,threads,bzip2,sqlite3')
+    r.add_argument('--runs', type=int, default=5)
+    r.add_argument('builds', nargs='+')
+    a = ap.parse_args()
+    if a.cmd == 'snapshot':
+        snapshot(a.name)
+    else:
+        for c in a.configs.split(','):
+            if c not in CONFIGS:
+                raise SystemExit(f'unknown config {c}; known: {", ".join(CONFIGS)}')
+        run(a)
+
+
+if __name__ == '__main__':
+    main()
