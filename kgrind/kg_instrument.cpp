@@ -431,6 +431,24 @@ Bool writes_sp(const IRStmt* st, const IRTypeEnv* tyenv, const VexGuestLayout* l
    return False;
 }
 
+// Side exits taken only when the instruction faults (SSE alignment checks,
+// emulation failures): function mode counts no flush point before them, so
+// that a loop with aligned SSE accesses pays one counter update per pass, not
+// one per access. A fault taken there leaves the superblock's instructions
+// since the previous flush point uncounted, as any fault (a SIGSEGV from a
+// load or store, inside translated code) does.
+Bool faults_only(IRJumpKind jk)
+{
+   switch (jk) {
+   case Ijk_SigSEGV: case Ijk_SigBUS: case Ijk_SigILL: case Ijk_SigTRAP:
+   case Ijk_SigFPE: case Ijk_SigFPE_IntDiv: case Ijk_SigFPE_IntOvf:
+   case Ijk_EmFail: case Ijk_NoDecode: case Ijk_MapFail:
+      return True;
+   default:
+      return False;
+   }
+}
+
 Addr const_target(const IRConst* c) { return c && c->tag == Ico_U64 ? (Addr)c->Ico.U64 : 0; }
 
 Addr exit_target(const InstrPos& x, IRJumpKind jk, Addr target)
@@ -623,7 +641,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          pending.add(slot_of_instr[instr++]);
          break;
       case Ist_Exit:
-         pending.flush(b, counters);
+         if (blocks || !faults_only(st->Ist.Exit.jk)) pending.flush(b, counters);
          if (sp_written) add_unwind_check(b, layout);
          break;
       default:
