@@ -22,7 +22,7 @@ Now kg_now;
 static UWord unused_active;
 static Transition no_transition = { 0, 0, 0, &unused_active, nullptr, nullptr, nullptr, kActivation,
                                     nullptr, nullptr, nullptr, nullptr };
-static CallSite no_site = { nullptr, &no_transition, nullptr, &no_transition, 0 };
+static CallSite no_site;   // ways as call_site_new() sets them (activity_init)
 
 
 extern "C" {
@@ -322,20 +322,29 @@ void unwind_to_sp(ThreadState* t, Addr sp)
 Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, UWord after_call)
 {
    Transition* top = kg_now.top->tr;
-   if (!after_call) return activation_transition(t, top->child, fn, blk);
-   CallSite* site = kg_now.site;
-   Transition* tr;
-   if (site->parent == top && site->tr->fn == fn) return site->tr;
-   if (site->other_parent == top && site->other_tr->fn == fn) {
-      tr = site->other_tr;
-   } else {
-      tr = activation_transition(t, top->child, fn, blk);
+   if (!after_call) {
+      // A tail call: the block remembers the last one (no table lookup when
+      // the same caller's frame jumps here again).
+      if (blk->jump_parent != top) {
+         blk->jump_parent = top;
+         blk->jump_tr = activation_transition(t, top->child, fn, blk);
+      }
+      return (Transition*)blk->jump_tr;
    }
-   site->other_parent = site->parent;
-   site->other_tr = site->tr;
-   site->parent = top;
-   site->tr = tr;
-   return tr;
+   CallSite* site = kg_now.site;
+   UInt i = 0;
+   while (i < kSiteWays && !(site->ways[i].parent == top && site->ways[i].tr->fn == fn)) i++;
+   if (i == 0) return site->ways[0].tr;
+   SiteWay hit = { top, nullptr };
+   if (i < kSiteWays) {
+      hit.tr = site->ways[i].tr;
+   } else {
+      hit.tr = activation_transition(t, top->child, fn, blk);
+      i = kSiteWays - 1;   // the least recent way makes room
+   }
+   for (; i > 0; i--) site->ways[i] = site->ways[i - 1];
+   site->ways[0] = hit;
+   return hit.tr;
 }
 
 void push_activation(ThreadState* t, FnInfo* fn, Addr sp, BlockInfo* blk, UWord after_call)
@@ -351,10 +360,16 @@ FnInfo* running_function() { return kg_now.top->tr->fn; }
 
 } // namespace
 
+static void init_call_site(CallSite* site, Addr addr)
+{
+   for (UInt i = 0; i < kSiteWays; i++) site->ways[i] = { nullptr, &no_transition };
+   site->addr = addr;
+}
+
 CallSite* call_site_new(Addr addr)
 {
    CallSite* site = (CallSite*)kg::alloc(sizeof(CallSite));
-   *site = { nullptr, &no_transition, nullptr, &no_transition, addr };
+   init_call_site(site, addr);
    return site;
 }
 
@@ -362,6 +377,7 @@ void activity_init()
 {
    by_tid = (ThreadState**)alloc_zeroed(VG_N_THREADS * sizeof(ThreadState*));
    kg_now.top_sp = ~(Addr)0;
+   init_call_site(&no_site, 0);
    kg_now.site = &no_site;
 }
 

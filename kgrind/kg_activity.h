@@ -56,14 +56,20 @@ struct Frame {
    Transition* tr;
 };
 
-// Per call instruction: the transitions its calls pushed last and the time
-// before, and the top frame's transition then. A call from a frame of the
-// same transition into the same function again is pushed inline.
-struct CallSite {
+// Per call instruction: the transitions its calls pushed most recently,
+// each with the top frame's transition then. A call from a frame of the same
+// transition into the same function again is pushed inline if it is one of
+// the first two ways; the helper looks at the others before the thread's
+// table of transitions (an indirect call site, or a function called from
+// three or four contexts in turn).
+struct SiteWay {
    Transition* parent;
    Transition* tr;
-   Transition* other_parent;
-   Transition* other_tr;
+};
+const UInt kSiteWays = 4;
+const UInt kInlineSiteWays = 2;
+struct CallSite {
+   SiteWay ways[kSiteWays];   // most recent first
    Addr addr;                 // the call instruction
 };
 // A new call site (a block ending in a call at addr); its ways match nothing.

@@ -63,6 +63,8 @@ struct BlockInfo {
    Addr addr;
    FnInfo* fn;                    // function of the first instruction
    FnInfo* entry_fn;              // without symbols: the function named by addr
+   const void* jump_parent;       // a function's first block entered by a jump (a
+   void* jump_tr;                 // tail call): the last top Transition and the pushed one
    Bool fn_entry;                 // addr is fn's first instruction
    Bool in_plt;                   // a PLT stub: calls pass through it
    UInt n_slots;                  // counters: flush points

@@ -264,14 +264,16 @@ void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative
    // A way matches a call from the top frame's transition into this block's
    // function (an indirect call site reaches several).
    IRExpr* fn = IRBuilder::u64((HWord)activated_function(blk));
-   auto way_mismatch = [&](UWord parent_field, UWord tr_field, IRExpr** tr) {
-      *tr = b.load_field(site, tr_field);   // never null
-      return b.op(Iop_Or64, b.op(Iop_Xor64, b.load_field(site, parent_field), top_tr),
+   static_assert(kInlineSiteWays == 2, "two ways inline");
+   auto way_mismatch = [&](UInt way, IRExpr** tr) {
+      UWord at = offsetof(CallSite, ways) + way * sizeof(SiteWay);
+      *tr = b.load_field(site, at + offsetof(SiteWay, tr));   // never null
+      return b.op(Iop_Or64, b.op(Iop_Xor64, b.load_field(site, at + offsetof(SiteWay, parent)), top_tr),
                   b.op(Iop_Xor64, b.load_field(*tr, offsetof(Transition, fn)), fn));
    };
    IRExpr *tr0, *tr1;
-   IRExpr* mismatch0 = way_mismatch(offsetof(CallSite, parent), offsetof(CallSite, tr), &tr0);
-   IRExpr* mismatch1 = way_mismatch(offsetof(CallSite, other_parent), offsetof(CallSite, other_tr), &tr1);
+   IRExpr* mismatch0 = way_mismatch(0, &tr0);
+   IRExpr* mismatch1 = way_mismatch(1, &tr1);
    IRExpr* way0 = b.op(Iop_CmpEQ64, mismatch0, IRBuilder::u64(0), Ity_I1);
    IRExpr* tr = b.ite(way0, tr0, tr1);
    // Zero when: a way matched, a call is pending, and next < frames_end
