@@ -73,11 +73,17 @@ public:
       UInt base;
       Int disp;
       if (!base_relative((Addr)p, &base, &disp)) return mkIRExpr_HWord((HWord)p);
+      return tmp(IRExpr_Binop(Iop_Add64, base_register(base), u64((ULong)(Long)disp)), Ity_I64);
+   }
+
+   // The value of data base `base`, read once per superblock.
+   IRExpr* base_register(UInt base)
+   {
       if (base_tmp_[base] == IRTemp_INVALID) {
          base_tmp_[base] = newIRTemp(sb_->tyenv, Ity_I64);
          add(IRStmt_WrTmp(base_tmp_[base], IRExpr_Get(shadow_ + kBaseShadowOffset + 8 * base, Ity_I64)));
       }
-      return tmp(IRExpr_Binop(Iop_Add64, IRExpr_RdTmp(base_tmp_[base]), u64((ULong)(Long)disp)), Ity_I64);
+      return IRExpr_RdTmp(base_tmp_[base]);
    }
 
    IRExpr* load64(const void* addr) { return load64(at(addr)); }
@@ -117,14 +123,29 @@ public:
    }
    void store(IRExpr* addr, IRExpr* value) { add(IRStmt_Store(Iend_LE, addr, value)); }
 
-   // *addr += n
-   void add_to(IRExpr* addr, ULong n) { add_to(addr, u64(n)); }
-   void add_to(IRExpr* addr, IRExpr* n)
+   // A read-modify-write target: base + offset. Its load and its store each
+   // get an address temporary of their own: VEX folds a temporary used once
+   // into the instruction's addressing mode, while a shared one costs a lea.
+   struct Place {
+      IRExpr* base;
+      ULong offset;
+   };
+   Place place(IRExpr* base, ULong offset) { return { base, offset }; }
+   Place place(const void* p)
    {
-      store64(addr, tmp(IRExpr_Binop(Iop_Add64, load64(addr), n), Ity_I64));
+      UInt base;
+      Int disp;
+      if (!base_relative((Addr)p, &base, &disp)) return { mkIRExpr_HWord((HWord)p), 0 };
+      return { base_register(base), (ULong)(Long)disp };
    }
-   void add_to(const void* addr, ULong n) { add_to(at(addr), u64(n)); }
-   void add_to(const void* addr, IRExpr* n) { add_to(at(addr), n); }
+   IRExpr* address(const Place& p)
+   {
+      return p.offset ? tmp(IRExpr_Binop(Iop_Add64, p.base, u64(p.offset)), Ity_I64) : p.base;
+   }
+
+   // *place += n
+   void add_to(const Place& p, IRExpr* n) { store64(address(p), op(Iop_Add64, load64(address(p)), n)); }
+   void add_to(const void* addr, ULong n) { add_to(place(addr), u64(n)); }
 
    // if (guard) *addr = value: VEX's guarded store, a skipped store rather
    // than a select of the old value (which keeps values live, and VEX then
@@ -134,10 +155,10 @@ public:
       if (guard) add(IRStmt_StoreG(Iend_LE, addr, value, guard));
       else add(IRStmt_Store(Iend_LE, addr, value));
    }
-   // if (guard) *addr += n (64 bits)
-   void add_if(IRExpr* guard, IRExpr* addr, IRExpr* n)
+   // if (guard) *place += n (64 bits)
+   void add_if(IRExpr* guard, const Place& p, IRExpr* n)
    {
-      store_if(guard, addr, op(Iop_Add64, load64(addr), n));
+      store_if(guard, address(p), op(Iop_Add64, load64(address(p)), n));
    }
 
    // A helper call, when guard holds (guard may be nullptr: always).
@@ -176,7 +197,7 @@ public:
    {
       UInt point = point_++;
       if (total_ == 0 && !blocks_) return;
-      b.add_to(b.field(counters, 8 * point), 1);
+      b.add_to(b.place(counters, 8 * point), IRBuilder::u64(1));
       for (UInt i = 0; i < kMaxSlots; i++) {
          if (!counts_[i]) continue;
          if (!blocks_ && n_runs_ < kMaxRuns) runs_[n_runs_++] = { (UShort)point, (UShort)i, (UInt)counts_[i] };
@@ -291,8 +312,8 @@ void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative
    b.store64(b.field(next, offsetof(Frame, sp)), sp);   // the spare slot: never in use
    b.store64(b.field(next, offsetof(Frame, ir_at_entry)), b.load64(&kg_now.ir));
    b.store64(b.field(next, offsetof(Frame, tr)), tr);
-   b.add_if(guard, b.field(tr, offsetof(Transition, calls)), one);
-   b.add_if(guard, b.load_field(tr, offsetof(Transition, active)), one);
+   b.add_if(guard, b.place(tr, offsetof(Transition, calls)), one);
+   b.add_if(guard, b.place(b.load_field(tr, offsetof(Transition, active)), 0), one);
    b.store_if(guard, b.at(&kg_now.top), next);
    b.store_if(guard, b.at(&kg_now.top_sp), sp);
    // No call is pending any more.
@@ -386,13 +407,13 @@ void add_inline_return(IRBuilder& b, const VexGuestLayout* layout)
    IRExpr* pop = b.op(Iop_CmpEQ64, not_popped, IRBuilder::u64(0), Ity_I1);
 
    IRExpr* incl = b.op(Iop_Sub64, b.load64(&kg_now.ir), b.load_field(top, offsetof(Frame, ir_at_entry)));
-   b.add_if(pop, b.field(tr, offsetof(Transition, edge_incl)), incl);
+   b.add_if(pop, b.place(tr, offsetof(Transition, edge_incl)), incl);
    IRExpr* active = b.load_field(tr, offsetof(Transition, active));
    IRExpr* still_active = b.op(Iop_Sub64, b.load64(active), IRBuilder::u64(1));
    b.store_if(pop, active, still_active);
    // A recursive activation's cost is already in the outermost one's.
    IRExpr* popped_outermost = b.op(Iop_CmpEQ64, b.op(Iop_Or64, not_popped, still_active), IRBuilder::u64(0), Ity_I1);
-   b.add_if(popped_outermost, b.field(tr, offsetof(Transition, ctx_incl)), incl);
+   b.add_if(popped_outermost, b.place(tr, offsetof(Transition, ctx_incl)), incl);
 
    IRExpr* below = b.op(Iop_Sub64, top, IRBuilder::u64(sizeof(Frame)));
    b.store_if(pop, b.at(&kg_now.top), below);
@@ -542,10 +563,10 @@ void add_block_step(IRBuilder& b, BBInfo* bb, UWord n, void* helper, const HChar
    store_in_act(offsetof(Activation, depth),
                 b.op(Iop_Add32, b.load(Ity_I32, b.field(act, offsetof(Activation, depth))), delta, Ity_I32));
    IRExpr* one = IRBuilder::u64(1);
-   b.add_if(hit, b.field(field(offsetof(BlockStep, to_top), Ity_I64), offsetof(ForestNode, calls)), one);
-   b.add_if(hit, b.field(field(offsetof(BlockStep, bottom_counter), Ity_I64), offsetof(ForestNode, calls)), one);
-   b.add_if(hit, b.field(field(offsetof(BlockStep, canonical), Ity_I64), offsetof(ForestNode, excl)), IRBuilder::u64(n));
-   b.add_if(hit, b.at(&bb->count), one);
+   b.add_if(hit, b.place(field(offsetof(BlockStep, to_top), Ity_I64), offsetof(ForestNode, calls)), one);
+   b.add_if(hit, b.place(field(offsetof(BlockStep, bottom_counter), Ity_I64), offsetof(ForestNode, calls)), one);
+   b.add_if(hit, b.place(field(offsetof(BlockStep, canonical), Ity_I64), offsetof(ForestNode, excl)), IRBuilder::u64(n));
+   b.add_if(hit, b.place(&bb->count), one);
    b.call(helper_name, helper, 2, mkIRExprVec_2(mkIRExpr_HWord((HWord)bb), mkIRExpr_HWord((HWord)n)),
           b.tmp(IRExpr_Unop(Iop_Not1, hit), Ity_I1));
 }
