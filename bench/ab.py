@@ -9,7 +9,7 @@ time.
 
     bench/ab.py snapshot NAME            copy build/kgrind/.in_place to
                                          /tmp/kgrind-ab/NAME (a frozen build)
-    bench/ab.py run --work DIR NAME... [--configs k2,intra-k2] [--workloads ...] [--runs 5]
+    bench/ab.py run --work DIR NAME... [--configs k2,intra-k2] [--workloads ...] [--runs 5] [--scale 1]
 
 --work is a folder with bin/ and data/ from
 `bench/suite.py --runs 1 --configs native --keep-work --out DIR --no-growth --no-ksweep --no-charts`
@@ -40,6 +40,10 @@ import suite  # noqa: E402  (workload arguments)
 def snapshot(name):
     """A lib dir for VALGRIND_LIB: Valgrind's own files plus this build's tool."""
     src = ROOT / 'build' / 'kgrind' / '.in_place'
+    if name == 'none' or '/' in name:
+        raise SystemExit(f'bad build name {name!r} ("none" is valgrind --tool=none)')
+    if not (src / 'kgrind-amd64-linux').exists():
+        raise SystemExit(f'no built tool in {src}: ./setup.sh --build')
     dst = AB / name
     if dst.exists():
         shutil.rmtree(dst)
@@ -53,19 +57,25 @@ def snapshot(name):
     print(dst)
 
 
-def workload_cmd(work, name):
+def workload_cmd(work, name, scale):
+    """argv and stdin of a workload as bench/suite.py --scale SCALE --keep-work left it."""
     if name in suite.BUILT:
-        return [str(work / 'bin' / name), str(suite.BUILT[name][2])], None
-    if name == 'bzip2':
-        return ['bzip2', '-c'], work / 'data' / 'text-1.txt'
-    if name == 'sqlite3':
-        return ['sqlite3', '-batch', ':memory:'], work / 'data' / 'script-1.sql'
-    raise SystemExit(f'unknown workload {name}')
+        return [str(work / 'bin' / name), str(suite.units(suite.BUILT[name][2], scale))], None
+    data = {'bzip2': (['bzip2', '-c'], f'text-{scale:g}.txt'),
+            'sqlite3': (['sqlite3', '-batch', ':memory:'], f'script-{scale:g}.sql')}
+    if name not in data:
+        raise SystemExit(f'unknown workload {name}')
+    argv, path = data[name]
+    if not (work / 'data' / path).exists():
+        raise SystemExit(f'{work / "data" / path} is missing: run the suite with --scale {scale:g} --keep-work')
+    return argv, work / 'data' / path
 
 
-def run_one(build, config, work, workload, outdir):
-    argv, stdin = workload_cmd(work, workload)
+def run_one(build, config, work, workload, scale, outdir):
+    argv, stdin = workload_cmd(work, workload, scale)
     env = dict(os.environ)
+    if not (AB / build).is_dir() and build != 'none':
+        raise SystemExit(f'no build {build} in {AB}: bench/ab.py snapshot {build}')
     if build == 'none':
         cmd = ['valgrind', '--tool=none'] + argv
     else:
@@ -91,7 +101,7 @@ def run(a):
             for r in range(a.runs):
                 order = pairs[r % len(pairs):] + pairs[:r % len(pairs)]
                 for p in order:
-                    times[p].append(run_one(p[0], p[1], work, w, outdir))
+                    times[p].append(run_one(p[0], p[1], work, w, a.scale, outdir))
             base = min(times[('none', None)])
             for p in pairs:
                 t = times[p]
@@ -110,6 +120,7 @@ def main():
     r.add_argument('--configs', default='k2')
     r.add_argument('--workloads', default='callheavy,cppvirt,numeric,threads,bzip2,sqlite3')
     r.add_argument('--runs', type=int, default=5)
+    r.add_argument('--scale', type=float, default=1.0, help='the --scale the work folder was made with [1]')
     r.add_argument('builds', nargs='+')
     a = ap.parse_args()
     if a.cmd == 'snapshot':

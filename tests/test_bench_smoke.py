@@ -2,6 +2,7 @@
 workload and two configurations, so that the suite cannot rot: the report
 must be produced and hold real, sane measurements."""
 import json
+import os
 import pathlib
 import re
 import subprocess
@@ -48,3 +49,32 @@ def test_bench_suite_smoke(tmp_path):
     assert int(k2[7].replace(',', '')) == kg['ksf_nodes']
     assert int(k2[8].replace(',', '')) == ann['kccf_nodes']
     assert re.search(r'\| k=2 geometric mean ≤ 1\.6× none \| [0-9.]+× \| \*\*(met|not met)\*\* \|', report)
+
+
+def test_bench_ab_smoke(tmp_path):
+    """bench/ab.py (A/B of frozen builds by CPU time) on the suite's work folder."""
+    out = tmp_path / 'results'
+    subprocess.run([sys.executable, str(SUITE), '--runs', '1', '--scale', '0.02', '--workloads', 'callheavy',
+                    '--configs', 'native', '--no-growth', '--no-ksweep', '--no-charts', '--out', str(out),
+                    '--keep-work'], check=True, capture_output=True, timeout=120, cwd=tmp_path)
+    env = dict(os.environ, KGRIND_AB_DIR=str(tmp_path / 'ab'))
+    ab = [sys.executable, str(ROOT / 'bench' / 'ab.py')]
+    snap = subprocess.run(ab + ['snapshot', 'cur'], env=env, capture_output=True, text=True, timeout=60)
+    assert snap.returncode == 0, snap.stderr
+    assert (tmp_path / 'ab' / 'cur' / 'kgrind-amd64-linux').is_file()
+    bad = subprocess.run(ab + ['snapshot', 'none'], env=env, capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and 'bad build name' in bad.stderr
+    run = subprocess.run(ab + ['run', '--work', str(out / 'work'), '--runs', '2', '--scale', '0.02',
+                               '--workloads', 'callheavy', '--configs', 'k1,k2', 'cur'],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    rows = {}
+    for line in run.stdout.splitlines():
+        m = re.match(r'callheavy +(\S+) +min +([0-9.]+) +median +([0-9.]+) +x none +([0-9.]+)$', line)
+        assert m, line
+        rows[m.group(1)] = tuple(float(g) for g in m.group(2, 3, 4))
+    assert set(rows) == {'none', 'cur:k1', 'cur:k2'}, run.stdout
+    base = rows['none'][0]
+    for label, (lo, med, ratio) in rows.items():
+        assert 0 < lo <= med < 60
+        assert abs(ratio - round(lo / base, 2)) <= 0.011, (label, lo, base, ratio)
