@@ -433,7 +433,7 @@ extern "C" void VG_REGPARM(2) kg_block_start(BlockInfo* blk, Addr sp)
    if (after_call || blk->fn_entry)
       block_entry(blk, sp, after_call);
    else
-      kg_refresh_counters(blk);
+      point_block_at(blk, kg_now.ctx);
 }
 
 extern "C" void VG_REGPARM(2) kg_plt_start(BlockInfo* blk, Addr sp)

@@ -71,24 +71,13 @@ BlockInfo* block_info_new(Addr addr, UInt n_slots, SourceLine** slots)
    return b;
 }
 
-void point_block_at(BlockInfo* blk, ForestNode* ctx)
+void point_block_at_table(BlockInfo* blk, ForestNode* ctx)
 {
-   CounterWay* ways = blk->ways;
-   if (ways[0].ctx == ctx) return;
-   UInt i = 1;
-   while (i < kCounterWays && ways[i].ctx != ctx) i++;
-   CounterWay hit;
-   if (i < kCounterWays) {
-      hit = ways[i];
-   } else {
-      BlockCounters* e = block_counters.get(ctx, blk);
-      if (!e->counters)
-         e->counters = (ULong*)alloc_zeroed((blk->n_slots ? blk->n_slots : 1) * sizeof(ULong));
-      hit = { ctx, e->counters };
-      i = kCounterWays - 1;   // the least recent way makes room
-   }
-   for (; i > 0; i--) ways[i] = ways[i - 1];
-   ways[0] = hit;
+   BlockCounters* e = block_counters.get(ctx, blk);
+   if (!e->counters)
+      e->counters = (ULong*)alloc_zeroed((blk->n_slots ? blk->n_slots : 1) * sizeof(ULong));
+   blk->ways[1] = blk->ways[0];   // the least recent way makes room
+   blk->ways[0] = { ctx, e->counters };
 }
 
 extern "C" void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk)

@@ -83,8 +83,19 @@ SourceLine* source_line(const SourceLoc& loc);
 
 BlockInfo* block_info_new(Addr addr, UInt n_slots, SourceLine** slots);
 
-// Makes the counters of (ctx, blk) the block's way 0.
-void point_block_at(BlockInfo* blk, ForestNode* ctx);
+// Makes the counters of (ctx, blk) the block's way 0: inline for a hit in
+// way 1 (half of sqlite3's 121 M calls), the table otherwise.
+void point_block_at_table(BlockInfo* blk, ForestNode* ctx);
+inline void point_block_at(BlockInfo* blk, ForestNode* ctx)
+{
+   static_assert(kCounterWays == 2, "point_block_at checks two ways");
+   CounterWay* ways = blk->ways;
+   if (ways[0].ctx == ctx) return;
+   if (ways[1].ctx != ctx) return point_block_at_table(blk, ctx);
+   CounterWay hit = ways[1];
+   ways[1] = ways[0];
+   ways[0] = hit;
+}
 
 extern "C" {
 // Inline-cache miss: makes the counters of (kg_now.ctx, blk) way 0.
