@@ -222,7 +222,10 @@ TIME = '/usr/bin/time'   # Debian package "time"
 
 
 def run_measured(cmd, stdin_path, stderr_path, env, cwd, timeout):
-    """Runs cmd; returns (wall seconds, peak RSS KiB, exit code or 'timeout').
+    """Runs cmd; returns (wall seconds, CPU seconds, peak RSS KiB, exit code or 'timeout').
+
+    CPU seconds: user + system time of the run (wait4 counts the waited-for
+    descendants): on a shared VM, far steadier than wall time.
 
     Peak RSS comes from /usr/bin/time -f %M, not from this process's wait4:
     Linux carries the RSS high-water mark of the pre-exec image into the
@@ -257,7 +260,7 @@ def run_measured(cmd, stdin_path, stderr_path, env, cwd, timeout):
         except (OSError, ValueError, IndexError):
             rss = 0
         rss_file.unlink(missing_ok=True)
-    return elapsed, rss, ('timeout' if timed_out else proc.returncode)
+    return elapsed, usage.ru_utime + usage.ru_stime, rss, ('timeout' if timed_out else proc.returncode)
 
 
 KSF_RE = re.compile(rb'^# ksf-thread (\S+) nodes=(\d+)')
@@ -353,10 +356,10 @@ class Suite:
             cmd = argv
         else:
             cmd = ['valgrind'] + [o.format(out=outfile) for o in opts] + argv
-        elapsed, rss, rc = run_measured(cmd, stdin, self.logs / f'{tag}.stderr', self.env, self.work,
-                                        self.args.timeout)
+        elapsed, cpu, rss, rc = run_measured(cmd, stdin, self.logs / f'{tag}.stderr', self.env, self.work,
+                                             self.args.timeout)
         rec = {'phase': phase, 'workload': workload, 'config': config, 'scale': scale,
-               'round': round_no, 'k': k, 'wall': elapsed, 'rss_kb': rss, 'rc': rc,
+               'round': round_no, 'k': k, 'wall': elapsed, 'cpu': cpu, 'rss_kb': rss, 'rc': rc,
                'out_bytes': None, 'ksf_nodes': None, 'threads': None}
         if outfile.exists():
             rec['out_bytes'] = outfile.stat().st_size
@@ -545,6 +548,12 @@ class Report:
                                   if r['rc'] == 0 and (w, ref) in by and i in by[(w, ref)]
                                   and by[(w, ref)][i]['rc'] == 0]
                         s[key] = statistics.median(ratios) if ratios else None
+                    # The same against none by CPU time (runs of older reports have none).
+                    base = by.get((w, BASE), {})
+                    cpu_ratios = [r['cpu'] / base[i]['cpu'] for i, r in rr.items()
+                                  if r['rc'] == 0 and r.get('cpu') and i in base and base[i]['rc'] == 0
+                                  and base[i].get('cpu')]
+                    s['x_none_cpu'] = statistics.median(cpu_ratios) if cpu_ratios else None
                     ann = self.data['annotate'].get(f'main-{w}-{ok[0]["scale"]:g}-{c}', {})
                     s['kccf_nodes'] = ann.get('kccf_nodes')
                     s['annotate_s'] = ann.get('seconds') if 'kccf_nodes' in ann else None
@@ -656,12 +665,16 @@ class Report:
         L.append('')
         L.append('### Geometric means over the workloads')
         L.append('')
-        L.append('| config | × none | × cg-sc2 |')
-        L.append('|---|--:|--:|')
+        L.append('Wall-time ratios are the targets\' measure; the CPU-time ratio (user +')
+        L.append('system, median of the per-round ratios) is steadier on a shared machine.')
+        L.append('')
+        L.append('| config | × none | × cg-sc2 | × none, CPU time |')
+        L.append('|---|--:|--:|--:|')
         for c in cs:
             xn = [table[(w, c)].get('x_none') for w in ws if (w, c) in table]
             xc = [table[(w, c)].get('x_cg') for w in ws if (w, c) in table]
-            L.append(f'| {CONFIG_LABELS.get(c, c)} | {fmt(gmean(xn))} | {fmt(gmean(xc))} |')
+            xu = [table[(w, c)].get('x_none_cpu') for w in ws if (w, c) in table]
+            L.append(f'| {CONFIG_LABELS.get(c, c)} | {fmt(gmean(xn))} | {fmt(gmean(xc))} | {fmt(gmean(xu))} |')
         L.append('')
         L.append('## Targets (issues 6 and 7)')
         L.append('')

@@ -26,6 +26,7 @@ def test_bench_suite_smoke(tmp_path):
     for r in runs.values():
         assert r['rc'] == 0 and r['workload'] == 'callheavy'
         assert 0 < r['wall'] < 60
+        assert 0 < r['cpu'] < 120             # user + system of the valgrind process
         assert r['rss_kb'] > 1000            # a Valgrind process: tens of MB
     kg = runs['kgrind-k2']
     assert kg['out_bytes'] > 0 and kg['ksf_nodes'] > 10 and kg['threads'] == 1
@@ -48,6 +49,10 @@ def test_bench_suite_smoke(tmp_path):
     assert float(k2[5]) > 1                   # peak RSS, MB
     assert int(k2[7].replace(',', '')) == kg['ksf_nodes']
     assert int(k2[8].replace(',', '')) == ann['kccf_nodes']
+    gm = re.search(r'^\| kgrind --k=2 \| ([0-9.]+) \| [^|]+ \| ([0-9.]+) \|$', report, re.M)
+    assert gm, report
+    assert float(gm.group(1)) == float(k2[3])   # one workload: the geometric mean is its ratio
+    assert abs(float(gm.group(2)) - kg['cpu'] / runs['none']['cpu']) < 0.011
     assert re.search(r'\| k=2 geometric mean ≤ 1\.6× none \| [0-9.]+× \| \*\*(met|not met)\*\* \|', report)
 
 
