@@ -329,7 +329,7 @@ Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, UWord
          blk->jump_parent = top;
          blk->jump_tr = activation_transition(t, top->child, fn, blk);
       }
-      return (Transition*)blk->jump_tr;
+      return blk->jump_tr;
    }
    CallSite* site = kg_now.site;
    UInt i = 0;

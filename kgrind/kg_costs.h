@@ -54,6 +54,8 @@ struct CounterWay {
    ULong* counters;
 };
 
+struct Transition;   // kg_activity.h
+
 struct BlockInfo {
    // A cache of (context -> counters), most recent first. Inline IR checks
    // way 0 only (one compare); the helper finds the others without a hash
@@ -63,8 +65,10 @@ struct BlockInfo {
    Addr addr;
    FnInfo* fn;                    // function of the first instruction
    FnInfo* entry_fn;              // without symbols: the function named by addr
-   const void* jump_parent;       // a function's first block entered by a jump (a
-   void* jump_tr;                 // tail call): the last top Transition and the pushed one
+   // A function's first block entered by a jump (a tail call): the top
+   // frame's transition then, and the transition pushed (kg_activity.cpp).
+   Transition* jump_parent;
+   Transition* jump_tr;
    Bool fn_entry;                 // addr is fn's first instruction
    Bool in_plt;                   // a PLT stub: calls pass through it
    UInt n_slots;                  // counters: flush points
