@@ -17,8 +17,9 @@
 // the top frame inline when the ret left SP just above its return address.
 // Instructions are then counted in groups: every instruction since the
 // previous flush point is added to its (context, line) counter, and to the
-// thread's Ir, just before each side exit and at the end of the block. A
-// taken side exit never counts the instructions after it. In the common case
+// thread's Ir, just before each side exit (except those only a fault takes:
+// faults_only) and at the end of the block. A taken side exit never counts
+// the instructions after it. In the common case
 // (same context, no call or return) a block runs no helper at all.
 // The tool's data is addressed from base registers (data_bases).
 #include "kg_instrument.h"
@@ -68,13 +69,7 @@ public:
    IRBuilder(IRSB* sb, const VexGuestLayout* layout) : sb_(sb), shadow_(layout->total_sizeB) {}
 
    // The address of tool data (see data_bases).
-   IRExpr* at(const void* p)
-   {
-      UInt base;
-      Int disp;
-      if (!base_relative((Addr)p, &base, &disp)) return mkIRExpr_HWord((HWord)p);
-      return tmp(IRExpr_Binop(Iop_Add64, base_register(base), u64((ULong)(Long)disp)), Ity_I64);
-   }
+   IRExpr* at(const void* p) { return address(place(p)); }
 
    // The value of data base `base`, read once per superblock.
    IRExpr* base_register(UInt base)
