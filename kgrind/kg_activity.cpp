@@ -368,7 +368,7 @@ static void init_call_site(CallSite* site, Addr addr)
 
 CallSite* call_site_new(Addr addr)
 {
-   CallSite* site = (CallSite*)kg::alloc(sizeof(CallSite));
+   CallSite* site = (CallSite*)alloc_permanent(sizeof(CallSite));
    init_call_site(site, addr);
    return site;
 }

@@ -11,7 +11,7 @@ WordFM* by_addr;      // Addr -> BBInfo*
 XArray* by_label;     // label -> BBInfo*
 FileWriter* dump;
 
-void* core_alloc(void*, size_t n) { return kg::alloc(n); }
+void* core_alloc(void*, size_t n) { return kg::alloc(n, "kg.blockforest"); }
 void core_free(void*, void* p) { kg::release(p); }
 
 const HChar* base_name(const HChar* path)
@@ -49,7 +49,7 @@ BBInfo* block_at(Addr addr, const SourceLoc& loc)
 {
    UWord key, val;
    if (VG_(lookupFM)(by_addr, &key, &val, (UWord)addr)) return (BBInfo*)val;
-   BBInfo* b = (BBInfo*)alloc_zeroed(sizeof(BBInfo));
+   BBInfo* b = (BBInfo*)alloc_permanent(sizeof(BBInfo));
    b->label = (UInt)VG_(sizeXA)(by_label);
    b->addr = addr;
    b->fn = loc.fn;

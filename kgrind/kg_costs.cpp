@@ -55,7 +55,7 @@ SourceLine* source_line(const SourceLoc& loc)
    SourceLine probe = { loc.fn, loc.file, loc.line };
    UWord key, val;
    if (VG_(lookupFM)(line_index, &key, &val, (UWord)&probe)) return (SourceLine*)val;
-   SourceLine* sl = (SourceLine*)kg::alloc(sizeof(SourceLine));
+   SourceLine* sl = (SourceLine*)alloc_permanent(sizeof(SourceLine));
    *sl = probe;
    VG_(addToFM)(line_index, (UWord)sl, (UWord)sl);
    return sl;
@@ -63,10 +63,10 @@ SourceLine* source_line(const SourceLoc& loc)
 
 BlockInfo* block_info_new(Addr addr, UInt n_slots, SourceLine** slots)
 {
-   BlockInfo* b = (BlockInfo*)alloc_zeroed(sizeof(BlockInfo));
+   BlockInfo* b = (BlockInfo*)alloc_permanent(sizeof(BlockInfo));
    b->addr = addr;
    b->n_slots = n_slots;
-   b->slots = (SourceLine**)kg::alloc(n_slots * sizeof(SourceLine*) + 1);
+   b->slots = (SourceLine**)alloc_permanent(n_slots * sizeof(SourceLine*) + 1);
    for (UInt i = 0; i < n_slots; i++) b->slots[i] = slots[i];
    return b;
 }
@@ -75,7 +75,7 @@ void point_block_at_table(BlockInfo* blk, ForestNode* ctx)
 {
    BlockCounters* e = block_counters.get(ctx, blk);
    if (!e->counters)
-      e->counters = (ULong*)alloc_zeroed((blk->n_slots ? blk->n_slots : 1) * sizeof(ULong));
+      e->counters = (ULong*)alloc_permanent((blk->n_slots ? blk->n_slots : 1) * sizeof(ULong));
    blk->ways[1] = blk->ways[0];   // the least recent way makes room
    blk->ways[0] = { ctx, e->counters };
 }

@@ -113,7 +113,7 @@ static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool n
    FnInfo probe = { 0, name, object, 0 };
    UWord key, val;
    if (VG_(lookupFM)(fn_index, &key, &val, (UWord)&probe)) return (FnInfo*)val;
-   FnInfo* fn = (FnInfo*)kg::alloc(sizeof(FnInfo));
+   FnInfo* fn = (FnInfo*)alloc_permanent(sizeof(FnInfo));
    fn->id = function_count();
    fn->name = table_name(&fn_names, table_intern(&fn_names, name));
    fn->object = object;

@@ -6,7 +6,7 @@ namespace kg {
 
 namespace {
 
-void* core_alloc(void*, size_t n) { return kg::alloc(n); }
+void* core_alloc(void*, size_t n) { return kg::alloc(n, "kg.forest"); }
 void core_free(void*, void* p) { kg::release(p); }
 
 core::Allocator valgrind_allocator()

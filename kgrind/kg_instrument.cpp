@@ -208,7 +208,7 @@ public:
       blk->n_slots = point_;
       if (blocks_) return;
       blk->n_runs = n_runs_;
-      blk->runs = (LineRun*)kg::alloc((n_runs_ + 1) * sizeof(LineRun));
+      blk->runs = (LineRun*)alloc_permanent((n_runs_ + 1) * sizeof(LineRun));
       VG_(memcpy)(blk->runs, runs_, n_runs_ * sizeof(LineRun));
    }
 
@@ -485,9 +485,9 @@ void describe_positions(IRSB* sb_in, BlockInfo* blk)
       if (st && st->tag == Ist_Exit) n_exits++;
    }
    blk->n_instrs = n_instrs;
-   blk->instrs = (InstrPos*)alloc_zeroed((n_instrs + 1) * sizeof(InstrPos));
+   blk->instrs = (InstrPos*)alloc_permanent((n_instrs + 1) * sizeof(InstrPos));
    blk->n_slots = n_exits + 1;
-   blk->points = (FlushPoint*)alloc_zeroed(blk->n_slots * sizeof(FlushPoint));
+   blk->points = (FlushPoint*)alloc_permanent(blk->n_slots * sizeof(FlushPoint));
    Int instr = -1;
    UInt point = 0;
    for (Int i = 0; i < sb_in->stmts_used; i++) {

@@ -64,7 +64,7 @@ private:
       UWord old_cap = cap_;
       Entry* old = slots_;
       cap_ = cap_ ? cap_ * 2 : 1024;
-      slots_ = (Entry*)kg::alloc(cap_ * sizeof(Entry));
+      slots_ = (Entry*)kg::alloc(cap_ * sizeof(Entry), "kg.pairmap");
       for (UWord i = 0; i < cap_; i++) slots_[i].a = free_key();
       for (UWord i = 0; i < old_cap; i++) {
          if (is_free(old[i])) continue;
@@ -89,7 +89,7 @@ public:
    {
       Slot* s = table_.get(a, b);
       if (!s->entry) {
-         s->entry = (Entry*)alloc_zeroed(sizeof(Entry));
+         s->entry = (Entry*)alloc_permanent(sizeof(Entry));
          s->entry->a = a;
          s->entry->b = b;
       }
