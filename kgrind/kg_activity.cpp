@@ -677,6 +677,12 @@ void finish_all_threads()
       close_thread(current);
    }
    if (current) current->saved = kg_now;
+   // No more lookups: their tables' memory goes to the output's buffers.
+   for (ThreadState* t = all_threads; t; t = t->next) {
+      t->acts.forget_index();
+      t->transitions.forget_index();
+   }
+   active_counts.forget_index();
 }
 
 UInt thread_profiles(ThreadProfile* out, UInt max)

@@ -163,43 +163,102 @@ UWord merge_instr_costs(ContextLineCost* all, UWord n)
    return sort_and_fold(all, n, compare_instr_costs, add_ir);
 }
 
+static Int compare_entry_contexts(const void* pa, const void* pb)
+{
+   const void* a = (*(const BlockCounters* const*)pa)->a;
+   const void* b = (*(const BlockCounters* const*)pb)->a;
+   return a == b ? 0 : (UWord)a < (UWord)b ? -1 : 1;
+}
+
+// Calls f(first, n) for each run of entries with the same context.
+template <typename F>
+static void for_each_context(const BlockCounters* const* by_ctx, UWord n, F f)
+{
+   for (UWord i = 0, j; i < n; i = j) {
+      for (j = i + 1; j < n && by_ctx[j]->a == by_ctx[i]->a; j++) {}
+      f(by_ctx + i, j - i);
+   }
+}
+
+// The non-zero costs of every (context, block), folded per (context, key of
+// cmp) and sorted by context, then key. `width` bounds how many costs
+// `expand` writes for one entry. Context by context, in two passes (count,
+// then fill), so the unfolded costs (sqlite3: 55 k, twice the folded ones)
+// are never all held at once: this runs at exit, where peak RSS may be
+// reached.
+static UWord collect_costs(ContextLineCost** out, Int (*cmp)(const void*, const void*),
+                           UInt (*width)(const BlockInfo*),
+                           UWord (*expand)(const BlockCounters*, ContextLineCost*))
+{
+   UWord n_entries = 0;
+   const BlockCounters** by_ctx =
+      (const BlockCounters**)kg::alloc((block_counters.size() + 1) * sizeof(BlockCounters*));
+   block_counters.for_each([&](BlockCounters* e) { by_ctx[n_entries++] = e; });
+   VG_(ssort)(by_ctx, n_entries, sizeof(BlockCounters*), compare_entry_contexts);
+   UWord widest = 0;
+   for_each_context(by_ctx, n_entries, [&](const BlockCounters* const* g, UWord n) {
+      UWord w = 0;
+      for (UWord i = 0; i < n; i++) w += width((const BlockInfo*)g[i]->b);
+      if (w > widest) widest = w;
+   });
+   ContextLineCost* scratch = (ContextLineCost*)kg::alloc((widest + 1) * sizeof(ContextLineCost));
+   auto fold = [&](const BlockCounters* const* g, UWord n) {
+      UWord m = 0;
+      for (UWord i = 0; i < n; i++) m += expand(g[i], scratch + m);
+      return sort_and_fold(scratch, m, cmp, add_ir);
+   };
+   UWord total = 0;
+   for_each_context(by_ctx, n_entries, [&](const BlockCounters* const* g, UWord n) { total += fold(g, n); });
+   ContextLineCost* all = (ContextLineCost*)kg::alloc((total + 1) * sizeof(ContextLineCost));
+   UWord filled = 0;
+   for_each_context(by_ctx, n_entries, [&](const BlockCounters* const* g, UWord n) {
+      UWord m = fold(g, n);
+      VG_(memcpy)(all + filled, scratch, m * sizeof(ContextLineCost));
+      filled += m;
+   });
+   kg::release(scratch);
+   kg::release(by_ctx);
+   *out = all;
+   return filled;
+}
+
+static UInt line_runs(const BlockInfo* blk) { return blk->n_runs; }
+
+static UWord expand_lines(const BlockCounters* e, ContextLineCost* out)
+{
+   const BlockInfo* blk = (const BlockInfo*)e->b;
+   UWord n = 0;
+   for (UInt i = 0; i < blk->n_runs; i++) {
+      const LineRun& r = blk->runs[i];
+      ULong reached = e->counters[r.point];
+      if (reached) out[n++] = { (ForestNode*)e->a, blk->slots[r.line], 0, reached * r.n };
+   }
+   return n;
+}
+
 UWord collect_line_costs(ContextLineCost** out)
 {
-   // Sized to the non-zero counters: this runs at exit, when peak RSS may be reached.
-   UWord n = 0, cap = 0;
-   block_counters.for_each([&](BlockCounters* e) {
-      const BlockInfo* blk = (const BlockInfo*)e->b;
-      for (UInt i = 0; i < blk->n_runs; i++) cap += e->counters[blk->runs[i].point] != 0;
-   });
-   ContextLineCost* all = (ContextLineCost*)kg::alloc((cap + 1) * sizeof(ContextLineCost));
-   block_counters.for_each([&](BlockCounters* e) {
-      const BlockInfo* blk = (const BlockInfo*)e->b;
-      for (UInt i = 0; i < blk->n_runs; i++) {
-         const LineRun& r = blk->runs[i];
-         ULong reached = e->counters[r.point];
-         if (reached) all[n++] = { (ForestNode*)e->a, blk->slots[r.line], 0, reached * r.n };
-      }
-   });
-   *out = all;
-   return merge_line_costs(all, n);
+   return collect_costs(out, compare_context_costs, line_runs, expand_lines);
+}
+
+static UInt instructions(const BlockInfo* blk) { return blk->n_instrs; }
+
+static UWord expand_instrs(const BlockCounters* e, ContextLineCost* out)
+{
+   const BlockInfo* blk = (const BlockInfo*)e->b;
+   UWord n = 0;
+   for (UInt i = 0; i < blk->n_instrs; i++) {
+      // Every instruction runs as often as execution reaches its flush point.
+      const InstrPos& in = blk->instrs[i];
+      ULong ir = e->counters[in.point];
+      if (ir) out[n++] = { (ForestNode*)e->a, in.line, in.addr, ir };
+   }
+   return n;
 }
 
 UWord collect_instr_costs(ContextLineCost** out)
 {
-   UWord n = 0, cap = 0;
-   block_counters.for_each([&](BlockCounters* e) { cap += ((const BlockInfo*)e->b)->n_instrs; });
-   ContextLineCost* all = (ContextLineCost*)kg::alloc((cap + 1) * sizeof(ContextLineCost));
-   block_counters.for_each([&](BlockCounters* e) {
-      const BlockInfo* blk = (const BlockInfo*)e->b;
-      for (UInt i = 0; i < blk->n_instrs; i++) {
-         // Every instruction runs as often as execution reaches its flush point.
-         const InstrPos& in = blk->instrs[i];
-         ULong ir = e->counters[in.point];
-         if (ir) all[n++] = { (ForestNode*)e->a, in.line, in.addr, ir };
-      }
-   });
-   *out = all;
-   return merge_instr_costs(all, n);
+   return collect_costs(out, compare_instr_costs, instructions, expand_instrs);
 }
 
 static Int compare_jumps(const void* pa, const void* pb)
@@ -230,6 +289,8 @@ static UWord superblock_jumps(const BlockCounters* e, ContextJump* out)
    return n;
 }
 
+void forget_block_counters() { block_counters.clear(); }
+
 UWord collect_jumps(ContextJump** out)
 {
    UWord n = 0, cap = 0;
@@ -256,6 +317,9 @@ UWord merge_jumps(ContextJump* all, UWord n)
    return sort_and_fold(all, n, compare_jumps, [](ContextJump& into, const ContextJump& from) {
       into.taken += from.taken;
       into.executed += from.executed;
+      // The same branch may end one superblock and be a side exit of
+      // another: conditional if it is one anywhere (whichever came first).
+      into.cond = into.cond || from.cond;
    });
 }
 

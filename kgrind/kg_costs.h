@@ -69,14 +69,15 @@ struct BlockInfo {
    // frame's transition then, and the transition pushed (kg_activity.cpp).
    Transition* jump_parent;
    Transition* jump_tr;
+   // The counts and flags together: one per translation, so padding costs.
+   UInt n_slots;                  // counters: flush points
+   UInt n_runs;                   // function mode
+   UInt n_instrs;                 // block modes
    Bool fn_entry;                 // addr is fn's first instruction
    Bool in_plt;                   // a PLT stub: calls pass through it
-   UInt n_slots;                  // counters: flush points
-   SourceLine** slots;            // the block's distinct source lines
-   UInt n_runs;                   // function mode
-   LineRun* runs;
-   UInt n_instrs;                 // block modes
-   InstrPos* instrs;
+   SourceLine** slots;            // the block's distinct source lines (n_slots)
+   LineRun* runs;                 // n_runs
+   InstrPos* instrs;              // n_instrs
    FlushPoint* points;            // n_slots of them
 };
 
@@ -144,6 +145,9 @@ struct ContextJump {
 };
 // Sorted by context, source and target; the caller releases the array.
 UWord collect_jumps(ContextJump** out);
+// Frees the (context, block) -> counters table once the costs and jumps are
+// collected at exit (the output's later buffers reuse its memory).
+void forget_block_counters();
 UWord merge_jumps(ContextJump* all, UWord n);
 
 // Call edges between contexts.

@@ -43,6 +43,14 @@ public:
 
    UWord size() const { return used_; }
 
+   // Frees the slots: the table is empty again.
+   void clear()
+   {
+      release(slots_);
+      slots_ = nullptr;
+      cap_ = used_ = 0;
+   }
+
    template <typename F> void for_each(F f) const
    {
       for (UWord i = 0; i < cap_; i++)
@@ -104,6 +112,10 @@ public:
    }
 
    UWord size() const { return table_.size(); }
+
+   // Frees the index, not the entries (their users keep them): for tables
+   // whose lookups are over while their entries are still read.
+   void forget_index() { table_.clear(); }
 
    template <typename F> void for_each(F f) const
    {
