@@ -87,6 +87,12 @@ struct Now {
    ULong ir;                  // instructions run by this thread
    Frame* top;                // the top frame
    Frame* frames_end;         // a push needs top + 1 < frames_end (which is writable)
+   // Function mode: a block ending in a direct call to a PLT stub leaves
+   // the stub's address and a counter of its own (its context's) for the
+   // stub's instructions, so the stub, which runs in every caller's
+   // context, need not find counters of its own (kg_instrument.cpp).
+   Addr plt_stub;             // 0 once the stub has used plt_counter
+   ULong* plt_counter;
    // Block modes: the block activation the next recorded block continues
    // (inter: the thread's, always; intra: the activation of frame bb_top,
    // valid while that frame, entered at Ir bb_ir, is the top one).

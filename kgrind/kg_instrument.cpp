@@ -202,6 +202,15 @@ public:
       total_ = 0;
    }
 
+   // A counter that the PLT stub this block calls adds its instructions to
+   // (kg_now.plt_counter): its line's cost is the counter itself (n = 1).
+   UInt add_stub_point(UInt slot)
+   {
+      UInt point = point_++;
+      if (n_runs_ < kMaxRuns) runs_[n_runs_++] = { (UShort)point, (UShort)slot, 1 };
+      return point;
+   }
+
    // After the last flush: the block's counters and, in function mode, runs.
    void finish(BlockInfo* blk)
    {
@@ -223,11 +232,22 @@ private:
 };
 
 // Static facts about the block: its instructions' source lines (one slot per
-// distinct line), function, entry and PLT status.
-BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs)
+// distinct line), function, entry and PLT status. With a PLT stub to call
+// (stub != 0), *stub_slot is the slot of the stub's line.
+BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs, Addr stub, UInt* stub_slot)
 {
    SourceLine* slots[kMaxSlots];
    UInt n_slots = 0;
+   auto slot_of = [&](Addr a, SourceLoc* loc) {
+      source_loc(a, loc);
+      SourceLine* line = source_line(*loc);
+      UInt s = 0;
+      while (s < n_slots && slots[s] != line) s++;
+      if (s < n_slots) return s;
+      if (n_slots == kMaxSlots) return n_slots - 1;   // never in practice
+      slots[n_slots] = line;
+      return n_slots++;
+   };
    Addr first = 0;
    SourceLoc first_loc = {};
    *n_instrs = 0;
@@ -235,16 +255,13 @@ BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs)
       IRStmt* st = sb_in->stmts[i];
       if (!st || st->tag != Ist_IMark) continue;
       SourceLoc loc;
-      source_loc((Addr)st->Ist.IMark.addr, &loc);
-      SourceLine* line = source_line(loc);
-      UInt s = 0;
-      while (s < n_slots && slots[s] != line) s++;
-      if (s == n_slots) {
-         if (n_slots == kMaxSlots) s = n_slots - 1;   // never in practice
-         else slots[n_slots++] = line;
-      }
+      UInt s = slot_of((Addr)st->Ist.IMark.addr, &loc);
       if (*n_instrs == 0) { first = (Addr)st->Ist.IMark.addr; first_loc = loc; }
       slot_of_instr[(*n_instrs)++] = s;
+   }
+   if (stub) {
+      SourceLoc loc;
+      *stub_slot = slot_of(stub, &loc);
    }
    BlockInfo* blk = block_info_new(first, n_slots, slots);
    blk->fn = first_loc.fn;
@@ -348,20 +365,42 @@ struct CallTarget {
 };
 PairTable<CallTarget> call_targets;
 
+// Where a PLT stub counts what a caller counts for it (a flush into it is
+// lost): one counter, as such stubs have one flush point.
+ULong plt_scratch;
+
+// A PLT stub's prologue. Its instructions are the caller's (the top frame's
+// context, whatever kg_now.ctx says while the call is pending). A block that
+// calls the stub directly left a counter of its own for them
+// (kg_now.plt_stub, plt_counter): then the stub adds its `instrs` there and
+// flushes into plt_scratch. Otherwise (an indirect call or a jump to the
+// stub, or a stub that needs more than one counter: instrs == 0) it finds
+// counters for the caller's context, as any block does: stubs run in every
+// caller's context in turn, so that mostly missed the block's cache.
+IRExpr* add_plt_prologue(IRBuilder& b, BlockInfo* blk, IRExpr* sp, UInt instrs)
+{
+   IRExpr* caller = b.load_field(b.load_field(b.load64(&kg_now.top), offsetof(Frame, tr)),
+                                 offsetof(Transition, ctx));
+   IRExpr* miss = context_missed(b, blk, caller);
+   if (instrs) {
+      IRExpr* counted = b.op(Iop_CmpEQ64, b.load64(&kg_now.plt_stub), IRBuilder::u64(blk->addr), Ity_I1);
+      miss = b.op(Iop_And1, b.tmp(IRExpr_Unop(Iop_Not1, counted), Ity_I1), miss, Ity_I1);
+      IRExpr* scratch = b.at(&plt_scratch);
+      b.add_to(b.place(b.ite(counted, b.load64(&kg_now.plt_counter), scratch), 0), IRBuilder::u64(instrs));
+      b.store_if(counted, b.at(&kg_now.plt_stub), IRBuilder::u64(0));
+      b.call("kg_plt_start", (void*)kg_plt_start, 2, mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sp), miss);
+      return b.ite(counted, b.at(&plt_scratch), cached_counters(b, blk));
+   }
+   b.call("kg_plt_start", (void*)kg_plt_start, 2, mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sp), miss);
+   return cached_counters(b, blk);
+}
+
 // The block prologue (see the top of this file). Returns the block's
-// counters for the context it runs in.
-IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout)
+// counters for the context it runs in. `stub_instrs`: see add_plt_prologue.
+IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout, UInt stub_instrs)
 {
    IRExpr* sp = b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64);
-   if (blk->in_plt) {
-      // The stub's instructions are the caller's (the top frame's context,
-      // whatever kg_now.ctx says while the call is pending).
-      IRExpr* caller = b.load_field(b.load_field(b.load64(&kg_now.top), offsetof(Frame, tr)),
-                                    offsetof(Transition, ctx));
-      IRExpr* miss = context_missed(b, blk, caller);
-      b.call("kg_plt_start", (void*)kg_plt_start, 2, mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sp), miss);
-      return cached_counters(b, blk);
-   }
+   if (blk->in_plt) return add_plt_prologue(b, blk, sp, stub_instrs);
    Bool entry = blk->fn_entry && fn_traced(blk->fn);
    Bool called_entry = !blk->fn_entry && call_targets.find((void*)blk->addr, nullptr) &&
                        fn_traced(activated_function(blk));
@@ -468,6 +507,28 @@ Bool faults_only(IRJumpKind jk)
 }
 
 Addr const_target(const IRConst* c) { return c && c->tag == Ico_U64 ? (Addr)c->Ico.U64 : 0; }
+
+// Function mode: the PLT stub that a block ending in a direct call calls,
+// or 0 (add_plt_prologue).
+Addr called_plt_stub(const IRSB* sb_in)
+{
+   if (clo.mode != kModeFunc || sb_in->jumpkind != Ijk_Call || sb_in->next->tag != Iex_Const) return 0;
+   Addr target = const_target(sb_in->next->Iex.Const.con);
+   return target && VG_(DebugInfo_sect_kind)(nullptr, target) == Vg_SectPLT ? target : 0;
+}
+
+// Function mode: the instructions of a PLT stub's superblock if a caller's
+// counter can count them (one line, so one counter, and one flush point),
+// else 0.
+UInt stub_instructions(const IRSB* sb_in, const BlockInfo* blk, Int n_instrs)
+{
+   if (clo.mode != kModeFunc || !blk->in_plt || blk->n_slots != 1) return 0;
+   for (Int i = 0; i < sb_in->stmts_used; i++) {
+      const IRStmt* st = sb_in->stmts[i];
+      if (st && st->tag == Ist_Exit && !faults_only(st->Ist.Exit.jk)) return 0;
+   }
+   return (UInt)n_instrs;
+}
 
 Addr exit_target(const InstrPos& x, IRJumpKind jk, Addr target)
 {
@@ -622,7 +683,10 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
 
    static UInt slot_of_instr[4096];   // IMarks of one superblock (VEX caps ~100s)
    Int n_instrs;
-   BlockInfo* blk = describe_block(sb_in, slot_of_instr, &n_instrs);
+   Addr stub = called_plt_stub(sb_in);
+   UInt stub_slot = 0;
+   BlockInfo* blk = describe_block(sb_in, slot_of_instr, &n_instrs, stub, &stub_slot);
+   UInt stub_instrs = stub_instructions(sb_in, blk, n_instrs);
    static BBInfo* block_of[4096];
    static UInt block_len[4096];
    Bool blocks = block_mode();
@@ -646,7 +710,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       if (!st || st->tag == Ist_NoOp) continue;
       switch (st->tag) {
       case Ist_IMark:
-         if (!counters) counters = add_prologue(b, blk, layout);
+         if (!counters) counters = add_prologue(b, blk, layout, stub_instrs);
          if (blocks && block_of[instr] && clo.dump_blocks) {
             // --dump-blocks: every block run goes through the helper.
             b.call(block_helper_name, block_helper, 2,
@@ -669,6 +733,11 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       if (!sp_written) sp_written = writes_sp(st, sb_in->tyenv, layout);
    }
    if (counters) pending.flush(b, counters);
+   if (counters && stub) {
+      UInt point = pending.add_stub_point(stub_slot);
+      b.store64(&kg_now.plt_stub, IRBuilder::u64(stub));
+      b.store64(&kg_now.plt_counter, b.address(b.place(counters, 8 * point)));
+   }
    pending.finish(blk);
    if (blocks && sb->jumpkind == Ijk_Boring && sb->next->tag != Iex_Const && !blk->in_plt &&
        blocks_traced(blk->fn)) {

@@ -6,6 +6,7 @@ import collections
 import re
 import subprocess
 
+import callgrind_format
 import ksf_records
 from conftest import PROGS
 
@@ -37,12 +38,17 @@ def run_cct(tools, exe, *opts):
     return kg, cct_paths(ksf_records.parse(kg.profile_path))
 
 
-def test_lazy_plt_calls_into_shared_library(tools):
+def compile_with_plt_lib(tools, source, opt):
+    """source linked against plt_lib.c's shared library, bound lazily."""
     lib = tools.dir / 'libplt.so'
     subprocess.run(['gcc', '-g', '-O1', '-shared', '-fPIC', '-o', str(lib), str(PROGS / 'plt_lib.c')],
                    check=True)
-    exe = tools.compile('plt_main.c', '-O1', libs=[f'-L{tools.dir}', '-lplt', f'-Wl,-rpath,{tools.dir}',
-                                                   '-Wl,-z,lazy'])
+    return tools.compile(source, opt, libs=[f'-L{tools.dir}', '-lplt', f'-Wl,-rpath,{tools.dir}',
+                                            '-Wl,-z,lazy'])
+
+
+def test_lazy_plt_calls_into_shared_library(tools):
+    exe = compile_with_plt_lib(tools, 'plt_main.c', '-O1')
     kg, paths = run_cct(tools, exe)
     callers = callers_of(paths, 'lib_work')
     # Three calls from caller_one (two activations) and two from caller_two:
@@ -58,6 +64,28 @@ def test_lazy_plt_calls_into_shared_library(tools):
     # entries were bound lazily.
     resolvers = [p for p in paths if p[-1].startswith('_dl_runtime_resolve')]
     assert resolvers
+
+
+def test_plt_stub_costs_go_to_each_calling_context(tools):
+    """A PLT stub runs in every caller's context in turn; a block calling it
+    directly counts its instructions (kg_instrument.cpp, add_plt_prologue),
+    a tail call's jump to it leaves that to the stub. Each context's
+    exclusive Ir, stubs included, equals callgrind --separate-callers=1's
+    (which charges PLT code to the caller too)."""
+    exe = compile_with_plt_lib(tools, 'plt_contexts.c', '-O2')
+    disasm = subprocess.run(['objdump', '-d', str(exe)], capture_output=True, text=True).stdout
+    assert re.search(r'jmp\s+\S+ <lib_inner@plt>', disasm.split('<tail>:')[1].split('\n\n')[0])
+    kg = tools.kgrind(exe, opts=['--k=1'])
+    cl = tools.reference('callgrind', exe, opts=['--separate-callers=1'])
+    assert kg.stdout == cl.stdout == 'plt contexts: 7240\n'
+    own = re.compile(r'^(twice|tail|left|right|main)$')
+
+    def contexts(path):
+        return {c: ir for c, ir in callgrind_format.parse(path).by_context().items()
+                if own.match(c.split("'")[0])}
+    mine, ref = contexts(kg.profile_path), contexts(cl.profile_path)
+    assert {"twice'left", "twice'right", "tail'left", "right'main"} <= set(ref)
+    assert mine == ref
 
 
 def test_tail_calls_at_O2(tools):
