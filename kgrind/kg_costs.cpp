@@ -222,18 +222,38 @@ static UWord collect_costs(ContextLineCost** out, Int (*cmp)(const void*, const 
    return filled;
 }
 
+// One item of a block's costs: it ran counters[point] times, `mult`
+// instructions each.
+struct CostItem {
+   UInt point;
+   SourceLine* line;
+   Addr addr;
+   ULong mult;
+};
+
+// The entry's non-zero costs, from item(0) .. item(n - 1).
+template <typename Item>
+static UWord expand_items(const BlockCounters* e, UInt n, Item item, ContextLineCost* out)
+{
+   UWord m = 0;
+   for (UInt i = 0; i < n; i++) {
+      CostItem c = item(i);
+      ULong reached = e->counters[c.point];
+      if (reached) out[m++] = { (ForestNode*)e->a, c.line, c.addr, reached * c.mult };
+   }
+   return m;
+}
+
 static UInt line_runs(const BlockInfo* blk) { return blk->n_runs; }
 
+// Function mode: per line run.
 static UWord expand_lines(const BlockCounters* e, ContextLineCost* out)
 {
    const BlockInfo* blk = (const BlockInfo*)e->b;
-   UWord n = 0;
-   for (UInt i = 0; i < blk->n_runs; i++) {
+   return expand_items(e, blk->n_runs, [blk](UInt i) {
       const LineRun& r = blk->runs[i];
-      ULong reached = e->counters[r.point];
-      if (reached) out[n++] = { (ForestNode*)e->a, blk->slots[r.line], 0, reached * r.n };
-   }
-   return n;
+      return CostItem{ r.point, blk->slots[r.line], 0, r.n };
+   }, out);
 }
 
 UWord collect_line_costs(ContextLineCost** out)
@@ -243,17 +263,15 @@ UWord collect_line_costs(ContextLineCost** out)
 
 static UInt instructions(const BlockInfo* blk) { return blk->n_instrs; }
 
+// Block modes: per instruction, which runs as often as execution reaches its
+// flush point.
 static UWord expand_instrs(const BlockCounters* e, ContextLineCost* out)
 {
    const BlockInfo* blk = (const BlockInfo*)e->b;
-   UWord n = 0;
-   for (UInt i = 0; i < blk->n_instrs; i++) {
-      // Every instruction runs as often as execution reaches its flush point.
+   return expand_items(e, blk->n_instrs, [blk](UInt i) {
       const InstrPos& in = blk->instrs[i];
-      ULong ir = e->counters[in.point];
-      if (ir) out[n++] = { (ForestNode*)e->a, in.line, in.addr, ir };
-   }
-   return n;
+      return CostItem{ in.point, in.line, in.addr, 1 };
+   }, out);
 }
 
 UWord collect_instr_costs(ContextLineCost** out)
