@@ -382,17 +382,18 @@ IRExpr* add_plt_prologue(IRBuilder& b, BlockInfo* blk, IRExpr* sp, UInt instrs)
    IRExpr* caller = b.load_field(b.load_field(b.load64(&kg_now.top), offsetof(Frame, tr)),
                                  offsetof(Transition, ctx));
    IRExpr* miss = context_missed(b, blk, caller);
+   IRExpr* counted = nullptr;
+   IRExpr* scratch = nullptr;
    if (instrs) {
-      IRExpr* counted = b.op(Iop_CmpEQ64, b.load64(&kg_now.plt_stub), IRBuilder::u64(blk->addr), Ity_I1);
+      counted = b.op(Iop_CmpEQ64, b.load64(&kg_now.plt_stub), IRBuilder::u64(blk->addr), Ity_I1);
       miss = b.op(Iop_And1, b.tmp(IRExpr_Unop(Iop_Not1, counted), Ity_I1), miss, Ity_I1);
-      IRExpr* scratch = b.at(&plt_scratch);
+      scratch = b.at(&plt_scratch);
       b.add_to(b.place(b.ite(counted, b.load64(&kg_now.plt_counter), scratch), 0), IRBuilder::u64(instrs));
       b.store_if(counted, b.at(&kg_now.plt_stub), IRBuilder::u64(0));
-      b.call("kg_plt_start", (void*)kg_plt_start, 2, mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sp), miss);
-      return b.ite(counted, b.at(&plt_scratch), cached_counters(b, blk));
    }
    b.call("kg_plt_start", (void*)kg_plt_start, 2, mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sp), miss);
-   return cached_counters(b, blk);
+   IRExpr* counters = cached_counters(b, blk);   // after the helper, which may re-point way 0
+   return counted ? b.ite(counted, scratch, counters) : counters;
 }
 
 // The block prologue (see the top of this file). Returns the block's
