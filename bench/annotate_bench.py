@@ -119,17 +119,34 @@ def generate(path, nodes, k, nfuncs, seed=1):
         lines.append(f"cfn=({fnid[name]})\ncalls={r[2]} {ln}\n{ln + 1} {r[4] - r[3]}\n")
     w(''.join(lines))
     w(f'\ntotals: {total}\n')
-    w(f'# ksf-version: 1\n# ksf-options: k={k} mode=func rolling=yes joined=no\n')
-    w(''.join(f'# ksf-fn {i} {n}\n' for i, n in enumerate(names)))
+    w(f'# ksf-version: 2\n# ksf-options: k={k} mode=func rolling=yes joined=no\n')
+    for i in range(0, len(names), 20):
+        w('# ksf-fns ' + '\t'.join(names[i:i + 20]) + '\n')
     w(f'# ksf-thread 1 nodes={len(order)} ir={total}\n')
-    chunk = []
+    # pre-order nested lists, "label[*calls][=excl[/incl]]", lines of ~240 characters
+    chunk, line, prev = [], [], None
+    used = 0
     for v in order:
         r = recs[v]
-        p = '-' if r[0] is None else newid[r[0]]
-        chunk.append(f'# ksf-node {newid[v]} {p} {r[1]} {r[2]} {r[3]} {r[4]}\n')
-        if len(chunk) > 100000:
+        tok = str(r[1]) + (f'*{r[2]}' if r[2] != 1 else '') + (f'={r[3]}' if r[3] or r[4] else '') \
+            + (f'/{r[4]}' if r[4] != r[3] else '')
+        if prev is not None:
+            if r[5] > prev:
+                line.append('(')
+            else:
+                line.append(')' * (prev - r[5]))
+                if used > 240:
+                    chunk.append('# ksf-nodes ' + ''.join(line) + '\n')
+                    line, used = [], 0
+                else:
+                    line.append(' ')
+        line.append(tok)
+        used += len(tok) + 2
+        prev = r[5]
+        if len(chunk) > 10000:
             w(''.join(chunk))
             chunk = []
+    chunk.append('# ksf-nodes ' + ''.join(line) + ')' * prev + '\n')
     w(''.join(chunk))
     w('# ksf-end-thread 1\n# ksf-end\n')
     out.close()

@@ -77,6 +77,8 @@ struct Writer {
    UWord n_jumps;
    UInt last_object;          // ob= in force, to write it only when it changes
    UInt last_file;            // fl= in force, or kNoFile after fi=/fe= lines
+   UInt last_line;            // position of the last cost line (line mode)
+   Bool last_line_known;      // False after fn=, fl=, fi=, fe=: next one absolute
 };
 
 const UInt kNoFile = 0xFFFFFFFFu;
@@ -223,6 +225,7 @@ void write_file_switch(Writer& w, UInt* current, UInt file, UInt home)
    if (file == *current) return;
    *current = file;
    w.files.emit(w.out, file == home ? "fe" : "fi", file, file_name(file));
+   w.last_line_known = False;
 }
 
 // A position: "line", or "0xaddr line" with positions: instr line (the
@@ -231,6 +234,21 @@ void write_position(Writer& w, Addr addr, UInt line)
 {
    if (w.instr) w.out.printf("0x%lx %u", (unsigned long)file_address(addr), line);
    else w.out.printf("%u", line);
+}
+
+// The position of a cost line. With positions: line it is written relative
+// to the previous cost line's ("+3", "-12", "*" for the same line), as
+// callgrind compresses positions; the first one after fn=/fl=/fi=/fe= is
+// absolute. Line numbers of big sources (sqlite3.c has 250 k lines) shrink
+// from 5-6 characters to 1-2.
+void write_cost_position(Writer& w, Addr addr, UInt line)
+{
+   if (w.instr || !w.last_line_known) write_position(w, addr, line);
+   else if (line == w.last_line) w.out.put_char('*');
+   else if (line > w.last_line) w.out.printf("+%u", line - w.last_line);
+   else w.out.printf("-%u", w.last_line - line);
+   w.last_line = line;
+   w.last_line_known = True;
 }
 
 void write_calls(Writer& w, const ForestNode* caller, UInt* current_file, UInt home)
@@ -253,7 +271,7 @@ void write_calls(Writer& w, const ForestNode* caller, UInt* current_file, UInt h
       w.out.printf("calls=%llu ", edge->calls);
       write_position(w, edge->target, target.line);
       w.out.put_char('\n');
-      write_position(w, edge->call_site, site.line);
+      write_cost_position(w, edge->call_site, site.line);
       w.out.printf(" %llu\n", edge->incl);
    }
 }
@@ -301,12 +319,13 @@ void write_context(Writer& w, const ForestNode* n)
    if (home != w.last_file) w.files.emit(w.out, "fl", home, file_name(home));
    w.last_object = object;
    write_context_ref(w, "fn", n);
+   w.last_line_known = False;
    UInt current = home;
    UWord j = w.instr ? first_jump(w, n) : 0;
    for (; c < w.n_costs && w.costs[c].ctx == n; c++) {
       const ContextLineCost& cost = w.costs[c];
       write_file_switch(w, &current, cost.line->file, home);
-      write_position(w, cost.addr, cost.line->line);
+      write_cost_position(w, cost.addr, cost.line->line);
       w.out.printf(" %llu\n", cost.ir);
       for (; j < w.n_jumps && w.jumps[j].ctx == n && w.jumps[j].from <= cost.addr; j++)
          if (w.jumps[j].from == cost.addr) write_jump(w, w.jumps[j], current);
@@ -324,51 +343,147 @@ void fill_exclusive_costs(const Writer& w)
    for (UWord i = 0; i < w.n_costs; i++) w.costs[i].ctx->excl += w.costs[i].ir;
 }
 
+// Record lines longer than this are continued on a new line of the same
+// kind (a name longer than it gets a line of its own).
+const UInt kMaxRecordLine = 240;
+
+// "# ksf-fns": the function table, names separated by tabs, several per line
+// (ids are implicit: 0 is __root__, then function id + 1).
+void write_function_table(FileWriter& out)
+{
+   UInt line_len = 0;
+   for (UInt i = 0; i <= function_count(); i++) {
+      const HChar* name = i ? function_by_id(i - 1)->name : "__root__";
+      if (!*name) name = "???";   // an empty field would end the table's syntax
+      UInt len = (UInt)VG_(strlen)(name);
+      if (line_len && line_len + 1 + len > kMaxRecordLine) {
+         out.put_char('\n');
+         line_len = 0;
+      }
+      if (line_len) out.put_char('\t');
+      else out.put("# ksf-fns ");
+      for (const HChar* c = name; *c; c++) out.put_char(*c == '\t' || *c == '\n' ? ' ' : *c);
+      line_len += len + 1;
+   }
+   out.put_char('\n');
+}
+
+void write_records_header(FileWriter& out, Bool recursion_rolled)
+{
+   out.put("\n# ksf-version: 2\n# ksf-options: k=");
+   write_k(out);
+   out.printf(" mode=%s rolling=%s joined=%s", mode_name(), recursion_rolled ? "yes" : "no",
+              clo.join_threads ? "yes" : "no");
+   if (block_mode()) out.printf(" roll-loops=%s", clo.roll_loops ? "yes" : "no");
+   out.put_char('\n');
+   write_function_table(out);
+}
+
+// "# ksf-nodes": one forest in pre-order as nested lists. A node is
+// "label[*calls][=excl[/incl]]" (calls 1, excl 0 and incl = excl when left
+// out), "(" opens its children's list and ")" closes it, siblings are
+// separated by spaces; a line break counts as a space.
+class NodeListWriter {
+public:
+   explicit NodeListWriter(FileWriter& out) : out_(out) {}
+
+   void node(UInt level, UInt label, ULong calls, ULong excl, ULong incl)
+   {
+      Bool sibling = False;
+      if (started_ && level > level_) put_raw("(", 1);   // right after its node: room was kept
+      else if (started_) {
+         for (UInt i = level; i < level_; i++) put_close();
+         sibling = True;
+      }
+      HChar tok[96];
+      Int n = VG_(sprintf)(tok, "%u", label);
+      if (calls != 1) n += VG_(sprintf)(tok + n, "*%llu", calls);
+      if (excl || incl) n += VG_(sprintf)(tok + n, "=%llu", excl);
+      if (incl != excl) n += VG_(sprintf)(tok + n, "/%llu", incl);
+      // Room for the separator, the node and a "(" that may follow it.
+      if (!room_for((UInt)n + 2)) sibling = False;   // a line break separates them
+      if (sibling) put_raw(" ", 1);
+      put_raw(tok, (UInt)n);
+      started_ = True;
+      level_ = level;
+   }
+
+   void finish()
+   {
+      for (UInt i = 0; i < level_; i++) put_close();
+      if (line_len_) out_.put_char('\n');
+      line_len_ = 0;
+   }
+
+private:
+   // Starts a new line unless n more characters fit on this one.
+   Bool room_for(UInt n)
+   {
+      if (line_len_ && line_len_ + n <= kMaxRecordLine) return True;
+      if (line_len_) out_.put_char('\n');
+      out_.put("# ksf-nodes ");
+      line_len_ = 12;
+      return False;
+   }
+   void put_close()
+   {
+      room_for(1);
+      put_raw(")", 1);
+   }
+   void put_raw(const HChar* s, UInt n)
+   {
+      for (UInt i = 0; i < n; i++) out_.put_char(s[i]);
+      line_len_ += n;
+   }
+
+   FileWriter& out_;
+   UInt line_len_ = 0;   // 0: no line open
+   UInt level_ = 0;
+   Bool started_ = False;
+};
+
+void write_thread_open(FileWriter& out, UInt tid, ULong nodes, ULong ir)
+{
+   if (tid == 0) out.put("# ksf-thread all");
+   else out.printf("# ksf-thread %u", tid);
+   out.printf(" nodes=%llu ir=%llu", nodes, ir);
+}
+
+void write_thread_close(FileWriter& out, UInt tid)
+{
+   if (tid == 0) out.put("# ksf-end-thread all\n");
+   else out.printf("# ksf-end-thread %u\n", tid);
+}
+
+// The nodes of one forest; block forests' nodes hold no inclusive cost of
+// their own (a block calls nothing): incl = excl.
+void write_forest_nodes(FileWriter& out, const core::Forest& sf, Bool incl_is_excl)
+{
+   NodeListWriter list(out);
+   core::visit_preorder(sf, [&](const core::VisitInfo& v) {
+      const ForestNode* n = v.node;
+      list.node(v.level, n->label, n->calls, n->excl, incl_is_excl ? n->excl : n->incl);
+   });
+   list.finish();
+}
+
 void write_ksf_records(Writer& w, const ThreadProfile* threads, UInt n_threads)
 {
    FileWriter& out = w.out;
-   out.put("\n# ksf-version: 1\n# ksf-options: k=");
-   write_k(out);
-   out.printf(" mode=func rolling=%s joined=%s\n", clo.unroll_simple_rec ? "no" : "yes",
-              clo.join_threads ? "yes" : "no");
-   out.put("# ksf-fn 0 __root__\n");
-   for (UInt i = 0; i < function_count(); i++) {
-      out.printf("# ksf-fn %u ", i + 1);
-      out.put(function_by_id(i)->name);
-      out.put_char('\n');
-   }
+   write_records_header(out, !clo.unroll_simple_rec);
    for (UInt i = 0; i < n_threads; i++) {
       const ThreadProfile& t = threads[i];
-      if (clo.join_threads) out.put("# ksf-thread all");
-      else out.printf("# ksf-thread %u", t.tid);
-      out.printf(" nodes=%llu ir=%llu\n", (ULong)t.forest->sf.node_count(), t.ir);
-      core::visit_preorder(t.forest->sf, [&](const core::VisitInfo& v) {
-         const ForestNode* n = v.node;
-         out.printf("# ksf-node %llu ", (ULong)(v.id - 1));
-         if (v.parent_id) out.printf("%llu", (ULong)(v.parent_id - 1));
-         else out.put_char('-');
-         out.printf(" %u %llu %llu %llu\n", n->label, (ULong)n->calls, (ULong)n->excl, (ULong)n->incl);
-      });
-      if (clo.join_threads) out.put("# ksf-end-thread all\n");
-      else out.printf("# ksf-end-thread %u\n", t.tid);
+      UInt tid = clo.join_threads ? 0 : t.tid;
+      write_thread_open(out, tid, t.forest->sf.node_count(), t.ir);
+      out.put_char('\n');
+      write_forest_nodes(out, t.forest->sf, False);
+      write_thread_close(out, tid);
    }
    out.put("# ksf-end\n");
 }
 
-// Block modes: the block k-SFs (docs/output-format.md, section 5).
-void write_block_records(Writer& w)
+void write_block_table(FileWriter& out)
 {
-   FileWriter& out = w.out;
-   out.put("\n# ksf-version: 1\n# ksf-options: k=");
-   write_k(out);
-   out.printf(" mode=%s rolling=no joined=%s roll-loops=%s\n", mode_name(),
-              clo.join_threads ? "yes" : "no", clo.roll_loops ? "yes" : "no");
-   out.put("# ksf-fn 0 __root__\n");
-   for (UInt i = 0; i < function_count(); i++) {
-      out.printf("# ksf-fn %u ", i + 1);
-      out.put(function_by_id(i)->name);
-      out.put_char('\n');
-   }
    for (UInt i = 0; i < file_count(); i++) {
       out.printf("# ksf-file %u ", i);
       out.put(file_name(i));
@@ -381,6 +496,14 @@ void write_block_records(Writer& w)
       out.put(b->name);
       out.put_char('\n');
    }
+}
+
+// Block modes: the block k-SFs (docs/output-format.md, section 5).
+void write_block_records(Writer& w)
+{
+   FileWriter& out = w.out;
+   write_records_header(out, False);   // block forests never roll recursion
+   write_block_table(out);
    UInt max = 1024;
    BlockForest** forests = nullptr;
    UInt n;
@@ -395,21 +518,11 @@ void write_block_records(Writer& w)
       const core::Forest& sf = forests[i]->forest.sf;
       ULong ir = 0;
       core::visit_preorder(sf, [&](const core::VisitInfo& v) { if (!v.cleared) ir += v.node->excl; });
-      if (forests[i]->tid == 0) out.put("# ksf-thread all");
-      else out.printf("# ksf-thread %u", forests[i]->tid);
-      out.printf(" nodes=%llu ir=%llu", (ULong)sf.node_count(), ir);
+      write_thread_open(out, forests[i]->tid, sf.node_count(), ir);
       if (forests[i]->fn) out.printf(" fn=%u", forests[i]->fn->id + 1);
       out.put_char('\n');
-      core::visit_preorder(sf, [&](const core::VisitInfo& v) {
-         const ForestNode* nd = v.node;
-         out.printf("# ksf-node %llu ", (ULong)(v.id - 1));
-         if (v.parent_id) out.printf("%llu", (ULong)(v.parent_id - 1));
-         else out.put_char('-');
-         out.printf(" %u %llu %llu %llu\n", nd->label, (ULong)nd->calls, (ULong)nd->excl,
-                    (ULong)nd->excl);
-      });
-      if (forests[i]->tid == 0) out.put("# ksf-end-thread all\n");
-      else out.printf("# ksf-end-thread %u\n", forests[i]->tid);
+      write_forest_nodes(out, sf, True);
+      write_thread_close(out, forests[i]->tid);
    }
    kg::release(forests);
    out.put("# ksf-end\n");

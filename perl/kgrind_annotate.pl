@@ -45,6 +45,10 @@ my %NAME_SPACE = (ob => 'ob', cob => 'ob', fl => 'fl', fi => 'fl', fe => 'fl', c
 my %HEADER_KEYS = map { $_ => 1 } qw(version creator pid cmd part thread desc
     positions events summary totals);
 
+# The syntax of a version 2 ksf-nodes line's tokens (their order is checked
+# by the reader).
+my $NODE_TOKENS = qr{(?:[() ]|\d{1,18}(?:\*\d{1,18})?(?:=\d{1,18}(?:/\d{1,18})?)?)*};
+
 sub read_profile {
     my ($file, $want_src, $P0) = @_;
     fail("$file: no such file") unless -e $file;
@@ -58,9 +62,9 @@ sub read_profile {
     my @fname;         # block modes: file id -> source path
     my (%blkseen, $labmap, $intra);
     my $in_thread;     # forest being read
-    my ($par, $fnv, $cal, $exc, $inc, $depth);
+    my ($par, $fnv, $cal, $exc, $inc);
     my ($nnodes, $seen_end, $seen_version, $seen_options, $seen_totals) = (0);
-    my (%rootlab, %sib, %fnseen);
+    my (%fnseen);
     my $first = 1;
     my $ln = 0;
     # body state for source annotation
@@ -68,6 +72,74 @@ sub read_profile {
     my ($cur_fl, $cur_fi, $cur_fn, $cur_thr, $after_calls, $last_line) = ('???', undef, '???', '', 0, 0);
     my $instr = 0;    # positions: instr line (block modes): an address before the line
     my $src = $P{src};
+    my $version = 0;   # of the k-SF records: 1 (ksf-fn, ksf-node) or 2 (ksf-fns, ksf-nodes)
+
+    # A version 2 "# ksf-nodes" line: the forest as nested lists, nodes
+    # "label[*calls][=excl[/incl]]", "(" right after a node opens its
+    # children's list, ")" closes it, siblings are separated by a space; a
+    # line break counts as a space. The open lists (@$open), the last token
+    # ($last: '' at the start, 'node', '(' or ')') and whether a space
+    # followed it carry over to the next line. The tokens' syntax is checked
+    # for the whole line at once, their order one by one; labels, roots and
+    # siblings by check_forest at the thread's end.
+    my ($open, $last, $nline) = ([], '', []);
+    my $node_lists = sub {
+        my ($l, $ln) = @_;
+        my $t = substr($l, 12);
+        unless ($t =~ /\A$NODE_TOKENS\z/o) {
+            $t =~ /\A$NODE_TOKENS/o;
+            ferr($file, $ln, "malformed ksf-nodes record at column " . (13 + $+[0]) . ": '",
+                 printable(substr($t, $+[0])), "'");
+        }
+        push @$nline, $nnodes, $ln;
+        my $spaced = $last ne '';   # the line break
+        my @t = $t =~ /([() ])|(\d+)(?:\*(\d+))?(?:=(\d+)(?:\/(\d+))?)?/g;
+        for (my $j = 0; $j < @t; $j += 5) {
+            my $m = $t[$j];
+            if (!defined $m) {
+                ferr($file, $ln, "ksf-nodes: missing space before node '$t[$j + 1]'")
+                    unless $spaced || $last eq '' || $last eq '(';
+                push @$par, @$open ? $open->[-1] : -1;
+                push @$fnv, $t[$j + 1];
+                push @$cal, ($t[$j + 2] // 1) + 0;
+                my $x = ($t[$j + 3] // 0) + 0;
+                push @$exc, $x;
+                push @$inc, defined $t[$j + 4] ? $t[$j + 4] + 0 : $x;
+                $nnodes++;
+                ($last, $spaced) = ('node', 0);
+            } elsif ($m eq ' ') {
+                ferr($file, $ln, "ksf-nodes: misplaced space") if $spaced || $last eq '(' || $last eq '';
+                $spaced = 1;
+            } elsif ($m eq '(') {
+                ferr($file, $ln, "ksf-nodes: '(' does not follow a node") unless $last eq 'node' && !$spaced;
+                push @$open, $nnodes - 1;
+                ($last, $spaced) = ('(', 0);
+            } else {
+                ferr($file, $ln, "ksf-nodes: ')' without '('") unless @$open;
+                ferr($file, $ln, "ksf-nodes: empty list '()'") if $last eq '(';
+                pop @$open;
+                ($last, $spaced) = (')', 0);
+            }
+        }
+        ferr($file, $ln, "ksf-nodes: record ends with a space") if $spaced;
+    };
+
+    # One entry of the function table (ksf-fn, ksf-fns): ids are dense from 0.
+    my $add_function = sub {
+        my ($ln, $name) = @_;
+        my $id = @fnmap;
+        ferr($file, $ln, "ksf-fn before ksf-options") unless $seen_options;
+        ferr($file, $ln, "function 0 must be $ROOT_NAME, not '" . printable($name) . "'")
+            if $id == 0 && $name ne $ROOT_NAME;
+        ferr($file, $ln, "function $id: $ROOT_NAME is reserved for id 0") if $id != 0 && $name eq $ROOT_NAME;
+        ferr($file, $ln, "function $id has an empty name") if $name eq '';
+        # The tool may give several functions the same name (mmap in
+        # ld.so and in libc): the n-th one of a file is "name#n".
+        $name .= '#' . $fnseen{$name} if $fnseen{$name}++;
+        push @fnname, $name;
+        # block modes: function names are not node labels
+        push @fnmap, $P{mode} eq 'func' ? label_id($name) : 0;
+    };
     my $fnline = $P{fnline};
 
     # Without source annotation only the header fields and the k-SF records
@@ -129,8 +201,15 @@ sub read_profile {
                      . printable($l) . "')");
             }
         }
+        if (index($l, '# ksf-nodes ') == 0) {
+            ferr($file, $ln, "ksf-nodes outside a ksf-thread record") unless $in_thread;
+            ferr($file, $ln, "ksf-nodes record in a version 1 file") if $version == 1;
+            $node_lists->($l, $ln);
+            next;
+        }
         if (index($l, '# ksf-node ') == 0) {
             ferr($file, $ln, "ksf-node outside a ksf-thread record") unless $in_thread;
+            ferr($file, $ln, "ksf-node record in a version 2 file (version 2 has ksf-nodes)") if $version == 2;
             # split + tr validation: several times faster than a capturing regex
             my (undef, undef, $id, $p, $f, $c, $x, $i, $extra) = split / /, $l;
             if (!defined $i || defined $extra || $i eq '' || index($l, '  ') >= 0
@@ -138,36 +217,9 @@ sub read_profile {
                 ferr($file, $ln, "malformed ksf-node record: '", printable($l), "'");
             }
             ferr($file, $ln, "ksf-node id $id out of order (expected $nnodes)") if $id != $nnodes;
-            my $g = $labmap->[$f];
-            ferr($file, $ln, "ksf-node $id: " . ($labmap == \@fnmap ? "unknown function id $f"
-                 : "block label $f has no ksf-block record")) unless defined $g;
-            if ($p eq '-') {
-                if ($id == 0 && $intra) {
-                    # intra forests: the first tree is rooted at the function's first block
-                    ferr($file, $ln, "ksf-node 0: an intra-mode forest cannot be rooted at $ROOT_NAME") if $g == $ROOT;
-                    push @$par, -1;
-                    push @$depth, 0;
-                    goto NODE_DONE;
-                }
-                if ($id == 0) {
-                    ferr($file, $ln, "ksf-node 0 must be the root of the first tree, labelled $ROOT_NAME")
-                        if $g != $ROOT;
-                } elsif ($g == $ROOT) {
-                    ferr($file, $ln, "ksf-node $id: only the first tree may be rooted at $ROOT_NAME");
-                }
-                ferr($file, $ln, "ksf-node $id: a second tree rooted at '$LNAME[$g]'") if $rootlab{$g}++;
-                push @$par, -1;
-                push @$depth, 0;
-            } else {
-                ferr($file, $ln, "ksf-node $id: parent $p does not precede it") if $p >= $id;
-                ferr($file, $ln, "ksf-node 0 must be a root") if $id == 0;
-                ferr($file, $ln, "ksf-node $id: '$LNAME[$g]' appears twice among the children of node $p")
-                    if $sib{"$p $g"}++;
-                push @$par, $p + 0;
-                push @$depth, $depth->[$p] + 1;
-            }
-          NODE_DONE:
-            push @$fnv, $g;
+            ferr($file, $ln, "ksf-node $id: parent $p does not precede it") if $p ne '-' && $p >= $id;
+            push @$par, $p eq '-' ? -1 : $p + 0;
+            push @$fnv, $f;
             push @$cal, $c + 0;
             push @$exc, $x + 0;
             push @$inc, $i + 0;
@@ -178,8 +230,9 @@ sub read_profile {
             next unless index($l, '# ksf-') == 0;
             ferr($file, $ln, "k-SF record after '# ksf-end'") if $seen_end;
             if ($l =~ /^# ksf-version: (\d+)$/) {
-                ferr($file, $ln, "unsupported k-SF record version $1 (this kgrind_annotate reads version 1)")
-                    if $1 != 1;
+                ferr($file, $ln, "unsupported k-SF record version $1 (this kgrind_annotate reads versions 1 and 2)")
+                    if $1 != 1 && $1 != 2;
+                $version = $1 + 0;
                 $seen_version = 1;
             } elsif ($l =~ /^# ksf-options: (.*)$/) {
                 ferr($file, $ln, "ksf-options before ksf-version") unless $seen_version;
@@ -207,17 +260,12 @@ sub read_profile {
                 check_merge($P0, \%P) if $P0;
                 $seen_options = 1;
             } elsif ($l =~ /^# ksf-fn (\d+) (.+)$/) {
-                ferr($file, $ln, "ksf-fn before ksf-options") unless $seen_options;
+                ferr($file, $ln, "ksf-fn record in a version 2 file (version 2 has ksf-fns)") if $version == 2;
                 ferr($file, $ln, "ksf-fn id $1 out of order (expected " . scalar(@fnmap) . ")") if $1 != @fnmap;
-                ferr($file, $ln, "ksf-fn 0 must be $ROOT_NAME") if $1 == 0 && $2 ne $ROOT_NAME;
-                ferr($file, $ln, "ksf-fn $1: $ROOT_NAME is reserved for id 0") if $1 != 0 && $2 eq $ROOT_NAME;
-                # The tool may give several functions the same name (mmap in
-                # ld.so and in libc): the n-th one of a file is "name#n".
-                my $name = $2;
-                $name .= '#' . $fnseen{$name} if $fnseen{$name}++;
-                push @fnname, $name;
-                # block modes: function names are not node labels
-                push @fnmap, $P{mode} eq 'func' ? label_id($name) : 0;
+                $add_function->($ln, $2);
+            } elsif (index($l, '# ksf-fns ') == 0) {
+                ferr($file, $ln, "ksf-fns record in a version 1 file") if $version == 1;
+                $add_function->($ln, $_) for split /\t/, substr($l, 10), -1;
             } elsif ($l =~ /^# ksf-file (\d+) (.+)$/) {
                 ferr($file, $ln, "ksf-file in a function-mode profile") unless $P{blocks};
                 ferr($file, $ln, "ksf-file id $1 out of order (expected " . scalar(@fname) . ")") if $1 != @fname;
@@ -250,33 +298,34 @@ sub read_profile {
                 }
                 ferr($file, $ln, "thread $ttid" . (defined $tfname ? ", function $tfname," : '') . " appears twice")
                     if grep { $_->{tid} eq $ttid && ($_->{fname} // '') eq ($tfname // '') } @{$P{threads}};
-                ($par, $fnv, $cal, $exc, $inc, $depth) = ([], [], [], [], [], []);
+                ($par, $fnv, $cal, $exc, $inc) = ([], [], [], [], []);
                 $in_thread = { tid => $ttid, declared => $tn + 0, ir => $tir + 0, par => $par, fn => $fnv,
-                               calls => $cal, excl => $exc, incl => $inc, depth => $depth,
+                               calls => $cal, excl => $exc, incl => $inc,
                                preorder => 1, line => $ln, (defined $tfname ? (fname => $tfname) : ()) };
                 $nnodes = 0;
-                %rootlab = ();
-                %sib = ();
-                # the thread's node records in one block (the line loop below
-                # reads, and reports errors in, any block this does not accept)
-                if (defined $region and my $B = node_block(\$region, tell($fh), $labmap, $intra)) {
-                    seek($fh, $B->{end}, 0) or fail("$file: cannot seek: $!");
-                    $ln += $B->{n};
-                    $nnodes = $B->{n};
-                    @$in_thread{qw(par fn calls excl incl depth)} = ($par, $fnv, $cal, $exc, $inc, $depth)
-                        = @$B{qw(par fn calls excl incl depth)};
-                }
+                ($open, $last, $nline) = ([], '', []);
             } elsif ($l =~ /^# ksf-end-thread (\d+|all)$/) {
                 ferr($file, $ln, "ksf-end-thread $1 without ksf-thread") unless $in_thread;
                 ferr($file, $ln, "ksf-end-thread $1 closes thread $in_thread->{tid}") if $1 ne $in_thread->{tid};
-                ferr($file, $ln, "thread $1 declares nodes=$in_thread->{declared} but has $nnodes ksf-node records")
+                ferr($file, $ln, "ksf-nodes: " . scalar(@$open) . " list(s) not closed with ')'") if @$open;
+                # where node v was read: version 1, one line a node; version 2,
+                # the line whose first node (@$nline: first node, line) is the
+                # last one <= v
+                my ($t0, $nl, $tid) = ($in_thread->{line}, $nline, $1);
+                my $where = $version == 1 ? sub { ($t0 + 1 + $_[0], "ksf-node $_[0]") } : sub {
+                    my $v = shift;
+                    my $i = 0;
+                    $i += 2 while $i + 2 < @$nl && $nl->[$i + 2] <= $v;
+                    ($nl->[$i + 1], "ksf-nodes: node $v");
+                };
+                check_forest($in_thread, $labmap, $intra, $labmap != \@fnmap, $file, $where);
+                ferr($file, $ln, "thread $tid declares nodes=$in_thread->{declared} but has $nnodes nodes")
                     if $nnodes != $in_thread->{declared};
-                ferr($file, $ln, "thread $1 has no nodes") if $nnodes == 0;
+                ferr($file, $ln, "thread $tid has no nodes") if $nnodes == 0;
                 $in_thread->{n} = $nnodes;
                 delete $in_thread->{declared};
                 push @{$P{threads}}, $in_thread;
                 undef $in_thread;
-                %sib = ();
             } elsif ($l eq '# ksf-end') {
                 ferr($file, $ln, "ksf-end inside thread $in_thread->{tid} (no ksf-end-thread)") if $in_thread;
                 ferr($file, $ln, "ksf-end without ksf-version") unless $seen_version;
@@ -297,11 +346,11 @@ sub read_profile {
                 ? $l =~ /^(?:0x[0-9a-fA-F]+|[+-]?\d+|\*) ([+-]?\d+|\*)(?: (\d+))?(?: \d+)*\s*$/
                 : $l =~ /^([+-]?\d+|\*)(?: (\d+))?(?: \d+)*\s*$/
                 or ferr($file, $ln, "malformed cost line: '", printable($l), "'");
-            if ($after_calls) { $after_calls = 0; next; }   # inclusive cost of a call, or a jump's source
             my $p0 = ord $pos;
             my $line = $pos eq '*' ? $last_line
                      : ($p0 == 43 || $p0 == 45) ? $last_line + $pos : $pos;
-            $last_line = $line;
+            $last_line = $line;     # relative positions follow every cost line, calls' too
+            if ($after_calls) { $after_calls = 0; next; }   # inclusive cost of a call, or a jump's source
             next unless $ir;
             my $sf = $cur_fi // $cur_fl;
             $src->{$cur_thr}{$sf}{$line} += $ir;
@@ -391,64 +440,47 @@ sub read_profile {
     return \%P;
 }
 
-# Reads the block of ksf-node records that starts at offset pos of $$rr and
-# ends before the next '# ksf-end-thread' line, with C-level checks of the
-# whole block and one Perl loop for the parent links; returns undef (the
-# line-by-line reader then reads the block and reports what is wrong) unless
-# every record is well-formed and consistent.
 # Big temporary hashes are left to the end of the process: freeing a hash of
 # 10^6 keys takes the best part of a second.
 my @KEEP;
 
-sub node_block {
-    my ($rr, $pos, $fnmap, $intra) = @_;
-    my $e = index($$rr, "\n# ksf-end-thread ", $pos - 1);
-    return undef if $e < $pos;
-    my $block = substr($$rr, $pos, $e + 1 - $pos);
-    my $n = ($block =~ tr/\n//);
-    return undef if $block =~ tr/0-9 \n#ksfnode-//c || index($block, '  ') >= 0 || index($block, " \n") >= 0;
-    return undef unless ($block =~ s/^# ksf-node //mg) == $n;    # every line is a node record
-    return undef if $block =~ tr/0-9 \n-//c || ord($block) == 32 || index($block, "\n ") >= 0;
-    (my $skel = $block) =~ tr/0-9-//d;
-    return undef unless $skel eq "     \n" x $n;                  # six non-empty fields per line
-    undef $skel;
-    my $roots = () = $block =~ /^\d+ - /mg;
-    return undef unless ($block =~ tr/-//) == $roots;           # '-' only as a parent
-    # canonical numbers (no leading zeros, at most 18 digits), with fixed-string scans
-    return undef if $block =~ / 0\d/ || $block =~ /\n0\d/ || $block =~ /\A0\d/;
-    (my $digits = $block) =~ tr/0-9/d/;
-    return undef if index($digits, 'd' x 19) >= 0;
-    undef $digits;
-    my (@par, @fn, @depth, @cal, @exc, @inc, %sib, %rootlab);
-    $#par = $#fn = $#depth = $#cal = $#exc = $#inc = $n - 1;
+# Checks a forest read from node records (pre-order, parents before their
+# children, parent -1 for a root): known labels, which it maps from the
+# file's ids to global label ids, one tree per root label, __root__ only at
+# the first tree's root (intra forests: nowhere), distinct labels among
+# siblings; sets the nodes' depths. $blocks: labels are block labels.
+# $where->(v) gives the line and the name
+# of node v for the message.
+sub check_forest {
+    my ($F, $labmap, $intra, $blocks, $file, $where) = @_;
+    my ($par, $fn) = @$F{qw(par fn)};
+    my (@depth, %sib, %rootlab);
+    $#depth = $#$par;
     push @KEEP, \%sib;
-    my ($v, $off, $blen) = (0, 0, length $block);
-    while ($off < $blen) {    # split in chunks of about 4 MB: less memory
-        my $cend = $off + 4_000_000 < $blen ? index($block, "\n", $off + 4_000_000) + 1 : $blen;
-        my @f = split /[ \n]/, substr($block, $off, $cend - $off);
-        $off = $cend;
-        for my $q (0 .. $#f / 6) {
-            my ($id, $p, $g, $c, $x, $y) = @f[6 * $q .. 6 * $q + 5];
-            return undef if $id != $v || !defined($g = $fnmap->[$g]);
-            if ($p eq '-') {
-                if ($v == 0 && $intra) { return undef if $g == $ROOT }
-                elsif (($v == 0 ? $g != $ROOT : $g == $ROOT) || $rootlab{$g}++) { return undef }
-                $par[$v] = -1;
-                $depth[$v] = 0;
+    my $bad = sub { my ($v, $msg) = @_; my ($ln, $what) = $where->($v); ferr($file, $ln, "$what$msg") };
+    for my $v (0 .. $#$par) {
+        my $p = $par->[$v];
+        my $g = $labmap->[$fn->[$v]];
+        $bad->($v, $blocks ? ": block label $fn->[$v] has no ksf-block record" : ": unknown function id $fn->[$v]")
+            unless defined $g;
+        if ($p < 0) {
+            if ($v == 0 && $intra) {
+                # intra forests: the first tree is rooted at the function's first block
+                $bad->($v, ": an intra-mode forest cannot be rooted at $ROOT_NAME") if $g == $ROOT;
             } else {
-                return undef if $p >= $v || $sib{"$p $g"}++;
-                $par[$v] = $p + 0;
-                $depth[$v] = $depth[$p] + 1;
+                $bad->($v, " must be the root of the first tree, labelled $ROOT_NAME") if $v == 0 && $g != $ROOT;
+                $bad->($v, ": only the first tree may be rooted at $ROOT_NAME") if $v != 0 && $g == $ROOT;
+                $bad->($v, ": a second tree rooted at '$LNAME[$g]'") if $rootlab{$g}++;
             }
-            $fn[$v] = $g;
-            $cal[$v] = $c + 0;
-            $exc[$v] = $x + 0;
-            $inc[$v] = $y + 0;
-            $v++;
+            $depth[$v] = 0;
+        } else {
+            $bad->($v, " must be a root") if $v == 0;
+            $bad->($v, ": '$LNAME[$g]' appears twice among the children of node $p") if $sib{"$p $g"}++;
+            $depth[$v] = $depth[$p] + 1;
         }
+        $fn->[$v] = $g;
     }
-    return { end => $e + 1, n => $n, par => \@par, fn => \@fn, calls => \@cal, excl => \@exc,
-             incl => \@inc, depth => \@depth };
+    $F->{depth} = \@depth;
 }
 
 sub printable {

@@ -51,6 +51,37 @@ class Profile:
         self.forests = []
 
 
+NODE_TOKEN = re.compile(r'\(|\)|(\d+)(?:\*(\d+))?(?:=(\d+)(?:/(\d+))?)?|( )')
+
+
+class NodeLists:
+    """Version 2 ksf-nodes: pre-order nested lists of 'label[*calls][=excl[/incl]]'
+    (calls 1, excl 0, incl = excl by default); a line break is a space."""
+
+    def __init__(self, forest):
+        self.forest = forest
+        self.open = []           # node ids whose children are being read
+        self.last = None         # id of the last node
+
+    def feed(self, text):
+        pos = 0
+        while pos < len(text):
+            m = NODE_TOKEN.match(text, pos)
+            assert m and m.end() > pos, f'bad ksf-nodes text at {text[pos:pos + 20]!r}'
+            tok = m.group(0)
+            if tok == '(':
+                self.open.append(self.last)
+            elif tok == ')':
+                self.open.pop()
+            elif tok != ' ':
+                excl = int(m.group(3) or 0)
+                nid = len(self.forest.nodes)
+                self.forest.add(nid, self.open[-1] if self.open else None, int(m.group(1)),
+                                int(m.group(2) or 1), excl, int(m.group(4) or excl))
+                self.last = nid
+            pos = m.end()
+
+
 def parse(path):
     prof = Profile()
     cur = None
@@ -62,9 +93,12 @@ def parse(path):
             line = line.rstrip('\n')
             if line.startswith('# ksf-options: '):
                 prof.options = dict(kv.split('=') for kv in line.split(': ', 1)[1].split())
-            elif line.startswith('# ksf-fn '):
+            elif line.startswith('# ksf-fn '):       # version 1
                 _, _, fid, name = line.split(' ', 3)
                 prof.names[int(fid)] = name
+            elif line.startswith('# ksf-fns '):      # version 2: tab-separated, ids implicit
+                for name in line[len('# ksf-fns '):].split('\t'):
+                    prof.names[len(prof.names)] = name
             elif line.startswith('# ksf-file '):
                 _, _, fid, name = line.split(' ', 3)
                 prof.files[int(fid)] = name
@@ -81,12 +115,16 @@ def parse(path):
                 cur.expected_nodes = int(m.group(2))
                 cur.fn = prof.names[int(m.group(4))] if m.group(4) else None   # intra mode
                 prof.forests.append(cur)
+                lists = NodeLists(cur)
+            elif line.startswith('# ksf-nodes '):
+                lists.feed(line[len('# ksf-nodes '):])
             elif line.startswith('# ksf-node '):
                 f = line.split()
                 assert f[3] == '-' or int(f[3]) in cur.nodes, line   # parent first
                 cur.add(int(f[2]), None if f[3] == '-' else int(f[3]), int(f[4]),
                         int(f[5]), int(f[6]), int(f[7]))
             elif line.startswith('# ksf-end-thread'):
+                assert not lists.open, line
                 assert len(cur.nodes) == cur.expected_nodes
                 cur = None
             elif line == '# ksf-end':

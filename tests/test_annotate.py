@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+import ksf_records
 import test_annotate_model as M
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -20,6 +21,8 @@ SCHEMA = ROOT / 'docs' / 'kgrind-annotate.schema.json'
 SRC = ROOT / 'perl' / 'kgrind_annotate.pl'
 BUILT = pathlib.Path(os.environ.get('KGRIND_BUILD', ROOT / 'build')) / 'perl' / 'kgrind_annotate'
 THESIS = DATA / 'thesis-listing45.kgrind.out'
+# The same profile in the k-SF records' version 1 (one ksf-fn / ksf-node per line).
+THESIS_V1 = DATA / 'thesis-listing45-v1.kgrind.out'
 
 
 def annotate_cmd():
@@ -230,7 +233,7 @@ def test_inv_k_random_against_model(annotate, tmp_path, k):
             assert t['kccf_nodes'] == M.count_nodes(want)
         # the recorded k-SF comes back unchanged
         t = annotate('--format=json', prof).json()['threads'][0]
-        assert t['ksf_nodes'] == sum(1 for line in prof.read_text().splitlines() if line.startswith('# ksf-node'))
+        assert t['ksf_nodes'] == len(ksf_records.parse(prof).forests[0].nodes)
 
 
 def test_kinf_folded_is_exact_flame_graph(annotate, tmp_path):
@@ -385,7 +388,7 @@ def test_bad_truncated(annotate, tmp_path):
     p = tmp_path / 'trunc.out'
     p.write_text(text.replace('# ksf-end\n', ''))
     bad(annotate(p), str(p), "truncated", "ksf-end")
-    cut = text[:text.index('# ksf-node 15')]
+    cut = text[:text.index('# ksf-nodes 1*2=10/20')]
     p.write_text(cut)
     msg = bad(annotate(p), str(p), 'truncated')
     assert re.search(r'trunc\.out:\d+:', msg)
@@ -395,19 +398,15 @@ def test_bad_truncated(annotate, tmp_path):
     bad(annotate(p), 'truncated')
 
 
-@pytest.mark.parametrize('old,new,needle', [
-    ('# ksf-node 7 6 3 4 12 12', '# ksf-node 7 6 3 4 12 x', ':37: malformed ksf-node'),
-    ('# ksf-node 7 6 3 4 12 12', '# ksf-node 7 9 3 4 12 12', ':37: ksf-node 7: parent 9'),
-    ('# ksf-node 7 6 3 4 12 12', '# ksf-node 7 6 42 4 12 12', ':37: ksf-node 7: unknown function id 42'),
-    ('# ksf-node 7 6 3 4 12 12', '# ksf-node 8 6 3 4 12 12', ':37: ksf-node id 8 out of order'),
-    ('# ksf-thread all nodes=20', '# ksf-thread all nodes=21', 'declares nodes=21 but has 20'),
-    ('# ksf-node 16 - 1 2 0 0', '# ksf-node 16 - 2 2 0 0', 'a second tree rooted at'),
-    ('# ksf-version: 1', '# ksf-version: 7', 'unsupported k-SF record version 7'),
-    ('k=2 mode=func', 'k=two mode=func', "bad k value 'two'"),
-    ('# ksf-fn 3 c', '# ksf-fn 4 c', 'ksf-fn id 4 out of order'),
-])
-def test_bad_corrupted(annotate, tmp_path, old, new, needle):
-    text = THESIS.read_text()
+def test_record_versions_1_and_2_read_alike(annotate):
+    for opts in (['--ksf', '--kccf'], ['--format=json'], ['--k=1'], ['--format=folded']):
+        v2 = ok(annotate(*opts, THESIS)).out
+        v1 = ok(annotate(*opts, THESIS_V1)).out
+        assert v1.replace(THESIS_V1.name, THESIS.name) == v2
+
+
+def corrupt(annotate, tmp_path, source, old, new, needle):
+    text = source.read_text()
     assert old in text
     p = tmp_path / 'corrupt.out'
     p.write_text(text.replace(old, new, 1))
@@ -415,8 +414,56 @@ def test_bad_corrupted(annotate, tmp_path, old, new, needle):
     bad(annotate('--auto=yes', p), 'corrupt.out', needle)
 
 
+NODES_1 = '# ksf-nodes 0*2=100/176(1*2=10/18(2*2=4 3=3 6=1) 5*2=12/58(4*2=8/20(3*4=12) 3*2=6'
+NODES_2 = '# ksf-nodes 1*2=10/20(2*2=4 3*2=6))) 2*2 3*3 4*2(3*4) 1*2(2*2 3*2) 6'
+
+
 @pytest.mark.parametrize('old,new,needle', [
-    ('fn=(12)\n', 'fn=(77)\n', ':123: fn=(77) used before'),
+    ('3*4=12', '3*4=1x2', ":24: malformed ksf-nodes record at column 74: 'x2) 3*2=6'"),
+    ('3*4=12', '3*4=12/', ':24: malformed ksf-nodes record'),
+    ('3*4=12', '3*=12', ':24: malformed ksf-nodes record'),
+    ('3*4=12', '42*4=12', ':24: ksf-nodes: node 7: unknown function id 42'),
+    ('2*2=4 3=3', '2*2=4 2=3', ':24: ksf-nodes: node 3: \'b\' appears twice among the children of node 1'),
+    ('2*2=4 3=3', '2*2=4  3=3', ':24: ksf-nodes: misplaced space'),
+    ('2*2=4 3=3', '2*2=4 (3=3', ":24: ksf-nodes: '(' does not follow a node"),
+    ('(2*2=4 3=3 6=1)', '()', ":24: ksf-nodes: empty list '()'"),
+    (NODES_1, NODES_1 + ' ', ':24: ksf-nodes: record ends with a space'),
+    (NODES_2, NODES_2 + ')', ":25: ksf-nodes: ')' without '('"),
+    (NODES_2, NODES_2 + '(1', ":26: ksf-nodes: 1 list(s) not closed"),
+    (NODES_2, NODES_2.replace(' 6', ' 1'), "a second tree rooted at 'a'"),
+    (NODES_2, NODES_2.replace(' 6', ' 0'), 'only the first tree may be rooted at __root__'),
+    (NODES_2, NODES_2.replace(' 6', ' 6 7'), ':25: ksf-nodes: node 20: unknown function id 7'),
+    (NODES_2, NODES_2.replace(' 6', ''), 'declares nodes=20 but has 19'),
+    (NODES_1, NODES_1.replace('0*2', '1*2', 1), 'must be the root of the first tree, labelled __root__'),
+    (NODES_2, '# ksf-node 12 - 2 2 0 0', 'ksf-node record in a version 2 file'),
+    ('# ksf-fns __root__', '# ksf-fns a\t__root__', 'function 0 must be __root__'),
+    ('\tc\t', '\t__root__\t', 'function 3: __root__ is reserved for id 0'),
+    ('\tc\t', '\t\t', 'function 3 has an empty name'),
+    ('# ksf-thread all nodes=20', '# ksf-thread all nodes=21', 'declares nodes=21 but has 20'),
+    ('# ksf-version: 2', '# ksf-version: 7', 'unsupported k-SF record version 7'),
+    ('k=2 mode=func', 'k=two mode=func', "bad k value 'two'"),
+])
+def test_bad_corrupted(annotate, tmp_path, old, new, needle):
+    corrupt(annotate, tmp_path, THESIS, old, new, needle)
+
+
+@pytest.mark.parametrize('old,new,needle', [
+    ('# ksf-node 7 6 3 4 12 12', '# ksf-node 7 6 3 4 12 x', ':37: malformed ksf-node'),
+    ('# ksf-node 7 6 3 4 12 12', '# ksf-node 7 9 3 4 12 12', ':37: ksf-node 7: parent 9'),
+    ('# ksf-node 7 6 3 4 12 12', '# ksf-node 7 6 42 4 12 12', ':37: ksf-node 7: unknown function id 42'),
+    ('# ksf-node 7 6 3 4 12 12', '# ksf-node 8 6 3 4 12 12', ':37: ksf-node id 8 out of order'),
+    ('# ksf-thread all nodes=20', '# ksf-thread all nodes=21', 'declares nodes=21 but has 20'),
+    ('# ksf-node 16 - 1 2 0 0', '# ksf-node 16 - 2 2 0 0', 'a second tree rooted at'),
+    ('# ksf-fn 3 c', '# ksf-fn 4 c', 'ksf-fn id 4 out of order'),
+    ('# ksf-fn 6 f', '# ksf-fns f', 'ksf-fns record in a version 1 file'),
+    ('# ksf-node 19 - 6 1 0 0', '# ksf-nodes 6', 'ksf-nodes record in a version 1 file'),
+])
+def test_bad_corrupted_version_1(annotate, tmp_path, old, new, needle):
+    corrupt(annotate, tmp_path, THESIS_V1, old, new, needle)
+
+
+@pytest.mark.parametrize('old,new,needle', [
+    ('fn=(12)\n', 'fn=(77)\n', ':99: fn=(77) used before'),
     ('\n18 6\n', '\n18 6 ]]\n', 'malformed cost line'),
     ('calls=2 17\n', 'calls=x 17\n', 'malformed calls= line'),
     ('\n22 12\n', '\n@@@ 22 12\n', 'unrecognized line'),

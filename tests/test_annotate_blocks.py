@@ -26,22 +26,10 @@ def reference(path):
     """ksf_records' forests, labelled by block names, with their function
     (intra) from the ksf-thread records."""
     prof = ksf_records.parse(path)
-    blocks, fns, forest_fn = {}, {}, []
-    for line in open(path):
-        if line.startswith('# ksf-fn '):
-            _, _, fid, name = line.rstrip('\n').split(' ', 3)
-            fns[int(fid)] = name
-        elif line.startswith('# ksf-block '):
-            f = line.rstrip('\n').split(' ', 9)
-            blocks[int(f[2])] = dict(addr=int(f[3], 16), fn=fns[int(f[4])], count=int(f[8]), name=f[9])
-        elif line.startswith('# ksf-thread '):
-            m = re.search(r' fn=(\d+)$', line.rstrip('\n'))
-            forest_fn.append(fns[int(m.group(1))] if m else None)
-    names = {label: b['name'] for label, b in blocks.items()}
-    for f, fn in zip(prof.forests, forest_fn):
+    names = {label: b['name'] for label, b in prof.blocks.items()}
+    for f in prof.forests:
         f.names = names
-        f.fn = fn
-    return prof, blocks
+    return prof, prof.blocks
 
 
 def tree_sections(text):
@@ -349,10 +337,9 @@ def test_bad_node_label(annotate, intra_profile, tmp_path):
     text = intra_profile.read_text()
     n = max(int(m) for m in re.findall(r'^# ksf-block (\d+) ', text, re.M))
     lines = text.splitlines(keepends=True)
-    i = next(i for i, line in enumerate(lines) if line.startswith('# ksf-node 1 '))
-    f = lines[i].split(' ')
-    f[4] = str(n + 1)
-    lines[i] = ' '.join(f)
+    # the first node's label (the list starts with "label*calls=...")
+    i = next(i for i, line in enumerate(lines) if line.startswith('# ksf-nodes '))
+    lines[i] = re.sub(r'^# ksf-nodes \d+', f'# ksf-nodes {n + 1}', lines[i])
     bad_path = tmp_path / 'bad.out'
     bad_path.write_text(''.join(lines))
     bad(annotate(bad_path), f'block label {n + 1} has no ksf-block record', f'bad.out:{i + 1}:')
@@ -372,7 +359,7 @@ def test_truncated(annotate, intra_profile, tmp_path):
     (lambda t: re.sub(r'( ir=\d+) fn=\d+\n', r'\1\n', t, count=1), 'intra-mode forests need fn='),
     (lambda t: re.sub(r'^# ksf-block 1 0x[0-9a-f]+', '# ksf-block 1 xyz', t, count=1, flags=re.M), 'malformed ksf-block'),
     (lambda t: re.sub(r'^# ksf-block 2 ', '# ksf-block 7 ', t, count=1, flags=re.M), 'out of order'),
-    (lambda t: re.sub(r'(# ksf-node 0 - )\d+', r'\g<1>0', t, count=1), 'cannot be rooted at __root__'),
+    (lambda t: re.sub(r'(# ksf-nodes )\d+', r'\g<1>0', t, count=1), 'cannot be rooted at __root__'),
     (lambda t: t.replace('roll-loops=yes', 'roll-loops=maybe'), 'bad roll-loops value'),
 ])
 def test_bad_block_records(annotate, intra_profile, tmp_path, edit, needle):

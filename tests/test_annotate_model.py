@@ -175,19 +175,44 @@ def tree_dict(n, counts_only=False):
     return (v, {f: tree_dict(c, counts_only) for f, c in n.kids.items()})
 
 
-def ksf_records(trees, labels):
-    """Pre-order ksf-node lines of a forest (file-local fn ids)."""
-    lines = []
+def ksf_records(trees, labels, width=50):
+    """A forest as version 2 ksf-nodes lines (file-local fn ids): pre-order
+    nested lists, broken into lines of about `width` characters at a space
+    (which the line break replaces) or before a ')'. Returns (lines, node count)."""
+    pieces = []      # node texts, '(', ')' and ' '
+    count = 0
 
-    def rec(n, parent):
-        i = len(lines)
-        lines.append(None)
-        lines[i] = f'# ksf-node {i} {parent} {labels[n.fn]} {n.calls} {n.excl} {n.incl}'
-        for c in n.kids.values():
-            rec(c, i)
-    for t in trees:
-        rec(t, '-')
-    return lines
+    def rec(n):
+        nonlocal count
+        count += 1
+        t = str(labels[n.fn])
+        if n.calls != 1:
+            t += f'*{n.calls}'
+        if n.excl or n.incl:
+            t += f'={n.excl}'
+        if n.incl != n.excl:
+            t += f'/{n.incl}'
+        pieces.append(t)
+        if n.kids:
+            pieces.append('(')
+            for i, c in enumerate(n.kids.values()):
+                if i:
+                    pieces.append(' ')
+                rec(c)
+            pieces.append(')')
+    for i, t in enumerate(trees):
+        if i:
+            pieces.append(' ')
+        rec(t)
+    lines, cur = [], ''
+    for p in pieces:
+        if p in (' ', ')') and len(cur) >= width:
+            lines.append(cur)
+            cur = '' if p == ' ' else p
+        else:
+            cur += p
+    lines.append(cur)
+    return [f'# ksf-nodes {line}' for line in lines], count
 
 
 def write_profile(path, runs, k, joined=False, pid=1000, cmd='./random', rolling='no'):
@@ -205,14 +230,14 @@ def write_profile(path, runs, k, joined=False, pid=1000, cmd='./random', rolling
     total = sum(r.incl() for rs in runs.values() for r in rs)
     out = ['# callgrind format', 'version: 1', 'creator: kgrind-0.1.0', f'pid: {pid}', f'cmd: {cmd}',
            'positions: line', 'events: Ir', f'summary: {total}', f'desc: k: {kk}', 'desc: mode: func',
-           '', '# ksf-version: 1',
+           '', '# ksf-version: 2',
            f'# ksf-options: k={kk} mode=func rolling={rolling} joined={"yes" if joined else "no"}']
-    out += [f'# ksf-fn {i} {f}' for i, f in enumerate(names)]
+    out += ['# ksf-fns ' + '\t'.join(names[:3])] + ['# ksf-fns ' + '\t'.join(names[3:])] * (len(names) > 3)
     body = []
     fnids = {}
     for part, (tid, root) in enumerate(runs.items(), 1):
-        recs = ksf_records(ksf_online(root, k), labels)
-        out.append(f'# ksf-thread {tid} nodes={len(recs)} ir={sum(r.incl() for r in root)}')
+        recs, count = ksf_records(ksf_online(root, k), labels)
+        out.append(f'# ksf-thread {tid} nodes={count} ir={sum(r.incl() for r in root)}')
         out += recs
         out.append(f'# ksf-end-thread {tid}')
         body += ['', f'part: {part}', f'thread: {tid}', 'fl=(1) random.c']

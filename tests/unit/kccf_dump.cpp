@@ -119,6 +119,7 @@ Profile read_profile(const std::string& file) {
   std::map<std::string, unsigned> fnseen;
   Thread* cur = nullptr;
   std::vector<Node*> nodes;     // record id -> core node of the current thread
+  std::vector<uint64_t> open;   // version 2: nodes whose children's list is open
   uint64_t declared = 0;
   std::string line;
   uint64_t ln = 0;
@@ -128,18 +129,14 @@ Profile read_profile(const std::string& file) {
     if (line.compare(0, 6, "# ksf-") != 0) continue;
     std::string where = file + ":" + std::to_string(ln);
     if (ended) die(where, "k-SF record after ksf-end");
-    if (line.compare(0, 11, "# ksf-node ") == 0) {
-      if (!cur) die(where, "ksf-node outside a thread");
-      std::vector<std::string> f = split_spaces(line.substr(11), 6);
-      uint64_t id, fn, calls, excl, incl, par = 0;
-      if (f.size() != 6 || !parse_u64(f[0], &id) || !parse_u64(f[2], &fn) || !parse_u64(f[3], &calls) ||
-          !parse_u64(f[4], &excl) || !parse_u64(f[5], &incl) || (f[1] != "-" && !parse_u64(f[1], &par)))
-        die(where, "malformed ksf-node record");
-      if (id != nodes.size()) die(where, "ksf-node ids not dense");
+    // One node in pre-order: a root when parent is kNoParent.
+    const uint64_t kNoParent = ~0ull;
+    auto add_node = [&](uint64_t par, uint64_t fn, uint64_t calls, uint64_t excl, uint64_t incl) {
+      uint64_t id = nodes.size();
       if (fn >= fnmap.size()) die(where, "unknown function id");
       uint32_t lab = fnmap[fn];
       Node* n;
-      if (f[1] == "-") {
+      if (par == kNoParent) {
         if (id == 0) {
           if (lab != 0) die(where, "node 0 must be __root__");
           n = cur->f.ensure_first(0);  // Forest::init already made it
@@ -157,10 +154,55 @@ Profile read_profile(const std::string& file) {
       n->excl = excl;
       n->incl = incl;
       nodes.push_back(n);
+    };
+    if (line.compare(0, 12, "# ksf-nodes ") == 0) {   // version 2: nested lists
+      if (!cur) die(where, "ksf-nodes outside a thread");
+      size_t i = 12;
+      while (i < line.size()) {
+        char c = line[i];
+        if (c == ' ') {
+          i++;
+        } else if (c == '(') {
+          if (nodes.empty()) die(where, "'(' before any node");
+          open.push_back(nodes.size() - 1);
+          i++;
+        } else if (c == ')') {
+          if (open.empty()) die(where, "unbalanced ')'");
+          open.pop_back();
+          i++;
+        } else {
+          // label[*calls][=excl[/incl]]
+          size_t end = line.find_first_of(" ()", i);
+          std::string tok = line.substr(i, end == std::string::npos ? std::string::npos : end - i);
+          i = end == std::string::npos ? line.size() : end;
+          size_t star = tok.find('*'), eq = tok.find('='), slash = tok.find('/');
+          uint64_t fn, calls = 1, excl = 0, incl;
+          bool ok = parse_u64(tok.substr(0, std::min(std::min(star, eq), tok.size())), &fn);
+          if (star != std::string::npos) ok = ok && parse_u64(tok.substr(star + 1, std::min(eq, tok.size()) - star - 1), &calls);
+          if (eq != std::string::npos)
+            ok = ok && parse_u64(tok.substr(eq + 1, std::min(slash, tok.size()) - eq - 1), &excl);
+          incl = excl;
+          if (slash != std::string::npos) ok = ok && eq != std::string::npos && parse_u64(tok.substr(slash + 1), &incl);
+          if (!ok || (star != std::string::npos && eq != std::string::npos && star > eq))
+            die(where, "malformed node '" + tok + "' in ksf-nodes");
+          add_node(open.empty() ? kNoParent : open.back(), fn, calls, excl, incl);
+        }
+      }
+      continue;
+    }
+    if (line.compare(0, 11, "# ksf-node ") == 0) {    // version 1: one node per line
+      if (!cur) die(where, "ksf-node outside a thread");
+      std::vector<std::string> f = split_spaces(line.substr(11), 6);
+      uint64_t id, fn, calls, excl, incl, par = 0;
+      if (f.size() != 6 || !parse_u64(f[0], &id) || !parse_u64(f[2], &fn) || !parse_u64(f[3], &calls) ||
+          !parse_u64(f[4], &excl) || !parse_u64(f[5], &incl) || (f[1] != "-" && !parse_u64(f[1], &par)))
+        die(where, "malformed ksf-node record");
+      if (id != nodes.size()) die(where, "ksf-node ids not dense");
+      add_node(f[1] == "-" ? kNoParent : par, fn, calls, excl, incl);
       continue;
     }
     if (line.compare(0, 15, "# ksf-version: ") == 0) {
-      if (line != "# ksf-version: 1") die(where, "unsupported ksf-version");
+      if (line != "# ksf-version: 1" && line != "# ksf-version: 2") die(where, "unsupported ksf-version");
       continue;
     }
     if (line.compare(0, 15, "# ksf-options: ") == 0) {
@@ -183,17 +225,29 @@ Profile read_profile(const std::string& file) {
       have_options = true;
       continue;
     }
-    if (line.compare(0, 9, "# ksf-fn ") == 0) {
-      std::vector<std::string> f = split_spaces(line.substr(9), 2);
-      uint64_t id;
-      if (f.size() != 2 || !parse_u64(f[0], &id) || id != fnmap.size()) die(where, "malformed ksf-fn");
-      if ((id == 0) != (f[1] == "__root__")) die(where, "__root__ must be function 0");
-      // Several functions may share a name (mmap in ld.so and in libc): the
-      // n-th one of a file is "name#n", as kgrind_annotate names it.
-      std::string name = f[1];
+    // Several functions may share a name (mmap in ld.so and in libc): the
+    // n-th one of a file is "name#n", as kgrind_annotate names it.
+    auto add_function = [&](std::string name) {
+      if ((fnmap.size() == 0) != (name == "__root__")) die(where, "__root__ must be function 0");
       unsigned seen = ++fnseen[name];
       if (seen > 1) name += "#" + std::to_string(seen);
       fnmap.push_back(label_id(name));
+    };
+    if (line.compare(0, 9, "# ksf-fn ") == 0) {       // version 1
+      std::vector<std::string> f = split_spaces(line.substr(9), 2);
+      uint64_t id;
+      if (f.size() != 2 || !parse_u64(f[0], &id) || id != fnmap.size()) die(where, "malformed ksf-fn");
+      add_function(f[1]);
+      continue;
+    }
+    if (line.compare(0, 10, "# ksf-fns ") == 0) {      // version 2: tab-separated names
+      size_t i = 10;
+      for (;;) {
+        size_t tab = line.find('\t', i);
+        add_function(line.substr(i, tab == std::string::npos ? std::string::npos : tab - i));
+        if (tab == std::string::npos) break;
+        i = tab + 1;
+      }
       continue;
     }
     if (line.compare(0, 13, "# ksf-thread ") == 0) {
@@ -212,10 +266,12 @@ Profile read_profile(const std::string& file) {
       // matters for online construction, which is not used here.
       cur->f.init(kAlloc, P.k, 0);
       nodes.clear();
+      open.clear();
       continue;
     }
     if (line.compare(0, 17, "# ksf-end-thread ") == 0) {
       if (!cur || line.substr(17) != cur->tid) die(where, "ksf-end-thread does not match ksf-thread");
+      if (!open.empty()) die(where, "unclosed '(' in ksf-nodes");
       if (nodes.size() != declared || cur->f.node_count() != declared)
         die(where, "node count differs from nodes=");
       cur = nullptr;
