@@ -3,6 +3,8 @@ gives Listing 4.5; k'-CCFs of a k=4 profile equal those of k' runs; merging
 fork parent and child, and repeated runs."""
 import collections
 import json
+import pathlib
+import re
 
 import pytest
 
@@ -10,6 +12,7 @@ from test_annotate import (LISTING_45_KCCF, LISTING_45_KSF, SCHEMA, annotate, ba
                            json_counts, ok, parse_listing, sections, sorted_listing)
 
 FUNCS = '--funcs=a,b,c,d,e,f'
+PROGS = pathlib.Path(__file__).resolve().parent / 'progs'
 
 
 def kgrind_profile(tools, exe, *opts, out='kgrind.out'):
@@ -117,3 +120,43 @@ def test_prog1_source_annotation(annotate, tools, prog1):
     assert 'prog1.c' in r.out
     assert 'hottest 2-contexts of c:' in r.out
     assert 'e > d > c' in r.out
+
+
+def annotated_lines(text, path):
+    """{line: Ir} of the annotated source section of `path` in
+    kgrind_annotate's text output ('.' lines have no cost)."""
+    out, lineno, inside = {}, None, False
+    for line in text.splitlines():
+        if line.startswith('-- Annotated source: '):
+            inside = line == f'-- Annotated source: {path}'
+            continue
+        if not inside:
+            continue
+        if line.split() == ['Ir', 'source', 'line']:
+            lineno = 1       # the file's first lines follow directly
+            continue
+        if line.startswith('-- line '):
+            lineno = int(line.split()[2])
+            continue
+        m = re.match(r'^ {0,14}([\d,]+|\.)  ', line)
+        if lineno is None or not m or line.lstrip().startswith('//'):
+            continue
+        if m.group(1) != '.':
+            out[lineno] = int(m.group(1).replace(',', ''))
+        lineno += 1
+    return out
+
+
+@pytest.mark.parametrize('source', ['simple.c', 'prog1.c'])
+def test_source_annotation_equals_cachegrind(annotate, tools, source):
+    """Every line's Ir in kgrind_annotate's annotated source equals
+    cachegrind's: the body's relative positions (calls' inclusive cost lines
+    included) are written and read back consistently."""
+    exe = tools.compile(source, '-O0')
+    prof = kgrind_profile(tools, exe, '--k=2')
+    ref = tools.reference('cachegrind', exe).profile().by_file_line()
+    src = str(PROGS / source)
+    want = {line: n for (f, line), n in ref.items() if f.endswith('/' + source) and n}
+    assert len(want) > 5
+    r = ok(annotate('--context=100000', prof, source, '-I', str(PROGS)))
+    assert annotated_lines(r.out, src) == want
