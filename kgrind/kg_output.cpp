@@ -77,7 +77,8 @@ struct Writer {
    UWord n_jumps;
    UInt last_object;          // ob= in force, to write it only when it changes
    UInt last_file;            // fl= in force, or kNoFile after fi=/fe= lines
-   UInt last_line;            // position of the last cost line (line mode)
+   Addr last_addr;            // position of the last cost line (file address,
+   UInt last_line;            // positions: instr line) and its line
    Bool last_line_known;      // False after fn=, fl=, fi=, fe=: next one absolute
 };
 
@@ -236,17 +237,31 @@ void write_position(Writer& w, Addr addr, UInt line)
    else w.out.printf("%u", line);
 }
 
-// The position of a cost line. With positions: line it is written relative
-// to the previous cost line's ("+3", "-12", "*" for the same line), as
-// callgrind compresses positions; the first one after fn=/fl=/fi=/fe= is
-// absolute. Line numbers of big sources (sqlite3.c has 250 k lines) shrink
-// from 5-6 characters to 1-2.
+// One subposition relative to the previous one: "+3", "-12", "*" (same).
+void write_relative(FileWriter& out, ULong value, ULong last)
+{
+   if (value == last) out.put_char('*');
+   else if (value > last) out.printf("+%llu", value - last);
+   else out.printf("-%llu", last - value);
+}
+
+// The position of a cost line, relative to the previous cost line's as
+// callgrind compresses positions (both subpositions with positions: instr
+// line); the first one after fn=/fl=/fi=/fe= is absolute. Line numbers of
+// big sources (sqlite3.c has 250 k lines) shrink from 5-6 characters to
+// 1-2, instruction addresses from 6-10 to 1-3.
 void write_cost_position(Writer& w, Addr addr, UInt line)
 {
-   if (w.instr || !w.last_line_known) write_position(w, addr, line);
-   else if (line == w.last_line) w.out.put_char('*');
-   else if (line > w.last_line) w.out.printf("+%u", line - w.last_line);
-   else w.out.printf("-%u", w.last_line - line);
+   Addr at = w.instr ? file_address(addr) : 0;
+   if (!w.last_line_known) write_position(w, addr, line);
+   else {
+      if (w.instr) {
+         write_relative(w.out, at, w.last_addr);
+         w.out.put_char(' ');
+      }
+      write_relative(w.out, line, w.last_line);
+   }
+   w.last_addr = at;
    w.last_line = line;
    w.last_line_known = True;
 }
@@ -297,9 +312,9 @@ void write_jump(Writer& w, const ContextJump& j, UInt current_file)
    if (to.fn && to.file != current_file) w.files.emit(w.out, "jfi", to.file, file_name(to.file));
    if (j.cond) w.out.printf("jcnd=%llu/%llu ", j.taken, j.executed);
    else w.out.printf("jump=%llu ", j.taken);
-   write_position(w, j.to, to.line);
+   write_position(w, j.to, to.line);     // targets stay absolute
    w.out.put_char('\n');
-   write_position(w, j.from, j.from_line->line);
+   write_cost_position(w, j.from, j.from_line->line);
    w.out.put_char('\n');
 }
 
