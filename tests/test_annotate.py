@@ -1,6 +1,7 @@
 """kgrind_annotate (issue 5): the thesis's Listing 4.5 from a hand-written
 2-SF, inv_k against a brute-force model (tests/test_annotate_model.py),
 merging, sources, output formats and every bad-input case."""
+import collections
 import json
 import os
 import pathlib
@@ -460,6 +461,38 @@ def test_bad_corrupted(annotate, tmp_path, old, new, needle):
 ])
 def test_bad_corrupted_version_1(annotate, tmp_path, old, new, needle):
     corrupt(annotate, tmp_path, THESIS_V1, old, new, needle)
+
+
+def test_random_record_corruption_is_handled(annotate, tmp_path):
+    """Random one-character edits of the version 2 records (in the node
+    lists, the function table, the thread lines): every run either succeeds
+    quietly or fails with one clear line, never a Perl warning, trace or
+    hang."""
+    text = THESIS.read_text()
+    start, end = text.index('# ksf-version: 2'), text.index('# ksf-end\n')
+    rng = random.Random(20261123)
+    alphabet = '0123456789()*=/ \t-x'
+    outcomes = collections.Counter()
+    for trial in range(120):
+        i = rng.randrange(start, end)
+        op = rng.randrange(3)
+        if op == 0:
+            new = text[:i] + rng.choice(alphabet) + text[i + 1:]
+        elif op == 1:
+            new = text[:i] + text[i + 1:]
+        else:
+            new = text[:i] + rng.choice(alphabet) + text[i:]
+        p = tmp_path / f'm{trial}.out'
+        p.write_text(new)
+        r = annotate('--ksf', p)
+        if r.rc == 0:
+            assert r.err == '', (trial, r.err)
+            outcomes['read'] += 1
+        else:
+            bad(r, f'm{trial}.out')
+            outcomes['rejected'] += 1
+    # most edits break the syntax or the counts; some are valid forests
+    assert outcomes['rejected'] > 60, outcomes
 
 
 @pytest.mark.parametrize('old,new,needle', [
