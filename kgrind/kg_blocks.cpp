@@ -8,6 +8,7 @@ namespace kg {
 namespace {
 
 WordFM* by_addr;      // Addr -> BBInfo*
+WordFM* return_sites; // Addr (the instruction after a call) -> 1
 XArray* by_label;     // label -> BBInfo*
 FileWriter* dump;
 
@@ -39,6 +40,7 @@ UInt symbol_offset(Addr a)
 void blocks_init()
 {
    by_addr = VG_(newFM)(VG_(malloc), "kg.blocks", VG_(free), nullptr);
+   return_sites = VG_(newFM)(VG_(malloc), "kg.blocks", VG_(free), nullptr);
    by_label = VG_(newXA)(VG_(malloc), "kg.blocks", VG_(free), sizeof(BBInfo*));
    BBInfo* root = (BBInfo*)alloc_zeroed(sizeof(BBInfo));
    root->name = "__root__";
@@ -69,6 +71,13 @@ BBInfo* block_at(Addr addr, const SourceLoc& loc)
    VG_(addToFM)(by_addr, (UWord)addr, (UWord)b);
    return b;
 }
+
+void note_return_site(Addr addr)
+{
+   if (!VG_(lookupFM)(return_sites, nullptr, nullptr, (UWord)addr)) VG_(addToFM)(return_sites, (UWord)addr, 1);
+}
+
+Bool is_return_site(Addr addr) { return VG_(lookupFM)(return_sites, nullptr, nullptr, (UWord)addr); }
 
 UInt block_count() { return by_label ? (UInt)VG_(sizeXA)(by_label) : 0; }
 BBInfo* block_by_label(UInt label) { return *(BBInfo**)VG_(indexXA)(by_label, label); }

@@ -48,6 +48,10 @@ void blocks_init();
 // The block starting at addr (created on first use).
 BBInfo* block_at(Addr addr, const SourceLoc& loc);
 UInt block_count();                  // labels 0 .. block_count() - 1
+// Return addresses of the calls translated so far (intra mode: the block
+// there starts in an activation the inline step cannot see).
+void note_return_site(Addr addr);
+Bool is_return_site(Addr addr);
 BBInfo* block_by_label(UInt label);
 
 // Whether blocks of this function are recorded.

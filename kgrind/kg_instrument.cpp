@@ -589,6 +589,14 @@ void describe_positions(IRSB* sb_in, BlockInfo* blk)
 // in IR: the replay always runs, with values selected by the hit bit.
 void add_block_step(IRBuilder& b, BBInfo* bb, UWord n, void* helper, const HChar* helper_name)
 {
+   IRExpr** args = mkIRExprVec_2(mkIRExpr_HWord((HWord)bb), mkIRExpr_HWord((HWord)n));
+   if (clo.mode == kModeIntra && (bb->offset == 0 || is_return_site(bb->addr))) {
+      // A function's first block starts a new activation, and the block
+      // after a call continues one that the callee's blocks displaced: the
+      // inline step would miss (the helper finds the frame's activation).
+      b.call(helper_name, helper, 2, args, nullptr);
+      return;
+   }
    IRExpr* act = b.load64(&kg_now.bb_act);
    if (clo.mode == kModeIntra) {
       // The activation is the top frame's only while that frame is the one
@@ -624,8 +632,17 @@ void add_block_step(IRBuilder& b, BBInfo* bb, UWord n, void* helper, const HChar
    b.add_if(hit, b.place(field(offsetof(BlockStep, bottom_counter), Ity_I64), offsetof(ForestNode, calls)), one);
    b.add_if(hit, b.place(field(offsetof(BlockStep, canonical), Ity_I64), offsetof(ForestNode, excl)), IRBuilder::u64(n));
    b.add_if(hit, b.place(&bb->count), one);
-   b.call(helper_name, helper, 2, mkIRExprVec_2(mkIRExpr_HWord((HWord)bb), mkIRExpr_HWord((HWord)n)),
-          b.tmp(IRExpr_Unop(Iop_Not1, hit), Ity_I1));
+   b.call(helper_name, helper, 2, args, b.tmp(IRExpr_Unop(Iop_Not1, hit), Ity_I1));
+}
+
+// The address after the superblock's last instruction (a call's return address).
+Addr end_of_last_instruction(IRSB* sb_in)
+{
+   for (Int i = sb_in->stmts_used - 1; i >= 0; i--) {
+      IRStmt* st = sb_in->stmts[i];
+      if (st && st->tag == Ist_IMark) return (Addr)st->Ist.IMark.addr + st->Ist.IMark.len;
+   }
+   return 0;
 }
 
 // Block modes: the basic blocks of a superblock. A block starts at the
@@ -692,6 +709,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    static UInt block_len[4096];
    Bool blocks = block_mode();
    if (blocks) {
+      if (clo.mode == kModeIntra && sb_in->jumpkind == Ijk_Call) note_return_site(end_of_last_instruction(sb_in));
       find_blocks(sb_in, blk, block_of, block_len);
       describe_positions(sb_in, blk);
    }
