@@ -590,10 +590,11 @@ void describe_positions(IRSB* sb_in, BlockInfo* blk)
 void add_block_step(IRBuilder& b, BBInfo* bb, UWord n, void* helper, const HChar* helper_name)
 {
    IRExpr** args = mkIRExprVec_2(mkIRExpr_HWord((HWord)bb), mkIRExpr_HWord((HWord)n));
-   if (clo.mode == kModeIntra && (bb->offset == 0 || is_return_site(bb->addr))) {
-      // A function's first block starts a new activation, and the block
-      // after a call continues one that the callee's blocks displaced: the
-      // inline step would miss (the helper finds the frame's activation).
+   // The helper alone: with --dump-blocks (it writes every block run), and
+   // in intra mode where the inline step would always miss: a function's
+   // first block starts a new activation, and the block after a call
+   // continues one that the callee's blocks displaced.
+   if (clo.dump_blocks || (clo.mode == kModeIntra && (bb->offset == 0 || is_return_site(bb->addr)))) {
       b.call(helper_name, helper, 2, args, nullptr);
       return;
    }
@@ -730,14 +731,8 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       switch (st->tag) {
       case Ist_IMark:
          if (!counters) counters = add_prologue(b, blk, layout, stub_instrs);
-         if (blocks && block_of[instr] && clo.dump_blocks) {
-            // --dump-blocks: every block run goes through the helper.
-            b.call(block_helper_name, block_helper, 2,
-                   mkIRExprVec_2(mkIRExpr_HWord((HWord)block_of[instr]),
-                                 mkIRExpr_HWord((HWord)block_len[instr])), nullptr);
-         } else if (blocks && block_of[instr]) {
+         if (blocks && block_of[instr])
             add_block_step(b, block_of[instr], block_len[instr], block_helper, block_helper_name);
-         }
          last_instr = (Addr)st->Ist.IMark.addr;
          pending.add(slot_of_instr[instr++]);
          break;
