@@ -48,8 +48,8 @@ void blocks_init();
 // The block starting at addr (created on first use).
 BBInfo* block_at(Addr addr, const SourceLoc& loc);
 UInt block_count();                  // labels 0 .. block_count() - 1
-// Return addresses of the calls translated so far (intra mode: the block
-// there starts in an activation the inline step cannot see).
+// Return addresses of the calls translated so far (their blocks take the
+// block helper without an inline step: kg_instrument.cpp, add_block_step).
 void note_return_site(Addr addr);
 Bool is_return_site(Addr addr);
 BBInfo* block_by_label(UInt label);

@@ -591,10 +591,14 @@ void add_block_step(IRBuilder& b, BBInfo* bb, UWord n, void* helper, const HChar
 {
    IRExpr** args = mkIRExprVec_2(mkIRExpr_HWord((HWord)bb), mkIRExpr_HWord((HWord)n));
    // The helper alone: with --dump-blocks (it writes every block run), and
-   // in intra mode where the inline step would always miss: a function's
-   // first block starts a new activation, and the block after a call
-   // continues one that the callee's blocks displaced.
-   if (clo.dump_blocks || (clo.mode == kModeIntra && (bb->offset == 0 || is_return_site(bb->addr)))) {
+   // where the inline step mostly misses. Intra mode: a function's first
+   // block starts a new activation, and the block after a call continues
+   // one that the callee's blocks displaced. Inter mode without rolled
+   // loops: those blocks follow whichever call site or callee ran last, so
+   // their (top, bottom) origin changes (with rolled loops the origins
+   // repeat and the inline step pays: docs/block-modes.md).
+   Bool call_boundary = bb->offset == 0 || is_return_site(bb->addr);
+   if (clo.dump_blocks || (call_boundary && (clo.mode == kModeIntra || !clo.roll_loops))) {
       b.call(helper_name, helper, 2, args, nullptr);
       return;
    }
@@ -710,7 +714,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    static UInt block_len[4096];
    Bool blocks = block_mode();
    if (blocks) {
-      if (clo.mode == kModeIntra && sb_in->jumpkind == Ijk_Call) note_return_site(end_of_last_instruction(sb_in));
+      if (sb_in->jumpkind == Ijk_Call) note_return_site(end_of_last_instruction(sb_in));
       find_blocks(sb_in, blk, block_of, block_len);
       describe_positions(sb_in, blk);
    }
