@@ -25,11 +25,6 @@ static Transition no_transition = { 0, 0, 0, &unused_active, nullptr, nullptr, n
 static CallSite no_site;   // ways as call_site_new() sets them (activity_init)
 
 
-extern "C" {
-ForestNode kg_no_node;
-Activation kg_no_activation = { &kg_no_node, nullptr, 0, 0 };
-}
-
 namespace {
 
 // Block modes, intra: the block activation of one function frame. It belongs
@@ -40,7 +35,7 @@ struct BlockFrame {
    ULong ir_at_entry;
    FnInfo* fn;
    BlockForest* forest;     // of (thread, fn), or of fn when threads are joined
-   Activation cur;          // the last block of this activation
+   BlockState* state;       // the last block of this activation
    ULong serial;            // activation number in the thread (--dump-blocks)
 };
 
@@ -64,8 +59,10 @@ struct ThreadState {
    UInt n_fn_forests;
    ULong bb_activations;
    BlockForest* inter_forest;  // inter
-   Activation inter_cur;
+   BlockState* inter_state;
 };
+
+static void run_trace();   // block modes
 
 namespace {
 
@@ -236,8 +233,9 @@ ThreadState* thread_state(ThreadId tid)
       } else {
          t->inter_forest = block_forest_new(nullptr, t->serial, 0);
       }
-      t->inter_cur = t->inter_forest->forest.sf.enter_root();
-      t->saved.bb_act = &t->inter_cur;
+      t->inter_state = enter_block_root(t->inter_forest);
+      t->saved.bb_state = &t->inter_state;
+      t->saved.bb_forest = t->inter_forest;
    }
    return t;
 }
@@ -245,7 +243,10 @@ ThreadState* thread_state(ThreadId tid)
 void switch_to(ThreadId tid)
 {
    if (current && current == by_tid[tid]) return;
-   if (current) current->saved = kg_now;
+   if (current) {
+      run_trace();   // the trace holds the outgoing thread's runs
+      current->saved = kg_now;
+   }
    current = thread_state(tid);
    kg_now = current->saved;
 }
@@ -466,50 +467,24 @@ static BlockForest* intra_forest(ThreadState* t, FnInfo* fn, UInt root_label)
    return f;
 }
 
-static inline Activation next_block(core::Forest& sf, const Activation& cur, UInt label)
+// The runs recorded in the block trace: the current activation's next blocks.
+static void run_trace()
 {
-   return clo.roll_loops ? sf.enter_loop(cur, label) : sf.enter(cur, label);
+   UWord* start = trace_start();
+   UWord* end = kg_trace_pos;
+   if (end == start) return;
+   kg_trace_pos = start;
+   BlockForest* f = kg_now.bb_forest;
+   BlockState* s = *kg_now.bb_state;
+   for (const UWord* e = start; e < end; e++) s = step_block(f, s, trace_label(*e), trace_count(*e));
+   *kg_now.bb_state = s;
 }
 
-// The step from `from` into block b, for the inline cache (BlockStep).
-static void remember_step(BBInfo* b, const Activation& from, const Activation& to)
-{
-   BlockStep& s = b->steps[from.phase % kStepWays];
-   s.from_top = from.top;
-   s.from_bottom = from.bottom;
-   s.from_phase = from.phase;
-   s.to_top = to.top;
-   s.to_bottom = to.bottom;
-   s.to_phase = to.phase;
-   s.bottom_counter = to.bottom ? to.bottom : &kg_no_node;
-   s.canonical = core::Forest::canonical(to);
-   s.depth_delta = (Long)to.depth - (Long)from.depth;
-}
-
-// The next block of an activation: the remembered step replayed, as the
-// inline IR does (kg_instrument.cpp, add_block_step), or a forest step,
-// remembered. The helper runs after an inline miss, but also when the inline
-// path could not look (intra: the first block after a call or return), and
-// then the step is usually known: no child lookups in the forest.
-static void step_into(core::Forest& sf, Activation* cur, BBInfo* b)
-{
-   const BlockStep& s = b->steps[cur->phase % kStepWays];
-   if (s.to_top && s.from_top == cur->top && s.from_bottom == cur->bottom && s.from_phase == cur->phase) {
-      s.to_top->calls++;
-      s.bottom_counter->calls++;
-      cur->top = s.to_top;
-      cur->bottom = s.to_bottom;
-      cur->phase = s.to_phase;
-      cur->depth = (UInt)((Long)cur->depth + s.depth_delta);
-      return;
-   }
-   Activation next = next_block(sf, *cur, b->label);
-   remember_step(b, *cur, next);
-   *cur = next;
-}
+extern "C" void kg_trace_full() { run_trace(); }
 
 extern "C" void VG_REGPARM(2) kg_block_intra(BBInfo* b, UWord n)
 {
+   run_trace();   // before the activation may change
    ThreadState* t = current;
    UInt d = depth(t) - 1;
    const Frame& f = *kg_now.top;
@@ -534,27 +509,26 @@ extern "C" void VG_REGPARM(2) kg_block_intra(BBInfo* b, UWord n)
       s.fn = fn;
       s.forest = intra_forest(t, fn, b->label);
       s.serial = ++t->bb_activations;
-      core::Forest& sf = s.forest->forest.sf;
-      s.cur = sf.enter_root();
-      if (sf.root_label() != b->label) s.cur = next_block(sf, s.cur, b->label);
+      if (s.forest->forest.sf.root_label() == b->label)
+         s.state = run_block_root(s.forest, n);
+      else
+         s.state = step_block(s.forest, enter_block_root(s.forest), b->label, n);
    } else {
-      step_into(s.forest->forest.sf, &s.cur, b);
+      s.state = step_block(s.forest, s.state, b->label, n);
    }
-   core::Forest::canonical(s.cur)->excl += n;
-   b->count++;
-   // The inline cache continues this frame's activation while the frame is on top.
-   kg_now.bb_act = &s.cur;
+   // The block trace continues this frame's activation while the frame is on top.
+   kg_now.bb_state = &s.state;
    kg_now.bb_top = kg_now.top;
    kg_now.bb_ir = f.ir_at_entry;
+   kg_now.bb_forest = s.forest;
    dump_block(t->serial, s.serial, fn->id + 1, b);
 }
 
 extern "C" void VG_REGPARM(2) kg_block_inter(BBInfo* b, UWord n)
 {
+   run_trace();   // earlier runs first
    ThreadState* t = current;
-   step_into(t->inter_forest->forest.sf, &t->inter_cur, b);
-   core::Forest::canonical(t->inter_cur)->excl += n;
-   b->count++;
+   t->inter_state = step_block(t->inter_forest, t->inter_state, b->label, n);
    dump_block(t->serial, 0, b->fn->id + 1, b);
 }
 
@@ -586,17 +560,27 @@ UInt block_forests(BlockForest** out, UInt max)
    return n;
 }
 
+// Calls f on every block forest once.
+template <typename F> static void for_each_block_forest(F f)
+{
+   auto each = [&](BlockForest* bf) { if (bf) f(bf); };
+   for (ThreadState* t = all_threads; t; t = t->next) {
+      if (t->inter_forest != joined_inter_forest) each(t->inter_forest);
+      for (UInt i = 0; i < t->n_fn_forests; i++) each(t->fn_forests[i]);
+   }
+   each(joined_inter_forest);
+   for (UInt i = 0; i < n_joined_fn_forests; i++) each(joined_fn_forests[i]);
+}
+
 static void reset_block_state()
 {
-   // Every forest's counters back to zero (fork child).
-   for (ThreadState* t = all_threads; t; t = t->next) {
-      if (t->inter_forest && t->inter_forest != joined_inter_forest) forest_reset(&t->inter_forest->forest);
-      for (UInt i = 0; i < t->n_fn_forests; i++)
-         if (t->fn_forests[i]) forest_reset(&t->fn_forests[i]->forest);
-   }
-   if (joined_inter_forest) forest_reset(&joined_inter_forest->forest);
-   for (UInt i = 0; i < n_joined_fn_forests; i++)
-      if (joined_fn_forests[i]) forest_reset(&joined_fn_forests[i]->forest);
+   // Every forest's counters back to zero (fork child), the parent's runs
+   // still in the trace and in the states included.
+   kg_trace_pos = trace_start();
+   for_each_block_forest([](BlockForest* f) {
+      settle_block_states(f);
+      forest_reset(&f->forest);
+   });
    for (UInt l = 0; l < block_count(); l++) block_by_label(l)->count = 0;
    dump_disable();
 }
@@ -608,6 +592,7 @@ void thread_starts_running(ThreadId tid, ULong blocks_done)
 
 void close_thread(ThreadState* t)
 {
+   if (block_mode()) run_trace();
    while (kg_now.top > t->frames) pop_frame();
    // __root__'s inclusive cost is the thread's whole run.
    Frame& root = t->frames[0];
@@ -677,6 +662,12 @@ void finish_all_threads()
       close_thread(current);
    }
    if (current) current->saved = kg_now;
+   if (block_mode()) {
+      for_each_block_forest([](BlockForest* f) {
+         settle_block_states(f);
+         f->states.forget_index();
+      });
+   }
    // No more lookups: their tables' memory goes to the output's buffers.
    for (ThreadState* t = all_threads; t; t = t->next) {
       t->acts.forget_index();

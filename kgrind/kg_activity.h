@@ -8,6 +8,8 @@
 namespace kg {
 
 struct BlockInfo;
+struct BlockForest;
+struct BlockState;
 struct ThreadState;
 
 // ---- The hot path's data (inline IR reads and writes these fields) --------
@@ -93,12 +95,15 @@ struct Now {
    // context, need not find counters of its own (kg_instrument.cpp).
    Addr plt_stub;             // 0 once the stub has used plt_counter
    ULong* plt_counter;
-   // Block modes: the block activation the next recorded block continues
-   // (inter: the thread's, always; intra: the activation of frame bb_top,
-   // valid while that frame, entered at Ir bb_ir, is the top one).
-   Activation* bb_act;
+   // Block modes: where the block activation that the next recorded block
+   // continues is kept, and its forest (inter: the thread's, always; intra:
+   // the activation of frame bb_top, valid while that frame, entered at Ir
+   // bb_ir, is the top one). The block trace's runs (kg_blocks.h) continue
+   // it too.
+   BlockState** bb_state;
    Frame* bb_top;
    ULong bb_ir;
+   BlockForest* bb_forest;
 };
 extern Now kg_now;
 

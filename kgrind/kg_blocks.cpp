@@ -5,12 +5,17 @@
 
 namespace kg {
 
+extern "C" {
+UWord* kg_trace_pos;
+}
+
 namespace {
 
 WordFM* by_addr;      // Addr -> BBInfo*
 WordFM* return_sites; // Addr (the instruction after a call) -> 1
 XArray* by_label;     // label -> BBInfo*
 FileWriter* dump;
+UWord* trace_buffer;
 
 void* core_alloc(void*, size_t n) { return kg::alloc(n, "kg.blockforest"); }
 void core_free(void*, void* p) { kg::release(p); }
@@ -45,7 +50,13 @@ void blocks_init()
    BBInfo* root = (BBInfo*)alloc_zeroed(sizeof(BBInfo));
    root->name = "__root__";
    VG_(addToXA)(by_label, &root);
+   // Aligned to its size (see kTraceBytes); never freed.
+   Addr raw = (Addr)kg::alloc(2 * kTraceBytes, "kg.trace");
+   trace_buffer = (UWord*)((raw + kTraceBytes - 1) & ~(kTraceBytes - 1));
+   kg_trace_pos = trace_buffer;
 }
+
+UWord* trace_start() { return trace_buffer; }
 
 BBInfo* block_at(Addr addr, const SourceLoc& loc)
 {
@@ -58,8 +69,6 @@ BBInfo* block_at(Addr addr, const SourceLoc& loc)
    b->file = loc.file;
    b->line = loc.line;
    b->offset = symbol_offset(addr);
-   // An empty step cache: no activation has top == nullptr.
-   for (BlockStep& s : b->steps) s.to_top = s.bottom_counter = s.canonical = &kg_no_node;
    HChar buf[512];
    if (loc.file && loc.line)
       VG_(snprintf)(buf, sizeof buf, "{%s+%u at %s:%u}", loc.fn->name, b->offset,
@@ -82,6 +91,27 @@ Bool is_return_site(Addr addr) { return VG_(lookupFM)(return_sites, nullptr, nul
 UInt block_count() { return by_label ? (UInt)VG_(sizeXA)(by_label) : 0; }
 BBInfo* block_by_label(UInt label) { return *(BBInfo**)VG_(indexXA)(by_label, label); }
 
+namespace {
+
+// The state of activation a (created on first use).
+BlockState* intern(BlockForest* f, const Activation& a)
+{
+   BlockState* st = f->states.get(a.top, a.bottom);
+   if (!st->canonical) {
+      st->canonical = core::Forest::canonical(a);
+      st->phase = a.phase;
+      st->depth = a.depth;
+   }
+   return st;
+}
+
+Activation activation_of(const BlockState* s)
+{
+   return { (ForestNode*)s->a, (ForestNode*)s->b, s->depth, s->phase };
+}
+
+} // namespace
+
 BlockForest* block_forest_new(FnInfo* fn, UInt tid, UInt root_label)
 {
    BlockForest* f = (BlockForest*)alloc_zeroed(sizeof(BlockForest));
@@ -91,7 +121,41 @@ BlockForest* block_forest_new(FnInfo* fn, UInt tid, UInt root_label)
    f->forest.sf.init(al, clo.k, root_label, 0);
    f->fn = fn;
    f->tid = tid;
+   f->root = intern(f, { f->forest.sf.first_tree(), nullptr, 0, 0 });
    return f;
+}
+
+BlockState* enter_block_root(BlockForest* f)
+{
+   f->forest.sf.enter_root();
+   return f->root;
+}
+
+BlockState* step_block_slow(BlockForest* f, BlockState* s, UInt label, UWord n)
+{
+   core::Forest& sf = f->forest.sf;
+   Activation from = activation_of(s);
+   Activation to = clo.roll_loops ? sf.enter_loop(from, label) : sf.enter(from, label);
+   core::Forest::canonical(to)->excl += n;
+   block_by_label(label)->count++;
+   BlockState* next = intern(f, to);
+   const UInt ways = sizeof s->steps / sizeof s->steps[0];
+   for (UInt i = ways - 1; i > 0; i--) s->steps[i] = s->steps[i - 1];
+   s->steps[0] = { label, next };
+   return next;
+}
+
+void settle_block_states(BlockForest* f)
+{
+   f->states.for_each([](BlockState* s) {
+      if (!s->runs && !s->ir) return;
+      ForestNode* top = (ForestNode*)s->a;
+      top->calls += s->runs;
+      if (s->b) ((ForestNode*)s->b)->calls += s->runs;
+      s->canonical->excl += s->ir;
+      block_by_label(top->label)->count += s->runs;
+      s->runs = s->ir = 0;
+   });
 }
 
 void dump_open()

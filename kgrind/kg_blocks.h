@@ -4,31 +4,9 @@
 #pragma once
 #include "kg_debuginfo.h"
 #include "kg_forest.h"
+#include "kg_pairmap.h"
 
 namespace kg {
-
-// The inline cache of the block modes: the forest step last taken into this
-// block, from activation `from` to activation `to`. Instrumented code replays
-// it without a helper call when the thread's activation equals `from` again
-// (the same predecessor as last time: the common case in loops); see
-// add_block_step in kg_instrument.cpp. Pointers that inline code adds to are
-// never null (kg_no_node stands in), so a miss adds zero somewhere harmless.
-struct BlockStep {
-   ForestNode* from_top;
-   ForestNode* from_bottom;
-   UInt from_phase;
-   UInt to_phase;
-   ForestNode* to_top;
-   ForestNode* to_bottom;
-   ForestNode* bottom_counter;   // to_bottom, or kg_no_node
-   ForestNode* canonical;        // where the block's Ir goes
-   Long depth_delta;
-};
-static_assert(sizeof(BlockStep) == 64, "add_block_step indexes BlockSteps by shifting 6");
-
-// Steps per block, selected by the origin's phase: with k = 2 a loop of odd
-// length reaches a block from alternating phases, which one entry would miss.
-const UInt kStepWays = 8;
 
 // One basic block: a straight run entered at `addr` (a superblock's first
 // instruction, or the instruction after a side exit). Label 0 is __root__.
@@ -41,15 +19,14 @@ struct BBInfo {
    FnInfo* fn;           // function of the first instruction
    ULong count;          // executions recorded in a block forest
    const HChar* name;    // "{foo+12 at prog.c:14}"
-   BlockStep steps[kStepWays];   // indexed by from.phase % kStepWays
 };
 
 void blocks_init();
 // The block starting at addr (created on first use).
 BBInfo* block_at(Addr addr, const SourceLoc& loc);
 UInt block_count();                  // labels 0 .. block_count() - 1
-// Return addresses of the calls translated so far (their blocks take the
-// block helper without an inline step: kg_instrument.cpp, add_block_step).
+// Return addresses of the calls translated so far (in intra mode their
+// blocks call the block helper: kg_instrument.cpp, add_block_step).
 void note_return_site(Addr addr);
 Bool is_return_site(Addr addr);
 BBInfo* block_by_label(UInt label);
@@ -57,13 +34,65 @@ BBInfo* block_by_label(UInt label);
 // Whether blocks of this function are recorded.
 inline Bool blocks_traced(const FnInfo* fn) { return fn && fn->traced && !fn->no_symbol; }
 
+// One activation (top, bottom) of a block forest, interned per forest, and
+// the steps taken from it to the next blocks: a thread's position in a block
+// forest is a BlockState, and a block run whose step is known is one compare
+// and one pointer load (the next state), the loop-carried dependency of the
+// block modes (docs/block-modes.md, "Stepping"). Runs into a state are
+// counted in it and added to the forest's nodes by settle_block_states.
+// (top, bottom) determine the phase (top's depth in its tree with finite k)
+// and, with rolled loops, the depth (top's); without them depth only grows
+// and nothing reads it, so a state does not keep it.
+struct BlockState {
+   const void* a;             // top (PairMap key)
+   const void* b;             // bottom (nullptr while depth < k, or k infinite)
+   ForestNode* canonical;     // where the runs' Ir goes
+   ULong runs;                // runs not yet added to top's and bottom's calls
+   ULong ir;                  // their instructions, not yet in canonical's excl
+   UInt phase;
+   UInt depth;                // rolled loops only
+   struct Step {
+      UInt label;             // 0: unused (label 0 is __root__, never stepped into)
+      BlockState* to;
+   } steps[4];                // most recent first
+};
+
 // A block k-SF: per (thread, function) in intra mode, per thread in inter mode.
 struct BlockForest {
    Forest forest;
    FnInfo* fn;           // intra: the function; inter: nullptr
    UInt tid;             // thread serial; 0 when threads are joined
+   PairMap<BlockState> states;
+   BlockState* root;     // the first tree's root activation
 };
 BlockForest* block_forest_new(FnInfo* fn, UInt tid, UInt root_label);
+
+// A new activation of the forest's first tree root (whose block did not run).
+BlockState* enter_block_root(BlockForest* f);
+// The run of block `label` (n instructions) after state s, in the forest.
+BlockState* step_block_slow(BlockForest* f, BlockState* s, UInt label, UWord n);
+inline BlockState* step_block(BlockForest* f, BlockState* s, UInt label, UWord n)
+{
+   for (const BlockState::Step& st : s->steps) {
+      if (st.label != label) continue;
+      BlockState* to = st.to;
+      to->runs++;
+      to->ir += n;
+      return to;
+   }
+   return step_block_slow(f, s, label, n);
+}
+// The run of the first tree's root block (n instructions) as a new activation.
+inline BlockState* run_block_root(BlockForest* f, UWord n)
+{
+   BlockState* r = f->root;
+   r->runs++;
+   r->ir += n;
+   return r;
+}
+// Adds the runs counted in the states to the forest's nodes and to the
+// blocks' counts (before the forest is read or reset).
+void settle_block_states(BlockForest* f);
 
 // --dump-blocks: one line per recorded block run (see docs/block-modes.md).
 void dump_open();
@@ -72,15 +101,30 @@ void dump_block(UInt tid, ULong activation, UInt fn_label, const BBInfo* b);
 void dump_close();
 void dump_disable();   // in a fork child
 
+// The block trace: instrumented code records each run of a traced block
+// as one word (add_block_step in kg_instrument.cpp), and the recorded runs
+// are stepped through the forest in C in batches (kg_activity.cpp): one
+// store a block instead of a helper call. The buffer is aligned to its
+// size, so inline code knows it is full when the position's low bits are
+// zero. It holds runs of one thread and, in intra mode, of one activation:
+// it is emptied before either changes.
+const UWord kTraceBytes = 1 << 16;
+const UInt kTraceCountShift = 32;   // entry: block label | instructions << 32
+inline UWord trace_entry(const BBInfo* b, UWord n) { return (UWord)b->label | (n << kTraceCountShift); }
+inline UInt trace_label(UWord e) { return (UInt)e; }
+inline UWord trace_count(UWord e) { return e >> kTraceCountShift; }
+UWord* trace_start();
+
 extern "C" {
-// Stand-ins for the inline step cache: a node the misses add zero to, and an
-// activation no step starts from (kg_now.bb_act == nullptr).
-extern ForestNode kg_no_node;
-extern Activation kg_no_activation;
-// Helpers called at each block start of a traced function (n: instructions
-// of the block in this translation) when the inline step cache misses.
+// The next free entry of the block trace.
+extern UWord* kg_trace_pos;
+// Helpers called at a block start of a traced function (n: instructions of
+// the block in this translation) when its run cannot be recorded in the
+// trace (intra mode: its activation is not the trace's; --dump-blocks).
 void VG_REGPARM(2) kg_block_intra(BBInfo* b, UWord n);
 void VG_REGPARM(2) kg_block_inter(BBInfo* b, UWord n);
+// The trace is full: step through it.
+void kg_trace_full();
 }
 
 } // namespace kg

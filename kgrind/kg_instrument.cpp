@@ -581,63 +581,40 @@ void describe_positions(IRSB* sb_in, BlockInfo* blk)
    blk->points[n_exits].jump_target = exit_target(blk->instrs[instr], sb_in->jumpkind, target);
 }
 
-// Block modes, at a block start: the inline step cache (BlockStep). If the
-// thread's block activation is the step's `from`, replay the step: the
-// activation becomes `to`, its nodes count one more run and the canonical
-// node gets the block's Ir; otherwise (or with no known activation) call the
-// helper, which takes the step in the forest and remembers it. No branches
-// in IR: the replay always runs, with values selected by the hit bit.
+// Block modes, at a block start: the run is recorded in the block trace
+// (kg_blocks.h), one store, and stepped through the forest later in C. In
+// intra mode only while the top frame is the activation the trace continues
+// (frames are pushed and popped inline too); otherwise, and at a function's
+// first block and a call's return site, which start or resume another
+// activation, the helper takes the step at once. With --dump-blocks the
+// helper takes every step (it writes each run as it happens).
 void add_block_step(IRBuilder& b, BBInfo* bb, UWord n, void* helper, const HChar* helper_name)
 {
    IRExpr** args = mkIRExprVec_2(mkIRExpr_HWord((HWord)bb), mkIRExpr_HWord((HWord)n));
-   // The helper alone: with --dump-blocks (it writes every block run), and
-   // where the inline step mostly misses. Intra mode: a function's first
-   // block starts a new activation, and the block after a call continues
-   // one that the callee's blocks displaced. Inter mode without rolled
-   // loops: those blocks follow whichever call site or callee ran last, so
-   // their (top, bottom) origin changes (with rolled loops the origins
-   // repeat and the inline step pays: docs/block-modes.md).
    Bool call_boundary = bb->offset == 0 || is_return_site(bb->addr);
-   if (clo.dump_blocks || (call_boundary && (clo.mode == kModeIntra || !clo.roll_loops))) {
+   if (clo.dump_blocks || (call_boundary && clo.mode == kModeIntra)) {
       b.call(helper_name, helper, 2, args, nullptr);
       return;
    }
-   IRExpr* act = b.load64(&kg_now.bb_act);
+   IRExpr* pos = b.load64(&kg_trace_pos);
+   b.store(pos, mkIRExpr_HWord((HWord)trace_entry(bb, n)));
+   IRExpr* same = nullptr;
+   IRExpr* advance = IRBuilder::u64(sizeof(UWord));
    if (clo.mode == kModeIntra) {
-      // The activation is the top frame's only while that frame is the one
-      // the helper saw (frames are pushed and popped inline too).
       IRExpr* top = b.load64(&kg_now.top);
-      IRExpr* same = b.op(Iop_And1, b.op(Iop_CmpEQ64, top, b.load64(&kg_now.bb_top), Ity_I1),
-                          b.op(Iop_CmpEQ64, b.load_field(top, offsetof(Frame, ir_at_entry)),
-                               b.load64(&kg_now.bb_ir), Ity_I1), Ity_I1);
-      act = b.ite(same, act, mkIRExpr_HWord((HWord)&kg_no_activation));
+      same = b.op(Iop_And1, b.op(Iop_CmpEQ64, top, b.load64(&kg_now.bb_top), Ity_I1),
+                  b.op(Iop_CmpEQ64, b.load_field(top, offsetof(Frame, ir_at_entry)),
+                       b.load64(&kg_now.bb_ir), Ity_I1), Ity_I1);
+      advance = b.ite(same, advance, IRBuilder::u64(0));
    }
-   IRExpr* top = b.load_field(act, offsetof(Activation, top));
-   IRExpr* bottom = b.load_field(act, offsetof(Activation, bottom));
-   IRExpr* phase = b.load(Ity_I32, b.field(act, offsetof(Activation, phase)));
-   // The step for this phase: steps[phase % kStepWays] (64 bytes each).
-   IRExpr* way = b.op(Iop_And64, b.tmp(IRExpr_Unop(Iop_32Uto64, phase), Ity_I64), IRBuilder::u64(kStepWays - 1));
-   IRExpr* step = b.op(Iop_Add64, b.at(bb->steps), b.op(Iop_Shl64, way, IRExpr_Const(IRConst_U8(6))));
-   auto field = [&](UWord off, IRType ty) { return b.load(ty, b.field(step, off)); };
-   IRExpr* hit = b.op(Iop_And1,
-      b.op(Iop_And1, b.op(Iop_CmpEQ64, top, field(offsetof(BlockStep, from_top), Ity_I64), Ity_I1),
-           b.op(Iop_CmpEQ64, bottom, field(offsetof(BlockStep, from_bottom), Ity_I64), Ity_I1), Ity_I1),
-      b.op(Iop_CmpEQ32, phase, field(offsetof(BlockStep, from_phase), Ity_I32), Ity_I1), Ity_I1);
-   // Guarded stores: a miss leaves everything to the helper, and no old
-   // value stays live (fewer registers, no spills).
-   auto store_in_act = [&](UWord act_off, IRExpr* value) { b.store_if(hit, b.field(act, act_off), value); };
-   store_in_act(offsetof(Activation, top), field(offsetof(BlockStep, to_top), Ity_I64));
-   store_in_act(offsetof(Activation, bottom), field(offsetof(BlockStep, to_bottom), Ity_I64));
-   store_in_act(offsetof(Activation, phase), field(offsetof(BlockStep, to_phase), Ity_I32));
-   IRExpr* delta = b.tmp(IRExpr_Unop(Iop_64to32, field(offsetof(BlockStep, depth_delta), Ity_I64)), Ity_I32);
-   store_in_act(offsetof(Activation, depth),
-                b.op(Iop_Add32, b.load(Ity_I32, b.field(act, offsetof(Activation, depth))), delta, Ity_I32));
-   IRExpr* one = IRBuilder::u64(1);
-   b.add_if(hit, b.place(field(offsetof(BlockStep, to_top), Ity_I64), offsetof(ForestNode, calls)), one);
-   b.add_if(hit, b.place(field(offsetof(BlockStep, bottom_counter), Ity_I64), offsetof(ForestNode, calls)), one);
-   b.add_if(hit, b.place(field(offsetof(BlockStep, canonical), Ity_I64), offsetof(ForestNode, excl)), IRBuilder::u64(n));
-   b.add_if(hit, b.place(&bb->count), one);
-   b.call(helper_name, helper, 2, args, b.tmp(IRExpr_Unop(Iop_Not1, hit), Ity_I1));
+   IRExpr* next = b.op(Iop_Add64, pos, advance);
+   b.store64(&kg_trace_pos, next);
+   if (same) b.call(helper_name, helper, 2, args, b.tmp(IRExpr_Unop(Iop_Not1, same), Ity_I1));
+   // Full: the position's low bits are zero (only after an advance).
+   IRExpr* full = b.op(Iop_CmpEQ64, b.op(Iop_And64, next, IRBuilder::u64(kTraceBytes - 1)),
+                       IRBuilder::u64(0), Ity_I1);
+   if (same) full = b.op(Iop_And1, same, full, Ity_I1);
+   b.call("kg_trace_full", (void*)kg_trace_full, 0, mkIRExprVec_0(), full);
 }
 
 // The address after the superblock's last instruction (a call's return address).

@@ -268,7 +268,9 @@ def test_prog4_inter_recursion_is_a_loop(tools):
 # The oracle
 
 
-def generate_program(path, seed):
+def generate_program(path, seed, spin=0):
+    """A program of loops with early exits, recursion and longjmp in two
+    threads; each also runs a loop without calls `spin` times."""
     rng = random.Random(seed)
     n1, n2, stop = rng.randint(2, 4), rng.randint(2, 5), rng.randint(1, 4)
     depth = rng.randint(2, 5)
@@ -303,8 +305,13 @@ __attribute__((noinline)) void jumper(jmp_buf* jb, int n) {{
       sink += leaf(i);
    }}
 }}
+__attribute__((noinline)) void spin(int n) {{
+   for (int i = 0; i < n; i++)
+      if (i % 3) sink++;
+}}
 __attribute__((noinline)) void work(int variant) {{
    jmp_buf jb;
+   spin({spin});
    nested({n1} + variant);
    rec({depth} + variant);
    if (setjmp(jb) == 0) jumper(&jb, {stop} + 2);
@@ -324,7 +331,7 @@ int main(void) {{
     path.write_text(src)
 
 
-FUNCS = '--funcs=leaf,nested,rec,jumper,work,thread_main,main'
+FUNCS = '--funcs=leaf,nested,rec,jumper,spin,work,thread_main,main'
 
 
 def read_dump(path):
@@ -389,14 +396,29 @@ def ksf_of_cct(counts, k):
     return {key: dict(t) for key, t in trees.items()}
 
 
-@pytest.fixture(scope='module')
-def oracle_program(tmp_path_factory):
-    d = tmp_path_factory.mktemp('oracle')
+def build_oracle_program(d, spin):
     src = d / 'gen.c'
-    generate_program(src, 7)
+    generate_program(src, 7, spin)
     exe = d / 'gen'
     subprocess.run(['gcc', '-g', '-O0', '-pthread', str(src), '-o', str(exe)], check=True)
     return exe
+
+
+@pytest.fixture(scope='module')
+def oracle_program(tmp_path_factory):
+    return build_oracle_program(tmp_path_factory.mktemp('oracle'), 1)
+
+
+# Entries of the block trace (kTraceBytes / 8 in kgrind/kg_blocks.h): runs
+# recorded inline are stepped through the forests in batches of this many.
+TRACE_ENTRIES = 8192
+
+
+@pytest.fixture(scope='module')
+def long_oracle_program(tmp_path_factory):
+    """The oracle program with a loop that fills the trace several times
+    in each thread."""
+    return build_oracle_program(tmp_path_factory.mktemp('long-oracle'), 16000)
 
 
 # Joined threads: k = 2 and rolled loops suffice.
@@ -430,33 +452,26 @@ def forests_by_key(prof, mode):
     return got
 
 
-@pytest.mark.parametrize('mode,k,joined', ORACLE_CASES)
-def test_online_forests_equal_brute_force(tools, oracle_program, mode, k, joined):
+def oracle_opts(tools, mode, k, joined):
     opts = [f'--mode={mode}', FUNCS, f'--dump-blocks={tools.dir}/dump', f'--join-threads={joined}']
-    opts.append('--roll-loops=yes' if k == 'roll' else f'--k={k}')
-    prof = run(tools, oracle_program, opts)
-    dump = read_dump(tools.dir / 'dump')
-    assert len(dump) > 100
-    kk = None if k == 'roll' else int(k)
-    acts = activations(dump, mode, joined == 'yes')
-    if mode == 'intra':
-        # Recursion and longjmp: rec has several activations, jumper leaves by longjmp.
-        assert any(len(v) >= 4 for key, v in acts.items() if prof.fns[key[0]] == 'rec')
-    got = forests_by_key(prof, mode)
-    want = {key: ksf_of_cct(cct(paths, k == 'roll'), kk) for key, paths in acts.items()}
-    assert got.keys() == want.keys()
-    for key in want:
-        assert got[key] == want[key], key
-    # --dump-blocks sends every block through the helper; the same run
-    # without it replays the inline step cache (kg_instrument.cpp,
-    # add_block_step) and must build the same forests.
-    # Labels follow the translation order, which thread scheduling may
-    # change between the runs: compare by block address.
-    fast = run(tools, oracle_program, [o for o in opts if not o.startswith('--dump-blocks')], out='fast.out')
-    assert by_address(fast, forests_by_key(fast, mode)) == by_address(prof, want)
+    return opts + ['--roll-loops=yes' if k == 'roll' else f'--k={k}']
+
+
+def assert_trace_run_equal(tools, exe, opts, mode, prof):
+    """--dump-blocks sends every block through the helper; the same run
+    without it records blocks in the block trace (kg_instrument.cpp,
+    add_block_step) and must build the same forests and block counts.
+    Labels follow the translation order, which thread scheduling may change
+    between the runs: compare by block address."""
+    fast = run(tools, exe, [o for o in opts if not o.startswith('--dump-blocks')], out='fast.out')
+    assert by_address(fast, forests_by_key(fast, mode)) == by_address(prof, forests_by_key(prof, mode))
     assert ({b['addr']: b['count'] for b in fast.blocks.values()} ==
             {b['addr']: b['count'] for b in prof.blocks.values()})
-    # Block counts: the table's, the dump's and the forests' canonical nodes agree.
+
+
+def assert_block_counts(prof, dump, kk, mode):
+    """The table's block counts, the dump's runs and the forests' canonical
+    nodes agree; in intra mode also per function."""
     runs = collections.Counter(label for *_, label in dump)
     canonical = collections.Counter()
     for f in prof.forests:
@@ -476,6 +491,44 @@ def test_online_forests_equal_brute_force(tools, oracle_program, mode, k, joined
             if label:
                 table[b['fn']] += b['count']
         assert +per_fn == +table
+
+
+@pytest.mark.parametrize('mode,k,joined', ORACLE_CASES)
+def test_online_forests_equal_brute_force(tools, oracle_program, mode, k, joined):
+    opts = oracle_opts(tools, mode, k, joined)
+    prof = run(tools, oracle_program, opts)
+    dump = read_dump(tools.dir / 'dump')
+    assert len(dump) > 100
+    kk = None if k == 'roll' else int(k)
+    acts = activations(dump, mode, joined == 'yes')
+    if mode == 'intra':
+        # Recursion and longjmp: rec has several activations, jumper leaves by longjmp.
+        assert any(len(v) >= 4 for key, v in acts.items() if prof.fns[key[0]] == 'rec')
+    got = forests_by_key(prof, mode)
+    want = {key: ksf_of_cct(cct(paths, k == 'roll'), kk) for key, paths in acts.items()}
+    assert got.keys() == want.keys()
+    for key in want:
+        assert got[key] == want[key], key
+    assert_block_counts(prof, dump, kk, mode)
+    assert_trace_run_equal(tools, oracle_program, opts, mode, prof)
+
+
+@pytest.mark.parametrize('mode,k', [('intra', '2'), ('inter', '2'), ('intra', 'roll'), ('inter', 'roll')])
+def test_full_block_traces_equal_helper_steps(tools, long_oracle_program, mode, k):
+    """Each thread fills the block trace several times in one activation
+    (the loop in spin): the batches stepped in C build what the helper
+    builds block by block, and with rolled loops what the brute force does
+    (unrolled, its paths are as long as the loop: quadratic)."""
+    opts = oracle_opts(tools, mode, k, 'no')
+    prof = run(tools, long_oracle_program, opts)
+    dump = read_dump(tools.dir / 'dump')
+    runs = collections.Counter(tid for tid, *_ in dump)
+    assert len(runs) == 2 and min(runs.values()) > 3 * TRACE_ENTRIES
+    if k == 'roll':
+        want = {key: ksf_of_cct(cct(paths, True), None) for key, paths in activations(dump, mode, False).items()}
+        assert forests_by_key(prof, mode) == want
+    assert_trace_run_equal(tools, long_oracle_program, opts, mode, prof)
+    assert_block_counts(prof, dump, None if k == 'roll' else int(k), mode)
 
 
 def test_intra_mode_line_costs_equal_cachegrind(tools):
