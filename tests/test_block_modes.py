@@ -452,8 +452,8 @@ def forests_by_key(prof, mode):
     return got
 
 
-def oracle_opts(tools, mode, k, joined):
-    opts = [f'--mode={mode}', FUNCS, f'--dump-blocks={tools.dir}/dump', f'--join-threads={joined}']
+def oracle_opts(tools, mode, k, joined, funcs=FUNCS):
+    opts = [f'--mode={mode}', funcs, f'--dump-blocks={tools.dir}/dump', f'--join-threads={joined}']
     return opts + ['--roll-loops=yes' if k == 'roll' else f'--k={k}']
 
 
@@ -493,24 +493,49 @@ def assert_block_counts(prof, dump, kk, mode):
         assert +per_fn == +table
 
 
+def assert_forests_equal_brute_force(prof, acts, mode, k):
+    """The forests the tool built equal the brute force's over the dump's
+    per-activation block paths."""
+    kk = None if k == 'roll' else int(k)
+    got = forests_by_key(prof, mode)
+    want = {key: ksf_of_cct(cct(paths, k == 'roll'), kk) for key, paths in acts.items()}
+    assert got.keys() == want.keys()
+    for key in want:
+        assert got[key] == want[key], key
+
+
 @pytest.mark.parametrize('mode,k,joined', ORACLE_CASES)
 def test_online_forests_equal_brute_force(tools, oracle_program, mode, k, joined):
     opts = oracle_opts(tools, mode, k, joined)
     prof = run(tools, oracle_program, opts)
     dump = read_dump(tools.dir / 'dump')
     assert len(dump) > 100
-    kk = None if k == 'roll' else int(k)
     acts = activations(dump, mode, joined == 'yes')
     if mode == 'intra':
         # Recursion and longjmp: rec has several activations, jumper leaves by longjmp.
         assert any(len(v) >= 4 for key, v in acts.items() if prof.fns[key[0]] == 'rec')
-    got = forests_by_key(prof, mode)
-    want = {key: ksf_of_cct(cct(paths, k == 'roll'), kk) for key, paths in acts.items()}
-    assert got.keys() == want.keys()
-    for key in want:
-        assert got[key] == want[key], key
-    assert_block_counts(prof, dump, kk, mode)
+    assert_forests_equal_brute_force(prof, acts, mode, k)
+    assert_block_counts(prof, dump, None if k == 'roll' else int(k), mode)
     assert_trace_run_equal(tools, oracle_program, opts, mode, prof)
+
+
+@pytest.mark.parametrize('mode,k', [('intra', '2'), ('inter', '2'), ('intra', 'roll'), ('inter', 'roll')])
+def test_signal_handler_blocks_equal_brute_force(tools, mode, k):
+    """A traced loop interrupted 40 times by a handler that runs traced code
+    (tests/progs/blocksig.c): in intra mode the handler's functions are
+    activations of their own and the loop's activation continues after
+    them; in inter mode the handler's blocks are part of the sequence."""
+    exe = tools.compile('blocksig.c', '-O1')
+    opts = oracle_opts(tools, mode, k, 'no', funcs='--funcs=main,loop,on_signal,handler_work')
+    prof = run(tools, exe, opts)
+    dump = read_dump(tools.dir / 'dump')
+    acts = activations(dump, mode, False)
+    if mode == 'intra':
+        handler_acts = [v for key, v in acts.items() if prof.fns[key[0]] == 'on_signal']
+        assert len(handler_acts) == 1 and len(handler_acts[0]) == 40
+    assert_forests_equal_brute_force(prof, acts, mode, k)
+    assert_block_counts(prof, dump, None if k == 'roll' else int(k), mode)
+    assert_trace_run_equal(tools, exe, opts, mode, prof)
 
 
 @pytest.mark.parametrize('mode,k', [('intra', '2'), ('inter', '2'), ('intra', 'roll'), ('inter', 'roll')])
@@ -525,10 +550,31 @@ def test_full_block_traces_equal_helper_steps(tools, long_oracle_program, mode, 
     runs = collections.Counter(tid for tid, *_ in dump)
     assert len(runs) == 2 and min(runs.values()) > 3 * TRACE_ENTRIES
     if k == 'roll':
-        want = {key: ksf_of_cct(cct(paths, True), None) for key, paths in activations(dump, mode, False).items()}
-        assert forests_by_key(prof, mode) == want
+        assert_forests_equal_brute_force(prof, activations(dump, mode, False), mode, k)
     assert_trace_run_equal(tools, long_oracle_program, opts, mode, prof)
     assert_block_counts(prof, dump, None if k == 'roll' else int(k), mode)
+
+
+@pytest.mark.parametrize('mode', ['intra', 'inter'])
+def test_fork_child_block_counts_start_at_zero(tools, mode):
+    """A fork child's profile counts only the child's block runs, and the
+    parent's all of its own (those still in the block trace at the fork
+    included): each function's loop block runs the n its caller passes
+    (tests/progs/forker.c), and the other functions' blocks not at all."""
+    exe = tools.compile('forker.c', '-O1')
+    r = tools.kgrind(exe, opts=[f'--mode={mode}', '--k=2', '--funcs=main,before_fork,child_work,parent_work'],
+                     out='kg.%p')
+    assert r.returncode == 0, r.stderr
+    loop_runs = {}
+    for path in tools.dir.glob('kg.*'):
+        most = collections.Counter()
+        for label, b in BlockProfile(path).blocks.items():
+            if label:
+                most[b['fn']] = max(most[b['fn']], b['count'])
+        loop_runs['child' if most['child_work'] else 'parent'] = most
+    parent, child = loop_runs['parent'], loop_runs['child']
+    assert (parent['before_fork'], parent['parent_work'], parent['child_work']) == (3000, 1000, 0)
+    assert (child['before_fork'], child['parent_work'], child['child_work']) == (0, 0, 2000)
 
 
 def test_intra_mode_line_costs_equal_cachegrind(tools):
