@@ -665,7 +665,7 @@ void finish_all_threads()
    if (block_mode()) {
       for_each_block_forest([](BlockForest* f) {
          settle_block_states(f);
-         f->states.forget_index();
+         f->states.clear();
       });
    }
    // No more lookups: their tables' memory goes to the output's buffers.

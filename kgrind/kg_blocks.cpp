@@ -93,21 +93,40 @@ BBInfo* block_by_label(UInt label) { return *(BBInfo**)VG_(indexXA)(by_label, la
 
 namespace {
 
+// A zeroed state, 64-byte aligned (never freed: steps point at it).
+BlockState* new_state()
+{
+   static const SizeT kChunk = 64 * 1024;
+   static Addr next, end;
+   if (next + sizeof(BlockState) > end) {
+      Addr chunk = (Addr)alloc_zeroed(kChunk + alignof(BlockState), "kg.blockstates");
+      next = (chunk + alignof(BlockState) - 1) & ~(Addr)(alignof(BlockState) - 1);
+      end = chunk + kChunk + alignof(BlockState);
+   }
+   BlockState* s = (BlockState*)next;
+   next += sizeof(BlockState);
+   return s;
+}
+
 // The state of activation a (created on first use).
 BlockState* intern(BlockForest* f, const Activation& a)
 {
-   BlockState* st = f->states.get(a.top, a.bottom);
-   if (!st->canonical) {
+   BlockStateRef* ref = f->states.get(a.top, a.bottom);
+   if (!ref->state) {
+      BlockState* st = new_state();
+      st->top = a.top;
+      st->bottom = a.bottom;
       st->canonical = core::Forest::canonical(a);
       st->phase = a.phase;
       st->depth = a.depth;
+      ref->state = st;
    }
-   return st;
+   return ref->state;
 }
 
 Activation activation_of(const BlockState* s)
 {
-   return { (ForestNode*)s->a, (ForestNode*)s->b, s->depth, s->phase };
+   return { s->top, s->bottom, s->depth, s->phase };
 }
 
 } // namespace
@@ -147,13 +166,13 @@ BlockState* step_block_slow(BlockForest* f, BlockState* s, UInt label, UWord n)
 
 void settle_block_states(BlockForest* f)
 {
-   f->states.for_each([](BlockState* s) {
+   f->states.for_each([](BlockStateRef* ref) {
+      BlockState* s = ref->state;
       if (!s->runs && !s->ir) return;
-      ForestNode* top = (ForestNode*)s->a;
-      top->calls += s->runs;
-      if (s->b) ((ForestNode*)s->b)->calls += s->runs;
+      s->top->calls += s->runs;
+      if (s->bottom) s->bottom->calls += s->runs;
       s->canonical->excl += s->ir;
-      block_by_label(top->label)->count += s->runs;
+      block_by_label(s->top->label)->count += s->runs;
       s->runs = s->ir = 0;
    });
 }

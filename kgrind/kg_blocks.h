@@ -43,18 +43,34 @@ inline Bool blocks_traced(const FnInfo* fn) { return fn && fn->traced && !fn->no
 // (top, bottom) determine the phase (top's depth in its tree with finite k)
 // and, with rolled loops, the depth (top's); without them depth only grows
 // and nothing reads it, so a state does not keep it.
-struct BlockState {
-   const void* a;             // top (PairMap key)
-   const void* b;             // bottom (nullptr while depth < k, or k infinite)
-   ForestNode* canonical;     // where the runs' Ir goes
+//
+// A state is two cache lines, aligned: the first holds what every run into
+// it reads and writes (its counts and its steps), the second the activation
+// (read only on a new step and when settling). A forest with more states
+// than the caches hold (rolled inter mode on cppvirt: 12 k) then misses
+// once a run, not twice.
+struct alignas(64) BlockState {
+   // Hot.
    ULong runs;                // runs not yet added to top's and bottom's calls
    ULong ir;                  // their instructions, not yet in canonical's excl
-   UInt phase;
-   UInt depth;                // rolled loops only
    struct Step {
       UInt label;             // 0: unused (label 0 is __root__, never stepped into)
       BlockState* to;
-   } steps[4];                // most recent first
+   } steps[3];                // most recent first
+   // Cold.
+   ForestNode* top;
+   ForestNode* bottom;        // nullptr while depth < k, or k infinite
+   ForestNode* canonical;     // where the runs' Ir goes
+   UInt phase;
+   UInt depth;                // rolled loops only
+};
+static_assert(sizeof(BlockState) == 128 && offsetof(BlockState, top) == 64, "hot line, cold line");
+
+// The index of a forest's states, by (top, bottom).
+struct BlockStateRef {
+   const void* a;             // top
+   const void* b;             // bottom
+   BlockState* state;
 };
 
 // A block k-SF: per (thread, function) in intra mode, per thread in inter mode.
@@ -62,7 +78,7 @@ struct BlockForest {
    Forest forest;
    FnInfo* fn;           // intra: the function; inter: nullptr
    UInt tid;             // thread serial; 0 when threads are joined
-   PairMap<BlockState> states;
+   PairTable<BlockStateRef> states;
    BlockState* root;     // the first tree's root activation
 };
 BlockForest* block_forest_new(FnInfo* fn, UInt tid, UInt root_label);
