@@ -56,7 +56,7 @@ struct alignas(64) BlockState {
    struct Step {
       UInt label;             // 0: unused (label 0 is __root__, never stepped into)
       BlockState* to;
-   } steps[3];                // most recent first
+   } steps[3];                // most recent first (step_block checks three)
    // Cold.
    ForestNode* top;
    ForestNode* bottom;        // nullptr while depth < k, or k infinite
@@ -89,14 +89,21 @@ BlockState* enter_block_root(BlockForest* f);
 BlockState* step_block_slow(BlockForest* f, BlockState* s, UInt label, UWord n);
 inline BlockState* step_block(BlockForest* f, BlockState* s, UInt label, UWord n)
 {
-   for (const BlockState::Step& st : s->steps) {
-      if (st.label != label) continue;
-      BlockState* to = st.to;
-      to->runs++;
-      to->ir += n;
-      return to;
+   // Way 0 spelled out: its load is the chain from one run to the next, and
+   // a loop over the ways puts an address computation before it.
+   BlockState* to;
+   if (__builtin_expect(s->steps[0].label == label, 1)) {
+      to = s->steps[0].to;
+   } else if (s->steps[1].label == label) {
+      to = s->steps[1].to;
+   } else if (s->steps[2].label == label) {
+      to = s->steps[2].to;
+   } else {
+      return step_block_slow(f, s, label, n);
    }
-   return step_block_slow(f, s, label, n);
+   to->runs++;
+   to->ir += n;
+   return to;
 }
 // The run of the first tree's root block (n instructions) as a new activation.
 inline BlockState* run_block_root(BlockForest* f, UWord n)
