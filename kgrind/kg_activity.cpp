@@ -476,7 +476,10 @@ static void run_trace()
    kg_trace_pos = start;
    BlockForest* f = kg_now.bb_forest;
    BlockState* s = *kg_now.bb_state;
-   for (const UWord* e = start; e < end; e++) s = step_block(f, s, trace_label(*e), trace_count(*e));
+   const UWord* e = start;
+   for (; e + 1 < end; e += 2)
+      s = step_two(f, s, trace_label(e[0]), trace_count(e[0]), trace_label(e[1]), trace_count(e[1]));
+   if (e < end) s = step_block(f, s, trace_label(*e), trace_count(*e));
    *kg_now.bb_state = s;
 }
 

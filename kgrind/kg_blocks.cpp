@@ -158,9 +158,9 @@ BlockState* step_block_slow(BlockForest* f, BlockState* s, UInt label, UWord n)
    core::Forest::canonical(to)->excl += n;
    block_by_label(label)->count++;
    BlockState* next = intern(f, to);
-   const UInt ways = sizeof s->steps / sizeof s->steps[0];
-   for (UInt i = ways - 1; i > 0; i--) s->steps[i] = s->steps[i - 1];
-   s->steps[0] = { label, next };
+   s->older[1] = s->older[0];
+   s->older[0] = s->step;
+   s->step = { label, next };
    return next;
 }
 

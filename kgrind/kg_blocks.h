@@ -45,26 +45,34 @@ inline Bool blocks_traced(const FnInfo* fn) { return fn && fn->traced && !fn->no
 // and nothing reads it, so a state does not keep it.
 //
 // A state is two cache lines, aligned: the first holds what every run into
-// it reads and writes (its counts and its steps), the second the activation
-// (read only on a new step and when settling). A forest with more states
-// than the caches hold (rolled inter mode on cppvirt: 12 k) then misses
-// once a run, not twice.
+// it reads and writes (its counts, its last step and its last pair of
+// steps), the second older steps and the activation (read on a new step and
+// when settling). A forest with more states than the caches hold (rolled
+// inter mode on cppvirt: 12 k) then misses once a run, not twice.
+struct BlockState;
+struct BlockStep {
+   UInt label;                // 0: unused (label 0 is __root__, never stepped into)
+   BlockState* to;
+};
 struct alignas(64) BlockState {
    // Hot.
    ULong runs;                // runs not yet added to top's and bottom's calls
    ULong ir;                  // their instructions, not yet in canonical's excl
-   struct Step {
-      UInt label;             // 0: unused (label 0 is __root__, never stepped into)
-      BlockState* to;
-   } steps[3];                // most recent first (step_block checks three)
+   BlockStep step;            // the last step taken from here
+   // The last two steps taken from here at once (step_two): the labels,
+   // the first in the low half (0: none), and the states they led to.
+   UWord pair_labels;
+   BlockState* pair_mid;
+   BlockState* pair_to;
    // Cold.
+   alignas(64) BlockStep older[2];   // the steps before, most recent first
    ForestNode* top;
    ForestNode* bottom;        // nullptr while depth < k, or k infinite
    ForestNode* canonical;     // where the runs' Ir goes
    UInt phase;
    UInt depth;                // rolled loops only
 };
-static_assert(sizeof(BlockState) == 128 && offsetof(BlockState, top) == 64, "hot line, cold line");
+static_assert(sizeof(BlockState) == 128 && offsetof(BlockState, older) == 64, "hot line, cold line");
 
 // The index of a forest's states, by (top, bottom).
 struct BlockStateRef {
@@ -87,31 +95,51 @@ BlockForest* block_forest_new(FnInfo* fn, UInt tid, UInt root_label);
 BlockState* enter_block_root(BlockForest* f);
 // The run of block `label` (n instructions) after state s, in the forest.
 BlockState* step_block_slow(BlockForest* f, BlockState* s, UInt label, UWord n);
+inline void count_run(BlockState* s, UWord n)
+{
+   s->runs++;
+   s->ir += n;
+}
 inline BlockState* step_block(BlockForest* f, BlockState* s, UInt label, UWord n)
 {
-   // Way 0 spelled out: its load is the chain from one run to the next, and
-   // a loop over the ways puts an address computation before it.
+   // The last step spelled out: its load is the chain from one run to the
+   // next, and a loop over the steps puts an address computation before it.
    BlockState* to;
-   if (__builtin_expect(s->steps[0].label == label, 1)) {
-      to = s->steps[0].to;
-   } else if (s->steps[1].label == label) {
-      to = s->steps[1].to;
-   } else if (s->steps[2].label == label) {
-      to = s->steps[2].to;
-   } else {
+   if (__builtin_expect(s->step.label == label, 1))
+      to = s->step.to;
+   else if (s->older[0].label == label)
+      to = s->older[0].to;
+   else if (s->older[1].label == label)
+      to = s->older[1].to;
+   else
       return step_block_slow(f, s, label, n);
+   count_run(to, n);
+   return to;
+}
+// Two runs after state s: when the same two blocks followed s last time,
+// one compare and one load on the chain for both (a loop's runs are
+// latency-bound on that chain: docs/block-modes.md).
+inline BlockState* step_two(BlockForest* f, BlockState* s, UInt label1, UWord n1, UInt label2, UWord n2)
+{
+   UWord labels = (UWord)label1 | ((UWord)label2 << 32);
+   if (__builtin_expect(s->pair_labels == labels, 1)) {
+      BlockState* to = s->pair_to;   // read before the counts, which may be s's
+      count_run(s->pair_mid, n1);
+      count_run(to, n2);
+      return to;
    }
-   to->runs++;
-   to->ir += n;
+   BlockState* mid = step_block(f, s, label1, n1);
+   BlockState* to = step_block(f, mid, label2, n2);
+   s->pair_labels = labels;
+   s->pair_mid = mid;
+   s->pair_to = to;
    return to;
 }
 // The run of the first tree's root block (n instructions) as a new activation.
 inline BlockState* run_block_root(BlockForest* f, UWord n)
 {
-   BlockState* r = f->root;
-   r->runs++;
-   r->ir += n;
-   return r;
+   count_run(f->root, n);
+   return f->root;
 }
 // Adds the runs counted in the states to the forest's nodes and to the
 // blocks' counts (before the forest is read or reset).
