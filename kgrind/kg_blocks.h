@@ -42,7 +42,7 @@ inline Bool blocks_traced(const FnInfo* fn) { return fn && fn->traced && !fn->no
 // counted in it and added to the forest's nodes by settle_block_states.
 // (top, bottom) determine the phase (top's depth in its tree with finite k)
 // and, with rolled loops, the depth (top's); without them depth only grows
-// and nothing reads it, so a state does not keep it.
+// and nothing reads it, so a state's depth is just the first one seen.
 //
 // A state is two cache lines, aligned: the first holds what every run into
 // it reads and writes (its counts, its last step and its last pair of
@@ -70,7 +70,7 @@ struct alignas(64) BlockState {
    ForestNode* bottom;        // nullptr while depth < k, or k infinite
    ForestNode* canonical;     // where the runs' Ir goes
    UInt phase;
-   UInt depth;                // rolled loops only
+   UInt depth;                // exact with rolled loops only
 };
 static_assert(sizeof(BlockState) == 128 && offsetof(BlockState, older) == 64, "hot line, cold line");
 
