@@ -136,8 +136,11 @@ BlockForest* block_forest_new(FnInfo* fn, UInt tid, UInt root_label)
    BlockForest* f = (BlockForest*)alloc_zeroed(sizeof(BlockForest));
    core::Allocator al = { nullptr, core_alloc, core_free };
    // Block forests never roll simple recursion (a one-block loop is a chain,
-   // Def. 7); --roll-loops uses enter_loop instead.
-   f->forest.sf.init(al, clo.k, root_label, 0);
+   // Def. 7); --roll-loops uses enter_loop instead. Intra mode has a forest
+   // per function, each with a few of the program's block labels: its
+   // trees are found by hashing (a direct array indexed by block label cost
+   // up to 128 KB a function).
+   f->forest.sf.init(al, clo.k, root_label, fn ? core::Forest::kSparseRoots : 0);
    f->fn = fn;
    f->tid = tid;
    f->root = intern(f, { f->forest.sf.first_tree(), nullptr, 0, 0 });

@@ -86,7 +86,7 @@ struct BlockForest {
    Forest forest;
    FnInfo* fn;           // intra: the function; inter: nullptr
    UInt tid;             // thread serial; 0 when threads are joined
-   PairTable<BlockStateRef> states;
+   PairTable<BlockStateRef, 16> states;   // intra mode has a forest per function
    BlockState* root;     // the first tree's root activation
 };
 BlockForest* block_forest_new(FnInfo* fn, UInt tid, UInt root_label);

@@ -13,8 +13,9 @@ namespace kg {
 
 // Entry starts with `const void* a; const void* b;` (the key) and is
 // zero-initialised on creation; a == free_key() (the last byte of the address
-// space, never a key) marks a free slot.
-template <typename Entry>
+// space, never a key) marks a free slot. kFirstCap: slots of the first
+// allocation (a power of two; small for tables there are many of).
+template <typename Entry, UWord kFirstCap = 1024>
 class PairTable {
 public:
    // The entry for (a, b), created zeroed (with a, b set) on first use.
@@ -71,7 +72,7 @@ private:
    {
       UWord old_cap = cap_;
       Entry* old = slots_;
-      cap_ = cap_ ? cap_ * 2 : 1024;
+      cap_ = cap_ ? cap_ * 2 : kFirstCap;
       slots_ = (Entry*)kg::alloc(cap_ * sizeof(Entry), "kg.pairmap");
       for (UWord i = 0; i < cap_; i++) slots_[i].a = free_key();
       for (UWord i = 0; i < old_cap; i++) {

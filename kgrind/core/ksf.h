@@ -108,6 +108,10 @@ class Forest {
   enum Kind : uint32_t { kSlabForest = 0, kCallingContextForest = 1 };
   // Flags for init().
   static constexpr uint32_t kRollSimpleRecursion = 1u;  // default: on (IHPP behaviour)
+  // R in a hash map only: for forests whose labels are a small part of a
+  // large label space (one per function over the program's block labels),
+  // where a direct array indexed by label would be mostly empty.
+  static constexpr uint32_t kSparseRoots = 2u;
 
   // ---- lifetime ---------------------------------------------------------
   // k: 0 (vertex profile), 1, 2, ..., or kInfinity (CCT).
@@ -236,7 +240,7 @@ class Forest {
   size_t tree_count() const { return root_list_.size(); }
   Node* tree(size_t i) const { return root_list_[i]; }
   Node* find_tree(uint32_t label) const {
-    if (label < kDenseRootLimit) return label < dense_roots_.size() ? dense_roots_[label] : nullptr;
+    if (dense(label)) return label < dense_roots_.size() ? dense_roots_[label] : nullptr;
     Node* const* p = roots_.find(label);
     return p ? *p : nullptr;
   }
@@ -308,8 +312,10 @@ class Forest {
  private:
   static constexpr uint32_t kDenseRootLimit = 1u << 22;
 
+  bool dense(uint32_t label) const { return label < kDenseRootLimit && !(flags_ & kSparseRoots); }
+
   __attribute__((noinline)) Node* tree_root_slow(uint32_t label) {
-    if (label < kDenseRootLimit) {
+    if (dense(label)) {
       if (label >= dense_roots_.size()) {
         size_t n = dense_roots_.size() ? dense_roots_.size() : 64;
         while (n <= label) n *= 2;
