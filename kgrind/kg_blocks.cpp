@@ -50,9 +50,7 @@ void blocks_init()
    BBInfo* root = (BBInfo*)alloc_zeroed(sizeof(BBInfo));
    root->name = "__root__";
    VG_(addToXA)(by_label, &root);
-   // Aligned to its size (see kTraceBytes); never freed.
-   Addr raw = (Addr)kg::alloc(2 * kTraceBytes, "kg.trace");
-   trace_buffer = (UWord*)((raw + kTraceBytes - 1) & ~(kTraceBytes - 1));
+   trace_buffer = (UWord*)alloc_permanent(kTraceBytes, kTraceBytes);   // see kTraceBytes
    kg_trace_pos = trace_buffer;
 }
 
@@ -93,27 +91,12 @@ BBInfo* block_by_label(UInt label) { return *(BBInfo**)VG_(indexXA)(by_label, la
 
 namespace {
 
-// A zeroed state, 64-byte aligned (never freed: steps point at it).
-BlockState* new_state()
-{
-   static const SizeT kChunk = 64 * 1024;
-   static Addr next, end;
-   if (next + sizeof(BlockState) > end) {
-      Addr chunk = (Addr)alloc_zeroed(kChunk + alignof(BlockState), "kg.blockstates");
-      next = (chunk + alignof(BlockState) - 1) & ~(Addr)(alignof(BlockState) - 1);
-      end = chunk + kChunk + alignof(BlockState);
-   }
-   BlockState* s = (BlockState*)next;
-   next += sizeof(BlockState);
-   return s;
-}
-
 // The state of activation a (created on first use).
 BlockState* intern(BlockForest* f, const Activation& a)
 {
    BlockStateRef* ref = f->states.get(a.top, a.bottom);
    if (!ref->state) {
-      BlockState* st = new_state();
+      BlockState* st = (BlockState*)alloc_permanent(sizeof(BlockState), alignof(BlockState));
       st->top = a.top;
       st->bottom = a.bottom;
       st->canonical = core::Forest::canonical(a);

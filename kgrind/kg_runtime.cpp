@@ -11,20 +11,20 @@ void operator delete[](void* p, SizeT) noexcept { kg::release(p); }
 // Called only if a pure virtual function is somehow invoked: a tool bug.
 extern "C" void __cxa_pure_virtual() { VG_(tool_panic)((HChar*)"kgrind: pure virtual call"); }
 
-void* kg::alloc_permanent(SizeT n)
+void* kg::alloc_permanent(SizeT n, SizeT align)
 {
    static const SizeT kChunk = 64 * 1024;
-   static UChar* next;
-   static SizeT left;
+   static Addr next, end;
+   auto align_up = [align](Addr a) { return (a + align - 1) & ~(Addr)(align - 1); };
    n = (n + 7) & ~(SizeT)7;
-   if (n > kChunk / 8) return alloc_zeroed(n, "kg.permanent");
-   if (n > left) {
-      next = (UChar*)alloc_zeroed(kChunk, "kg.permanent");
-      left = kChunk;
+   if (n > kChunk / 8) return (void*)align_up((Addr)alloc_zeroed(n + align - 1, "kg.permanent"));
+   if (align_up(next) + n > end) {
+      next = (Addr)alloc_zeroed(kChunk, "kg.permanent");
+      end = next + kChunk;
    }
-   void* p = next;
+   next = align_up(next);
+   void* p = (void*)next;
    next += n;
-   left -= n;
    return p;
 }
 

@@ -11,11 +11,12 @@ inline void* alloc(SizeT n, const HChar* cc = "kg.alloc") { return VG_(malloc)(c
 inline void* alloc_zeroed(SizeT n, const HChar* cc = "kg.alloc") { return VG_(calloc)(cc, 1, n); }
 inline void release(void* p) { if (p) VG_(free)(p); }
 
-// Zeroed, 8-byte aligned memory for small objects that live until the tool
-// exits (per-block data, counters, map entries): carved from large chunks,
-// because VG_(malloc) adds 32 bytes of headers and red zones to every block
-// (sqlite3 made 110 k such blocks: 3.5 MB of the core arena). Never freed.
-void* alloc_permanent(SizeT n);
+// Zeroed memory for objects that live until the tool exits (per-block data,
+// counters, map entries), aligned to `align` (a power of two; 8 by default):
+// small ones carved from large chunks, because VG_(malloc) adds 32 bytes of
+// headers and red zones to every block (sqlite3 made 110 k such blocks: 3.5
+// MB of the core arena). Never freed.
+void* alloc_permanent(SizeT n, SizeT align = 8);
 
 // A copy of a C string on the tool heap; never freed for interned names.
 HChar* strdup(const HChar* s);
