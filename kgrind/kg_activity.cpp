@@ -318,6 +318,12 @@ void unwind_to_sp(ThreadState* t, Addr sp)
    if (sp > kg_now.top_sp) kg_now.top_sp = ~(Addr)0;
 }
 
+BlockEntryCache* entry_cache(BlockInfo* blk)
+{
+   if (!blk->entry) blk->entry = (BlockEntryCache*)alloc_permanent(sizeof(BlockEntryCache));
+   return blk->entry;
+}
+
 // The transition into traced fn from the top frame, by a call (from its
 // call site's ways, which learn it) or by a jump.
 Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, UWord after_call)
@@ -326,11 +332,12 @@ Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, UWord
    if (!after_call) {
       // A tail call: the block remembers the last one (no table lookup when
       // the same caller's frame jumps here again).
-      if (blk->jump_parent != top) {
-         blk->jump_parent = top;
-         blk->jump_tr = activation_transition(t, top->child, fn, blk);
+      BlockEntryCache* c = entry_cache(blk);
+      if (c->jump_parent != top) {
+         c->jump_parent = top;
+         c->jump_tr = activation_transition(t, top->child, fn, blk);
       }
-      return blk->jump_tr;
+      return c->jump_tr;
    }
    CallSite* site = kg_now.site;
    UInt i = 0;
@@ -386,8 +393,9 @@ void activity_init()
 FnInfo* activated_function(BlockInfo* blk)
 {
    if (!blk->fn->no_symbol) return blk->fn;
-   if (!blk->entry_fn) blk->entry_fn = function_named_by_address(blk->addr, blk->fn);
-   return blk->entry_fn;
+   BlockEntryCache* c = entry_cache(blk);
+   if (!c->entry_fn) c->entry_fn = function_named_by_address(blk->addr, blk->fn);
+   return c->entry_fn;
 }
 
 extern "C" void VG_REGPARM(1) kg_unwind(Addr sp)

@@ -7,7 +7,12 @@ namespace kg {
 
 namespace {
 
-WordFM* line_index;    // SourceLine* (key: fn, file, line) -> SourceLine*
+// Interned source lines, keyed by (fn, file and line in one word).
+struct SourceLineKeys {
+   static const void* a(const SourceLine* l) { return l->fn; }
+   static const void* b(const SourceLine* l) { return (const void*)((UWord)l->file << 32 | l->line); }
+};
+PairIndex<SourceLine, SourceLineKeys> lines;
 
 Word compare_lines(UWord a, UWord b)
 {
@@ -19,13 +24,16 @@ Word compare_lines(UWord a, UWord b)
    return 0;
 }
 
+// The counters of one (context, block): one per block slot, right after the
+// key, so that finding them in the index brings them into the cache.
 struct BlockCounters {
    const void* a;      // ForestNode* context
    const void* b;      // BlockInfo*
-   ULong* counters;    // one per block slot
+   ULong* counters() { return (ULong*)(this + 1); }
+   const ULong* counters() const { return (const ULong*)(this + 1); }
 };
 
-PairTable<BlockCounters> block_counters;   // probed at every context change of a block
+PairIndex<BlockCounters> block_counters;   // probed at every context change of a block
 PairMap<CallEdge> call_edges;
 
 // Block modes: the targets of one (context, superblock)'s computed jump.
@@ -45,19 +53,14 @@ PairTable<IndirectJumps> indirect_jumps;
 
 } // namespace
 
-void costs_init()
-{
-   line_index = VG_(newFM)(VG_(malloc), "kg.lines", VG_(free), compare_lines);
-}
-
 SourceLine* source_line(const SourceLoc& loc)
 {
    SourceLine probe = { loc.fn, loc.file, loc.line };
-   UWord key, val;
-   if (VG_(lookupFM)(line_index, &key, &val, (UWord)&probe)) return (SourceLine*)val;
-   SourceLine* sl = (SourceLine*)alloc_permanent(sizeof(SourceLine));
+   SourceLine* sl = lines.find(SourceLineKeys::a(&probe), SourceLineKeys::b(&probe));
+   if (sl) return sl;
+   sl = (SourceLine*)alloc_permanent(sizeof(SourceLine));
    *sl = probe;
-   VG_(addToFM)(line_index, (UWord)sl, (UWord)sl);
+   lines.insert(sl);
    return sl;
 }
 
@@ -66,18 +69,22 @@ BlockInfo* block_info_new(Addr addr, UInt n_slots, SourceLine** slots)
    BlockInfo* b = (BlockInfo*)alloc_permanent(sizeof(BlockInfo));
    b->addr = addr;
    b->n_slots = n_slots;
-   b->slots = (SourceLine**)alloc_permanent(n_slots * sizeof(SourceLine*) + 1);
+   b->slots = (SourceLine**)alloc_permanent(n_slots * sizeof(SourceLine*));
    for (UInt i = 0; i < n_slots; i++) b->slots[i] = slots[i];
    return b;
 }
 
 void point_block_at_table(BlockInfo* blk, ForestNode* ctx)
 {
-   BlockCounters* e = block_counters.get(ctx, blk);
-   if (!e->counters)
-      e->counters = (ULong*)alloc_permanent((blk->n_slots ? blk->n_slots : 1) * sizeof(ULong));
+   BlockCounters* e = block_counters.find(ctx, blk);
+   if (!e) {
+      e = (BlockCounters*)alloc_permanent(sizeof(BlockCounters) + (blk->n_slots ? blk->n_slots : 1) * sizeof(ULong));
+      e->a = ctx;
+      e->b = blk;
+      block_counters.insert(e);
+   }
    blk->ways[1] = blk->ways[0];   // the least recent way makes room
-   blk->ways[0] = { ctx, e->counters };
+   blk->ways[0] = { ctx, e->counters() };
 }
 
 extern "C" void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk)
@@ -184,16 +191,14 @@ static void for_each_context(const BlockCounters* const* by_ctx, UWord n, F f)
 // cmp) and sorted by context, then key. `width` bounds how many costs
 // `expand` writes for one entry. Context by context, in two passes (count,
 // then fill), so the unfolded costs (sqlite3: 55 k, twice the folded ones)
-// are never all held at once: this runs at exit, where peak RSS may be
-// reached.
+// are never all held at once, and sorted in the index's memory (which this
+// consumes): this runs at exit, where peak RSS may be reached.
 static UWord collect_costs(ContextLineCost** out, Int (*cmp)(const void*, const void*),
                            UInt (*width)(const BlockInfo*),
                            UWord (*expand)(const BlockCounters*, ContextLineCost*))
 {
-   UWord n_entries = 0;
-   const BlockCounters** by_ctx =
-      (const BlockCounters**)kg::alloc((block_counters.size() + 1) * sizeof(BlockCounters*));
-   block_counters.for_each([&](BlockCounters* e) { by_ctx[n_entries++] = e; });
+   UWord n_entries;
+   const BlockCounters** by_ctx = (const BlockCounters**)block_counters.take_entries(&n_entries);
    VG_(ssort)(by_ctx, n_entries, sizeof(BlockCounters*), compare_entry_contexts);
    UWord widest = 0;
    for_each_context(by_ctx, n_entries, [&](const BlockCounters* const* g, UWord n) {
@@ -238,7 +243,7 @@ static UWord expand_items(const BlockCounters* e, UInt n, Item item, ContextLine
    UWord m = 0;
    for (UInt i = 0; i < n; i++) {
       CostItem c = item(i);
-      ULong reached = e->counters[c.point];
+      ULong reached = e->counters()[c.point];
       if (reached) out[m++] = { (ForestNode*)e->a, c.line, c.addr, reached * c.mult };
    }
    return m;
@@ -298,16 +303,14 @@ static UWord superblock_jumps(const BlockCounters* e, ContextJump* out)
    for (UInt j = 0; j < blk->n_slots; j++) {
       const FlushPoint& p = blk->points[j];
       if (!p.jump_target) continue;
-      ULong taken = e->counters[j] - (j + 1 < blk->n_slots ? e->counters[j + 1] : 0);
+      ULong taken = e->counters()[j] - (j + 1 < blk->n_slots ? e->counters()[j + 1] : 0);
       if (!taken) continue;
       const InstrPos& x = blk->instrs[p.instr];
-      ULong executed = x.cond ? e->counters[x.point] : taken;
+      ULong executed = x.cond ? e->counters()[x.point] : taken;
       out[n++] = { (ForestNode*)e->a, x.addr, x.line, p.jump_target, x.cond, taken, executed };
    }
    return n;
 }
-
-void forget_block_counters() { block_counters.clear(); }
 
 UWord collect_jumps(ContextJump** out)
 {
@@ -385,7 +388,7 @@ void reset_costs()
 {
    block_counters.for_each([](BlockCounters* e) {
       const BlockInfo* blk = (const BlockInfo*)e->b;
-      for (UInt i = 0; i < blk->n_slots; i++) e->counters[i] = 0;
+      for (UInt i = 0; i < blk->n_slots; i++) e->counters()[i] = 0;
    });
    call_edges.for_each([](CallEdge* e) { e->calls = 0; e->incl = 0; });
    indirect_jumps.for_each([](IndirectJumps* e) {

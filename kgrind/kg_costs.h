@@ -56,6 +56,17 @@ struct CounterWay {
 
 struct Transition;   // kg_activity.h
 
+// What few blocks need (function entries, tail-call targets, code without
+// symbols), allocated on first use: kept out of BlockInfo, of which there is
+// one per translation (kg_activity.cpp).
+struct BlockEntryCache {
+   FnInfo* entry_fn;              // without symbols: the function named by addr
+   // A function's first block entered by a jump (a tail call): the top
+   // frame's transition then, and the transition pushed.
+   Transition* jump_parent;
+   Transition* jump_tr;
+};
+
 struct BlockInfo {
    // A cache of (context -> counters), most recent first. Inline IR checks
    // way 0 only (one compare); the helper finds the others without a hash
@@ -64,24 +75,23 @@ struct BlockInfo {
    CounterWay ways[kCounterWays];
    Addr addr;
    FnInfo* fn;                    // function of the first instruction
-   FnInfo* entry_fn;              // without symbols: the function named by addr
-   // A function's first block entered by a jump (a tail call): the top
-   // frame's transition then, and the transition pushed (kg_activity.cpp).
-   Transition* jump_parent;
-   Transition* jump_tr;
+   BlockEntryCache* entry;        // nullptr until needed
+   SourceLine** slots;            // the block's distinct source lines (n_slots)
+   union {
+      LineRun* runs;              // function mode: n_runs
+      InstrPos* instrs;           // block modes: n_instrs
+   };
+   FlushPoint* points;            // block modes: n_slots of them
    // The counts and flags together: one per translation, so padding costs.
    UInt n_slots;                  // counters: flush points
-   UInt n_runs;                   // function mode
-   UInt n_instrs;                 // block modes
+   union {
+      UInt n_runs;                // function mode
+      UInt n_instrs;              // block modes
+   };
    Bool fn_entry;                 // addr is fn's first instruction
    Bool in_plt;                   // a PLT stub: calls pass through it
-   SourceLine** slots;            // the block's distinct source lines (n_slots)
-   LineRun* runs;                 // n_runs
-   InstrPos* instrs;              // n_instrs
-   FlushPoint* points;            // n_slots of them
 };
-
-void costs_init();
+static_assert(sizeof(BlockInfo) <= 96, "one BlockInfo per translation: keep it small");
 
 // The interned source line for a location.
 SourceLine* source_line(const SourceLoc& loc);
@@ -122,7 +132,9 @@ struct ContextLineCost {
    ULong ir;
 };
 // All non-zero exclusive costs merged per (context, line), sorted by
-// context. The caller owns the array (release() it).
+// context. The caller owns the array (release() it). Called once, at exit:
+// it consumes the (context, block) -> counters index, so block modes
+// collect their jumps first.
 UWord collect_line_costs(ContextLineCost** out);
 // Sorts by (context, line) and folds entries of the same (context, line)
 // into one; returns the new count.
@@ -145,9 +157,6 @@ struct ContextJump {
 };
 // Sorted by context, source and target; the caller releases the array.
 UWord collect_jumps(ContextJump** out);
-// Frees the (context, block) -> counters table once the costs and jumps are
-// collected at exit (the output's later buffers reuse its memory).
-void forget_block_counters();
 UWord merge_jumps(ContextJump* all, UWord n);
 
 // Call edges between contexts.

@@ -217,7 +217,7 @@ public:
       blk->n_slots = point_;
       if (blocks_) return;
       blk->n_runs = n_runs_;
-      blk->runs = (LineRun*)alloc_permanent((n_runs_ + 1) * sizeof(LineRun));
+      blk->runs = (LineRun*)alloc_permanent(n_runs_ * sizeof(LineRun));
       VG_(memcpy)(blk->runs, runs_, n_runs_ * sizeof(LineRun));
    }
 

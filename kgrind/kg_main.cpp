@@ -24,7 +24,6 @@ void post_clo_init()
       blocks_init();
       dump_open();
    }
-   costs_init();
    activity_init();
    instrument_init();
    check_output_file(output_file_name());

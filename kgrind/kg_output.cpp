@@ -672,9 +672,8 @@ void write_body(Writer& w, ULong total)
    ThreadProfile* threads = (ThreadProfile*)kg::alloc(VG_N_THREADS * sizeof(ThreadProfile));
    UInt n_threads = thread_profiles(threads, VG_N_THREADS);
    w.instr = block_mode();
-   w.n_costs = w.instr ? collect_instr_costs(&w.costs) : collect_line_costs(&w.costs);
    w.n_jumps = w.instr ? collect_jumps(&w.jumps) : 0;
-   forget_block_counters();
+   w.n_costs = w.instr ? collect_instr_costs(&w.costs) : collect_line_costs(&w.costs);
    w.n_edges = collect_call_edges(&w.edges);
    fill_exclusive_costs(w);       // per node, for the k-SF records: before folding
    number_contexts(w, threads, n_threads);
