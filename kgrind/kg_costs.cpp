@@ -5,6 +5,15 @@
 
 namespace kg {
 
+// The counters of one (context, block): one per block slot, right after the
+// key, so that finding them in the index brings them into the cache.
+struct BlockCounters {
+   const void* a;      // ForestNode* context
+   const void* b;      // BlockInfo*
+   ULong* counters() { return (ULong*)(this + 1); }
+   const ULong* counters() const { return (const ULong*)(this + 1); }
+};
+
 namespace {
 
 // Interned source lines, keyed by (fn, file and line in one word).
@@ -24,14 +33,6 @@ Word compare_lines(UWord a, UWord b)
    return 0;
 }
 
-// The counters of one (context, block): one per block slot, right after the
-// key, so that finding them in the index brings them into the cache.
-struct BlockCounters {
-   const void* a;      // ForestNode* context
-   const void* b;      // BlockInfo*
-   ULong* counters() { return (ULong*)(this + 1); }
-   const ULong* counters() const { return (const ULong*)(this + 1); }
-};
 
 PairIndex<BlockCounters> block_counters;   // probed at every context change of a block
 PairMap<CallEdge> call_edges;
@@ -160,16 +161,6 @@ static UWord sort_and_fold(T* all, UWord n, Int (*cmp)(const void*, const void*)
 
 static void add_ir(ContextLineCost& into, const ContextLineCost& from) { into.ir += from.ir; }
 
-UWord merge_line_costs(ContextLineCost* all, UWord n)
-{
-   return sort_and_fold(all, n, compare_context_costs, add_ir);
-}
-
-UWord merge_instr_costs(ContextLineCost* all, UWord n)
-{
-   return sort_and_fold(all, n, compare_instr_costs, add_ir);
-}
-
 static Int compare_entry_contexts(const void* pa, const void* pb)
 {
    const void* a = (*(const BlockCounters* const*)pa)->a;
@@ -177,111 +168,100 @@ static Int compare_entry_contexts(const void* pa, const void* pb)
    return a == b ? 0 : (UWord)a < (UWord)b ? -1 : 1;
 }
 
-// Calls f(first, n) for each run of entries with the same context.
-template <typename F>
-static void for_each_context(const BlockCounters* const* by_ctx, UWord n, F f)
+// The costs an entry's block can have: one per line run, or per instruction.
+static UInt cost_items(const BlockInfo* blk, Bool per_instruction)
 {
-   for (UWord i = 0, j; i < n; i = j) {
-      for (j = i + 1; j < n && by_ctx[j]->a == by_ctx[i]->a; j++) {}
-      f(by_ctx + i, j - i);
+   return per_instruction ? blk->n_instrs : blk->n_runs;
+}
+
+// Calls f(line, addr, ir) for each non-zero cost of the entry: each line
+// run's instructions (function mode) or each instruction (block modes) ran
+// as often as execution reached its flush point.
+template <typename F>
+static void for_each_cost(const BlockCounters* e, Bool per_instruction, F f)
+{
+   const BlockInfo* blk = (const BlockInfo*)e->b;
+   const ULong* reached = e->counters();
+   for (UInt i = 0; i < cost_items(blk, per_instruction); i++) {
+      if (per_instruction) {
+         const InstrPos& in = blk->instrs[i];
+         if (reached[in.point]) f(in.line, in.addr, reached[in.point]);
+      } else {
+         const LineRun& r = blk->runs[i];
+         if (reached[r.point]) f(blk->slots[r.line], (Addr)0, reached[r.point] * r.n);
+      }
    }
 }
 
-// The non-zero costs of every (context, block), folded per (context, key of
-// cmp) and sorted by context, then key. `width` bounds how many costs
-// `expand` writes for one entry. Context by context, in two passes (count,
-// then fill), so the unfolded costs (sqlite3: 55 k, twice the folded ones)
-// are never all held at once, and sorted in the index's memory (which this
-// consumes): this runs at exit, where peak RSS may be reached.
-static UWord collect_costs(ContextLineCost** out, Int (*cmp)(const void*, const void*),
-                           UInt (*width)(const BlockInfo*),
-                           UWord (*expand)(const BlockCounters*, ContextLineCost*))
+void ExitCosts::take(Bool per_instruction)
 {
-   UWord n_entries;
-   const BlockCounters** by_ctx = (const BlockCounters**)block_counters.take_entries(&n_entries);
-   VG_(ssort)(by_ctx, n_entries, sizeof(BlockCounters*), compare_entry_contexts);
-   UWord widest = 0;
-   for_each_context(by_ctx, n_entries, [&](const BlockCounters* const* g, UWord n) {
-      UWord w = 0;
-      for (UWord i = 0; i < n; i++) w += width((const BlockInfo*)g[i]->b);
-      if (w > widest) widest = w;
-   });
-   ContextLineCost* scratch = (ContextLineCost*)kg::alloc((widest + 1) * sizeof(ContextLineCost));
-   auto fold = [&](const BlockCounters* const* g, UWord n) {
-      UWord m = 0;
-      for (UWord i = 0; i < n; i++) m += expand(g[i], scratch + m);
-      return sort_and_fold(scratch, m, cmp, add_ir);
-   };
-   UWord total = 0;
-   for_each_context(by_ctx, n_entries, [&](const BlockCounters* const* g, UWord n) { total += fold(g, n); });
-   ContextLineCost* all = (ContextLineCost*)kg::alloc((total + 1) * sizeof(ContextLineCost));
-   UWord filled = 0;
-   for_each_context(by_ctx, n_entries, [&](const BlockCounters* const* g, UWord n) {
-      UWord m = fold(g, n);
-      VG_(memcpy)(all + filled, scratch, m * sizeof(ContextLineCost));
-      filled += m;
-   });
-   kg::release(scratch);
-   kg::release(by_ctx);
-   *out = all;
-   return filled;
+   per_instruction_ = per_instruction;
+   entries_ = block_counters.take_entries(&n_entries_);
+   sort_by_context();
 }
 
-// One item of a block's costs: it ran counters[point] times, `mult`
-// instructions each.
-struct CostItem {
-   UInt point;
-   SourceLine* line;
-   Addr addr;
-   ULong mult;
-};
+// Sorts the entries by context and makes the scratch room for the widest
+// context's costs.
+void ExitCosts::sort_by_context()
+{
+   VG_(ssort)(entries_, n_entries_, sizeof(BlockCounters*), compare_entry_contexts);
+   UWord widest = 0;
+   for (UWord i = 0, j; i < n_entries_; i = j) {
+      UWord w = 0;
+      for (j = i; j < n_entries_ && entries_[j]->a == entries_[i]->a; j++)
+         w += cost_items((const BlockInfo*)entries_[j]->b, per_instruction_);
+      if (w > widest) widest = w;
+   }
+   kg::release(scratch_);
+   scratch_ = (ContextLineCost*)kg::alloc((widest + 1) * sizeof(ContextLineCost));
+}
 
-// The entry's non-zero costs, from item(0) .. item(n - 1).
-template <typename Item>
-static UWord expand_items(const BlockCounters* e, UInt n, Item item, ContextLineCost* out)
+void ExitCosts::set_exclusive_costs() const
+{
+   for (UWord i = 0; i < n_entries_; i++) ((ForestNode*)entries_[i]->a)->excl = 0;
+   for (UWord i = 0; i < n_entries_; i++) {
+      ForestNode* ctx = (ForestNode*)entries_[i]->a;
+      for_each_cost(entries_[i], per_instruction_, [ctx](SourceLine*, Addr, ULong ir) { ctx->excl += ir; });
+   }
+}
+
+void ExitCosts::regroup(const ForestNode* (*rep)(const void* ctx, const void* arg), const void* arg)
+{
+   // The entries are the index's no longer: their key may change.
+   for (UWord i = 0; i < n_entries_; i++) entries_[i]->a = rep(entries_[i]->a, arg);
+   sort_by_context();
+}
+
+UWord ExitCosts::first_entry(const ForestNode* ctx) const
+{
+   UWord lo = 0, hi = n_entries_;
+   while (lo < hi) {
+      UWord mid = (lo + hi) / 2;
+      if ((UWord)entries_[mid]->a < (UWord)ctx) lo = mid + 1;
+      else hi = mid;
+   }
+   return lo;
+}
+
+UWord ExitCosts::costs_of(const ForestNode* ctx, const ContextLineCost** out)
 {
    UWord m = 0;
-   for (UInt i = 0; i < n; i++) {
-      CostItem c = item(i);
-      ULong reached = e->counters()[c.point];
-      if (reached) out[m++] = { (ForestNode*)e->a, c.line, c.addr, reached * c.mult };
+   for (UWord i = first_entry(ctx); i < n_entries_ && entries_[i]->a == ctx; i++) {
+      for_each_cost(entries_[i], per_instruction_, [&](SourceLine* line, Addr addr, ULong ir) {
+         scratch_[m++] = { (ForestNode*)ctx, line, addr, ir };
+      });
    }
-   return m;
+   *out = scratch_;
+   return sort_and_fold(scratch_, m, per_instruction_ ? compare_instr_costs : compare_context_costs, add_ir);
 }
 
-static UInt line_runs(const BlockInfo* blk) { return blk->n_runs; }
-
-// Function mode: per line run.
-static UWord expand_lines(const BlockCounters* e, ContextLineCost* out)
+void ExitCosts::release()
 {
-   const BlockInfo* blk = (const BlockInfo*)e->b;
-   return expand_items(e, blk->n_runs, [blk](UInt i) {
-      const LineRun& r = blk->runs[i];
-      return CostItem{ r.point, blk->slots[r.line], 0, r.n };
-   }, out);
-}
-
-UWord collect_line_costs(ContextLineCost** out)
-{
-   return collect_costs(out, compare_context_costs, line_runs, expand_lines);
-}
-
-static UInt instructions(const BlockInfo* blk) { return blk->n_instrs; }
-
-// Block modes: per instruction, which runs as often as execution reaches its
-// flush point.
-static UWord expand_instrs(const BlockCounters* e, ContextLineCost* out)
-{
-   const BlockInfo* blk = (const BlockInfo*)e->b;
-   return expand_items(e, blk->n_instrs, [blk](UInt i) {
-      const InstrPos& in = blk->instrs[i];
-      return CostItem{ in.point, in.line, in.addr, 1 };
-   }, out);
-}
-
-UWord collect_instr_costs(ContextLineCost** out)
-{
-   return collect_costs(out, compare_instr_costs, instructions, expand_instrs);
+   kg::release(entries_);
+   kg::release(scratch_);
+   entries_ = nullptr;
+   scratch_ = nullptr;
+   n_entries_ = 0;
 }
 
 static Int compare_jumps(const void* pa, const void* pb)

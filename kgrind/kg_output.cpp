@@ -68,8 +68,7 @@ struct Writer {
    NameCompressor objects, files, contexts;
    ContextSlot* slots;        // sorted by node
    UWord n_slots;
-   ContextLineCost* costs;
-   UWord n_costs;
+   ExitCosts costs;
    CallEdge* edges;
    UWord n_edges;
    Bool instr;                // positions: instr line (block modes)
@@ -198,18 +197,6 @@ UInt context_file(const ForestNode* n)
    return fn ? fn->file : 0;
 }
 
-// First index of ctx's entries in the sorted cost array (or n if none).
-UWord first_cost(const Writer& w, const ForestNode* ctx)
-{
-   UWord lo = 0, hi = w.n_costs;
-   while (lo < hi) {
-      UWord mid = (lo + hi) / 2;
-      if ((UWord)w.costs[mid].ctx < (UWord)ctx) lo = mid + 1;
-      else hi = mid;
-   }
-   return lo;
-}
-
 UWord first_edge(const Writer& w, const ForestNode* caller)
 {
    UWord lo = 0, hi = w.n_edges;
@@ -322,8 +309,9 @@ void write_jump(Writer& w, const ContextJump& j, UInt current_file)
 // followed by its jumps), then its calls.
 void write_context(Writer& w, const ForestNode* n)
 {
-   UWord c = first_cost(w, n);
-   Bool has_costs = c < w.n_costs && w.costs[c].ctx == n;
+   const ContextLineCost* costs;
+   UWord n_costs = w.costs.costs_of(n, &costs);
+   Bool has_costs = n_costs > 0;
    Bool has_calls = first_edge(w, n) < w.n_edges && w.edges[first_edge(w, n)].a == n;
    if (!has_costs && !has_calls) return;
    UInt home = context_file(n);
@@ -337,8 +325,8 @@ void write_context(Writer& w, const ForestNode* n)
    w.last_line_known = False;
    UInt current = home;
    UWord j = w.instr ? first_jump(w, n) : 0;
-   for (; c < w.n_costs && w.costs[c].ctx == n; c++) {
-      const ContextLineCost& cost = w.costs[c];
+   for (UWord c = 0; c < n_costs; c++) {
+      const ContextLineCost& cost = costs[c];
       write_file_switch(w, &current, cost.line->file, home);
       write_cost_position(w, cost.addr, cost.line->line);
       w.out.printf(" %llu\n", cost.ir);
@@ -349,13 +337,6 @@ void write_context(Writer& w, const ForestNode* n)
    // After fi=/fe= lines the next context states its file again.
    w.last_file = current == home ? home : kNoFile;
    w.out.put_char('\n');
-}
-
-// Exclusive cost of each canonical node: the sum of its lines.
-void fill_exclusive_costs(const Writer& w)
-{
-   for (UWord i = 0; i < w.n_costs; i++) w.costs[i].ctx->excl = 0;
-   for (UWord i = 0; i < w.n_costs; i++) w.costs[i].ctx->excl += w.costs[i].ir;
 }
 
 // Record lines longer than this are continued on a new line of the same
@@ -633,8 +614,7 @@ void number_contexts(Writer& w, const ThreadProfile* threads, UInt n_threads)
 // Costs and calls of every node go to its context's first node.
 void fold_contexts(Writer& w)
 {
-   for (UWord i = 0; i < w.n_costs; i++) w.costs[i].ctx = (ForestNode*)reported_node(w, w.costs[i].ctx);
-   w.n_costs = w.instr ? merge_instr_costs(w.costs, w.n_costs) : merge_line_costs(w.costs, w.n_costs);
+   w.costs.regroup([](const void* ctx, const void* writer) { return reported_node(*(const Writer*)writer, ctx); }, &w);
    for (UWord i = 0; i < w.n_jumps; i++) w.jumps[i].ctx = (ForestNode*)reported_node(w, w.jumps[i].ctx);
    w.n_jumps = merge_jumps(w.jumps, w.n_jumps);
    for (UWord i = 0; i < w.n_edges; i++) {
@@ -673,9 +653,9 @@ void write_body(Writer& w, ULong total)
    UInt n_threads = thread_profiles(threads, VG_N_THREADS);
    w.instr = block_mode();
    w.n_jumps = w.instr ? collect_jumps(&w.jumps) : 0;
-   w.n_costs = w.instr ? collect_instr_costs(&w.costs) : collect_line_costs(&w.costs);
+   w.costs.take(w.instr);
    w.n_edges = collect_call_edges(&w.edges);
-   fill_exclusive_costs(w);       // per node, for the k-SF records: before folding
+   w.costs.set_exclusive_costs();   // per node, for the k-SF records: before folding
    number_contexts(w, threads, n_threads);
    fold_contexts(w);
    write_header(w, total, threads, n_threads);
@@ -691,7 +671,7 @@ void write_body(Writer& w, ULong total)
    w.objects.done();
    w.files.done();
    w.contexts.done();
-   kg::release(w.costs);
+   w.costs.release();
    kg::release(w.edges);
    kg::release(w.jumps);
    kg::release(w.slots);
