@@ -120,6 +120,7 @@ public:
    // Adds e, whose key is not in the index yet.
    void insert(Entry* e)
    {
+      tl_assert(((UWord)e & kTagMask) == 0);
       if ((used_ + 1) * 4 >= cap_ * 3) grow();
       put(slots_, cap_, e);
       used_++;
