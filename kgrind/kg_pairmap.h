@@ -10,18 +10,54 @@
 
 namespace kg {
 
+// The slot array of an open-addressing table keyed by a pair of pointers,
+// with linear probing, load factor at most 3/4, and the pair's hash: what
+// PairTable and PairIndex share.
+template <typename Slot>
+class PairSlots {
+public:
+   UWord size() const { return used_; }
+
+   // Frees the slots (not what they point to): the table is empty again.
+   void clear()
+   {
+      release(slots_);
+      slots_ = nullptr;
+      cap_ = used_ = 0;
+   }
+
+protected:
+   static UWord hash(const void* a, const void* b)
+   {
+      UWord h = (UWord)a * 0x9E3779B97F4A7C15ULL ^ ((UWord)b + 0x632BE59BD9B4E019ULL) * 0xC2B2AE3D27D4EB4FULL;
+      return h ^ (h >> 29);
+   }
+   // One more entry needs a bigger array.
+   Bool full() const { return (used_ + 1) * 4 >= cap_ * 3; }
+
+   Slot* slots_ = nullptr;
+   UWord cap_ = 0;
+   UWord used_ = 0;
+};
+
 // Entry starts with `const void* a; const void* b;` (the key) and is
 // zero-initialised on creation; a == free_key() (the last byte of the address
 // space, never a key) marks a free slot. kFirstCap: slots of the first
 // allocation (a power of two; small for tables there are many of).
 template <typename Entry, UWord kFirstCap = 1024>
-class PairTable {
+class PairTable : public PairSlots<Entry> {
+   using Base = PairSlots<Entry>;
+   using Base::hash;
+   using Base::slots_;
+   using Base::cap_;
+   using Base::used_;
+
 public:
    // The entry for (a, b), created zeroed (with a, b set) on first use.
    // Valid until the next get().
    Entry* get(const void* a, const void* b)
    {
-      if ((used_ + 1) * 4 >= cap_ * 3) grow();
+      if (this->full()) grow();
       UWord i = hash(a, b) & (cap_ - 1);
       for (; !is_free(slots_[i]); i = (i + 1) & (cap_ - 1))
          if (slots_[i].a == a && slots_[i].b == b) return &slots_[i];
@@ -41,16 +77,6 @@ public:
       return nullptr;
    }
 
-   UWord size() const { return used_; }
-
-   // Frees the slots: the table is empty again.
-   void clear()
-   {
-      release(slots_);
-      slots_ = nullptr;
-      cap_ = used_ = 0;
-   }
-
    template <typename F> void for_each(F f) const
    {
       for (UWord i = 0; i < cap_; i++)
@@ -60,12 +86,6 @@ public:
 private:
    static const void* free_key() { return (const void*)~(UWord)0; }
    static Bool is_free(const Entry& e) { return e.a == free_key(); }
-
-   static UWord hash(const void* a, const void* b)
-   {
-      UWord h = (UWord)a * 0x9E3779B97F4A7C15ULL ^ ((UWord)b + 0x632BE59BD9B4E019ULL) * 0xC2B2AE3D27D4EB4FULL;
-      return h ^ (h >> 29);
-   }
 
    void grow()
    {
@@ -82,10 +102,6 @@ private:
       }
       release(old);
    }
-
-   Entry* slots_ = nullptr;
-   UWord cap_ = 0;
-   UWord used_ = 0;
 };
 
 // An index of entries that live elsewhere and never move (callers keep
@@ -95,14 +111,13 @@ private:
 // matches, and the index costs 8 bytes a slot instead of a PairTable's 24
 // (sqlite3's (context, block) index: 1.5 MB -> 0.5 MB). Keys gives an
 // entry's key (by default its first two members, a and b).
-// An entry's key: its members a and b, unless Keys says otherwise.
 template <typename Entry> struct MemberKeys {
    static const void* a(const Entry* e) { return e->a; }
    static const void* b(const Entry* e) { return e->b; }
 };
 
 template <typename Entry, typename Keys = MemberKeys<Entry>>
-class PairIndex {
+class PairIndex : public PairSlots<UWord> {
 public:
    Entry* find(const void* a, const void* b) const
    {
@@ -121,20 +136,11 @@ public:
    void insert(Entry* e)
    {
       tl_assert(((UWord)e & kTagMask) == 0);
-      if ((used_ + 1) * 4 >= cap_ * 3) grow();
+      if (full()) grow();
       put(slots_, cap_, e);
       used_++;
    }
 
-   UWord size() const { return used_; }
-
-   // Frees the slots, not the entries.
-   void clear()
-   {
-      release(slots_);
-      slots_ = nullptr;
-      cap_ = used_ = 0;
-   }
 
    template <typename F> void for_each(F f) const
    {
@@ -160,12 +166,6 @@ public:
 private:
    static const UWord kTagMask = ~(UWord)0 << 48;
 
-   static UWord hash(const void* a, const void* b)
-   {
-      UWord h = (UWord)a * 0x9E3779B97F4A7C15ULL ^ ((UWord)b + 0x632BE59BD9B4E019ULL) * 0xC2B2AE3D27D4EB4FULL;
-      return h ^ (h >> 29);
-   }
-
    static void put(UWord* slots, UWord cap, Entry* e)
    {
       UWord h = hash(Keys::a(e), Keys::b(e));
@@ -183,10 +183,6 @@ private:
       slots_ = bigger;
       cap_ = new_cap;
    }
-
-   UWord* slots_ = nullptr;
-   UWord cap_ = 0;
-   UWord used_ = 0;
 };
 
 // Entries that never move once created, so callers may keep them.
