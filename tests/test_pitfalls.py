@@ -219,3 +219,30 @@ def test_fork_child_forest_starts_at_zero(tools):
     assert child[('__root__', 'main', 'child_work')] == 1
     assert child.get(('__root__', 'main', 'before_fork'), 0) == 0
     assert child.get(('__root__', 'main'), 0) == 0
+
+
+def test_same_context_in_several_threads_sums_like_callgrind(tools):
+    """Each thread has its own forest; the body reports a context once,
+    summed over the threads that reached it (kg_output.cpp, ExitCosts'
+    regroup). sum_to'worker'start_thread runs in threads 2 and 4, squares'...
+    in 1 and 3: every own context's exclusive Ir equals callgrind
+    --separate-callers=2's, which sums threads the same way. (A thread's
+    first function is called by __root__ here, by clone there: worker's
+    contexts are compared without their last caller.)"""
+    exe = tools.compile('threads.c', '-O1')
+    kg = tools.kgrind(exe, opts=['--k=2'])
+    cl = tools.reference('callgrind', exe, opts=['--separate-callers=2', '--separate-recs=1'])
+    assert kg.stdout == cl.stdout
+    own = re.compile(r'^(sum_to|squares|worker)$')
+
+    def contexts(path):
+        out = {}
+        for c, ir in callgrind_format.parse(path).by_context().items():
+            chain = c.split("'")
+            if own.match(chain[0]):
+                key = "'".join(chain[:2] if chain[0] == 'worker' else chain)
+                out[key] = out.get(key, 0) + ir
+        return out
+    mine, ref = contexts(kg.profile_path), contexts(cl.profile_path)
+    assert {"sum_to'worker'start_thread", "squares'worker'start_thread", "worker'start_thread"} == set(mine)
+    assert mine == ref
