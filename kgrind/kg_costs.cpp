@@ -197,7 +197,6 @@ void ExitCosts::take(Bool per_instruction)
 {
    per_instruction_ = per_instruction;
    entries_ = block_counters.take_entries(&n_entries_);
-   sort_by_context();
 }
 
 // Sorts the entries by context and makes the scratch room for the widest

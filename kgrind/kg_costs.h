@@ -147,11 +147,11 @@ public:
    void take(Bool per_instruction);
    // Sets each context node's excl to its exclusive cost.
    void set_exclusive_costs() const;
-   // Groups the counters by rep(context, arg): contexts reported as one.
+   // Groups the counters by rep(context, arg): contexts reported as one
+   // (identity: each context alone). Before costs_of.
    void regroup(const ForestNode* (*rep)(const void* ctx, const void* arg), const void* arg);
-   // The non-zero costs of ctx (after regroup: of every context reported
-   // as ctx), folded per line or instruction and sorted; valid until the
-   // next call.
+   // The non-zero costs of every context that rep() mapped to ctx, folded
+   // per line or instruction and sorted; valid until the next call.
    UWord costs_of(const ForestNode* ctx, const ContextLineCost** out);
    void release();
 
