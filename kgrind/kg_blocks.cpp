@@ -122,8 +122,8 @@ BlockForest* block_forest_new(FnInfo* fn, UInt tid, UInt root_label)
    // Def. 7); --roll-loops uses enter_loop instead. Intra mode has a forest
    // per function, each with a few of the program's block labels: its
    // trees are found by hashing (a direct array indexed by block label cost
-   // up to 128 KB a function).
-   f->forest.sf.init(al, clo.k, root_label, fn ? core::Forest::kSparseRoots : 0);
+   // up to 128 KB a function), and its nodes start in a small chunk.
+   f->forest.sf.init(al, clo.k, root_label, fn ? core::Forest::kSparseRoots | core::Forest::kSmallPool : 0);
    f->fn = fn;
    f->tid = tid;
    f->root = intern(f, { f->forest.sf.first_tree(), nullptr, 0, 0 });

@@ -34,17 +34,21 @@ struct Pool {
   Header* direct_;   // direct (large) blocks, doubly linked via prev below
   char* cur_;        // bump pointer in the newest chunk
   char* end_;
+  size_t first_chunk_;
   size_t next_chunk_;
   size_t bytes_reserved_;  // bytes obtained from the allocator
   size_t bytes_in_use_;    // bytes handed out and not released
 
-  void init(const Allocator& al) {
+  // first_chunk: bytes of the first chunk (later ones double, up to
+  // kMaxChunk): small for pools of which there are many, mostly tiny.
+  void init(const Allocator& al, size_t first_chunk = kFirstChunk) {
     al_ = al;
     for (uint32_t i = 0; i < kClasses; ++i) free_[i] = nullptr;
     chunks_ = nullptr;
     direct_ = nullptr;
     cur_ = end_ = nullptr;
-    next_chunk_ = kFirstChunk;
+    first_chunk_ = first_chunk;
+    next_chunk_ = first_chunk;
     bytes_reserved_ = 0;
     bytes_in_use_ = 0;
   }
@@ -59,7 +63,7 @@ struct Pool {
       al_.release(h);
       h = n;
     }
-    init(al_);
+    init(al_, first_chunk_);
   }
 
   static uint32_t size_class(size_t bytes) {

@@ -119,28 +119,31 @@ INSTANTIATE_TEST_SUITE_P(Seeds, RandomStreams, ::testing::Range(0, 16));
 
 // join: threads built separately and joined == one forest fed with all
 // streams == oracle; associativity and commutativity on counts.
-// kSparseRoots keeps R in the hash map only: the same forest, node for node.
+// kSparseRoots keeps R in the hash map only, kSmallPool starts the node pool
+// small: the same forest, node for node.
 TEST(SparseRoots, SameForestAsDenseRoots) {
   for (int seed = 0; seed < 8; ++seed) {
     std::vector<Stream> ss = random_streams(seed, 1 + seed % 3);
     for (uint32_t k : {1u, 2u, 3u}) {
-      SCOPED_TRACE("seed=" + std::to_string(seed) + " k=" + kname(k));
-      oracle::AllocStats st_dense, st_sparse;
-      Forest dense, sparse;
-      dense.init(oracle::allocator(&st_dense), k, 0, 0);
-      sparse.init(oracle::allocator(&st_sparse), k, 0, Forest::kSparseRoots);
-      oracle::Driver dd, ds;
-      for (const auto& s : ss) {
-        dd.run(dense, s);
-        ds.run(sparse, s);
+      for (uint32_t flags : {Forest::kSparseRoots, Forest::kSparseRoots | Forest::kSmallPool}) {
+        SCOPED_TRACE("seed=" + std::to_string(seed) + " k=" + kname(k) + " flags=" + std::to_string(flags));
+        oracle::AllocStats st_dense, st_sparse;
+        Forest dense, sparse;
+        dense.init(oracle::allocator(&st_dense), k, 0, 0);
+        sparse.init(oracle::allocator(&st_sparse), k, 0, flags);
+        oracle::Driver dd, ds;
+        for (const auto& s : ss) {
+          dd.run(dense, s);
+          ds.run(sparse, s);
+        }
+        ASSERT_EQ(oracle::check_structure(sparse), "");
+        EXPECT_TRUE(oracle::extract_sf(sparse) == oracle::extract_sf(dense));
+        EXPECT_EQ(sparse.tree_count(), dense.tree_count());
+        for (size_t i = 0; i < dense.tree_count(); ++i)
+          EXPECT_EQ(sparse.find_tree(dense.tree(i)->label)->label, dense.tree(i)->label);
+        dense.destroy();
+        sparse.destroy();
       }
-      ASSERT_EQ(oracle::check_structure(sparse), "");
-      EXPECT_TRUE(oracle::extract_sf(sparse) == oracle::extract_sf(dense));
-      EXPECT_EQ(sparse.tree_count(), dense.tree_count());
-      for (size_t i = 0; i < dense.tree_count(); ++i)
-        EXPECT_EQ(sparse.find_tree(dense.tree(i)->label)->label, dense.tree(i)->label);
-      dense.destroy();
-      sparse.destroy();
     }
   }
 }
