@@ -94,17 +94,15 @@ namespace {
 // The state of activation a (created on first use).
 BlockState* intern(BlockForest* f, const Activation& a)
 {
-   BlockStateRef* ref = f->states.get(a.top, a.bottom);
-   if (!ref->state) {
-      BlockState* st = (BlockState*)alloc_permanent(sizeof(BlockState), alignof(BlockState));
-      st->top = a.top;
-      st->bottom = a.bottom;
-      st->canonical = core::Forest::canonical(a);
-      st->phase = a.phase;
-      st->depth = a.depth;
-      ref->state = st;
-   }
-   return ref->state;
+   if (BlockState* st = f->states.find(a.top, a.bottom)) return st;
+   BlockState* st = (BlockState*)alloc_permanent(sizeof(BlockState), alignof(BlockState));
+   st->top = a.top;
+   st->bottom = a.bottom;
+   st->canonical = core::Forest::canonical(a);
+   st->phase = a.phase;
+   st->depth = a.depth;
+   f->states.insert(st);
+   return st;
 }
 
 Activation activation_of(const BlockState* s)
@@ -152,8 +150,7 @@ BlockState* step_block_slow(BlockForest* f, BlockState* s, UInt label, UWord n)
 
 void settle_block_states(BlockForest* f)
 {
-   f->states.for_each([](BlockStateRef* ref) {
-      BlockState* s = ref->state;
+   f->states.for_each([](BlockState* s) {
       if (!s->runs && !s->ir) return;
       s->top->calls += s->runs;
       if (s->bottom) s->bottom->calls += s->runs;

@@ -74,11 +74,10 @@ struct alignas(64) BlockState {
 };
 static_assert(sizeof(BlockState) == 128 && offsetof(BlockState, older) == 64, "hot line, cold line");
 
-// The index of a forest's states, by (top, bottom).
-struct BlockStateRef {
-   const void* a;             // top
-   const void* b;             // bottom
-   BlockState* state;
+// A forest's states are indexed by (top, bottom).
+struct BlockStateKeys {
+   static const void* a(const BlockState* s) { return s->top; }
+   static const void* b(const BlockState* s) { return s->bottom; }
 };
 
 // A block k-SF: per (thread, function) in intra mode, per thread in inter mode.
@@ -86,7 +85,7 @@ struct BlockForest {
    Forest forest;
    FnInfo* fn;           // intra: the function; inter: nullptr
    UInt tid;             // thread serial; 0 when threads are joined
-   PairTable<BlockStateRef, 16> states;   // intra mode has a forest per function
+   PairIndex<BlockState, BlockStateKeys, 16> states;   // intra mode has a forest per function
    BlockState* root;     // the first tree's root activation
 };
 BlockForest* block_forest_new(FnInfo* fn, UInt tid, UInt root_label);

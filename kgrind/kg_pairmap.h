@@ -110,13 +110,14 @@ private:
 // addresses fit in 48 bits), so a probe follows a pointer only when the tag
 // matches, and the index costs 8 bytes a slot instead of a PairTable's 24
 // (sqlite3's (context, block) index: 1.5 MB -> 0.5 MB). Keys gives an
-// entry's key (by default its first two members, a and b).
+// entry's key (by default its first two members, a and b); kFirstCap, the
+// slots of the first allocation (small for indexes there are many of).
 template <typename Entry> struct MemberKeys {
    static const void* a(const Entry* e) { return e->a; }
    static const void* b(const Entry* e) { return e->b; }
 };
 
-template <typename Entry, typename Keys = MemberKeys<Entry>>
+template <typename Entry, typename Keys = MemberKeys<Entry>, UWord kFirstCap = 1024>
 class PairIndex : public PairSlots<UWord> {
 public:
    Entry* find(const void* a, const void* b) const
@@ -176,7 +177,7 @@ private:
 
    void grow()
    {
-      UWord new_cap = cap_ ? cap_ * 2 : 1024;
+      UWord new_cap = cap_ ? cap_ * 2 : kFirstCap;
       UWord* bigger = (UWord*)alloc_zeroed(new_cap * sizeof(UWord), "kg.pairmap");
       for_each([&](Entry* e) { put(bigger, new_cap, e); });
       release(slots_);
