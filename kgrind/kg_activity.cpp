@@ -147,7 +147,7 @@ Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, B
    if (act.bottom) act.bottom->calls--;
    set_child(tr, act_node(t, act), fn, kActivation);
    tr->edge = call_edge(parent->ctx, tr->ctx);
-   if (!tr->edge->call_site) tr->edge->call_site = kg_now.site->addr;
+   if (!tr->edge->call_site) tr->edge->call_site = kg_now.way->site->addr;
    // The calls= target position of the block modes' body.
    if (!tr->edge->target) tr->edge->target = blk->addr;
    return tr;
@@ -228,7 +228,7 @@ ThreadState* thread_state(ThreadId tid)
    set_child(root, act_node(t, forest_root(t->forest)), nullptr, kActivation);
    t->frames[-1] = { 0, 0, root };
    t->frames[0] = { ~(Addr)0, 0, root };
-   t->saved = { ~(Addr)0, &no_site, root->ctx, 0, &t->frames[0], t->frames + cap };
+   t->saved = { ~(Addr)0, &no_site.ways[0], root->ctx, 0, &t->frames[0], t->frames + cap };
    if (clo.mode == kModeInter) {
       if (clo.join_threads) {
          if (!joined_inter_forest) joined_inter_forest = block_forest_new(nullptr, 0, 0);
@@ -342,11 +342,11 @@ Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, UWord
       }
       return c->jump_tr;
    }
-   CallSite* site = kg_now.site;
+   CallSite* site = kg_now.way->site;
    UInt i = 0;
    while (i < kSiteWays && !(site->ways[i].parent == top && site->ways[i].tr->fn == fn)) i++;
    if (i == 0) return site->ways[0].tr;
-   SiteWay hit = { top, nullptr };
+   SiteWay hit = { top, nullptr, blk->addr, site };
    if (i < kSiteWays) {
       hit.tr = site->ways[i].tr;
    } else {
@@ -373,7 +373,7 @@ FnInfo* running_function() { return kg_now.top->tr->fn; }
 
 static void init_call_site(CallSite* site, Addr addr)
 {
-   for (UInt i = 0; i < kSiteWays; i++) site->ways[i] = { nullptr, &no_transition };
+   for (UInt i = 0; i < kSiteWays; i++) site->ways[i] = { nullptr, &no_transition, 0, site };
    site->addr = addr;
 }
 
@@ -389,7 +389,7 @@ void activity_init()
    by_tid = (ThreadState**)alloc_zeroed(VG_N_THREADS * sizeof(ThreadState*));
    kg_now.top_sp = ~(Addr)0;
    init_call_site(&no_site, 0);
-   kg_now.site = &no_site;
+   kg_now.way = &no_site.ways[0];
 }
 
 // Code without symbols: the function is named by the address it was called at.
@@ -438,8 +438,13 @@ extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode
    block_entry(blk, sp, ctx_before == kCallPending);
 }
 
-extern "C" void VG_REGPARM(2) kg_block_start(BlockInfo* blk, Addr sp)
+// SP at the start of the running superblock (helpers called there: the
+// guest state holds it, as no statement of the superblock ran yet).
+static Addr sp_at_block_start() { return VG_(get_SP)(current->tid); }
+
+extern "C" void VG_REGPARM(1) kg_block_start(BlockInfo* blk)
 {
+   Addr sp = sp_at_block_start();
    if (sp > kg_now.top_sp) unwind_to_sp(current, sp);
    UWord after_call = kg_now.ctx == kCallPending;
    if (after_call || blk->fn_entry)
@@ -448,8 +453,9 @@ extern "C" void VG_REGPARM(2) kg_block_start(BlockInfo* blk, Addr sp)
       point_block_at(blk, kg_now.ctx);
 }
 
-extern "C" void VG_REGPARM(2) kg_plt_start(BlockInfo* blk, Addr sp)
+extern "C" void VG_REGPARM(1) kg_plt_start(BlockInfo* blk)
 {
+   Addr sp = sp_at_block_start();
    if (sp > kg_now.top_sp) unwind_to_sp(current, sp);
    point_block_at(blk, kg_now.top->tr->ctx);
 }

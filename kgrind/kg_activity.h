@@ -59,17 +59,23 @@ struct Frame {
 };
 
 // Per call instruction: the transitions its calls pushed most recently,
-// each with the top frame's transition then. A call from a frame of the same
-// transition into the same function again is pushed inline if it is one of
-// the first two ways; the helper looks at the others before the thread's
-// table of transitions (an indirect call site, or a function called from
-// three or four contexts in turn).
+// each with the top frame's transition then and the address called. A
+// calling block leaves one of its site's ways in kg_now.way, and the
+// callee's first block pushes inline when that way matches (a call from a
+// frame of the same transition into the same function); the helper looks
+// at the others before the thread's table of transitions. A direct call
+// leaves ways[0]; an indirect one (a virtual call) ways[1] when that way's
+// call went to the same target, else ways[0], so that a site alternating
+// between two functions pushes inline and no callee pays for checking two
+// ways.
+struct CallSite;
 struct SiteWay {
    Transition* parent;
    Transition* tr;
+   Addr target;               // the address called
+   CallSite* site;            // the way's own site (for the helper)
 };
 const UInt kSiteWays = 4;
-const UInt kInlineSiteWays = 2;
 struct CallSite {
    SiteWay ways[kSiteWays];   // most recent first
    Addr addr;                 // the call instruction
@@ -83,7 +89,8 @@ FnInfo* activated_function(BlockInfo* blk);
 // thread layer swaps its contents at every thread switch.
 struct Now {
    Addr top_sp;               // top->sp, or ~0 while no frame can have died
-   CallSite* site;            // the last call's site (never null)
+   SiteWay* way;              // the way of the last call's site to check
+                              // (never null; see CallSite)
    ForestNode* ctx;           // top->tr->ctx, or kCallPending after a call
                               // until the callee's first block
    ULong ir;                  // instructions run by this thread
@@ -133,11 +140,13 @@ void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode* ctx_befor
 void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, ForestNode* ctx_before);
 // Any other block, when its frame may have died (SP rose), a call is pending,
 // or its counters are another context's: everything the prologue may need.
-void VG_REGPARM(2) kg_block_start(BlockInfo* blk, Addr sp);
+// (It reads SP from the guest state: one argument less to compute in every
+// run of every block.)
+void VG_REGPARM(1) kg_block_start(BlockInfo* blk);
 // A PLT stub's block, when SP rose or its counters are not its caller's:
 // the stub's instructions are the caller's, and a pending call stays
 // pending until the stub jumps to the real function.
-void VG_REGPARM(2) kg_plt_start(BlockInfo* blk, Addr sp);
+void VG_REGPARM(1) kg_plt_start(BlockInfo* blk);
 }
 
 // Core callbacks.

@@ -10,9 +10,9 @@
 //   - any other block calls kg_block_start only if kg_now.ctx differs from
 //     its cached context (after a call, ctx is kCallPending, which no block
 //     caches).
-// Frames die only when SP rises above them: superblocks that write SP check
-// it after the write (before later side exits and at their end) and call
-// kg_unwind when it rose above the top frame. Blocks ending in a call make
+// Frames die only when SP rises above them: superblocks that may raise SP
+// check it after the write (before later side exits and at their end) and
+// call kg_unwind when it rose above the top frame. Blocks ending in a call make
 // the call pending (kg_now.ctx = kCallPending); blocks ending in a return pop
 // the top frame inline when the ret left SP just above its return address.
 // Instructions are then counted in groups: every instruction since the
@@ -66,7 +66,10 @@ Bool base_relative(Addr a, UInt* base, Int* disp)
 // Builds IR into one superblock.
 class IRBuilder {
 public:
-   IRBuilder(IRSB* sb, const VexGuestLayout* layout) : sb_(sb), shadow_(layout->total_sizeB) {}
+   IRBuilder(IRSB* sb, const VexGuestLayout* layout)
+      : sb_(sb), shadow_(layout->total_sizeB), offset_sp_(layout->offset_SP)
+   {
+   }
 
    // The address of tool data (see data_bases).
    IRExpr* at(const void* p) { return address(place(p)); }
@@ -164,11 +167,31 @@ public:
       add(IRStmt_Dirty(di));
    }
 
+   // A helper call, when guard holds, of a helper that reads the guest SP
+   // itself (VG_(get_SP)): declared, so that VEX stores a pending write of
+   // SP first. At a superblock's start, where these calls are, none is
+   // pending, and SP is not an argument that VEX would compute in every
+   // run of the block (VEX evaluates a guarded call's arguments
+   // unconditionally).
+   void call_reading_sp(const HChar* name, void* fn, IRExpr* arg, IRExpr* guard)
+   {
+      IRDirty* di = unsafeIRDirty_0_N(1, name, VG_(fnptr_to_fnentry)(fn), mkIRExprVec_1(arg));
+      if (guard) di->guard = guard;
+      di->nFxState = 1;
+      di->fxState[0].fx = Ifx_Read;
+      di->fxState[0].offset = offset_sp_;
+      di->fxState[0].size = sizeof(Addr);
+      di->fxState[0].nRepeats = 0;
+      di->fxState[0].repeatLen = 0;
+      add(IRStmt_Dirty(di));
+   }
+
    void add(IRStmt* st) { addStmtToIRSB(sb_, st); }
 
 private:
    IRSB* sb_;
    Int shadow_;   // offset of shadow area 1 in the guest state
+   Int offset_sp_;
    IRTemp base_tmp_[kDataBases] = { IRTemp_INVALID, IRTemp_INVALID };
 };
 
@@ -289,7 +312,7 @@ BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs, Addr 
 // word: (x ^ y) | ...
 void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative)
 {
-   IRExpr* site = b.load64(&kg_now.site);
+   IRExpr* way = b.load64(&kg_now.way);
    IRExpr* ctx_before = b.load64(&kg_now.ctx);
    IRExpr* top = b.load64(&kg_now.top);
    IRExpr* next = b.op(Iop_Add64, top, IRBuilder::u64(sizeof(Frame)));   // always writable
@@ -297,23 +320,14 @@ void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative
    // A way matches a call from the top frame's transition into this block's
    // function (an indirect call site reaches several).
    IRExpr* fn = IRBuilder::u64((HWord)activated_function(blk));
-   static_assert(kInlineSiteWays == 2, "two ways inline");
-   auto way_mismatch = [&](UInt way, IRExpr** tr) {
-      UWord at = offsetof(CallSite, ways) + way * sizeof(SiteWay);
-      *tr = b.load_field(site, at + offsetof(SiteWay, tr));   // never null
-      return b.op(Iop_Or64, b.op(Iop_Xor64, b.load_field(site, at + offsetof(SiteWay, parent)), top_tr),
-                  b.op(Iop_Xor64, b.load_field(*tr, offsetof(Transition, fn)), fn));
-   };
-   IRExpr *tr0, *tr1;
-   IRExpr* mismatch0 = way_mismatch(0, &tr0);
-   IRExpr* mismatch1 = way_mismatch(1, &tr1);
-   IRExpr* way0 = b.op(Iop_CmpEQ64, mismatch0, IRBuilder::u64(0), Ity_I1);
-   IRExpr* tr = b.ite(way0, tr0, tr1);
+   IRExpr* tr = b.load_field(way, offsetof(SiteWay, tr));   // never null
+   IRExpr* mismatch = b.op(Iop_Or64, b.op(Iop_Xor64, b.load_field(way, offsetof(SiteWay, parent)), top_tr),
+                           b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, fn)), fn));
    // Zero when: a way matched, a call is pending, and next < frames_end
    // (frames are one array: the difference's sign bit says it).
    IRExpr* no_room = b.op(Iop_Xor64, b.op(Iop_Shr64, b.op(Iop_Sub64, next, b.load64(&kg_now.frames_end)),
                                           IRExpr_Const(IRConst_U8(63))), IRBuilder::u64(1));
-   IRExpr* wrong_bits = b.op(Iop_Or64, b.op(Iop_Or64, b.ite(way0, mismatch0, mismatch1),
+   IRExpr* wrong_bits = b.op(Iop_Or64, b.op(Iop_Or64, mismatch,
                                             b.op(Iop_Xor64, ctx_before, IRBuilder::u64((HWord)kCallPending))),
                              no_room);
    IRExpr* predicted = b.op(Iop_CmpEQ64, wrong_bits, IRBuilder::u64(0), Ity_I1);
@@ -377,7 +391,7 @@ ULong plt_scratch;
 // stub, or a stub that needs more than one counter: instrs == 0) it finds
 // counters for the caller's context, as any block does: stubs run in every
 // caller's context in turn, so that mostly missed the block's cache.
-IRExpr* add_plt_prologue(IRBuilder& b, BlockInfo* blk, IRExpr* sp, UInt instrs)
+IRExpr* add_plt_prologue(IRBuilder& b, BlockInfo* blk, UInt instrs)
 {
    IRExpr* caller = b.load_field(b.load_field(b.load64(&kg_now.top), offsetof(Frame, tr)),
                                  offsetof(Transition, ctx));
@@ -391,7 +405,7 @@ IRExpr* add_plt_prologue(IRBuilder& b, BlockInfo* blk, IRExpr* sp, UInt instrs)
       b.add_to(b.place(b.ite(counted, b.load64(&kg_now.plt_counter), scratch), 0), IRBuilder::u64(instrs));
       b.store_if(counted, b.at(&kg_now.plt_stub), IRBuilder::u64(0));
    }
-   b.call("kg_plt_start", (void*)kg_plt_start, 2, mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sp), miss);
+   b.call_reading_sp("kg_plt_start", (void*)kg_plt_start, mkIRExpr_HWord((HWord)blk), miss);
    IRExpr* counters = cached_counters(b, blk);   // after the helper, which may re-point way 0
    return counted ? b.ite(counted, scratch, counters) : counters;
 }
@@ -400,8 +414,7 @@ IRExpr* add_plt_prologue(IRBuilder& b, BlockInfo* blk, IRExpr* sp, UInt instrs)
 // counters for the context it runs in. `stub_instrs`: see add_plt_prologue.
 IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout, UInt stub_instrs)
 {
-   IRExpr* sp = b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64);
-   if (blk->in_plt) return add_plt_prologue(b, blk, sp, stub_instrs);
+   if (blk->in_plt) return add_plt_prologue(b, blk, stub_instrs);
    Bool entry = blk->fn_entry && fn_traced(blk->fn);
    Bool called_entry = !blk->fn_entry && call_targets.find((void*)blk->addr, nullptr) &&
                        fn_traced(activated_function(blk));
@@ -410,11 +423,11 @@ IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout,
       // pending call and a context change. (An untraced function's first
       // block always calls the helper: tail calls.)
       IRExpr* miss = context_missed(b, blk, b.load64(&kg_now.ctx));
-      b.call("kg_block_start", (void*)kg_block_start, 2,
-             mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sp), blk->fn_entry ? nullptr : miss);
+      b.call_reading_sp("kg_block_start", (void*)kg_block_start, mkIRExpr_HWord((HWord)blk),
+                        blk->fn_entry ? nullptr : miss);
       return cached_counters(b, blk);
    }
-   add_inline_entry(b, blk, sp, entry);
+   add_inline_entry(b, blk, b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64), entry);
    IRExpr* miss = context_missed(b, blk, b.load64(&kg_now.ctx));
    b.call("kg_refresh_counters", (void*)kg_refresh_counters, 1,
           mkIRExprVec_1(mkIRExpr_HWord((HWord)blk)), miss);
@@ -457,12 +470,23 @@ void add_inline_return(IRBuilder& b, const VexGuestLayout* layout)
    b.store_if(pop, b.at(&kg_now.ctx), b.load_field(below_tr, offsetof(Transition, ctx)));
 }
 
+// The site's way that the callee checks (see CallSite): for an indirect
+// call, way 1 if that way's call went to the same target.
+IRExpr* way_to_check(IRBuilder& b, CallSite* site, IRExpr* target)
+{
+   IRExpr* first = IRBuilder::u64((HWord)&site->ways[0]);
+   if (target->tag == Iex_Const) return first;
+   IRExpr* second = b.op(Iop_CmpEQ64, target, b.load64(&site->ways[1].target), Ity_I1);
+   return b.ite(second, IRBuilder::u64((HWord)&site->ways[1]), first);
+}
+
 // Frames die only when SP rises above them, and SP changes only where a
 // superblock writes it (the core's own changes, signal delivery and return,
 // are callbacks). So SP is checked after the writes, not at every block
 // start: before each side exit that follows a write, and at the end of a
-// superblock that wrote it. Blocks that leave SP alone (loops, most code
-// between calls) pay nothing.
+// superblock that wrote it, unless SP is still at or below its value at the
+// superblock's start (SpTracker). Blocks that leave SP alone (loops, most
+// code between calls) or only lower it (prologues, calls) pay nothing.
 void add_unwind_check(IRBuilder& b, const VexGuestLayout* layout)
 {
    IRExpr* sp = b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64);
@@ -488,6 +512,71 @@ Bool writes_sp(const IRStmt* st, const IRTypeEnv* tyenv, const VexGuestLayout* l
    }
    return False;
 }
+
+// Whether SP may have risen above its value at the superblock's start: only
+// then can a frame have died (at the start no frame lies below SP: every
+// superblock that raised SP checked it). Pushes, `sub $n, %rsp` and a
+// call's push of the return address only lower SP, so prologues and call
+// blocks need no check. Tracks SP as (SP at entry + a constant) through
+// the flat IR's temporaries; any other write (`mov %rbp, %rsp`, `leave`,
+// helpers) is "may have risen".
+class SpTracker {
+public:
+   SpTracker(const IRSB* sb, const VexGuestLayout* layout)
+      : layout_(layout), n_temps_(sb->tyenv->types_used),
+        temps_((TempOffset*)alloc_zeroed(n_temps_ * sizeof(TempOffset), "kg.instrument"))
+   {
+   }
+   ~SpTracker() { release(temps_); }
+
+   void note(const IRStmt* st, const IRTypeEnv* tyenv)
+   {
+      if (st->tag == Ist_WrTmp) {
+         note_temp(st->Ist.WrTmp.tmp, st->Ist.WrTmp.data);
+         return;
+      }
+      if (!writes_sp(st, tyenv, layout_)) return;
+      written_ = True;
+      const IRExpr* data = st->tag == Ist_Put && st->Ist.Put.offset == layout_->offset_SP ? st->Ist.Put.data : nullptr;
+      if (data && data->tag == Iex_RdTmp && temps_[data->Iex.RdTmp.tmp].known) {
+         offset_ = temps_[data->Iex.RdTmp.tmp].offset;
+      } else {
+         known_ = False;
+      }
+   }
+
+   Bool written() const { return written_; }
+   Bool may_have_risen() const { return written_ && (!known_ || offset_ > 0); }
+
+private:
+   struct TempOffset {
+      Bool known;
+      Long offset;   // the temporary = SP at entry + offset
+   };
+
+   void note_temp(IRTemp t, const IRExpr* e)
+   {
+      if (e->tag == Iex_Get && e->Iex.Get.offset == layout_->offset_SP && e->Iex.Get.ty == Ity_I64) {
+         temps_[t] = { known_, offset_ };
+         return;
+      }
+      if (e->tag != Iex_Binop || (e->Iex.Binop.op != Iop_Add64 && e->Iex.Binop.op != Iop_Sub64)) return;
+      const IRExpr* x = e->Iex.Binop.arg1;
+      const IRExpr* c = e->Iex.Binop.arg2;
+      if (x->tag != Iex_RdTmp || !temps_[x->Iex.RdTmp.tmp].known) return;
+      if (c->tag != Iex_Const || c->Iex.Const.con->tag != Ico_U64) return;
+      Long n = (Long)c->Iex.Const.con->Ico.U64;
+      if (n > (Long)kMaxStackFrame || n < -(Long)kMaxStackFrame) return;
+      temps_[t] = { True, temps_[x->Iex.RdTmp.tmp].offset + (e->Iex.Binop.op == Iop_Add64 ? n : -n) };
+   }
+
+   const VexGuestLayout* layout_;
+   Int n_temps_;
+   TempOffset* temps_;
+   Bool written_ = False;
+   Bool known_ = True;   // offset_ is SP - SP at entry
+   Long offset_ = 0;
+};
 
 // Side exits taken only when the instruction faults (SSE alignment checks,
 // emulation failures): function mode counts no flush point before them, so
@@ -704,7 +793,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    Addr last_instr = 0;
    Int instr = 0;
    IRExpr* counters = nullptr;   // set by the prologue
-   Bool sp_written = False;
+   SpTracker sp(sb_in, layout);
 
    for (Int i = 0; i < sb_in->stmts_used; i++) {
       IRStmt* st = sb_in->stmts[i];
@@ -719,13 +808,13 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          break;
       case Ist_Exit:
          if (blocks || !faults_only(st->Ist.Exit.jk)) pending.flush(b, counters);
-         if (sp_written) add_unwind_check(b, layout);
+         if (sp.may_have_risen()) add_unwind_check(b, layout);
          break;
       default:
          break;
       }
       b.add(st);
-      if (!sp_written) sp_written = writes_sp(st, sb_in->tyenv, layout);
+      sp.note(st, sb_in->tyenv);
    }
    if (counters) pending.flush(b, counters);
    if (counters && stub) {
@@ -743,11 +832,12 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    if (sb->jumpkind == Ijk_Ret) add_inline_return(b, layout);
    // After the inline pop: more frames died (longjmp, exceptions, tail
    // calls' returns), or SP rose some other way.
-   if (sp_written) add_unwind_check(b, layout);
+   if (sp.may_have_risen()) add_unwind_check(b, layout);
    if (sb->jumpkind == Ijk_Call) {
       // The next block is the callee's: it starts an activation.
+      CallSite* site = call_site_new(last_instr);
       if (sb->next->tag == Iex_Const) call_targets.get((void*)const_target(sb->next->Iex.Const.con), nullptr);
-      b.store64(&kg_now.site, IRBuilder::u64((HWord)call_site_new(last_instr)));
+      b.store64(&kg_now.way, way_to_check(b, site, sb->next));
       b.store64(&kg_now.ctx, IRBuilder::u64((HWord)kCallPending));
    }
    return sb;
