@@ -5,7 +5,7 @@
 // current SP has returned, one way or another: by ret, longjmp, an exception
 // unwinding several frames, or _dl_runtime_resolve jumping to the resolved
 // function. Such frames are popped, with their inclusive cost closed, before
-// anything else happens; instrumented code checks `SP > kg_now.top_sp`
+// anything else happens; instrumented code checks `SP > kg_now->top_sp`
 // inline and calls kg_unwind only when it holds.
 #include "kg_activity.h"
 #include "kg_blocks.h"
@@ -15,9 +15,11 @@
 
 namespace kg {
 
+// In the tool heap, next to the blocks, call sites and counters, so that
+// inline IR addresses all of them from one base register (kg_instrument.cpp).
 // One cache line holds what function mode's inline IR reads and writes
 // (callheavy k=2 ran 4 % slower when a layout change split it over two).
-alignas(64) Now kg_now;
+Now* kg_now;
 static_assert(offsetof(Now, bb_state) <= 64, "function mode's part of Now fits one cache line");
 
 // What a site's empty ways hold: a transition that matches no function, so
@@ -89,15 +91,15 @@ UInt n_joined_fn_forests = 0;
 BlockForest* joined_inter_forest = nullptr;  // inter, joined
 
 // The current thread's frames in use (frames[0] is __root__).
-UInt depth(const ThreadState* t) { return (UInt)(kg_now.top - t->frames) + 1; }
+UInt depth(const ThreadState* t) { return (UInt)(kg_now->top - t->frames) + 1; }
 
 void update_now_from_top()
 {
-   const Frame* top = kg_now.top;
-   kg_now.top_sp = top->sp;
+   const Frame* top = kg_now->top;
+   kg_now->top_sp = top->sp;
    // A pending call stays pending (the resolver's frame dies before the
    // call reaches the resolved function).
-   if (kg_now.ctx != kCallPending) kg_now.ctx = top->tr->ctx;
+   if (kg_now->ctx != kCallPending) kg_now->ctx = top->tr->ctx;
 }
 
 ActNode* act_node(ThreadState* t, const Activation& act)
@@ -147,7 +149,7 @@ Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, B
    if (act.bottom) act.bottom->calls--;
    set_child(tr, act_node(t, act), fn, kActivation);
    tr->edge = call_edge(parent->ctx, tr->ctx);
-   if (!tr->edge->call_site) tr->edge->call_site = kg_now.way->site->addr;
+   if (!tr->edge->call_site) tr->edge->call_site = kg_now->way->site->addr;
    // The calls= target position of the block modes' body.
    if (!tr->edge->target) tr->edge->target = blk->addr;
    return tr;
@@ -248,34 +250,34 @@ void switch_to(ThreadId tid)
    if (current && current == by_tid[tid]) return;
    if (current) {
       run_trace();   // the trace holds the outgoing thread's runs
-      current->saved = kg_now;
+      current->saved = *kg_now;
    }
    current = thread_state(tid);
-   kg_now = current->saved;
+   *kg_now = current->saved;
 }
 
 // A new top frame (the stack grows when full).
 Frame* push_frame(ThreadState* t, Addr sp, Transition* tr)
 {
-   if (kg_now.top + 1 >= kg_now.frames_end) {
+   if (kg_now->top + 1 >= kg_now->frames_end) {
       UInt d = depth(t);
       UInt cap = t->cap * 2;
       Frame* base = (Frame*)kg::alloc((cap + 2) * sizeof(Frame));
       VG_(memcpy)(base, t->frames - 1, (d + 1) * sizeof(Frame));
       kg::release(t->frames - 1);
       set_frames(t, base, cap);
-      kg_now.top = t->frames + d - 1;
-      kg_now.frames_end = t->frames + cap;
+      kg_now->top = t->frames + d - 1;
+      kg_now->frames_end = t->frames + cap;
    }
-   Frame* f = ++kg_now.top;
+   Frame* f = ++kg_now->top;
    f->sp = sp;
-   f->ir_at_entry = kg_now.ir;
+   f->ir_at_entry = kg_now->ir;
    f->tr = tr;
    if (tr->kind == kActivation) {
       tr->calls++;
       ++*tr->active;
    }
-   kg_now.ctx = tr->ctx;
+   kg_now->ctx = tr->ctx;
    return f;
 }
 
@@ -283,23 +285,23 @@ Frame* push_frame(ThreadState* t, Addr sp, Transition* tr)
 // does the same for a return that pops one frame: kg_instrument.cpp.)
 void pop_frame()
 {
-   const Frame* f = kg_now.top;
+   const Frame* f = kg_now->top;
    Transition* tr = f->tr;
    if (tr->kind == kActivation) {
-      ULong incl = kg_now.ir - f->ir_at_entry;
+      ULong incl = kg_now->ir - f->ir_at_entry;
       tr->edge_incl += incl;
       // A recursive activation of the same context is already measured by
       // the outermost one: its inclusive cost counts only there.
       if (--*tr->active == 0) tr->ctx_incl += incl;
    }
-   kg_now.top--;
+   kg_now->top--;
 }
 
 // Pops every frame that died, given the current SP.
 void unwind_to_sp(ThreadState* t, Addr sp)
 {
-   while (kg_now.top > t->frames) {
-      const Frame& f = *kg_now.top;
+   while (kg_now->top > t->frames) {
+      const Frame& f = *kg_now->top;
       UWord kind = f.tr->kind;
       if (kind == kAltSignalFence) {
          // The handler runs on another stack: only a return to the
@@ -318,7 +320,7 @@ void unwind_to_sp(ThreadState* t, Addr sp)
    update_now_from_top();
    // Above the top frame after a stack switch: stop checking until a new
    // frame is pushed.
-   if (sp > kg_now.top_sp) kg_now.top_sp = ~(Addr)0;
+   if (sp > kg_now->top_sp) kg_now->top_sp = ~(Addr)0;
 }
 
 BlockEntryCache* entry_cache(BlockInfo* blk)
@@ -331,7 +333,7 @@ BlockEntryCache* entry_cache(BlockInfo* blk)
 // call site's ways, which learn it) or by a jump.
 Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, UWord after_call)
 {
-   Transition* top = kg_now.top->tr;
+   Transition* top = kg_now->top->tr;
    if (!after_call) {
       // A tail call: the block remembers the last one (no table lookup when
       // the same caller's frame jumps here again).
@@ -342,7 +344,7 @@ Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, UWord
       }
       return c->jump_tr;
    }
-   CallSite* site = kg_now.way->site;
+   CallSite* site = kg_now->way->site;
    UInt i = 0;
    while (i < kSiteWays && !(site->ways[i].parent == top && site->ways[i].tr->fn == fn)) i++;
    if (i == 0) return site->ways[0].tr;
@@ -361,13 +363,13 @@ Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, UWord
 void push_activation(ThreadState* t, FnInfo* fn, Addr sp, BlockInfo* blk, UWord after_call)
 {
    Transition* tr = fn_traced(fn) ? entered_transition(t, fn, blk, after_call)
-                                  : transparent_transition(t, kg_now.top->tr->child, fn);
+                                  : transparent_transition(t, kg_now->top->tr->child, fn);
    push_frame(t, sp, tr);
-   kg_now.top_sp = sp;
+   kg_now->top_sp = sp;
 }
 
 // The function the thread is running now (the top frame's).
-FnInfo* running_function() { return kg_now.top->tr->fn; }
+FnInfo* running_function() { return kg_now->top->tr->fn; }
 
 } // namespace
 
@@ -387,9 +389,10 @@ CallSite* call_site_new(Addr addr)
 void activity_init()
 {
    by_tid = (ThreadState**)alloc_zeroed(VG_N_THREADS * sizeof(ThreadState*));
-   kg_now.top_sp = ~(Addr)0;
+   kg_now = (Now*)alloc_permanent(sizeof(Now), 64);
+   kg_now->top_sp = ~(Addr)0;
    init_call_site(&no_site, 0);
-   kg_now.way = &no_site.ways[0];
+   kg_now->way = &no_site.ways[0];
 }
 
 // Code without symbols: the function is named by the address it was called at.
@@ -422,14 +425,14 @@ static void block_entry(BlockInfo* blk, Addr sp, UWord after_call)
 
 extern "C" void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, ForestNode* ctx_before)
 {
-   Transition* tr = kg_now.top->tr;
+   Transition* tr = kg_now->top->tr;
    tr->calls--;
    --*tr->active;
-   kg_now.top--;
-   kg_now.ctx = ctx_before;
+   kg_now->top--;
+   kg_now->ctx = ctx_before;
    update_now_from_top();
    // A handler on an alternate stack runs below no frame (signal_delivered).
-   if (kg_now.top->tr->kind == kAltSignalFence) kg_now.top_sp = ~(Addr)0;
+   if (kg_now->top->tr->kind == kAltSignalFence) kg_now->top_sp = ~(Addr)0;
    block_entry(blk, sp, ctx_before == kCallPending);
 }
 
@@ -445,19 +448,19 @@ static Addr sp_at_block_start() { return VG_(get_SP)(current->tid); }
 extern "C" void VG_REGPARM(1) kg_block_start(BlockInfo* blk)
 {
    Addr sp = sp_at_block_start();
-   if (sp > kg_now.top_sp) unwind_to_sp(current, sp);
-   UWord after_call = kg_now.ctx == kCallPending;
+   if (sp > kg_now->top_sp) unwind_to_sp(current, sp);
+   UWord after_call = kg_now->ctx == kCallPending;
    if (after_call || blk->fn_entry)
       block_entry(blk, sp, after_call);
    else
-      point_block_at(blk, kg_now.ctx);
+      point_block_at(blk, kg_now->ctx);
 }
 
 extern "C" void VG_REGPARM(1) kg_plt_start(BlockInfo* blk)
 {
    Addr sp = sp_at_block_start();
-   if (sp > kg_now.top_sp) unwind_to_sp(current, sp);
-   point_block_at(blk, kg_now.top->tr->ctx);
+   if (sp > kg_now->top_sp) unwind_to_sp(current, sp);
+   point_block_at(blk, kg_now->top->tr->ctx);
 }
 
 // ---- Block modes ------------------------------------------------------------
@@ -491,13 +494,13 @@ static void run_trace()
    UWord* end = kg_trace_pos;
    if (end == start) return;
    kg_trace_pos = start;
-   BlockForest* f = kg_now.bb_forest;
-   BlockState* s = *kg_now.bb_state;
+   BlockForest* f = kg_now->bb_forest;
+   BlockState* s = *kg_now->bb_state;
    const UWord* e = start;
    for (; e + 1 < end; e += 2)
       s = step_two(f, s, trace_label(e[0]), trace_count(e[0]), trace_label(e[1]), trace_count(e[1]));
    if (e < end) s = step_block(f, s, trace_label(*e), trace_count(*e));
-   *kg_now.bb_state = s;
+   *kg_now->bb_state = s;
 }
 
 extern "C" void kg_trace_full() { run_trace(); }
@@ -507,7 +510,7 @@ extern "C" void VG_REGPARM(2) kg_block_intra(BBInfo* b, UWord n)
    run_trace();   // before the activation may change
    ThreadState* t = current;
    UInt d = depth(t) - 1;
-   const Frame& f = *kg_now.top;
+   const Frame& f = *kg_now->top;
    FnInfo* fn = f.tr->fn;
    // Only blocks run by an activation of a traced function are recorded.
    if (f.tr->kind != kActivation || !fn) return;
@@ -537,10 +540,10 @@ extern "C" void VG_REGPARM(2) kg_block_intra(BBInfo* b, UWord n)
       s.state = step_block(s.forest, s.state, b->label, n);
    }
    // The block trace continues this frame's activation while the frame is on top.
-   kg_now.bb_state = &s.state;
-   kg_now.bb_top = kg_now.top;
-   kg_now.bb_ir = f.ir_at_entry;
-   kg_now.bb_forest = s.forest;
+   kg_now->bb_state = &s.state;
+   kg_now->bb_top = kg_now->top;
+   kg_now->bb_ir = f.ir_at_entry;
+   kg_now->bb_forest = s.forest;
    dump_block(t->serial, s.serial, fn->id + 1, b);
 }
 
@@ -613,11 +616,11 @@ void thread_starts_running(ThreadId tid, ULong blocks_done)
 void close_thread(ThreadState* t)
 {
    if (block_mode()) run_trace();
-   while (kg_now.top > t->frames) pop_frame();
+   while (kg_now->top > t->frames) pop_frame();
    // __root__'s inclusive cost is the thread's whole run.
    Frame& root = t->frames[0];
-   root.tr->ctx->incl += kg_now.ir - root.ir_at_entry;
-   root.ir_at_entry = kg_now.ir;
+   root.tr->ctx->incl += kg_now->ir - root.ir_at_entry;
+   root.ir_at_entry = kg_now->ir;
    update_now_from_top();
 }
 
@@ -627,7 +630,7 @@ void thread_exits(ThreadId tid)
    switch_to(tid);
    close_thread(current);
    // The tid will be reused by a new thread, which gets its own state.
-   current->saved = kg_now;
+   current->saved = *kg_now;
    by_tid[tid] = nullptr;
    current = nullptr;
 }
@@ -637,11 +640,11 @@ void signal_delivered(ThreadId tid, Int sig, Bool alt_stack)
    switch_to(tid);
    ThreadState* t = current;
    FrameKind kind = alt_stack ? kAltSignalFence : kSignalFence;
-   Transition* tr = fence_transition(t, kg_now.top->tr, kind);
+   Transition* tr = fence_transition(t, kg_now->top->tr, kind);
    Frame* f = push_frame(t, VG_(get_SP)(tid), tr);
    // The handler's first block is entered by the core, not by a call:
    // push_frame made ctx the fence's, so no call is pending.
-   kg_now.top_sp = alt_stack ? ~(Addr)0 : f->sp;
+   kg_now->top_sp = alt_stack ? ~(Addr)0 : f->sp;
 }
 
 void signal_returned(ThreadId tid, Int sig)
@@ -649,8 +652,8 @@ void signal_returned(ThreadId tid, Int sig)
    switch_to(tid);
    ThreadState* t = current;
    // Pop the handler's frames and its fence (the innermost one).
-   while (kg_now.top > t->frames) {
-      UWord kind = kg_now.top->tr->kind;
+   while (kg_now->top > t->frames) {
+      UWord kind = kg_now->top->tr->kind;
       pop_frame();
       if (kind == kSignalFence || kind == kAltSignalFence) break;
    }
@@ -661,7 +664,7 @@ void fork_child(ThreadId tid)
 {
    // The child starts from zero: forests, line costs, call edges, and the
    // entry snapshots of the frames it inherited.
-   if (current) current->saved = kg_now;
+   if (current) current->saved = *kg_now;
    for (ThreadState* t = all_threads; t; t = t->next) {
       if (!clo.join_threads) forest_reset(t->forest);
       zero_transitions(t);
@@ -669,7 +672,7 @@ void fork_child(ThreadId tid)
       t->saved.ir = 0;
    }
    if (joined_forest) forest_reset(joined_forest);
-   kg_now.ir = 0;
+   kg_now->ir = 0;
    reset_costs();
    if (block_mode()) reset_block_state();
 }
@@ -681,7 +684,7 @@ void finish_all_threads()
       switch_to(tid);
       close_thread(current);
    }
-   if (current) current->saved = kg_now;
+   if (current) current->saved = *kg_now;
    if (block_mode()) {
       for_each_block_forest([](BlockForest* f) {
          settle_block_states(f);
@@ -698,7 +701,7 @@ void finish_all_threads()
 
 UInt thread_profiles(ThreadProfile* out, UInt max)
 {
-   if (current) current->saved = kg_now;
+   if (current) current->saved = *kg_now;
    for (ThreadState* t = all_threads; t; t = t->next) flush_transitions(t);
    UInt n = 0;
    if (clo.join_threads) {

@@ -60,7 +60,7 @@ struct Frame {
 
 // Per call instruction: the transitions its calls pushed most recently,
 // each with the top frame's transition then and the address called. A
-// calling block leaves one of its site's ways in kg_now.way, and the
+// calling block leaves one of its site's ways in kg_now->way, and the
 // callee's first block pushes inline when that way matches (a call from a
 // frame of the same transition into the same function); the helper looks
 // at the others before the thread's table of transitions. A direct call
@@ -112,9 +112,9 @@ struct Now {
    ULong bb_ir;
    BlockForest* bb_forest;
 };
-extern Now kg_now;
+extern Now* kg_now;
 
-// kg_now.ctx while a call is pending (the previous block ended in a call):
+// kg_now->ctx while a call is pending (the previous block ended in a call):
 // it matches no block's cached context, so the first block after a call
 // always misses the inline context check, which therefore also tells "a
 // call is pending" (one guard, not two). It is the only record of a
@@ -132,7 +132,7 @@ extern "C" {
 // SP rose above the top frame: pop the frames that died.
 void VG_REGPARM(1) kg_unwind(Addr sp);
 // A block that may start an activation (entered after a call, or a
-// function's first block); ctx_before is kg_now.ctx at its start
+// function's first block); ctx_before is kg_now->ctx at its start
 // (kCallPending: after a call).
 void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode* ctx_before);
 // A function's first block pushed a frame from its entry cache, but the

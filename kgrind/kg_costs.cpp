@@ -90,7 +90,7 @@ void point_block_at_table(BlockInfo* blk, ForestNode* ctx)
 
 extern "C" void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk)
 {
-   point_block_at(blk, kg_now.ctx);
+   point_block_at(blk, kg_now->ctx);
 }
 
 // Not the next instruction after a direct exit (a fall-through; a computed
@@ -111,7 +111,7 @@ Addr jump_target(const InstrPos& x, Addr target, Bool computed)
 
 extern "C" void VG_REGPARM(2) kg_indirect_jump(BlockInfo* blk, Addr target)
 {
-   IndirectJumps* e = indirect_jumps.get(kg_now.ctx, blk);
+   IndirectJumps* e = indirect_jumps.get(kg_now->ctx, blk);
    for (UInt i = 0; i < e->n; i++) {
       if (e->targets[i].target != target) continue;
       e->targets[i].count++;

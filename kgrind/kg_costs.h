@@ -113,7 +113,7 @@ inline void point_block_at(BlockInfo* blk, ForestNode* ctx)
 }
 
 extern "C" {
-// Inline-cache miss: makes the counters of (kg_now.ctx, blk) way 0.
+// Inline-cache miss: makes the counters of (kg_now->ctx, blk) way 0.
 void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk);
 // Block modes: a superblock of a traced function left by a computed jump.
 void VG_REGPARM(2) kg_indirect_jump(BlockInfo* blk, Addr target);

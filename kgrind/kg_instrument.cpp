@@ -4,16 +4,16 @@
 // block's counters right (docs/function-mode.md):
 //   - a function's first block (traced, with a symbol) pushes the frame its
 //     call site predicts, kg_entry_fixup repairing a wrong prediction; then,
-//     if kg_now.ctx differs from the block's cached context, calls
+//     if kg_now->ctx differs from the block's cached context, calls
 //     kg_refresh_counters for the counters of (context, block);
 //   - PLT stubs and untraced functions' first blocks call kg_block_start;
-//   - any other block calls kg_block_start only if kg_now.ctx differs from
+//   - any other block calls kg_block_start only if kg_now->ctx differs from
 //     its cached context (after a call, ctx is kCallPending, which no block
 //     caches).
 // Frames die only when SP rises above them: superblocks that may raise SP
 // check it after the write (before later side exits and at their end) and
 // call kg_unwind when it rose above the top frame. Blocks ending in a call make
-// the call pending (kg_now.ctx = kCallPending); blocks ending in a return pop
+// the call pending (kg_now->ctx = kCallPending); blocks ending in a return pop
 // the top frame inline when the ret left SP just above its return address.
 // Instructions are then counted in groups: every instruction since the
 // previous flush point is added to its (context, line) counter, and to the
@@ -41,9 +41,11 @@ const Int kMaxSlots = 64;      // distinct source lines per superblock
 // "LDle(Add64(base, 0x18))" one load with a 32-bit displacement. The bases
 // live in the thread's first shadow guest state, which no other part of
 // kgrind uses, so a superblock reads each with one GET (rbp-relative) and
-// VEX keeps it in a register. Base 0 is kg_now (the tool image), base 1 an
-// anchor in the tool's heap, where blocks, call sites and counters live;
-// an address farther than 2 GB from both stays an absolute constant.
+// VEX keeps it in a register. Base 0 is kg_now, in the tool's heap, where
+// blocks, call sites and counters live too (function mode's superblocks
+// need no other base: one GET each); base 1 the tool image's statics (the
+// block modes' trace position). An address farther than 2 GB from both
+// stays an absolute constant.
 const UInt kDataBases = 2;
 Addr data_bases[kDataBases];
 const Int kBaseShadowOffset = 0;   // within shadow area 1
@@ -221,12 +223,12 @@ public:
          if (!blocks_ && n_runs_ < kMaxRuns) runs_[n_runs_++] = { (UShort)point, (UShort)i, (UInt)counts_[i] };
          counts_[i] = 0;
       }
-      if (total_) b.add_to(&kg_now.ir, total_);
+      if (total_) b.add_to(&kg_now->ir, total_);
       total_ = 0;
    }
 
    // A counter that the PLT stub this block calls adds its instructions to
-   // (kg_now.plt_counter): its line's cost is the counter itself (n = 1).
+   // (kg_now->plt_counter): its line's cost is the counter itself (n = 1).
    UInt add_stub_point(UInt slot)
    {
       UInt point = point_++;
@@ -312,9 +314,9 @@ BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs, Addr 
 // word: (x ^ y) | ...
 void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative)
 {
-   IRExpr* way = b.load64(&kg_now.way);
-   IRExpr* ctx_before = b.load64(&kg_now.ctx);
-   IRExpr* top = b.load64(&kg_now.top);
+   IRExpr* way = b.load64(&kg_now->way);
+   IRExpr* ctx_before = b.load64(&kg_now->ctx);
+   IRExpr* top = b.load64(&kg_now->top);
    IRExpr* next = b.op(Iop_Add64, top, IRBuilder::u64(sizeof(Frame)));   // always writable
    IRExpr* top_tr = b.load_field(top, offsetof(Frame, tr));
    // A way matches a call from the top frame's transition into this block's
@@ -325,7 +327,7 @@ void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative
                            b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, fn)), fn));
    // Zero when: a way matched, a call is pending, and next < frames_end
    // (frames are one array: the difference's sign bit says it).
-   IRExpr* no_room = b.op(Iop_Xor64, b.op(Iop_Shr64, b.op(Iop_Sub64, next, b.load64(&kg_now.frames_end)),
+   IRExpr* no_room = b.op(Iop_Xor64, b.op(Iop_Shr64, b.op(Iop_Sub64, next, b.load64(&kg_now->frames_end)),
                                           IRExpr_Const(IRConst_U8(63))), IRBuilder::u64(1));
    IRExpr* wrong_bits = b.op(Iop_Or64, b.op(Iop_Or64, mismatch,
                                             b.op(Iop_Xor64, ctx_before, IRBuilder::u64((HWord)kCallPending))),
@@ -336,14 +338,14 @@ void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative
    IRExpr* one = IRBuilder::u64(1);
 
    b.store64(b.field(next, offsetof(Frame, sp)), sp);   // the spare slot: never in use
-   b.store64(b.field(next, offsetof(Frame, ir_at_entry)), b.load64(&kg_now.ir));
+   b.store64(b.field(next, offsetof(Frame, ir_at_entry)), b.load64(&kg_now->ir));
    b.store64(b.field(next, offsetof(Frame, tr)), tr);
    b.add_if(guard, b.place(tr, offsetof(Transition, calls)), one);
    b.add_if(guard, b.place(b.load_field(tr, offsetof(Transition, active)), 0), one);
-   b.store_if(guard, b.at(&kg_now.top), next);
-   b.store_if(guard, b.at(&kg_now.top_sp), sp);
+   b.store_if(guard, b.at(&kg_now->top), next);
+   b.store_if(guard, b.at(&kg_now->top_sp), sp);
    // No call is pending any more.
-   b.store_if(guard, b.at(&kg_now.ctx), b.load_field(tr, offsetof(Transition, ctx)));
+   b.store_if(guard, b.at(&kg_now->ctx), b.load_field(tr, offsetof(Transition, ctx)));
 
    IRExpr** args = mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), sp, ctx_before);
    IRExpr* wrong = b.op(Iop_CmpNE64, wrong_bits, IRBuilder::u64(0), Ity_I1);
@@ -384,26 +386,26 @@ PairTable<CallTarget> call_targets;
 ULong plt_scratch;
 
 // A PLT stub's prologue. Its instructions are the caller's (the top frame's
-// context, whatever kg_now.ctx says while the call is pending). A block that
+// context, whatever kg_now->ctx says while the call is pending). A block that
 // calls the stub directly left a counter of its own for them
-// (kg_now.plt_stub, plt_counter): then the stub adds its `instrs` there and
+// (kg_now->plt_stub, plt_counter): then the stub adds its `instrs` there and
 // flushes into plt_scratch. Otherwise (an indirect call or a jump to the
 // stub, or a stub that needs more than one counter: instrs == 0) it finds
 // counters for the caller's context, as any block does: stubs run in every
 // caller's context in turn, so that mostly missed the block's cache.
 IRExpr* add_plt_prologue(IRBuilder& b, BlockInfo* blk, UInt instrs)
 {
-   IRExpr* caller = b.load_field(b.load_field(b.load64(&kg_now.top), offsetof(Frame, tr)),
+   IRExpr* caller = b.load_field(b.load_field(b.load64(&kg_now->top), offsetof(Frame, tr)),
                                  offsetof(Transition, ctx));
    IRExpr* miss = context_missed(b, blk, caller);
    IRExpr* counted = nullptr;
    IRExpr* scratch = nullptr;
    if (instrs) {
-      counted = b.op(Iop_CmpEQ64, b.load64(&kg_now.plt_stub), IRBuilder::u64(blk->addr), Ity_I1);
+      counted = b.op(Iop_CmpEQ64, b.load64(&kg_now->plt_stub), IRBuilder::u64(blk->addr), Ity_I1);
       miss = b.op(Iop_And1, b.tmp(IRExpr_Unop(Iop_Not1, counted), Ity_I1), miss, Ity_I1);
       scratch = b.at(&plt_scratch);
-      b.add_to(b.place(b.ite(counted, b.load64(&kg_now.plt_counter), scratch), 0), IRBuilder::u64(instrs));
-      b.store_if(counted, b.at(&kg_now.plt_stub), IRBuilder::u64(0));
+      b.add_to(b.place(b.ite(counted, b.load64(&kg_now->plt_counter), scratch), 0), IRBuilder::u64(instrs));
+      b.store_if(counted, b.at(&kg_now->plt_stub), IRBuilder::u64(0));
    }
    b.call_reading_sp("kg_plt_start", (void*)kg_plt_start, mkIRExpr_HWord((HWord)blk), miss);
    IRExpr* counters = cached_counters(b, blk);   // after the helper, which may re-point way 0
@@ -419,16 +421,16 @@ IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout,
    Bool called_entry = !blk->fn_entry && call_targets.find((void*)blk->addr, nullptr) &&
                        fn_traced(activated_function(blk));
    if (!entry && !called_entry) {
-      // kg_now.ctx is kCallPending after a call, so one guard covers a
+      // kg_now->ctx is kCallPending after a call, so one guard covers a
       // pending call and a context change. (An untraced function's first
       // block always calls the helper: tail calls.)
-      IRExpr* miss = context_missed(b, blk, b.load64(&kg_now.ctx));
+      IRExpr* miss = context_missed(b, blk, b.load64(&kg_now->ctx));
       b.call_reading_sp("kg_block_start", (void*)kg_block_start, mkIRExpr_HWord((HWord)blk),
                         blk->fn_entry ? nullptr : miss);
       return cached_counters(b, blk);
    }
    add_inline_entry(b, blk, b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64), entry);
-   IRExpr* miss = context_missed(b, blk, b.load64(&kg_now.ctx));
+   IRExpr* miss = context_missed(b, blk, b.load64(&kg_now->ctx));
    b.call("kg_refresh_counters", (void*)kg_refresh_counters, 1,
           mkIRExprVec_1(mkIRExpr_HWord((HWord)blk)), miss);
    return cached_counters(b, blk);
@@ -444,7 +446,7 @@ IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout,
 void add_inline_return(IRBuilder& b, const VexGuestLayout* layout)
 {
    IRExpr* sp = b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64);
-   IRExpr* top = b.load64(&kg_now.top);
+   IRExpr* top = b.load64(&kg_now->top);
    IRExpr* tr = b.load_field(top, offsetof(Frame, tr));
    // Zero when SP is just above the return address and the frame is an
    // activation (kActivation is 0); 64-bit arithmetic, as in add_inline_entry.
@@ -454,7 +456,7 @@ void add_inline_return(IRBuilder& b, const VexGuestLayout* layout)
                              b.load_field(tr, offsetof(Transition, kind)));
    IRExpr* pop = b.op(Iop_CmpEQ64, not_popped, IRBuilder::u64(0), Ity_I1);
 
-   IRExpr* incl = b.op(Iop_Sub64, b.load64(&kg_now.ir), b.load_field(top, offsetof(Frame, ir_at_entry)));
+   IRExpr* incl = b.op(Iop_Sub64, b.load64(&kg_now->ir), b.load_field(top, offsetof(Frame, ir_at_entry)));
    b.add_if(pop, b.place(tr, offsetof(Transition, edge_incl)), incl);
    IRExpr* active = b.load_field(tr, offsetof(Transition, active));
    IRExpr* still_active = b.op(Iop_Sub64, b.load64(active), IRBuilder::u64(1));
@@ -464,10 +466,10 @@ void add_inline_return(IRBuilder& b, const VexGuestLayout* layout)
    b.add_if(popped_outermost, b.place(tr, offsetof(Transition, ctx_incl)), incl);
 
    IRExpr* below = b.op(Iop_Sub64, top, IRBuilder::u64(sizeof(Frame)));
-   b.store_if(pop, b.at(&kg_now.top), below);
-   b.store_if(pop, b.at(&kg_now.top_sp), b.load_field(below, offsetof(Frame, sp)));
+   b.store_if(pop, b.at(&kg_now->top), below);
+   b.store_if(pop, b.at(&kg_now->top_sp), b.load_field(below, offsetof(Frame, sp)));
    IRExpr* below_tr = b.load_field(below, offsetof(Frame, tr));
-   b.store_if(pop, b.at(&kg_now.ctx), b.load_field(below_tr, offsetof(Transition, ctx)));
+   b.store_if(pop, b.at(&kg_now->ctx), b.load_field(below_tr, offsetof(Transition, ctx)));
 }
 
 // The site's way that the callee checks (see CallSite): for an indirect
@@ -491,7 +493,7 @@ void add_unwind_check(IRBuilder& b, const VexGuestLayout* layout)
 {
    IRExpr* sp = b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64);
    b.call("kg_unwind", (void*)kg_unwind, 1, mkIRExprVec_1(sp),
-          b.op(Iop_CmpLT64U, b.load64(&kg_now.top_sp), sp, Ity_I1));
+          b.op(Iop_CmpLT64U, b.load64(&kg_now->top_sp), sp, Ity_I1));
 }
 
 // Does the statement write the guest SP?
@@ -690,10 +692,10 @@ void add_block_step(IRBuilder& b, BBInfo* bb, UWord n, void* helper, const HChar
    IRExpr* same = nullptr;
    IRExpr* advance = IRBuilder::u64(sizeof(UWord));
    if (clo.mode == kModeIntra) {
-      IRExpr* top = b.load64(&kg_now.top);
-      same = b.op(Iop_And1, b.op(Iop_CmpEQ64, top, b.load64(&kg_now.bb_top), Ity_I1),
+      IRExpr* top = b.load64(&kg_now->top);
+      same = b.op(Iop_And1, b.op(Iop_CmpEQ64, top, b.load64(&kg_now->bb_top), Ity_I1),
                   b.op(Iop_CmpEQ64, b.load_field(top, offsetof(Frame, ir_at_entry)),
-                       b.load64(&kg_now.bb_ir), Ity_I1), Ity_I1);
+                       b.load64(&kg_now->bb_ir), Ity_I1), Ity_I1);
       advance = b.ite(same, advance, IRBuilder::u64(0));
    }
    IRExpr* next = b.op(Iop_Add64, pos, advance);
@@ -753,9 +755,8 @@ void find_blocks(IRSB* sb_in, BlockInfo* blk, BBInfo** block_of, UInt* block_len
 
 void instrument_init()
 {
-   data_bases[0] = (Addr)&kg_now;
-   // The heap anchor: the tool arena's first allocations are its neighbours.
-   data_bases[1] = (Addr)kg::alloc(sizeof(Addr));
+   data_bases[0] = (Addr)kg_now;
+   data_bases[1] = (Addr)&kg_trace_pos;
 }
 
 void publish_data_bases(ThreadId tid)
@@ -819,8 +820,8 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    if (counters) pending.flush(b, counters);
    if (counters && stub) {
       UInt point = pending.add_stub_point(stub_slot);
-      b.store64(&kg_now.plt_stub, IRBuilder::u64(stub));
-      b.store64(&kg_now.plt_counter, b.address(b.place(counters, 8 * point)));
+      b.store64(&kg_now->plt_stub, IRBuilder::u64(stub));
+      b.store64(&kg_now->plt_counter, b.address(b.place(counters, 8 * point)));
    }
    pending.finish(blk);
    if (blocks && sb->jumpkind == Ijk_Boring && sb->next->tag != Iex_Const && !blk->in_plt &&
@@ -837,8 +838,8 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       // The next block is the callee's: it starts an activation.
       CallSite* site = call_site_new(last_instr);
       if (sb->next->tag == Iex_Const) call_targets.get((void*)const_target(sb->next->Iex.Const.con), nullptr);
-      b.store64(&kg_now.way, way_to_check(b, site, sb->next));
-      b.store64(&kg_now.ctx, IRBuilder::u64((HWord)kCallPending));
+      b.store64(&kg_now->way, way_to_check(b, site, sb->next));
+      b.store64(&kg_now->ctx, IRBuilder::u64((HWord)kCallPending));
    }
    return sb;
 }
