@@ -547,7 +547,6 @@ public:
       }
    }
 
-   Bool written() const { return written_; }
    Bool may_have_risen() const { return written_ && (!known_ || offset_ > 0); }
 
 private:
