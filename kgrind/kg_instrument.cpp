@@ -164,9 +164,7 @@ public:
    // A helper call, when guard holds (guard may be nullptr: always).
    void call(const HChar* name, void* fn, Int regparms, IRExpr** args, IRExpr* guard)
    {
-      IRDirty* di = unsafeIRDirty_0_N(regparms, name, VG_(fnptr_to_fnentry)(fn), args);
-      if (guard) di->guard = guard;
-      add(IRStmt_Dirty(di));
+      add(IRStmt_Dirty(dirty(name, fn, regparms, args, guard)));
    }
 
    // A helper call, when guard holds, of a helper that reads the guest SP
@@ -177,8 +175,7 @@ public:
    // unconditionally).
    void call_reading_sp(const HChar* name, void* fn, IRExpr* arg, IRExpr* guard)
    {
-      IRDirty* di = unsafeIRDirty_0_N(1, name, VG_(fnptr_to_fnentry)(fn), mkIRExprVec_1(arg));
-      if (guard) di->guard = guard;
+      IRDirty* di = dirty(name, fn, 1, mkIRExprVec_1(arg), guard);
       di->nFxState = 1;
       di->fxState[0].fx = Ifx_Read;
       di->fxState[0].offset = offset_sp_;
@@ -191,6 +188,13 @@ public:
    void add(IRStmt* st) { addStmtToIRSB(sb_, st); }
 
 private:
+   static IRDirty* dirty(const HChar* name, void* fn, Int regparms, IRExpr** args, IRExpr* guard)
+   {
+      IRDirty* di = unsafeIRDirty_0_N(regparms, name, VG_(fnptr_to_fnentry)(fn), args);
+      if (guard) di->guard = guard;
+      return di;
+   }
+
    IRSB* sb_;
    Int shadow_;   // offset of shadow area 1 in the guest state
    Int offset_sp_;
