@@ -441,14 +441,19 @@ extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode
    block_entry(blk, sp, ctx_before == kCallPending);
 }
 
-// SP at the start of the running superblock (helpers called there: the
-// guest state holds it, as no statement of the superblock ran yet).
-static Addr sp_at_block_start() { return VG_(get_SP)(current->tid); }
+// Pops the frames that died, by SP at the start of the running superblock
+// (helpers called there: the guest state holds it, as no statement of the
+// superblock ran yet). Returns that SP.
+static Addr unwind_at_block_start()
+{
+   Addr sp = VG_(get_SP)(current->tid);
+   if (sp > kg_now->top_sp) unwind_to_sp(current, sp);
+   return sp;
+}
 
 extern "C" void VG_REGPARM(1) kg_block_start(BlockInfo* blk)
 {
-   Addr sp = sp_at_block_start();
-   if (sp > kg_now->top_sp) unwind_to_sp(current, sp);
+   Addr sp = unwind_at_block_start();
    UWord after_call = kg_now->ctx == kCallPending;
    if (after_call || blk->fn_entry)
       block_entry(blk, sp, after_call);
@@ -458,8 +463,7 @@ extern "C" void VG_REGPARM(1) kg_block_start(BlockInfo* blk)
 
 extern "C" void VG_REGPARM(1) kg_plt_start(BlockInfo* blk)
 {
-   Addr sp = sp_at_block_start();
-   if (sp > kg_now->top_sp) unwind_to_sp(current, sp);
+   unwind_at_block_start();
    point_block_at(blk, kg_now->top->tr->ctx);
 }
 
