@@ -22,12 +22,11 @@ namespace kg {
 Now* kg_now;
 static_assert(offsetof(Now, bb_state) <= 64, "function mode's part of Now fits one cache line");
 
-// What a site's empty ways hold: a transition that matches no function, so
-// that inline IR may read through it.
+// What a transition's empty kid slots hold: a transition that matches no
+// function, so that inline IR may read through it.
 static UWord unused_active;
 static Transition no_transition = { 0, 0, 0, &unused_active, nullptr, nullptr, nullptr, kActivation,
-                                    nullptr, nullptr, nullptr, nullptr };
-static CallSite no_site;   // ways as call_site_new() sets them (activity_init)
+                                    {}, nullptr, nullptr, nullptr, nullptr };
 
 
 namespace {
@@ -65,6 +64,9 @@ struct ThreadState {
    ULong bb_activations;
    BlockForest* inter_forest;  // inter
    BlockState* inter_state;
+   // The call that entered ld.so's lazy-binding trampoline: it continues in
+   // the resolved function (unwind_to_sp).
+   Addr resolver_call_site;
 };
 
 static void run_trace();   // block modes
@@ -122,6 +124,7 @@ Transition* transition(ThreadState* t, const void* parent, const void* key, Bool
    if (*created) {
       tr->next = t->all_transitions;
       t->all_transitions = tr;
+      for (UInt i = 0; i < kKidSlots; i++) tr->kids[i] = &no_transition;
    }
    return tr;
 }
@@ -135,7 +138,15 @@ void set_child(Transition* tr, ActNode* child, FnInfo* fn, FrameKind kind)
    tr->kind = kind;
 }
 
+// The call edge's position: its first known call site (a tail call by an
+// indirect jump has none: entered by a call later, the edge gets one).
+void note_call_site(Transition* tr, Addr call_site)
+{
+   if (!tr->edge->call_site) tr->edge->call_site = call_site;
+}
+
 // The transition into traced function fn from parent.
+
 Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, BlockInfo* blk)
 {
    Bool created;
@@ -149,7 +160,6 @@ Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, B
    if (act.bottom) act.bottom->calls--;
    set_child(tr, act_node(t, act), fn, kActivation);
    tr->edge = call_edge(parent->ctx, tr->ctx);
-   if (!tr->edge->call_site) tr->edge->call_site = kg_now->way->site->addr;
    // The calls= target position of the block modes' body.
    if (!tr->edge->target) tr->edge->target = blk->addr;
    return tr;
@@ -230,7 +240,7 @@ ThreadState* thread_state(ThreadId tid)
    set_child(root, act_node(t, forest_root(t->forest)), nullptr, kActivation);
    t->frames[-1] = { 0, 0, root };
    t->frames[0] = { ~(Addr)0, 0, root };
-   t->saved = { ~(Addr)0, &no_site.ways[0], root->ctx, 0, &t->frames[0], t->frames + cap };
+   t->saved = { ~(Addr)0, 0, root->ctx, 0, &t->frames[0], t->frames + cap };
    if (clo.mode == kModeInter) {
       if (clo.join_threads) {
          if (!joined_inter_forest) joined_inter_forest = block_forest_new(nullptr, 0, 0);
@@ -300,6 +310,7 @@ void pop_frame()
 // Pops every frame that died, given the current SP.
 void unwind_to_sp(ThreadState* t, Addr sp)
 {
+   const Transition* popped = nullptr;
    while (kg_now->top > t->frames) {
       const Frame& f = *kg_now->top;
       UWord kind = f.tr->kind;
@@ -315,7 +326,14 @@ void unwind_to_sp(ThreadState* t, Addr sp)
             break;
          }
       }
+      popped = f.tr;
       pop_frame();
+   }
+   if (popped && popped->fn && popped->fn->resolver && popped->kind <= kTransparent) {
+      // ld.so's trampoline dies at its jump to the function it resolved:
+      // the call that entered it goes on there.
+      kg_now->ctx = kCallPending;
+      kg_now->call_site = t->resolver_call_site;
    }
    update_now_from_top();
    // Above the top frame after a stack switch: stop checking until a new
@@ -323,45 +341,23 @@ void unwind_to_sp(ThreadState* t, Addr sp)
    if (sp > kg_now->top_sp) kg_now->top_sp = ~(Addr)0;
 }
 
-BlockEntryCache* entry_cache(BlockInfo* blk)
-{
-   if (!blk->entry) blk->entry = (BlockEntryCache*)alloc_permanent(sizeof(BlockEntryCache));
-   return blk->entry;
-}
-
-// The transition into traced fn from the top frame, by a call (from its
-// call site's ways, which learn it) or by a jump.
+// The transition into traced fn from the top frame: the top frame's kid in
+// fn's slot if that is into fn (inline IR missed it: a full stack, or not
+// entered by a call), else the thread's table's, which becomes the kid. A
+// call's edge is at the call's site; a tail call by an indirect jump has
+// none known here.
 Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, UWord after_call)
 {
    Transition* top = kg_now->top->tr;
-   if (!after_call) {
-      // A tail call: the block remembers the last one (no table lookup when
-      // the same caller's frame jumps here again).
-      BlockEntryCache* c = entry_cache(blk);
-      if (c->jump_parent != top) {
-         c->jump_parent = top;
-         c->jump_tr = activation_transition(t, top->child, fn, blk);
-      }
-      return c->jump_tr;
-   }
-   CallSite* site = kg_now->way->site;
-   UInt i = 0;
-   while (i < kSiteWays && !(site->ways[i].parent == top && site->ways[i].tr->fn == fn)) i++;
-   if (i == 0) return site->ways[0].tr;
-   SiteWay hit = { top, nullptr, blk->addr, site };
-   if (i < kSiteWays) {
-      hit.tr = site->ways[i].tr;
-   } else {
-      hit.tr = activation_transition(t, top->child, fn, blk);
-      i = kSiteWays - 1;   // the least recent way makes room
-   }
-   for (; i > 0; i--) site->ways[i] = site->ways[i - 1];
-   site->ways[0] = hit;
-   return hit.tr;
+   Transition*& kid = top->kids[kid_slot(fn)];
+   if (kid->fn != fn) kid = activation_transition(t, top->child, fn, blk);
+   if (after_call) note_call_site(kid, kg_now->call_site);
+   return kid;
 }
 
 void push_activation(ThreadState* t, FnInfo* fn, Addr sp, BlockInfo* blk, UWord after_call)
 {
+   if (fn->resolver) t->resolver_call_site = kg_now->call_site;
    Transition* tr = fn_traced(fn) ? entered_transition(t, fn, blk, after_call)
                                   : transparent_transition(t, kg_now->top->tr->child, fn);
    push_frame(t, sp, tr);
@@ -373,35 +369,19 @@ FnInfo* running_function() { return kg_now->top->tr->fn; }
 
 } // namespace
 
-static void init_call_site(CallSite* site, Addr addr)
-{
-   for (UInt i = 0; i < kSiteWays; i++) site->ways[i] = { nullptr, &no_transition, 0, site };
-   site->addr = addr;
-}
-
-CallSite* call_site_new(Addr addr)
-{
-   CallSite* site = (CallSite*)alloc_permanent(sizeof(CallSite));
-   init_call_site(site, addr);
-   return site;
-}
-
 void activity_init()
 {
    by_tid = (ThreadState**)alloc_zeroed(VG_N_THREADS * sizeof(ThreadState*));
    kg_now = (Now*)alloc_permanent(sizeof(Now), 64);
    kg_now->top_sp = ~(Addr)0;
-   init_call_site(&no_site, 0);
-   kg_now->way = &no_site.ways[0];
 }
 
 // Code without symbols: the function is named by the address it was called at.
 FnInfo* activated_function(BlockInfo* blk)
 {
    if (!blk->fn->no_symbol) return blk->fn;
-   BlockEntryCache* c = entry_cache(blk);
-   if (!c->entry_fn) c->entry_fn = function_named_by_address(blk->addr, blk->fn);
-   return c->entry_fn;
+   if (!blk->entry_fn) blk->entry_fn = function_named_by_address(blk->addr, blk->fn);
+   return blk->entry_fn;
 }
 
 extern "C" void VG_REGPARM(1) kg_unwind(Addr sp)
@@ -417,7 +397,8 @@ static void block_entry(BlockInfo* blk, Addr sp, UWord after_call)
       push_activation(t, activated_function(blk), sp, blk, after_call);
    } else if (blk->fn_entry && running_function() != blk->fn) {
       // A jump to a function's first instruction from another function is a
-      // tail call (or PLT/resolver jump); a jump back to its own entry is a loop.
+      // tail call; a jump back to its own entry is a loop. (Direct jumps
+      // left the call pending: kg_instrument.cpp, tail_call.)
       push_activation(t, blk->fn, sp, blk, 0);
    }
    kg_refresh_counters(blk);

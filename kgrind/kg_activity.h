@@ -36,6 +36,8 @@ struct ActNode {
 // the call edge, and counters whose transfer to the forest and the edge is
 // deferred (flush_transitions), so that a frame push or pop touches one
 // record. Frames of other kinds (fences, untraced functions) have one too.
+const UInt kKidSlots = 16;
+inline UInt kid_slot(const FnInfo* fn) { return fn->id & (kKidSlots - 1); }
 struct Transition {
    ULong calls;         // activations since the last flush
    ULong edge_incl;     // their inclusive cost
@@ -45,6 +47,12 @@ struct Transition {
    ActNode* child;      // the frame's activation
    FnInfo* fn;          // the function running in the frame
    UWord kind;          // FrameKind
+   // The transitions this frame's calls pushed, by callee: kids[s] is the
+   // last one into a function whose id has s in its low bits (kKidSlots of
+   // them), or no transition. A traced function's first block pushes
+   // kids[its slot] of the top frame's transition inline when that is a
+   // transition into its function (kg_instrument.cpp, add_inline_entry).
+   Transition* kids[kKidSlots];
    // Not read by inline IR.
    const void* a;       // PairMap key: the parent ActNode
    const void* b;       // PairMap key: fn, or the kind for fences
@@ -58,30 +66,6 @@ struct Frame {
    Transition* tr;
 };
 
-// Per call instruction: the transitions its calls pushed most recently,
-// each with the top frame's transition then and the address called. A
-// calling block leaves one of its site's ways in kg_now->way, and the
-// callee's first block pushes inline when that way matches (a call from a
-// frame of the same transition into the same function); the helper looks
-// at the others before the thread's table of transitions. A direct call
-// leaves ways[0]; an indirect one (a virtual call) ways[1] when that way's
-// call went to the same target, else ways[0], so that a site alternating
-// between two functions pushes inline and no callee pays for checking two
-// ways.
-struct CallSite;
-struct SiteWay {
-   Transition* parent;
-   Transition* tr;
-   Addr target;               // the address called
-   CallSite* site;            // the way's own site (for the helper)
-};
-const UInt kSiteWays = 4;
-struct CallSite {
-   SiteWay ways[kSiteWays];   // most recent first
-   Addr addr;                 // the call instruction
-};
-// A new call site (a block ending in a call at addr); its ways match nothing.
-CallSite* call_site_new(Addr addr);
 // The function a call into blk activates (by address without symbols).
 FnInfo* activated_function(BlockInfo* blk);
 
@@ -89,8 +73,8 @@ FnInfo* activated_function(BlockInfo* blk);
 // thread layer swaps its contents at every thread switch.
 struct Now {
    Addr top_sp;               // top->sp, or ~0 while no frame can have died
-   SiteWay* way;              // the way of the last call's site to check
-                              // (never null; see CallSite)
+   Addr call_site;            // the last call (or tail call's jump)
+                              // instruction: where its call edge is
    ForestNode* ctx;           // top->tr->ctx, or kCallPending after a call
                               // until the callee's first block
    ULong ir;                  // instructions run by this thread
@@ -118,7 +102,10 @@ extern Now* kg_now;
 // it matches no block's cached context, so the first block after a call
 // always misses the inline context check, which therefore also tells "a
 // call is pending" (one guard, not two). It is the only record of a
-// pending call.
+// pending call. A direct tail call's jump makes a call pending too, as does
+// ld.so's lazy-binding trampoline when its frame dies at its jump to the
+// resolved function (callgrind's "pop on jump"): the call it resolved
+// continues there.
 ForestNode* const kCallPending = (ForestNode*)1;
 
 // An SP jump larger than this is a stack switch, not a mass return

@@ -54,18 +54,6 @@ struct CounterWay {
    ULong* counters;
 };
 
-struct Transition;   // kg_activity.h
-
-// What few blocks need (function entries, tail-call targets, code without
-// symbols), allocated on first use: kept out of BlockInfo, of which there is
-// one per translation (kg_activity.cpp).
-struct BlockEntryCache {
-   FnInfo* entry_fn;              // without symbols: the function named by addr
-   // A function's first block entered by a jump (a tail call): the top
-   // frame's transition then, and the transition pushed.
-   Transition* jump_parent;
-   Transition* jump_tr;
-};
 
 struct BlockInfo {
    // A cache of (context -> counters), most recent first. Inline IR checks
@@ -75,7 +63,7 @@ struct BlockInfo {
    CounterWay ways[kCounterWays];
    Addr addr;
    FnInfo* fn;                    // function of the first instruction
-   BlockEntryCache* entry;        // nullptr until needed
+   FnInfo* entry_fn;              // code without symbols: the function named by addr, once called
    SourceLine** slots;            // the block's distinct source lines (n_slots)
    union {
       LineRun* runs;              // function mode: n_runs

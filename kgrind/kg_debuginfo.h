@@ -13,6 +13,7 @@ struct FnInfo {
    UInt file;            // source file of the first instruction seen
    Bool no_symbol;       // no symbol covers it ("???")
    Bool traced;          // matches --funcs (all functions without --funcs)
+   Bool resolver;        // ld.so's lazy-binding trampoline (_dl_runtime_resolve*)
 };
 
 struct SourceLoc {

@@ -188,10 +188,15 @@ public:
    void add(IRStmt* st) { addStmtToIRSB(sb_, st); }
 
 private:
+   // Every helper may change kg_now (frames, the pending call): declared,
+   // or VEX may reuse a load of it from before the call after it.
    static IRDirty* dirty(const HChar* name, void* fn, Int regparms, IRExpr** args, IRExpr* guard)
    {
       IRDirty* di = unsafeIRDirty_0_N(regparms, name, VG_(fnptr_to_fnentry)(fn), args);
       if (guard) di->guard = guard;
+      di->mFx = Ifx_Modify;
+      di->mAddr = mkIRExpr_HWord((HWord)kg_now);
+      di->mSize = sizeof(Now);
       return di;
    }
 
@@ -260,6 +265,14 @@ private:
    UInt n_runs_ = 0;
 };
 
+// Is a (whose source location is loc) a function's first instruction, with
+// a symbol?
+Bool function_entry(Addr a, const SourceLoc& loc)
+{
+   const HChar* name;
+   return loc.fn && !loc.fn->no_symbol && VG_(get_fnname_if_entry)(VG_(current_DiEpoch)(), a, &name);
+}
+
 // Static facts about the block: its instructions' source lines (one slot per
 // distinct line), function, entry and PLT status. With a PLT stub to call
 // (stub != 0), *stub_slot is the slot of the stub's line.
@@ -294,17 +307,54 @@ BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs, Addr 
    }
    BlockInfo* blk = block_info_new(first, n_slots, slots);
    blk->fn = first_loc.fn;
-   DiEpoch ep = VG_(current_DiEpoch)();
-   const HChar* name;
-   blk->fn_entry = first_loc.fn && !first_loc.fn->no_symbol && VG_(get_fnname_if_entry)(ep, first, &name);
+   blk->fn_entry = function_entry(first, first_loc);
    blk->in_plt = VG_(DebugInfo_sect_kind)(nullptr, first) == Vg_SectPLT;
    return blk;
 }
 
-// A frame push in straight-line IR, as push_activation() does, of the
-// transition the pending call's site predicts: the one its calls pushed last
-// (or the time before) from a frame of the same transition as the top frame
-// now, into this block's function.
+// A direct jump of blk to another function's first instruction (one that
+// starts a block with fn_entry; *callee is its function), or to a PLT stub
+// (*callee nullptr): a tail call, which the jump makes pending as a call
+// does, so that the target pushes inline (a stub passes a pending call on).
+// Stubs' own jumps are not tail calls: the call that reached the stub stays
+// pending through them.
+Bool tail_call(const BlockInfo* blk, Addr target, FnInfo** callee)
+{
+   *callee = nullptr;
+   if (!target || blk->in_plt) return False;
+   if (VG_(DebugInfo_sect_kind)(nullptr, target) == Vg_SectPLT) return True;
+   SourceLoc loc;
+   source_loc(target, &loc);
+   *callee = loc.fn;
+   return loc.fn != blk->fn && function_entry(target, loc);
+}
+
+// The call is pending after this block: the callee's first block pushes it.
+void make_call_pending(IRBuilder& b, Addr call_instr, IRExpr* guard)
+{
+   b.store_if(guard, b.at(&kg_now->call_site), IRBuilder::u64(call_instr));
+   b.store_if(guard, b.at(&kg_now->ctx), IRBuilder::u64((HWord)kCallPending));
+}
+
+// A tail call's jump (when guard holds; nullptr: always). A jump into the
+// running function's own first instruction is a loop, not a call: that
+// happens where code of another function runs in its frame (a `.cold`
+// part jumped to from the middle of its function).
+void make_tail_call_pending(IRBuilder& b, Addr jump_instr, const FnInfo* callee, IRExpr* guard)
+{
+   if (callee) {
+      IRExpr* running = b.load_field(b.load_field(b.load64(&kg_now->top), offsetof(Frame, tr)),
+                                     offsetof(Transition, fn));
+      IRExpr* other = b.op(Iop_CmpNE64, running, IRBuilder::u64((HWord)callee), Ity_I1);
+      guard = guard ? b.op(Iop_And1, guard, other, Ity_I1) : other;
+   }
+   make_call_pending(b, jump_instr, guard);
+}
+
+// A frame push in straight-line IR, as push_activation() does, of the top
+// frame's kid in this block's function's slot (the transition that frame's
+// calls into a function of that slot pushed last), if it is into this
+// block's function.
 // A function's first block pushes speculatively, and kg_entry_fixup undoes a
 // wrong push and does what kg_block_entry does: a call from elsewhere, a full
 // shadow stack, or a jump to the entry (a tail call, or a loop back to it).
@@ -318,18 +368,14 @@ BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs, Addr 
 // word: (x ^ y) | ...
 void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative)
 {
-   IRExpr* way = b.load64(&kg_now->way);
    IRExpr* ctx_before = b.load64(&kg_now->ctx);
    IRExpr* top = b.load64(&kg_now->top);
    IRExpr* next = b.op(Iop_Add64, top, IRBuilder::u64(sizeof(Frame)));   // always writable
    IRExpr* top_tr = b.load_field(top, offsetof(Frame, tr));
-   // A way matches a call from the top frame's transition into this block's
-   // function (an indirect call site reaches several).
-   IRExpr* fn = IRBuilder::u64((HWord)activated_function(blk));
-   IRExpr* tr = b.load_field(way, offsetof(SiteWay, tr));   // never null
-   IRExpr* mismatch = b.op(Iop_Or64, b.op(Iop_Xor64, b.load_field(way, offsetof(SiteWay, parent)), top_tr),
-                           b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, fn)), fn));
-   // Zero when: a way matched, a call is pending, and next < frames_end
+   FnInfo* callee = activated_function(blk);
+   IRExpr* tr = b.load_field(top_tr, offsetof(Transition, kids) + kid_slot(callee) * sizeof(Transition*));
+   IRExpr* mismatch = b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, fn)), IRBuilder::u64((HWord)callee));
+   // Zero when: the kid is into this function, a call is pending, and next < frames_end
    // (frames are one array: the difference's sign bit says it).
    IRExpr* no_room = b.op(Iop_Xor64, b.op(Iop_Shr64, b.op(Iop_Sub64, next, b.load64(&kg_now->frames_end)),
                                           IRExpr_Const(IRConst_U8(63))), IRBuilder::u64(1));
@@ -421,7 +467,9 @@ IRExpr* add_plt_prologue(IRBuilder& b, BlockInfo* blk, UInt instrs)
 IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout, UInt stub_instrs)
 {
    if (blk->in_plt) return add_plt_prologue(b, blk, stub_instrs);
-   Bool entry = blk->fn_entry && fn_traced(blk->fn);
+   // ld.so's lazy-binding trampoline enters by the helper, which notes the
+   // call it resolves (push_activation).
+   Bool entry = blk->fn_entry && fn_traced(blk->fn) && !blk->fn->resolver;
    Bool called_entry = !blk->fn_entry && call_targets.find((void*)blk->addr, nullptr) &&
                        fn_traced(activated_function(blk));
    if (!entry && !called_entry) {
@@ -474,16 +522,6 @@ void add_inline_return(IRBuilder& b, const VexGuestLayout* layout)
    b.store_if(pop, b.at(&kg_now->top_sp), b.load_field(below, offsetof(Frame, sp)));
    IRExpr* below_tr = b.load_field(below, offsetof(Frame, tr));
    b.store_if(pop, b.at(&kg_now->ctx), b.load_field(below_tr, offsetof(Transition, ctx)));
-}
-
-// The site's way that the callee checks (see CallSite): for an indirect
-// call, way 1 if that way's call went to the same target.
-IRExpr* way_to_check(IRBuilder& b, CallSite* site, IRExpr* target)
-{
-   IRExpr* first = IRBuilder::u64((HWord)&site->ways[0]);
-   if (target->tag == Iex_Const) return first;
-   IRExpr* second = b.op(Iop_CmpEQ64, target, b.load64(&site->ways[1].target), Ity_I1);
-   return b.ite(second, IRBuilder::u64((HWord)&site->ways[1]), first);
 }
 
 // Frames die only when SP rises above them, and SP changes only where a
@@ -797,6 +835,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    Addr last_instr = 0;
    Int instr = 0;
    IRExpr* counters = nullptr;   // set by the prologue
+   FnInfo* callee;               // of a tail call
    SpTracker sp(sb_in, layout);
 
    for (Int i = 0; i < sb_in->stmts_used; i++) {
@@ -813,6 +852,8 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       case Ist_Exit:
          if (blocks || !faults_only(st->Ist.Exit.jk)) pending.flush(b, counters);
          if (sp.may_have_risen()) add_unwind_check(b, layout);
+         if (st->Ist.Exit.jk == Ijk_Boring && tail_call(blk, const_target(st->Ist.Exit.dst), &callee))
+            make_tail_call_pending(b, last_instr, callee, st->Ist.Exit.guard);
          break;
       default:
          break;
@@ -837,12 +878,13 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    // After the inline pop: more frames died (longjmp, exceptions, tail
    // calls' returns), or SP rose some other way.
    if (sp.may_have_risen()) add_unwind_check(b, layout);
+   if (sb->jumpkind == Ijk_Boring && sb->next->tag == Iex_Const &&
+       tail_call(blk, const_target(sb->next->Iex.Const.con), &callee))
+      make_tail_call_pending(b, last_instr, callee, nullptr);
    if (sb->jumpkind == Ijk_Call) {
       // The next block is the callee's: it starts an activation.
-      CallSite* site = call_site_new(last_instr);
       if (sb->next->tag == Iex_Const) call_targets.get((void*)const_target(sb->next->Iex.Const.con), nullptr);
-      b.store64(&kg_now->way, way_to_check(b, site, sb->next));
-      b.store64(&kg_now->ctx, IRBuilder::u64((HWord)kCallPending));
+      make_call_pending(b, last_instr, nullptr);
    }
    return sb;
 }

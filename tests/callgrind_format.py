@@ -19,6 +19,8 @@ class Profile:
         # with `positions: instr line`: (object, function, address) -> Ir
         self.instrs = collections.Counter()
         self.calls = []          # (caller fn, callee fn, count, inclusive Ir)
+        # where the calls are: (caller fn, callee fn, file, line) -> count
+        self.call_sites = collections.Counter()
         self.jumps = []          # Jump tuples (jump=/jcnd= lines)
         self.comments = []
 
@@ -147,6 +149,7 @@ def parse(path):
                     continue
                 if pending_call is not None:
                     prof.calls.append((cur['fn'], cur['cfn'], pending_call, costs[0] if costs else 0))
+                    prof.call_sites[(cur['fn'], cur['cfn'], cur['fi'] or cur['fl'], pos)] += pending_call
                     pending_call = None
                     continue
                 if cur['fn'] is None:

@@ -98,6 +98,35 @@ def test_tail_calls_at_O2(tools):
     assert callers_of(paths, 'middle') == {'main': 5}
 
 
+def own_call_sites(path, own):
+    return {k: n for k, n in callgrind_format.parse(path).call_sites.items()
+            if own.match(k[0].split("'")[0])}
+
+
+def test_tail_call_positions_match_callgrind(tools):
+    """A tail call's `calls=` line is at its jump instruction's line, as
+    callgrind puts it, not at the line of the last call before it."""
+    exe = tools.compile('tailcall.c', '-O2')
+    kg = tools.kgrind(exe, opts=['--k=1'])
+    cl = tools.reference('callgrind', exe, opts=['--separate-callers=1'])
+    own = re.compile(r'^(middle|other|main)$')
+    mine, ref = own_call_sites(kg.profile_path, own), own_call_sites(cl.profile_path, own)
+    tail = [k for k in ref if k[:2] == ("middle'main", "target'middle")]
+    assert tail and tail[0][3] == 4, ref
+    assert mine == ref
+
+
+def test_tail_call_through_plt_positions_match_callgrind(tools):
+    """The same for a tail call's jump to a PLT stub."""
+    exe = compile_with_plt_lib(tools, 'plt_contexts.c', '-O2')
+    kg = tools.kgrind(exe, opts=['--k=1'])
+    cl = tools.reference('callgrind', exe, opts=['--separate-callers=1'])
+    own = re.compile(r'^(twice|tail|left|right|main)$')
+    mine, ref = own_call_sites(kg.profile_path, own), own_call_sites(cl.profile_path, own)
+    assert any(k[1].startswith("lib_inner'tail") for k in ref), ref
+    assert mine == ref
+
+
 def test_exception_through_five_frames_then_more_calls(tools):
     exe = tools.compile('exceptions.cpp', '-O1')
     kg, paths = run_cct(tools, exe)
