@@ -240,7 +240,7 @@ ThreadState* thread_state(ThreadId tid)
    set_child(root, act_node(t, forest_root(t->forest)), nullptr, kActivation);
    t->frames[-1] = { 0, 0, root };
    t->frames[0] = { ~(Addr)0, 0, root };
-   t->saved = { ~(Addr)0, 0, root->ctx, 0, &t->frames[0], t->frames + cap };
+   t->saved = { ~(Addr)0, 0, root->ctx, 0, &t->frames[0], t->frames + cap - 1 };
    if (clo.mode == kModeInter) {
       if (clo.join_threads) {
          if (!joined_inter_forest) joined_inter_forest = block_forest_new(nullptr, 0, 0);
@@ -269,7 +269,7 @@ void switch_to(ThreadId tid)
 // A new top frame (the stack grows when full).
 Frame* push_frame(ThreadState* t, Addr sp, Transition* tr)
 {
-   if (kg_now->top + 1 >= kg_now->frames_end) {
+   if (kg_now->top + 1 > kg_now->frames_last) {
       UInt d = depth(t);
       UInt cap = t->cap * 2;
       Frame* base = (Frame*)kg::alloc((cap + 2) * sizeof(Frame));
@@ -277,7 +277,7 @@ Frame* push_frame(ThreadState* t, Addr sp, Transition* tr)
       kg::release(t->frames - 1);
       set_frames(t, base, cap);
       kg_now->top = t->frames + d - 1;
-      kg_now->frames_end = t->frames + cap;
+      kg_now->frames_last = t->frames + cap - 1;
    }
    Frame* f = ++kg_now->top;
    f->sp = sp;

@@ -79,7 +79,8 @@ struct Now {
                               // until the callee's first block
    ULong ir;                  // instructions run by this thread
    Frame* top;                // the top frame
-   Frame* frames_end;         // a push needs top + 1 < frames_end (which is writable)
+   Frame* frames_last;        // the last usable frame: a push needs top + 1 <= frames_last
+                              // (the one after it is writable)
    // Function mode: a block ending in a direct call to a PLT stub leaves
    // the stub's address and a counter of its own (its context's) for the
    // stub's instructions, so the stub, which runs in every caller's

@@ -366,7 +366,8 @@ void make_tail_call_pending(IRBuilder& b, Addr jump_instr, const FnInfo* callee,
 // turns each 1-bit value into a setcc and a test, so a chain of And1/Or1
 // costs about three host instructions per link. A mismatch is a non-zero
 // word: (x ^ y) | ...
-void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative)
+// Returns the context the block runs in after it, for its counters' check.
+IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative)
 {
    IRExpr* ctx_before = b.load64(&kg_now->ctx);
    IRExpr* top = b.load64(&kg_now->top);
@@ -375,10 +376,11 @@ void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative
    FnInfo* callee = activated_function(blk);
    IRExpr* tr = b.load_field(top_tr, offsetof(Transition, kids) + kid_slot(callee) * sizeof(Transition*));
    IRExpr* mismatch = b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, fn)), IRBuilder::u64((HWord)callee));
-   // Zero when: the kid is into this function, a call is pending, and next < frames_end
-   // (frames are one array: the difference's sign bit says it).
-   IRExpr* no_room = b.op(Iop_Xor64, b.op(Iop_Shr64, b.op(Iop_Sub64, next, b.load64(&kg_now->frames_end)),
-                                          IRExpr_Const(IRConst_U8(63))), IRBuilder::u64(1));
+   // Zero when: the kid is into this function, a call is pending, and
+   // next <= frames_last (frames are one array: the sign bit of the
+   // difference says it).
+   IRExpr* no_room = b.op(Iop_Shr64, b.op(Iop_Sub64, b.load64(&kg_now->frames_last), next),
+                          IRExpr_Const(IRConst_U8(63)));
    IRExpr* wrong_bits = b.op(Iop_Or64, b.op(Iop_Or64, mismatch,
                                             b.op(Iop_Xor64, ctx_before, IRBuilder::u64((HWord)kCallPending))),
                              no_room);
@@ -395,16 +397,23 @@ void add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative
    b.store_if(guard, b.at(&kg_now->top), next);
    b.store_if(guard, b.at(&kg_now->top_sp), sp);
    // No call is pending any more.
-   b.store_if(guard, b.at(&kg_now->ctx), b.load_field(tr, offsetof(Transition, ctx)));
+   IRExpr* ctx = b.load_field(tr, offsetof(Transition, ctx));
+   b.store_if(guard, b.at(&kg_now->ctx), ctx);
 
    IRExpr** args = mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), sp, ctx_before);
    IRExpr* wrong = b.op(Iop_CmpNE64, wrong_bits, IRBuilder::u64(0), Ity_I1);
    if (speculative) {
       b.call("kg_entry_fixup", (void*)kg_entry_fixup, 3, args, wrong);
+      // The context now, unless the fix-up ran; then the block's counters
+      // are already its context's (block_entry), and the check may only
+      // call kg_refresh_counters once needlessly: cheaper than reloading
+      // kg_now->ctx in every entry.
+      return ctx;
    } else {
       // Entered by a jump: no helper.
       IRExpr* called = b.op(Iop_CmpEQ64, ctx_before, IRBuilder::u64((HWord)kCallPending), Ity_I1);
       b.call("kg_block_entry", (void*)kg_block_entry, 3, args, b.op(Iop_And1, called, wrong, Ity_I1));
+      return b.load64(&kg_now->ctx);
    }
 }
 
@@ -481,8 +490,8 @@ IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout,
                         blk->fn_entry ? nullptr : miss);
       return cached_counters(b, blk);
    }
-   add_inline_entry(b, blk, b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64), entry);
-   IRExpr* miss = context_missed(b, blk, b.load64(&kg_now->ctx));
+   IRExpr* ctx = add_inline_entry(b, blk, b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64), entry);
+   IRExpr* miss = context_missed(b, blk, ctx);
    b.call("kg_refresh_counters", (void*)kg_refresh_counters, 1,
           mkIRExprVec_1(mkIRExpr_HWord((HWord)blk)), miss);
    return cached_counters(b, blk);
