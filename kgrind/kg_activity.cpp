@@ -146,7 +146,6 @@ void note_call_site(Transition* tr, Addr call_site)
 }
 
 // The transition into traced function fn from parent.
-
 Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, BlockInfo* blk)
 {
    Bool created;
@@ -329,7 +328,8 @@ void unwind_to_sp(ThreadState* t, Addr sp)
       popped = f.tr;
       pop_frame();
    }
-   if (popped && popped->fn && popped->fn->resolver && popped->kind <= kTransparent) {
+   if (popped && popped->fn && popped->fn->resolver &&
+       (popped->kind == kActivation || popped->kind == kTransparent)) {
       // ld.so's trampoline dies at its jump to the function it resolved:
       // the call that entered it goes on there.
       kg_now->ctx = kCallPending;
@@ -357,7 +357,7 @@ Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, UWord
 
 void push_activation(ThreadState* t, FnInfo* fn, Addr sp, BlockInfo* blk, UWord after_call)
 {
-   if (fn->resolver) t->resolver_call_site = kg_now->call_site;
+   if (fn->resolver) t->resolver_call_site = after_call ? kg_now->call_site : 0;
    Transition* tr = fn_traced(fn) ? entered_transition(t, fn, blk, after_call)
                                   : transparent_transition(t, kg_now->top->tr->child, fn);
    push_frame(t, sp, tr);

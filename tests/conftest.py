@@ -41,10 +41,10 @@ class Toolbox:
     def __init__(self, tmp_path):
         self.dir = tmp_path
 
-    def compile(self, source, *flags, out=None, libs=()):
+    def compile(self, source, *flags, out=None, libs=(), compiler=None):
         src = PROGS / source
         exe = self.dir / (out or src.stem)
-        compiler = 'g++' if src.suffix in ('.cpp', '.cc') else 'gcc'
+        compiler = compiler or ('g++' if src.suffix in ('.cpp', '.cc') else 'gcc')
         cmd = [compiler, '-g', *flags, str(src), '-o', str(exe), *libs]
         if '-pthread' not in flags:
             cmd.append('-pthread')

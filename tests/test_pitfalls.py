@@ -116,6 +116,23 @@ def test_tail_call_positions_match_callgrind(tools):
     assert mine == ref
 
 
+def test_conditional_tail_call(tools):
+    """clang -Os makes pick()'s tail call a conditional jump (`jge big`): a
+    side exit of pick's superblock, which leaves the call pending only when
+    taken."""
+    exe = tools.compile('tailcall_cond.c', '-Os', compiler='clang-14')
+    disasm = subprocess.run(['objdump', '-d', str(exe)], capture_output=True, text=True).stdout
+    body = disasm.split('<pick>:')[1].split('\n\n')[0]
+    assert re.search(r'\bj(ge|g|l|le|ne|e)\s+\S+ <big>', body), body
+    kg, paths = run_cct(tools, exe)
+    assert callers_of(paths, 'big') == {'pick': 4}
+    assert callers_of(paths, 'pick') == {'main': 10}
+    kg1 = tools.kgrind(exe, opts=['--k=1'])
+    cl = tools.reference('callgrind', exe, opts=['--separate-callers=1'])
+    own = re.compile(r'^(pick|main)$')
+    assert own_call_sites(kg1.profile_path, own) == own_call_sites(cl.profile_path, own)
+
+
 def test_tail_call_through_plt_positions_match_callgrind(tools):
     """The same for a tail call's jump to a PLT stub."""
     exe = compile_with_plt_lib(tools, 'plt_contexts.c', '-O2')
