@@ -334,6 +334,7 @@ void unwind_to_sp(ThreadState* t, Addr sp)
       // the call that entered it goes on there.
       kg_now->ctx = kCallPending;
       kg_now->call_site = t->resolver_call_site;
+      kg_now->jump_site = 0;
    }
    update_now_from_top();
    // Above the top frame after a stack switch: stop checking until a new
@@ -343,22 +344,22 @@ void unwind_to_sp(ThreadState* t, Addr sp)
 
 // The transition into traced fn from the top frame: the top frame's kid in
 // fn's slot if that is into fn (inline IR missed it: a full stack, or not
-// entered by a call), else the thread's table's, which becomes the kid. A
-// call's edge is at the call's site; a tail call by an indirect jump has
-// none known here.
-Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, UWord after_call)
+// entered by a call), else the thread's table's, which becomes the kid,
+// its call edge at call_site (0: not known).
+Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, Addr call_site)
 {
    Transition* top = kg_now->top->tr;
    Transition*& kid = top->kids[kid_slot(fn)];
    if (kid->fn != fn) kid = activation_transition(t, top->child, fn, blk);
-   if (after_call) note_call_site(kid, kg_now->call_site);
+   note_call_site(kid, call_site);
    return kid;
 }
 
-void push_activation(ThreadState* t, FnInfo* fn, Addr sp, BlockInfo* blk, UWord after_call)
+// A new activation of fn, entered from call_site (0: not known).
+void push_activation(ThreadState* t, FnInfo* fn, Addr sp, BlockInfo* blk, Addr call_site)
 {
-   if (fn->resolver) t->resolver_call_site = after_call ? kg_now->call_site : 0;
-   Transition* tr = fn_traced(fn) ? entered_transition(t, fn, blk, after_call)
+   if (fn->resolver) t->resolver_call_site = call_site;
+   Transition* tr = fn_traced(fn) ? entered_transition(t, fn, blk, call_site)
                                   : transparent_transition(t, kg_now->top->tr->child, fn);
    push_frame(t, sp, tr);
    kg_now->top_sp = sp;
@@ -394,13 +395,15 @@ static void block_entry(BlockInfo* blk, Addr sp, UWord after_call)
 {
    ThreadState* t = current;
    if (after_call) {
-      push_activation(t, activated_function(blk), sp, blk, after_call);
+      push_activation(t, activated_function(blk), sp, blk, kg_now->call_site);
    } else if (blk->fn_entry && running_function() != blk->fn) {
       // A jump to a function's first instruction from another function is a
       // tail call; a jump back to its own entry is a loop. (Direct jumps
-      // left the call pending: kg_instrument.cpp, tail_call.)
-      push_activation(t, blk->fn, sp, blk, 0);
+      // left the call pending: kg_instrument.cpp, tail_call.) Here by an
+      // indirect jump, or by a signal's delivery (no jump site then).
+      push_activation(t, blk->fn, sp, blk, kg_now->jump_site);
    }
+   kg_now->jump_site = 0;
    kg_refresh_counters(blk);
 }
 
@@ -628,7 +631,8 @@ void signal_delivered(ThreadId tid, Int sig, Bool alt_stack)
    Transition* tr = fence_transition(t, kg_now->top->tr, kind);
    Frame* f = push_frame(t, VG_(get_SP)(tid), tr);
    // The handler's first block is entered by the core, not by a call:
-   // push_frame made ctx the fence's, so no call is pending.
+   // push_frame made ctx the fence's, so no call is pending, nor a jump.
+   kg_now->jump_site = 0;
    kg_now->top_sp = alt_stack ? ~(Addr)0 : f->sp;
 }
 

@@ -96,6 +96,10 @@ struct Now {
    Frame* bb_top;
    ULong bb_ir;
    BlockForest* bb_forest;
+   // The last indirect jump's instruction (not a PLT stub's): where a tail
+   // call that the helper sees (a jump into a function's first instruction
+   // with no call pending) comes from; 0 once used, and after a signal.
+   Addr jump_site;
 };
 extern Now* kg_now;
 

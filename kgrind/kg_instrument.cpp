@@ -883,6 +883,12 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       b.call("kg_indirect_jump", (void*)kg_indirect_jump, 2,
              mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sb->next), nullptr);
    }
+   if (sb->jumpkind == Ijk_Boring && sb->next->tag != Iex_Const && !blk->in_plt) {
+      // An indirect jump may be a tail call (into a function's first
+      // instruction): the helper that sees it there needs its site. Before
+      // the unwind check, which may make a resolved call pending again.
+      b.store64(&kg_now->jump_site, IRBuilder::u64(last_instr));
+   }
    if (sb->jumpkind == Ijk_Ret) add_inline_return(b, layout);
    // After the inline pop: more frames died (longjmp, exceptions, tail
    // calls' returns), or SP rose some other way.

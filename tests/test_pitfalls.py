@@ -116,6 +116,25 @@ def test_tail_call_positions_match_callgrind(tools):
     assert mine == ref
 
 
+def test_indirect_tail_call_positions_match_callgrind(tools):
+    """middle() tail-calls through a function pointer (`jmp *%rax`): the
+    helper sees the jump only at the target, and takes its site from the
+    jumping block."""
+    exe = tools.compile('tailcall_indirect.c', '-O2')
+    disasm = subprocess.run(['objdump', '-d', str(exe)], capture_output=True, text=True).stdout
+    body = disasm.split('<middle>:')[1].split('\n\n')[0]
+    assert re.search(r'jmp\s+\*', body), body
+    kg, paths = run_cct(tools, exe)
+    assert callers_of(paths, 'target') == {'middle': 5}
+    assert callers_of(paths, 'other') == {'middle': 1}
+    kg1 = tools.kgrind(exe, opts=['--k=1'])
+    cl = tools.reference('callgrind', exe, opts=['--separate-callers=1'])
+    own = re.compile(r'^(middle|main)$')
+    mine, ref = own_call_sites(kg1.profile_path, own), own_call_sites(cl.profile_path, own)
+    assert ("middle'main", "target'middle", str(PROGS / 'tailcall_indirect.c'), 8) in ref, ref
+    assert mine == ref
+
+
 def test_conditional_tail_call(tools):
     """clang -Os makes pick()'s tail call a conditional jump (`jge big`): a
     side exit of pick's superblock, which leaves the call pending only when
