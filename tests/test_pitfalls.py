@@ -89,28 +89,38 @@ def test_plt_stub_costs_go_to_each_calling_context(tools):
 
 
 def test_tail_calls_at_O2(tools):
-    exe = tools.compile('tailcall.c', '-O2')
-    disasm = subprocess.run(['objdump', '-d', str(exe)], capture_output=True, text=True).stdout
-    body = disasm.split('<middle>:')[1].split('\n\n')[0]
-    assert re.search(r'jmp\s+\S+ <target>', body), 'middle() should tail-call target() at -O2'
+    exe = compiled_with(tools, 'tailcall.c', 'middle', r'jmp\s+\S+ <target>', '-O2')
     kg, paths = run_cct(tools, exe)
     assert callers_of(paths, 'target') == {'middle': 5, 'other': 1}
     assert callers_of(paths, 'middle') == {'main': 5}
 
 
-def own_call_sites(path, own):
-    return {k: n for k, n in callgrind_format.parse(path).call_sites.items()
-            if own.match(k[0].split("'")[0])}
+def compiled_with(tools, source, fn, pattern, *flags, **kw):
+    """source compiled, after checking that fn's machine code matches pattern."""
+    exe = tools.compile(source, *flags, **kw)
+    disasm = subprocess.run(['objdump', '-d', str(exe)], capture_output=True, text=True).stdout
+    body = disasm.split(f'<{fn}>:')[1].split('\n\n')[0]
+    assert re.search(pattern, body), body
+    return exe
+
+
+def call_sites_beside_callgrind(tools, exe, *own):
+    """{(caller, callee, file, line): calls} of the callers named own, from
+    kgrind --k=1 and from callgrind --separate-callers=1 (same names)."""
+    kg = tools.kgrind(exe, opts=['--k=1'])
+    cl = tools.reference('callgrind', exe, opts=['--separate-callers=1'])
+
+    def sites(path):
+        return {k: n for k, n in callgrind_format.parse(path).call_sites.items()
+                if k[0].split("'")[0] in own}
+    return sites(kg.profile_path), sites(cl.profile_path)
 
 
 def test_tail_call_positions_match_callgrind(tools):
     """A tail call's `calls=` line is at its jump instruction's line, as
     callgrind puts it, not at the line of the last call before it."""
     exe = tools.compile('tailcall.c', '-O2')
-    kg = tools.kgrind(exe, opts=['--k=1'])
-    cl = tools.reference('callgrind', exe, opts=['--separate-callers=1'])
-    own = re.compile(r'^(middle|other|main)$')
-    mine, ref = own_call_sites(kg.profile_path, own), own_call_sites(cl.profile_path, own)
+    mine, ref = call_sites_beside_callgrind(tools, exe, 'middle', 'other', 'main')
     tail = [k for k in ref if k[:2] == ("middle'main", "target'middle")]
     assert tail and tail[0][3] == 4, ref
     assert mine == ref
@@ -120,17 +130,11 @@ def test_indirect_tail_call_positions_match_callgrind(tools):
     """middle() tail-calls through a function pointer (`jmp *%rax`): the
     helper sees the jump only at the target, and takes its site from the
     jumping block."""
-    exe = tools.compile('tailcall_indirect.c', '-O2')
-    disasm = subprocess.run(['objdump', '-d', str(exe)], capture_output=True, text=True).stdout
-    body = disasm.split('<middle>:')[1].split('\n\n')[0]
-    assert re.search(r'jmp\s+\*', body), body
+    exe = compiled_with(tools, 'tailcall_indirect.c', 'middle', r'jmp\s+\*', '-O2')
     kg, paths = run_cct(tools, exe)
     assert callers_of(paths, 'target') == {'middle': 5}
     assert callers_of(paths, 'other') == {'middle': 1}
-    kg1 = tools.kgrind(exe, opts=['--k=1'])
-    cl = tools.reference('callgrind', exe, opts=['--separate-callers=1'])
-    own = re.compile(r'^(middle|main)$')
-    mine, ref = own_call_sites(kg1.profile_path, own), own_call_sites(cl.profile_path, own)
+    mine, ref = call_sites_beside_callgrind(tools, exe, 'middle', 'main')
     assert ("middle'main", "target'middle", str(PROGS / 'tailcall_indirect.c'), 8) in ref, ref
     assert mine == ref
 
@@ -139,26 +143,19 @@ def test_conditional_tail_call(tools):
     """clang -Os makes pick()'s tail call a conditional jump (`jge big`): a
     side exit of pick's superblock, which leaves the call pending only when
     taken."""
-    exe = tools.compile('tailcall_cond.c', '-Os', compiler='clang-14')
-    disasm = subprocess.run(['objdump', '-d', str(exe)], capture_output=True, text=True).stdout
-    body = disasm.split('<pick>:')[1].split('\n\n')[0]
-    assert re.search(r'\bj(ge|g|l|le|ne|e)\s+\S+ <big>', body), body
+    exe = compiled_with(tools, 'tailcall_cond.c', 'pick', r'\bj(ge|g|l|le|ne|e)\s+\S+ <big>', '-Os',
+                        compiler='clang-14')
     kg, paths = run_cct(tools, exe)
     assert callers_of(paths, 'big') == {'pick': 4}
     assert callers_of(paths, 'pick') == {'main': 10}
-    kg1 = tools.kgrind(exe, opts=['--k=1'])
-    cl = tools.reference('callgrind', exe, opts=['--separate-callers=1'])
-    own = re.compile(r'^(pick|main)$')
-    assert own_call_sites(kg1.profile_path, own) == own_call_sites(cl.profile_path, own)
+    mine, ref = call_sites_beside_callgrind(tools, exe, 'pick', 'main')
+    assert mine == ref
 
 
 def test_tail_call_through_plt_positions_match_callgrind(tools):
     """The same for a tail call's jump to a PLT stub."""
     exe = compile_with_plt_lib(tools, 'plt_contexts.c', '-O2')
-    kg = tools.kgrind(exe, opts=['--k=1'])
-    cl = tools.reference('callgrind', exe, opts=['--separate-callers=1'])
-    own = re.compile(r'^(twice|tail|left|right|main)$')
-    mine, ref = own_call_sites(kg.profile_path, own), own_call_sites(cl.profile_path, own)
+    mine, ref = call_sites_beside_callgrind(tools, exe, 'twice', 'tail', 'left', 'right', 'main')
     assert any(k[1].startswith("lib_inner'tail") for k in ref), ref
     assert mine == ref
 
