@@ -801,6 +801,39 @@ void find_blocks(IRSB* sb_in, BlockInfo* blk, BBInfo** block_of, UInt* block_len
    }
 }
 
+// The superblock's end, by how it leaves: a computed jump's targets (block
+// modes) and site, a return's inline pop, the unwind check, and a call or
+// tail call made pending.
+void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, const VexGuestLayout* layout,
+                   Bool sp_may_have_risen, Bool blocks)
+{
+   Bool computed_jump = sb->jumpkind == Ijk_Boring && sb->next->tag != Iex_Const && !blk->in_plt;
+   if (computed_jump && blocks && blocks_traced(blk->fn)) {
+      // A switch table: its targets are counted at run time.
+      b.call("kg_indirect_jump", (void*)kg_indirect_jump, 2,
+             mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sb->next), nullptr);
+   }
+   if (computed_jump) {
+      // It may be a tail call (into a function's first instruction): the
+      // helper that sees it there needs its site. Before the unwind check,
+      // which may make a resolved call pending again.
+      b.store64(&kg_now->jump_site, IRBuilder::u64(last_instr));
+   }
+   if (sb->jumpkind == Ijk_Ret) add_inline_return(b, layout);
+   // After the inline pop: more frames died (longjmp, exceptions, tail
+   // calls' returns), or SP rose some other way.
+   if (sp_may_have_risen) add_unwind_check(b, layout);
+   Addr target = sb->next->tag == Iex_Const ? const_target(sb->next->Iex.Const.con) : 0;
+   FnInfo* callee;
+   if (sb->jumpkind == Ijk_Boring && tail_call(blk, target, &callee))
+      make_tail_call_pending(b, last_instr, callee, nullptr);
+   if (sb->jumpkind == Ijk_Call) {
+      // The next block is the callee's: it starts an activation.
+      if (target) call_targets.get((void*)target, nullptr);
+      make_call_pending(b, last_instr, nullptr);
+   }
+}
+
 } // namespace
 
 void instrument_init()
@@ -877,30 +910,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       b.store64(&kg_now->plt_counter, b.address(b.place(counters, 8 * point)));
    }
    pending.finish(blk);
-   if (blocks && sb->jumpkind == Ijk_Boring && sb->next->tag != Iex_Const && !blk->in_plt &&
-       blocks_traced(blk->fn)) {
-      // A computed jump (a switch table): its targets are counted at run time.
-      b.call("kg_indirect_jump", (void*)kg_indirect_jump, 2,
-             mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sb->next), nullptr);
-   }
-   if (sb->jumpkind == Ijk_Boring && sb->next->tag != Iex_Const && !blk->in_plt) {
-      // An indirect jump may be a tail call (into a function's first
-      // instruction): the helper that sees it there needs its site. Before
-      // the unwind check, which may make a resolved call pending again.
-      b.store64(&kg_now->jump_site, IRBuilder::u64(last_instr));
-   }
-   if (sb->jumpkind == Ijk_Ret) add_inline_return(b, layout);
-   // After the inline pop: more frames died (longjmp, exceptions, tail
-   // calls' returns), or SP rose some other way.
-   if (sp.may_have_risen()) add_unwind_check(b, layout);
-   if (sb->jumpkind == Ijk_Boring && sb->next->tag == Iex_Const &&
-       tail_call(blk, const_target(sb->next->Iex.Const.con), &callee))
-      make_tail_call_pending(b, last_instr, callee, nullptr);
-   if (sb->jumpkind == Ijk_Call) {
-      // The next block is the callee's: it starts an activation.
-      if (sb->next->tag == Iex_Const) call_targets.get((void*)const_target(sb->next->Iex.Const.con), nullptr);
-      make_call_pending(b, last_instr, nullptr);
-   }
+   add_block_end(b, sb, blk, last_instr, layout, sp.may_have_risen(), blocks);
    return sb;
 }
 
