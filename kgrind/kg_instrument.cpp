@@ -232,9 +232,18 @@ public:
          if (!blocks_ && n_runs_ < kMaxRuns) runs_[n_runs_++] = { (UShort)point, (UShort)i, (UInt)counts_[i] };
          counts_[i] = 0;
       }
-      if (total_) b.add_to(&kg_now->ir, total_);
+      ir_ = nullptr;
+      if (total_) {
+         ir_ = b.op(Iop_Add64, b.load64(&kg_now->ir), IRBuilder::u64(total_));
+         b.store64(&kg_now->ir, ir_);
+      }
       total_ = 0;
    }
+
+   // kg_now->ir as the last flush that stored it left it, or nullptr: the
+   // value stays right until the superblock ends (helpers only read it),
+   // so a return's pop takes it without a reload through memory.
+   IRExpr* flushed_ir() const { return ir_; }
 
    // A counter that the PLT stub this block calls adds its instructions to
    // (kg_now->plt_counter): its line's cost is the counter itself (n = 1).
@@ -257,6 +266,7 @@ public:
 
 private:
    static const UInt kMaxRuns = 4096;
+   IRExpr* ir_ = nullptr;
    Bool blocks_;
    UInt point_ = 0;
    ULong counts_[kMaxSlots] = {};
@@ -504,9 +514,8 @@ IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout,
 // value). Anything else (longjmp, exceptions, `ret $n`, fences) and frames
 // below the top that died too (a tail call's caller shares its SP) are left
 // to the unwind check after it (add_unwind_check).
-void add_inline_return(IRBuilder& b, const VexGuestLayout* layout)
+void add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir)
 {
-   IRExpr* sp = b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64);
    IRExpr* top = b.load64(&kg_now->top);
    IRExpr* tr = b.load_field(top, offsetof(Frame, tr));
    // Zero when SP is just above the return address and the frame is an
@@ -517,7 +526,7 @@ void add_inline_return(IRBuilder& b, const VexGuestLayout* layout)
                              b.load_field(tr, offsetof(Transition, kind)));
    IRExpr* pop = b.op(Iop_CmpEQ64, not_popped, IRBuilder::u64(0), Ity_I1);
 
-   IRExpr* incl = b.op(Iop_Sub64, b.load64(&kg_now->ir), b.load_field(top, offsetof(Frame, ir_at_entry)));
+   IRExpr* incl = b.op(Iop_Sub64, ir ? ir : b.load64(&kg_now->ir), b.load_field(top, offsetof(Frame, ir_at_entry)));
    b.add_if(pop, b.place(tr, offsetof(Transition, edge_incl)), incl);
    IRExpr* active = b.load_field(tr, offsetof(Transition, active));
    IRExpr* still_active = b.op(Iop_Sub64, b.load64(active), IRBuilder::u64(1));
@@ -540,9 +549,8 @@ void add_inline_return(IRBuilder& b, const VexGuestLayout* layout)
 // superblock that wrote it, unless SP is still at or below its value at the
 // superblock's start (SpTracker). Blocks that leave SP alone (loops, most
 // code between calls) or only lower it (prologues, calls) pay nothing.
-void add_unwind_check(IRBuilder& b, const VexGuestLayout* layout)
+void add_unwind_check(IRBuilder& b, IRExpr* sp)
 {
-   IRExpr* sp = b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64);
    b.call("kg_unwind", (void*)kg_unwind, 1, mkIRExprVec_1(sp),
           b.op(Iop_CmpLT64U, b.load64(&kg_now->top_sp), sp, Ity_I1));
 }
@@ -590,7 +598,8 @@ public:
       }
       if (!writes_sp(st, tyenv, layout_)) return;
       written_ = True;
-      const IRExpr* data = st->tag == Ist_Put && st->Ist.Put.offset == layout_->offset_SP ? st->Ist.Put.data : nullptr;
+      IRExpr* data = st->tag == Ist_Put && st->Ist.Put.offset == layout_->offset_SP ? st->Ist.Put.data : nullptr;
+      put_ = data && isIRAtom(data) && typeOfIRExpr(tyenv, data) == Ity_I64 ? data : nullptr;
       if (data && data->tag == Iex_RdTmp && temps_[data->Iex.RdTmp.tmp].known) {
          offset_ = temps_[data->Iex.RdTmp.tmp].offset;
       } else {
@@ -599,6 +608,14 @@ public:
    }
 
    Bool may_have_risen() const { return written_ && (!known_ || offset_ > 0); }
+
+   // The guest SP now: the value the superblock last put there, or a GET.
+   // (VEX's cleanup after instrumentation forwards no PUT to a later GET:
+   // a return's pop and the unwind checks reloaded SP from the guest state.)
+   IRExpr* value(IRBuilder& b) const
+   {
+      return put_ ? put_ : b.tmp(IRExpr_Get(layout_->offset_SP, Ity_I64), Ity_I64);
+   }
 
 private:
    struct TempOffset {
@@ -626,6 +643,7 @@ private:
    Int n_temps_;
    TempOffset* temps_;
    Bool written_ = False;
+   IRExpr* put_ = nullptr;   // an atom: the last PUT of SP, if nothing wrote SP since
    Bool known_ = True;   // offset_ is SP - SP at entry
    Long offset_ = 0;
 };
@@ -804,8 +822,8 @@ void find_blocks(IRSB* sb_in, BlockInfo* blk, BBInfo** block_of, UInt* block_len
 // The superblock's end, by how it leaves: a computed jump's targets (block
 // modes) and site, a return's inline pop, the unwind check, and a call or
 // tail call made pending.
-void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, const VexGuestLayout* layout,
-                   Bool sp_may_have_risen, Bool blocks)
+void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, const SpTracker& sp,
+                   IRExpr* flushed_ir, Bool blocks)
 {
    Bool computed_jump = sb->jumpkind == Ijk_Boring && sb->next->tag != Iex_Const && !blk->in_plt;
    if (computed_jump && blocks && blocks_traced(blk->fn)) {
@@ -819,10 +837,10 @@ void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, cons
       // which may make a resolved call pending again.
       b.store64(&kg_now->jump_site, IRBuilder::u64(last_instr));
    }
-   if (sb->jumpkind == Ijk_Ret) add_inline_return(b, layout);
+   if (sb->jumpkind == Ijk_Ret) add_inline_return(b, sp.value(b), flushed_ir);
    // After the inline pop: more frames died (longjmp, exceptions, tail
    // calls' returns), or SP rose some other way.
-   if (sp_may_have_risen) add_unwind_check(b, layout);
+   if (sp.may_have_risen()) add_unwind_check(b, sp.value(b));
    Addr target = sb->next->tag == Iex_Const ? const_target(sb->next->Iex.Const.con) : 0;
    FnInfo* callee;
    if (sb->jumpkind == Ijk_Boring && tail_call(blk, target, &callee))
@@ -893,7 +911,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          break;
       case Ist_Exit:
          if (blocks || !faults_only(st->Ist.Exit.jk)) pending.flush(b, counters);
-         if (sp.may_have_risen()) add_unwind_check(b, layout);
+         if (sp.may_have_risen()) add_unwind_check(b, sp.value(b));
          if (st->Ist.Exit.jk == Ijk_Boring && tail_call(blk, const_target(st->Ist.Exit.dst), &callee))
             make_tail_call_pending(b, last_instr, callee, st->Ist.Exit.guard);
          break;
@@ -910,7 +928,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       b.store64(&kg_now->plt_counter, b.address(b.place(counters, 8 * point)));
    }
    pending.finish(blk);
-   add_block_end(b, sb, blk, last_instr, layout, sp.may_have_risen(), blocks);
+   add_block_end(b, sb, blk, last_instr, sp, counters ? pending.flushed_ir() : nullptr, blocks);
    return sb;
 }
 
