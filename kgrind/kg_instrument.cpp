@@ -2,8 +2,9 @@
 //
 // Every superblock starts with inline IR that keeps the shadow stack and the
 // block's counters right (docs/function-mode.md):
-//   - a function's first block (traced, with a symbol) pushes the frame its
-//     call site predicts, kg_entry_fixup repairing a wrong prediction; then,
+//   - a function's first block (traced, with a symbol) pushes the frame that
+//     the top frame's transition predicts for its function (kids),
+//     kg_entry_fixup repairing a wrong prediction; then,
 //     if kg_now->ctx differs from the block's cached context, calls
 //     kg_refresh_counters for the counters of (context, block);
 //   - PLT stubs and untraced functions' first blocks call kg_block_start;
@@ -12,9 +13,11 @@
 //     caches).
 // Frames die only when SP rises above them: superblocks that may raise SP
 // check it after the write (before later side exits and at their end) and
-// call kg_unwind when it rose above the top frame. Blocks ending in a call make
-// the call pending (kg_now->ctx = kCallPending); blocks ending in a return pop
-// the top frame inline when the ret left SP just above its return address.
+// call kg_unwind when it rose above the top frame. Blocks ending in a call,
+// and direct jumps into another function's first instruction (tail calls),
+// make the call pending (kg_now->ctx = kCallPending); blocks ending in a
+// return pop the top frame inline when the ret left SP just above its
+// return address.
 // Instructions are then counted in groups: every instruction since the
 // previous flush point is added to its (context, line) counter, and to the
 // thread's Ir, just before each side exit (except those only a fault takes:
