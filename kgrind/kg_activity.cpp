@@ -138,8 +138,8 @@ void set_child(Transition* tr, ActNode* child, FnInfo* fn, FrameKind kind)
    tr->kind = kind;
 }
 
-// The call edge's position: its first known call site (a tail call by an
-// indirect jump has none: entered by a call later, the edge gets one).
+// The call edge's position: its first known call site (0 when not known, as
+// for a signal handler's activation: a later call gives the edge one).
 void note_call_site(Transition* tr, Addr call_site)
 {
    if (!tr->edge->call_site) tr->edge->call_site = call_site;
@@ -399,7 +399,7 @@ static void block_entry(BlockInfo* blk, Addr sp, UWord after_call)
    } else if (blk->fn_entry && running_function() != blk->fn) {
       // A jump to a function's first instruction from another function is a
       // tail call; a jump back to its own entry is a loop. (Direct jumps
-      // left the call pending: kg_instrument.cpp, tail_call.) Here by an
+      // left the call pending: kg_instrument.cpp, add_tail_call.) Here by an
       // indirect jump, or by a signal's delivery (no jump site then).
       push_activation(t, blk->fn, sp, blk, kg_now->jump_site);
    }

@@ -54,7 +54,6 @@ struct CounterWay {
    ULong* counters;
 };
 
-
 struct BlockInfo {
    // A cache of (context -> counters), most recent first. Inline IR checks
    // way 0 only (one compare); the helper finds the others without a hash

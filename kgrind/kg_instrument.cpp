@@ -325,23 +325,6 @@ BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs, Addr 
    return blk;
 }
 
-// A direct jump of blk to another function's first instruction (one that
-// starts a block with fn_entry; *callee is its function), or to a PLT stub
-// (*callee nullptr): a tail call, which the jump makes pending as a call
-// does, so that the target pushes inline (a stub passes a pending call on).
-// Stubs' own jumps are not tail calls: the call that reached the stub stays
-// pending through them.
-Bool tail_call(const BlockInfo* blk, Addr target, FnInfo** callee)
-{
-   *callee = nullptr;
-   if (!target || blk->in_plt) return False;
-   if (VG_(DebugInfo_sect_kind)(nullptr, target) == Vg_SectPLT) return True;
-   SourceLoc loc;
-   source_loc(target, &loc);
-   *callee = loc.fn;
-   return loc.fn != blk->fn && function_entry(target, loc);
-}
-
 // The call is pending after this block: the callee's first block pushes it.
 void make_call_pending(IRBuilder& b, Addr call_instr, IRExpr* guard)
 {
@@ -349,16 +332,25 @@ void make_call_pending(IRBuilder& b, Addr call_instr, IRExpr* guard)
    b.store_if(guard, b.at(&kg_now->ctx), IRBuilder::u64((HWord)kCallPending));
 }
 
-// A tail call's jump (when guard holds; nullptr: always). A jump into the
-// running function's own first instruction is a loop, not a call: that
-// happens where code of another function runs in its frame (a `.cold`
-// part jumped to from the middle of its function).
-void make_tail_call_pending(IRBuilder& b, Addr jump_instr, const FnInfo* callee, IRExpr* guard)
+// A direct jump of blk to `target` (when guard holds; nullptr: always) is a
+// tail call if the target is another function's first instruction (one
+// that starts a block with fn_entry) or a PLT stub: the jump makes the call
+// pending as a call does, so that the target pushes inline (a stub passes a
+// pending call on). Stubs' own jumps are not tail calls: the call that
+// reached the stub stays pending through them. A jump into the running
+// function's own first instruction is a loop, not a call, which happens
+// where code of another function runs in its frame (a `.cold` part jumped
+// to from the middle of its function): checked inline.
+void add_tail_call(IRBuilder& b, const BlockInfo* blk, Addr target, Addr jump_instr, IRExpr* guard)
 {
-   if (callee) {
+   if (!target || blk->in_plt) return;
+   if (VG_(DebugInfo_sect_kind)(nullptr, target) != Vg_SectPLT) {
+      SourceLoc loc;
+      source_loc(target, &loc);
+      if (loc.fn == blk->fn || !function_entry(target, loc)) return;
       IRExpr* running = b.load_field(b.load_field(b.load64(&kg_now->top), offsetof(Frame, tr)),
                                      offsetof(Transition, fn));
-      IRExpr* other = b.op(Iop_CmpNE64, running, IRBuilder::u64((HWord)callee), Ity_I1);
+      IRExpr* other = b.op(Iop_CmpNE64, running, IRBuilder::u64((HWord)loc.fn), Ity_I1);
       guard = guard ? b.op(Iop_And1, guard, other, Ity_I1) : other;
    }
    make_call_pending(b, jump_instr, guard);
@@ -840,14 +832,13 @@ void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, cons
       // which may make a resolved call pending again.
       b.store64(&kg_now->jump_site, IRBuilder::u64(last_instr));
    }
-   if (sb->jumpkind == Ijk_Ret) add_inline_return(b, sp.value(b), flushed_ir);
+   IRExpr* sp_now = sb->jumpkind == Ijk_Ret || sp.may_have_risen() ? sp.value(b) : nullptr;
+   if (sb->jumpkind == Ijk_Ret) add_inline_return(b, sp_now, flushed_ir);
    // After the inline pop: more frames died (longjmp, exceptions, tail
    // calls' returns), or SP rose some other way.
-   if (sp.may_have_risen()) add_unwind_check(b, sp.value(b));
+   if (sp.may_have_risen()) add_unwind_check(b, sp_now);
    Addr target = sb->next->tag == Iex_Const ? const_target(sb->next->Iex.Const.con) : 0;
-   FnInfo* callee;
-   if (sb->jumpkind == Ijk_Boring && tail_call(blk, target, &callee))
-      make_tail_call_pending(b, last_instr, callee, nullptr);
+   if (sb->jumpkind == Ijk_Boring) add_tail_call(b, blk, target, last_instr, nullptr);
    if (sb->jumpkind == Ijk_Call) {
       // The next block is the callee's: it starts an activation.
       if (target) call_targets.get((void*)target, nullptr);
@@ -898,7 +889,6 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    Addr last_instr = 0;
    Int instr = 0;
    IRExpr* counters = nullptr;   // set by the prologue
-   FnInfo* callee;               // of a tail call
    SpTracker sp(sb_in, layout);
 
    for (Int i = 0; i < sb_in->stmts_used; i++) {
@@ -915,8 +905,8 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       case Ist_Exit:
          if (blocks || !faults_only(st->Ist.Exit.jk)) pending.flush(b, counters);
          if (sp.may_have_risen()) add_unwind_check(b, sp.value(b));
-         if (st->Ist.Exit.jk == Ijk_Boring && tail_call(blk, const_target(st->Ist.Exit.dst), &callee))
-            make_tail_call_pending(b, last_instr, callee, st->Ist.Exit.guard);
+         if (st->Ist.Exit.jk == Ijk_Boring)
+            add_tail_call(b, blk, const_target(st->Ist.Exit.dst), last_instr, st->Ist.Exit.guard);
          break;
       default:
          break;
@@ -931,7 +921,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       b.store64(&kg_now->plt_counter, b.address(b.place(counters, 8 * point)));
    }
    pending.finish(blk);
-   add_block_end(b, sb, blk, last_instr, sp, counters ? pending.flushed_ir() : nullptr, blocks);
+   add_block_end(b, sb, blk, last_instr, sp, pending.flushed_ir(), blocks);
    return sb;
 }
 
