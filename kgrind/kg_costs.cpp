@@ -193,10 +193,22 @@ static void for_each_cost(const BlockCounters* e, Bool per_instruction, F f)
    }
 }
 
+// A block that counts where execution left it (counts_leaving): execution
+// reached a flush point as often as it left there or at a later point.
+static void count_reached(BlockCounters* e)
+{
+   const BlockInfo* blk = (const BlockInfo*)e->b;
+   if (!blk->counts_leaving) return;
+   ULong* counters = e->counters();
+   UInt points = blk->n_slots - (blk->stub_counter ? 1 : 0);
+   for (UInt p = points; p-- > 1;) counters[p - 1] += counters[p];
+}
+
 void ExitCosts::take(Bool per_instruction)
 {
    per_instruction_ = per_instruction;
    entries_ = block_counters.take_entries(&n_entries_);
+   for (UWord i = 0; i < n_entries_; i++) count_reached(entries_[i]);
 }
 
 // Sorts the entries by context and makes the scratch room for the widest

@@ -42,8 +42,9 @@ struct LineRun {
 // makes the common case (same context as last time) free of helper calls.
 //
 // Counters: one per flush point (before each side exit, and at the end),
-// counting how often execution reached it: one add per point, whatever the
-// number of lines. Each line's Ir (function mode: `runs`), each
+// counting how often execution reached it (loops in function mode count
+// where it left: counts_leaving): one add per point, whatever the number
+// of lines. Each line's Ir (function mode: `runs`), each
 // instruction's Ir and each exit's count (block modes: `instrs`, `points`)
 // follow from them (kg_instrument.cpp).
 // Two ways: four or eight made sqlite3 and cppvirt no faster (the helper
@@ -77,6 +78,12 @@ struct BlockInfo {
    };
    Bool fn_entry;                 // addr is fn's first instruction
    Bool in_plt;                   // a PLT stub: calls pass through it
+   // A point's counter counts the runs that left the block there (made
+   // "reached" at exit: ExitCosts::take; kg_instrument.cpp, PendingCounts).
+   // stub_counter: the last counter is the instructions of the PLT stub
+   // the block calls (kg_now->plt_counter), not a point.
+   Bool counts_leaving;
+   Bool stub_counter;
 };
 static_assert(sizeof(BlockInfo) <= 96, "one BlockInfo per translation: keep it small");
 

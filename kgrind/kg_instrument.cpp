@@ -209,43 +209,73 @@ private:
    IRTemp base_tmp_[kDataBases] = { IRTemp_INVALID, IRTemp_INVALID };
 };
 
-// Instructions executed since the last flush point, per block slot. In the
-// block modes (per_point) each flush point instead counts one arrival at it:
-// one add, and every instruction's and exit's count follows (kg_costs.h).
+// The counting of a superblock's instructions at its flush points (one
+// before each side exit, one at the end: kg_costs.h), in one of two ways.
+//
+// Reached (the block modes, and function mode's other superblocks): each
+// point adds one to its counter and the instructions since the
+// previous point to the thread's Ir, unconditionally. Function mode skips a
+// point with no instructions since the previous one.
+//
+// Leaving (function mode's unrolled loops: VEX copies a small loop's body
+// into one superblock, with a side exit per copy, and jumps back to its
+// start at the end; unrolled_loop): a side exit adds one to its point's counter and sets the thread's Ir to
+// its value at the superblock's start plus the instructions before the
+// exit, with guarded stores that only a taken exit executes; the end does
+// the same unconditionally. A run stores one counter and the Ir once,
+// however many copies it passes. The counters become "reached" counts at
+// exit (BlockInfo::counts_leaving). Elsewhere the guarded stores' branches
+// cost more than the stores they save (sqlite3 +14 %: docs/function-mode.md),
+// but the copies' exits are as predictable as the loop (numeric 1.15 ->
+// 1.03x none). Helpers that read the
+// Ir before the end (kg_unwind) get it stored first (ir_now).
 class PendingCounts {
 public:
-   explicit PendingCounts(Bool blocks) : blocks_(blocks) {}
+   PendingCounts(Bool blocks, Bool leaving) : blocks_(blocks), leaving_(leaving) {}
 
    void add(UInt slot)
    {
       counts_[slot]++;
       total_++;
+      since_point_++;
    }
 
-   // counters[point]++ and the thread's Ir += instructions since the last
-   // point. Function mode skips a point with no instructions and records
-   // which lines' instructions the point counts (LineRun).
-   void flush(IRBuilder& b, IRExpr* counters)
+   // A flush point: a side exit (guard: when it is taken; used when
+   // leaving) or the end (guard nullptr). Records which lines' instructions
+   // the point counts (function mode: LineRun).
+   void flush(IRBuilder& b, IRExpr* counters, IRExpr* guard)
    {
       UInt point = point_++;
-      if (total_ == 0 && !blocks_) return;
-      b.add_to(b.place(counters, 8 * point), IRBuilder::u64(1));
       for (UInt i = 0; i < kMaxSlots; i++) {
          if (!counts_[i]) continue;
          if (!blocks_ && n_runs_ < kMaxRuns) runs_[n_runs_++] = { (UShort)point, (UShort)i, (UInt)counts_[i] };
          counts_[i] = 0;
       }
-      ir_ = nullptr;
-      if (total_) {
-         ir_ = b.op(Iop_Add64, b.load64(&kg_now->ir), IRBuilder::u64(total_));
-         b.store64(&kg_now->ir, ir_);
+      if (!leaving_) {
+         if (!blocks_ && !since_point_) return;
+         b.add_to(b.place(counters, 8 * point), IRBuilder::u64(1));
+         if (since_point_) {
+            ir_ = b.op(Iop_Add64, b.load64(&kg_now->ir), IRBuilder::u64(since_point_));
+            b.store64(&kg_now->ir, ir_);
+         }
+      } else {
+         b.add_if(guard, b.place(counters, 8 * point), IRBuilder::u64(1));
+         ir_ = ir_now(b);
+         b.store_if(guard, b.at(&kg_now->ir), ir_);
       }
-      total_ = 0;
+      since_point_ = 0;
    }
 
-   // kg_now->ir as the last flush that stored it left it, or nullptr: the
-   // value stays right until the superblock ends (helpers only read it),
-   // so a return's pop takes it without a reload through memory.
+   // Leaving: the thread's Ir after the instructions so far.
+   IRExpr* ir_now(IRBuilder& b)
+   {
+      if (!ir_at_start_) ir_at_start_ = b.load64(&kg_now->ir);
+      return total_ ? b.op(Iop_Add64, ir_at_start_, IRBuilder::u64(total_)) : ir_at_start_;
+   }
+
+   // kg_now->ir as the last flush left it, or nullptr: the value stays
+   // right until the superblock ends (helpers only read it), so a return's
+   // pop takes it without a reload through memory.
    IRExpr* flushed_ir() const { return ir_; }
 
    // A counter that the PLT stub this block calls adds its instructions to
@@ -270,10 +300,13 @@ public:
 private:
    static const UInt kMaxRuns = 4096;
    IRExpr* ir_ = nullptr;
+   IRExpr* ir_at_start_ = nullptr;   // leaving: loaded at the first flush point
    Bool blocks_;
+   Bool leaving_;
    UInt point_ = 0;
    ULong counts_[kMaxSlots] = {};
-   ULong total_ = 0;
+   ULong total_ = 0;                 // instructions so far
+   ULong since_point_ = 0;           // since the last flush point
    LineRun runs_[kMaxRuns];
    UInt n_runs_ = 0;
 };
@@ -544,10 +577,14 @@ void add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir)
 // superblock that wrote it, unless SP is still at or below its value at the
 // superblock's start (SpTracker). Blocks that leave SP alone (loops, most
 // code between calls) or only lower it (prologues, calls) pay nothing.
-void add_unwind_check(IRBuilder& b, IRExpr* sp)
+// ir: the thread's Ir to store first, when a check before the superblock's
+// end may call kg_unwind (which closes inclusive costs with it) and a
+// leaving count has not stored it yet (PendingCounts), else nullptr.
+void add_unwind_check(IRBuilder& b, IRExpr* sp, IRExpr* ir)
 {
-   b.call("kg_unwind", (void*)kg_unwind, 1, mkIRExprVec_1(sp),
-          b.op(Iop_CmpLT64U, b.load64(&kg_now->top_sp), sp, Ity_I1));
+   IRExpr* rose = b.op(Iop_CmpLT64U, b.load64(&kg_now->top_sp), sp, Ity_I1);
+   if (ir) b.store_if(rose, b.at(&kg_now->ir), ir);
+   b.call("kg_unwind", (void*)kg_unwind, 1, mkIRExprVec_1(sp), rose);
 }
 
 // Does the statement write the guest SP?
@@ -647,8 +684,9 @@ private:
 // emulation failures): function mode counts no flush point before them, so
 // that a loop with aligned SSE accesses pays one counter update per pass, not
 // one per access. A fault taken there leaves the superblock's instructions
-// since the previous flush point uncounted, as any fault (a SIGSEGV from a
-// load or store, inside translated code) does.
+// since the previous flush point uncounted (in a leaving count, all of the
+// run's: PendingCounts), as any fault (a SIGSEGV from a load or store,
+// inside translated code) does.
 Bool faults_only(IRJumpKind jk)
 {
    switch (jk) {
@@ -662,6 +700,21 @@ Bool faults_only(IRJumpKind jk)
 }
 
 Addr const_target(const IRConst* c) { return c && c->tag == Ico_U64 ? (Addr)c->Ico.U64 : 0; }
+
+// Is the superblock a loop that VEX unrolled: a jump back to its own start
+// at the end, and more than one side exit (not counting faults')?
+Bool unrolled_loop(const IRSB* sb_in, const BlockInfo* blk)
+{
+   if (sb_in->jumpkind != Ijk_Boring || sb_in->next->tag != Iex_Const ||
+       const_target(sb_in->next->Iex.Const.con) != blk->addr)
+      return False;
+   UInt exits = 0;
+   for (Int i = 0; i < sb_in->stmts_used; i++) {
+      const IRStmt* st = sb_in->stmts[i];
+      if (st && st->tag == Ist_Exit && !faults_only(st->Ist.Exit.jk)) exits++;
+   }
+   return exits > 1;
+}
 
 // Function mode: the PLT stub that a block ending in a direct call calls,
 // or 0 (add_plt_prologue).
@@ -836,7 +889,7 @@ void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, cons
    if (sb->jumpkind == Ijk_Ret) add_inline_return(b, sp_now, flushed_ir);
    // After the inline pop: more frames died (longjmp, exceptions, tail
    // calls' returns), or SP rose some other way.
-   if (sp.may_have_risen()) add_unwind_check(b, sp_now);
+   if (sp.may_have_risen()) add_unwind_check(b, sp_now, nullptr);
    Addr target = sb->next->tag == Iex_Const ? const_target(sb->next->Iex.Const.con) : 0;
    if (sb->jumpkind == Ijk_Boring) add_tail_call(b, blk, target, last_instr, nullptr);
    if (sb->jumpkind == Ijk_Call) {
@@ -885,7 +938,8 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
 
    IRSB* sb = deepCopyIRSBExceptStmts(sb_in);
    IRBuilder b(sb, layout);
-   PendingCounts pending(blocks);
+   Bool leaving = !blocks && unrolled_loop(sb_in, blk);
+   PendingCounts pending(blocks, leaving);
    Addr last_instr = 0;
    Int instr = 0;
    IRExpr* counters = nullptr;   // set by the prologue
@@ -903,8 +957,8 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          pending.add(slot_of_instr[instr++]);
          break;
       case Ist_Exit:
-         if (blocks || !faults_only(st->Ist.Exit.jk)) pending.flush(b, counters);
-         if (sp.may_have_risen()) add_unwind_check(b, sp.value(b));
+         if (blocks || !faults_only(st->Ist.Exit.jk)) pending.flush(b, counters, st->Ist.Exit.guard);
+         if (sp.may_have_risen()) add_unwind_check(b, sp.value(b), leaving ? pending.ir_now(b) : nullptr);
          if (st->Ist.Exit.jk == Ijk_Boring)
             add_tail_call(b, blk, const_target(st->Ist.Exit.dst), last_instr, st->Ist.Exit.guard);
          break;
@@ -914,8 +968,10 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       b.add(st);
       sp.note(st, sb_in->tyenv);
    }
-   if (counters) pending.flush(b, counters);
+   if (counters) pending.flush(b, counters, nullptr);
+   blk->counts_leaving = leaving;
    if (counters && stub) {
+      blk->stub_counter = True;
       UInt point = pending.add_stub_point(stub_slot);
       b.store64(&kg_now->plt_stub, IRBuilder::u64(stub));
       b.store64(&kg_now->plt_counter, b.address(b.place(counters, 8 * point)));
