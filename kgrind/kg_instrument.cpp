@@ -213,22 +213,22 @@ private:
 // before each side exit, one at the end: kg_costs.h), in one of two ways.
 //
 // Reached (the block modes, and function mode's other superblocks): each
-// point adds one to its counter and the instructions since the
-// previous point to the thread's Ir, unconditionally. Function mode skips a
-// point with no instructions since the previous one.
+// point adds one to its counter and the instructions since the previous
+// point to the thread's Ir, unconditionally. Function mode skips a point
+// with no instructions since the previous one.
 //
 // Leaving (function mode's unrolled loops: VEX copies a small loop's body
 // into one superblock, with a side exit per copy, and jumps back to its
-// start at the end; unrolled_loop): a side exit adds one to its point's counter and sets the thread's Ir to
-// its value at the superblock's start plus the instructions before the
-// exit, with guarded stores that only a taken exit executes; the end does
-// the same unconditionally. A run stores one counter and the Ir once,
-// however many copies it passes. The counters become "reached" counts at
-// exit (BlockInfo::counts_leaving). Elsewhere the guarded stores' branches
-// cost more than the stores they save (sqlite3 +14 %: docs/function-mode.md),
-// but the copies' exits are as predictable as the loop (numeric 1.15 ->
-// 1.03x none). Helpers that read the
-// Ir before the end (kg_unwind) get it stored first (ir_now).
+// start at the end; unrolled_loop): a side exit adds one to its point's
+// counter and sets the thread's Ir to its value at the superblock's start
+// plus the instructions before the exit, with guarded stores that only a
+// taken exit executes; the end does the same unconditionally. A run stores
+// one counter and the Ir once, however many copies it passes. The counters
+// become "reached" counts at exit (BlockInfo::counts_leaving). Elsewhere
+// the guarded stores' branches cost more than the stores they save
+// (sqlite3 +14 %: docs/function-mode.md), but the copies' exits are as
+// predictable as the loop (numeric 1.15 -> 1.03x none). Helpers that read
+// the Ir before the end (kg_unwind) get it stored first (ir_now).
 class PendingCounts {
 public:
    PendingCounts(Bool blocks, Bool leaving) : blocks_(blocks), leaving_(leaving) {}
