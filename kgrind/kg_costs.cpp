@@ -195,13 +195,14 @@ static void for_each_cost(const BlockCounters* e, Bool per_instruction, F f)
 
 // A block that counts where execution left it (counts_leaving): execution
 // reached a flush point as often as it left there or at a later point.
+// (Such a block is a loop, which calls no PLT stub: every counter is a
+// point's.)
 static void count_reached(BlockCounters* e)
 {
    const BlockInfo* blk = (const BlockInfo*)e->b;
    if (!blk->counts_leaving) return;
    ULong* counters = e->counters();
-   UInt points = blk->n_slots - (blk->stub_counter ? 1 : 0);
-   for (UInt p = points; p-- > 1;) counters[p - 1] += counters[p];
+   for (UInt p = blk->n_slots; p-- > 1;) counters[p - 1] += counters[p];
 }
 
 void ExitCosts::take(Bool per_instruction)

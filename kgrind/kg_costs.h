@@ -80,10 +80,7 @@ struct BlockInfo {
    Bool in_plt;                   // a PLT stub: calls pass through it
    // A point's counter counts the runs that left the block there (made
    // "reached" at exit: ExitCosts::take; kg_instrument.cpp, PendingCounts).
-   // stub_counter: the last counter is the instructions of the PLT stub
-   // the block calls (kg_now->plt_counter), not a point.
    Bool counts_leaving;
-   Bool stub_counter;
 };
 static_assert(sizeof(BlockInfo) <= 96, "one BlockInfo per translation: keep it small");
 

@@ -971,7 +971,6 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    if (counters) pending.flush(b, counters, nullptr);
    blk->counts_leaving = leaving;
    if (counters && stub) {
-      blk->stub_counter = True;
       UInt point = pending.add_stub_point(stub_slot);
       b.store64(&kg_now->plt_stub, IRBuilder::u64(stub));
       b.store64(&kg_now->plt_counter, b.address(b.place(counters, 8 * point)));

@@ -46,7 +46,6 @@ def test_exact_counts_equal_cachegrind(tools, source, flags, args):
     assert m and int(m.group(1).replace(',', '')) == ref.summary
 
 
-
 @pytest.mark.parametrize('unroll', ['0', '60', 'default'])
 def test_counts_do_not_depend_on_loop_unrolling(tools, unroll):
     """VEX unrolls small loops into one superblock with a side exit per copy
@@ -66,6 +65,7 @@ def test_counts_do_not_depend_on_loop_unrolling(tools, unroll):
     by_fn, ref_fn = mine.by_function(), ref.by_function()
     for fn in ('find', 'bits', 'sum_until_negative'):
         assert by_fn[fn] == ref_fn[fn] > 0, fn
+
 
 def test_program_code_equals_plain_cachegrind(tools):
     """With cachegrind's default settings (chasing on) the dynamic loader's
