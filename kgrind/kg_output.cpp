@@ -106,10 +106,10 @@ const HChar* mode_name()
    return clo.mode == kModeIntra ? "intra" : clo.mode == kModeInter ? "inter" : "func";
 }
 
-void write_k(FileWriter& out)
+void write_k(FileWriter& out, UInt k)
 {
-   if (clo.k == kInfiniteK) out.put("inf");
-   else out.printf("%u", clo.k);
+   if (k == kInfiniteK) out.put("inf");
+   else out.printf("%u", k);
 }
 
 void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_threads)
@@ -122,7 +122,13 @@ void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_t
    write_command_line(out);
    out.put("\ndesc: Tool: kgrind, a k-calling-context profiler\n");
    out.put("desc: k: ");
-   write_k(out);
+   write_k(out, clo.k);
+   if (separate_view()) {
+      // The body's contexts are shallower than the k-SF's (--view-k).
+      out.put("\ndesc: body contexts: ");
+      write_k(out, clo.view_k);
+      out.put(" callers (the k-SF records: k)");
+   }
    out.printf("\ndesc: mode: %s\n", mode_name());
    if (block_mode()) out.printf("desc: loops rolled: %s\n", clo.roll_loops ? "yes" : "no");
    out.printf("desc: recursion rolling: %s\n", clo.unroll_simple_rec ? "no" : "yes");
@@ -139,12 +145,13 @@ void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_t
 
 const UInt kMaxChain = kMaxNamedCallers + 2;
 
-// The labels of the node's context, innermost first: the node and up to k
-// callers inside its tree. *cut says the chain has more than
+// The labels of the node's context, innermost first: the node and up to
+// view_k callers inside its tree. *cut says the chain has more than
 // kMaxNamedCallers callers (then only that many are returned).
 UInt context_chain(const ForestNode* n, UInt* labels, Bool* cut)
 {
-   UInt wanted = clo.k == kInfiniteK || clo.k + 1 > kMaxChain ? kMaxChain : clo.k + 1;
+   UInt k = clo.view_k;
+   UInt wanted = k == kInfiniteK || k + 1 > kMaxChain ? kMaxChain : k + 1;
    UInt count = 0;
    for (const ForestNode* p = n; p && count < wanted; p = p->parent) labels[count++] = p->label;
    *cut = count > kMaxNamedCallers + 1;
@@ -367,7 +374,9 @@ void write_function_table(FileWriter& out)
 void write_records_header(FileWriter& out, Bool recursion_rolled)
 {
    out.put("\n# ksf-version: 2\n# ksf-options: k=");
-   write_k(out);
+   write_k(out, clo.k);
+   out.put(" view-k=");
+   write_k(out, clo.view_k);
    out.printf(" mode=%s rolling=%s joined=%s", mode_name(), recursion_rolled ? "yes" : "no",
               clo.join_threads ? "yes" : "no");
    if (block_mode()) out.printf(" roll-loops=%s", clo.roll_loops ? "yes" : "no");
@@ -586,14 +595,14 @@ Int compare_body_order(const void* pa, const void* pb)
 void number_contexts(Writer& w, const ThreadProfile* threads, UInt n_threads)
 {
    UWord total = 0;
-   for (UInt i = 0; i < n_threads; i++) total += threads[i].forest->sf.node_count();
+   for (UInt i = 0; i < n_threads; i++) total += threads[i].view->sf.node_count();
    w.slots = (ContextSlot*)kg::alloc((total + 1) * sizeof(ContextSlot));
    ContextTable table;
    table.init(total);
    UInt next_name = 0;
    w.n_slots = 0;
    for (UInt i = 0; i < n_threads; i++) {
-      core::visit_preorder(threads[i].forest->sf, [&](const core::VisitInfo& v) {
+      core::visit_preorder(threads[i].view->sf, [&](const core::VisitInfo& v) {
          if (v.cleared) return;
          ContextSlot& s = w.slots[w.n_slots];
          UInt labels[kMaxChain];
@@ -655,7 +664,9 @@ void write_body(Writer& w, ULong total)
    w.n_jumps = w.instr ? collect_jumps(&w.jumps) : 0;
    w.costs.take(w.instr);
    w.n_edges = collect_call_edges(&w.edges);
-   w.costs.set_exclusive_costs();   // per node, for the k-SF records: before folding
+   // The k-SF records' exclusive costs, from the counters before folding
+   // (with a separate view they follow from the transitions instead).
+   if (!separate_view()) w.costs.set_exclusive_costs();
    number_contexts(w, threads, n_threads);
    fold_contexts(w);
    write_header(w, total, threads, n_threads);
