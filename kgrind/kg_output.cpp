@@ -38,7 +38,7 @@ public:
    }
    void emit(FileWriter& out, const HChar* key, UInt id, const HChar* name)
    {
-      if (emit_id(out, key, id)) out.put(name);
+      if (emit_id(out, key, id)) out.put_escaped(name);
       out.put_char('\n');
    }
 
@@ -93,10 +93,10 @@ Int compare_slot_nodes(const void* pa, const void* pb)
 void write_command_line(FileWriter& out)
 {
    out.put("cmd: ");
-   out.put(VG_(args_the_exename) ? VG_(args_the_exename) : "???");
+   out.put_escaped(VG_(args_the_exename) ? VG_(args_the_exename) : "???", True);
    for (Word i = 0; i < VG_(sizeXA)(VG_(args_for_client)); i++) {
       out.put_char(' ');
-      out.put(*(HChar**)VG_(indexXA)(VG_(args_for_client), i));
+      out.put_escaped(*(HChar**)VG_(indexXA)(VG_(args_for_client), i), True);
    }
    out.put_char('\n');
 }
@@ -158,7 +158,7 @@ void write_context_name(Writer& w, const ForestNode* n, UWord node_id)
    UInt count = context_chain(n, labels, &cut);
    for (UInt i = 0; i < count; i++) {
       if (i) w.out.put_char('\'');
-      w.out.put(label_name(labels[i]));
+      w.out.put_escaped(label_name(labels[i]));
    }
    if (cut) w.out.printf("'...#%lu", node_id);
 }
@@ -358,7 +358,7 @@ void write_function_table(FileWriter& out)
       }
       if (line_len) out.put_char('\t');
       else out.put("# ksf-fns ");
-      for (const HChar* c = name; *c; c++) out.put_char(*c == '\t' || *c == '\n' ? ' ' : *c);
+      out.put_escaped(name);
       line_len += len + 1;
    }
    out.put_char('\n');
@@ -482,14 +482,14 @@ void write_block_table(FileWriter& out)
 {
    for (UInt i = 0; i < file_count(); i++) {
       out.printf("# ksf-file %u ", i);
-      out.put(file_name(i));
+      out.put_escaped(file_name(i));
       out.put_char('\n');
    }
    for (UInt l = 0; l < block_count(); l++) {
       const BBInfo* b = block_by_label(l);
       out.printf("# ksf-block %u 0x%lx %u %u %u %u %llu ", l, (unsigned long)b->addr,
                  b->fn ? b->fn->id + 1 : 0, b->offset, b->file, b->line, b->count);
-      out.put(b->name);
+      out.put_escaped(b->name);
       out.put_char('\n');
    }
 }

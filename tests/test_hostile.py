@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from conftest import PROGS
+from test_annotate import annotate, ok  # noqa: F401
 
 VALGRIND_FAILURE = re.compile(r"INTERNAL ERROR|the 'impossible' happened|Killed by fatal signal")
 
@@ -28,6 +29,15 @@ def calls_by_edge(prof):
         chain = callee_ctx.split("'")
         out[(chain[0], chain[1] if len(chain) > 1 else None)] += count
     return out
+
+
+def callgrind_annotate_clean(path):
+    """callgrind_annotate's output for the file; it must read it without
+    complaint."""
+    proc = subprocess.run(['callgrind_annotate', str(path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert 'WARNING' not in proc.stderr and proc.stderr == '', proc.stderr
+    return proc.stdout
 
 
 # ---------------------------------------------------------------------------
@@ -106,3 +116,52 @@ def test_get_pc_idiom_is_not_a_call(tools):
     from_work = sum(n for caller, callee, n, _ in cl.calls
                     if caller == 'work' and callee.startswith('get_pc'))
     assert from_work == get_pc_calls
+
+
+# ---------------------------------------------------------------------------
+# Newlines in arguments, symbols and file names (tests/progs/names.c).
+
+ODD_SYMBOL = 'odd\nname\twith tab'
+ODD_ARGS = ['one\ntwo', 'back\\slash']
+
+
+def compile_odd_names(tools):
+    """names.c compiled from a file whose name has a newline, odd_name
+    renamed to ODD_SYMBOL."""
+    src = tools.dir / 'odd\nfile.c'
+    src.write_text((PROGS / 'names.c').read_text())
+    obj, exe = tools.dir / 'names.o', tools.dir / 'names'
+    subprocess.run(['gcc', '-g', '-O1', '-c', str(src), '-o', str(obj)], check=True)
+    subprocess.run(['objcopy', f'--redefine-sym=odd_name={ODD_SYMBOL}', str(obj)], check=True)
+    subprocess.run(['gcc', str(obj), '-o', str(exe)], check=True)
+    return exe
+
+
+def escaped(s):
+    return s.replace('\n', '\\n').replace('\t', '\\t')
+
+
+@pytest.mark.parametrize('mode', ['func', 'intra'])
+def test_newlines_in_arguments_and_names(tools, annotate, mode):  # noqa: F811
+    exe = compile_odd_names(tools)
+    native = tools.native(exe, *ODD_ARGS)
+    kg = tools.kgrind(exe, *ODD_ARGS, opts=[f'--mode={mode}'])
+    assert_same_run(kg, native)
+    text = kg.profile_path.read_text()
+    assert 'Incomplete profile' not in text      # the exit replaced the start-up file
+    # cmd: as callgrind writes it (its file is broken by the file name: read
+    # only the header line).
+    cl = tools.reference('callgrind', exe, *ODD_ARGS)
+    cl_cmd = re.search(r'^cmd:\s*(.*)$', cl.profile_path.read_text(), re.M).group(1)
+    assert kg.profile().header['cmd'] == cl_cmd == f'{exe} one\\ntwo back\\\\slash'
+    calls = int(re.search(r'odd_name calls (\d+)', native.stdout).group(1))
+    edges = calls_by_edge(kg.profile())     # the strict reader: no broken line
+    assert edges[(escaped(ODD_SYMBOL), 'main')] == calls
+    assert f'{tools.dir}/odd\\nfile.c\n' in text      # fl= (and ksf-file in intra mode)
+    callgrind_annotate_clean(kg.profile_path)
+    r = ok(annotate('--auto=yes', '--threshold=100', '--top=0', kg.profile_path))
+    assert f'{exe} one\\ntwo back\\\\slash' in r.out
+    if mode == 'func':
+        assert f'main > {escaped(ODD_SYMBOL)}' in r.out
+    d = annotate('--format=json', kg.profile_path).json()
+    assert d['cmd'] == cl_cmd
