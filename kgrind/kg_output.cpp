@@ -112,14 +112,32 @@ void write_k(FileWriter& out)
    else out.printf("%u", clo.k);
 }
 
-void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_threads)
+// The header's first lines: format, creator, process.
+void write_identity(FileWriter& out)
 {
-   FileWriter& out = w.out;
    out.put("# callgrind format\n");
    out.put("version: 1\n");
    out.put("creator: kgrind-" KG_VERSION_STRING "\n");
    out.printf("pid: %d\n", VG_(getpid)());
    write_command_line(out);
+}
+
+// The output file until the profile replaces it at exit (create_output_file).
+// callgrind_annotate prints its desc: line; kgrind_annotate recognizes the
+// key "Incomplete profile".
+void write_placeholder(FileWriter& out)
+{
+   write_identity(out);
+   out.put("desc: Incomplete profile: no data: the process did not exit normally under kgrind"
+           " (killed by a signal that cannot be caught, such as SIGKILL, or replaced by exec"
+           " without --trace-children=yes)\n");
+   out.put("positions: line\nevents: Ir\n");
+}
+
+void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_threads)
+{
+   FileWriter& out = w.out;
+   write_identity(out);
    out.put("\ndesc: Tool: kgrind, a k-calling-context profiler\n");
    out.put("desc: k: ");
    write_k(out);
@@ -701,13 +719,17 @@ const HChar* output_file_name()
    return VG_(expand_file_name)("--kgrind-out-file", clo.out_file);
 }
 
-Bool check_output_file(const HChar* path)
+Bool create_output_file(const HChar* path)
 {
    FileWriter* out = new FileWriter;
    UWord err = 0;
    Bool ok = out->open(path, &err);
-   if (ok) out->close();
-   else VG_(umsg)("kgrind: cannot create output file '%s': %s\n", path, errno_text(err));
+   if (ok) {
+      write_placeholder(*out);
+      out->close();
+   } else {
+      VG_(umsg)("kgrind: cannot create output file '%s': %s\n", path, errno_text(err));
+   }
    delete out;
    return ok;
 }

@@ -4,13 +4,16 @@ that never reach their end (SIGKILL, exec). Each is checked against the
 program's own counts and its native behaviour, Valgrind's own tools where
 they are right, and what both profile readers make of the file."""
 import collections
+import os
 import re
+import signal
 import subprocess
 
 import pytest
 
-from conftest import PROGS
-from test_annotate import annotate, ok  # noqa: F401
+import callgrind_format
+from conftest import PROGS, VG_IN_PLACE
+from test_annotate import annotate, bad, ok  # noqa: F401
 
 VALGRIND_FAILURE = re.compile(r"INTERNAL ERROR|the 'impossible' happened|Killed by fatal signal")
 
@@ -165,3 +168,38 @@ def test_newlines_in_arguments_and_names(tools, annotate, mode):  # noqa: F811
         assert f'main > {escaped(ODD_SYMBOL)}' in r.out
     d = annotate('--format=json', kg.profile_path).json()
     assert d['cmd'] == cl_cmd
+
+
+# ---------------------------------------------------------------------------
+# Runs that never reach their end (tests/progs/incomplete.c): the file
+# kgrind writes at start-up stays, and says so.
+
+def assert_incomplete_profile(path, pid, annotate):  # noqa: F811
+    prof = callgrind_format.parse(path)
+    assert prof.header['pid'] == str(pid)
+    assert prof.total() == 0
+    shown = callgrind_annotate_clean(path)
+    assert re.search(r'^Incomplete profile: no data: the process did not exit normally', shown, re.M)
+    bad(annotate(path), 'incomplete profile', 'did not exit normally')
+
+
+def test_sigkill_leaves_an_incomplete_profile(tools, annotate):  # noqa: F811
+    exe = tools.compile('incomplete.c')
+    path = tools.dir / 'kgrind.out'
+    proc = subprocess.Popen([str(VG_IN_PLACE), '--tool=kgrind', f'--kgrind-out-file={path}', str(exe), 'kill'],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tools.dir)
+    pid = int(proc.stdout.readline().split()[1])
+    os.kill(pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    assert_incomplete_profile(path, pid, annotate)
+
+
+def test_exec_leaves_an_incomplete_profile(tools, annotate):  # noqa: F811
+    exe = tools.compile('incomplete.c')
+    native = tools.native(exe, 'exec')
+    kg = tools.kgrind(exe, 'exec')
+    assert_same_run(kg, native)
+    assert native.stdout == 'before exec\nafter exec\n'
+    pid = int(re.search(r'==(\d+)== Command:', kg.stderr).group(1))
+    assert_incomplete_profile(kg.profile_path, pid, annotate)
