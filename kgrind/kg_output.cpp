@@ -38,7 +38,7 @@ public:
    }
    void emit(FileWriter& out, const HChar* key, UInt id, const HChar* name)
    {
-      if (emit_id(out, key, id)) out.put(name);
+      if (emit_id(out, key, id)) out.put_escaped(name);
       out.put_char('\n');
    }
 
@@ -93,10 +93,10 @@ Int compare_slot_nodes(const void* pa, const void* pb)
 void write_command_line(FileWriter& out)
 {
    out.put("cmd: ");
-   out.put(VG_(args_the_exename) ? VG_(args_the_exename) : "???");
+   out.put_escaped(VG_(args_the_exename) ? VG_(args_the_exename) : "???", True);
    for (Word i = 0; i < VG_(sizeXA)(VG_(args_for_client)); i++) {
       out.put_char(' ');
-      out.put(*(HChar**)VG_(indexXA)(VG_(args_for_client), i));
+      out.put_escaped(*(HChar**)VG_(indexXA)(VG_(args_for_client), i), True);
    }
    out.put_char('\n');
 }
@@ -112,14 +112,32 @@ void write_k(FileWriter& out, UInt k)
    else out.printf("%u", k);
 }
 
-void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_threads)
+// The header's first lines: format, creator, process.
+void write_identity(FileWriter& out)
 {
-   FileWriter& out = w.out;
    out.put("# callgrind format\n");
    out.put("version: 1\n");
    out.put("creator: kgrind-" KG_VERSION_STRING "\n");
    out.printf("pid: %d\n", VG_(getpid)());
    write_command_line(out);
+}
+
+// The output file until the profile replaces it at exit (create_output_file).
+// callgrind_annotate prints its desc: line; kgrind_annotate recognizes the
+// key "Incomplete profile".
+void write_placeholder(FileWriter& out)
+{
+   write_identity(out);
+   out.put("desc: Incomplete profile: no data: the process did not exit normally under kgrind"
+           " (killed by a signal that cannot be caught, such as SIGKILL, or replaced by exec"
+           " without --trace-children=yes)\n");
+   out.put("positions: line\nevents: Ir\n");
+}
+
+void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_threads)
+{
+   FileWriter& out = w.out;
+   write_identity(out);
    out.put("\ndesc: Tool: kgrind, a k-calling-context profiler\n");
    out.put("desc: k: ");
    write_k(out, clo.k);
@@ -165,7 +183,7 @@ void write_context_name(Writer& w, const ForestNode* n, UWord node_id)
    UInt count = context_chain(n, labels, &cut);
    for (UInt i = 0; i < count; i++) {
       if (i) w.out.put_char('\'');
-      w.out.put(label_name(labels[i]));
+      w.out.put_escaped(label_name(labels[i]));
    }
    if (cut) w.out.printf("'...#%lu", node_id);
 }
@@ -365,7 +383,7 @@ void write_function_table(FileWriter& out)
       }
       if (line_len) out.put_char('\t');
       else out.put("# ksf-fns ");
-      for (const HChar* c = name; *c; c++) out.put_char(*c == '\t' || *c == '\n' ? ' ' : *c);
+      out.put_escaped(name);
       line_len += len + 1;
    }
    out.put_char('\n');
@@ -491,14 +509,14 @@ void write_block_table(FileWriter& out)
 {
    for (UInt i = 0; i < file_count(); i++) {
       out.printf("# ksf-file %u ", i);
-      out.put(file_name(i));
+      out.put_escaped(file_name(i));
       out.put_char('\n');
    }
    for (UInt l = 0; l < block_count(); l++) {
       const BBInfo* b = block_by_label(l);
       out.printf("# ksf-block %u 0x%lx %u %u %u %u %llu ", l, (unsigned long)b->addr,
                  b->fn ? b->fn->id + 1 : 0, b->offset, b->file, b->line, b->count);
-      out.put(b->name);
+      out.put_escaped(b->name);
       out.put_char('\n');
    }
 }
@@ -712,13 +730,17 @@ const HChar* output_file_name()
    return VG_(expand_file_name)("--kgrind-out-file", clo.out_file);
 }
 
-Bool check_output_file(const HChar* path)
+Bool create_output_file(const HChar* path)
 {
    FileWriter* out = new FileWriter;
    UWord err = 0;
    Bool ok = out->open(path, &err);
-   if (ok) out->close();
-   else VG_(umsg)("kgrind: cannot create output file '%s': %s\n", path, errno_text(err));
+   if (ok) {
+      write_placeholder(*out);
+      out->close();
+   } else {
+      VG_(umsg)("kgrind: cannot create output file '%s': %s\n", path, errno_text(err));
+   }
    delete out;
    return ok;
 }
