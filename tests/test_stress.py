@@ -70,29 +70,43 @@ class Case:
     cachegrind_total: bool = False   # Ir total close to cachegrind's
 
 
+# The deaths come from 10 frames of descend() down.
+DEATH_PATH = {'descend': {'main': 1, 'descend': 10}}
 CASES = [
-    Case('signals', 'signals', callers={'after_signals': {'main': 1}}),
-    Case('threads-mix', 'threads', ('mix',), modes=ALL_MODES),
-    Case('threads-exit', 'threads', ('exit',), modes=ALL_MODES),
+    # raise_at(i % 7) 50 times, raise_at(50 + i) 20 times; fault_at(i % 30)
+    # 200 times, each left by siglongjmp from the SIGSEGV handler.
+    Case('signals', 'signals',
+         callers={'raise_at': {'main': 70, 'raise_at': sum(i % 7 for i in range(50)) + sum(range(50, 70))},
+                  'fault_at': {'main': 200, 'fault_at': sum(i % 30 for i in range(200))},
+                  'after_signals': {'main': 1}}),
+    Case('threads-mix', 'threads', ('mix',), modes=ALL_MODES,
+         callers={'exit_at': {'exiter': 1, 'exit_at': 40}, 'block_at': {'blocker': 1, 'block_at': 40}}),
+    Case('threads-exit', 'threads', ('exit',), modes=ALL_MODES,
+         callers={'exit_deep': {'exit_thread': 1, 'exit_deep': 20}}),
     Case('threads-600', 'threads', ('many', '600'), modes=ALL_MODES, threads=601,
-         cachegrind_total=True),
+         cachegrind_total=True, callers={'middle': {'worker': 600}, 'leaf': {'middle': 12000}}),
     # The parent, 5 forked children that exit and a child whose exec fails;
     # the two children that exec run natively and write nothing.
     Case('fork-exec', 'procs', profiles=7),
     Case('long-unwinds', 'unwind',
-         callers={'after_longjmp(long)': {'main': 3}, 'after_throw(long)': {'main': 3}}),
+         callers={'after_longjmp(long)': {'main': 3}, 'after_throw(long)': {'main': 3},
+                  'dive_jmp(long)': {'main': 3, 'dive_jmp(long)': 60000},
+                  'dive_throw(long)': {'main': 3, 'dive_throw(long)': 60000}}),
+    # 4 coroutines x 50 rounds, nested 3, 4, 5 and 3 deep: a resumed
+    # coroutine goes on in its own contexts.
     Case('coroutines', 'coroutines',
-         callers={'after_scheduler': {'main': 1}, 'after_link': {'main': 1}}),
+         callers={'nest': {'coroutine': 200, 'nest': 750}, 'yield_': {'nest': 200},
+                  'after_scheduler': {'main': 1}, 'after_link': {'main': 1}}),
     # triple() is called by the generated code, which has no symbol.
     Case('jit', 'jit', func_callers={'triple': {'0x': 1000}}),
     Case('jit-rewritten', 'jit', ('rewrite',), func_callers={'triple': {'0x': 5000}}),
     Case('get-pc', 'getpc', callers={'where': {'main': 100}, 'after_where': {'main': 99}}),
-    Case('death-segv', 'deaths', ('segv',)),
-    Case('death-abort', 'deaths', ('abort',)),
+    Case('death-segv', 'deaths', ('segv',), callers=DEATH_PATH),
+    Case('death-abort', 'deaths', ('abort',), callers=DEATH_PATH),
     # Valgrind sees the kill(getpid(), SIGKILL) and ends the process itself,
     # after the tool's fini: a complete profile.
-    Case('death-sigkill', 'deaths', ('kill',), modes=ONE_OF_EACH),
-    Case('death-stack-overflow', 'deaths', ('overflow',)),
+    Case('death-sigkill', 'deaths', ('kill',), modes=ONE_OF_EACH, callers=DEATH_PATH),
+    Case('death-stack-overflow', 'deaths', ('overflow',), callers=DEATH_PATH),
     Case('dlopen-chdir', 'misc', ('dl', '{plugin}'), callers={'load_and_call': {'main': 2}},
          func_callers={'plugin_entry': {'load_and_call': 2}}),
     Case('newline-in-arg', 'misc', ('args', 'first line\nsecond line', 'plain'), modes=ONE_OF_EACH),
@@ -213,7 +227,7 @@ def callers(body, fn):
 def internal_error(stderr):
     """stderr from the line of the first sign of an internal error, or ''."""
     m = INTERNAL_ERROR.search(stderr)
-    return '' if m is None else stderr[stderr.rfind('\n', 0, m.start()) + 1:][:1500]
+    return '' if m is None else stderr[stderr.rfind('\n', 0, m.start()) + 1:][:600]
 
 
 def check_profile(path, case, mode, main_pid, cachegrind_total):
@@ -226,8 +240,7 @@ def check_profile(path, case, mode, main_pid, cachegrind_total):
     if pid_of(path) != main_pid:
         return
     expected = dict(case.callers, **(case.func_callers if mode in FUNCTION_MODES else {}))
-    for fn, want in expected.items():
-        assert callers(body, fn) == want, f'callers of {fn}'
+    assert {fn: callers(body, fn) for fn in expected} == expected
     if case.threads:
         tids = [f.tid for f in forests]
         if mode == 'join':
