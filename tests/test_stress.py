@@ -80,6 +80,7 @@ CASES = [
          callers={'raise_at': {'main': 70, 'raise_at': sum(i % 7 for i in range(50)) + sum(range(50, 70))},
                   'fault_at': {'main': 200, 'fault_at': sum(i % 30 for i in range(200))},
                   'after_signals': {'main': 1}}),
+    # pthread_exit and pthread_cancel 40 calls deep, in their own threads.
     Case('threads-mix', 'threads', ('mix',), modes=ALL_MODES,
          callers={'exit_at': {'exiter': 1, 'exit_at': 40}, 'block_at': {'blocker': 1, 'block_at': 40}}),
     Case('threads-exit', 'threads', ('exit',), modes=ALL_MODES,
