@@ -24,6 +24,7 @@
 #include "kg_blocks.h"
 #include "kg_options.h"
 #include "kg_pairmap.h"
+#include "kg_regions.h"
 #include "kg_runtime.h"
 
 namespace kg {
@@ -93,6 +94,9 @@ struct ThreadState {
    // The call that entered ld.so's lazy-binding trampoline: it continues in
    // the resolved function (unwind_to_sp).
    Addr resolver_call_site;
+   // Regions: the thread's Ir when counting paused (its clock goes back
+   // there when counting resumes: what ran meanwhile is not counted).
+   ULong ir_at_pause;
 };
 
 static void run_trace();   // block modes
@@ -549,6 +553,7 @@ void unwind_to_sp(ThreadState* t, Addr sp)
 {
    if (left_running_stack(t, sp)) switch_stack(t, sp);
    else pop_dead_frames(t, sp);
+   if (kg_region_watching) region_stack_rose(t->tid, sp);
 }
 
 // The transition into traced fn from the top frame: the top frame's kid in
@@ -809,6 +814,177 @@ static void reset_block_state()
    dump_disable();
 }
 
+// ---- Regions of interest ----------------------------------------------------
+//
+// Dumps, zeroing and collection switched off (kg_regions.cpp) act on the
+// counters only: the shadow stacks and forests always follow the program, so
+// the contexts are right whenever counting resumes. A frame's inclusive cost
+// is its clock's reading (kg_now->ir - ir_at_entry); these functions settle
+// and restart the clocks of every thread's frames.
+
+Bool kg_counting = True;
+// Ir that ran before the threads' clocks last restarted (zeroed, or not
+// counted): with the clocks, the Ir run so far (ir_elapsed).
+static ULong ir_elapsed_base = 0;
+
+// kg_now of thread t (its saved copy unless it is the running one).
+static Now& now_of(ThreadState* t) { return t == current ? *kg_now : t->saved; }
+
+// Calls f(s, top) for each of t's stacks with its top frame.
+template <typename F> static void for_each_stack(ThreadState* t, F f)
+{
+   f(t->stack, now_of(t).top);
+   for (ShadowStack* s = t->suspended; s; s = s->next) f(s, s->top);
+}
+
+// Adds the inclusive cost that frames first..top have run up to `now`, as
+// their pops would (a recursive context's only in its outermost frame), and
+// starts their clocks at now. A suspended stack's frames are not counted in
+// `active` (suspend_stack): they are counted in while they settle.
+static void settle_frames(Frame* first, Frame* top, ULong now, Bool suspended)
+{
+   for (Frame* f = first; suspended && f <= top; f++)
+      if (f->tr->kind == kActivation) ++*f->tr->active;
+   for (Frame* f = top; f >= first; f--) {
+      Transition* tr = f->tr;
+      if (tr->kind != kActivation) continue;
+      ULong incl = now - f->ir_at_entry;
+      tr->edge_incl += incl;
+      if (--*tr->active == 0) tr->ctx_incl += incl;
+   }
+   for (Frame* f = first; f <= top; f++) {
+      f->ir_at_entry = now;
+      if (f->tr->kind == kActivation && !suspended) ++*f->tr->active;
+   }
+}
+
+// As close_thread does for __root__, then its clock restarts.
+static void settle_root(ThreadState* t, ULong now)
+{
+   Frame& root = t->own->frames[0];
+   ForestNode* root_node = root.tr->child->ctx;
+   root_node->incl += now - root.ir_at_entry;
+   if (t->view != t->forest) root_node->excl += now - root.ir_at_entry;
+   root.ir_at_entry = now;
+}
+
+static void settle_thread(ThreadState* t)
+{
+   ULong ir = now_of(t).ir;
+   for_each_stack(t, [&](ShadowStack* s, Frame* top) {
+      Bool suspended = s != t->stack;
+      settle_frames(s->frames + 1, top, suspended ? s->suspended_at : ir, suspended);
+   });
+   settle_root(t, ir);
+}
+
+// Every clock of thread t (its Ir, its frames' entries, its stacks'
+// suspensions) reads `value` now.
+static void restart_clocks(ThreadState* t, ULong value)
+{
+   Now& now = now_of(t);
+   ir_elapsed_base += now.ir - value;
+   now.ir = value;
+   t->ir_at_pause = value;
+   for_each_stack(t, [&](ShadowStack* s, Frame* top) {
+      for (Frame* f = s->frames; f <= top; f++) f->ir_at_entry = value;
+      s->suspended_at = value;
+   });
+}
+
+// While counting is off: forgets what thread t ran since it paused (calls
+// and inclusive costs; exclusive costs went to no counter).
+static void discard_uncounted(ThreadState* t)
+{
+   zero_transitions(t);
+   restart_clocks(t, t->ir_at_pause);
+}
+
+void settle_open_frames()
+{
+   if (!kg_counting) return;   // they settled when counting paused
+   for (ThreadState* t = all_threads; t; t = t->next) settle_thread(t);
+}
+
+void zero_counters()
+{
+   for (ThreadState* t = all_threads; t; t = t->next) {
+      if (!clo.join_threads) forest_reset(t->forest);
+      if (!clo.join_threads && t->view != t->forest) forest_reset(t->view);
+      zero_transitions(t);
+      restart_clocks(t, 0);
+   }
+   if (joined_forest) forest_reset(joined_forest);
+   if (joined_view && joined_view != joined_forest) forest_reset(joined_view);
+   reset_costs();
+}
+
+void pause_counting()
+{
+   if (!kg_counting) return;
+   for (ThreadState* t = all_threads; t; t = t->next) {
+      settle_thread(t);
+      flush_transitions(t);   // what follows can be told apart and discarded
+      t->ir_at_pause = now_of(t).ir;
+   }
+   kg_counting = False;
+   forget_cached_counters();
+}
+
+void resume_counting()
+{
+   if (kg_counting) return;
+   for (ThreadState* t = all_threads; t; t = t->next) discard_uncounted(t);
+   kg_counting = True;
+   forget_cached_counters();
+}
+
+ULong ir_elapsed()
+{
+   ULong ir = ir_elapsed_base;
+   for (ThreadState* t = all_threads; t; t = t->next) ir += now_of(t).ir;
+   return ir;
+}
+
+// ---- Context ids (KGRIND_CURRENT_CONTEXT) -----------------------------------
+
+namespace {
+struct ContextId {
+   const void* a;     // ForestNode*: a canonical k-SF node
+   const void* b;     // the thread's serial (0: threads joined)
+   UWord id;
+};
+PairMap<ContextId> context_ids;
+UWord n_context_ids = 0;
+} // namespace
+
+UWord current_context_id(ThreadId tid)
+{
+   switch_to(tid);
+   ForestNode* node = kg_now->top->tr->child->ctx;
+   UWord serial = clo.join_threads ? 0 : current->serial;
+   ContextId* c = context_ids.get(node, (const void*)serial);
+   if (!c->id) c->id = ++n_context_ids;
+   return c->id;
+}
+
+void for_each_context_id(void (*f)(UWord id, UInt thread, const ForestNode* node, void* arg), void* arg)
+{
+   context_ids.for_each([&](ContextId* c) { f(c->id, (UInt)(UWord)c->b, (const ForestNode*)c->a, arg); });
+}
+
+// ---- Status (monitor command) ------------------------------------------------
+
+void for_each_live_thread(void (*f)(UInt thread, ThreadId tid, const ForestNode* ctx, UInt depth, void* arg),
+                          void* arg)
+{
+   for (ThreadState* t = all_threads; t; t = t->next) {
+      if (!by_tid[t->tid] || by_tid[t->tid] != t) continue;
+      const Now& now = now_of(t);
+      f(t->serial, t->tid, now.top->tr->child->ctx, (UInt)(now.top - t->stack->frames), arg);
+   }
+}
+
 void thread_starts_running(ThreadId tid, ULong blocks_done)
 {
    switch_to(tid);
@@ -840,6 +1016,7 @@ void thread_exits(ThreadId tid)
 {
    if (!by_tid[tid]) return;
    switch_to(tid);
+   if (!kg_counting) discard_uncounted(current);
    close_thread(current);
    // The tid will be reused by a new thread, which gets its own state.
    current->saved = *kg_now;
@@ -874,31 +1051,12 @@ void signal_returned(ThreadId tid, Int sig)
    update_now_from_top();
 }
 
-static void zero_entry_clocks(Frame* base, Frame* top)
-{
-   for (Frame* f = base; f <= top; f++) f->ir_at_entry = 0;
-}
-
 void fork_child(ThreadId tid)
 {
    // The child starts from zero: forests, line costs, call edges, and the
-   // entry snapshots of the frames it inherited.
-   if (current) current->saved = *kg_now;
-   for (ThreadState* t = all_threads; t; t = t->next) {
-      if (!clo.join_threads) forest_reset(t->forest);
-      if (!clo.join_threads && t->view != t->forest) forest_reset(t->view);
-      zero_transitions(t);
-      zero_entry_clocks(t->stack->frames, t->saved.top);
-      for (ShadowStack* s = t->suspended; s; s = s->next) {
-         zero_entry_clocks(s->frames, s->top);
-         s->suspended_at = 0;
-      }
-      t->saved.ir = 0;
-   }
-   if (joined_forest) forest_reset(joined_forest);
-   if (joined_view && joined_view != joined_forest) forest_reset(joined_view);
-   kg_now->ir = 0;
-   reset_costs();
+   // entry clocks of the frames it inherited.
+   zero_counters();
+   ir_elapsed_base = 0;
    if (block_mode()) reset_block_state();
 }
 
@@ -907,6 +1065,7 @@ void finish_all_threads()
    for (UInt tid = 0; tid < VG_N_THREADS; tid++) {
       if (!by_tid[tid]) continue;
       switch_to(tid);
+      if (!kg_counting) discard_uncounted(current);
       close_thread(current);
    }
    if (current) current->saved = *kg_now;

@@ -168,6 +168,29 @@ struct ThreadProfile {
 UInt thread_profile_count();
 UInt thread_profiles(ThreadProfile* out);
 
+// Regions of interest (kg_regions.cpp): the counters start, stop, are
+// written and zeroed; the shadow stacks and forests never stop.
+// Whether instructions, calls and inclusive costs are being counted.
+extern Bool kg_counting;
+// Each open frame's inclusive cost so far is added to its activation, and
+// its clock restarts (before a dump: its inclusive cost up to now).
+void settle_open_frames();
+// Every counter back to zero; the stacks and forests stay.
+void zero_counters();
+// Counting stops (what was counted is kept) and resumes: what ran in
+// between is in no counter, its calls neither.
+void pause_counting();
+void resume_counting();
+// The Ir the process ran so far, counted or not.
+ULong ir_elapsed();
+// An id of thread tid's current k-context, stable in the run (1, 2, ...).
+UWord current_context_id(ThreadId tid);
+// Every id handed out: its thread (0: joined) and k-SF node.
+void for_each_context_id(void (*f)(UWord id, UInt thread, const ForestNode* node, void* arg), void* arg);
+// Every running thread: its current context and shadow stack depth.
+void for_each_live_thread(void (*f)(UInt thread, ThreadId tid, const ForestNode* ctx, UInt depth, void* arg),
+                          void* arg);
+
 // Block modes: every block forest, oldest thread first, then by function id.
 struct BlockForest;
 UInt block_forests(BlockForest** out, UInt max);

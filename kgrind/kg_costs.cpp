@@ -65,9 +65,46 @@ SourceLine* source_line(const SourceLoc& loc)
    return sl;
 }
 
+// Every BlockInfo, for forget_cached_counters (translations are rare: a
+// list costs nothing on the hot path).
+static BlockInfo** all_blocks;
+static UWord n_blocks, blocks_cap;
+
+static void remember_block(BlockInfo* b)
+{
+   if (n_blocks == blocks_cap) {
+      blocks_cap = blocks_cap ? 2 * blocks_cap : 4096;
+      BlockInfo** bigger = (BlockInfo**)kg::alloc(blocks_cap * sizeof(BlockInfo*), "kg.blocks");
+      if (n_blocks) VG_(memcpy)(bigger, all_blocks, n_blocks * sizeof(BlockInfo*));
+      kg::release(all_blocks);
+      all_blocks = bigger;
+   }
+   all_blocks[n_blocks++] = b;
+}
+
+void forget_cached_counters()
+{
+   for (UWord i = 0; i < n_blocks; i++)
+      for (UInt w = 0; w < kCounterWays; w++) all_blocks[i]->ways[w] = { nullptr, nullptr };
+}
+
+// While counting is off every block counts into this scratch memory
+// (never read); it only grows, since blocks may still point into it.
+static ULong* uncounted_counters(UInt n_slots)
+{
+   static ULong* sink;
+   static UInt sink_slots;
+   if (n_slots > sink_slots) {
+      sink_slots = n_slots < 64 ? 64 : n_slots;
+      sink = (ULong*)alloc_permanent(sink_slots * sizeof(ULong));
+   }
+   return sink;
+}
+
 BlockInfo* block_info_new(Addr addr, UInt n_slots, SourceLine** slots)
 {
    BlockInfo* b = (BlockInfo*)alloc_permanent(sizeof(BlockInfo));
+   remember_block(b);
    b->addr = addr;
    b->n_slots = n_slots;
    b->slots = (SourceLine**)alloc_permanent(n_slots * sizeof(SourceLine*));
@@ -77,6 +114,11 @@ BlockInfo* block_info_new(Addr addr, UInt n_slots, SourceLine** slots)
 
 void point_block_at_table(BlockInfo* blk, ForestNode* ctx)
 {
+   if (!kg_counting) {
+      blk->ways[1] = blk->ways[0];
+      blk->ways[0] = { ctx, uncounted_counters(blk->n_slots + 1) };
+      return;
+   }
    BlockCounters* e = block_counters.find(ctx, blk);
    if (!e) {
       e = (BlockCounters*)alloc_permanent(sizeof(BlockCounters) + (blk->n_slots ? blk->n_slots : 1) * sizeof(ULong));
@@ -212,6 +254,27 @@ void ExitCosts::take(Bool per_instruction)
    for (UWord i = 0; i < n_entries_; i++) count_reached(entries_[i]);
 }
 
+void ExitCosts::snapshot(Bool per_instruction)
+{
+   per_instruction_ = per_instruction;
+   UWord n = 0, bytes = 0;
+   block_counters.for_each([&](BlockCounters* e) {
+      n++;
+      bytes += sizeof(BlockCounters) + ((const BlockInfo*)e->b)->n_slots * sizeof(ULong);
+   });
+   entries_ = (BlockCounters**)kg::alloc((n + 1) * sizeof(BlockCounters*), "kg.dump");
+   copies_ = (UChar*)kg::alloc(bytes + 1, "kg.dump");
+   UChar* at = copies_;
+   n_entries_ = 0;
+   block_counters.for_each([&](BlockCounters* e) {
+      UWord size = sizeof(BlockCounters) + ((const BlockInfo*)e->b)->n_slots * sizeof(ULong);
+      VG_(memcpy)(at, e, size);
+      entries_[n_entries_++] = (BlockCounters*)at;
+      at += size;
+   });
+   for (UWord i = 0; i < n_entries_; i++) count_reached(entries_[i]);
+}
+
 // Sorts the entries by context and makes the scratch room for the widest
 // context's costs.
 void ExitCosts::sort_by_context()
@@ -269,6 +332,8 @@ UWord ExitCosts::costs_of(const ForestNode* ctx, const ContextLineCost** out)
 
 void ExitCosts::release()
 {
+   kg::release(copies_);
+   copies_ = nullptr;
    kg::release(entries_);
    kg::release(scratch_);
    entries_ = nullptr;

@@ -136,6 +136,8 @@ public:
    // found by (block modes collect their jumps first): per line, or per
    // instruction.
    void take(Bool per_instruction);
+   // The same from copies of the counters, which go on (a dump during the run).
+   void snapshot(Bool per_instruction);
    // Sets each context node's excl to its exclusive cost.
    void set_exclusive_costs() const;
    // Groups the counters by rep(context, arg): contexts reported as one
@@ -153,6 +155,7 @@ private:
    BlockCounters** entries_;
    UWord n_entries_;
    ContextLineCost* scratch_;     // room for the widest group's costs
+   UChar* copies_;                // snapshot's copies of the entries
    Bool per_instruction_;
 };
 
@@ -189,5 +192,9 @@ UWord merge_call_edges(CallEdge* all, UWord n);
 
 // After fork, in the child: every counter back to zero.
 void reset_costs();
+
+// Every block's cached (context -> counters) ways are emptied, so that each
+// block finds its counters again (counting switched on or off).
+void forget_cached_counters();
 
 } // namespace kg

@@ -30,6 +30,7 @@
 #include "kg_blocks.h"
 #include "kg_costs.h"
 #include "kg_options.h"
+#include "kg_regions.h"
 #include "kg_pairmap.h"
 #include "kg_runtime.h"
 
@@ -971,6 +972,10 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    Int instr = 0;
    IRExpr* counters = nullptr;   // set by the prologue
    SpTracker sp(sb_in, layout);
+   // --toggle-collect and the like: helpers in the named functions' first
+   // and returning blocks only (kg_regions.cpp).
+   Bool region = !blocks && region_function(blk->fn);
+   Bool region_entry = region && blk->fn_entry;
 
    Int start = guest_code_start(sb_in);
    for (Int i = 0; i < start; i++)
@@ -980,6 +985,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       if (!st || st->tag == Ist_NoOp) continue;
       switch (st->tag) {
       case Ist_IMark:
+         if (!counters && region_entry) b.call_reading_sp("kg_region_enter", (void*)kg_region_enter, IRBuilder::u64((ULong)blk), nullptr);
          if (!counters) counters = add_prologue(b, blk, layout, stub_instrs);
          if (blocks && block_of[instr])
             add_block_step(b, block_of[instr], block_len[instr], block_helper, block_helper_name);
@@ -1007,6 +1013,8 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    }
    pending.finish(blk);
    add_block_end(b, sb, blk, last_instr, sp, pending.flushed_ir(), blocks);
+   if (region && sb->jumpkind == Ijk_Ret)
+      b.call_reading_sp("kg_region_leave", (void*)kg_region_leave, IRBuilder::u64((ULong)blk), nullptr);
    return sb;
 }
 

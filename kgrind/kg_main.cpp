@@ -8,6 +8,7 @@
 #include "kg_instrument.h"
 #include "kg_options.h"
 #include "kg_output.h"
+#include "kg_regions.h"
 #include "kg_version.h"
 
 namespace kg {
@@ -36,6 +37,7 @@ void post_clo_init()
       dump_open();
    }
    activity_init();
+   regions_init();
    instrument_init();
    create_output_file(output_file_name());
 }
@@ -44,14 +46,15 @@ void client_code_starts(ThreadId tid, ULong blocks_done)
 {
    thread_starts_running(tid, blocks_done);
    publish_data_bases(tid);
+   regions_time_slice(blocks_done);
 }
 
 void fini(Int exit_code)
 {
    finish_all_threads();
    dump_close();
-   const HChar* path = output_file_name();
-   Bool ok = write_profile(path);
+   const HChar* path = final_output_file_name();
+   Bool ok = write_final_profile(path);
    warn_unmatched_patterns();
    if (VG_(clo_verbosity) == 0) return;
    VG_(umsg)("\n");
@@ -70,6 +73,7 @@ void pre_clo_init()
 
    VG_(basic_tool_funcs)(post_clo_init, instrument, fini);
    VG_(needs_command_line_options)(process_option, print_usage, print_debug_usage);
+   VG_(needs_client_requests)(handle_client_request);
    VG_(track_start_client_code)(client_code_starts);
    VG_(track_pre_thread_ll_exit)(thread_exits);
    VG_(track_pre_deliver_signal)(signal_delivered);

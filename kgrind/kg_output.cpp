@@ -79,6 +79,7 @@ struct Writer {
    Addr last_addr;            // position of the last cost line (file address,
    UInt last_line;            // positions: instr line) and its line
    Bool last_line_known;      // False after fn=, fl=, fi=, fe=: next one absolute
+   const DumpInfo* dump;      // why and what this file covers
 };
 
 const UInt kNoFile = 0xFFFFFFFFu;
@@ -151,6 +152,9 @@ void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_t
    if (block_mode()) out.printf("desc: loops rolled: %s\n", clo.roll_loops ? "yes" : "no");
    out.printf("desc: recursion rolling: %s\n", clo.unroll_simple_rec ? "no" : "yes");
    out.printf("desc: threads joined: %s\n", clo.join_threads ? "yes" : "no");
+   out.put("desc: Trigger: ");
+   out.put_escaped(w.dump->trigger);
+   out.printf("\ndesc: Ir range: %llu - %llu\n", w.dump->ir_from, w.dump->ir_to);
    for (UInt i = 0; i < n_threads; i++) {
       if (clo.join_threads) out.put("desc: thread all: ");
       else out.printf("desc: thread %u: ", threads[i].tid);
@@ -551,6 +555,28 @@ void write_block_records(Writer& w)
    out.put("# ksf-end\n");
 }
 
+// "# kgrind-context <id> <thread> <label>...": the contexts whose ids
+// KGRIND_CURRENT_CONTEXT() handed out, the k-context's ksf-fns labels
+// innermost first (docs/regions.md). Not a ksf- record: readers of the
+// k-SF need not know it.
+void write_context_id(UWord id, UInt thread, const ForestNode* node, void* arg)
+{
+   FileWriter& out = *(FileWriter*)arg;
+   out.printf("# kgrind-context %lu ", id);
+   if (thread) out.printf("%u", thread);
+   else out.put("all");
+   UInt k = clo.k;
+   UInt count = 0;
+   for (const ForestNode* p = node; p && (k == kInfiniteK || count <= k); p = p->parent, count++)
+      out.printf(" %u", p->label);
+   out.put_char('\n');
+}
+
+void write_context_ids(FileWriter& out)
+{
+   for_each_context_id(write_context_id, &out);
+}
+
 // Open addressing over the contexts seen so far (slot indexes + 1), keyed by
 // their label chains.
 class ContextTable {
@@ -680,7 +706,8 @@ void write_body(Writer& w, ULong total)
    UInt n_threads = thread_profiles(threads);
    w.instr = block_mode();
    w.n_jumps = w.instr ? collect_jumps(&w.jumps) : 0;
-   w.costs.take(w.instr);
+   if (w.dump->during_run) w.costs.snapshot(w.instr);
+   else w.costs.take(w.instr);
    w.n_edges = collect_call_edges(&w.edges);
    // The k-SF records' exclusive costs, from the counters before folding
    // (with a separate view they follow from the transitions instead).
@@ -696,6 +723,7 @@ void write_body(Writer& w, ULong total)
    write_contexts(w);
    if (block_mode()) write_block_records(w);
    else write_ksf_records(w, threads, n_threads);
+   write_context_ids(w.out);
    w.out.printf("\ntotals: %llu\n", total);
    w.objects.done();
    w.files.done();
@@ -745,7 +773,7 @@ Bool create_output_file(const HChar* path)
    return ok;
 }
 
-Bool write_profile(const HChar* path)
+Bool write_profile(const HChar* path, const DumpInfo& dump)
 {
    Writer* w = (Writer*)alloc_zeroed(sizeof(Writer));   // the file buffer: not on the stack
    UWord err = 0;
@@ -754,6 +782,7 @@ Bool write_profile(const HChar* path)
       kg::release(w);
       return False;
    }
+   w->dump = &dump;
    write_body(*w, total_ir());
    Bool ok = w->out.close();
    if (!ok) VG_(umsg)("kgrind: error writing output file '%s'\n", path);

@@ -19,7 +19,14 @@ Bool create_output_file(const HChar* path);
 // Total Ir of all threads.
 ULong total_ir();
 
+// What one profile file covers (docs/regions.md).
+struct DumpInfo {
+   const HChar* trigger;   // why it was written ("Program termination", ...)
+   ULong ir_from, ir_to;   // the Ir of the run it covers (ir_elapsed)
+   Bool during_run;        // the run goes on: the counters stay as they are
+};
+
 // Writes the profile; reports failures by name with the reason.
-Bool write_profile(const HChar* path);
+Bool write_profile(const HChar* path, const DumpInfo& dump);
 
 } // namespace kg
