@@ -378,6 +378,11 @@ void report_unhandled(UWord code)
       if (told[i] == base) return;
    if (n_told < kMaxTools) told[n_told++] = base;
    HChar a = (HChar)((code >> 24) & 0xFF), b = (HChar)((code >> 16) & 0xFF);
+   if (base == VG_USERREQ_TOOL_BASE('K', 'G')) {
+      VG_(umsg)("kgrind: ignoring unknown kgrind.h request 0x%lx (the program's kgrind.h is newer"
+                " than this kgrind; reported once)\n", code);
+      return;
+   }
    VG_(umsg)("kgrind: ignoring client request 0x%lx of another tool ('%c','%c'+%lu): kgrind handles"
              " kgrind.h's and callgrind.h's requests only (reported once per tool)\n",
              code, a, b, code & ~kToolBaseMask);

@@ -740,6 +740,8 @@ usage: kgrind_annotate [options] kgrind.out.<pid> [more profiles...] [source fil
                               name, or the order of the file / of inv_k [sorted]
   --auto=yes|no               annotate the source files of the hottest contexts [no]
   --context=<N>               source lines of context around costly lines [8]
+  --context-id=<ID>           print the k-context that KGRIND_CURRENT_CONTEXT()
+                              returned ID for (kgrind.h), and nothing else
   -I, --include=<dir>         add a directory to the source search path
   --format=text|json|dot|folded  output format [text]
   --show-blocks               block modes: the table of all basic blocks
@@ -760,7 +762,7 @@ sub parse_options {
         local $SIG{__WARN__} = sub { push @warn, $_[0] };
         my $ok = GetOptionsFromArray(\@args, \%o, 'sort=s', 'threshold=s', 'top=s', 'k=s', 'thread=s',
             'join-threads', 'ksf', 'kccf', 'costs=s', 'tree-order=s', 'auto=s', 'context=s',
-            'include|I=s@', 'format=s', 'version', 'help|h', 'show-blocks', 'blocks-disasm');
+            'include|I=s@', 'format=s', 'version', 'help|h', 'show-blocks', 'blocks-disasm', 'context-id=s');
         unless ($ok) {
             my $m = $warn[0] // "bad options\n";
             chomp $m;
@@ -776,6 +778,8 @@ sub parse_options {
         unless $o{threshold} =~ /^\d+(?:\.\d*)?$/ && $o{threshold} <= 100;
     fail("bad --top value '$o{top}' (a non-negative integer)") unless $o{top} =~ /^\d+$/;
     fail("bad --context value '$o{context}' (a non-negative integer)") unless $o{context} =~ /^\d+$/;
+    fail("bad --context-id value '$o{'context-id'}' (an id from KGRIND_CURRENT_CONTEXT(), a positive integer)")
+        if defined $o{'context-id'} && $o{'context-id'} !~ /^[1-9]\d*$/;
     fail("bad --k value '$o{k}' (a non-negative integer or inf)")
         if defined $o{k} && $o{k} !~ /^(?:\d+|inf)$/;
     fail("bad --thread value '$o{thread}' (a thread id or all)") unless $o{thread} =~ /^(?:\d+|all)$/;
@@ -1462,10 +1466,34 @@ sub out_dot {
 }
 
 # ---------------------------------------------------------------------------
+# --context-id=ID: the k-context that KGRIND_CURRENT_CONTEXT() returned ID
+# for, from the "# kgrind-context <id> <thread> <label>..." records (labels
+# innermost first) and the ksf-fns table (docs/regions.md).
+sub print_context_id {
+    my ($id, @files) = @_;
+    for my $file (@files) {
+        open(my $fh, '<', $file) or fail("cannot open $file: $!");
+        my (@names, $found);
+        while (my $l = <$fh>) {
+            $l =~ s/\r?\n\z//;
+            if (index($l, '# ksf-fns ') == 0) { push @names, split(/\t/, substr($l, 10), -1) }
+            elsif ($l =~ /^# kgrind-context $id (\S+)((?: \d+)+)$/) { $found = [$1, [split ' ', $2]] }
+        }
+        close $fh;
+        next unless $found;
+        my ($thread, $labels) = @$found;
+        my @chain = map { $names[$_] // fail("$file: context $id has unknown function id $_") } reverse @$labels;
+        print "context $id, thread $thread: ", join(' > ', @chain), "\n";
+        return 0;
+    }
+    fail("context id $id is in none of " . join(', ', @files) . " (ids are written by KGRIND_CURRENT_CONTEXT())");
+}
+
 sub main {
     my $o = parse_options(@_);
     if ($o->{help}) { print $USAGE; return 0 }
     if ($o->{version}) { print "kgrind_annotate $VERSION\n"; return 0 }
+    return print_context_id($o->{'context-id'}, @{$o->{profiles}}) if defined $o->{'context-id'};
     my $S = analyse($o);
     my $text = $o->{format} eq 'json' ? out_json($o, $S)
              : $o->{format} eq 'dot' ? out_dot($o, $S)

@@ -1,0 +1,129 @@
+#!/usr/bin/perl
+# kgrind_control: controls running kgrind processes through Valgrind's
+# gdbserver (vgdb), with callgrind_control's usage (docs/regions.md).
+use strict;
+use warnings;
+use Getopt::Long qw(GetOptionsFromArray :config no_ignore_case bundling no_auto_abbrev);
+
+my $VERSION = '@KG_VERSION@';
+
+sub usage {
+    print <<"END";
+Usage: kgrind_control [options] [<pid> | <program-name> ...]
+Controls the kgrind processes given (all running ones if none is given)
+through Valgrind's gdbserver (vgdb; the programs need --vgdb=yes, the default).
+
+  -h, --help             this help
+      --version          kgrind_control's version
+  -l, --list             list the running kgrind processes (pid, command line)
+  -s, --stat             instrumentation and collection state, Ir run,
+                         each thread's current k-context and stack depth
+  -b, --back             each thread's current k-context (innermost first)
+  -d, --dump[=<reason>]  write a profile now (kgrind.out.<pid>.<n>), then zero
+  -z, --zero             zero the counters
+  -i, --instr=on|off     switch instrumentation (counting) on or off
+      --vgdb-prefix=<prefix>  the --vgdb-prefix given to valgrind, if any
+END
+}
+
+sub fail { print STDERR "kgrind_control: ", @_, "\n"; exit 1 }
+
+my @argv = @ARGV;
+# callgrind_control's "-i on" (a separate word) as well as "-ion" / "--instr=on".
+for my $i (0 .. $#argv - 1) {
+    if ($argv[$i] eq '-i' && $argv[$i + 1] =~ /^(?:on|off)$/) { splice(@argv, $i, 2, "--instr=$argv[$i + 1]"); last }
+}
+my %o;
+{
+    my @warn;
+    local $SIG{__WARN__} = sub { push @warn, $_[0] };
+    GetOptionsFromArray(\@argv, \%o, 'help|h', 'version', 'list|l', 'stat|s', 'back|b', 'dump|d:s', 'zero|z',
+                        'instr|i=s', 'vgdb-prefix=s')
+        or do { my $m = $warn[0] // "bad options\n"; chomp $m; fail("$m (see kgrind_control --help)") };
+}
+if ($o{help}) { usage(); exit 0 }
+if ($o{version}) { print "kgrind_control-$VERSION\n"; exit 0 }
+fail("-i takes on or off, not '$o{instr}'") if defined $o{instr} && $o{instr} !~ /^(?:on|off)$/;
+
+my @prefix = defined $o{'vgdb-prefix'} ? ("--vgdb-prefix=$o{'vgdb-prefix'}") : ();
+
+# Running kgrind processes: pid -> command line (from vgdb -l).
+sub kgrind_processes {
+    my %p;
+    open(my $fh, '-|', 'vgdb', @prefix, '-l') or fail("cannot run vgdb: $!");
+    while (my $l = <$fh>) {
+        next unless $l =~ /^use --pid=(\d+) for (.*?)\s*$/;
+        my ($pid, $cmd) = ($1, $2);
+        $p{$pid} = $cmd if $cmd =~ /\s--tool=kgrind(?:\s|$)/;
+    }
+    close $fh;
+    return \%p;
+}
+
+# The client's program name: the first word after valgrind's own options.
+sub program_of {
+    my @w = split ' ', shift;
+    shift @w;
+    shift @w while @w && $w[0] =~ /^-/;
+    return $w[0] // '';
+}
+
+my $procs = kgrind_processes();
+my @targets;
+if (@argv) {
+    for my $t (@argv) {
+        if ($t =~ /^\d+$/) {
+            fail("no kgrind process with pid $t (kgrind_control -l lists them)") unless $procs->{$t};
+            push @targets, $t;
+        } else {
+            my @m = grep { my $p = program_of($procs->{$_}); $p eq $t || $p =~ m{/\Q$t\E$} } sort { $a <=> $b } keys %$procs;
+            fail("no kgrind process running a program named '$t' (kgrind_control -l lists them)") unless @m;
+            push @targets, @m;
+        }
+    }
+} else {
+    @targets = sort { $a <=> $b } keys %$procs;
+}
+
+if ($o{list}) {
+    print "PID $_: $procs->{$_}\n" for @targets;
+    fail("no kgrind process is running (with --vgdb=yes, the default)") unless @targets;
+    exit 0;
+}
+
+my @commands;
+push @commands, ['instrumentation', $o{instr}] if defined $o{instr};
+push @commands, ['zero'] if $o{zero};
+push @commands, ['dump', $o{dump} eq '' ? () : $o{dump}] if defined $o{dump};
+push @commands, ['status'] if $o{stat} || $o{back};
+unless (@commands) {
+    # As callgrind_control without options: show the processes.
+    print "PID $_: $procs->{$_}\n" for @targets;
+}
+fail("no kgrind process is running (with --vgdb=yes, the default)") unless @targets;
+
+my $status = 0;
+for my $pid (@targets) {
+    for my $c (@commands) {
+        my $out = monitor($pid, @$c);
+        if ($c->[0] eq 'status' && !$o{stat}) {
+            $out = join('', grep { /^thread / } split /^/, $out);   # -b: the threads' contexts
+            $out =~ s/^thread (\d+) \(Valgrind tid \d+\): shadow stack depth \d+, context /thread $1: /mg;
+        }
+        print "PID $pid: " if @targets > 1;
+        print $out;
+        $status = 1 if $out =~ /^kgrind: .*(?:failed|unknown|cannot)/m;
+    }
+}
+exit $status;
+
+# One monitor command to process pid; its answer.
+sub monitor {
+    my ($pid, @cmd) = @_;
+    open(my $fh, '-|', 'vgdb', @prefix, "--pid=$pid", @cmd) or fail("cannot run vgdb: $!");
+    local $/;
+    my $out = <$fh> // '';
+    close $fh;
+    fail("vgdb could not reach process $pid (exit status " . ($? >> 8) . ")") if $? != 0 && $out eq '';
+    return $out;
+}
