@@ -29,6 +29,10 @@ END
 sub fail { print STDERR "kgrind_control: ", @_, "\n"; exit 1 }
 
 my @argv = @ARGV;
+# -d takes no separate word (that is a pid or program name): a reason only
+# as --dump=<reason>.
+my $dump_reason;
+@argv = grep { /^--dump=(.*)$/s ? do { $dump_reason = $1; 0 } : 1 } @argv;
 # callgrind_control's "-i on" (a separate word) as well as "-ion" / "--instr=on".
 for my $i (0 .. $#argv - 1) {
     if ($argv[$i] eq '-i' && $argv[$i + 1] =~ /^(?:on|off)$/) { splice(@argv, $i, 2, "--instr=$argv[$i + 1]"); last }
@@ -37,7 +41,7 @@ my %o;
 {
     my @warn;
     local $SIG{__WARN__} = sub { push @warn, $_[0] };
-    GetOptionsFromArray(\@argv, \%o, 'help|h', 'version', 'list|l', 'stat|s', 'back|b', 'dump|d:s', 'zero|z',
+    GetOptionsFromArray(\@argv, \%o, 'help|h', 'version', 'list|l', 'stat|s', 'back|b', 'dump|d', 'zero|z',
                         'instr|i=s', 'vgdb-prefix=s')
         or do { my $m = $warn[0] // "bad options\n"; chomp $m; fail("$m (see kgrind_control --help)") };
 }
@@ -94,7 +98,8 @@ if ($o{list}) {
 my @commands;
 push @commands, ['instrumentation', $o{instr}] if defined $o{instr};
 push @commands, ['zero'] if $o{zero};
-push @commands, ['dump', $o{dump} eq '' ? () : $o{dump}] if defined $o{dump};
+$o{dump} = 1 if defined $dump_reason;
+push @commands, ['dump', defined $dump_reason && $dump_reason ne '' ? $dump_reason : ()] if $o{dump};
 push @commands, ['status'] if $o{stat} || $o{back};
 unless (@commands) {
     # As callgrind_control without options: show the processes.

@@ -41,7 +41,7 @@ int main(int argc, char** argv)
 {
    int marked = !(argc > 1 && strcmp(argv[1], "whole") == 0);
    outer(marked);
-   printf("mid'outer %d\nleaf'mid'outer %d\nleaf'outer'main %d\n", calls_mid, calls_leaf_mid,
+   printf("mid'outer'main %d\nleaf'mid'outer %d\nleaf'outer'main %d\n", calls_mid, calls_leaf_mid,
           calls_leaf_outer);
    return 0;
 }

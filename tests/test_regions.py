@@ -1,0 +1,330 @@
+"""Regions of interest and live control (issue 23, docs/regions.md): client
+requests, region options, numbered dumps, kgrind_control, context ids.
+
+Expectations come from outside the tool: the programs' own counts of what a
+region did, whole-run profiles of the same program (whose contexts that
+only the region reaches must hold the same calls and Ir), callgrind's
+profile of the same region, and the chains the programs know they are in.
+"""
+import collections
+import json
+import os
+import pathlib
+import re
+import selectors
+import subprocess
+
+import pytest
+
+from conftest import BUILD, ROOT
+import callgrind_format
+
+INCLUDES = ('-I', str(ROOT / 'include'), '-I', '/usr/include/valgrind')
+ANNOTATE = ['perl', str(ROOT / 'perl' / 'kgrind_annotate.pl')]
+CONTROL = ['perl', str(ROOT / 'perl' / 'kgrind_control.pl')]
+
+
+def compile_prog(tools, name):
+    return tools.compile(f'{name}.c', '-O1', *INCLUDES)
+
+
+def context_calls(prof):
+    """Calls into each context (the calls= lines of all its callers)."""
+    out = collections.Counter()
+    for _caller, callee, count, _incl in prof.calls:
+        out[callee] += count
+    return out
+
+
+def context_inclusive(prof):
+    out = collections.Counter()
+    for _caller, callee, _count, incl in prof.calls:
+        out[callee] += incl
+    return out
+
+
+def own_counts(stdout):
+    """The program's own counts: lines "<context> <count>"."""
+    return {ctx: int(n) for ctx, n in (l.rsplit(' ', 1) for l in stdout.splitlines() if "'" in l)}
+
+
+def nonzero(counter):
+    return {k: v for k, v in counter.items() if v}
+
+
+def dump_files(tools, base='kgrind.out'):
+    files = [p for p in tools.dir.iterdir() if re.fullmatch(re.escape(base) + r'\.\d+', p.name)]
+    return sorted(files, key=lambda p: int(p.name.rsplit('.', 1)[1]))
+
+
+def desc(path, key):
+    for line in pathlib.Path(path).read_text().splitlines():
+        if line.startswith(f'desc: {key}: '):
+            return line[len(f'desc: {key}: '):]
+    return None
+
+
+# ---- A marked region equals its own count and the whole run's contexts ----
+
+REGION_CONTEXTS = ("mid'outer'main", "leaf'mid'outer", "leaf'outer'main")
+
+
+def test_region_contexts_equal_own_count_and_whole_run(tools):
+    """KGRIND_START_INSTRUMENTATION / STOP inside outer(), whose activation
+    began before the region, with --instr-atstart=no."""
+    exe = compile_prog(tools, 'roi_region')
+    region = tools.kgrind(exe, opts=['--instr-atstart=no'])
+    assert region.returncode == 0, region.stderr
+    whole = tools.kgrind(exe, 'whole', out='whole.out')
+    assert region.stdout == whole.stdout == tools.native(exe).stdout
+    rp, wp = region.profile(), whole.profile()
+    # The region's calls, by context, as the program counted them; outer's
+    # activation began before the region: its call is not in it, but its
+    # callees are attributed to it and to its callers.
+    assert {c: context_calls(rp)[c] for c in REGION_CONTEXTS} == own_counts(region.stdout)
+    for c in REGION_CONTEXTS:
+        assert rp.by_context()[c] == wp.by_context()[c], c
+        assert context_calls(rp)[c] == context_calls(wp)[c], c
+        assert context_inclusive(rp)[c] == context_inclusive(wp)[c], c
+    # Nothing of what ran before or after the region.
+    outside = [c for c in nonzero(rp.by_context()) if re.search(r"\b(pre|post)\b", c)]
+    assert outside == []
+    assert context_calls(rp)["outer'main'(below main)"] == 0
+
+
+def test_region_by_callgrind_h_toggle_collect(tools):
+    """CALLGRIND_TOGGLE_COLLECT twice around the region, --collect-atstart=no
+    with kgrind as with callgrind: the same region."""
+    exe = compile_prog(tools, 'roi_callgrind')
+    kg = tools.kgrind(exe, opts=['--collect-atstart=no'])
+    cg = tools.reference('callgrind', exe, opts=['--collect-atstart=no'])
+    assert kg.returncode == 0 and cg.returncode == 0, kg.stderr + cg.stderr
+    assert kg.stdout == cg.stdout == tools.native(exe).stdout
+    kf = nonzero(kg.profile().by_function())
+    cf = nonzero(cg.profile().by_function())
+    assert set(kf) == set(cf) == {'main', 'solve', 'row', 'cell'}
+    for fn in ('solve', 'row', 'cell'):
+        assert kf[fn] == cf[fn], fn
+    # main's own Ir between the two requests: the requests' instructions
+    # are counted on different sides of the toggle by the two tools.
+    assert abs(kf['main'] - cf['main']) <= 2
+
+
+def test_toggle_collect_option_counts_only_inside_the_function(tools):
+    """--toggle-collect=mid: what ran inside mid's activations, in contexts
+    with their true callers (pre, outer and post call mid)."""
+    exe = compile_prog(tools, 'roi_region')
+    region = tools.kgrind(exe, 'whole', opts=['--toggle-collect=mid', '--collect-atstart=no'])
+    whole = tools.kgrind(exe, 'whole', out='whole.out')
+    rp, wp = region.profile(), whole.profile()
+    inside = lambda c: c.startswith("mid'") or c.startswith("leaf'mid'")
+    expected = {c: ir for c, ir in nonzero(wp.by_context()).items() if inside(c)}
+    assert len(expected) == 6   # mid'{pre,outer,post}'..., leaf'mid'{pre,outer,post}
+    assert nonzero(rp.by_context()) == expected
+    assert {c: n for c, n in nonzero(context_calls(rp)).items()} == \
+        {c: n for c, n in nonzero(context_calls(wp)).items() if inside(c)}
+
+
+# ---- Dumps ----
+
+def test_dumps_in_a_loop_join_to_the_whole_run(tools):
+    exe = compile_prog(tools, 'roi_dumps')
+    run = tools.kgrind(exe, 'dumps')   # the same calls as "whole" (lazy binding)
+    whole = tools.kgrind(exe, 'whole', out='whole.out')
+    assert run.returncode == whole.returncode == 0
+    assert run.stdout == whole.stdout
+    files = dump_files(tools)
+    assert len(files) == 5   # four dumps and the final profile
+    assert not (tools.dir / 'kgrind.out').exists()
+    parts = [callgrind_format.parse(f) for f in files]
+    excl, calls, incl = collections.Counter(), collections.Counter(), collections.Counter()
+    for p in parts:
+        excl.update(p.by_context())
+        for caller, callee, count, inclusive in p.calls:
+            calls[(caller, callee)] += count
+            incl[(caller, callee)] += inclusive
+    wp = whole.profile()
+    wcalls, wincl = collections.Counter(), collections.Counter()
+    for caller, callee, count, inclusive in wp.calls:
+        wcalls[(caller, callee)] += count
+        wincl[(caller, callee)] += inclusive
+    assert nonzero(excl) == nonzero(wp.by_context())
+    assert nonzero(calls) == nonzero(wcalls)
+    assert nonzero(incl) == nonzero(wincl)
+    assert sum(p.summary for p in parts) == wp.summary
+    # Each file says why it was written and which Ir it covers: contiguous.
+    triggers = [desc(f, 'Trigger') for f in files]
+    assert triggers == ['Client Request: pass'] * 4 + ['Program termination']
+    ranges = [tuple(map(int, desc(f, 'Ir range').split(' - '))) for f in files]
+    assert ranges[0][0] == 0
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+    assert all(hi - lo == p.summary for (lo, hi), p in zip(ranges, parts))
+    # kgrind_annotate joins them like any profiles of one program.
+    joined = json.loads(subprocess.run(ANNOTATE + ['--format=json', *map(str, files)], check=True,
+                                       capture_output=True, text=True).stdout)
+    single = json.loads(subprocess.run(ANNOTATE + ['--format=json', str(whole.profile_path)], check=True,
+                                       capture_output=True, text=True).stdout)
+    as_set = lambda d: sorted((tuple(c['path']), c['calls'], c['Ir'], c['inclusive'])
+                              for t in d['threads'] for c in t['contexts'] if c['calls'] or c['Ir'])
+    assert as_set(joined) == as_set(single)
+
+
+def test_zero_then_dump_holds_only_what_ran_between(tools):
+    exe = compile_prog(tools, 'roi_phases')
+    run = tools.kgrind(exe)
+    whole = tools.kgrind(exe, 'whole', out='whole.out')
+    files = dump_files(tools)
+    assert [f.name for f in files] == ['kgrind.out.1', 'kgrind.out.2']
+    between, after = (callgrind_format.parse(f) for f in files)
+    wp = whole.profile()
+    fns = nonzero(between.by_function())
+    assert set(fns) <= {'main', 'phase_b', 'step'} and {'phase_b', 'step'} <= set(fns)
+    assert context_calls(between)["step'phase_b'main"] == own_counts(run.stdout)["step'phase_b'main"]
+    assert context_calls(between)["phase_b'main'(below main)"] == 1
+    for c in ("step'phase_b'main", "phase_b'main'(below main)"):
+        assert between.by_context()[c] == wp.by_context()[c]
+    assert set(nonzero(after.by_function())) <= {'main', 'phase_c', 'step', 'printf'} | \
+        set(nonzero(wp.by_function())) - {'phase_a', 'phase_b'}
+    assert not {'phase_a', 'phase_b'} & set(nonzero(after.by_function()))
+
+
+# ---- Context ids ----
+
+def test_current_context_ids_decode_to_the_known_chains(tools):
+    exe = compile_prog(tools, 'roi_context')
+    run = tools.kgrind(exe)
+    assert run.returncode == 0, run.stderr
+    logged = [l.split(' ', 1) for l in run.stdout.splitlines()]
+    assert len(logged) == 7
+    ids_of = collections.defaultdict(set)
+    for cid, chain in logged:
+        out = subprocess.run(ANNOTATE + [f'--context-id={cid}', str(run.profile_path)],
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split(': ', 1)[1].rstrip('\n') == chain
+        ids_of[chain].add(cid)
+    # One id per context, different contexts different ids.
+    assert all(len(ids) == 1 for ids in ids_of.values())
+    assert len({next(iter(ids)) for ids in ids_of.values()}) == len(ids_of) == 5
+    bad = subprocess.run(ANNOTATE + ['--context-id=99', str(run.profile_path)], capture_output=True, text=True)
+    assert bad.returncode != 0 and 'context id 99 is in none of' in bad.stderr
+
+
+# ---- Live control ----
+
+def read_line(stream, timeout):
+    sel = selectors.DefaultSelector()
+    sel.register(stream, selectors.EVENT_READ)
+    assert sel.select(timeout), 'the program did not get ready in time'
+    return stream.readline()
+
+
+def test_kgrind_control_dumps_a_waiting_program_that_goes_on(tools):
+    exe = compile_prog(tools, 'roi_wait')
+    native = subprocess.run([str(exe)], input='go\n', capture_output=True, text=True, timeout=60)
+    out = tools.dir / 'kgrind.out'
+    # Its own FIFO prefix: kgrind_control and vgdb see this process only.
+    prefix = f'--vgdb-prefix={tools.dir}/vgdb'
+    control = lambda *args: subprocess.run(CONTROL + [prefix, *args], capture_output=True, text=True, timeout=60)
+    proc = subprocess.Popen([str(BUILD / 'kgrind' / 'vg-in-place'), '--tool=kgrind', prefix,
+                             f'--kgrind-out-file={out}', str(exe)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=tools.dir)
+    try:
+        assert read_line(proc.stdout, 120) == 'ready\n'
+        pid = str(proc.pid)
+        listed = control('-l')
+        assert listed.stdout.startswith(f'PID {pid}: ') and listed.stdout.count('\n') == 1
+        status = control('-s', pid)
+        assert status.returncode == 0, status.stderr
+        # Blocked in read(), called from fgets() under main: deeper than main.
+        depth = re.search(r"^thread 1 \(Valgrind tid 1\): shadow stack depth (\d+), context (\S+)$",
+                          status.stdout, re.M)
+        assert depth and int(depth[1]) > 3, status.stdout
+        back = control('-b', pid)
+        assert back.stdout == f'thread 1: {depth[2]}\n'
+        unknown = subprocess.run(['vgdb', prefix, f'--pid={pid}', 'frobnicate'], capture_output=True, text=True,
+                                 timeout=60)
+        assert "unknown monitor command 'frobnicate'" in unknown.stdout
+        dumped = control('-d', pid)
+        assert dumped.returncode == 0, dumped.stderr
+        first = tools.dir / 'kgrind.out.1'
+        assert first.exists()
+        assert desc(first, 'Trigger') == 'Monitor command: dump'
+        assert 'warm_up' in callgrind_format.parse(first).by_function()
+        stdout, stderr = proc.communicate('go\n', timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == native.returncode == 3
+    assert 'ready\n' + stdout == native.stdout
+    final = callgrind_format.parse(tools.dir / 'kgrind.out.2')
+    assert final.by_function()['work'] > 0 and 'warm_up' not in nonzero(final.by_function())
+
+
+def test_kgrind_control_without_a_kgrind_process(tools):
+    # A FIFO prefix no process uses: other kgrind runs on this machine stay
+    # out of reach whatever the script does.
+    control = lambda *args: subprocess.run(CONTROL + [f'--vgdb-prefix={tools.dir}/none', *args],
+                                           capture_output=True, text=True, timeout=60)
+    r = control('-d', '999999999')
+    assert r.returncode == 1
+    assert r.stderr == 'kgrind_control: no kgrind process with pid 999999999 (kgrind_control -l lists them)\n'
+    r = control('-z')
+    assert r.returncode == 1
+    assert r.stderr == 'kgrind_control: no kgrind process is running (with --vgdb=yes, the default)\n'
+    r = control('-i', 'maybe')
+    assert r.returncode == 1 and "-i takes on or off, not 'maybe'" in r.stderr
+
+
+# ---- Bad uses ----
+
+@pytest.mark.parametrize('opt, message', [
+    ('--instr-atstart=maybe', "Invalid boolean value 'maybe'"),
+    ('--collect-atstart=2', "Invalid boolean value '2'"),
+    ('--toggle-collect=', '--toggle-collect needs a function name or glob pattern'),
+    ('--dump-before=', '--dump-before needs a function name or glob pattern'),
+    ('--dump-every-bb=0', '--dump-every-bb takes a positive whole number'),
+    ('--dump-every-bb=1k', '--dump-every-bb takes a positive whole number'),
+    ('--dump-line=no', 'kgrind always writes source line positions'),
+])
+def test_bad_region_option_values(tools, opt, message):
+    exe = tools.compile('simple.c')
+    r = tools.kgrind(exe, opts=[opt])
+    assert r.returncode != 0
+    assert message in r.stderr
+    assert r.stdout == ''
+
+
+def test_region_options_need_function_mode(tools):
+    exe = tools.compile('simple.c')
+    r = tools.kgrind(exe, opts=['--mode=intra', '--instr-atstart=no'])
+    assert r.returncode != 0 and 'need --mode=func' in r.stderr
+
+
+def test_dump_to_an_unwritable_place_is_reported_and_the_run_goes_on(tools):
+    exe = compile_prog(tools, 'roi_dumps')
+    bad = tools.dir / 'no-such-dir' / 'out'
+    r = tools.kgrind(exe, opts=[], out='no-such-dir/out')
+    assert r.returncode == 0
+    assert r.stdout == tools.native(exe).stdout
+    assert f"kgrind: cannot create output file '{bad}.1'" in r.stderr
+
+
+def test_another_tools_requests_are_reported_once(tools):
+    exe = compile_prog(tools, 'roi_other_tool')
+    r = tools.kgrind(exe)
+    assert r.returncode == 0 and r.stdout == tools.native(exe).stdout
+    assert r.stderr.count("kgrind: ignoring client request 0x4d43") == 1
+    assert "('M','C'+" in r.stderr
+
+
+def test_dump_every_bb_dumps_during_the_run(tools):
+    exe = tools.compile('loops.c', '-O1')
+    r = tools.kgrind(exe, opts=['--dump-every-bb=20000'])
+    assert r.returncode == 0
+    files = dump_files(tools)
+    assert len(files) >= 2
+    assert [desc(f, 'Trigger') for f in files[:-1]] == ['--dump-every-bb'] * (len(files) - 1)
+    whole = tools.kgrind(exe, out='whole.out')
+    assert sum(callgrind_format.parse(f).summary for f in files) == whole.profile().summary
