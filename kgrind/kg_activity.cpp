@@ -902,8 +902,11 @@ static void discard_uncounted(ThreadState* t)
 
 void settle_open_frames()
 {
-   if (!kg_counting) return;   // they settled when counting paused
-   for (ThreadState* t = all_threads; t; t = t->next) settle_thread(t);
+   for (ThreadState* t = all_threads; t; t = t->next) {
+      // Settled when counting paused: what ran since is not counted.
+      if (kg_counting) settle_thread(t);
+      else discard_uncounted(t);
+   }
 }
 
 void zero_counters()

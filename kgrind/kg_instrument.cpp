@@ -985,7 +985,8 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       if (!st || st->tag == Ist_NoOp) continue;
       switch (st->tag) {
       case Ist_IMark:
-         if (!counters && region_entry) b.call_reading_sp("kg_region_enter", (void*)kg_region_enter, IRBuilder::u64((ULong)blk), nullptr);
+         if (!counters && region_entry)
+            b.call_reading_sp("kg_region_enter", (void*)kg_region_enter, IRBuilder::u64((ULong)blk), nullptr);
          if (!counters) counters = add_prologue(b, blk, layout, stub_instrs);
          if (blocks && block_of[instr])
             add_block_step(b, block_of[instr], block_len[instr], block_helper, block_helper_name);

@@ -49,6 +49,12 @@ void client_code_starts(ThreadId tid, ULong blocks_done)
    regions_time_slice(blocks_done);
 }
 
+void child_after_fork(ThreadId tid)
+{
+   fork_child(tid);
+   regions_fork_child();
+}
+
 void fini(Int exit_code)
 {
    finish_all_threads();
@@ -78,7 +84,7 @@ void pre_clo_init()
    VG_(track_pre_thread_ll_exit)(thread_exits);
    VG_(track_pre_deliver_signal)(signal_delivered);
    VG_(track_post_deliver_signal)(signal_returned);
-   VG_(atfork)(nullptr, nullptr, fork_child);
+   VG_(atfork)(nullptr, nullptr, child_after_fork);
 
    VG_(clo_vex_control).guest_chase = False;
    // The helpers take SP as an argument and read no other guest register,

@@ -499,6 +499,13 @@ Bool monitor_command(const HChar* command)
 
 } // namespace
 
+void regions_fork_child()
+{
+   // The child's files are its own (its pid): numbered from 1, its Ir from 0.
+   dumps_written = 0;
+   ir_at_last_zero = 0;
+}
+
 // ---- The end of the run ------------------------------------------------------------
 
 const HChar* final_output_file_name()

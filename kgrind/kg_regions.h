@@ -35,6 +35,9 @@ void VG_REGPARM(1) kg_region_leave(BlockInfo* blk);
 extern Bool kg_region_watching;
 void region_stack_rose(ThreadId tid, Addr sp);
 
+// After fork, in the child (after the counters were zeroed).
+void regions_fork_child();
+
 // The final profile's name: numbered after the dumps of the run.
 const HChar* final_output_file_name();
 // Writes the profile at the end of the run.

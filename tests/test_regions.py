@@ -169,6 +169,19 @@ def test_dumps_in_a_loop_join_to_the_whole_run(tools):
     assert as_set(joined) == as_set(single)
 
 
+def test_dumps_while_collection_is_off_hold_nothing(tools):
+    """--collect-atstart=no and no toggle: the dumps (made while nothing is
+    counted) and the final profile hold no calls and no Ir."""
+    exe = compile_prog(tools, 'roi_dumps')
+    run = tools.kgrind(exe, 'dumps', opts=['--collect-atstart=no'])
+    assert run.returncode == 0
+    files = dump_files(tools)
+    assert len(files) == 5
+    for p in map(callgrind_format.parse, files):
+        assert p.summary == 0 and nonzero(p.by_context()) == {}
+        assert [c for c in p.calls if c[2] or c[3]] == []
+
+
 def test_zero_then_dump_holds_only_what_ran_between(tools):
     exe = compile_prog(tools, 'roi_phases')
     run = tools.kgrind(exe)
