@@ -38,8 +38,9 @@ static_assert(offsetof(Now, bb_state) <= 64, "function mode's part of Now fits o
 // What a transition's empty kid slots hold: a transition that matches no
 // function, so that inline IR may read through it.
 static UWord unused_active;
+static Transition* no_kids[kKidSlots];
 static Transition no_transition = { 0, 0, 0, &unused_active, nullptr, nullptr, nullptr, kActivation,
-                                    {}, nullptr, nullptr, nullptr, nullptr };
+                                    no_kids, nullptr, nullptr, nullptr, nullptr };
 
 
 namespace {
@@ -156,7 +157,7 @@ Transition* transition(ThreadState* t, const void* parent, const void* key, Bool
    if (*created) {
       tr->next = t->all_transitions;
       t->all_transitions = tr;
-      for (UInt i = 0; i < kKidSlots; i++) tr->kids[i] = &no_transition;
+      tr->kids = no_kids;
    }
    return tr;
 }
@@ -558,6 +559,10 @@ void unwind_to_sp(ThreadState* t, Addr sp)
 Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, Addr call_site)
 {
    Transition* top = kg_now->top->tr;
+   if (top->kids == no_kids) {
+      top->kids = (Transition**)alloc_permanent(sizeof(no_kids));
+      VG_(memcpy)(top->kids, no_kids, sizeof(no_kids));
+   }
    Transition*& kid = top->kids[kid_slot(fn)];
    if (kid->fn != fn) kid = activation_transition(t, top->child, fn, blk);
    note_call_site(kid, call_site);
@@ -583,6 +588,7 @@ void activity_init()
 {
    by_tid = (ThreadState**)alloc_zeroed(VG_N_THREADS * sizeof(ThreadState*));
    kg_now = (Now*)alloc_permanent(sizeof(Now), 64);
+   for (UInt i = 0; i < kKidSlots; i++) no_kids[i] = &no_transition;
    kg_now->top_sp = ~(Addr)0;
 }
 

@@ -56,7 +56,10 @@ struct Transition {
    // them), or no transition. A traced function's first block pushes
    // kids[its slot] of the top frame's transition inline when that is a
    // transition into its function (kg_instrument.cpp, add_inline_entry).
-   Transition* kids[kKidSlots];
+   // A shared array of no transitions until this transition's frames call
+   // a traced function: half of a deep forest's nodes never call one
+   // (cc1plus at k=inf: 1.53 M of 3.0 M), and the array is 128 bytes.
+   Transition** kids;
    // Not read by inline IR.
    const void* a;       // PairMap key: the parent ActNode
    const void* b;       // PairMap key: fn, or the kind for fences
