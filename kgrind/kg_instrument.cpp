@@ -413,7 +413,8 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculat
    IRExpr* next = b.op(Iop_Add64, top, IRBuilder::u64(sizeof(Frame)));   // always writable
    IRExpr* top_tr = b.load_field(top, offsetof(Frame, tr));
    FnInfo* callee = activated_function(blk);
-   IRExpr* tr = b.load_field(top_tr, offsetof(Transition, kids) + kid_slot(callee) * sizeof(Transition*));
+   IRExpr* kids = b.load_field(top_tr, offsetof(Transition, kids));
+   IRExpr* tr = b.load_field(kids, kid_slot(callee) * sizeof(Transition*));
    IRExpr* mismatch = b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, fn)), IRBuilder::u64((HWord)callee));
    // Zero when: the kid is into this function, a call is pending, and
    // next <= frames_last (frames are one array: the sign bit of the
