@@ -169,6 +169,39 @@ def test_dumps_in_a_loop_join_to_the_whole_run(tools):
     assert as_set(joined) == as_set(single)
 
 
+@pytest.mark.parametrize('option, trigger', [('--dump-before=work', '--dump-before=work'),
+                                             ('--dump-after=w?rk', '--dump-after=work')])
+def test_dump_before_and_after_a_function(tools, option, trigger):
+    """roi_dumps calls work() five times: five dumps at its entries (the
+    first holds no call of it) or at its exits (each holds one), and the
+    files join to the whole run."""
+    exe = compile_prog(tools, 'roi_dumps')
+    run = tools.kgrind(exe, 'whole', opts=[option])
+    whole = tools.kgrind(exe, 'whole', out='whole.out')
+    assert run.returncode == 0 and run.stdout == whole.stdout
+    files = dump_files(tools)
+    assert [desc(f, 'Trigger') for f in files] == [trigger] * 5 + ['Program termination']
+    parts = [callgrind_format.parse(f) for f in files]
+    work_calls = [context_calls(p)["work'main'(below main)"] for p in parts]
+    assert work_calls == ([0, 1, 1, 1, 1, 1] if 'before' in option else [1, 1, 1, 1, 1, 0])
+    excl = collections.Counter()
+    for p in parts:
+        excl.update(p.by_context())
+    assert nonzero(excl) == nonzero(whole.profile().by_context())
+
+
+def test_zero_before_a_function(tools):
+    """--zero-before=phase_b: the profile starts at phase_b's entry."""
+    exe = compile_prog(tools, 'roi_phases')
+    run = tools.kgrind(exe, 'whole', opts=['--zero-before=phase_b'])
+    whole = tools.kgrind(exe, 'whole', out='whole.out')
+    rp, wp = run.profile(), whole.profile()
+    assert 'phase_a' not in nonzero(rp.by_function())
+    for c in ("step'phase_b'main", "phase_b'main'(below main)", "step'phase_c'main", "phase_c'main'(below main)"):
+        assert rp.by_context()[c] == wp.by_context()[c], c
+        assert context_calls(rp)[c] == context_calls(wp)[c], c
+
+
 def test_dumps_while_collection_is_off_hold_nothing(tools):
     """--collect-atstart=no and no toggle: the dumps (made while nothing is
     counted) and the final profile hold no calls and no Ir."""
