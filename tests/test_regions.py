@@ -374,3 +374,19 @@ def test_dump_every_bb_dumps_during_the_run(tools):
     assert [desc(f, 'Trigger') for f in files[:-1]] == ['--dump-every-bb'] * (len(files) - 1)
     whole = tools.kgrind(exe, out='whole.out')
     assert sum(callgrind_format.parse(f).summary for f in files) == whole.profile().summary
+
+
+def test_toggle_collect_in_threads(tools):
+    """--toggle-collect=worker: what each thread ran in worker, in its
+    contexts, as in the whole run; nothing of main's thread outside it."""
+    exe = tools.compile('threads.c', '-O1')
+    run = tools.kgrind(exe, opts=['--toggle-collect=worker', '--collect-atstart=no'])
+    whole = tools.kgrind(exe, out='whole.out')
+    assert run.returncode == 0 and run.stdout == whole.stdout
+    rp, wp = run.profile(), whole.profile()
+    inside = lambda c: re.match(r"(worker|sum_to'worker|squares'worker)'", c)
+    expected = {c: ir for c, ir in nonzero(wp.by_context()).items() if inside(c)}
+    assert len(expected) >= 3
+    assert nonzero(rp.by_context()) == expected
+    assert {c: n for c, n in nonzero(context_calls(rp)).items()} == \
+        {c: n for c, n in nonzero(context_calls(wp)).items() if inside(c)}
