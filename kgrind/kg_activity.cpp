@@ -96,8 +96,10 @@ struct ThreadState {
    // The call that entered ld.so's lazy-binding trampoline: it continues in
    // the resolved function (unwind_to_sp).
    Addr resolver_call_site;
-   // Regions: the thread's Ir when counting paused (its clock goes back
-   // there when counting resumes: what ran meanwhile is not counted).
+   // Regions: the Ir of the thread's clock that is not counted (before the
+   // last zeroing, or while counting was off), and the clock when counting
+   // last paused.
+   ULong ir_uncounted;
    ULong ir_at_pause;
 };
 
@@ -839,13 +841,13 @@ static void reset_block_state()
 // Dumps, zeroing and collection switched off (kg_regions.cpp) act on the
 // counters only: the shadow stacks and forests always follow the program, so
 // the contexts are right whenever counting resumes. A frame's inclusive cost
-// is its clock's reading (kg_now->ir - ir_at_entry); these functions settle
-// and restart the clocks of every thread's frames.
+// is the thread's clock (kg_now->ir) less its entry's reading; these
+// functions settle frames and restart their entries. The clock itself only
+// runs forward: they may be called from helpers in the middle of a
+// superblock, which keeps its value in temporaries (kg_instrument.cpp,
+// PendingCounts); what it ran uncounted is kept apart (ir_uncounted).
 
 Bool kg_counting = True;
-// Ir that ran before the threads' clocks last restarted (zeroed, or not
-// counted): with the clocks, the Ir run so far (ir_elapsed).
-static ULong ir_elapsed_base = 0;
 
 // kg_now of thread t (its saved copy unless it is the running one).
 static Now& now_of(ThreadState* t) { return t == current ? *kg_now : t->saved; }
@@ -898,18 +900,16 @@ static void settle_thread(ThreadState* t)
    settle_root(t, ir);
 }
 
-// Every clock of thread t (its Ir, its frames' entries, its stacks'
-// suspensions) reads `value` now.
-static void restart_clocks(ThreadState* t, ULong value)
+// Thread t's frames (and stacks) start their clocks at its clock's reading:
+// what they ran so far is counted no more.
+static void restart_frames(ThreadState* t)
 {
-   Now& now = now_of(t);
-   ir_elapsed_base += now.ir - value;
-   now.ir = value;
-   t->ir_at_pause = value;
+   ULong ir = now_of(t).ir;
    for_each_stack(t, [&](ShadowStack* s, Frame* top) {
-      for (Frame* f = s->frames; f <= top; f++) f->ir_at_entry = value;
-      s->suspended_at = value;
+      for (Frame* f = s->frames; f <= top; f++) f->ir_at_entry = ir;
+      s->suspended_at = ir;
    });
+   t->ir_at_pause = ir;
 }
 
 // While counting is off: forgets what thread t ran since it paused (calls
@@ -917,7 +917,8 @@ static void restart_clocks(ThreadState* t, ULong value)
 static void discard_uncounted(ThreadState* t)
 {
    zero_transitions(t);
-   restart_clocks(t, t->ir_at_pause);
+   t->ir_uncounted += now_of(t).ir - t->ir_at_pause;
+   restart_frames(t);
 }
 
 void settle_open_frames()
@@ -935,7 +936,8 @@ void zero_counters()
       if (!clo.join_threads) forest_reset(t->forest);
       if (!clo.join_threads && t->view != t->forest) forest_reset(t->view);
       zero_transitions(t);
-      restart_clocks(t, 0);
+      t->ir_uncounted = now_of(t).ir;
+      restart_frames(t);
    }
    if (joined_forest) forest_reset(joined_forest);
    if (joined_view && joined_view != joined_forest) forest_reset(joined_view);
@@ -964,10 +966,13 @@ void resume_counting()
 
 ULong ir_elapsed()
 {
-   ULong ir = ir_elapsed_base;
+   ULong ir = 0;
    for (ThreadState* t = all_threads; t; t = t->next) ir += now_of(t).ir;
    return ir;
 }
+
+// The Ir counted of thread t.
+static ULong counted_ir(ThreadState* t) { return now_of(t).ir - t->ir_uncounted; }
 
 // ---- Context ids (KGRIND_CURRENT_CONTEXT) -----------------------------------
 
@@ -1077,9 +1082,9 @@ void signal_returned(ThreadId tid, Int sig)
 void fork_child(ThreadId tid)
 {
    // The child starts from zero: forests, line costs, call edges, and the
-   // entry clocks of the frames it inherited.
+   // clocks (this runs between superblocks: no temporary holds them).
+   for (ThreadState* t = all_threads; t; t = t->next) now_of(t).ir = 0;
    zero_counters();
-   ir_elapsed_base = 0;
    if (block_mode()) reset_block_state();
 }
 
@@ -1122,7 +1127,7 @@ UInt thread_profiles(ThreadProfile* out)
    if (clo.join_threads) {
       if (!joined_forest) return 0;
       ULong ir = 0;
-      for (ThreadState* t = all_threads; t; t = t->next) ir += t->saved.ir;
+      for (ThreadState* t = all_threads; t; t = t->next) ir += counted_ir(t);
       out[0].tid = 0;
       out[0].forest = joined_forest;
       out[0].view = joined_view;
@@ -1137,7 +1142,7 @@ UInt thread_profiles(ThreadProfile* out)
       out[i].tid = t->serial;
       out[i].forest = t->forest;
       out[i].view = t->view;
-      out[i].ir = t->saved.ir;
+      out[i].ir = counted_ir(t);
    }
    return n;
 }
