@@ -86,13 +86,14 @@ void apply_counting()
    else pause_counting();
 }
 
-// Messages of monitor commands go to vgdb as well as to the log.
+// Messages of monitor commands go to vgdb (the core sends the log's there
+// too while it runs one), others to the log.
 Bool replying_to_gdb = False;
 
-#define KG_REPORT(...)                                      \
-   do {                                                     \
-      VG_(umsg)(__VA_ARGS__);                               \
-      if (replying_to_gdb) VG_(gdb_printf)(__VA_ARGS__);    \
+#define KG_REPORT(...)                                                   \
+   do {                                                                  \
+      if (replying_to_gdb) VG_(gdb_printf)(__VA_ARGS__);                 \
+      else VG_(umsg)(__VA_ARGS__);                                       \
    } while (0)
 
 // "<base>.<n>": callgrind's numbering of the files of one run.
@@ -126,7 +127,7 @@ Bool dump(const HChar* trigger)
       zero();
       if (VG_(clo_verbosity) > 1 || replying_to_gdb) KG_REPORT("kgrind: dump written to %s\n", path);
    } else if (replying_to_gdb) {
-      VG_(gdb_printf)("kgrind: dump to '%s' failed (see the log); the run goes on\n", path);
+      VG_(gdb_printf)("kgrind: dump to '%s' failed; the run goes on\n", path);
    }
    kg::release((void*)path);
    return ok;

@@ -273,47 +273,88 @@ def read_line(stream, timeout):
     return stream.readline()
 
 
+class WaitingProgram:
+    """roi_wait under kgrind, with a FIFO prefix of its own (kgrind_control
+    and vgdb see this process only), stopped at its "ready" line."""
+
+    def __init__(self, tools, out):
+        self.exe = compile_prog(tools, 'roi_wait')
+        self.prefix = f'--vgdb-prefix={tools.dir}/vgdb'
+        self.proc = subprocess.Popen([str(BUILD / 'kgrind' / 'vg-in-place'), '--tool=kgrind', self.prefix,
+                                      f'--kgrind-out-file={out}', str(self.exe)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tools.dir)
+        self.pid = str(self.proc.pid)
+        assert read_line(self.proc.stdout, 120) == 'ready\n'
+
+    def control(self, *args):
+        return subprocess.run(CONTROL + [self.prefix, *args], capture_output=True, text=True, timeout=60)
+
+    def go_on(self):
+        """Lets it work and end: its stdout after "ready", its stderr."""
+        return self.proc.communicate('go\n', timeout=300)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
 def test_kgrind_control_dumps_a_waiting_program_that_goes_on(tools):
-    exe = compile_prog(tools, 'roi_wait')
-    native = subprocess.run([str(exe)], input='go\n', capture_output=True, text=True, timeout=60)
-    out = tools.dir / 'kgrind.out'
-    # Its own FIFO prefix: kgrind_control and vgdb see this process only.
-    prefix = f'--vgdb-prefix={tools.dir}/vgdb'
-    control = lambda *args: subprocess.run(CONTROL + [prefix, *args], capture_output=True, text=True, timeout=60)
-    proc = subprocess.Popen([str(BUILD / 'kgrind' / 'vg-in-place'), '--tool=kgrind', prefix,
-                             f'--kgrind-out-file={out}', str(exe)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=tools.dir)
+    native = subprocess.run([str(compile_prog(tools, 'roi_wait'))], input='go\n', capture_output=True, text=True,
+                            timeout=60)
+    prog = WaitingProgram(tools, tools.dir / 'kgrind.out')
     try:
-        assert read_line(proc.stdout, 120) == 'ready\n'
-        pid = str(proc.pid)
-        listed = control('-l')
+        pid = prog.pid
+        listed = prog.control('-l')
         assert listed.stdout.startswith(f'PID {pid}: ') and listed.stdout.count('\n') == 1
-        status = control('-s', pid)
+        status = prog.control('-s', pid)
         assert status.returncode == 0, status.stderr
         # Blocked in read(), called from fgets() under main: deeper than main.
         depth = re.search(r"^thread 1 \(Valgrind tid 1\): shadow stack depth (\d+), context (\S+)$",
                           status.stdout, re.M)
         assert depth and int(depth[1]) > 3, status.stdout
-        back = control('-b', pid)
+        back = prog.control('-b', pid)
         assert back.stdout == f'thread 1: {depth[2]}\n'
-        unknown = subprocess.run(['vgdb', prefix, f'--pid={pid}', 'frobnicate'], capture_output=True, text=True,
-                                 timeout=60)
+        unknown = subprocess.run(['vgdb', prog.prefix, f'--pid={pid}', 'frobnicate'], capture_output=True,
+                                 text=True, timeout=60)
         assert "unknown monitor command 'frobnicate'" in unknown.stdout
-        dumped = control('-d', pid)
+        dumped = prog.control('-d', pid)
         assert dumped.returncode == 0, dumped.stderr
         first = tools.dir / 'kgrind.out.1'
         assert first.exists()
         assert desc(first, 'Trigger') == 'Monitor command: dump'
         assert 'warm_up' in callgrind_format.parse(first).by_function()
-        stdout, stderr = proc.communicate('go\n', timeout=300)
+        stdout, _stderr = prog.go_on()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == native.returncode == 3
+        prog.kill()
+    assert prog.proc.returncode == native.returncode == 3
     assert 'ready\n' + stdout == native.stdout
     final = callgrind_format.parse(tools.dir / 'kgrind.out.2')
     assert final.by_function()['work'] > 0 and 'warm_up' not in nonzero(final.by_function())
+
+
+def test_live_dump_to_a_vanished_directory_is_reported_and_the_run_goes_on(tools):
+    """(As root no permission makes a directory unwritable: it is removed.)"""
+    native = subprocess.run([str(compile_prog(tools, 'roi_wait'))], input='go\n', capture_output=True, text=True,
+                            timeout=60)
+    gone = tools.dir / 'gone'
+    gone.mkdir()
+    prog = WaitingProgram(tools, gone / 'out')
+    try:
+        (gone / 'out').unlink()
+        gone.rmdir()
+        dumped = prog.control('--dump=now', prog.pid)
+        assert dumped.returncode == 1
+        # Messages during a monitor command go to vgdb (Valgrind's output control).
+        assert f"kgrind: cannot create output file '{gone}/out.1': No such file or directory" in dumped.stdout
+        assert f"kgrind: dump to '{gone}/out.1' failed; the run goes on" in dumped.stdout
+        stdout, stderr = prog.go_on()
+    finally:
+        prog.kill()
+    assert prog.proc.returncode == native.returncode == 3
+    assert 'ready\n' + stdout == native.stdout
+    # No dump was written: the final profile keeps the plain name.
+    assert f"kgrind: cannot create output file '{gone}/out': No such file or directory" in stderr
 
 
 def test_kgrind_control_without_a_kgrind_process(tools):
