@@ -18,6 +18,8 @@ extern "C" {
 
 namespace kg {
 
+Bool kg_region_watching = False;
+
 namespace {
 
 // ---- Options ----------------------------------------------------------------
@@ -168,9 +170,29 @@ struct Watch {
    const FnInfo* fn;
    UInt actions;
 };
-const UInt kMaxWatches = 4096;
 Watch* watches;
-UInt n_watches;
+UInt n_watches, watches_cap;
+
+void add_watch(const Watch& w)
+{
+   if (n_watches == watches_cap) {
+      watches_cap = watches_cap ? 2 * watches_cap : 64;
+      Watch* bigger = (Watch*)kg::alloc(watches_cap * sizeof(Watch), "kg.regions");
+      if (n_watches) VG_(memcpy)(bigger, watches, n_watches * sizeof(Watch));
+      kg::release(watches);
+      watches = bigger;
+   }
+   watches[n_watches++] = w;
+   kg_region_watching = True;
+}
+
+// Whether an activation of fn in thread tid toggled collection and runs.
+Bool toggling_in(ThreadId tid, const FnInfo* fn)
+{
+   for (UInt i = 0; i < n_watches; i++)
+      if (watches[i].tid == tid && watches[i].fn == fn && (watches[i].actions & kToggleCollect)) return True;
+   return False;
+}
 
 void toggle_collect_now()
 {
@@ -193,8 +215,6 @@ void leave(const Watch& w)
 
 } // namespace
 
-Bool kg_region_watching = False;
-
 Bool region_function(const FnInfo* fn)
 {
    return region_options_given && actions_of(fn) != 0;
@@ -207,13 +227,13 @@ extern "C" void VG_REGPARM(1) kg_region_enter(BlockInfo* blk)
    UInt actions = actions_of(fn);
    if (actions & kZeroBefore) zero();
    if (actions & kDumpBefore) dump(trigger_text("--dump-before", fn));
+   ThreadId tid = VG_(get_running_tid)();
+   // A recursive call toggles nothing: collection switches at the
+   // outermost activation's entry and exit (what callgrind measures).
+   if ((actions & kToggleCollect) && toggling_in(tid, fn)) actions &= ~kToggleCollect;
    if (actions & kToggleCollect) toggle_collect_now();
    UInt at_end = actions & (kToggleCollect | kDumpAfter);
-   if (!at_end || n_watches == kMaxWatches) return;
-   if (!watches) watches = (Watch*)kg::alloc(kMaxWatches * sizeof(Watch), "kg.regions");
-   ThreadId tid = VG_(get_running_tid)();
-   watches[n_watches++] = { tid, VG_(get_SP)(tid), fn, at_end };
-   kg_region_watching = True;
+   if (at_end) add_watch({ tid, VG_(get_SP)(tid), fn, at_end });
 }
 
 void region_stack_rose(ThreadId tid, Addr sp)

@@ -133,6 +133,19 @@ def test_toggle_collect_option_counts_only_inside_the_function(tools):
         {c: n for c, n in nonzero(context_calls(wp)).items() if inside(c)}
 
 
+def test_toggle_collect_on_a_recursive_function_equals_callgrind(tools):
+    """Collection switches at the outermost activation of rec: all of the
+    recursion is counted, nothing outside it, as with callgrind."""
+    exe = compile_prog(tools, 'roi_rec')
+    opts = ['--toggle-collect=rec', '--collect-atstart=no']
+    kg, cg = tools.kgrind(exe, opts=opts), tools.reference('callgrind', exe, opts=opts)
+    assert kg.stdout == cg.stdout == tools.native(exe).stdout
+    assert nonzero(kg.profile().by_function()) == nonzero(cg.profile().by_function())
+    assert set(nonzero(kg.profile().by_function())) == {'rec'}
+    assert context_calls(kg.profile())["rec'rec'rec"] + context_calls(kg.profile())["rec'rec'main"] + \
+        context_calls(kg.profile())["rec'main'(below main)"] == 301
+
+
 # ---- Dumps ----
 
 def test_dumps_in_a_loop_join_to_the_whole_run(tools):
