@@ -7,6 +7,19 @@
 // function. Such frames are popped, with their inclusive cost closed, before
 // anything else happens; instrumented code checks `SP > kg_now->top_sp`
 // inline and calls kg_unwind only when it holds.
+//
+// A thread may run on several stacks (makecontext/swapcontext, coroutine
+// libraries): it has one shadow stack per stack it ran on, each tied to the
+// memory it lies in (the thread's own stack, or the mapping of the first SP
+// seen on it). When SP leaves the running stack's memory, the thread
+// switched: the running shadow stack is suspended and the one whose frames
+// SP lands on (just below one of them) resumes, or a new one starts (a new
+// coroutine: its first function is a root of the thread's forest, as a
+// thread's first function is). However far SP moves within one stack's
+// memory, it is a return or an unwind (longjmp, exceptions), never a switch.
+// A suspended stack's frames are paused: their inclusive costs count only
+// what ran on their own stack, so no instruction is in the inclusive cost of
+// two coroutines.
 #include "kg_activity.h"
 #include "kg_blocks.h"
 #include "kg_options.h"
@@ -45,12 +58,24 @@ struct BlockFrame {
 
 } // namespace
 
+// One stack of a thread (see the top of this file).
+struct ShadowStack {
+   Frame* frames;           // frames[0] the base, frames[-1] a sentinel
+   UInt cap;                // usable frames
+   Frame* top;              // while suspended (kg_now->top while running)
+   Addr lo, hi;             // the memory the stack lies in
+   ULong suspended_at;      // the thread's Ir when it was left
+   UInt alt_fences;         // handlers running on an alternate signal stack
+   ShadowStack* next;       // the thread's suspended stacks
+};
+
 struct ThreadState {
    ThreadId tid;
    UInt serial;             // 1, 2, ... in order of creation (tids are reused)
    ThreadState* next;       // all threads ever seen, newest first
-   Frame* frames;           // frames[0] is __root__, frames[-1] a sentinel
-   UInt cap;                // usable frames
+   ShadowStack* stack;      // the running stack's (its base is __root__ on
+   ShadowStack* own;        // the thread's own stack)
+   ShadowStack* suspended;  // the others
    Forest* forest;
    Now saved;               // kg_now while another thread runs
    PairMap<ActNode> acts;             // (top, bottom) -> ActNode
@@ -92,8 +117,9 @@ BlockForest** joined_fn_forests = nullptr;   // intra, joined: by function id
 UInt n_joined_fn_forests = 0;
 BlockForest* joined_inter_forest = nullptr;  // inter, joined
 
-// The current thread's frames in use (frames[0] is __root__).
-UInt depth(const ThreadState* t) { return (UInt)(kg_now->top - t->frames) + 1; }
+// The running stack's frames in use (frames[0] is its base).
+UInt depth(const ThreadState* t) { return (UInt)(kg_now->top - t->stack->frames) + 1; }
+Frame* base_frame(const ThreadState* t) { return t->stack->frames; }
 
 void update_now_from_top()
 {
@@ -206,13 +232,55 @@ void zero_transitions(ThreadState* t)
       tr->calls = tr->edge_incl = tr->ctx_incl = 0;
 }
 
-// base[0] is a sentinel below the root frame (inline pops read the frame
-// below the top) and base[cap + 1] a spare slot above the last usable frame
-// (inline pushes write the next frame before checking it is usable).
-void set_frames(ThreadState* t, Frame* base, UInt cap)
+// base[0] is a sentinel below the stack's base frame (inline pops read the
+// frame below the top) and base[cap + 1] a spare slot above the last usable
+// frame (inline pushes write the next frame before checking it is usable).
+void set_frames(ShadowStack* s, Frame* base, UInt cap)
 {
-   t->frames = base + 1;
-   t->cap = cap;
+   s->frames = base + 1;
+   s->cap = cap;
+}
+
+// A stack with only its base frame, whose activation is root's; its sentinel
+// has an SP no frame can be popped to.
+ShadowStack* new_shadow_stack(Transition* root, Addr lo, Addr hi)
+{
+   ShadowStack* s = (ShadowStack*)alloc_zeroed(sizeof(ShadowStack));
+   UInt cap = 64;
+   set_frames(s, (Frame*)kg::alloc((cap + 2) * sizeof(Frame)), cap);
+   s->frames[-1] = { 0, 0, root };
+   s->frames[0] = { ~(Addr)0, kg_now->ir, root };
+   s->top = s->frames;
+   s->lo = lo;
+   s->hi = hi;
+   return s;
+}
+
+// The memory of the stack a thread starts on: Valgrind's record of it, or
+// else the mapping SP lies in.
+void own_stack_memory(ThreadId tid, Addr* lo, Addr* hi)
+{
+   Addr max = VG_(thread_get_stack_max)(tid);
+   SizeT size = VG_(thread_get_stack_size)(tid);
+   if (max && size && max > size) {
+      *lo = max - size + 1;
+      *hi = max;
+      return;
+   }
+   *lo = 0;
+   *hi = ~(Addr)0;
+}
+
+// The mapping SP lies in, as the memory of a stack it switched to.
+void mapping_of(Addr sp, Addr* lo, Addr* hi)
+{
+   const NSegment* seg = VG_(am_find_nsegment)(sp);
+   if (seg) {
+      *lo = seg->start;
+      *hi = seg->end;
+   } else {
+      *lo = *hi = sp;
+   }
 }
 
 ThreadState* thread_state(ThreadId tid)
@@ -230,16 +298,16 @@ ThreadState* thread_state(ThreadId tid)
    } else {
       t->forest = forest_new();
    }
-   // The root frame, and below it a sentinel whose SP no frame can be
-   // popped to (inline pops read the frame below the top).
-   UInt cap = 64;
-   set_frames(t, (Frame*)kg::alloc((cap + 2) * sizeof(Frame)), cap);
+   // The root frame is the base of the thread's own stack.
    Bool created;
    Transition* root = transition(t, nullptr, nullptr, &created);
    set_child(root, act_node(t, forest_root(t->forest)), nullptr, kActivation);
-   t->frames[-1] = { 0, 0, root };
-   t->frames[0] = { ~(Addr)0, 0, root };
-   t->saved = { ~(Addr)0, 0, root->ctx, 0, &t->frames[0], t->frames + cap - 1 };
+   Addr lo, hi;
+   own_stack_memory(tid, &lo, &hi);
+   t->own = t->stack = new_shadow_stack(root, lo, hi);
+   t->own->frames[0].ir_at_entry = 0;
+   Frame* frames = t->own->frames;
+   t->saved = { ~(Addr)0, 0, root->ctx, 0, frames, frames + t->own->cap - 1 };
    if (clo.mode == kModeInter) {
       if (clo.join_threads) {
          if (!joined_inter_forest) joined_inter_forest = block_forest_new(nullptr, 0, 0);
@@ -269,14 +337,15 @@ void switch_to(ThreadId tid)
 Frame* push_frame(ThreadState* t, Addr sp, Transition* tr)
 {
    if (kg_now->top + 1 > kg_now->frames_last) {
+      ShadowStack* s = t->stack;
       UInt d = depth(t);
-      UInt cap = t->cap * 2;
+      UInt cap = s->cap * 2;
       Frame* base = (Frame*)kg::alloc((cap + 2) * sizeof(Frame));
-      VG_(memcpy)(base, t->frames - 1, (d + 1) * sizeof(Frame));
-      kg::release(t->frames - 1);
-      set_frames(t, base, cap);
-      kg_now->top = t->frames + d - 1;
-      kg_now->frames_last = t->frames + cap - 1;
+      VG_(memcpy)(base, s->frames - 1, (d + 1) * sizeof(Frame));
+      kg::release(s->frames - 1);
+      set_frames(s, base, cap);
+      kg_now->top = s->frames + d - 1;
+      kg_now->frames_last = s->frames + cap - 1;
    }
    Frame* f = ++kg_now->top;
    f->sp = sp;
@@ -292,7 +361,7 @@ Frame* push_frame(ThreadState* t, Addr sp, Transition* tr)
 
 // Pops the top frame; its activation's inclusive cost is closed. (Inline IR
 // does the same for a return that pops one frame: kg_instrument.cpp.)
-void pop_frame()
+void pop_frame(ThreadState* t)
 {
    const Frame* f = kg_now->top;
    Transition* tr = f->tr;
@@ -302,31 +371,27 @@ void pop_frame()
       // A recursive activation of the same context is already measured by
       // the outermost one: its inclusive cost counts only there.
       if (--*tr->active == 0) tr->ctx_incl += incl;
+   } else if (tr->kind == kAltSignalFence) {
+      t->stack->alt_fences--;
    }
    kg_now->top--;
 }
 
-// Pops every frame that died, given the current SP.
-void unwind_to_sp(ThreadState* t, Addr sp)
+// Pops every frame of the running stack that died, given the current SP.
+void pop_dead_frames(ThreadState* t, Addr sp)
 {
    const Transition* popped = nullptr;
-   while (kg_now->top > t->frames) {
+   while (kg_now->top > base_frame(t)) {
       const Frame& f = *kg_now->top;
-      UWord kind = f.tr->kind;
-      if (kind == kAltSignalFence) {
+      if (f.tr->kind == kAltSignalFence) {
          // The handler runs on another stack: only a return to the
-         // interrupted stack, above the interrupted point, ends it.
-         if (!(sp > f.sp && sp - f.sp <= kMaxStackFrame)) break;
-      } else {
-         if (sp <= f.sp) break;
-         if (kind != kSignalFence && sp - f.sp > kMaxStackFrame) {
-            // A stack switch (makecontext/swapcontext, coroutines): the
-            // frames are suspended, not returned.
-            break;
-         }
+         // interrupted stack's memory, above the interrupted point, ends it.
+         if (!(sp > f.sp && sp <= t->stack->hi)) break;
+      } else if (sp <= f.sp) {
+         break;
       }
       popped = f.tr;
-      pop_frame();
+      pop_frame(t);
    }
    if (popped && popped->fn && popped->fn->resolver &&
        (popped->kind == kActivation || popped->kind == kTransparent)) {
@@ -337,9 +402,134 @@ void unwind_to_sp(ThreadState* t, Addr sp)
       kg_now->jump_site = 0;
    }
    update_now_from_top();
-   // Above the top frame after a stack switch: stop checking until a new
-   // frame is pushed.
+   // Above the top frame (the base, or a handler's fence on an alternate
+   // stack): stop checking until a new frame is pushed.
    if (sp > kg_now->top_sp) kg_now->top_sp = ~(Addr)0;
+}
+
+// ---- Stack switches ---------------------------------------------------------
+
+Bool in_memory_of(const ShadowStack* s, Addr sp) { return sp >= s->lo && sp <= s->hi; }
+
+// Leaves the running stack: its frames' clocks and activity pause.
+void suspend_stack(ThreadState* t)
+{
+   ShadowStack* s = t->stack;
+   s->top = kg_now->top;
+   s->suspended_at = kg_now->ir;
+   for (Frame* f = s->frames + 1; f <= s->top; f++)
+      if (f->tr->kind == kActivation) --*f->tr->active;
+   s->next = t->suspended;
+   t->suspended = s;
+}
+
+// Makes s the thread's running stack.
+void run_on(ThreadState* t, ShadowStack* s)
+{
+   t->stack = s;
+   kg_now->top = s->top;
+   kg_now->frames_last = s->frames + s->cap - 1;
+   update_now_from_top();
+}
+
+void release_stack(ShadowStack* s)
+{
+   kg::release(s->frames - 1);
+   kg::release(s);
+}
+
+// Makes suspended stack s the running one: its frames go on where they
+// paused.
+void resume_stack(ThreadState* t, ShadowStack* s)
+{
+   ShadowStack** link = &t->suspended;
+   while (*link != s) link = &(*link)->next;
+   *link = s->next;
+   ULong paused = kg_now->ir - s->suspended_at;
+   for (Frame* f = s->frames + 1; f <= s->top; f++) {
+      f->ir_at_entry += paused;
+      if (f->tr->kind == kActivation) ++*f->tr->active;
+   }
+   run_on(t, s);
+}
+
+// How well sp fits suspended stack s: a resume lands just above its top
+// frame (a swapcontext-like switch returns from its own call), or else just
+// below a live frame (setcontext to a point saved by getcontext); any other
+// sp in the memory of an empty stack, or of the thread's own stack (as an
+// unwind would), fits last. ~0: it does not fit.
+const Addr kResumeGap = 256;      // bytes above the top frame
+const Addr kLandingGap = 4096;    // bytes below the nearest live frame
+const Addr kFitsLast = (Addr)1 << 32;
+
+Addr landing_distance(const ThreadState* t, const ShadowStack* s, Addr sp)
+{
+   if (!in_memory_of(s, sp)) return ~(Addr)0;
+   const Frame* f = s->top;
+   if (f > s->frames && f->sp < sp && sp - f->sp <= kResumeGap) return sp - f->sp;
+   for (; f > s->frames; f--) {
+      if (f->sp >= sp) {
+         if (f->sp - sp <= kLandingGap) return kResumeGap + (f->sp - sp);
+         break;
+      }
+   }
+   return s->top == s->frames || s == t->own ? kFitsLast : ~(Addr)0;
+}
+
+// The suspended stack sp lands on, if any: the best fit wins (heap
+// coroutines' stacks share one mapping).
+ShadowStack* stack_landed_on(ThreadState* t, Addr sp)
+{
+   ShadowStack* best = nullptr;
+   Addr best_distance = ~(Addr)0;
+   for (ShadowStack* s = t->suspended; s; s = s->next) {
+      Addr d = landing_distance(t, s, sp);
+      if (d < best_distance) {
+         best = s;
+         best_distance = d;
+      }
+   }
+   return best;
+}
+
+// A makecontext coroutine whose function returned has ended: glibc's
+// __start_context, entered by that return, switches to uc_link or exits.
+Bool coroutine_ended(const ThreadState* t)
+{
+   const ShadowStack* s = t->stack;
+   return s != t->own && kg_now->top > s->frames && s->frames[1].tr->fn &&
+          s->frames[1].tr->fn->context_start;
+}
+
+// SP left the running stack's memory: the thread switched stacks.
+void switch_stack(ThreadState* t, Addr sp)
+{
+   if (coroutine_ended(t))
+      while (kg_now->top > base_frame(t)) pop_frame(t);
+   suspend_stack(t);
+   ShadowStack* s = stack_landed_on(t, sp);
+   if (s) {
+      resume_stack(t, s);
+   } else {
+      Addr lo, hi;
+      mapping_of(sp, &lo, &hi);
+      run_on(t, new_shadow_stack(t->own->frames[0].tr, lo, hi));
+   }
+   pop_dead_frames(t, sp);
+}
+
+// Has SP left the running stack's memory? Not while a handler runs on an
+// alternate signal stack (its frames sit on the interrupted stack's).
+Bool left_running_stack(const ThreadState* t, Addr sp)
+{
+   return !in_memory_of(t->stack, sp) && !t->stack->alt_fences;
+}
+
+// Pops the frames that died, or follows a switch to another stack.
+void unwind_to_sp(ThreadState* t, Addr sp)
+{
+   if (left_running_stack(t, sp)) switch_stack(t, sp);
+   else pop_dead_frames(t, sp);
 }
 
 // The transition into traced fn from the top frame: the top frame's kid in
@@ -394,6 +584,8 @@ extern "C" void VG_REGPARM(1) kg_unwind(Addr sp)
 static void block_entry(BlockInfo* blk, Addr sp, UWord after_call)
 {
    ThreadState* t = current;
+   // A new coroutine's first function, or a resumed one's next block.
+   if (left_running_stack(t, sp)) switch_stack(t, sp);
    if (after_call) {
       push_activation(t, activated_function(blk), sp, blk, kg_now->call_site);
    } else if (blk->fn_entry && running_function() != blk->fn) {
@@ -427,11 +619,13 @@ extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode
 
 // Pops the frames that died, by SP at the start of the running superblock
 // (helpers called there: the guest state holds it, as no statement of the
-// superblock ran yet). Returns that SP.
+// superblock ran yet), or follows a switch to another stack (a resumed
+// coroutine's first block misses its cached context, so it gets here).
+// Returns that SP.
 static Addr unwind_at_block_start()
 {
    Addr sp = VG_(get_SP)(current->tid);
-   if (sp > kg_now->top_sp) unwind_to_sp(current, sp);
+   if (sp > kg_now->top_sp || left_running_stack(current, sp)) unwind_to_sp(current, sp);
    return sp;
 }
 
@@ -604,9 +798,18 @@ void thread_starts_running(ThreadId tid, ULong blocks_done)
 void close_thread(ThreadState* t)
 {
    if (block_mode()) run_trace();
-   while (kg_now->top > t->frames) pop_frame();
+   // Every stack's frames end now, the suspended ones' where they paused.
+   for (;;) {
+      while (kg_now->top > base_frame(t)) pop_frame(t);
+      ShadowStack* done = t->stack;
+      done->top = done->frames;
+      if (done != t->own) release_stack(done);
+      if (!t->suspended) break;
+      resume_stack(t, t->suspended);
+   }
+   run_on(t, t->own);
    // __root__'s inclusive cost is the thread's whole run.
-   Frame& root = t->frames[0];
+   Frame& root = t->own->frames[0];
    root.tr->ctx->incl += kg_now->ir - root.ir_at_entry;
    root.ir_at_entry = kg_now->ir;
    update_now_from_top();
@@ -630,6 +833,7 @@ void signal_delivered(ThreadId tid, Int sig, Bool alt_stack)
    FrameKind kind = alt_stack ? kAltSignalFence : kSignalFence;
    Transition* tr = fence_transition(t, kg_now->top->tr, kind);
    Frame* f = push_frame(t, VG_(get_SP)(tid), tr);
+   if (alt_stack) t->stack->alt_fences++;
    // The handler's first block is entered by the core, not by a call:
    // push_frame made ctx the fence's, so no call is pending, nor a jump.
    kg_now->jump_site = 0;
@@ -641,12 +845,17 @@ void signal_returned(ThreadId tid, Int sig)
    switch_to(tid);
    ThreadState* t = current;
    // Pop the handler's frames and its fence (the innermost one).
-   while (kg_now->top > t->frames) {
+   while (kg_now->top > base_frame(t)) {
       UWord kind = kg_now->top->tr->kind;
-      pop_frame();
+      pop_frame(t);
       if (kind == kSignalFence || kind == kAltSignalFence) break;
    }
    update_now_from_top();
+}
+
+static void zero_entry_clocks(Frame* base, Frame* top)
+{
+   for (Frame* f = base; f <= top; f++) f->ir_at_entry = 0;
 }
 
 void fork_child(ThreadId tid)
@@ -657,7 +866,11 @@ void fork_child(ThreadId tid)
    for (ThreadState* t = all_threads; t; t = t->next) {
       if (!clo.join_threads) forest_reset(t->forest);
       zero_transitions(t);
-      for (Frame* f = t->frames; f <= t->saved.top; f++) f->ir_at_entry = 0;
+      zero_entry_clocks(t->stack->frames, t->saved.top);
+      for (ShadowStack* s = t->suspended; s; s = s->next) {
+         zero_entry_clocks(s->frames, s->top);
+         s->suspended_at = 0;
+      }
       t->saved.ir = 0;
    }
    if (joined_forest) forest_reset(joined_forest);
@@ -688,11 +901,18 @@ void finish_all_threads()
    active_counts.forget_index();
 }
 
-UInt thread_profiles(ThreadProfile* out, UInt max)
+UInt thread_profile_count()
+{
+   if (clo.join_threads) return 1;
+   UInt n = 0;
+   for (ThreadState* t = all_threads; t; t = t->next) n++;
+   return n;
+}
+
+UInt thread_profiles(ThreadProfile* out)
 {
    if (current) current->saved = *kg_now;
    for (ThreadState* t = all_threads; t; t = t->next) flush_transitions(t);
-   UInt n = 0;
    if (clo.join_threads) {
       if (!joined_forest) return 0;
       ULong ir = 0;
@@ -703,10 +923,9 @@ UInt thread_profiles(ThreadProfile* out, UInt max)
       return 1;
    }
    // Oldest first: the main thread is thread 1.
-   for (ThreadState* t = all_threads; t; t = t->next) n++;
-   if (n > max) n = max;
+   UInt n = thread_profile_count();
    UInt i = n;
-   for (ThreadState* t = all_threads; t && i > 0; t = t->next) {
+   for (ThreadState* t = all_threads; t; t = t->next) {
       i--;
       out[i].tid = t->serial;
       out[i].forest = t->forest;

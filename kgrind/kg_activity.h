@@ -113,8 +113,9 @@ extern Now* kg_now;
 // continues there.
 ForestNode* const kCallPending = (ForestNode*)1;
 
-// An SP jump larger than this is a stack switch, not a mass return
-// (Valgrind's own --max-stackframe default).
+// The largest SP change instrumentation follows as a constant offset
+// (Valgrind's --max-stackframe default). Stack switches are told from
+// returns by the memory SP lies in, not by distance (kg_activity.cpp).
 const Addr kMaxStackFrame = 2000000;
 
 void activity_init();
@@ -157,7 +158,10 @@ struct ThreadProfile {
    Forest* forest;
    ULong ir;
 };
-UInt thread_profiles(ThreadProfile* out, UInt max);
+// Every thread that ever ran (or 1 when threads are joined): the size of
+// thread_profiles' array.
+UInt thread_profile_count();
+UInt thread_profiles(ThreadProfile* out);
 
 // Block modes: every block forest, oldest thread first, then by function id.
 struct BlockForest;

@@ -14,6 +14,8 @@ struct FnInfo {
    Bool no_symbol;       // no symbol covers it ("???")
    Bool traced;          // matches --funcs (all functions without --funcs)
    Bool resolver;        // ld.so's lazy-binding trampoline (_dl_runtime_resolve*)
+   Bool context_start;   // where a makecontext coroutine's function returns to
+                         // (glibc's __start_context): the coroutine has ended
 };
 
 struct SourceLoc {

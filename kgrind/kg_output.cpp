@@ -658,8 +658,8 @@ void write_contexts(Writer& w)
 
 void write_body(Writer& w, ULong total)
 {
-   ThreadProfile* threads = (ThreadProfile*)kg::alloc(VG_N_THREADS * sizeof(ThreadProfile));
-   UInt n_threads = thread_profiles(threads, VG_N_THREADS);
+   ThreadProfile* threads = (ThreadProfile*)kg::alloc(thread_profile_count() * sizeof(ThreadProfile));
+   UInt n_threads = thread_profiles(threads);
    w.instr = block_mode();
    w.n_jumps = w.instr ? collect_jumps(&w.jumps) : 0;
    w.costs.take(w.instr);
@@ -698,8 +698,8 @@ ULong total_ir_of(const ThreadProfile* threads, UInt n)
 
 ULong total_ir()
 {
-   ThreadProfile* threads = (ThreadProfile*)kg::alloc(VG_N_THREADS * sizeof(ThreadProfile));
-   UInt n = thread_profiles(threads, VG_N_THREADS);
+   ThreadProfile* threads = (ThreadProfile*)kg::alloc(thread_profile_count() * sizeof(ThreadProfile));
+   UInt n = thread_profiles(threads);
    ULong total = total_ir_of(threads, n);
    kg::release(threads);
    return total;
