@@ -77,6 +77,7 @@ struct ThreadState {
    ShadowStack* own;        // the thread's own stack)
    ShadowStack* suspended;  // the others
    Forest* forest;
+   Forest* view;            // the body's contexts (see ActNode), or forest
    Now saved;               // kg_now while another thread runs
    PairMap<ActNode> acts;             // (top, bottom) -> ActNode
    PairMap<Transition> transitions;   // (parent ActNode, fn or kind) -> Transition
@@ -113,6 +114,7 @@ PairMap<ActiveCount> active_counts;
 ThreadState* current = nullptr;
 
 Forest* joined_forest = nullptr;
+Forest* joined_view = nullptr;
 BlockForest** joined_fn_forests = nullptr;   // intra, joined: by function id
 UInt n_joined_fn_forests = 0;
 BlockForest* joined_inter_forest = nullptr;  // inter, joined
@@ -130,13 +132,17 @@ void update_now_from_top()
    if (kg_now->ctx != kCallPending) kg_now->ctx = top->tr->ctx;
 }
 
-ActNode* act_node(ThreadState* t, const Activation& act)
+// The activation's node; view_act is its activation in the view forest (a
+// function of act: --view-k divides --k).
+ActNode* act_node(ThreadState* t, const Activation& act, const Activation& view_act)
 {
    ActNode* n = t->acts.get(act.top, act.bottom);
    if (!n->ctx) {
       n->act = act;
       n->ctx = forest_canonical(act);
       n->active = &active_counts.get(n->ctx, t)->n;
+      n->view_act = view_act;
+      n->view_ctx = forest_canonical(view_act);
    }
    return n;
 }
@@ -158,7 +164,7 @@ Transition* transition(ThreadState* t, const void* parent, const void* key, Bool
 void set_child(Transition* tr, ActNode* child, FnInfo* fn, FrameKind kind)
 {
    tr->child = child;
-   tr->ctx = child->ctx;
+   tr->ctx = child->view_ctx;
    tr->active = child->active;
    tr->fn = fn;
    tr->kind = kind;
@@ -183,8 +189,9 @@ Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, B
    // count every activation themselves (flush_transitions).
    act.top->calls--;
    if (act.bottom) act.bottom->calls--;
-   set_child(tr, act_node(t, act), fn, kActivation);
-   tr->edge = call_edge(parent->ctx, tr->ctx);
+   Activation view_act = t->view == t->forest ? act : forest_enter(t->view, parent->view_act, fn->id + 1);
+   set_child(tr, act_node(t, act, view_act), fn, kActivation);
+   tr->edge = call_edge(parent->view_ctx, tr->ctx);
    // The calls= target position of the block modes' body.
    if (!tr->edge->target) tr->edge->target = blk->addr;
    return tr;
@@ -221,7 +228,14 @@ void flush_transitions(ThreadState* t)
          tr->edge->calls += tr->calls;
          tr->edge->incl += tr->edge_incl;
       }
-      tr->ctx->incl += tr->ctx_incl;
+      ForestNode* node = tr->child->ctx;
+      node->incl += tr->ctx_incl;
+      if (t->view != t->forest) {
+         // The body's counters are the view's: a k-SF node's exclusive cost
+         // is its activations' inclusive cost less their callees'.
+         node->excl += tr->edge_incl;
+         if (tr->a) ((const ActNode*)tr->a)->ctx->excl -= tr->edge_incl;
+      }
       tr->calls = tr->edge_incl = tr->ctx_incl = 0;
    }
 }
@@ -293,15 +307,20 @@ ThreadState* thread_state(ThreadId tid)
    t->next = all_threads;
    all_threads = t;
    if (clo.join_threads) {
-      if (!joined_forest) joined_forest = forest_new();
+      if (!joined_forest) joined_forest = forest_new(clo.k);
+      if (!joined_view) joined_view = separate_view() ? forest_new(clo.view_k) : joined_forest;
       t->forest = joined_forest;
+      t->view = joined_view;
    } else {
-      t->forest = forest_new();
+      t->forest = forest_new(clo.k);
+      t->view = separate_view() ? forest_new(clo.view_k) : t->forest;
    }
    // The root frame is the base of the thread's own stack.
    Bool created;
    Transition* root = transition(t, nullptr, nullptr, &created);
-   set_child(root, act_node(t, forest_root(t->forest)), nullptr, kActivation);
+   Activation root_act = forest_root(t->forest);
+   Activation view_root = t->view == t->forest ? root_act : forest_root(t->view);
+   set_child(root, act_node(t, root_act, view_root), nullptr, kActivation);
    Addr lo, hi;
    own_stack_memory(tid, &lo, &hi);
    t->own = t->stack = new_shadow_stack(root, lo, hi);
@@ -810,7 +829,9 @@ void close_thread(ThreadState* t)
    run_on(t, t->own);
    // __root__'s inclusive cost is the thread's whole run.
    Frame& root = t->own->frames[0];
-   root.tr->ctx->incl += kg_now->ir - root.ir_at_entry;
+   ForestNode* root_node = root.tr->child->ctx;
+   root_node->incl += kg_now->ir - root.ir_at_entry;
+   if (t->view != t->forest) root_node->excl += kg_now->ir - root.ir_at_entry;   // as flush_transitions
    root.ir_at_entry = kg_now->ir;
    update_now_from_top();
 }
@@ -865,6 +886,7 @@ void fork_child(ThreadId tid)
    if (current) current->saved = *kg_now;
    for (ThreadState* t = all_threads; t; t = t->next) {
       if (!clo.join_threads) forest_reset(t->forest);
+      if (!clo.join_threads && t->view != t->forest) forest_reset(t->view);
       zero_transitions(t);
       zero_entry_clocks(t->stack->frames, t->saved.top);
       for (ShadowStack* s = t->suspended; s; s = s->next) {
@@ -874,6 +896,7 @@ void fork_child(ThreadId tid)
       t->saved.ir = 0;
    }
    if (joined_forest) forest_reset(joined_forest);
+   if (joined_view && joined_view != joined_forest) forest_reset(joined_view);
    kg_now->ir = 0;
    reset_costs();
    if (block_mode()) reset_block_state();
@@ -919,6 +942,7 @@ UInt thread_profiles(ThreadProfile* out)
       for (ThreadState* t = all_threads; t; t = t->next) ir += t->saved.ir;
       out[0].tid = 0;
       out[0].forest = joined_forest;
+      out[0].view = joined_view;
       out[0].ir = ir;
       return 1;
    }
@@ -929,6 +953,7 @@ UInt thread_profiles(ThreadProfile* out)
       i--;
       out[i].tid = t->serial;
       out[i].forest = t->forest;
+      out[i].view = t->view;
       out[i].ir = t->saved.ir;
    }
    return n;

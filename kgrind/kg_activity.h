@@ -28,8 +28,12 @@ struct ActNode {
    const void* a;     // PairMap key: top
    const void* b;     // PairMap key: bottom
    Activation act;
-   ForestNode* ctx;   // canonical(act): where costs go
+   ForestNode* ctx;   // canonical(act): the k-SF node of its calls and costs
    UWord* active;     // frames of this thread now in ctx
+   // The same activation in the view forest (the body's contexts at
+   // --view-k), or act and ctx when there is none.
+   Activation view_act;
+   ForestNode* view_ctx;
 };
 
 // A function called from one activation of a thread: the child activation,
@@ -41,9 +45,9 @@ inline UInt kid_slot(const FnInfo* fn) { return fn->id & (kKidSlots - 1); }
 struct Transition {
    ULong calls;         // activations since the last flush
    ULong edge_incl;     // their inclusive cost
-   ULong ctx_incl;      // the part of it in outermost activations of ctx
+   ULong ctx_incl;      // the part of it in outermost activations of child->ctx
    UWord* active;       // child->active
-   ForestNode* ctx;     // child->ctx
+   ForestNode* ctx;     // child->view_ctx: the context of the block counters
    ActNode* child;      // the frame's activation
    FnInfo* fn;          // the function running in the frame
    UWord kind;          // FrameKind
@@ -56,7 +60,7 @@ struct Transition {
    // Not read by inline IR.
    const void* a;       // PairMap key: the parent ActNode
    const void* b;       // PairMap key: fn, or the kind for fences
-   CallEdge* edge;      // parent ctx -> child ctx (activations only)
+   CallEdge* edge;      // parent view_ctx -> child view_ctx (activations only)
    Transition* next;    // the thread's transitions
 };
 
@@ -155,7 +159,8 @@ void finish_all_threads();
 // For output.
 struct ThreadProfile {
    ThreadId tid;
-   Forest* forest;
+   Forest* forest;      // the k-SF
+   Forest* view;        // the body's contexts (the k-SF without --view-k)
    ULong ir;
 };
 // Every thread that ever ran (or 1 when threads are joined): the size of

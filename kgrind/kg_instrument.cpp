@@ -712,6 +712,21 @@ Bool faults_only(IRJumpKind jk)
    }
 }
 
+// The index of the superblock's first IMark. The statements before it are
+// VEX's, not the guest's: in a self-checking translation (--smc-check=all,
+// or code on the stack or in an anonymous mapping, by default) a checksum of
+// the guest code and an exit (Ijk_InvalICache) that discards the translation
+// when the code changed. That exit runs no guest instruction: it is no flush
+// point and no side exit of the block, and instrument() copies these
+// statements unchanged ahead of the prologue, so that a failed check leaves
+// before anything is pushed or counted.
+Int guest_code_start(const IRSB* sb)
+{
+   Int i = 0;
+   while (i < sb->stmts_used && !(sb->stmts[i] && sb->stmts[i]->tag == Ist_IMark)) i++;
+   return i;
+}
+
 Addr const_target(const IRConst* c) { return c && c->tag == Ico_U64 ? (Addr)c->Ico.U64 : 0; }
 
 // Is the superblock a loop that VEX unrolled: a jump back to its own start
@@ -722,7 +737,7 @@ Bool unrolled_loop(const IRSB* sb_in, const BlockInfo* blk)
        const_target(sb_in->next->Iex.Const.con) != blk->addr)
       return False;
    UInt exits = 0;
-   for (Int i = 0; i < sb_in->stmts_used; i++) {
+   for (Int i = guest_code_start(sb_in); i < sb_in->stmts_used; i++) {
       const IRStmt* st = sb_in->stmts[i];
       if (st && st->tag == Ist_Exit && !faults_only(st->Ist.Exit.jk)) exits++;
    }
@@ -750,7 +765,7 @@ Addr called_plt_stub(const IRSB* sb_in)
 UInt stub_instructions(const IRSB* sb_in, const BlockInfo* blk, Int n_instrs)
 {
    if (clo.mode != kModeFunc || !blk->in_plt || blk->n_slots != 1) return 0;
-   for (Int i = 0; i < sb_in->stmts_used; i++) {
+   for (Int i = guest_code_start(sb_in); i < sb_in->stmts_used; i++) {
       const IRStmt* st = sb_in->stmts[i];
       if (st && st->tag == Ist_Exit && !faults_only(st->Ist.Exit.jk)) return 0;
    }
@@ -767,7 +782,7 @@ Addr exit_target(const InstrPos& x, IRJumpKind jk, Addr target)
 void describe_positions(IRSB* sb_in, BlockInfo* blk)
 {
    UInt n_instrs = 0, n_exits = 0;
-   for (Int i = 0; i < sb_in->stmts_used; i++) {
+   for (Int i = guest_code_start(sb_in); i < sb_in->stmts_used; i++) {
       IRStmt* st = sb_in->stmts[i];
       if (st && st->tag == Ist_IMark) n_instrs++;
       if (st && st->tag == Ist_Exit) n_exits++;
@@ -778,7 +793,7 @@ void describe_positions(IRSB* sb_in, BlockInfo* blk)
    blk->points = (FlushPoint*)alloc_permanent(blk->n_slots * sizeof(FlushPoint));
    Int instr = -1;
    UInt point = 0;
-   for (Int i = 0; i < sb_in->stmts_used; i++) {
+   for (Int i = guest_code_start(sb_in); i < sb_in->stmts_used; i++) {
       IRStmt* st = sb_in->stmts[i];
       if (!st) continue;
       if (st->tag == Ist_IMark) {
@@ -853,6 +868,18 @@ Addr end_of_last_instruction(IRSB* sb_in)
    return 0;
 }
 
+// Does the superblock end in a call? Not when the call's target is the next
+// instruction: the get-PC idiom of position-independent x86 code (`call 1f;
+// 1: pop %reg`) pushes its own return address to read it, and nothing ever
+// returns there. It is a jump (callgrind takes it for a recursive call);
+// the pop that follows leaves SP where it was, so no frame is touched.
+Bool ends_in_call(IRSB* sb)
+{
+   if (sb->jumpkind != Ijk_Call) return False;
+   Addr target = sb->next->tag == Iex_Const ? const_target(sb->next->Iex.Const.con) : 0;
+   return target != end_of_last_instruction(sb);
+}
+
 // Block modes: the basic blocks of a superblock. A block starts at the
 // superblock's first instruction and at the first instruction after each side
 // exit. For each instruction starting a block of a traced function,
@@ -862,7 +889,7 @@ void find_blocks(IRSB* sb_in, BlockInfo* blk, BBInfo** block_of, UInt* block_len
 {
    Int instr = -1, start = -1;
    Bool exit_seen = True;
-   for (Int i = 0; i < sb_in->stmts_used; i++) {
+   for (Int i = guest_code_start(sb_in); i < sb_in->stmts_used; i++) {
       IRStmt* st = sb_in->stmts[i];
       if (!st) continue;
       if (st->tag == Ist_Exit) { exit_seen = True; continue; }
@@ -911,7 +938,7 @@ void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, cons
    if (sp.may_have_risen()) add_unwind_check(b, sp_now, nullptr);
    Addr target = sb->next->tag == Iex_Const ? const_target(sb->next->Iex.Const.con) : 0;
    if (sb->jumpkind == Ijk_Boring) add_tail_call(b, blk, target, last_instr, nullptr);
-   if (sb->jumpkind == Ijk_Call) {
+   if (ends_in_call(sb)) {
       // The next block is the callee's: it starts an activation.
       if (target) call_targets.get((void*)target, nullptr);
       make_call_pending(b, last_instr, nullptr);
@@ -948,7 +975,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    static UInt block_len[4096];
    Bool blocks = block_mode();
    if (blocks) {
-      if (sb_in->jumpkind == Ijk_Call) note_return_site(end_of_last_instruction(sb_in));
+      if (ends_in_call(sb_in)) note_return_site(end_of_last_instruction(sb_in));
       find_blocks(sb_in, blk, block_of, block_len);
       describe_positions(sb_in, blk);
    }
@@ -965,7 +992,10 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    IRExpr* stub_counted = nullptr;
    SpTracker sp(sb_in, layout);
 
-   for (Int i = 0; i < sb_in->stmts_used; i++) {
+   Int start = guest_code_start(sb_in);
+   for (Int i = 0; i < start; i++)
+      if (sb_in->stmts[i] && sb_in->stmts[i]->tag != Ist_NoOp) b.add(sb_in->stmts[i]);
+   for (Int i = start; i < sb_in->stmts_used; i++) {
       IRStmt* st = sb_in->stmts[i];
       if (!st || st->tag == Ist_NoOp) continue;
       switch (st->tag) {
