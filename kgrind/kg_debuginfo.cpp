@@ -222,7 +222,9 @@ void name_functions()
    for (UInt i = 0; i < n; i++) {
       const FnInfo* fn = function_by_id(i);
       display_names[i] = fn->name;
-      if (!fn->no_symbol && fn_counts.of(fn->name) == 1) continue;
+      // Code outside any object (JIT code) is named by its address alone.
+      Bool unique = fn_counts.of(fn->name) == 1;
+      if (unique && (!fn->no_symbol || fn->object == 0)) continue;
       const HChar* object = object_label(fn->object, base_names);
       HChar* q = (HChar*)kg::alloc(VG_(strlen)(fn->name) + VG_(strlen)(object) + 4);
       VG_(sprintf)(q, "%s [%s]", fn->name, object);

@@ -46,7 +46,8 @@ Bool is_plt_stub(Addr a);
 // fn's name as the profile shows it: qualified by its object, "name
 // [object]", when it has no symbol ("0x1130 [prog]", by offset) or when
 // functions of other objects have the same name ("memset [libc.so.6]");
-// the object's file name, or its path where file names clash.
+// the object's file name, or its path where file names clash. Code outside
+// any object (JIT code) keeps its address alone: "0x4a5b000".
 const HChar* display_name(const FnInfo* fn);
 
 // Whether activations of fn are traced (see --funcs).
