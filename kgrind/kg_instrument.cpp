@@ -410,11 +410,17 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculat
    IRExpr* next = b.op(Iop_Add64, top, IRBuilder::u64(sizeof(Frame)));   // always writable
    IRExpr* top_tr = b.load_field(top, offsetof(Frame, tr));
    FnInfo* callee = activated_function(blk);
-   IRExpr* tr = b.load_field(top_tr, offsetof(Transition, kids) + kid_slot(callee) * sizeof(Transition*));
-   IRExpr* mismatch = b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, fn)), IRBuilder::u64((HWord)callee));
-   // Zero when: the kid is into this function, a call is pending, and
-   // next <= frames_last (frames are one array: the sign bit of the
-   // difference says it).
+   // The kid of (this function, the pending call's site): kid_slot's offset.
+   IRExpr* site = b.load64(&kg_now->call_site);
+   IRExpr* kid_offset = b.op(Iop_And64, b.op(Iop_Xor64, site, IRBuilder::u64((ULong)callee->id << 3)),
+                             IRBuilder::u64(kKidOffsetMask));
+   IRExpr* tr = b.load_field(b.op(Iop_Add64, top_tr, kid_offset), offsetof(Transition, kids));
+   IRExpr* mismatch = b.op(Iop_Or64,
+                           b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, fn)), IRBuilder::u64((HWord)callee)),
+                           b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, site)), site));
+   // Zero when: the kid is into this function from this site, a call is
+   // pending, and next <= frames_last (frames are one array: the sign bit of
+   // the difference says it).
    IRExpr* no_room = b.op(Iop_Shr64, b.op(Iop_Sub64, b.load64(&kg_now->frames_last), next),
                           IRExpr_Const(IRConst_U8(63)));
    IRExpr* wrong_bits = b.op(Iop_Or64, b.op(Iop_Or64, mismatch,

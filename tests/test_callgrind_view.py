@@ -217,3 +217,105 @@ def test_names_by_object_and_offset(tools, annotate):
     shown = {n for t in d['threads'] for c in t['contexts'] for n in c['path']}
     assert f'0x{init:x} [{exe.name}]' in shown
     assert not any(re.search(r'#\d+$', n) for n in shown)
+
+
+def test_each_call_site_has_its_own_edge(tools):
+    """work() calls leaf() 1,000 times from line 9 and once, expensively,
+    from line 10: one calls= line per site, with its count and inclusive
+    cost, as plain callgrind writes them; callgrind_annotate --inclusive=yes
+    --tree=caller shows each site on its own line, as it does callgrind's."""
+    exe = tools.compile('two_sites.c', '-O1')
+    kg = tools.kgrind(exe, opts=['--k=2'])
+    cl = tools.reference('callgrind', exe)
+    assert kg.stdout == cl.stdout
+
+    def sites(prof):
+        return {(callee(a), callee(c), line): (n, prof.call_site_costs[(a, c, fl, line)])
+                for (a, c, fl, line), n in prof.call_sites.items() if callee(c) == 'leaf'}
+    mine, ref = sites(kg.profile()), sites(cl.profile())
+    assert mine == ref
+    assert mine[('work', 'leaf', 9)][0] == 1000 and mine[('work', 'leaf', 10)][0] == 1
+    assert mine[('work', 'leaf', 10)][1] > 10 * mine[('work', 'leaf', 9)][1]
+
+    def annotated_calls(path):
+        out = run('callgrind_annotate', '--inclusive=yes', '--tree=caller', path)
+        return re.findall(r'^\s*([\d,]+) \(\s*[\d.]+%\)\s+=> \S+:(leaf)\S* \(([\d,]+)x\)$', out, re.M)
+    shown = annotated_calls(kg.profile_path)
+    assert shown == annotated_calls(cl.profile_path)
+    assert shown == [(f'{mine[("work", "leaf", 9)][1]:,}', 'leaf', '1,000'),
+                     (f'{mine[("work", "leaf", 10)][1]:,}', 'leaf', '1')]
+
+
+HOOKS = r'''
+#include <stdio.h>
+#include <stdlib.h>
+/* -finstrument-functions: every entry's (function, return address) */
+static FILE *calls_log;
+__attribute__((no_instrument_function)) void __cyg_profile_func_enter(void *fn, void *site)
+{
+   if (!calls_log) calls_log = fopen(getenv("CALLS_LOG"), "w");
+   fprintf(calls_log, "%lx %lx\n", (unsigned long)fn, (unsigned long)site);
+}
+__attribute__((no_instrument_function)) void __cyg_profile_func_exit(void *fn, void *site) {}
+'''
+
+
+def instrumented_call_sites(tools, src):
+    """{(caller, line, callee): calls} of src's own functions, counted by
+    the program itself built with -finstrument-functions (no PIE: addresses
+    as in the file), the lines by addr2line."""
+    hooks = tools.dir / 'hooks.c'
+    hooks.write_text(HOOKS)
+    exe = tools.dir / 'instrumented'
+    subprocess.run(['gcc', '-g', '-O0', '-no-pie', '-finstrument-functions', str(src), str(hooks),
+                    '-o', str(exe)], check=True)
+    log = tools.dir / 'calls.log'
+    subprocess.run([str(exe)], check=True, capture_output=True, env={'CALLS_LOG': str(log)})
+    pairs = collections.Counter(tuple(line.split()) for line in log.read_text().splitlines())
+    names = {int(a, 16): n for a, _t, n in re.findall(r'^([0-9a-f]+) (\w) (\S+)$', run('nm', exe), re.M)}
+    sites = sorted({site for _fn, site in pairs})
+    where = run('addr2line', '-f', '-e', exe, *[hex(int(s, 16) - 1) for s in sites]).splitlines()
+    site_of = {s: (where[2 * i], where[2 * i + 1].rsplit(':', 1)) for i, s in enumerate(sites)}
+    out = collections.Counter()
+    for (fn, site), n in pairs.items():
+        caller, (path, line) = site_of[site]
+        if path == str(src):
+            out[(caller, int(line.split()[0]), names[int(fn, 16)])] += n
+    return out
+
+
+def profile_call_sites(prof, src):
+    """{(caller, line, callee): calls} between a profile's own functions
+    (generated: main, f<i>), summed over contexts."""
+    out = collections.Counter()
+    for (a, c, fl, line), n in prof.call_sites.items():
+        if fl == str(src) and re.match(r'^(f\d+|main)$', callee(c)):
+            out[(callee(a), line, callee(c))] += n
+    return out
+
+
+@pytest.mark.parametrize('seed', [3, 4])
+def test_call_sites_equal_an_independent_count(tools, seed):
+    """Generated programs with known call sites: calls per (caller, call
+    line, callee), summed over k-contexts, equal what the program counts
+    with -finstrument-functions and what plain callgrind writes; inclusive
+    cost per call site equals callgrind's."""
+    from test_callgrind_agreement import generate_program
+    src = tools.dir / f'gen{seed}.c'
+    generate_program(src, seed)
+    exe = tools.dir / f'gen{seed}'
+    subprocess.run(['gcc', '-g', '-O0', str(src), '-o', str(exe)], check=True)
+    kg = tools.kgrind(exe, opts=['--k=2'])
+    cl = tools.reference('callgrind', exe)
+    mine, ref = kg.profile(), cl.profile()
+    want = instrumented_call_sites(tools, src)
+    assert len(want) > 15
+    assert profile_call_sites(mine, src) == want == profile_call_sites(ref, src)
+
+    def costs(prof):
+        out = collections.Counter()
+        for (a, c, fl, line), ir in prof.call_site_costs.items():
+            if fl == str(src) and callee(c) != 'printf':
+                out[(callee(a), line, callee(c))] += ir
+        return out
+    assert costs(mine) == costs(ref)
