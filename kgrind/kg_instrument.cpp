@@ -414,7 +414,8 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculat
    IRExpr* site = b.load64(&kg_now->call_site);
    IRExpr* kid_offset = b.op(Iop_And64, b.op(Iop_Xor64, site, IRBuilder::u64((ULong)callee->id << 3)),
                              IRBuilder::u64(kKidOffsetMask));
-   IRExpr* tr = b.load_field(b.op(Iop_Add64, top_tr, kid_offset), offsetof(Transition, kids));
+   IRExpr* kids = b.load_field(top_tr, offsetof(Transition, kids));
+   IRExpr* tr = b.load_field(b.op(Iop_Add64, kids, kid_offset), 0);
    IRExpr* mismatch = b.op(Iop_Or64,
                            b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, fn)), IRBuilder::u64((HWord)callee)),
                            b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, site)), site));
