@@ -47,7 +47,7 @@ my %HEADER_KEYS = map { $_ => 1 } qw(version creator pid cmd part thread desc
 
 # The syntax of a version 2 ksf-nodes line's tokens (their order is checked
 # by the reader).
-my $NODE_TOKENS = qr{(?:[() ]|\d{1,18}(?:\*\d{1,18})?(?:=\d{1,18}(?:/\d{1,18})?)?)*};
+my $NODE_TOKEN = qr{[() ]|\d{1,18}(?:\*\d{1,18})?(?:=\d{1,18}(?:/\d{1,18})?)?};
 
 sub read_profile {
     my ($file, $want_src, $P0) = @_;
@@ -63,8 +63,8 @@ sub read_profile {
     my (%blkseen, $labmap, $intra);
     my $in_thread;     # forest being read
     my ($par, $fnv, $cal, $exc, $inc);
-    my ($nnodes, $seen_end, $seen_version, $seen_options, $seen_totals) = (0);
-    my (%fnseen);
+    my ($nnodes, $seen_end, $seen_version, $seen_options) = (0);
+    my (%fnseen, $prev_fns);
     my $first = 1;
     my $ln = 0;
     # body state for source annotation
@@ -86,10 +86,15 @@ sub read_profile {
     my $node_lists = sub {
         my ($l, $ln) = @_;
         my $t = substr($l, 12);
-        unless ($t =~ /\A$NODE_TOKENS\z/o) {
-            $t =~ /\A$NODE_TOKENS/o;
-            ferr($file, $ln, "malformed ksf-nodes record at column " . (13 + $+[0]) . ": '",
-                 printable(substr($t, $+[0])), "'");
+        # tokens removed, nothing may remain (a regex over the whole line
+        # would hit Perl's recursion limit on long lines)
+        (my $rest = $t) =~ s/$NODE_TOKEN//go;
+        if ($rest ne '' || $t =~ /\d{19}/) {
+            my $col = 0;
+            $col = pos($t) while $t =~ /\G$NODE_TOKEN/gco;
+            $col = $-[0] if $t =~ /\d{19}/ && $-[0] < $col;
+            ferr($file, $ln, "malformed ksf-nodes record at column " . (13 + $col) . ": '",
+                 printable(substr($t, $col)), "'");
         }
         push @$nline, $nnodes, $ln;
         my $spaced = $last ne '';   # the line break
@@ -142,6 +147,15 @@ sub read_profile {
     };
     my $fnline = $P{fnline};
 
+    # summary: and totals: (each at most once; checked against the records
+    # at the end): key -> [costs, line]
+    my $cost_line = sub {
+        my ($key, $val, $ln) = @_;
+        ferr($file, $ln, "a second '$key:' line") if $P{$key};
+        ferr($file, $ln, "malformed $key: line: '", printable($val), "' (expected event counts)")
+            unless $val =~ /^\d{1,19}(?: \d{1,19})*\s*$/;
+        $P{$key} = [[split ' ', $val], $ln];
+    };
     # Without source annotation only the header fields and the k-SF records
     # are needed: slurp the file, take the header fields with C-level regex
     # scans and read only the records' region line by line.
@@ -170,13 +184,16 @@ sub read_profile {
         } else {
             $start = $end;
         }
-        for my $part (substr($data, 0, $start), substr($data, $end)) {
+        my $lines_before = substr($data, 0, $start) =~ tr/\n//;
+        my @part_line = (0, $lines_before + (substr($data, $start, $end - $start) =~ tr/\n//));
+        for my $pi (0, 1) {
+            my $part = $pi ? substr($data, $end) : substr($data, 0, $start);
             while ($part =~ /^(creator|pid|cmd|summary|events|positions|desc|totals):[ \t]*([^\r\n]*)/mg) {
                 my ($key, $val) = ($1, $2);
-                if ($key eq 'totals') { $seen_totals = 1 }
+                my $pl = $part_line[$pi] + 1 + (substr($part, 0, $-[0]) =~ tr/\n//);
+                if ($key eq 'totals' || $key eq 'summary') { $cost_line->($key, $val, $pl) }
                 elsif ($key eq 'desc') { $P{desc}{$1} = $2 if $val =~ /^([^:]+):\s*(.*)$/ }
                 elsif ($key eq 'positions') {
-                    my $pl = 1 + (substr($part, 0, $-[0]) =~ tr/\n//);
                     ferr($file, $pl, "unsupported positions '$val' (kgrind writes 'line' or 'instr line')")
                         unless $val =~ /^(?:instr )?line\s*$/;
                     $instr = $val =~ /^instr/ ? 1 : 0;
@@ -184,7 +201,7 @@ sub read_profile {
                 else { $P{$key} //= $val }
             }
         }
-        $ln = substr($data, 0, $start) =~ tr/\n//;
+        $ln = $lines_before;
         $region = substr($data, $start, $end - $start);
         undef $data;
         open($fh, '<', \$region) or fail("$file: cannot read: $!");
@@ -265,6 +282,10 @@ sub read_profile {
                 $add_function->($ln, $2);
             } elsif (index($l, '# ksf-fns ') == 0) {
                 ferr($file, $ln, "ksf-fns record in a version 1 file") if $version == 1;
+                # a line repeated (its names twice, in order) would shift every later id
+                ferr($file, $ln, "ksf-fns line repeats the previous one (duplicated record)")
+                    if defined $prev_fns && $prev_fns eq $l && index($l, "\t") >= 0;
+                $prev_fns = $l;
                 $add_function->($ln, $_) for split /\t/, substr($l, 10), -1;
             } elsif ($l =~ /^# ksf-file (\d+) (.+)$/) {
                 ferr($file, $ln, "ksf-file in a function-mode profile") unless $P{blocks};
@@ -318,10 +339,12 @@ sub read_profile {
                     $i += 2 while $i + 2 < @$nl && $nl->[$i + 2] <= $v;
                     ($nl->[$i + 1], "ksf-nodes: node $v");
                 };
-                check_forest($in_thread, $labmap, $intra, $labmap != \@fnmap, $file, $where);
+                my $bad = sub { my ($v, $msg) = @_; my ($l, $what) = $where->($v); ferr($file, $l, "$what$msg") };
+                my @index = check_forest($in_thread, $labmap, $intra, $labmap != \@fnmap, $bad);
                 ferr($file, $ln, "thread $tid declares nodes=$in_thread->{declared} but has $nnodes nodes")
                     if $nnodes != $in_thread->{declared};
                 ferr($file, $ln, "thread $tid has no nodes") if $nnodes == 0;
+                check_counters($in_thread, $P{k}, $labmap != \@fnmap, @index, $bad, $file);
                 $in_thread->{n} = $nnodes;
                 delete $in_thread->{declared};
                 push @{$P{threads}}, $in_thread;
@@ -400,8 +423,7 @@ sub read_profile {
             elsif ($key eq 'cmd') { $P{cmd} = $val }
             elsif ($key eq 'thread') { $cur_thr = $val }
             elsif ($key eq 'part') { $cur_thr = '' }
-            elsif ($key eq 'summary') { $P{summary} = $val }
-            elsif ($key eq 'totals') { $seen_totals = 1 }
+            elsif ($key eq 'summary' || $key eq 'totals') { $cost_line->($key, $val, $ln) }
             elsif ($key eq 'events') {
                 $P{events} = $val;
             } elsif ($key eq 'positions') {
@@ -431,13 +453,47 @@ sub read_profile {
     fail("$file:$ln: truncated: thread $in_thread->{tid} has no '# ksf-end-thread' "
          . "(opened at line $in_thread->{line}, $nnodes of $in_thread->{declared} nodes read)") if $in_thread;
     fail("$file:$ln: truncated: no '# ksf-end' record at the end of the k-SF records") unless $seen_end;
-    fail("$file:$ln: truncated: no 'totals:' line at the end of the callgrind body") unless $seen_totals;
+    fail("$file:$ln: truncated: no 'totals:' line at the end of the callgrind body") unless $P{totals};
     # A block-mode run may trace no block at all (nothing of --funcs ran).
     fail("$file: no ksf-thread records") unless @{$P{threads}} || ($P{mode} // "func") ne "func";
     $P{events} //= 'Ir';
     my @ev = split ' ', $P{events};
     fail("$file: events '$P{events}' do not include Ir") unless grep { $_ eq 'Ir' } @ev;
+    check_profile_totals(\%P, \@ev);
     return \%P;
+}
+
+# The totals a profile states several times must agree: summary: and
+# totals: (the Ir column), and in function mode the threads' ir= (every
+# instruction is charged to a thread's forest), and the desc: lines' k,
+# mode and k-SF sizes with the records.
+sub check_profile_totals {
+    my ($P, $events) = @_;
+    my ($ir_col) = grep { $events->[$_] eq 'Ir' } 0 .. $#$events;
+    my $file = $P->{file};
+    for my $key (qw(summary totals)) {
+        next unless $P->{$key};
+        my ($costs, $ln) = @{$P->{$key}};
+        ferr($file, $ln, "$key: has " . @$costs . " counts for " . @$events . " events")
+            if @$costs != @$events;
+        $P->{"${key}_ir"} = $costs->[$ir_col] + 0;
+    }
+    my $total = $P->{totals_ir};
+    ferr($file, $P->{summary}[1], "summary: says Ir $P->{summary_ir}, but totals: (line $P->{totals}[1]) says $total")
+        if $P->{summary} && $P->{summary_ir} != $total;
+    $P->{total} = $total;
+    return unless $P->{mode} eq 'func';
+    my $sum = 0;
+    $sum += $_->{ir} for @{$P->{threads}};
+    ferr($file, $P->{totals}[1], "totals: says Ir $total, but the threads' ksf-thread ir= sum to $sum") if $sum != $total;
+    for my $T (@{$P->{threads}}) {
+        my $d = $P->{desc}{"thread $T->{tid}"} // next;
+        ferr($file, $T->{line}, "thread $T->{tid} has $T->{n} k-SF nodes, but its desc: line says '$d'")
+            if $d =~ /^k-SF nodes (\d+)$/ && $1 != $T->{n};
+    }
+    my $dk = $P->{desc}{k};
+    fail("$file: desc: k: $dk disagrees with the k-SF records' k=" . kstr($P->{k}))
+        if defined $dk && $dk ne kstr($P->{k});
 }
 
 # Big temporary hashes are left to the end of the process: freeing a hash of
@@ -449,15 +505,15 @@ my @KEEP;
 # file's ids to global label ids, one tree per root label, __root__ only at
 # the first tree's root (intra forests: nowhere), distinct labels among
 # siblings; sets the nodes' depths. $blocks: labels are block labels.
-# $where->(v) gives the line and the name
-# of node v for the message.
+# $bad->(v, message) reports an error at node v. Returns the index of the
+# children (by "parent label") and of the R trees' roots (by label) that
+# check_counters uses.
 sub check_forest {
-    my ($F, $labmap, $intra, $blocks, $file, $where) = @_;
+    my ($F, $labmap, $intra, $blocks, $bad) = @_;
     my ($par, $fn) = @$F{qw(par fn)};
-    my (@depth, %sib, %rootlab);
+    my (@depth, %child, %rootlab);
     $#depth = $#$par;
-    push @KEEP, \%sib;
-    my $bad = sub { my ($v, $msg) = @_; my ($ln, $what) = $where->($v); ferr($file, $ln, "$what$msg") };
+    push @KEEP, \%child;
     for my $v (0 .. $#$par) {
         my $p = $par->[$v];
         my $g = $labmap->[$fn->[$v]];
@@ -470,17 +526,68 @@ sub check_forest {
             } else {
                 $bad->($v, " must be the root of the first tree, labelled $ROOT_NAME") if $v == 0 && $g != $ROOT;
                 $bad->($v, ": only the first tree may be rooted at $ROOT_NAME") if $v != 0 && $g == $ROOT;
-                $bad->($v, ": a second tree rooted at '$LNAME[$g]'") if $rootlab{$g}++;
+                $bad->($v, ": a second tree rooted at '$LNAME[$g]'") if defined $rootlab{$g};
+                $rootlab{$g} = $v if $v != 0;
             }
             $depth[$v] = 0;
         } else {
             $bad->($v, " must be a root") if $v == 0;
-            $bad->($v, ": '$LNAME[$g]' appears twice among the children of node $p") if $sib{"$p $g"}++;
+            $bad->($v, ": '$LNAME[$g]' appears twice among the children of node $p") if defined $child{"$p $g"};
+            $child{"$p $g"} = $v;
             $depth[$v] = $depth[$p] + 1;
         }
         $fn->[$v] = $g;
     }
     $F->{depth} = \@depth;
+    return (\%child, \%rootlab);
+}
+
+# The numbers a forest states twice must agree (docs/output-format.md,
+# section 3): every node was activated (calls >= 1) and its inclusive Ir is
+# at least its exclusive Ir; the exclusive Ir of the nodes sums to the
+# thread's ir=, which is the inclusive Ir of __root__ in function mode; with a finite k > 0 the top region (depth < k) of the trees
+# in R holds no cost, and each of its nodes counts exactly the activations
+# of the slab nodes (depth >= k, in any tree) whose path from depth k is its
+# root path (Listing 3.2 increments both).
+sub check_counters {
+    my ($F, $K, $blocks, $child, $rootlab, $bad, $file) = @_;
+    my ($par, $fn, $cal, $exc, $inc, $depth) = @$F{qw(par fn calls excl incl depth)};
+    my $sum = 0;
+    for my $v (0 .. $#$par) {
+        $bad->($v, ": calls=0 (every node was activated at least once)") unless $cal->[$v];
+        $bad->($v, ": inclusive Ir $inc->[$v] is below its exclusive Ir $exc->[$v]") if $inc->[$v] < $exc->[$v];
+        $sum += $exc->[$v];
+    }
+    my $thread = "ksf-thread $F->{tid}" . (defined $F->{fname} ? " fn $F->{fname}" : '');
+    ferr($file, $F->{line}, "$thread: ir=$F->{ir}, but its nodes' exclusive Ir sums to $sum") if $sum != $F->{ir};
+    # function mode: the root activation includes the whole thread
+    ferr($file, $F->{line}, "$thread: ir=$F->{ir}, but the inclusive Ir of its $ROOT_NAME node is $inc->[0]")
+        if !$blocks && $inc->[0] != $F->{ir};
+    return if $K == $INF || $K == 0;
+    my (@twin, @slab_calls, @in_first);    # a slab node's top-region copy; the calls of a copy's slab nodes
+    for my $v (0 .. $#$par) {
+        my ($p, $d) = ($par->[$v], $depth->[$v]);
+        $in_first[$v] = $p < 0 ? $v == 0 : $in_first[$p];
+        next if $d < $K;
+        my $t = $d == $K ? $rootlab->{$fn->[$v]} : $child->{"$twin[$p] $fn->[$v]"};
+        $bad->($v, ": no copy of its slab in the top region of the tree rooted at '$LNAME[slab_label($F, $v, $K)]'")
+            unless defined $t;
+        $twin[$v] = $t;
+        $slab_calls[$t] += $cal->[$v];
+    }
+    for my $v (0 .. $#$par) {
+        next if $depth->[$v] >= $K || $in_first[$v];
+        $bad->($v, ": a top-region copy holds cost (Ir $exc->[$v], incl $inc->[$v])") if $exc->[$v] || $inc->[$v];
+        my $want = $slab_calls[$v] // 0;
+        $bad->($v, ": calls=$cal->[$v], but the slab nodes it copies count $want activations") if $cal->[$v] != $want;
+    }
+}
+
+# The label of the depth-k ancestor of node v (the root label of its slab's copy).
+sub slab_label {
+    my ($F, $v, $K) = @_;
+    $v = $F->{par}[$v] while $F->{depth}[$v] > $K;
+    return $F->{fn}[$v];
 }
 
 sub printable {
@@ -793,6 +900,22 @@ sub parse_options {
     return \%o;
 }
 
+# A profile given twice (by the same or another path) would be joined with
+# itself, doubling every count: refused.  (Two runs' files with the same
+# contents are two runs, and are joined.)
+sub refuse_repeated_files {
+    my ($files) = @_;
+    my %seen;
+    for my $f (@$files) {
+        my ($dev, $ino) = stat $f;
+        next unless defined $ino;    # read_profile reports it
+        my $first = $seen{"$dev $ino"};
+        fail("$f: " . ($first eq $f ? "given twice" : "the same file as $first")
+             . ": a profile joined with itself would double every count") if defined $first;
+        $seen{"$dev $ino"} = $f;
+    }
+}
+
 # Profiles given together must agree on k, mode, rolling and roll-loops.
 sub check_merge {
     my ($P0, $P) = @_;
@@ -813,6 +936,7 @@ sub analyse {
     my ($o) = @_;
     my $want_src = $o->{auto} eq 'yes' || @{$o->{sources}};
     my @P;
+    refuse_repeated_files($o->{profiles});
     for my $f (@{$o->{profiles}}) { push @P, read_profile($f, $want_src, $P[0]) }
     my $P0 = $P[0];
     check_merge($P0, $_) for @P[1 .. $#P];
@@ -862,7 +986,7 @@ sub analyse {
                          (defined $fname{$key} ? (fname => $fname{$key}) : ()) };
     }
     my $total = 0;
-    $total += $_->{summary} // 0 for @P;
+    $total += $_->{total} for @P;
     my %S = (P => \@P, K => $K, kk => $kk, threads => \@threads, total => $total, joined => $join,
              ntids => scalar(@tids));
     fail("--show-blocks/--blocks-disasm: $P0->{file} is a function-mode profile (no basic blocks; "
@@ -1347,8 +1471,24 @@ sub ctx_fn {
 # ---------------------------------------------------------------------------
 # JSON output.
 # ---------------------------------------------------------------------------
-sub js {
+# A valid UTF-8 sequence of 2-4 bytes (RFC 3629: no overlongs, surrogates or
+# code points above U+10FFFF).
+my $UTF8_MULTI = qr/[\xC2-\xDF][\x80-\xBF]|\xE0[\xA0-\xBF][\x80-\xBF]|[\xE1-\xEC\xEE\xEF][\x80-\xBF]{2}
+                   |\xED[\x80-\x9F][\x80-\xBF]|\xF0[\x90-\xBF][\x80-\xBF]{2}|[\xF1-\xF3][\x80-\xBF]{3}
+                   |\xF4[\x80-\x8F][\x80-\xBF]{2}/x;
+
+# Names are bytes; JSON and DOT need UTF-8. A byte that is not part of a
+# valid UTF-8 sequence (a Latin-1 symbol) is taken as the Latin-1 character
+# it encodes, so nothing is lost and the output is valid UTF-8.
+sub utf8_clean {
     my $s = shift;
+    $s =~ s/($UTF8_MULTI)|([\x80-\xFF])/defined $1 ? $1 : chr(0xC0 | ord($2) >> 6) . chr(0x80 | ord($2) & 0x3F)/geo
+        if $s =~ /[\x80-\xFF]/;
+    return $s;
+}
+
+sub js {
+    my $s = utf8_clean(shift);
     $s =~ s/(["\\])/\\$1/g;
     $s =~ s/([\x00-\x1f\x7f])/sprintf('\\u%04x', ord $1)/ge;
     return "\"$s\"";
@@ -1422,7 +1562,7 @@ sub out_folded {
     return join('', map { "$_ $sum{$_}\n" } sort keys %sum);
 }
 
-sub dq { my $s = shift; $s =~ s/(["\\])/\\$1/g; $s =~ s/\n/\\n/g; "\"$s\"" }
+sub dq { my $s = utf8_clean(shift); $s =~ s/(["\\])/\\$1/g; $s =~ s/\n/\\n/g; "\"$s\"" }
 
 sub out_dot {
     my ($o, $S) = @_;
