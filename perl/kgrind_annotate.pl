@@ -1607,6 +1607,8 @@ sub main {
              : $o->{format} eq 'dot' ? out_dot($o, $S)
              : $o->{format} eq 'folded' ? out_folded($o, $S)
              : out_text($o, $S);
+    # every format is UTF-8: bytes of names that are not (Latin-1) are converted
+    $text = utf8_clean($text) if $o->{format} eq 'text' || $o->{format} eq 'folded';
     binmode STDOUT, ':raw';
     local $SIG{PIPE} = 'IGNORE';
     print $text or ($!{EPIPE} ? return 0 : fail("cannot write the output: $!"));
