@@ -543,8 +543,8 @@ sub check_forest {
 }
 
 # The numbers a forest states twice must agree (docs/output-format.md,
-# section 3): every node was activated (calls >= 1) and its inclusive Ir is
-# at least its exclusive Ir; the exclusive Ir of the nodes sums to the
+# section 3): a node's inclusive Ir is at least its exclusive Ir (its calls
+# may be 0: in a forked child, the frames active at the fork); the exclusive Ir of the nodes sums to the
 # thread's ir=, which is the inclusive Ir of __root__ in function mode; with a finite k > 0 the top region (depth < k) of the trees
 # in R holds no cost, and each of its nodes counts exactly the activations
 # of the slab nodes (depth >= k, in any tree) whose path from depth k is its
@@ -554,7 +554,6 @@ sub check_counters {
     my ($par, $fn, $cal, $exc, $inc, $depth) = @$F{qw(par fn calls excl incl depth)};
     my $sum = 0;
     for my $v (0 .. $#$par) {
-        $bad->($v, ": calls=0 (every node was activated at least once)") unless $cal->[$v];
         $bad->($v, ": inclusive Ir $inc->[$v] is below its exclusive Ir $exc->[$v]") if $inc->[$v] < $exc->[$v];
         $sum += $exc->[$v];
     }
@@ -676,7 +675,10 @@ sub preorder {
 # Counters are summed at the chain ends, then into the ancestors.
 sub inv_k {
     my ($F, $kk, $K, $natural, $tree) = @_;
-    return inv_k_contexts($F, $kk, $K) unless $tree || $natural;
+    unless ($tree || $natural) {
+        return cct_contexts($F) if $K == $INF && $kk == $INF && single_tree($F);
+        return inv_k_contexts($F, $kk, $K);
+    }
     my ($par, $fn, $cal, $exc, $inc, $depth) = @$F{qw(par fn calls excl incl depth)};
     my $ord = preorder($F);
     my $maxbytes = $kk == $INF ? 1e18 : 4 * $kk;
@@ -796,6 +798,144 @@ sub inv_k_contexts {
              xincl => \@xinc };
 }
 
+# Whether the forest is one tree (a k=inf forest: the CCT).
+sub single_tree {
+    my ($F) = @_;
+    my $par = $F->{par};
+    for my $v (1 .. $F->{n} - 1) { return 0 if $par->[$v] < 0 }
+    return 1;
+}
+
+# inv_inf of a calling context tree without the inf-CCF's trees: every node
+# is its own context (root paths are distinct), so the contexts are the
+# tree's nodes with their own counters, kept as node ids; paths are walked
+# only for the contexts printed.  Nothing here is per (node, depth): a
+# recursion d deep costs O(d), not O(d^2) (issue 21, item 8).
+sub cct_contexts {
+    my ($F) = @_;
+    return { n => inf_ccf_size($F), cct => 1, par => $F->{par}, fn => $F->{fn}, ctx => [0 .. $F->{n} - 1],
+             xcalls => $F->{calls}, xexcl => $F->{excl}, xincl => $F->{incl}, order => name_order($F) };
+}
+
+# The number of nodes of inv_inf of a tree: the distinct label strings
+# l_v l_parent(v) ... l_u (u an ancestor of v or v), i.e. the distinct
+# prefixes of the reversed root paths R(v).  With the R(v) sorted, that is
+# sum |R(v)| - sum LCP(neighbours).  The first $CHAIN labels of each R(v)
+# are packed and sorted as strings; longer common prefixes (recursion) are
+# sorted by prefix doubling (Manber-Myers, with Larsson-Sadakane's ranks: a
+# node's rank is the first position of its group of nodes with equal
+# prefixes, so a node alone in its group keeps its rank and leaves the
+# sort): the first 2h labels are ordered by the pair (rank_h(v),
+# rank_h(anc_h(v))), anc_h the ancestor h levels up.  Each level's ranks and
+# ancestors are kept (packed) for the LCPs.  O(n log depth) time, instead
+# of the trie's O(n depth) nodes (issue 21, item 8).
+my $CHAIN = 16;    # a power of two
+sub inf_ccf_size {
+    my ($F) = @_;
+    my ($par, $fn, $depth) = @$F{qw(par fn depth)};
+    my $n = $F->{n};
+    my @chain;                            # the first $CHAIN labels (+ 1) of R(v)
+    $#chain = $n - 1;
+    for my $v (0 .. $n - 1) {             # parents come first
+        my $p = $par->[$v];
+        $chain[$v] = pack('N', $fn->[$v] + 1) . ($p < 0 ? '' : substr($chain[$p], 0, 4 * $CHAIN - 4));
+    }
+    # a chain that ends (at the root) sorts before its extensions
+    my @sa = map { unpack('N', substr($_, -4)) } sort map { "$chain[$_]\0\0\0\0" . pack('N', $_) } 0 .. $n - 1;
+    my (@rank, @active);
+    for my $i (0 .. $n - 1) {
+        my $v = $sa[$i];
+        $rank[$v] = $i > 0 && $chain[$sa[$i - 1]] eq $chain[$v] ? $rank[$sa[$i - 1]] : $i;
+    }
+    for my $i (0 .. $n - 1) {             # in a group of two or more, with labels left to compare
+        my $v = $sa[$i];
+        push @active, $v if length($chain[$v]) == 4 * $CHAIN
+            && (($i > 0 && $rank[$sa[$i - 1]] == $rank[$v]) || ($i < $n - 1 && $rank[$sa[$i + 1]] == $rank[$v]));
+    }
+    my @anc = @$par;                      # -1: past the root
+    for (my $h = 1; $h < $CHAIN; $h *= 2) { @anc = map { $_ < 0 ? -1 : $anc[$_] } @anc }
+    my (@R, @A);                          # per level from $CHAIN labels: ranks, ancestors + 1 (vec, 32 bits)
+    while (1) {
+        push @R, pack('N*', @rank);
+        push @A, pack('N*', map { $_ + 1 } @anc);
+        last unless @active;
+        # rank 0 is "past the root": ranks are shifted by one in the keys
+        my @key = sort map { pack('NNN', $rank[$_], $anc[$_] < 0 ? 0 : $rank[$anc[$_]] + 1, $_) } @active;
+        my (@new, @still);
+        my ($prev, $group, $base, $sub) = ('', -1, 0, 0);
+        for my $i (0 .. $#key) {
+            my $r = unpack('N', $key[$i]);
+            if ($r != $group) { ($group, $base) = ($r, $i) }
+            my $pair = substr($key[$i], 0, 8);
+            if ($pair ne $prev) { $sub = $i; $prev = $pair }
+            $new[$i] = $r + $sub - $base;
+        }
+        # a node stays active while its new group has another member with
+        # labels left to compare (a group past the root is of equal strings)
+        for my $i (0 .. $#key) {
+            my $v = unpack('N', substr($key[$i], 8));
+            $rank[$v] = $new[$i];
+            push @still, $v if (($i > 0 && $new[$i - 1] == $new[$i]) || ($i < $#key && $new[$i + 1] == $new[$i]))
+                               && substr($key[$i], 4, 4) ne "\0\0\0\0";
+        }
+        @active = @still;
+        @anc = map { $_ < 0 ? -1 : $anc[$_] } @anc;
+    }
+    @sa = sort { $rank[$a] <=> $rank[$b] } 0 .. $n - 1;
+    my $size = 0;
+    $size += $_ + 1 for @$depth;
+    for my $i (1 .. $#sa) {
+        my ($u, $w) = @sa[$i - 1, $i];
+        my $lcp = 0;
+        if ($chain[$u] eq $chain[$w] && length($chain[$u]) == 4 * $CHAIN) {
+            # binary lifting over the levels, then the chains of where it stopped
+            for (my $j = $#R; $j >= 0 && $u >= 0 && $w >= 0; $j--) {
+                next if vec($R[$j], $u, 32) != vec($R[$j], $w, 32);
+                $lcp += $CHAIN << $j;
+                $u = vec($A[$j], $u, 32) - 1;
+                $w = vec($A[$j], $w, 32) - 1;
+            }
+        }
+        if ($u >= 0 && $w >= 0) {
+            ($chain[$u] ^ $chain[$w]) =~ /\A(?:\0\0\0\0)*/;
+            $lcp += $+[0] >> 2;
+        }
+        my $len = min($depth->[$sa[$i - 1]], $depth->[$sa[$i]]) + 1;
+        $size -= $lcp < $len ? $lcp : $len;
+    }
+    return $size;
+}
+
+sub min { $_[0] < $_[1] ? $_[0] : $_[1] }
+
+# Each node's position in the order of root paths compared name by name
+# (byte order, a path before its extensions): the pre-order of the tree
+# with siblings sorted by name.  sorted_contexts breaks ties with it, as it
+# does with the paths themselves for other contexts.
+sub name_order {
+    my ($F) = @_;
+    my ($par, $fn) = @$F{qw(par fn)};
+    my @byparent = sort map { pack('N', $par->[$_] + 1) . $LNAME[$fn->[$_]] . pack('xN', $_) } 0 .. $F->{n} - 1;
+    my (@first, @next, $prev, $prevpar);     # first child, next sibling
+    for my $k (@byparent) {
+        my $v = unpack('N', substr($k, -4));
+        my $p = unpack('N', $k) - 1;
+        if (defined $prevpar && $prevpar == $p) { $next[$prev] = $v } elsif ($p >= 0) { $first[$p] = $v }
+        ($prev, $prevpar) = ($v, $p);
+    }
+    undef @byparent;
+    my @order;
+    my $i = 0;
+    my @stack = (0);
+    while (@stack) {
+        my $v = pop @stack;
+        $order[$v] = $i++;
+        push @stack, $next[$v] if defined $next[$v];
+        push @stack, $first[$v] if defined $first[$v];
+    }
+    return \@order;
+}
+
 # The k-CCF node counters (each chain's counters on all its nodes): the
 # chain ends' sums, summed into their ancestors.  Only trees need them.
 sub ccf_counters {
@@ -815,14 +955,16 @@ sub ccf_counters {
     return $C;
 }
 
-# Path of context cid, outermost caller first.
-sub ctx_path {
+# Path of context cid, outermost caller first: label ids (ctx_labels) or names.
+sub ctx_labels {
     my ($C, $cid) = @_;
-    return [map { $LNAME[$_ - 1] } reverse unpack('N*', substr($C->{chain}[$cid], 0, -8))] if $C->{chain};
+    return [map { $_ - 1 } reverse unpack('N*', substr($C->{chain}[$cid], 0, -8))] if $C->{chain};
     my @p;
-    while ($cid >= 0) { push @p, $LNAME[$C->{fn}[$cid]]; $cid = $C->{par}[$cid] }
-    return \@p;
+    while ($cid >= 0) { push @p, $C->{fn}[$cid]; $cid = $C->{par}[$cid] }
+    return $C->{cct} ? [reverse @p] : \@p;    # a k-CCF path is stored reversed
 }
+
+sub ctx_path { [map { $LNAME[$_] } @{ctx_labels(@_)}] }
 
 # ---------------------------------------------------------------------------
 # Options.
@@ -1061,11 +1203,12 @@ sub sorted_contexts {
     my $max = 0;
     for (@ids) { $max = $key->[$_] if $key->[$_] > $max }
     my $w = length $max;
-    my ($cpar, $cfn, $cch) = @$C{qw(par fn chain)};
+    my ($cpar, $cfn, $cch, $corder) = @$C{qw(par fn chain order)};
     my @s;
     for my $cid (@ids) {
         my $s = sprintf('%0*d', $w, $max - $key->[$cid]);
-        if ($cch) { $s .= "\0" . $LNAME[$_ - 1] for reverse unpack('N*', substr($cch->[$cid], 0, -8)) }
+        if ($corder) { $s .= pack('N', $corder->[$cid]) }    # the paths' order, without the paths
+        elsif ($cch) { $s .= "\0" . $LNAME[$_ - 1] for reverse unpack('N*', substr($cch->[$cid], 0, -8)) }
         else {
             my $u = $cid;
             while ($u >= 0) { $s .= "\0" . $LNAME[$cfn->[$u]]; $u = $cpar->[$u] }
@@ -1465,6 +1608,7 @@ sub base_root { my ($C, $cid) = @_; $cid = $C->{par}[$cid] while $C->{par}[$cid]
 sub ctx_fn {
     my ($C, $cid) = @_;
     return unpack('N', $C->{chain}[$cid]) - 1 if $C->{chain};
+    return $C->{fn}[$cid] if $C->{cct};
     return $C->{fn}[base_root($C, $cid)];
 }
 
@@ -1552,11 +1696,23 @@ sub out_json {
 sub out_folded {
     my ($o, $S) = @_;
     my %sum;
+    my @frame = map { (my $x = $_) =~ s/[;\s]+/_/g; $x } @LNAME;
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
+        my $exc = $C->{xexcl};
+        if ($C->{cct}) {
+            # a node's stack is its parent's and its frame: each built once, in
+            # time and memory linear in the output
+            my ($par, $fn, @stack) = @$C{qw(par fn)};
+            for my $v (@{$C->{ctx}}) {
+                $stack[$v] = $par->[$v] < 0 ? $frame[$fn->[$v]] : "$stack[$par->[$v]];$frame[$fn->[$v]]";
+                $sum{$stack[$v]} += $exc->[$v] if $exc->[$v];
+            }
+            next;
+        }
         for my $cid (@{$C->{ctx}}) {
-            next unless $C->{xexcl}[$cid];
-            $sum{join(';', map { my $x = $_; $x =~ s/[;\s]+/_/g; $x } @{ctx_path($C, $cid)})} += $C->{xexcl}[$cid];
+            next unless $exc->[$cid];
+            $sum{join(';', map { $frame[$_] } @{ctx_labels($C, $cid)})} += $exc->[$cid];
         }
     }
     return join('', map { "$_ $sum{$_}\n" } sort keys %sum);

@@ -495,7 +495,7 @@ NODES_2 = '# ksf-nodes 1*2=10/20(2*2=4 3*2=6))) 2*2 3*3 4*2(3*4) 1*2(2*2 3*2) 6'
     ('3*4=12', '3*4=1000000000000000/12', ':24: ksf-nodes: node 7: inclusive Ir 12 is below its exclusive Ir 1000000000000000'),
     ('3*4=12', '3*1000000000000000=12',
      ':25: ksf-nodes: node 15: calls=4, but the slab nodes it copies count 1000000000000000 activations'),
-    (NODES_2, NODES_2.replace('3*3', '3*0'), ':25: ksf-nodes: node 13: calls=0'),
+    (NODES_2, NODES_2.replace('3*3', '3*0'), ':25: ksf-nodes: node 13: calls=0, but the slab nodes it copies count 3'),
     ('0*2=100/176', '0*2=95/176', "ir=176, but its nodes' exclusive Ir sums to 171"),
     (NODES_1 + '\n' + NODES_2, NODES_1.replace('0*2=100/176', '0*2=95/176') + '\n' + NODES_2.replace(' 2*2 ', ' 2*2=5 '),
      ':25: ksf-nodes: node 12: a top-region copy holds cost (Ir 5, incl 5)'),
