@@ -40,8 +40,8 @@ static_assert(offsetof(Now, bb_state) <= 64, "function mode's part of Now fits o
 // function, so that inline IR may read through it.
 static UWord unused_active;
 static Transition* no_kids[kKidSlots];
-static Transition no_transition = { 0, 0, 0, &unused_active, nullptr, nullptr, nullptr, kActivation,
-                                    no_kids, nullptr, nullptr, nullptr, nullptr };
+static Transition no_transition = { 0, 0, 0, &unused_active, nullptr, 0, nullptr, kActivation,
+                                    no_kids, nullptr, nullptr, nullptr, nullptr, nullptr };
 
 
 namespace {
@@ -191,15 +191,10 @@ void set_child(Transition* tr, ActNode* child, FnInfo* fn, FrameKind kind)
    tr->kind = kind;
 }
 
-// The call edge's position: its first known call site (0 when not known, as
-// for a signal handler's activation: a later call gives the edge one).
-void note_call_site(Transition* tr, Addr call_site)
-{
-   if (!tr->edge->call_site) tr->edge->call_site = call_site;
-}
-
-// The transition into traced function fn from parent.
-Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, BlockInfo* blk)
+// The transition into traced function fn from parent, whatever the call
+// site: it holds the child activation for the per-site ones below it (it is
+// never a frame's).
+Transition* function_transition(ThreadState* t, ActNode* parent, FnInfo* fn)
 {
    Bool created;
    Transition* tr = transition(t, parent, fn, &created);
@@ -212,10 +207,30 @@ Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, B
    if (act.bottom) act.bottom->calls--;
    Activation view_act = t->view == t->forest ? act : forest_enter(t->view, parent->view->act(), fn->id + 1);
    set_child(tr, act_node(t, act, view_act), fn, kActivation);
-   tr->edge = call_edge(parent->view->ctx, tr->ctx);
+   return tr;
+}
+
+// The transition into traced function fn from parent at call site `site`
+// (0: not known, as for a signal handler's activation), with the call edge
+// of that site.
+Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, BlockInfo* blk, Addr site)
+{
+   Transition* per_fn = function_transition(t, parent, fn);
+   Bool created;
+   Transition* tr = transition(t, per_fn, (const void*)site, &created);
+   if (!created) return tr;
+   set_child(tr, per_fn->child, fn, kActivation);
+   tr->site = site;
+   tr->edge = call_edge(parent->view->ctx, tr->ctx, site);
    // The calls= target position of the block modes' body.
    if (!tr->edge->target) tr->edge->target = blk->addr;
    return tr;
+}
+
+// The parent activation of an activation's transition at a call site.
+const ActNode* parent_activation(const Transition* tr)
+{
+   return (const ActNode*)((const Transition*)tr->a)->a;
 }
 
 // A frame of an untraced function: costs stay in the parent activation's.
@@ -255,7 +270,7 @@ void flush_transitions(ThreadState* t)
          // The body's counters are the view's: a k-SF node's exclusive cost
          // is its activations' inclusive cost less their callees'.
          node->excl += tr->edge_incl;
-         if (tr->a) ((const ActNode*)tr->a)->ctx->excl -= tr->edge_incl;
+         if (tr->edge) parent_activation(tr)->ctx->excl -= tr->edge_incl;
       }
       tr->calls = tr->edge_incl = tr->ctx_incl = 0;
    }
@@ -573,10 +588,10 @@ void unwind_to_sp(ThreadState* t, Addr sp)
    if (kg_region_watching) region_stack_rose(t->tid, sp);
 }
 
-// The transition into traced fn from the top frame: the top frame's kid in
-// fn's slot if that is into fn (inline IR missed it: a full stack, or not
-// entered by a call), else the thread's table's, which becomes the kid,
-// its call edge at call_site (0: not known).
+// The transition into traced fn from the top frame at call_site (0: not
+// known): the top frame's kid in their slot if that is the one (inline IR
+// missed it: a full stack, or not entered by a call), else the thread's
+// table's, which becomes the kid.
 Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, Addr call_site)
 {
    Transition* top = kg_now->top->tr;
@@ -584,9 +599,9 @@ Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, Addr 
       top->kids = (Transition**)alloc_permanent(sizeof(no_kids));
       VG_(memcpy)(top->kids, no_kids, sizeof(no_kids));
    }
-   Transition*& kid = top->kids[kid_slot(fn)];
-   if (kid->fn != fn) kid = activation_transition(t, top->child, fn, blk);
-   note_call_site(kid, call_site);
+   Transition*& kid = top->kids[kid_slot(fn, call_site)];
+   if (kid->fn != fn || kid->site != call_site)
+      kid = activation_transition(t, top->child, fn, blk, call_site);
    return kid;
 }
 

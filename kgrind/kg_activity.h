@@ -43,34 +43,45 @@ struct ActNode : ActPair {
    const ActPair* view;
 };
 
-// A function called from one activation of a thread: the child activation,
-// the call edge, and counters whose transfer to the forest and the edge is
-// deferred (flush_transitions), so that a frame push or pop touches one
-// record. Frames of other kinds (fences, untraced functions) have one too.
+// A function called from one call site of one activation of a thread: the
+// child activation, the call edge at that site, and counters whose transfer
+// to the forest and the edge is deferred (flush_transitions), so that a
+// frame push or pop touches one record. Frames of other kinds (fences,
+// untraced functions) have one too (site 0).
 const UInt kKidSlots = 16;
-inline UInt kid_slot(const FnInfo* fn) { return fn->id & (kKidSlots - 1); }
+// The kid slot of a call of fn from site: inline IR computes it from the
+// pending call's site as ((site ^ (fn->id << 3)) & kKidOffsetMask), the
+// slot's byte offset.
+const UWord kKidOffsetMask = (kKidSlots - 1) * sizeof(void*);
+inline UInt kid_slot(const FnInfo* fn, Addr site)
+{
+   return (UInt)(((site ^ ((Addr)fn->id << 3)) & kKidOffsetMask) / sizeof(void*));
+}
 struct Transition {
    ULong calls;         // activations since the last flush
    ULong edge_incl;     // their inclusive cost
    ULong ctx_incl;      // the part of it in outermost activations of child->ctx
    UWord* active;       // child->active
    ForestNode* ctx;     // child->view->ctx: the context of the block counters
-   ActNode* child;      // the frame's activation
+   Addr site;           // the call site (instruction) of an activation's frame
    FnInfo* fn;          // the function running in the frame
    UWord kind;          // FrameKind
-   // The transitions this frame's calls pushed, by callee: kids[s] is the
-   // last one into a function whose id has s in its low bits (kKidSlots of
-   // them), or no transition. A traced function's first block pushes
-   // kids[its slot] of the top frame's transition inline when that is a
-   // transition into its function (kg_instrument.cpp, add_inline_entry).
+   // The transitions this frame's calls pushed, by callee and call site:
+   // kids[s] is the last one whose (function, site) has slot s (kid_slot),
+   // or no transition. A traced function's first block pushes the top
+   // frame's transition's kid in the slot of (its function, the pending
+   // call's site) inline when that is a transition into its function from
+   // that site (kg_instrument.cpp, add_inline_entry).
    // A shared array of no transitions until this transition's frames call
    // a traced function: half of a deep forest's nodes never call one
    // (cc1plus at k=inf: 1.53 M of 3.0 M), and the array is 128 bytes.
    Transition** kids;
    // Not read by inline IR.
-   const void* a;       // PairMap key: the parent ActNode
-   const void* b;       // PairMap key: fn, or the kind for fences
-   CallEdge* edge;      // parent view ctx -> child view ctx (activations only)
+   ActNode* child;      // the frame's activation
+   const void* a;       // PairMap key: the parent ActNode (per function), the
+   const void* b;       // per-function transition (per site); fn, the site,
+                        // or the kind for fences
+   CallEdge* edge;      // parent view ctx -> child view ctx at site (activations)
    Transition* next;    // the thread's transitions
 };
 
