@@ -3,10 +3,10 @@
 Valgrind's own tools on workloads built at benchmark time and on Debian
 programs.
 
-    bench/suite.py                      the full suite (about 60 min), report in
+    bench/suite.py                      the full suite (about 50 min), report in
                                         bench/results/<timestamp>/
     bench/suite.py --runs 1 --scale 0.1 --workloads callheavy \\
-                   --configs none,kgrind-k2 --no-growth --no-ksweep   (smoke)
+                   --configs none,kgrind-k2 --no-growth --no-ksweep --no-large   (smoke)
     bench/suite.py --workloads= --no-growth --no-ksweep --large perl \\
                    --large-scale 0.01          the large-program phase only (smoke)
     bench/suite.py --report-only bench/results/<timestamp>   redo report/charts
@@ -265,8 +265,7 @@ def output_of(*cmd):
 
 
 def cc1plus_path():
-    return subprocess.run(['g++', '-print-prog-name=cc1plus'], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return output_of('g++', '-print-prog-name=cc1plus')
 
 
 class Workloads:
@@ -567,16 +566,15 @@ class Suite:
 
     def large_meta(self):
         a = self.args
-        sh = output_of
         cmds = {w: self.wl.command(w, a.large_scale)[0] for w in a.large}
         ii = [x for x in cmds.get('cc1plus', []) if x.endswith('.ii')]
         return {'large': a.large, 'large_configs': a.large_configs, 'large_runs': a.large_runs,
                 'large_scale': a.large_scale,
                 'large_argv': {w: ' '.join(c).replace(str(self.work) + '/', '') for w, c in cmds.items()},
                 'large_desc': dict(LARGE_DESC),
-                'large_versions': {'python3': sh('/usr/bin/python3', '--version'),
-                                   'perl': sh('/usr/bin/perl', '-e', 'print $^V'),
-                                   'cc1plus': sh('g++', '-dumpfullversion')},
+                'large_versions': {'python3': output_of('/usr/bin/python3', '--version'),
+                                   'perl': output_of('/usr/bin/perl', '-e', 'print $^V'),
+                                   'cc1plus': output_of('g++', '-dumpfullversion')},
                 'cc1plus_input_lines': sum(1 for _ in open(ii[0])) if ii else None}
 
     def main(self):
