@@ -3,7 +3,7 @@
 Valgrind's own tools on workloads built at benchmark time and on Debian
 programs.
 
-    bench/suite.py                      the full suite (about 50 min), report in
+    bench/suite.py                      the full suite (about 40 min), report in
                                         bench/results/<timestamp>/
     bench/suite.py --runs 1 --scale 0.1 --workloads callheavy \\
                    --configs none,kgrind-k2 --no-growth --no-ksweep --no-large   (smoke)
@@ -120,15 +120,13 @@ LARGE_DESC = {
                '<string>, <algorithm>, <iostream> (a record type through map/vector/sort/unique templates '
                'per unit of scale), preprocessed by `g++ -E` at benchmark time',
     'python3': 'Debian python3 running bench/workloads/pywork.py (expression trees, dict/str work, sorting, '
-               'generators, recursion; 6 rounds at scale 1)',
+               'generators, recursion; 25 rounds at scale 1)',
     'perl': 'Debian perl running bench/workloads/plwork.pl (regular expressions, hashes, sort, objects, closures, '
-            'a binary tree; 5 rounds at scale 1)',
+            'a binary tree; 25 rounds at scale 1)',
 }
-# Argument units at scale 1: about 2.2-2.5 G instructions each (cc1plus 2.5 G,
-# python3 2.2 G, perl 2.2 G; 0.3-0.5 s natively).  Interpreters running a
-# full second natively execute 9-11 G instructions, which under the ten
-# configurations would take hours; --large-scale 4 runs that.
-LARGE_UNITS = {'cc1plus': 1, 'python3': 6, 'perl': 5}
+# Argument units at scale 1: cc1plus 2.5 G instructions (0.6 s natively),
+# python3 9 G and perl 11 G (about 1 s natively each).
+LARGE_UNITS = {'cc1plus': 1, 'python3': 25, 'perl': 25}
 SCRIPTS = {'python3': ('/usr/bin/python3', ['-I'], 'pywork.py'), 'perl': ('/usr/bin/perl', [], 'plwork.pl')}
 EXTRA_CONFIGS = [   # measured on the large programs only
     ('kgrind-k8',           ['--tool=kgrind', '--k=8', '--kgrind-out-file={out}'],       '8'),
@@ -697,6 +695,8 @@ class Report:
                 s = {'n': len(ok), 'failed': [r['rc'] for r in rr.values() if r['rc'] != 0]}
                 if ok:
                     s['wall'] = statistics.median(r['wall'] for r in ok)
+                    cpus = [r['cpu'] for r in ok if r.get('cpu')]
+                    s['cpu'] = statistics.median(cpus) if cpus else None
                     rss = [r['rss_kb'] for r in ok if r['rss_kb']]
                     s['rss_kb'] = max(rss) if rss else None
                     sizes = [r['out_bytes'] for r in ok if r['out_bytes'] is not None]
@@ -897,25 +897,26 @@ class Report:
              f'{", ".join(f"{k} {v}" for k, v in m.get("large_versions", {}).items() if k in ws)}'
              + (f'; the preprocessed cc1plus input has {fmt_int(m["cc1plus_input_lines"])} lines'
                 if m.get('cc1plus_input_lines') else '')
-             + '. × k=2 is the median of the per-round ratios to kgrind --k=2; the k-SF nodes are summed '
-               'over threads.', '']
+             + '. Median wall time and CPU time (user + system: steadier on a shared machine; the targets '
+               'are on wall time); × none and × k=2 are medians of the per-round wall-time ratios; the k-SF '
+               'nodes are summed over threads.', '']
         for w in ws:
             native = table.get((w, 'native'), {}).get('wall')
             L.append(f'- **{w}**: {m.get("large_desc", LARGE_DESC).get(w, "")}; '
                      f'`{m.get("large_argv", {}).get(w, "")}`' + (f'; native {native:.2f} s' if native else ''))
         L.append('')
         for w in ws:
-            L += [f'### {w}', '', '| config | median s | × none | × k=2 | peak RSS MB | profile MB | k-SF nodes |',
-                  '|---|--:|--:|--:|--:|--:|--:|']
+            L += [f'### {w}', '', '| config | median s | CPU s | × none | × k=2 | peak RSS MB | profile MB | k-SF nodes |',
+                  '|---|--:|--:|--:|--:|--:|--:|--:|']
             for c in cs:
                 s = table.get((w, c))
                 if s is None:
                     continue
                 if 'wall' not in s:
-                    L.append(f'| {CONFIG_LABELS.get(c, c)} | failed: {s["failed"]} | | | | | |')
+                    L.append(f'| {CONFIG_LABELS.get(c, c)} | failed: {s["failed"]} | | | | | | |')
                     continue
                 size = fmt(s['out_bytes'] / 2 ** 20) if s.get('out_bytes') else '–'
-                L.append(f'| {CONFIG_LABELS.get(c, c)} | {s["wall"]:.2f} | {fmt(s.get("x_none"))} | '
+                L.append(f'| {CONFIG_LABELS.get(c, c)} | {s["wall"]:.2f} | {fmt(s.get("cpu"))} | {fmt(s.get("x_none"))} | '
                          f'{fmt(s.get("x_k2"))} | {fmt_mb(s.get("rss_kb"))} | {size} | '
                          f'{fmt_int(s.get("ksf_nodes"))} |')
             L += ['', '| target (issue 22) | measured | verdict |', '|---|---|---|']
@@ -925,7 +926,7 @@ class Report:
         if ann:
             L += ['### kgrind_annotate, default report', '',
                   'Wall time and peak RSS (`/usr/bin/time -f %M`) of `kgrind_annotate <profile>`, output discarded.',
-                  '', '| profile | profile MB | s | peak RSS MB | exit |', '|---|--:|--:|--:|--:|'] + ann + ['']
+                  '', '| profile | profile MB | s | CPU s | peak RSS MB | exit |', '|---|--:|--:|--:|--:|--:|'] + ann + ['']
         return L
 
     def large_targets(self, w, table):
@@ -962,7 +963,7 @@ class Report:
     def annotate_default_table(self):
         rows = []
         for stem, a in sorted(self.data.get('annotate_default', {}).items()):
-            rows.append(f'| {stem} | {fmt(a["profile_bytes"] / 2 ** 20)} | {a["seconds"]:.1f} | '
+            rows.append(f'| {stem} | {fmt(a["profile_bytes"] / 2 ** 20)} | {a["seconds"]:.1f} | {a["cpu"]:.1f} | '
                         f'{fmt_mb(a["rss_kb"])} | {a["rc"]} |')
         return rows
 
@@ -1122,6 +1123,7 @@ class Report:
         ks = [c for c in LARGE_KS if c in cs]
         if not ws or not ks:
             return
+        k2_limit = next(limit for c, ref, limit in LARGE_TIME_TARGETS if (c, ref) == ('kgrind-k2', BASE))
         panels = [('x_none', 1, 'wall time, × none', False), ('rss_kb', 1 / 1024, 'peak RSS, MB (log scale)', True),
                   ('out_bytes', 1 / 2 ** 20, 'profile size, MB (log scale)', True)]
         fig, axes = plt.subplots(1, len(panels), figsize=(16, 4.8))
@@ -1135,6 +1137,8 @@ class Report:
                 if ref:
                     ax.axhline(ref * scale, color=line.get_color(), linestyle=':', linewidth=1,
                                label=f'{w}: callgrind')
+            if field == 'x_none':
+                ax.axhline(k2_limit, color='black', linestyle='--', linewidth=1, label=f'target k=2: {k2_limit:g}× none')
             ax.set_xticks(list(xs))
             ax.set_xticklabels([self.k_of(c) for c in ks])
             ax.set_xlabel('k')
