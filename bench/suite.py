@@ -3,11 +3,11 @@
 Valgrind's own tools on workloads built at benchmark time and on Debian
 programs.
 
-    bench/suite.py                      the full suite (about 40 min), report in
+    bench/suite.py                      the full suite (about 45 min), report in
                                         bench/results/<timestamp>/
     bench/suite.py --runs 1 --scale 0.1 --workloads callheavy \\
                    --configs none,kgrind-k2 --no-growth --no-ksweep --no-large   (smoke)
-    bench/suite.py --workloads= --no-growth --no-ksweep --large perl \\
+    bench/suite.py --workloads= --no-growth --no-ksweep --large perl --large-runs 1 \\
                    --large-scale 0.01          the large-program phase only (smoke)
     bench/suite.py --report-only bench/results/<timestamp>   redo report/charts
 
@@ -1174,7 +1174,7 @@ class Report:
             text = text.rstrip('\n') + f'\n\n{begin}\n{end}\n'
         body = self.render().split('\n## Charts')[0].rstrip('\n')
         body = body.replace('# kgrind benchmark suite', '## Latest run', 1)
-        body = '\n'.join(('#' + l) if l.startswith('## ') and not l.startswith('## Latest run') else l
+        body = '\n'.join(('#' + l) if l.startswith('##') and not l.startswith('## Latest run') else l
                           for l in body.split('\n'))
         head, rest = text.split(begin, 1)
         tail = rest.split(end, 1)[1]
@@ -1209,7 +1209,7 @@ def parse_args(argv):
     ap.add_argument('--large', default=','.join(LARGE_NAMES),
                     help=f'large programs (issue 22) timed after the k sweep [{",".join(LARGE_NAMES)}]')
     ap.add_argument('--no-large', action='store_true')
-    ap.add_argument('--large-runs', type=int, default=1, help='interleaved rounds of the large programs [1]')
+    ap.add_argument('--large-runs', type=int, default=2, help='interleaved rounds of the large programs [2]')
     ap.add_argument('--large-scale', type=float, default=1.0, help='input size factor of the large programs [1]')
     ap.add_argument('--large-configs', default=','.join(LARGE_CONFIGS), help=f'comma list [{",".join(LARGE_CONFIGS)}]')
     ap.add_argument('--timeout', type=float, default=900, help='seconds per run before it is killed [900]')

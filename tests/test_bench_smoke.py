@@ -90,7 +90,8 @@ def test_bench_large_smoke(tmp_path):
     out = tmp_path / 'results'
     proc = subprocess.run(
         [sys.executable, str(SUITE), '--runs', '1', '--workloads=', '--no-growth', '--no-ksweep',
-         '--large', 'perl', '--large-scale', '0.01', '--large-configs', 'none,callgrind,kgrind-k2,kgrind-kinf',
+         '--large', 'perl', '--large-runs', '1', '--large-scale', '0.01',
+         '--large-configs', 'none,callgrind,kgrind-k2,kgrind-kinf',
          '--out', str(out)],
         capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
