@@ -246,7 +246,8 @@ def gen_cpp(path, types):
                   f'std::ostream &operator<<(std::ostream &o, const Rec{i} &r) {{ return o << r.id << r.name; }}',
                   f'std::size_t use{i}(int n) {{',
                   f'  Table<std::string, Rec{i}> t; std::vector<Rec{i}> all;',
-                  f'  for (int j = 0; j < n; ++j) {{ Rec{i} r{{j * {i + 3} % 17, "r" + std::to_string(j % 5), j * 0.5}};',
+                  '  for (int j = 0; j < n; ++j) {',
+                  f'    Rec{i} r{{j * {i + 3} % 17, "r" + std::to_string(j % 5), j * 0.5}};',
                   '    t.add(r.name, r); all.push_back(r); }',
                   '  auto u = sorted_unique(all);',
                   '  for (auto &r : u) std::cout << r << \' \';',
@@ -906,7 +907,8 @@ class Report:
                      f'`{m.get("large_argv", {}).get(w, "")}`' + (f'; native {native:.2f} s' if native else ''))
         L.append('')
         for w in ws:
-            L += [f'### {w}', '', '| config | median s | CPU s | × none | × k=2 | peak RSS MB | profile MB | k-SF nodes |',
+            L += [f'### {w}', '',
+                  '| config | median s | CPU s | × none | × k=2 | peak RSS MB | profile MB | k-SF nodes |',
                   '|---|--:|--:|--:|--:|--:|--:|--:|']
             for c in cs:
                 s = table.get((w, c))
@@ -916,7 +918,8 @@ class Report:
                     L.append(f'| {CONFIG_LABELS.get(c, c)} | failed: {s["failed"]} | | | | | | |')
                     continue
                 size = fmt(s['out_bytes'] / 2 ** 20) if s.get('out_bytes') else '–'
-                L.append(f'| {CONFIG_LABELS.get(c, c)} | {s["wall"]:.2f} | {fmt(s.get("cpu"))} | {fmt(s.get("x_none"))} | '
+                L.append(f'| {CONFIG_LABELS.get(c, c)} | {s["wall"]:.2f} | {fmt(s.get("cpu"))} | '
+                         f'{fmt(s.get("x_none"))} | '
                          f'{fmt(s.get("x_k2"))} | {fmt_mb(s.get("rss_kb"))} | {size} | '
                          f'{fmt_int(s.get("ksf_nodes"))} |')
             L += ['', '| target (issue 22) | measured | verdict |', '|---|---|---|']
@@ -926,7 +929,8 @@ class Report:
         if ann:
             L += ['### kgrind_annotate, default report', '',
                   'Wall time and peak RSS (`/usr/bin/time -f %M`) of `kgrind_annotate <profile>`, output discarded.',
-                  '', '| profile | profile MB | s | CPU s | peak RSS MB | exit |', '|---|--:|--:|--:|--:|--:|'] + ann + ['']
+                  '', '| profile | profile MB | s | CPU s | peak RSS MB | exit |', '|---|--:|--:|--:|--:|--:|']
+            L += ann + ['']
         return L
 
     def large_targets(self, w, table):
@@ -945,7 +949,8 @@ class Report:
             ok = measured = None
             if a and b and nodes:
                 over = (a - b) * unit / nodes
-                measured = f'{a * unit / 2 ** 20:.1f} MB = k=2\'s {b * unit / 2 ** 20:.1f} MB + {over:.0f} B × {fmt_int(nodes)} nodes'
+                measured = (f'{a * unit / 2 ** 20:.1f} MB = k=2\'s {b * unit / 2 ** 20:.1f} MB '
+                            f'+ {over:.0f} B × {fmt_int(nodes)} nodes')
                 ok = over <= per_node
             rows.append(target_row(f'{what} k=inf ≤ k=2\'s + {per_node} B per k-SF node', measured, ok))
         prog, c, seconds, rss_kb = ANNOTATE_TARGET
@@ -1138,7 +1143,8 @@ class Report:
                     ax.axhline(ref * scale, color=line.get_color(), linestyle=':', linewidth=1,
                                label=f'{w}: callgrind')
             if field == 'x_none':
-                ax.axhline(k2_limit, color='black', linestyle='--', linewidth=1, label=f'target k=2: {k2_limit:g}× none')
+                ax.axhline(k2_limit, color='black', linestyle='--', linewidth=1,
+                           label=f'target k=2: {k2_limit:g}× none')
             ax.set_xticks(list(xs))
             ax.set_xticklabels([self.k_of(c) for c in ks])
             ax.set_xlabel('k')
