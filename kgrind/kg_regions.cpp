@@ -98,10 +98,18 @@ Bool replying_to_gdb = False;
       else VG_(umsg)(__VA_ARGS__);                                       \
    } while (0)
 
+// The output file name of this process (expanded once: it allocates).
+const HChar* base_file_name_cache = nullptr;
+const HChar* base_file_name()
+{
+   if (!base_file_name_cache) base_file_name_cache = output_file_name();
+   return base_file_name_cache;
+}
+
 // "<base>.<n>": callgrind's numbering of the files of one run.
 const HChar* numbered_file_name(UInt n)
 {
-   const HChar* base = output_file_name();
+   const HChar* base = base_file_name();
    HChar* name = (HChar*)kg::alloc(VG_(strlen)(base) + 16, "kg.out");
    VG_(sprintf)(name, "%s.%u", base, n);
    return name;
@@ -125,7 +133,7 @@ Bool dump(const HChar* trigger)
    if (ok) {
       // The start-up placeholder would stay "incomplete": the run's
       // profiles are the numbered files now.
-      if (dumps_written++ == 0) VG_(unlink)(output_file_name());
+      if (dumps_written++ == 0) VG_(unlink)(base_file_name());
       zero();
       if (VG_(clo_verbosity) > 1 || replying_to_gdb) KG_REPORT("kgrind: dump written to %s\n", path);
    } else if (replying_to_gdb) {
@@ -525,13 +533,14 @@ void regions_fork_child()
    // The child's files are its own (its pid): numbered from 1, its Ir from 0.
    dumps_written = 0;
    ir_at_last_zero = 0;
+   base_file_name_cache = nullptr;   // %p is the child's pid
 }
 
 // ---- The end of the run ------------------------------------------------------------
 
 const HChar* final_output_file_name()
 {
-   return dumps_written ? numbered_file_name(dumps_written + 1) : output_file_name();
+   return dumps_written ? numbered_file_name(dumps_written + 1) : base_file_name();
 }
 
 Bool write_final_profile(const HChar* path)
