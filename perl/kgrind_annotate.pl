@@ -664,21 +664,30 @@ sub js {
     return "\"$s\"";
 }
 
+# A forest as nested JSON objects, written with an explicit stack into one
+# string (a recursive writer keeps a string per level: O(depth^2) memory).
 sub json_tree {
     my ($o, $T, $kidkey) = @_;
     my ($roots, $kids) = tree_kids($o, $T);
     my ($fn, $cal, $exc, $inc) = @$T{qw(fn calls excl incl)};
-    my $rec;
-    $rec = sub {
-        my $v = shift;
-        my $s = '{"name":' . js($LNAME[$fn->[$v]]) . ',"calls":' . $cal->[$v] . ',"Ir":' . $exc->[$v]
-              . ',"inclusive":' . $inc->[$v];
-        $s .= ",\"$kidkey\":[" . join(',', map { $rec->($_) } @{$kids->[$v]}) . ']' if $kids->[$v];
-        return $s . '}';
-    };
-    my $r = '[' . join(',', map { $rec->($_) } @$roots) . ']';
-    undef $rec;
-    return $r;
+    my $s = '[';
+    my @stack = ([$roots, 0]);    # [siblings, index of the next one]
+    while (@stack) {
+        my $top = $stack[-1];
+        my ($list, $i) = @$top;
+        if ($i == @$list) {       # a list ends, and with it its parent's object
+            pop @stack;
+            $s .= @stack ? ']}' : ']';
+            next;
+        }
+        $top->[1]++;
+        my $v = $list->[$i];
+        $s .= ($i ? ',' : '') . '{"name":' . js($LNAME[$fn->[$v]]) . ',"calls":' . $cal->[$v] . ',"Ir":'
+            . $exc->[$v] . ',"inclusive":' . $inc->[$v];
+        if ($kids->[$v]) { $s .= ",\"$kidkey\":["; push @stack, [$kids->[$v], 0] }
+        else { $s .= '}' }
+    }
+    return $s;
 }
 
 sub out_json {
@@ -702,14 +711,17 @@ sub out_json {
     }
     $s .= ',"threads":[';
     my @th;
+    my @jname = map { js($_) } @LNAME;
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
         my $tid = $t->{tid} eq 'all' ? '"all"' : $t->{tid};
         my $sorted = sorted_contexts($o, $C);
-        my $ctx = join(',', map {
-            '{"path":[' . join(',', map { js($_) } @{ctx_path($C, $_)}) . '],"calls":' . $C->{xcalls}[$_]
-            . ',"Ir":' . $C->{xexcl}[$_] . ',"inclusive":' . $C->{xincl}[$_] . '}'
-        } @$sorted);
+        my $ctx = '';    # appended to: memory and time linear in the output
+        for my $cid (@$sorted) {
+            $ctx .= ($ctx eq '' ? '' : ',') . '{"path":[' . join(',', @jname[@{ctx_labels($C, $cid)}])
+                . '],"calls":' . $C->{xcalls}[$cid] . ',"Ir":' . $C->{xexcl}[$cid] . ',"inclusive":'
+                . $C->{xincl}[$cid] . '}';
+        }
         push @th, "{\"tid\":$tid," . (defined $t->{fname} ? '"function":' . js($t->{fname}) . ',' : '') . "\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"kccf_nodes\":$C->{n},"
             . "\"contexts\":[$ctx],\"kccf\":" . json_tree($o, ccf_counters($C), 'callers') . ',"ksf":' . json_tree($o, $t->{F}, 'children') . '}';
     }
