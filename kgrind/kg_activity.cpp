@@ -7,6 +7,19 @@
 // function. Such frames are popped, with their inclusive cost closed, before
 // anything else happens; instrumented code checks `SP > kg_now->top_sp`
 // inline and calls kg_unwind only when it holds.
+//
+// A thread may run on several stacks (makecontext/swapcontext, coroutine
+// libraries): it has one shadow stack per stack it ran on, each tied to the
+// memory it lies in (the thread's own stack, or the mapping of the first SP
+// seen on it). When SP leaves the running stack's memory, the thread
+// switched: the running shadow stack is suspended and the one whose frames
+// SP lands on (just below one of them) resumes, or a new one starts (a new
+// coroutine: its first function is a root of the thread's forest, as a
+// thread's first function is). However far SP moves within one stack's
+// memory, it is a return or an unwind (longjmp, exceptions), never a switch.
+// A suspended stack's frames are paused: their inclusive costs count only
+// what ran on their own stack, so no instruction is in the inclusive cost of
+// two coroutines.
 #include "kg_activity.h"
 #include "kg_blocks.h"
 #include "kg_options.h"
@@ -25,8 +38,9 @@ static_assert(offsetof(Now, bb_state) <= 64, "function mode's part of Now fits o
 // What a transition's empty kid slots hold: a transition that matches no
 // function, so that inline IR may read through it.
 static UWord unused_active;
-static Transition no_transition = { 0, 0, 0, &unused_active, nullptr, nullptr, nullptr, kActivation,
-                                    {}, nullptr, nullptr, nullptr, nullptr };
+static Transition* no_kids[kKidSlots];
+static Transition no_transition = { 0, 0, 0, &unused_active, nullptr, 0, nullptr, kActivation,
+                                    no_kids, nullptr, nullptr, nullptr, nullptr, nullptr };
 
 
 namespace {
@@ -45,15 +59,29 @@ struct BlockFrame {
 
 } // namespace
 
+// One stack of a thread (see the top of this file).
+struct ShadowStack {
+   Frame* frames;           // frames[0] the base, frames[-1] a sentinel
+   UInt cap;                // usable frames
+   Frame* top;              // while suspended (kg_now->top while running)
+   Addr lo, hi;             // the memory the stack lies in
+   ULong suspended_at;      // the thread's Ir when it was left
+   UInt alt_fences;         // handlers running on an alternate signal stack
+   ShadowStack* next;       // the thread's suspended stacks
+};
+
 struct ThreadState {
    ThreadId tid;
    UInt serial;             // 1, 2, ... in order of creation (tids are reused)
    ThreadState* next;       // all threads ever seen, newest first
-   Frame* frames;           // frames[0] is __root__, frames[-1] a sentinel
-   UInt cap;                // usable frames
+   ShadowStack* stack;      // the running stack's (its base is __root__ on
+   ShadowStack* own;        // the thread's own stack)
+   ShadowStack* suspended;  // the others
    Forest* forest;
+   Forest* view;            // the body's contexts (see ActNode), or forest
    Now saved;               // kg_now while another thread runs
    PairMap<ActNode> acts;             // (top, bottom) -> ActNode
+   PairMap<ActPair> view_acts;        // the same for the view forest
    PairMap<Transition> transitions;   // (parent ActNode, fn or kind) -> Transition
    Transition* all_transitions;
    // Block modes.
@@ -88,12 +116,14 @@ PairMap<ActiveCount> active_counts;
 ThreadState* current = nullptr;
 
 Forest* joined_forest = nullptr;
+Forest* joined_view = nullptr;
 BlockForest** joined_fn_forests = nullptr;   // intra, joined: by function id
 UInt n_joined_fn_forests = 0;
 BlockForest* joined_inter_forest = nullptr;  // inter, joined
 
-// The current thread's frames in use (frames[0] is __root__).
-UInt depth(const ThreadState* t) { return (UInt)(kg_now->top - t->frames) + 1; }
+// The running stack's frames in use (frames[0] is its base).
+UInt depth(const ThreadState* t) { return (UInt)(kg_now->top - t->stack->frames) + 1; }
+Frame* base_frame(const ThreadState* t) { return t->stack->frames; }
 
 void update_now_from_top()
 {
@@ -104,13 +134,30 @@ void update_now_from_top()
    if (kg_now->ctx != kCallPending) kg_now->ctx = top->tr->ctx;
 }
 
-ActNode* act_node(ThreadState* t, const Activation& act)
+void set_pair(ActPair* n, const Activation& act)
+{
+   n->depth = act.depth;
+   n->phase = act.phase;
+   n->ctx = forest_canonical(act);
+}
+
+// The activation's node; view_act is its activation in the view forest (a
+// function of act: --view-k divides --k).
+ActNode* act_node(ThreadState* t, const Activation& act, const Activation& view_act)
 {
    ActNode* n = t->acts.get(act.top, act.bottom);
    if (!n->ctx) {
-      n->act = act;
-      n->ctx = forest_canonical(act);
-      n->active = &active_counts.get(n->ctx, t)->n;
+      set_pair(n, act);
+      // At k = inf act.top is ctx: no other pair of the thread shares it
+      // (3 M fewer table entries for cc1plus).
+      n->active = clo.k == kInfiniteK ? &n->own_active : &active_counts.get(n->ctx, t)->n;
+      if (t->view == t->forest) {
+         n->view = n;
+      } else {
+         ActPair* v = t->view_acts.get(view_act.top, view_act.bottom);
+         if (!v->ctx) set_pair(v, view_act);
+         n->view = v;
+      }
    }
    return n;
 }
@@ -124,7 +171,7 @@ Transition* transition(ThreadState* t, const void* parent, const void* key, Bool
    if (*created) {
       tr->next = t->all_transitions;
       t->all_transitions = tr;
-      for (UInt i = 0; i < kKidSlots; i++) tr->kids[i] = &no_transition;
+      tr->kids = no_kids;
    }
    return tr;
 }
@@ -132,36 +179,50 @@ Transition* transition(ThreadState* t, const void* parent, const void* key, Bool
 void set_child(Transition* tr, ActNode* child, FnInfo* fn, FrameKind kind)
 {
    tr->child = child;
-   tr->ctx = child->ctx;
+   tr->ctx = child->view->ctx;
    tr->active = child->active;
    tr->fn = fn;
    tr->kind = kind;
 }
 
-// The call edge's position: its first known call site (0 when not known, as
-// for a signal handler's activation: a later call gives the edge one).
-void note_call_site(Transition* tr, Addr call_site)
-{
-   if (!tr->edge->call_site) tr->edge->call_site = call_site;
-}
+// A call site and the function it called: with the parent activation, the
+// key of a transition. Interned (as many as the program's call sites and
+// their callees), so that a transition is found by two words and no
+// per-function record stands between a context and its sites' transitions
+// (at k=inf one for every k-SF node: 0.5 GB for cc1plus).
+struct SiteCallee {
+   const void* a;     // PairMap key: the call instruction, or 0 when not known
+   const void* b;     // PairMap key: FnInfo*
+};
+PairMap<SiteCallee> site_callees;
 
-// The transition into traced function fn from parent.
-Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, BlockInfo* blk)
+// The transition into traced function fn from parent at call site `site`
+// (0: not known, as for a signal handler's activation), with the call edge
+// of that site.
+Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, BlockInfo* blk, Addr site)
 {
    Bool created;
-   Transition* tr = transition(t, parent, fn, &created);
+   Transition* tr = transition(t, parent, site_callees.get((const void*)site, fn), &created);
    if (!created) return tr;
 
-   Activation act = forest_enter(t->forest, parent->act, fn->id + 1);
+   Activation act = forest_enter(t->forest, parent->act(), fn->id + 1);
    // forest_enter counted this activation in top and bottom; transitions
    // count every activation themselves (flush_transitions).
    act.top->calls--;
    if (act.bottom) act.bottom->calls--;
-   set_child(tr, act_node(t, act), fn, kActivation);
-   tr->edge = call_edge(parent->ctx, tr->ctx);
+   Activation view_act = t->view == t->forest ? act : forest_enter(t->view, parent->view->act(), fn->id + 1);
+   set_child(tr, act_node(t, act, view_act), fn, kActivation);
+   tr->site = site;
+   tr->edge = call_edge(parent->view->ctx, tr->ctx, site);
    // The calls= target position of the block modes' body.
    if (!tr->edge->target) tr->edge->target = blk->addr;
    return tr;
+}
+
+// The parent activation of an activation's transition.
+const ActNode* parent_activation(const Transition* tr)
+{
+   return (const ActNode*)tr->a;
 }
 
 // A frame of an untraced function: costs stay in the parent activation's.
@@ -188,14 +249,21 @@ void flush_transitions(ThreadState* t)
 {
    for (Transition* tr = t->all_transitions; tr; tr = tr->next) {
       if (tr->kind != kActivation) continue;
-      const Activation& act = tr->child->act;
+      Activation act = tr->child->act();
       act.top->calls += tr->calls;
       if (act.bottom) act.bottom->calls += tr->calls;
       if (tr->edge) {
          tr->edge->calls += tr->calls;
          tr->edge->incl += tr->edge_incl;
       }
-      tr->ctx->incl += tr->ctx_incl;
+      ForestNode* node = tr->child->ctx;
+      node->incl += tr->ctx_incl;
+      if (t->view != t->forest) {
+         // The body's counters are the view's: a k-SF node's exclusive cost
+         // is its activations' inclusive cost less their callees'.
+         node->excl += tr->edge_incl;
+         if (tr->edge) parent_activation(tr)->ctx->excl -= tr->edge_incl;
+      }
       tr->calls = tr->edge_incl = tr->ctx_incl = 0;
    }
 }
@@ -206,13 +274,55 @@ void zero_transitions(ThreadState* t)
       tr->calls = tr->edge_incl = tr->ctx_incl = 0;
 }
 
-// base[0] is a sentinel below the root frame (inline pops read the frame
-// below the top) and base[cap + 1] a spare slot above the last usable frame
-// (inline pushes write the next frame before checking it is usable).
-void set_frames(ThreadState* t, Frame* base, UInt cap)
+// base[0] is a sentinel below the stack's base frame (inline pops read the
+// frame below the top) and base[cap + 1] a spare slot above the last usable
+// frame (inline pushes write the next frame before checking it is usable).
+void set_frames(ShadowStack* s, Frame* base, UInt cap)
 {
-   t->frames = base + 1;
-   t->cap = cap;
+   s->frames = base + 1;
+   s->cap = cap;
+}
+
+// A stack with only its base frame, whose activation is root's; its sentinel
+// has an SP no frame can be popped to.
+ShadowStack* new_shadow_stack(Transition* root, Addr lo, Addr hi)
+{
+   ShadowStack* s = (ShadowStack*)alloc_zeroed(sizeof(ShadowStack));
+   UInt cap = 64;
+   set_frames(s, (Frame*)kg::alloc((cap + 2) * sizeof(Frame)), cap);
+   s->frames[-1] = { 0, 0, root };
+   s->frames[0] = { ~(Addr)0, kg_now->ir, root };
+   s->top = s->frames;
+   s->lo = lo;
+   s->hi = hi;
+   return s;
+}
+
+// The memory of the stack a thread starts on: Valgrind's record of it, or
+// else the mapping SP lies in.
+void own_stack_memory(ThreadId tid, Addr* lo, Addr* hi)
+{
+   Addr max = VG_(thread_get_stack_max)(tid);
+   SizeT size = VG_(thread_get_stack_size)(tid);
+   if (max && size && max > size) {
+      *lo = max - size + 1;
+      *hi = max;
+      return;
+   }
+   *lo = 0;
+   *hi = ~(Addr)0;
+}
+
+// The mapping SP lies in, as the memory of a stack it switched to.
+void mapping_of(Addr sp, Addr* lo, Addr* hi)
+{
+   const NSegment* seg = VG_(am_find_nsegment)(sp);
+   if (seg) {
+      *lo = seg->start;
+      *hi = seg->end;
+   } else {
+      *lo = *hi = sp;
+   }
 }
 
 ThreadState* thread_state(ThreadId tid)
@@ -225,21 +335,26 @@ ThreadState* thread_state(ThreadId tid)
    t->next = all_threads;
    all_threads = t;
    if (clo.join_threads) {
-      if (!joined_forest) joined_forest = forest_new();
+      if (!joined_forest) joined_forest = forest_new(clo.k);
+      if (!joined_view) joined_view = separate_view() ? forest_new(clo.view_k) : joined_forest;
       t->forest = joined_forest;
+      t->view = joined_view;
    } else {
-      t->forest = forest_new();
+      t->forest = forest_new(clo.k);
+      t->view = separate_view() ? forest_new(clo.view_k) : t->forest;
    }
-   // The root frame, and below it a sentinel whose SP no frame can be
-   // popped to (inline pops read the frame below the top).
-   UInt cap = 64;
-   set_frames(t, (Frame*)kg::alloc((cap + 2) * sizeof(Frame)), cap);
+   // The root frame is the base of the thread's own stack.
    Bool created;
    Transition* root = transition(t, nullptr, nullptr, &created);
-   set_child(root, act_node(t, forest_root(t->forest)), nullptr, kActivation);
-   t->frames[-1] = { 0, 0, root };
-   t->frames[0] = { ~(Addr)0, 0, root };
-   t->saved = { ~(Addr)0, 0, root->ctx, 0, &t->frames[0], t->frames + cap - 1 };
+   Activation root_act = forest_root(t->forest);
+   Activation view_root = t->view == t->forest ? root_act : forest_root(t->view);
+   set_child(root, act_node(t, root_act, view_root), nullptr, kActivation);
+   Addr lo, hi;
+   own_stack_memory(tid, &lo, &hi);
+   t->own = t->stack = new_shadow_stack(root, lo, hi);
+   t->own->frames[0].ir_at_entry = 0;
+   Frame* frames = t->own->frames;
+   t->saved = { ~(Addr)0, 0, root->ctx, 0, frames, frames + t->own->cap - 1 };
    if (clo.mode == kModeInter) {
       if (clo.join_threads) {
          if (!joined_inter_forest) joined_inter_forest = block_forest_new(nullptr, 0, 0);
@@ -269,14 +384,15 @@ void switch_to(ThreadId tid)
 Frame* push_frame(ThreadState* t, Addr sp, Transition* tr)
 {
    if (kg_now->top + 1 > kg_now->frames_last) {
+      ShadowStack* s = t->stack;
       UInt d = depth(t);
-      UInt cap = t->cap * 2;
+      UInt cap = s->cap * 2;
       Frame* base = (Frame*)kg::alloc((cap + 2) * sizeof(Frame));
-      VG_(memcpy)(base, t->frames - 1, (d + 1) * sizeof(Frame));
-      kg::release(t->frames - 1);
-      set_frames(t, base, cap);
-      kg_now->top = t->frames + d - 1;
-      kg_now->frames_last = t->frames + cap - 1;
+      VG_(memcpy)(base, s->frames - 1, (d + 1) * sizeof(Frame));
+      kg::release(s->frames - 1);
+      set_frames(s, base, cap);
+      kg_now->top = s->frames + d - 1;
+      kg_now->frames_last = s->frames + cap - 1;
    }
    Frame* f = ++kg_now->top;
    f->sp = sp;
@@ -292,7 +408,7 @@ Frame* push_frame(ThreadState* t, Addr sp, Transition* tr)
 
 // Pops the top frame; its activation's inclusive cost is closed. (Inline IR
 // does the same for a return that pops one frame: kg_instrument.cpp.)
-void pop_frame()
+void pop_frame(ThreadState* t)
 {
    const Frame* f = kg_now->top;
    Transition* tr = f->tr;
@@ -302,31 +418,27 @@ void pop_frame()
       // A recursive activation of the same context is already measured by
       // the outermost one: its inclusive cost counts only there.
       if (--*tr->active == 0) tr->ctx_incl += incl;
+   } else if (tr->kind == kAltSignalFence) {
+      t->stack->alt_fences--;
    }
    kg_now->top--;
 }
 
-// Pops every frame that died, given the current SP.
-void unwind_to_sp(ThreadState* t, Addr sp)
+// Pops every frame of the running stack that died, given the current SP.
+void pop_dead_frames(ThreadState* t, Addr sp)
 {
    const Transition* popped = nullptr;
-   while (kg_now->top > t->frames) {
+   while (kg_now->top > base_frame(t)) {
       const Frame& f = *kg_now->top;
-      UWord kind = f.tr->kind;
-      if (kind == kAltSignalFence) {
+      if (f.tr->kind == kAltSignalFence) {
          // The handler runs on another stack: only a return to the
-         // interrupted stack, above the interrupted point, ends it.
-         if (!(sp > f.sp && sp - f.sp <= kMaxStackFrame)) break;
-      } else {
-         if (sp <= f.sp) break;
-         if (kind != kSignalFence && sp - f.sp > kMaxStackFrame) {
-            // A stack switch (makecontext/swapcontext, coroutines): the
-            // frames are suspended, not returned.
-            break;
-         }
+         // interrupted stack's memory, above the interrupted point, ends it.
+         if (!(sp > f.sp && sp <= t->stack->hi)) break;
+      } else if (sp <= f.sp) {
+         break;
       }
       popped = f.tr;
-      pop_frame();
+      pop_frame(t);
    }
    if (popped && popped->fn && popped->fn->resolver &&
        (popped->kind == kActivation || popped->kind == kTransparent)) {
@@ -337,21 +449,150 @@ void unwind_to_sp(ThreadState* t, Addr sp)
       kg_now->jump_site = 0;
    }
    update_now_from_top();
-   // Above the top frame after a stack switch: stop checking until a new
-   // frame is pushed.
+   // Above the top frame (the base, or a handler's fence on an alternate
+   // stack): stop checking until a new frame is pushed.
    if (sp > kg_now->top_sp) kg_now->top_sp = ~(Addr)0;
 }
 
-// The transition into traced fn from the top frame: the top frame's kid in
-// fn's slot if that is into fn (inline IR missed it: a full stack, or not
-// entered by a call), else the thread's table's, which becomes the kid,
-// its call edge at call_site (0: not known).
+// ---- Stack switches ---------------------------------------------------------
+
+Bool in_memory_of(const ShadowStack* s, Addr sp) { return sp >= s->lo && sp <= s->hi; }
+
+// Leaves the running stack: its frames' clocks and activity pause.
+void suspend_stack(ThreadState* t)
+{
+   ShadowStack* s = t->stack;
+   s->top = kg_now->top;
+   s->suspended_at = kg_now->ir;
+   for (Frame* f = s->frames + 1; f <= s->top; f++)
+      if (f->tr->kind == kActivation) --*f->tr->active;
+   s->next = t->suspended;
+   t->suspended = s;
+}
+
+// Makes s the thread's running stack.
+void run_on(ThreadState* t, ShadowStack* s)
+{
+   t->stack = s;
+   kg_now->top = s->top;
+   kg_now->frames_last = s->frames + s->cap - 1;
+   update_now_from_top();
+}
+
+void release_stack(ShadowStack* s)
+{
+   kg::release(s->frames - 1);
+   kg::release(s);
+}
+
+// Makes suspended stack s the running one: its frames go on where they
+// paused.
+void resume_stack(ThreadState* t, ShadowStack* s)
+{
+   ShadowStack** link = &t->suspended;
+   while (*link != s) link = &(*link)->next;
+   *link = s->next;
+   ULong paused = kg_now->ir - s->suspended_at;
+   for (Frame* f = s->frames + 1; f <= s->top; f++) {
+      f->ir_at_entry += paused;
+      if (f->tr->kind == kActivation) ++*f->tr->active;
+   }
+   run_on(t, s);
+}
+
+// How well sp fits suspended stack s: a resume lands just above its top
+// frame (a swapcontext-like switch returns from its own call), or else just
+// below a live frame (setcontext to a point saved by getcontext); any other
+// sp in the memory of an empty stack, or of the thread's own stack (as an
+// unwind would), fits last. ~0: it does not fit.
+const Addr kResumeGap = 256;      // bytes above the top frame
+const Addr kLandingGap = 4096;    // bytes below the nearest live frame
+const Addr kFitsLast = (Addr)1 << 32;
+
+Addr landing_distance(const ThreadState* t, const ShadowStack* s, Addr sp)
+{
+   if (!in_memory_of(s, sp)) return ~(Addr)0;
+   const Frame* f = s->top;
+   if (f > s->frames && f->sp < sp && sp - f->sp <= kResumeGap) return sp - f->sp;
+   for (; f > s->frames; f--) {
+      if (f->sp >= sp) {
+         if (f->sp - sp <= kLandingGap) return kResumeGap + (f->sp - sp);
+         break;
+      }
+   }
+   return s->top == s->frames || s == t->own ? kFitsLast : ~(Addr)0;
+}
+
+// The suspended stack sp lands on, if any: the best fit wins (heap
+// coroutines' stacks share one mapping).
+ShadowStack* stack_landed_on(ThreadState* t, Addr sp)
+{
+   ShadowStack* best = nullptr;
+   Addr best_distance = ~(Addr)0;
+   for (ShadowStack* s = t->suspended; s; s = s->next) {
+      Addr d = landing_distance(t, s, sp);
+      if (d < best_distance) {
+         best = s;
+         best_distance = d;
+      }
+   }
+   return best;
+}
+
+// A makecontext coroutine whose function returned has ended: glibc's
+// __start_context, entered by that return, switches to uc_link or exits.
+Bool coroutine_ended(const ThreadState* t)
+{
+   const ShadowStack* s = t->stack;
+   return s != t->own && kg_now->top > s->frames && s->frames[1].tr->fn &&
+          s->frames[1].tr->fn->context_start;
+}
+
+// SP left the running stack's memory: the thread switched stacks.
+void switch_stack(ThreadState* t, Addr sp)
+{
+   if (coroutine_ended(t))
+      while (kg_now->top > base_frame(t)) pop_frame(t);
+   suspend_stack(t);
+   ShadowStack* s = stack_landed_on(t, sp);
+   if (s) {
+      resume_stack(t, s);
+   } else {
+      Addr lo, hi;
+      mapping_of(sp, &lo, &hi);
+      run_on(t, new_shadow_stack(t->own->frames[0].tr, lo, hi));
+   }
+   pop_dead_frames(t, sp);
+}
+
+// Has SP left the running stack's memory? Not while a handler runs on an
+// alternate signal stack (its frames sit on the interrupted stack's).
+Bool left_running_stack(const ThreadState* t, Addr sp)
+{
+   return !in_memory_of(t->stack, sp) && !t->stack->alt_fences;
+}
+
+// Pops the frames that died, or follows a switch to another stack.
+void unwind_to_sp(ThreadState* t, Addr sp)
+{
+   if (left_running_stack(t, sp)) switch_stack(t, sp);
+   else pop_dead_frames(t, sp);
+}
+
+// The transition into traced fn from the top frame at call_site (0: not
+// known): the top frame's kid in their slot if that is the one (inline IR
+// missed it: a full stack, or not entered by a call), else the thread's
+// table's, which becomes the kid.
 Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, Addr call_site)
 {
    Transition* top = kg_now->top->tr;
-   Transition*& kid = top->kids[kid_slot(fn)];
-   if (kid->fn != fn) kid = activation_transition(t, top->child, fn, blk);
-   note_call_site(kid, call_site);
+   if (top->kids == no_kids) {
+      top->kids = (Transition**)alloc_permanent(sizeof(no_kids));
+      VG_(memcpy)(top->kids, no_kids, sizeof(no_kids));
+   }
+   Transition*& kid = top->kids[kid_slot(fn, call_site)];
+   if (kid->fn != fn || kid->site != call_site)
+      kid = activation_transition(t, top->child, fn, blk, call_site);
    return kid;
 }
 
@@ -374,6 +615,7 @@ void activity_init()
 {
    by_tid = (ThreadState**)alloc_zeroed(VG_N_THREADS * sizeof(ThreadState*));
    kg_now = (Now*)alloc_permanent(sizeof(Now), 64);
+   for (UInt i = 0; i < kKidSlots; i++) no_kids[i] = &no_transition;
    kg_now->top_sp = ~(Addr)0;
 }
 
@@ -394,6 +636,8 @@ extern "C" void VG_REGPARM(1) kg_unwind(Addr sp)
 static void block_entry(BlockInfo* blk, Addr sp, UWord after_call)
 {
    ThreadState* t = current;
+   // A new coroutine's first function, or a resumed one's next block.
+   if (left_running_stack(t, sp)) switch_stack(t, sp);
    if (after_call) {
       push_activation(t, activated_function(blk), sp, blk, kg_now->call_site);
    } else if (blk->fn_entry && running_function() != blk->fn) {
@@ -427,11 +671,13 @@ extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode
 
 // Pops the frames that died, by SP at the start of the running superblock
 // (helpers called there: the guest state holds it, as no statement of the
-// superblock ran yet). Returns that SP.
+// superblock ran yet), or follows a switch to another stack (a resumed
+// coroutine's first block misses its cached context, so it gets here).
+// Returns that SP.
 static Addr unwind_at_block_start()
 {
    Addr sp = VG_(get_SP)(current->tid);
-   if (sp > kg_now->top_sp) unwind_to_sp(current, sp);
+   if (sp > kg_now->top_sp || left_running_stack(current, sp)) unwind_to_sp(current, sp);
    return sp;
 }
 
@@ -604,10 +850,21 @@ void thread_starts_running(ThreadId tid, ULong blocks_done)
 void close_thread(ThreadState* t)
 {
    if (block_mode()) run_trace();
-   while (kg_now->top > t->frames) pop_frame();
+   // Every stack's frames end now, the suspended ones' where they paused.
+   for (;;) {
+      while (kg_now->top > base_frame(t)) pop_frame(t);
+      ShadowStack* done = t->stack;
+      done->top = done->frames;
+      if (done != t->own) release_stack(done);
+      if (!t->suspended) break;
+      resume_stack(t, t->suspended);
+   }
+   run_on(t, t->own);
    // __root__'s inclusive cost is the thread's whole run.
-   Frame& root = t->frames[0];
-   root.tr->ctx->incl += kg_now->ir - root.ir_at_entry;
+   Frame& root = t->own->frames[0];
+   ForestNode* root_node = root.tr->child->ctx;
+   root_node->incl += kg_now->ir - root.ir_at_entry;
+   if (t->view != t->forest) root_node->excl += kg_now->ir - root.ir_at_entry;   // as flush_transitions
    root.ir_at_entry = kg_now->ir;
    update_now_from_top();
 }
@@ -630,6 +887,7 @@ void signal_delivered(ThreadId tid, Int sig, Bool alt_stack)
    FrameKind kind = alt_stack ? kAltSignalFence : kSignalFence;
    Transition* tr = fence_transition(t, kg_now->top->tr, kind);
    Frame* f = push_frame(t, VG_(get_SP)(tid), tr);
+   if (alt_stack) t->stack->alt_fences++;
    // The handler's first block is entered by the core, not by a call:
    // push_frame made ctx the fence's, so no call is pending, nor a jump.
    kg_now->jump_site = 0;
@@ -641,12 +899,17 @@ void signal_returned(ThreadId tid, Int sig)
    switch_to(tid);
    ThreadState* t = current;
    // Pop the handler's frames and its fence (the innermost one).
-   while (kg_now->top > t->frames) {
+   while (kg_now->top > base_frame(t)) {
       UWord kind = kg_now->top->tr->kind;
-      pop_frame();
+      pop_frame(t);
       if (kind == kSignalFence || kind == kAltSignalFence) break;
    }
    update_now_from_top();
+}
+
+static void zero_entry_clocks(Frame* base, Frame* top)
+{
+   for (Frame* f = base; f <= top; f++) f->ir_at_entry = 0;
 }
 
 void fork_child(ThreadId tid)
@@ -656,11 +919,17 @@ void fork_child(ThreadId tid)
    if (current) current->saved = *kg_now;
    for (ThreadState* t = all_threads; t; t = t->next) {
       if (!clo.join_threads) forest_reset(t->forest);
+      if (!clo.join_threads && t->view != t->forest) forest_reset(t->view);
       zero_transitions(t);
-      for (Frame* f = t->frames; f <= t->saved.top; f++) f->ir_at_entry = 0;
+      zero_entry_clocks(t->stack->frames, t->saved.top);
+      for (ShadowStack* s = t->suspended; s; s = s->next) {
+         zero_entry_clocks(s->frames, s->top);
+         s->suspended_at = 0;
+      }
       t->saved.ir = 0;
    }
    if (joined_forest) forest_reset(joined_forest);
+   if (joined_view && joined_view != joined_forest) forest_reset(joined_view);
    kg_now->ir = 0;
    reset_costs();
    if (block_mode()) reset_block_state();
@@ -684,32 +953,41 @@ void finish_all_threads()
    for (ThreadState* t = all_threads; t; t = t->next) {
       t->acts.forget_index();
       t->transitions.forget_index();
+      t->view_acts.forget_index();
    }
    active_counts.forget_index();
 }
 
-UInt thread_profiles(ThreadProfile* out, UInt max)
+UInt thread_profile_count()
+{
+   if (clo.join_threads) return 1;
+   UInt n = 0;
+   for (ThreadState* t = all_threads; t; t = t->next) n++;
+   return n;
+}
+
+UInt thread_profiles(ThreadProfile* out)
 {
    if (current) current->saved = *kg_now;
    for (ThreadState* t = all_threads; t; t = t->next) flush_transitions(t);
-   UInt n = 0;
    if (clo.join_threads) {
       if (!joined_forest) return 0;
       ULong ir = 0;
       for (ThreadState* t = all_threads; t; t = t->next) ir += t->saved.ir;
       out[0].tid = 0;
       out[0].forest = joined_forest;
+      out[0].view = joined_view;
       out[0].ir = ir;
       return 1;
    }
    // Oldest first: the main thread is thread 1.
-   for (ThreadState* t = all_threads; t; t = t->next) n++;
-   if (n > max) n = max;
+   UInt n = thread_profile_count();
    UInt i = n;
-   for (ThreadState* t = all_threads; t && i > 0; t = t->next) {
+   for (ThreadState* t = all_threads; t; t = t->next) {
       i--;
       out[i].tid = t->serial;
       out[i].forest = t->forest;
+      out[i].view = t->view;
       out[i].ir = t->saved.ir;
    }
    return n;

@@ -180,7 +180,9 @@ void dump_open()
 void dump_block(UInt tid, ULong activation, UInt fn_label, const BBInfo* b)
 {
    if (!dump) return;
-   dump->printf("%u %llu %u %u %s\n", tid, activation, fn_label, b->label, b->name);
+   dump->printf("%u %llu %u %u ", tid, activation, fn_label, b->label);
+   dump->put_escaped(b->name);
+   dump->put_char('\n');
 }
 
 void dump_close()

@@ -18,8 +18,8 @@ struct Forest {
    core::Forest sf;
 };
 
-// A forest for the --k and --unroll-simple-rec options.
-Forest* forest_new();
+// A forest of depth k (--k, or --view-k) for the --unroll-simple-rec option.
+Forest* forest_new(UInt k);
 // Zeroes every counter (after fork, in the child).
 void forest_reset(Forest* f);
 // dst := join(dst, src) (Def. 4*).

@@ -37,7 +37,7 @@ void post_clo_init()
    }
    activity_init();
    instrument_init();
-   check_output_file(output_file_name());
+   create_output_file(output_file_name());
 }
 
 void client_code_starts(ThreadId tid, ULong blocks_done)

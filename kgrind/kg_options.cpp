@@ -6,6 +6,8 @@ namespace kg {
 Options clo = {
    "kgrind.out.%p",
    2,
+   2,
+   False,
    kModeFunc,
    False,
    False,
@@ -20,15 +22,15 @@ namespace {
 
 Bool pattern_matched[kMaxFuncPatterns];
 
-// "--k=<n|inf>": 0 .. 1000 or inf.
-void parse_k(const HChar* arg, const HChar* value)
+// "--k=<n|inf>" (and --view-k): 0 .. 1000 or inf.
+UInt parse_k(const HChar* arg, const HChar* option, const HChar* value)
 {
-   if (VG_STREQ(value, "inf")) { clo.k = kInfiniteK; return; }
+   if (VG_STREQ(value, "inf")) return kInfiniteK;
    HChar* end = nullptr;
    Long k = VG_(strtoll10)(value, &end);
    if (value[0] == '\0' || *end != '\0' || k < 0 || k > 1000)
-      VG_(fmsg_bad_option)(arg, "--k takes a whole number from 0 to 1000, or 'inf'\n");
-   clo.k = (UInt)k;
+      VG_(fmsg_bad_option)(arg, "%s takes a whole number from 0 to 1000, or 'inf'\n", option);
+   return (UInt)k;
 }
 
 // "--funcs=a,b*,c": comma-separated globs (* and ?), matched against demangled names.
@@ -60,7 +62,11 @@ Bool process_option(const HChar* arg)
       if (clo.out_file[0] == '\0')
          VG_(fmsg_bad_option)(arg, "the output file name is empty\n");
    }
-   else if VG_STR_CLO(arg, "--k", value) { parse_k(arg, value); clo.k_given = True; }
+   else if VG_STR_CLO(arg, "--k", value) { clo.k = parse_k(arg, "--k", value); clo.k_given = True; }
+   else if VG_STR_CLO(arg, "--view-k", value) {
+      clo.view_k = parse_k(arg, "--view-k", value);
+      clo.view_k_given = True;
+   }
    else if VG_STR_CLO(arg, "--mode", value) {
       if (VG_STREQ(value, "func")) clo.mode = kModeFunc;
       else if (VG_STREQ(value, "intra")) clo.mode = kModeIntra;
@@ -88,6 +94,26 @@ Bool process_option(const HChar* arg)
 #define KG_BAD_COMBINATION(opt, ...) \
    do { VG_(fmsg_bad_option)(opt, __VA_ARGS__); VG_(exit)(1); } while (0)
 
+// The body's context depth: what --view-k says, or 2 when k is inf or a
+// multiple of 2 (the k-SF keeps the whole k), else k. A view context must
+// follow from the k-context and its depth in the forest: view_k divides k.
+void check_view_k()
+{
+   if (!clo.view_k_given) {
+      Bool halves = clo.k == kInfiniteK || (clo.k > 2 && clo.k % 2 == 0);
+      clo.view_k = block_mode() || !halves ? clo.k : 2;
+      return;
+   }
+   if (block_mode() && clo.view_k != clo.k)
+      KG_BAD_COMBINATION("--view-k", "--view-k applies to function mode only (--mode=func)\n");
+   if (clo.k == kInfiniteK || clo.view_k == 0) return;
+   if (clo.view_k == kInfiniteK || clo.view_k > clo.k)
+      KG_BAD_COMBINATION("--view-k", "--view-k must not exceed --k\n");
+   if (clo.k % clo.view_k != 0)
+      KG_BAD_COMBINATION("--view-k", "--view-k must divide --k (or --k=inf): %u does not divide %u\n",
+                         clo.view_k, clo.k);
+}
+
 void check_options()
 {
    if (clo.roll_loops && clo.mode == kModeFunc)
@@ -102,6 +128,7 @@ void check_options()
       KG_BAD_COMBINATION("--k=inf", "--k=inf in a basic-block mode needs --roll-loops=yes "
                            "(without it the block k-SF grows with every block run)\n");
    }
+   check_view_k();
 }
 
 void print_usage()
@@ -109,6 +136,9 @@ void print_usage()
    VG_(printf)(
 "    --k=<n|inf>               calling-context depth: callers kept per context [2]\n"
 "                              (0 = vertex profile, 1 = edge profile, inf = CCT)\n"
+"    --view-k=<n|inf>          callers in the contexts of the callgrind body, which\n"
+"                              has per-line costs (KCachegrind, callgrind_annotate);\n"
+"                              the k-SF records keep --k [2 if k is inf or even, else k]\n"
 "    --mode=func|intra|inter   k-SF labels: functions, basic blocks per function\n"
 "                              (intra), or basic blocks of the whole thread [func]\n"
 "    --roll-loops=no|yes       block modes: a block already on the current path\n"

@@ -14,6 +14,9 @@ enum Mode : UInt { kModeFunc = 0, kModeIntra = 1, kModeInter = 2 };
 struct Options {
    const HChar* out_file;        // template; %p expands to the pid
    UInt k;                       // --k
+   UInt view_k;                  // --view-k: callers in the contexts of the
+                                 // callgrind body (per-line costs); <= k
+   Bool view_k_given;
    Mode mode;                    // --mode
    Bool roll_loops;              // --roll-loops (implies k = inf)
    Bool k_given;                 // --k appeared on the command line
@@ -31,6 +34,9 @@ Bool process_option(const HChar* arg);
 // Checks of option combinations, once all options are read.
 void check_options();
 inline Bool block_mode() { return clo.mode != kModeFunc; }
+// Whether the body's contexts are shallower than the k-SF's: then each
+// thread keeps a second forest at view_k for them (kg_activity.cpp).
+inline Bool separate_view() { return clo.view_k != clo.k; }
 void print_usage();
 void print_debug_usage();
 

@@ -38,7 +38,7 @@ public:
    }
    void emit(FileWriter& out, const HChar* key, UInt id, const HChar* name)
    {
-      if (emit_id(out, key, id)) out.put(name);
+      if (emit_id(out, key, id)) out.put_escaped(name);
       out.put_char('\n');
    }
 
@@ -49,7 +49,7 @@ private:
 
 const HChar* label_name(UInt label)
 {
-   return label == kRootLabel ? "__root__" : function_by_id(label - 1)->name;
+   return label == kRootLabel ? "__root__" : display_name(function_by_id(label - 1));
 }
 
 // A canonical node of some thread's forest and the context it reports
@@ -93,10 +93,10 @@ Int compare_slot_nodes(const void* pa, const void* pb)
 void write_command_line(FileWriter& out)
 {
    out.put("cmd: ");
-   out.put(VG_(args_the_exename) ? VG_(args_the_exename) : "???");
+   out.put_escaped(VG_(args_the_exename) ? VG_(args_the_exename) : "???", True);
    for (Word i = 0; i < VG_(sizeXA)(VG_(args_for_client)); i++) {
       out.put_char(' ');
-      out.put(*(HChar**)VG_(indexXA)(VG_(args_for_client), i));
+      out.put_escaped(*(HChar**)VG_(indexXA)(VG_(args_for_client), i), True);
    }
    out.put_char('\n');
 }
@@ -106,23 +106,47 @@ const HChar* mode_name()
    return clo.mode == kModeIntra ? "intra" : clo.mode == kModeInter ? "inter" : "func";
 }
 
-void write_k(FileWriter& out)
+void write_k(FileWriter& out, UInt k)
 {
-   if (clo.k == kInfiniteK) out.put("inf");
-   else out.printf("%u", clo.k);
+   if (k == kInfiniteK) out.put("inf");
+   else out.printf("%u", k);
 }
 
-void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_threads)
+// The header's first lines: format, creator, process.
+void write_identity(FileWriter& out)
 {
-   FileWriter& out = w.out;
    out.put("# callgrind format\n");
    out.put("version: 1\n");
    out.put("creator: kgrind-" KG_VERSION_STRING "\n");
    out.printf("pid: %d\n", VG_(getpid)());
    write_command_line(out);
+}
+
+// The output file until the profile replaces it at exit (create_output_file).
+// callgrind_annotate prints its desc: line; kgrind_annotate recognizes the
+// key "Incomplete profile".
+void write_placeholder(FileWriter& out)
+{
+   write_identity(out);
+   out.put("desc: Incomplete profile: no data: the process did not exit normally under kgrind"
+           " (killed by a signal that cannot be caught, such as SIGKILL, or replaced by exec"
+           " without --trace-children=yes)\n");
+   out.put("positions: line\nevents: Ir\n");
+}
+
+void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_threads)
+{
+   FileWriter& out = w.out;
+   write_identity(out);
    out.put("\ndesc: Tool: kgrind, a k-calling-context profiler\n");
    out.put("desc: k: ");
-   write_k(out);
+   write_k(out, clo.k);
+   if (separate_view()) {
+      // The body's contexts are shallower than the k-SF's (--view-k).
+      out.put("\ndesc: body contexts: ");
+      write_k(out, clo.view_k);
+      out.put(" callers (the k-SF records: k)");
+   }
    out.printf("\ndesc: mode: %s\n", mode_name());
    if (block_mode()) out.printf("desc: loops rolled: %s\n", clo.roll_loops ? "yes" : "no");
    out.printf("desc: recursion rolling: %s\n", clo.unroll_simple_rec ? "no" : "yes");
@@ -139,12 +163,13 @@ void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_t
 
 const UInt kMaxChain = kMaxNamedCallers + 2;
 
-// The labels of the node's context, innermost first: the node and up to k
-// callers inside its tree. *cut says the chain has more than
+// The labels of the node's context, innermost first: the node and up to
+// view_k callers inside its tree. *cut says the chain has more than
 // kMaxNamedCallers callers (then only that many are returned).
 UInt context_chain(const ForestNode* n, UInt* labels, Bool* cut)
 {
-   UInt wanted = clo.k == kInfiniteK || clo.k + 1 > kMaxChain ? kMaxChain : clo.k + 1;
+   UInt k = clo.view_k;
+   UInt wanted = k == kInfiniteK || k + 1 > kMaxChain ? kMaxChain : k + 1;
    UInt count = 0;
    for (const ForestNode* p = n; p && count < wanted; p = p->parent) labels[count++] = p->label;
    *cut = count > kMaxNamedCallers + 1;
@@ -158,7 +183,7 @@ void write_context_name(Writer& w, const ForestNode* n, UWord node_id)
    UInt count = context_chain(n, labels, &cut);
    for (UInt i = 0; i < count; i++) {
       if (i) w.out.put_char('\'');
-      w.out.put(label_name(labels[i]));
+      w.out.put_escaped(label_name(labels[i]));
    }
    if (cut) w.out.printf("'...#%lu", node_id);
 }
@@ -195,6 +220,12 @@ UInt context_file(const ForestNode* n)
 {
    FnInfo* fn = label_function(n->label);
    return fn ? fn->file : 0;
+}
+
+UInt context_object(const ForestNode* n)
+{
+   FnInfo* fn = label_function(n->label);
+   return fn ? fn->object : 0;
 }
 
 UWord first_edge(const Writer& w, const ForestNode* caller)
@@ -261,10 +292,14 @@ void write_calls(Writer& w, const ForestNode* caller, UInt* current_file, UInt h
       if (edge->call_site) source_loc(edge->call_site, &site);
       write_file_switch(w, current_file, site.fn ? site.file : home, home);
       const ForestNode* callee = (const ForestNode*)edge->b;
+      // Readers take the object and file in force (fi= included) when cob=
+      // or cfi= is missing, and bind a function to the first ones they see
+      // it with: written whenever the callee's differ, as callgrind does.
+      UInt callee_object = context_object(callee);
+      if (callee_object != w.last_object)
+         w.objects.emit(w.out, "cob", callee_object, object_name(callee_object));
       UInt callee_file = context_file(callee);
-      // Readers take the caller's file when cfi= is missing (callgrind omits
-      // it the same way).
-      if (callee_file != home) w.files.emit(w.out, "cfi", callee_file, file_name(callee_file));
+      if (callee_file != *current_file) w.files.emit(w.out, "cfi", callee_file, file_name(callee_file));
       write_context_ref(w, "cfn", callee);
       // The target position: the callee's first instruction (line 0 without
       // instruction positions, as before).
@@ -315,8 +350,7 @@ void write_context(Writer& w, const ForestNode* n)
    Bool has_calls = first_edge(w, n) < w.n_edges && w.edges[first_edge(w, n)].a == n;
    if (!has_costs && !has_calls) return;
    UInt home = context_file(n);
-   FnInfo* fn = label_function(n->label);
-   UInt object = fn ? fn->object : 0;
+   UInt object = context_object(n);
    // ob= and fl= stay in force across fn= lines: write them on change only.
    if (object != w.last_object) w.objects.emit(w.out, "ob", object, object_name(object));
    if (home != w.last_file) w.files.emit(w.out, "fl", home, file_name(home));
@@ -349,7 +383,7 @@ void write_function_table(FileWriter& out)
 {
    UInt line_len = 0;
    for (UInt i = 0; i <= function_count(); i++) {
-      const HChar* name = i ? function_by_id(i - 1)->name : "__root__";
+      const HChar* name = label_name(i);
       if (!*name) name = "???";   // an empty field would end the table's syntax
       UInt len = (UInt)VG_(strlen)(name);
       if (line_len && line_len + 1 + len > kMaxRecordLine) {
@@ -358,7 +392,7 @@ void write_function_table(FileWriter& out)
       }
       if (line_len) out.put_char('\t');
       else out.put("# ksf-fns ");
-      for (const HChar* c = name; *c; c++) out.put_char(*c == '\t' || *c == '\n' ? ' ' : *c);
+      out.put_escaped(name);
       line_len += len + 1;
    }
    out.put_char('\n');
@@ -367,7 +401,9 @@ void write_function_table(FileWriter& out)
 void write_records_header(FileWriter& out, Bool recursion_rolled)
 {
    out.put("\n# ksf-version: 2\n# ksf-options: k=");
-   write_k(out);
+   write_k(out, clo.k);
+   out.put(" view-k=");
+   write_k(out, clo.view_k);
    out.printf(" mode=%s rolling=%s joined=%s", mode_name(), recursion_rolled ? "yes" : "no",
               clo.join_threads ? "yes" : "no");
    if (block_mode()) out.printf(" roll-loops=%s", clo.roll_loops ? "yes" : "no");
@@ -482,14 +518,14 @@ void write_block_table(FileWriter& out)
 {
    for (UInt i = 0; i < file_count(); i++) {
       out.printf("# ksf-file %u ", i);
-      out.put(file_name(i));
+      out.put_escaped(file_name(i));
       out.put_char('\n');
    }
    for (UInt l = 0; l < block_count(); l++) {
       const BBInfo* b = block_by_label(l);
       out.printf("# ksf-block %u 0x%lx %u %u %u %u %llu ", l, (unsigned long)b->addr,
                  b->fn ? b->fn->id + 1 : 0, b->offset, b->file, b->line, b->count);
-      out.put(b->name);
+      out.put_escaped(b->name);
       out.put_char('\n');
    }
 }
@@ -586,14 +622,14 @@ Int compare_body_order(const void* pa, const void* pb)
 void number_contexts(Writer& w, const ThreadProfile* threads, UInt n_threads)
 {
    UWord total = 0;
-   for (UInt i = 0; i < n_threads; i++) total += threads[i].forest->sf.node_count();
+   for (UInt i = 0; i < n_threads; i++) total += threads[i].view->sf.node_count();
    w.slots = (ContextSlot*)kg::alloc((total + 1) * sizeof(ContextSlot));
    ContextTable table;
    table.init(total);
    UInt next_name = 0;
    w.n_slots = 0;
    for (UInt i = 0; i < n_threads; i++) {
-      core::visit_preorder(threads[i].forest->sf, [&](const core::VisitInfo& v) {
+      core::visit_preorder(threads[i].view->sf, [&](const core::VisitInfo& v) {
          if (v.cleared) return;
          ContextSlot& s = w.slots[w.n_slots];
          UInt labels[kMaxChain];
@@ -649,13 +685,15 @@ void write_contexts(Writer& w)
 
 void write_body(Writer& w, ULong total)
 {
-   ThreadProfile* threads = (ThreadProfile*)kg::alloc(VG_N_THREADS * sizeof(ThreadProfile));
-   UInt n_threads = thread_profiles(threads, VG_N_THREADS);
+   ThreadProfile* threads = (ThreadProfile*)kg::alloc(thread_profile_count() * sizeof(ThreadProfile));
+   UInt n_threads = thread_profiles(threads);
    w.instr = block_mode();
    w.n_jumps = w.instr ? collect_jumps(&w.jumps) : 0;
    w.costs.take(w.instr);
    w.n_edges = collect_call_edges(&w.edges);
-   w.costs.set_exclusive_costs();   // per node, for the k-SF records: before folding
+   // The k-SF records' exclusive costs, from the counters before folding
+   // (with a separate view they follow from the transitions instead).
+   if (!separate_view()) w.costs.set_exclusive_costs();
    number_contexts(w, threads, n_threads);
    fold_contexts(w);
    write_header(w, total, threads, n_threads);
@@ -689,8 +727,8 @@ ULong total_ir_of(const ThreadProfile* threads, UInt n)
 
 ULong total_ir()
 {
-   ThreadProfile* threads = (ThreadProfile*)kg::alloc(VG_N_THREADS * sizeof(ThreadProfile));
-   UInt n = thread_profiles(threads, VG_N_THREADS);
+   ThreadProfile* threads = (ThreadProfile*)kg::alloc(thread_profile_count() * sizeof(ThreadProfile));
+   UInt n = thread_profiles(threads);
    ULong total = total_ir_of(threads, n);
    kg::release(threads);
    return total;
@@ -701,13 +739,17 @@ const HChar* output_file_name()
    return VG_(expand_file_name)("--kgrind-out-file", clo.out_file);
 }
 
-Bool check_output_file(const HChar* path)
+Bool create_output_file(const HChar* path)
 {
    FileWriter* out = new FileWriter;
    UWord err = 0;
    Bool ok = out->open(path, &err);
-   if (ok) out->close();
-   else VG_(umsg)("kgrind: cannot create output file '%s': %s\n", path, errno_text(err));
+   if (ok) {
+      write_placeholder(*out);
+      out->close();
+   } else {
+      VG_(umsg)("kgrind: cannot create output file '%s': %s\n", path, errno_text(err));
+   }
    delete out;
    return ok;
 }

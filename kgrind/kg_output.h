@@ -8,9 +8,13 @@ namespace kg {
 // expanded with the current pid). Allocated; never freed (called once or twice).
 const HChar* output_file_name();
 
-// Checks that the output file can be created, at start-up, so that the user
-// learns of a bad path before a long run. Reports and returns False if not.
-Bool check_output_file(const HChar* path);
+// Creates the output file at start-up, so that the user learns of a bad path
+// before a long run (reports it and returns False). It holds a callgrind
+// header without costs whose desc: line says that the process did not exit
+// normally: what a run that is killed by SIGKILL, or that execs without
+// --trace-children=yes, leaves (nothing writes the profile then). The
+// profile replaces it at exit.
+Bool create_output_file(const HChar* path);
 
 // Total Ir of all threads.
 ULong total_ir();

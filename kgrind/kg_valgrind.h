@@ -19,6 +19,7 @@ extern "C" {
 #include "pub_tool_options.h"
 #include "pub_tool_debuginfo.h"
 #include "pub_tool_machine.h"
+#include "pub_tool_aspacemgr.h"
 #include "pub_tool_threadstate.h"
 #include "pub_tool_clientstate.h"
 #include "pub_tool_xarray.h"

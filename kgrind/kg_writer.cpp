@@ -36,6 +36,20 @@ void FileWriter::put(const HChar* s)
    }
 }
 
+void FileWriter::put_escaped(const HChar* s, Bool escape_backslash)
+{
+   for (; *s; s++) {
+      HChar c = *s;
+      HChar escape = c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't'
+                   : c == '\\' && escape_backslash ? '\\' : 0;
+      if (escape) {
+         put_char('\\');
+         c = escape;
+      }
+      put_char(c);
+   }
+}
+
 void FileWriter::put_char(HChar c)
 {
    if (used_ == kBufSize) flush();

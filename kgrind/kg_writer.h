@@ -10,6 +10,12 @@ public:
    // *err to the errno value.
    Bool open(const HChar* path, UWord* err);
    void put(const HChar* s);
+   // A string from outside (names, paths, arguments) inside a line: a
+   // newline, carriage return or tab in it is written \n, \r, \t, so it
+   // neither breaks the line-based format nor the tab-separated ksf-fns
+   // table; with escape_backslash (cmd:, as callgrind writes it) a
+   // backslash is written \\, so that arguments read back unambiguously.
+   void put_escaped(const HChar* s, Bool escape_backslash = False);
    void put_char(HChar c);
    void put_u64(ULong v);
    void printf(const HChar* fmt, ...) PRINTF_CHECK(2, 3);

@@ -1,0 +1,174 @@
+"""Shadow stacks in hostile programs (issue 21): more threads over a run than
+Valgrind has thread slots, unwinds far longer than --max-stackframe, and
+coroutines on stacks of their own. Each run is checked against the
+program's own counts, cachegrind's per-function Ir, or the callers the
+program's source says."""
+import collections
+
+import pytest
+
+import callgrind_format
+import ksf_records
+
+
+def full_paths(prof):
+    """{root path: calls} over all threads of a --k=inf profile."""
+    out = collections.Counter()
+    for forest in prof.forests:
+        out.update(ksf_records.kccf(forest, None, None))
+    return out
+
+
+def vertex_calls(prof):
+    out = collections.Counter()
+    for forest in prof.forests:
+        for ctx, n in ksf_records.kccf(forest, ksf_records.k_of(prof), 0).items():
+            out[ctx[-1]] += n
+    return out
+
+
+def callers_of(paths, fn):
+    out = collections.Counter()
+    for p, n in paths.items():
+        if p[-1] == fn:
+            out[p[-2] if len(p) > 1 else None] += n
+    return out
+
+
+def counts_printed(stdout):
+    """The 'program: key value key value ...' counts a program printed."""
+    words = stdout.split(':', 1)[1].split()
+    return dict(zip(words[::2], map(int, words[1::2])))
+
+
+def subtree_exclusive(forest):
+    """Each node's exclusive Ir summed over its subtree."""
+    order, stack = [], list(forest.roots)
+    while stack:
+        n = stack.pop()
+        order.append(n)
+        stack.extend(forest.children[n])
+    sums = {}
+    for n in reversed(order):
+        sums[n] = forest.nodes[n][3] + sum(sums[c] for c in forest.children[n])
+    return sums
+
+
+def test_600_threads_one_after_another_all_reach_the_profile(tools):
+    """Valgrind has 500 thread slots: thread ids are reused, forests are not."""
+    exe = tools.compile('many_threads.c', '-O1')
+    kg = tools.kgrind(exe, 600, opts=['--k=2'])
+    native = tools.native(exe, 600)
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout == 'work calls: 2405\n'
+    prof = ksf_records.parse(kg.profile_path)
+    assert len(prof.forests) == 601
+    assert vertex_calls(prof)['work'] == 2405
+    main_forest = [f for f in prof.forests if ('main', 'work') in
+                   {c[-2:] for c in ksf_records.kccf(f, 2, 2)}]
+    assert len(main_forest) == 1
+    body = kg.profile()
+    assert sum(f.ir for f in prof.forests) == body.summary == body.total()
+    # The program's own lines cost what callgrind says (cachegrind's, with
+    # the PLT stubs' instructions at the calling line), in every thread.
+    # (Not the whole total: the main thread's waits in pthread_join vary
+    # from run to run.)
+    cg = tools.reference('callgrind', exe, 600).profile().by_file_line()
+    ours = body.by_file_line()
+    own_lines = {key for key in cg if key[0].endswith('many_threads.c')}
+    assert own_lines and {key: ours[key] for key in own_lines} == {key: cg[key] for key in own_lines}
+
+
+@pytest.mark.parametrize('source', ['longjmp_deep.c', 'throw_deep.cpp'])
+@pytest.mark.parametrize('opts', [['--k=2'], ['--k=inf'], ['--k=2', '--max-stackframe=8000000']])
+def test_unwind_out_of_5mb_of_recursion_pops_every_frame(tools, source, opts):
+    """20,000 frames of ~256 bytes: far more than the 2 MB that once made
+    kgrind take the jump for a stack switch. other() is main's call."""
+    exe = tools.compile(source, '-O1')
+    kg = tools.kgrind(exe, opts=opts)
+    native = tools.native(exe)
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout
+    prof = ksf_records.parse(kg.profile_path)
+    other = 'other(int)' if source.endswith('.cpp') else 'other'
+    dive = 'dive(long)' if source.endswith('.cpp') else 'dive'
+    contexts = collections.Counter()
+    for forest in prof.forests:
+        contexts.update(ksf_records.kccf(forest, ksf_records.k_of(prof), 1))
+    assert {c: n for c, n in contexts.items() if c[-1] == other} == {('main', other): 2}
+    assert vertex_calls(prof)[dive] == 2 * 20001
+    # Nothing stays on the shadow stack: the forest is small at k=2.
+    if '--k=2' in opts:
+        assert len(prof.forests[0].nodes) < 3000
+
+
+def test_coroutines_ending_through_uc_link_leave_no_frames(tools):
+    exe = tools.compile('co_uclink.c', '-O1')
+    kg = tools.kgrind(exe, 5, opts=['--k=inf'])
+    native = tools.native(exe, 5)
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout
+    paths = full_paths(ksf_records.parse(kg.profile_path))
+    assert callers_of(paths, 'after') == {'main': 5}
+    # Every coroutine's function is a root of the thread's forest, as a
+    # thread's first function is, and its calls are its own.
+    assert callers_of(paths, 'co_body') == {'__root__': 5}
+    assert callers_of(paths, 'co_leaf') == {'co_body': 10}
+
+
+def run_scheduler(tools, exe, rounds, opts):
+    kg = tools.kgrind(exe, rounds, opts=opts, out=f'sched.{rounds}.{len(opts)}')
+    native = tools.native(exe, rounds)
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout
+    return ksf_records.parse(kg.profile_path), counts_printed(native.stdout)
+
+
+def test_resumed_coroutines_continue_their_own_contexts(tools):
+    exe = tools.compile('co_sched.c', '-O1')
+    prof, own = run_scheduler(tools, exe, 60, ['--k=inf', '--unroll-simple-rec=yes'])
+    paths = full_paths(prof)
+    calls = vertex_calls(prof)
+    assert (calls['leaf'], calls['yield_'], calls['nest']) == (own['leaf'], own['yield'], own['nest'])
+    # Coroutine `id` yields from 3 + id nested calls, 60 times.
+    yields = {p: n for p, n in paths.items() if p[-1] == 'yield_'}
+    assert yields == {('__root__', 'co_main') + ('nest',) * (3 + i) + ('yield_',): 60 for i in range(4)}
+    for p in paths:
+        if 'nest' in p:
+            assert 'schedule' not in p and 'swapcontext' not in p[:-1], p
+
+
+def test_coroutine_contexts_do_not_grow_with_the_rounds(tools):
+    exe = tools.compile('co_sched.c', '-O1')
+    sizes = []
+    for rounds in (50, 400):
+        prof, _ = run_scheduler(tools, exe, rounds, ['--k=inf'])
+        sizes.append(len(prof.forests[0].nodes))
+    assert sizes[0] == sizes[1]
+
+
+def test_coroutine_k2_contexts_name_their_real_callers(tools):
+    exe = tools.compile('co_sched.c', '-O1')
+    prof, own = run_scheduler(tools, exe, 40, ['--k=2'])
+    contexts = collections.Counter()
+    for forest in prof.forests:
+        contexts.update(ksf_records.kccf(forest, 2, 2))
+    leaf = {c: n for c, n in contexts.items() if c[-1] == 'leaf'}
+    assert leaf == {('co_main', 'nest', 'leaf'): own['leaf']}
+    yield_ = {c: n for c, n in contexts.items() if c[-1] == 'yield_'}
+    assert yield_ == {('co_main', 'nest', 'yield_'): own['yield']}
+
+
+def test_suspended_coroutines_inclusive_costs_count_only_their_own_stack(tools):
+    """A suspended stack's frames pause: every node's inclusive Ir is exactly
+    the exclusive Ir of its subtree (had they gone on counting, yield_ would
+    include the scheduler's and the other coroutines' work), and the
+    thread's instructions are all counted once."""
+    exe = tools.compile('co_sched.c', '-O1')
+    prof, _ = run_scheduler(tools, exe, 30, ['--k=inf', '--unroll-simple-rec=yes'])
+    forest = prof.forests[0]
+    sums = subtree_exclusive(forest)
+    wrong = {tuple(forest.root_path(n)): (forest.nodes[n][4], s) for n, s in sums.items()
+             if forest.nodes[n][4] != s}
+    assert not wrong
+    assert sums[forest.roots[0]] == forest.ir
