@@ -9,6 +9,14 @@ use warnings;
 no warnings 'recursion';
 use Getopt::Long qw(GetOptionsFromArray :config no_ignore_case bundling no_auto_abbrev);
 use File::Spec;
+use FindBin ();
+# The KGrind:: modules: next to the script in the source tree (perl/lib, or
+# the build tree's link to it), else where `make install` put them.
+BEGIN {
+    my @dirs = ("$FindBin::RealBin/lib", '@KG_PERLLIB@');
+    my ($dir) = grep { -d "$_/KGrind" } @dirs;
+    unshift @INC, $dir if defined $dir;
+}
 
 my $VERSION = '@KG_VERSION@';
 my $ROOT_NAME = '__root__';
@@ -378,7 +386,7 @@ sub read_profile {
                         ferr($file, $ln, "$key=($id) used before its name was given") unless defined $name;
                     }
                 }
-                if    ($key eq 'fn') { $cur_fn = $name; $cur_fi = undef }
+                if    ($key eq 'fn') { $cur_fn = $name; $cur_fi = undef; $P{fnfile}{base_name($name)} //= $cur_fl }
                 elsif ($key eq 'fl') { $cur_fl = $name; $cur_fi = undef }
                 elsif ($key eq 'fi' || $key eq 'fe') { $cur_fi = $name eq $cur_fl ? undef : $name }
                 next;
@@ -741,7 +749,13 @@ usage: kgrind_annotate [options] kgrind.out.<pid> [more profiles...] [source fil
   --auto=yes|no               annotate the source files of the hottest contexts [no]
   --context=<N>               source lines of context around costly lines [8]
   -I, --include=<dir>         add a directory to the source search path
-  --format=text|json|dot|folded  output format [text]
+  --format=FORMAT             output format [text]:
+      text        the hottest k-contexts of each thread (and what --ksf,
+                  --kccf, --auto, --show-blocks ask for)
+      json        everything: contexts, k-CCF, k-SF (docs/output-format.md)
+      dot         Graphviz graph of the hottest contexts
+      folded      flame-graph stacks: "a;b;c <exclusive Ir>"
+      pprof       gzipped profile.proto for go tool pprof (binary; redirect it)
   --show-blocks               block modes: the table of all basic blocks
   --blocks-disasm             block modes: --show-blocks with each block's
                               instructions (objdump), targets named by block
@@ -751,16 +765,23 @@ Arguments ending in a source suffix (.c .cpp .h ...) are source files to annotat
 Exit status: 0 success, 2 bad usage or bad input.
 EOT
 
+sub is_source { $_[0] =~ /\.(?:c|cc|cpp|cxx|c\+\+|C|h|hh|hpp|hxx|H|inl|ipp|s|S|f|f90|F90|rs|go|m|mm)$/ }
+
 sub parse_options {
-    my @args = @_;
+    my @args = ([], []);
+    my @argv = @_;
     my %o = (sort => 'Ir', threshold => 99, top => 40, costs => 'yes', 'tree-order' => 'sorted',
              auto => 'no', context => 8, include => [], format => 'text', thread => 'all');
     my @warn;
     {
         local $SIG{__WARN__} = sub { push @warn, $_[0] };
-        my $ok = GetOptionsFromArray(\@args, \%o, 'sort=s', 'threshold=s', 'top=s', 'k=s', 'thread=s',
+        # positional arguments in order: --vs starts the NEW side of --diff
+        my $ok = GetOptionsFromArray(\@argv, \%o, 'sort=s', 'threshold=s', 'top=s', 'k=s', 'thread=s',
             'join-threads', 'ksf', 'kccf', 'costs=s', 'tree-order=s', 'auto=s', 'context=s',
-            'include|I=s@', 'format=s', 'version', 'help|h', 'show-blocks', 'blocks-disasm');
+            'include|I=s@', 'format=s', 'version', 'help|h', 'show-blocks', 'blocks-disasm',
+            'names=s', 'callers', 'diff', 'normalize', 'fail-above=s',
+            'vs' => sub { $o{vs}++ }, '<>' => sub { push @{$args[$o{vs} ? 1 : 0]}, "$_[0]" });
+        push @{$args[$o{vs} ? 1 : 0]}, @argv;    # after '--'
         unless ($ok) {
             my $m = $warn[0] // "bad options\n";
             chomp $m;
@@ -779,16 +800,36 @@ sub parse_options {
     fail("bad --k value '$o{k}' (a non-negative integer or inf)")
         if defined $o{k} && $o{k} !~ /^(?:\d+|inf)$/;
     fail("bad --thread value '$o{thread}' (a thread id or all)") unless $o{thread} =~ /^(?:\d+|all)$/;
-    fail("bad --format value '$o{format}' (text, json, dot or folded)")
-        unless $o{format} =~ /^(?:text|json|dot|folded)$/;
+    fail("bad --format value '$o{format}' (text, json, dot, folded or pprof)")
+        unless $o{format} =~ /^(?:text|json|dot|folded|pprof)$/;
+    # short names where people read them, full ones where programs do
+    $o{names} //= $o{format} =~ /^(?:text|dot)$/ ? 'short' : 'full';
+    fail("bad --names value '$o{names}' (short or full)") unless $o{names} =~ /^(?:short|full)$/;
+    fail("--vs separates the two sides of --diff (--diff BASE... --vs NEW...)") if $o{vs} && !$o{diff};
+    fail("--vs given twice") if ($o{vs} // 0) > 1;
+    fail("--fail-above, --normalize: only with --diff") if !$o{diff} && ($o{normalize} || defined $o{'fail-above'});
+    fail("bad --fail-above value '$o{'fail-above'}' (a percentage)")
+        if defined $o{'fail-above'} && $o{'fail-above'} !~ /^\d+(?:\.\d*)?$/;
+    fail("--callers: only with --format=folded") if $o{callers} && $o{format} ne 'folded';
     for my $yn (qw(costs auto)) {
         fail("bad --$yn value '$o{$yn}' (yes or no)") unless $o{$yn} =~ /^(?:yes|no)$/;
     }
     fail("bad --tree-order value '$o{'tree-order'}' (sorted or natural)")
         unless $o{'tree-order'} =~ /^(?:sorted|natural)$/;
+    if ($o{diff}) {
+        my ($base, $new) = @args;
+        ($base, $new) = ([$base->[0]], [$base->[1]]) if !$o{vs} && @$base == 2;
+        fail("--diff needs two profiles, BASE and NEW (several a side: --diff BASE... --vs NEW...)")
+            unless @$base && @$new && defined $base->[0] && defined $new->[0];
+        fail("--diff: no source annotation (source files given: $_)") for grep { is_source($_) } @$base, @$new;
+        fail("--diff: --format=$o{format} is not a diff format (text, json or folded)")
+            unless $o{format} =~ /^(?:text|json|folded)$/;
+        @o{qw(base new profiles sources)} = ($base, $new, [@$base, @$new], []);
+        return \%o;
+    }
     my (@profiles, @sources);
-    for my $a (@args) {
-        if ($a =~ /\.(?:c|cc|cpp|cxx|c\+\+|C|h|hh|hpp|hxx|H|inl|ipp|s|S|f|f90|F90|rs|go|m|mm)$/) { push @sources, $a }
+    for my $a (map { @$_ } @args) {
+        if (is_source($a)) { push @sources, $a }
         else { push @profiles, $a }
     }
     fail("no profile given (usage: kgrind_annotate [options] kgrind.out.<pid> ...; see --help)") unless @profiles;
@@ -815,7 +856,8 @@ sub check_merge {
 # ---------------------------------------------------------------------------
 sub analyse {
     my ($o) = @_;
-    my $want_src = $o->{auto} eq 'yes' || @{$o->{sources}};
+    # pprof and speedscope name each function's file and first line: the body has them
+    my $want_src = $o->{auto} eq 'yes' || @{$o->{sources}} || $o->{format} eq 'pprof';
     my @P;
     for my $f (@{$o->{profiles}}) { push @P, read_profile($f, $want_src, $P[0]) }
     my $P0 = $P[0];
@@ -1462,12 +1504,87 @@ sub out_dot {
 }
 
 # ---------------------------------------------------------------------------
+# The exporters (perl/lib/KGrind/Export/*.pm) share one interface,
+# write(\%model, $out_fh, \%options), over the model below: the selected
+# threads' k-contexts with names as --names asks.
+# ---------------------------------------------------------------------------
+my %EXPORTER = (pprof => 'KGrind::Export::Pprof');
+
+sub load_module {
+    my ($module) = @_;
+    (my $file = "$module.pm") =~ s{::}{/}g;
+    eval { require $file; 1 } or fail("cannot load $module (kgrind_annotate's modules are not installed "
+                                      . "with it?): " . (split /\n/, $@)[0]);
+    return $module;
+}
+
+sub display_name { my ($o, $n) = @_; $o->{names} eq 'short' ? KGrind::Names::short_name($n) : $n }
+
+# Each function's source file and first costly line, from the callgrind body.
+sub function_sources {
+    my ($S) = @_;
+    my %src;
+    for my $P (@{$S->{P}}) {
+        for my $fn (keys %{$P->{fnfile} // {}}) {
+            my $file = $P->{fnfile}{$fn};
+            next if $src{$fn} || $file eq '???';
+            $src{$fn} = { file => $file, line => ($S->{fnline}{$file}{$fn} // 0) + 0 };
+        }
+    }
+    return \%src;
+}
+
+sub export_model {
+    my ($o, $S) = @_;
+    my $P0 = $S->{P}[0];
+    my $name = sub { display_name($o, $_[0]) };
+    my @threads;
+    for my $t (@{$S->{threads}}) {
+        my $C = $t->{C};
+        push @threads, { tid => $t->{tid}, Ir => $t->{ir} + 0, contexts => [map {
+            { path => [map { $name->($_) } @{ctx_path($C, $_)}], calls => $C->{xcalls}[$_] + 0,
+              Ir => $C->{xexcl}[$_] + 0, inclusive => $C->{xincl}[$_] + 0 }
+        } @{sorted_contexts($o, $C)}] };
+    }
+    my $src = function_sources($S);
+    my %sources = map { ($name->($_) => $src->{$_}) } keys %$src;
+    my ($program) = split ' ', $P0->{cmd} // '';
+    my $k = kstr($S->{kk});
+    return { k => $k, recorded_k => kstr($S->{K}), root => $ROOT_NAME, total => $S->{total},
+             files => [map { $_->{file} } @{$S->{P}}], cmd => $P0->{cmd} // '', program => $program,
+             creator => $P0->{creator} // '', exporter => "kgrind_annotate\@$VERSION", threads => \@threads, sources => \%sources,
+             comments => ["kgrind k-contexts (k=$k) of " . join(', ', map { $_->{file} } @{$S->{P}})
+                          . ': one sample per thread and context',
+                          $k eq 'inf' ? 'stacks are full calling contexts'
+                          : "a stack whose outermost frame is [truncated k=$k] lacks its outer callers"] };
+}
+
+sub run_exporter {
+    my ($module, $model, $o) = @_;
+    my $out = '';
+    open(my $fh, '>:raw', \$out) or fail("cannot write to memory: $!");
+    my $ok = eval { load_module($module)->can('write')->($model, $fh, $o); 1 };
+    unless ($ok) { die $@ if ref $@; fail("$o->{format}: " . (split /\n/, $@)[0]) }
+    close $fh;
+    return $out;
+}
+
+sub export {
+    my ($o, $S) = @_;
+    fail("--format=$o->{format}: function-mode profiles only ($S->{P}[0]{file} has mode $S->{P}[0]{mode})")
+        if $BLOCKMODE;
+    return run_exporter($EXPORTER{$o->{format}}, export_model($o, $S), $o);
+}
+
+# ---------------------------------------------------------------------------
 sub main {
     my $o = parse_options(@_);
     if ($o->{help}) { print $USAGE; return 0 }
     if ($o->{version}) { print "kgrind_annotate $VERSION\n"; return 0 }
+    load_module('KGrind::Names');
     my $S = analyse($o);
-    my $text = $o->{format} eq 'json' ? out_json($o, $S)
+    my $text = $EXPORTER{$o->{format}} ? export($o, $S)
+             : $o->{format} eq 'json' ? out_json($o, $S)
              : $o->{format} eq 'dot' ? out_dot($o, $S)
              : $o->{format} eq 'folded' ? out_folded($o, $S)
              : out_text($o, $S);
