@@ -756,6 +756,7 @@ usage: kgrind_annotate [options] kgrind.out.<pid> [more profiles...] [source fil
       dot         Graphviz graph of the hottest contexts
       folded      flame-graph stacks: "a;b;c <exclusive Ir>"
       pprof       gzipped profile.proto for go tool pprof (binary; redirect it)
+      speedscope  speedscope's JSON file format, one profile per thread
   --show-blocks               block modes: the table of all basic blocks
   --blocks-disasm             block modes: --show-blocks with each block's
                               instructions (objdump), targets named by block
@@ -800,8 +801,8 @@ sub parse_options {
     fail("bad --k value '$o{k}' (a non-negative integer or inf)")
         if defined $o{k} && $o{k} !~ /^(?:\d+|inf)$/;
     fail("bad --thread value '$o{thread}' (a thread id or all)") unless $o{thread} =~ /^(?:\d+|all)$/;
-    fail("bad --format value '$o{format}' (text, json, dot, folded or pprof)")
-        unless $o{format} =~ /^(?:text|json|dot|folded|pprof)$/;
+    fail("bad --format value '$o{format}' (text, json, dot, folded, pprof or speedscope)")
+        unless $o{format} =~ /^(?:text|json|dot|folded|pprof|speedscope)$/;
     # short names where people read them, full ones where programs do
     $o{names} //= $o{format} =~ /^(?:text|dot)$/ ? 'short' : 'full';
     fail("bad --names value '$o{names}' (short or full)") unless $o{names} =~ /^(?:short|full)$/;
@@ -857,7 +858,7 @@ sub check_merge {
 sub analyse {
     my ($o) = @_;
     # pprof and speedscope name each function's file and first line: the body has them
-    my $want_src = $o->{auto} eq 'yes' || @{$o->{sources}} || $o->{format} eq 'pprof';
+    my $want_src = $o->{auto} eq 'yes' || @{$o->{sources}} || $o->{format} =~ /^(?:pprof|speedscope)$/;
     my @P;
     for my $f (@{$o->{profiles}}) { push @P, read_profile($f, $want_src, $P[0]) }
     my $P0 = $P[0];
@@ -1508,7 +1509,7 @@ sub out_dot {
 # write(\%model, $out_fh, \%options), over the model below: the selected
 # threads' k-contexts with names as --names asks.
 # ---------------------------------------------------------------------------
-my %EXPORTER = (pprof => 'KGrind::Export::Pprof');
+my %EXPORTER = (pprof => 'KGrind::Export::Pprof', speedscope => 'KGrind::Export::Speedscope');
 
 sub load_module {
     my ($module) = @_;

@@ -1,5 +1,6 @@
 """kgrind_annotate's exports for today's tools (issue 24): pprof's
-profile.proto (decoded by tests/pprof_wire.py and by `go tool pprof`), compared with kgrind_annotate's own JSON
+profile.proto (decoded by tests/pprof_wire.py and by `go tool pprof`) and
+speedscope's file format, each compared with kgrind_annotate's own JSON
 context by context."""
 import collections
 import json
@@ -204,3 +205,77 @@ def test_go_tool_pprof_equals_json(annotate, tmp_path, twice_profile, k):
     else:
         assert any(s[0] == truncated(k) for (_t, s, _c, _i) in want)
 
+
+# ---------------------------------------------------------------------------
+# speedscope.
+
+SPEEDSCOPE_SCHEMA = pathlib.Path(__file__).parent / 'data' / 'speedscope' / 'file-format-schema.json'
+
+
+def check_speedscope_equals_json(annotate, *args):
+    import jsonschema
+    d = annotate('--format=json', *args).json()
+    s = annotate('--format=speedscope', *args).json()
+    jsonschema.validate(s, json.loads(SPEEDSCOPE_SCHEMA.read_text()))
+    assert len(s['profiles']) == len(d['threads'])
+    frames = [f['name'] for f in s['shared']['frames']]
+    assert len(frames) == len(set(frames))
+    want = expected_stacks(d)
+    for p, t in zip(s['profiles'], d['threads']):
+        assert p['type'] == 'sampled' and p['name'].startswith(f'thread {t["tid"]} ')
+        assert len(p['samples']) == len(p['weights'])
+        assert sum(p['weights']) == t['Ir'] == p['endValue'] and p['startValue'] == 0
+        got = collections.Counter(tuple(frames[i] for i in st) for st in p['samples'])
+        assert got == collections.Counter(stack for (tid, stack, _c, ir), n in want.items()
+                                          for _ in range(n) if tid == str(t['tid']) and ir)
+        by_stack = dict(zip((tuple(frames[i] for i in st) for st in p['samples']), p['weights']))
+        assert all(by_stack[stack] == ir for (tid, stack, _c, ir) in want if tid == str(t['tid']) and ir)
+    assert sum(sum(p['weights']) for p in s['profiles']) == d['total']['Ir']
+    return d, s
+
+
+@pytest.mark.parametrize('k', [1, 3, M.INF])
+def test_speedscope_model_profiles(annotate, tmp_path, k):
+    prof = model_profile(tmp_path, k, seed=21 + (k or 5))
+    check_speedscope_equals_json(annotate, prof)
+    check_speedscope_equals_json(annotate, '--k=0', prof)
+    check_speedscope_equals_json(annotate, '--join-threads', prof)
+
+
+def test_speedscope_real_program(annotate, twice_profile):
+    _d, s = check_speedscope_equals_json(annotate, twice_profile('inf'))
+    step = next(f for f in s['shared']['frames'] if f['name'] == 'step')
+    assert step['file'].endswith('tests/progs/twice.c') and step['line'] > 0
+
+
+def speedscope_page(tmp_path, profile_json):
+    """The speedscope app's page (npm package) loading profile_json as its
+    command line does (bin/cli.mjs: a script calling loadFileFromBase64)."""
+    import base64
+    app = testdeps.npm_package('speedscope', pathlib.Path.home() / '.cache' / 'kgrind-tests' / 'npm')
+    loader = tmp_path / 'load.js'
+    loader.write_text('speedscope.loadFileFromBase64(%s, %s)' % (
+        json.dumps(profile_json.name), json.dumps(base64.b64encode(profile_json.read_bytes()).decode())))
+    return f'file://{app}/dist/release/index.html#localProfilePath={loader}'
+
+
+def chromium(*args):
+    exe = testdeps.debian_tool('chromium', 'chromium')
+    r = subprocess.run([exe, '--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars',
+                        '--virtual-time-budget=8000', *args], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r.stdout
+
+
+def test_speedscope_opens_in_chromium(tmp_path, twice_profile):
+    """speedscope itself imports the file: its page shows the thread's
+    profile name only once the import succeeded (an import error leaves it
+    empty, with an alert), and draws it."""
+    path = tmp_path / 'twice.speedscope.json'
+    path.write_bytes(run_bytes('--format=speedscope', twice_profile(2)))
+    url = speedscope_page(tmp_path, path)
+    dom = chromium('--dump-dom', url)
+    assert 'thread 1 (k=2, Ir)' in dom and 'Time Order' in dom
+    png = tmp_path / 'speedscope.png'
+    chromium('--window-size=1400,800', f'--screenshot={png}', url)
+    assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n' and png.stat().st_size > 10000
