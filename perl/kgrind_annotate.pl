@@ -52,10 +52,21 @@ usage: kgrind_annotate [options] kgrind.out.<pid> [more profiles...] [source fil
   --show-blocks               block modes: the table of all basic blocks
   --blocks-disasm             block modes: --show-blocks with each block's
                               instructions (objdump), targets named by block
+  --names=short|full          names without parameter lists and template
+                              arguments, or as recorded [short in text and
+                              dot, full in the other formats]
+  --diff BASE NEW             per k-context changes of NEW against BASE
+  --diff BASE... --vs NEW...  (several profiles a side, each side joined);
+                              text, json or folded (two counts, a differential
+                              flame graph); sides summed over their threads
+  --normalize                 --diff: NEW scaled to BASE's totals first
+  --fail-above=<PCT>          --diff: exit status 1 when the total Ir, or a
+                              context's Ir (in % of BASE's total), grew by
+                              more than PCT %
   --version, -h/--help
 Profiles given together are joined (k-SF join); their k and mode must agree.
 Arguments ending in a source suffix (.c .cpp .h ...) are source files to annotate.
-Exit status: 0 success, 2 bad usage or bad input.
+Exit status: 0 success, 1 --fail-above exceeded, 2 bad usage or bad input.
 EOT
 
 sub is_source { $_[0] =~ /\.(?:c|cc|cpp|cxx|c\+\+|C|h|hh|hpp|hxx|H|inl|ipp|s|S|f|f90|F90|rs|go|m|mm)$/ }
@@ -848,7 +859,8 @@ sub function_sources {
 sub export_model {
     my ($o, $S) = @_;
     my $P0 = $S->{P}[0];
-    my $name = sub { display_name($o, $_[0]) };
+    # names in UTF-8 (pprof's strings must be; the JSON formats too)
+    my $name = sub { utf8_clean(display_name($o, $_[0])) };
     my @threads;
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
@@ -858,7 +870,7 @@ sub export_model {
         } @{sorted_contexts($o, $C)}] };
     }
     my $src = function_sources($S);
-    my %sources = map { ($name->($_) => $src->{$_}) } keys %$src;
+    my %sources = map { ($name->($_) => { %{$src->{$_}}, file => utf8_clean($src->{$_}{file}) }) } keys %$src;
     my ($program) = split ' ', $P0->{cmd} // '';
     my $k = kstr($S->{kk});
     return { k => $k, recorded_k => kstr($S->{K}), root => $ROOT_NAME, total => $S->{total},
@@ -887,24 +899,47 @@ sub export {
     return run_exporter($EXPORTER{$o->{format}}, export_model($o, $S), $o);
 }
 
+# --diff BASE... --vs NEW...: each side read and joined as usual, at the
+# smaller of their k unless --k says; contexts keyed by full names.
+sub diff {
+    my ($o) = @_;
+    my %side = map { ($_ => { %$o, profiles => $o->{$_}, names => 'full' }) } qw(base new);
+    my %S = map { ($_ => analyse($side{$_})) } qw(base new);
+    if (!defined $o->{k} && $S{base}{kk} != $S{new}{kk}) {
+        my ($low, $high) = sort { $S{$a}{kk} == $INF ? 1 : $S{$b}{kk} == $INF ? -1 : $S{$a}{kk} <=> $S{$b}{kk} } qw(base new);
+        $side{$high}{k} = kstr($S{$low}{kk});
+        $S{$high} = analyse($side{$high});
+    }
+    fail("--diff: function-mode profiles only") if $BLOCKMODE;
+    my $module = load_module('KGrind::Export::Diff');
+    my $d = $module->can('compare')->(export_model($side{base}, $S{base}), export_model($side{new}, $S{new}), $o);
+    return (run_exporter($module, $d, $o), $d->{failed} // []);
+}
+
 # ---------------------------------------------------------------------------
 sub main {
     my $o = parse_options(@_);
     if ($o->{help}) { print $USAGE; return 0 }
     if ($o->{version}) { print "kgrind_annotate $VERSION\n"; return 0 }
     load_module('KGrind::Names');
-    my $S = analyse($o);
-    my $text = $EXPORTER{$o->{format}} ? export($o, $S)
+    my ($S, $text, $failed);
+    if ($o->{diff}) { ($text, $failed) = diff($o) }
+    else { $S = analyse($o) }
+    $text //= $EXPORTER{$o->{format}} ? export($o, $S)
              : $o->{format} eq 'json' ? out_json($o, $S)
              : $o->{format} eq 'dot' ? out_dot($o, $S)
              : $o->{format} eq 'folded' ? out_folded($o, $S)
              : out_text($o, $S);
     # every format is UTF-8: bytes of names that are not (Latin-1) are converted
-    $text = utf8_clean($text) if $o->{format} eq 'text' || $o->{format} eq 'folded';
+    $text = utf8_clean($text) if ($o->{format} eq 'text' || $o->{format} eq 'folded') && !$o->{diff};
     binmode STDOUT, ':raw';
     local $SIG{PIPE} = 'IGNORE';
     print $text or ($!{EPIPE} ? return 0 : fail("cannot write the output: $!"));
     close STDOUT or ($!{EPIPE} ? return 0 : fail("cannot write the output: $!"));
+    if ($failed && @$failed) {    # --diff --fail-above: the diff is printed, the status says it failed
+        print STDERR "kgrind_annotate: above --fail-above=$o->{'fail-above'}%: ", join('; ', @$failed), "\n";
+        return 1;
+    }
     return 0;
 }
 
