@@ -148,7 +148,8 @@ sub parse_options {
 sub analyse {
     my ($o) = @_;
     # pprof and speedscope name each function's file and first line: the body has them
-    my $want_src = $o->{auto} eq 'yes' || @{$o->{sources}} || $o->{format} =~ /^(?:pprof|speedscope)$/;
+    # and the call graph (dot): its calls= lines
+    my $want_src = $o->{auto} eq 'yes' || @{$o->{sources}} || $o->{format} =~ /^(?:pprof|speedscope|dot)$/;
     my @P;
     refuse_repeated_files($o->{profiles});
     for my $f (@{$o->{profiles}}) { push @P, read_profile($f, $want_src, $P[0]) }
@@ -356,7 +357,7 @@ sub shown_contexts {
     return (\@show, $sum);
 }
 
-sub ctx_str { join(' > ', @{ctx_path(@_)}) }
+sub ctx_str { my ($o, $C, $cid) = @_; join(' > ', map { display_name($o, $_) } @{ctx_path($C, $cid)}) }
 
 # ---------------------------------------------------------------------------
 # Text output.
@@ -418,7 +419,7 @@ sub out_text {
         my $key = key_arrays($o->{sort}, $C, 1);
         for my $cid (@$show) {
             push @out, sprintf('%15s %8s %15s %12s  %s', commify($C->{xexcl}[$cid]), pct($key->[$cid], $den),
-                commify($C->{xincl}[$cid]), commify($C->{xcalls}[$cid]), ctx_str($C, $cid));
+                commify($C->{xincl}[$cid]), commify($C->{xcalls}[$cid]), ctx_str($o, $C, $cid));
         }
         if ($o->{ksf}) {
             push @out, '', $rule, "DUMP of K-SF (k=" . kstr($S->{K}) . ", thread " . forest_desc($t) . ", $t->{F}{n} nodes)", $rule;
@@ -658,7 +659,7 @@ sub annotate_sources {
                     for my $h (@{$byfn{$fn}}) {
                         my ($t, $cid) = @$h;
                         my $C = $t->{C};
-                        push @$out, sprintf('%15s  //   %s: Ir %s (%s), incl %s, calls %s%s', '', ctx_str($C, $cid),
+                        push @$out, sprintf('%15s  //   %s: Ir %s (%s), incl %s, calls %s%s', '', ctx_str($o, $C, $cid),
                             commify($C->{xexcl}[$cid]), pct($C->{xexcl}[$cid], $t->{ir}),
                             commify($C->{xincl}[$cid]), commify($C->{xcalls}[$cid]),
                             @{$S->{threads}} > 1 ? ", thread $t->{tid}" : '');
@@ -765,10 +766,28 @@ sub out_json {
 # ---------------------------------------------------------------------------
 # Folded stacks and Graphviz.
 # ---------------------------------------------------------------------------
+# --callers: the k-CCF as folded stacks, the activated function first, then
+# its callers, innermost first: an icicle per function (who calls it, up to
+# k levels), each stack weighing the exclusive Ir of its context.
+sub out_callers {
+    my ($frame, $S) = @_;
+    my %sum;
+    for my $t (@{$S->{threads}}) {
+        my $C = $t->{C};
+        for my $cid (@{$C->{ctx}}) {
+            my $x = $C->{xexcl}[$cid] or next;
+            $sum{join(';', map { $frame->[$_] } reverse @{ctx_labels($C, $cid)})} += $x;
+        }
+    }
+    return join('', map { "$_ $sum{$_}\n" } sort keys %sum);
+}
+
 sub out_folded {
     my ($o, $S) = @_;
     my %sum;
-    my @frame = map { (my $x = $_) =~ s/[;\s]+/_/g; $x } @LNAME;
+    # names as they are (--names=short if asked), but ';', the separator
+    my @frame = map { (my $x = display_name($o, $_)) =~ s/;/%3B/g; $x } @LNAME;
+    return out_callers(\@frame, $S) if $o->{callers};
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
         my $exc = $C->{xexcl};
@@ -830,7 +849,8 @@ sub out_dot {
 # write(\%model, $out_fh, \%options), over the model below: the selected
 # threads' k-contexts with names as --names asks.
 # ---------------------------------------------------------------------------
-my %EXPORTER = (pprof => 'KGrind::Export::Pprof', speedscope => 'KGrind::Export::Speedscope');
+my %EXPORTER = (pprof => 'KGrind::Export::Pprof', speedscope => 'KGrind::Export::Speedscope',
+                dot => 'KGrind::Export::Dot');
 
 sub load_module {
     my ($module) = @_;
@@ -856,6 +876,49 @@ sub function_sources {
     return \%src;
 }
 
+# The call edges between the contexts shown, summed over threads and
+# profiles: [{from, to, calls, inclusive}].  At k = inf a context's caller is
+# its path's prefix; else the callgrind body's calls= lines, projected to
+# the k shown (the last k+1 names of each side).
+sub call_edges {
+    my ($S, $threads) = @_;
+    return cct_edges($threads) if $S->{kk} == $INF;
+    my $n = $S->{kk} + 1;
+    my $path = sub { my @p = reverse split /'/, $_[0]; @p > $n ? [@p[-$n .. -1]] : \@p };
+    my %sum;
+    for my $P (@{$S->{P}}) {
+        while (my ($k, $v) = each %{$P->{calls} // {}}) {
+            my ($from, $to) = map { $path->($_) } split /\0/, $k;
+            my $e = $sum{join("\0", @$from) . "\0\0" . join("\0", @$to)} //= { from => $from, to => $to,
+                                                                                calls => 0, inclusive => 0 };
+            $e->{calls} += $v->[0];
+            $e->{inclusive} += $v->[1];
+        }
+    }
+    return [map { $sum{$_} } sort keys %sum];
+}
+
+sub cct_edges {
+    my ($threads) = @_;
+    my %sum;
+    for my $c (map { @{$_->{contexts}} } @$threads) {
+        next if @{$c->{path}} < 2;
+        my $e = $sum{join("\0", @{$c->{path}})} //= { from => [@{$c->{path}}[0 .. $#{$c->{path}} - 1]],
+                                                       to => $c->{path}, calls => 0, inclusive => 0 };
+        $e->{calls} += $c->{calls};
+        $e->{inclusive} += $c->{inclusive};
+    }
+    return [map { $sum{$_} } sort keys %sum];
+}
+
+# The k of the callgrind body's contexts (desc: body contexts; the records'
+# k in files that do not say).
+sub body_k {
+    my ($S) = @_;
+    my ($k) = ($S->{P}[0]{desc}{'body contexts'} // '') =~ /^(\d+|inf)\b/;
+    return !defined $k ? $S->{K} : $k eq 'inf' ? $INF : $k;
+}
+
 sub export_model {
     my ($o, $S) = @_;
     my $P0 = $S->{P}[0];
@@ -872,10 +935,11 @@ sub export_model {
     my $src = function_sources($S);
     my %sources = map { ($name->($_) => { %{$src->{$_}}, file => utf8_clean($src->{$_}{file}) }) } keys %$src;
     my ($program) = split ' ', $P0->{cmd} // '';
+    my $edges = $o->{format} eq 'dot' ? call_edges($S, \@threads) : [];
     my $k = kstr($S->{kk});
     return { k => $k, recorded_k => kstr($S->{K}), root => $ROOT_NAME, total => $S->{total},
              files => [map { $_->{file} } @{$S->{P}}], cmd => $P0->{cmd} // '', program => $program,
-             creator => $P0->{creator} // '', exporter => "kgrind_annotate\@$VERSION", threads => \@threads, sources => \%sources,
+             edges => $edges, creator => $P0->{creator} // '', exporter => "kgrind_annotate\@$VERSION", threads => \@threads, sources => \%sources,
              comments => ["kgrind k-contexts (k=$k) of " . join(', ', map { $_->{file} } @{$S->{P}})
                           . ': one sample per thread and context',
                           $k eq 'inf' ? 'stacks are full calling contexts'
@@ -894,6 +958,13 @@ sub run_exporter {
 
 sub export {
     my ($o, $S) = @_;
+    return out_dot($o, $S) if $o->{format} eq 'dot' && $BLOCKMODE;
+    if ($o->{format} eq 'dot') {
+        # finite k above the body's: the graph of the body's contexts
+        my $bk = body_k($S);
+        $S = analyse({ %$o, k => kstr($bk) }) if $S->{kk} != $INF && $bk != $INF && $S->{kk} > $bk;
+        return run_exporter($EXPORTER{dot}, export_model({ %$o, names => 'full' }, $S), $o);
+    }
     fail("--format=$o->{format}: function-mode profiles only ($S->{P}[0]{file} has mode $S->{P}[0]{mode})")
         if $BLOCKMODE;
     return run_exporter($EXPORTER{$o->{format}}, export_model($o, $S), $o);
