@@ -197,6 +197,7 @@ sub analyse {
         my $tid = $tid_of->($key);
         my $F = join_forests($tid, @{$by{$key}});
         my $C = inv_k($F, $kk, $K, $o->{'tree-order'} eq 'natural', $tree);
+        $C->{xouter} = outermost_inclusive($F, $C, $kk, $K);
         push @threads, { tid => $tid, F => $F, C => $C, ir => $F->{ir},
                          (defined $fname{$key} ? (fname => $fname{$key}) : ()) };
     }
@@ -244,9 +245,26 @@ sub analyse {
 }
 
 # Sorting helpers: key of a context / node by --sort.
+# Per context: the inclusive Ir of its outermost activations, at most the
+# thread's Ir (KGrind::Inclusive); the plain inclusive Ir at k = inf and in
+# the block modes (where it equals the exclusive Ir).
+sub outermost_inclusive {
+    my ($F, $C, $kk, $K) = @_;
+    my $outer = $BLOCKMODE ? undef : KGrind::Inclusive::outermost($F, $kk, $K);
+    return $C->{xincl} unless $outer;
+    my @x;
+    for my $cid (@{$C->{ctx}}) {
+        my $v = $outer->{join(',', @{ctx_labels($C, $cid)})} // $C->{xincl}[$cid];
+        $x[$cid] = $v < $F->{ir} ? $v : $F->{ir};
+    }
+    return \@x;
+}
+
+# The sort keys: inclusive is the contexts' outermost inclusive Ir, the
+# trees' plain inclusive counters.
 sub key_arrays {
     my ($sort, $C, $ctx) = @_;
-    return $ctx ? ($sort eq 'calls' ? $C->{xcalls} : $sort eq 'inclusive' ? $C->{xincl} : $C->{xexcl})
+    return $ctx ? ($sort eq 'calls' ? $C->{xcalls} : $sort eq 'inclusive' ? $C->{xouter} : $C->{xexcl})
                 : ($sort eq 'calls' ? $C->{calls} : $sort eq 'inclusive' ? $C->{incl} : $C->{excl});
 }
 
@@ -419,7 +437,7 @@ sub out_text {
         my $key = key_arrays($o->{sort}, $C, 1);
         for my $cid (@$show) {
             push @out, sprintf('%15s %8s %15s %12s  %s', commify($C->{xexcl}[$cid]), pct($key->[$cid], $den),
-                commify($C->{xincl}[$cid]), commify($C->{xcalls}[$cid]), ctx_str($o, $C, $cid));
+                commify($C->{xouter}[$cid]), commify($C->{xcalls}[$cid]), ctx_str($o, $C, $cid));
         }
         if ($o->{ksf}) {
             push @out, '', $rule, "DUMP of K-SF (k=" . kstr($S->{K}) . ", thread " . forest_desc($t) . ", $t->{F}{n} nodes)", $rule;
@@ -661,7 +679,7 @@ sub annotate_sources {
                         my $C = $t->{C};
                         push @$out, sprintf('%15s  //   %s: Ir %s (%s), incl %s, calls %s%s', '', ctx_str($o, $C, $cid),
                             commify($C->{xexcl}[$cid]), pct($C->{xexcl}[$cid], $t->{ir}),
-                            commify($C->{xincl}[$cid]), commify($C->{xcalls}[$cid]),
+                            commify($C->{xouter}[$cid]), commify($C->{xcalls}[$cid]),
                             @{$S->{threads}} > 1 ? ", thread $t->{tid}" : '');
                     }
                 }
@@ -755,7 +773,8 @@ sub out_json {
         my $sorted = sorted_contexts($o, $C);
         my $ctx = join(',', map {
             '{"path":[' . join(',', map { js($_) } @{ctx_path($C, $_)}) . '],"calls":' . $C->{xcalls}[$_]
-            . ',"Ir":' . $C->{xexcl}[$_] . ',"inclusive":' . $C->{xincl}[$_] . '}'
+            . ',"Ir":' . $C->{xexcl}[$_] . ',"inclusive":' . $C->{xincl}[$_]
+            . ',"inclusive_outermost":' . $C->{xouter}[$_] . '}'
         } @$sorted);
         push @th, "{\"tid\":$tid," . (defined $t->{fname} ? '"function":' . js($t->{fname}) . ',' : '') . "\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"kccf_nodes\":$C->{n},"
             . "\"contexts\":[$ctx],\"kccf\":" . json_tree($o, ccf_counters($C), 'callers') . ',"ksf":' . json_tree($o, $t->{F}, 'children') . '}';
@@ -929,7 +948,8 @@ sub export_model {
         my $C = $t->{C};
         push @threads, { tid => $t->{tid}, Ir => $t->{ir} + 0, contexts => [map {
             { path => [map { $name->($_) } @{ctx_path($C, $_)}], calls => $C->{xcalls}[$_] + 0,
-              Ir => $C->{xexcl}[$_] + 0, inclusive => $C->{xincl}[$_] + 0 }
+              Ir => $C->{xexcl}[$_] + 0, inclusive => $C->{xincl}[$_] + 0,
+              inclusive_outermost => $C->{xouter}[$_] + 0 }
         } @{sorted_contexts($o, $C)}] };
     }
     my $src = function_sources($S);
@@ -992,7 +1012,7 @@ sub main {
     my $o = parse_options(@_);
     if ($o->{help}) { print $USAGE; return 0 }
     if ($o->{version}) { print "kgrind_annotate $VERSION\n"; return 0 }
-    load_module('KGrind::Names');
+    load_module($_) for qw(KGrind::Names KGrind::Inclusive);
     my ($S, $text, $failed);
     if ($o->{diff}) { ($text, $failed) = diff($o) }
     else { $S = analyse($o) }

@@ -26,7 +26,8 @@ sub contexts {
     for my $t (@{$data->{threads}}) {
         for my $c (@{$t->{contexts}}) {
             my $x = $ctx{key($c->{path})} //= { path => $c->{path}, calls => 0, Ir => 0, inclusive => 0 };
-            $x->{$_} += $c->{$_} for qw(calls Ir inclusive);
+            $x->{$_} += $c->{$_} for qw(calls Ir);
+            $x->{inclusive} += $c->{inclusive_outermost};    # recursion counted once: at most 100 %
         }
     }
     return \%ctx;
