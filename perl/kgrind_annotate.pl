@@ -197,7 +197,8 @@ sub analyse {
         my $tid = $tid_of->($key);
         my $F = join_forests($tid, @{$by{$key}});
         my $C = inv_k($F, $kk, $K, $o->{'tree-order'} eq 'natural', $tree);
-        $C->{xouter} = outermost_inclusive($F, $C, $kk, $K);
+        $C->{outer} = $BLOCKMODE ? undef : KGrind::Inclusive::outermost($F, $kk, $K);
+        $C->{ir} = $F->{ir};
         push @threads, { tid => $tid, F => $F, C => $C, ir => $F->{ir},
                          (defined $fname{$key} ? (fname => $fname{$key}) : ()) };
     }
@@ -245,26 +246,28 @@ sub analyse {
 }
 
 # Sorting helpers: key of a context / node by --sort.
-# Per context: the inclusive Ir of its outermost activations, at most the
+# Context cid's inclusive Ir of its outermost activations, at most the
 # thread's Ir (KGrind::Inclusive); the plain inclusive Ir at k = inf and in
-# the block modes (where it equals the exclusive Ir).
-sub outermost_inclusive {
-    my ($F, $C, $kk, $K) = @_;
-    my $outer = $BLOCKMODE ? undef : KGrind::Inclusive::outermost($F, $kk, $K);
-    return $C->{xincl} unless $outer;
-    my @x;
-    for my $cid (@{$C->{ctx}}) {
-        my $v = $outer->{join(',', @{ctx_labels($C, $cid)})} // $C->{xincl}[$cid];
-        $x[$cid] = $v < $F->{ir} ? $v : $F->{ir};
-    }
-    return \@x;
+# the block modes (where it equals the exclusive Ir).  Looked up per context:
+# the text table needs only the contexts it shows.
+sub outer_incl {
+    my ($C, $cid) = @_;
+    my $outer = $C->{outer} or return $C->{xincl}[$cid];
+    my $v = $outer->{KGrind::Inclusive::key_of(ctx_labels($C, $cid))} // $C->{xincl}[$cid];
+    return $v < $C->{ir} ? $v : $C->{ir};
+}
+
+# All contexts' outer_incl, computed once.
+sub xouter {
+    my ($C) = @_;
+    return $C->{xouter} //= do { my @x; $x[$_] = outer_incl($C, $_) for @{$C->{ctx}}; \@x };
 }
 
 # The sort keys: inclusive is the contexts' outermost inclusive Ir, the
 # trees' plain inclusive counters.
 sub key_arrays {
     my ($sort, $C, $ctx) = @_;
-    return $ctx ? ($sort eq 'calls' ? $C->{xcalls} : $sort eq 'inclusive' ? $C->{xouter} : $C->{xexcl})
+    return $ctx ? ($sort eq 'calls' ? $C->{xcalls} : $sort eq 'inclusive' ? xouter($C) : $C->{xexcl})
                 : ($sort eq 'calls' ? $C->{calls} : $sort eq 'inclusive' ? $C->{incl} : $C->{excl});
 }
 
@@ -437,7 +440,7 @@ sub out_text {
         my $key = key_arrays($o->{sort}, $C, 1);
         for my $cid (@$show) {
             push @out, sprintf('%15s %8s %15s %12s  %s', commify($C->{xexcl}[$cid]), pct($key->[$cid], $den),
-                commify($C->{xouter}[$cid]), commify($C->{xcalls}[$cid]), ctx_str($o, $C, $cid));
+                commify(outer_incl($C, $cid)), commify($C->{xcalls}[$cid]), ctx_str($o, $C, $cid));
         }
         if ($o->{ksf}) {
             push @out, '', $rule, "DUMP of K-SF (k=" . kstr($S->{K}) . ", thread " . forest_desc($t) . ", $t->{F}{n} nodes)", $rule;
@@ -679,7 +682,7 @@ sub annotate_sources {
                         my $C = $t->{C};
                         push @$out, sprintf('%15s  //   %s: Ir %s (%s), incl %s, calls %s%s', '', ctx_str($o, $C, $cid),
                             commify($C->{xexcl}[$cid]), pct($C->{xexcl}[$cid], $t->{ir}),
-                            commify($C->{xouter}[$cid]), commify($C->{xcalls}[$cid]),
+                            commify(outer_incl($C, $cid)), commify($C->{xcalls}[$cid]),
                             @{$S->{threads}} > 1 ? ", thread $t->{tid}" : '');
                     }
                 }
@@ -774,7 +777,7 @@ sub out_json {
         my $ctx = join(',', map {
             '{"path":[' . join(',', map { js($_) } @{ctx_path($C, $_)}) . '],"calls":' . $C->{xcalls}[$_]
             . ',"Ir":' . $C->{xexcl}[$_] . ',"inclusive":' . $C->{xincl}[$_]
-            . ',"inclusive_outermost":' . $C->{xouter}[$_] . '}'
+            . ',"inclusive_outermost":' . outer_incl($C, $_) . '}'
         } @$sorted);
         push @th, "{\"tid\":$tid," . (defined $t->{fname} ? '"function":' . js($t->{fname}) . ',' : '') . "\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"kccf_nodes\":$C->{n},"
             . "\"contexts\":[$ctx],\"kccf\":" . json_tree($o, ccf_counters($C), 'callers') . ',"ksf":' . json_tree($o, $t->{F}, 'children') . '}';
@@ -949,7 +952,7 @@ sub export_model {
         push @threads, { tid => $t->{tid}, Ir => $t->{ir} + 0, contexts => [map {
             { path => [map { $name->($_) } @{ctx_path($C, $_)}], calls => $C->{xcalls}[$_] + 0,
               Ir => $C->{xexcl}[$_] + 0, inclusive => $C->{xincl}[$_] + 0,
-              inclusive_outermost => $C->{xouter}[$_] + 0 }
+              inclusive_outermost => outer_incl($C, $_) + 0 }
         } @{sorted_contexts($o, $C)}] };
     }
     my $src = function_sources($S);

@@ -19,35 +19,35 @@ use warnings;
 use KGrind::Forest qw(first_root preorder);
 
 # Forest F recorded with k = $K (-1: inf), contexts of $kk + 1 labels:
-# "label,label,..." (outermost first) -> inclusive Ir of its outermost
-# activations.  Undef for $kk = inf: a context is then a whole path, never
-# nested in itself.
+# context key (key_of) -> inclusive Ir of its outermost activations.  Undef
+# for $kk = inf: a context is then a whole path, never nested in itself.
 sub outermost {
     my ($F, $kk, $K) = @_;
     return undef if $kk < 0;
     my ($par, $fn, $inc, $depth) = @$F{qw(par fn incl depth)};
     my $clear = $K < 0 ? 0 : $K;
+    my $bytes = 4 * ($kk + 1);
     my (@chain, @first, @key, @stack, %open, %sum);
     for my $v (@{preorder($F)}) {
         my $p = $par->[$v];
         # leave the subtrees the pre-order is done with
         while (@stack && $stack[-1] != $p) { my $u = pop @stack; $open{$key[$u]}-- if defined $key[$u] }
         $first[$v] = $p < 0 ? first_root($F, $v) : $first[$p];
-        # innermost first, kk + 1 labels at most
-        my @c = ($fn->[$v], $p < 0 ? () : @{$chain[$p]});
-        $#c = $kk if @c > $kk + 1;
-        $chain[$v] = \@c;
+        # the labels, innermost first, packed: kk + 1 of them at most
+        my $c = $chain[$v] = substr(pack('N', $fn->[$v]) . ($p < 0 ? '' : $chain[$p]), 0, $bytes);
         # the context is known when kk + 1 labels show, or the whole path of a first tree
-        $key[$v] = join(',', reverse @c) if @c == $kk + 1 || $first[$v];
-        my $counted = $first[$v] || $depth->[$v] >= $clear;    # not a cleared top region
-        if ($counted && defined $key[$v]) {
-            $sum{$key[$v]} += 0;
-            $sum{$key[$v]} += $inc->[$v] unless $open{$key[$v]};
+        my $k = $key[$v] = length($c) == $bytes || $first[$v] ? $c : undef;
+        unless (defined $k) { push @stack, $v; next }
+        if ($first[$v] || $depth->[$v] >= $clear) {    # counted: not a cleared top region
+            $sum{$k} += $open{$k} ? 0 : $inc->[$v];
         }
         push @stack, $v;
-        $open{$key[$v]}++ if defined $key[$v];
+        $open{$k}++;
     }
     return \%sum;
 }
+
+# The key of a context given as label ids, outermost first.
+sub key_of { pack('N*', reverse @{$_[0]}) }
 
 1;
