@@ -38,8 +38,9 @@ static_assert(offsetof(Now, bb_state) <= 64, "function mode's part of Now fits o
 // What a transition's empty kid slots hold: a transition that matches no
 // function, so that inline IR may read through it.
 static UWord unused_active;
-static Transition no_transition = { 0, 0, 0, &unused_active, nullptr, nullptr, nullptr, kActivation,
-                                    {}, nullptr, nullptr, nullptr, nullptr };
+static Transition* no_kids[kKidSlots];
+static Transition no_transition = { 0, 0, 0, &unused_active, nullptr, 0, nullptr, kActivation,
+                                    no_kids, nullptr, nullptr, nullptr, nullptr, nullptr };
 
 
 namespace {
@@ -80,6 +81,7 @@ struct ThreadState {
    Forest* view;            // the body's contexts (see ActNode), or forest
    Now saved;               // kg_now while another thread runs
    PairMap<ActNode> acts;             // (top, bottom) -> ActNode
+   PairMap<ActPair> view_acts;        // the same for the view forest
    PairMap<Transition> transitions;   // (parent ActNode, fn or kind) -> Transition
    Transition* all_transitions;
    // Block modes.
@@ -132,17 +134,30 @@ void update_now_from_top()
    if (kg_now->ctx != kCallPending) kg_now->ctx = top->tr->ctx;
 }
 
+void set_pair(ActPair* n, const Activation& act)
+{
+   n->depth = act.depth;
+   n->phase = act.phase;
+   n->ctx = forest_canonical(act);
+}
+
 // The activation's node; view_act is its activation in the view forest (a
 // function of act: --view-k divides --k).
 ActNode* act_node(ThreadState* t, const Activation& act, const Activation& view_act)
 {
    ActNode* n = t->acts.get(act.top, act.bottom);
    if (!n->ctx) {
-      n->act = act;
-      n->ctx = forest_canonical(act);
-      n->active = &active_counts.get(n->ctx, t)->n;
-      n->view_act = view_act;
-      n->view_ctx = forest_canonical(view_act);
+      set_pair(n, act);
+      // At k = inf act.top is ctx: no other pair of the thread shares it
+      // (3 M fewer table entries for cc1plus).
+      n->active = clo.k == kInfiniteK ? &n->own_active : &active_counts.get(n->ctx, t)->n;
+      if (t->view == t->forest) {
+         n->view = n;
+      } else {
+         ActPair* v = t->view_acts.get(view_act.top, view_act.bottom);
+         if (!v->ctx) set_pair(v, view_act);
+         n->view = v;
+      }
    }
    return n;
 }
@@ -156,7 +171,7 @@ Transition* transition(ThreadState* t, const void* parent, const void* key, Bool
    if (*created) {
       tr->next = t->all_transitions;
       t->all_transitions = tr;
-      for (UInt i = 0; i < kKidSlots; i++) tr->kids[i] = &no_transition;
+      tr->kids = no_kids;
    }
    return tr;
 }
@@ -164,37 +179,52 @@ Transition* transition(ThreadState* t, const void* parent, const void* key, Bool
 void set_child(Transition* tr, ActNode* child, FnInfo* fn, FrameKind kind)
 {
    tr->child = child;
-   tr->ctx = child->view_ctx;
+   tr->ctx = child->view->ctx;
    tr->active = child->active;
    tr->fn = fn;
    tr->kind = kind;
 }
 
-// The call edge's position: its first known call site (0 when not known, as
-// for a signal handler's activation: a later call gives the edge one).
-void note_call_site(Transition* tr, Addr call_site)
-{
-   if (!tr->edge->call_site) tr->edge->call_site = call_site;
-}
-
-// The transition into traced function fn from parent.
-Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, BlockInfo* blk)
+// The transition into traced function fn from parent, whatever the call
+// site: it holds the child activation for the per-site ones below it (it is
+// never a frame's).
+Transition* function_transition(ThreadState* t, ActNode* parent, FnInfo* fn)
 {
    Bool created;
    Transition* tr = transition(t, parent, fn, &created);
    if (!created) return tr;
 
-   Activation act = forest_enter(t->forest, parent->act, fn->id + 1);
+   Activation act = forest_enter(t->forest, parent->act(), fn->id + 1);
    // forest_enter counted this activation in top and bottom; transitions
    // count every activation themselves (flush_transitions).
    act.top->calls--;
    if (act.bottom) act.bottom->calls--;
-   Activation view_act = t->view == t->forest ? act : forest_enter(t->view, parent->view_act, fn->id + 1);
+   Activation view_act = t->view == t->forest ? act : forest_enter(t->view, parent->view->act(), fn->id + 1);
    set_child(tr, act_node(t, act, view_act), fn, kActivation);
-   tr->edge = call_edge(parent->view_ctx, tr->ctx);
+   return tr;
+}
+
+// The transition into traced function fn from parent at call site `site`
+// (0: not known, as for a signal handler's activation), with the call edge
+// of that site.
+Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, BlockInfo* blk, Addr site)
+{
+   Transition* per_fn = function_transition(t, parent, fn);
+   Bool created;
+   Transition* tr = transition(t, per_fn, (const void*)site, &created);
+   if (!created) return tr;
+   set_child(tr, per_fn->child, fn, kActivation);
+   tr->site = site;
+   tr->edge = call_edge(parent->view->ctx, tr->ctx, site);
    // The calls= target position of the block modes' body.
    if (!tr->edge->target) tr->edge->target = blk->addr;
    return tr;
+}
+
+// The parent activation of an activation's transition at a call site.
+const ActNode* parent_activation(const Transition* tr)
+{
+   return (const ActNode*)((const Transition*)tr->a)->a;
 }
 
 // A frame of an untraced function: costs stay in the parent activation's.
@@ -221,7 +251,7 @@ void flush_transitions(ThreadState* t)
 {
    for (Transition* tr = t->all_transitions; tr; tr = tr->next) {
       if (tr->kind != kActivation) continue;
-      const Activation& act = tr->child->act;
+      Activation act = tr->child->act();
       act.top->calls += tr->calls;
       if (act.bottom) act.bottom->calls += tr->calls;
       if (tr->edge) {
@@ -234,7 +264,7 @@ void flush_transitions(ThreadState* t)
          // The body's counters are the view's: a k-SF node's exclusive cost
          // is its activations' inclusive cost less their callees'.
          node->excl += tr->edge_incl;
-         if (tr->a) ((const ActNode*)tr->a)->ctx->excl -= tr->edge_incl;
+         if (tr->edge) parent_activation(tr)->ctx->excl -= tr->edge_incl;
       }
       tr->calls = tr->edge_incl = tr->ctx_incl = 0;
    }
@@ -551,16 +581,20 @@ void unwind_to_sp(ThreadState* t, Addr sp)
    else pop_dead_frames(t, sp);
 }
 
-// The transition into traced fn from the top frame: the top frame's kid in
-// fn's slot if that is into fn (inline IR missed it: a full stack, or not
-// entered by a call), else the thread's table's, which becomes the kid,
-// its call edge at call_site (0: not known).
+// The transition into traced fn from the top frame at call_site (0: not
+// known): the top frame's kid in their slot if that is the one (inline IR
+// missed it: a full stack, or not entered by a call), else the thread's
+// table's, which becomes the kid.
 Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, Addr call_site)
 {
    Transition* top = kg_now->top->tr;
-   Transition*& kid = top->kids[kid_slot(fn)];
-   if (kid->fn != fn) kid = activation_transition(t, top->child, fn, blk);
-   note_call_site(kid, call_site);
+   if (top->kids == no_kids) {
+      top->kids = (Transition**)alloc_permanent(sizeof(no_kids));
+      VG_(memcpy)(top->kids, no_kids, sizeof(no_kids));
+   }
+   Transition*& kid = top->kids[kid_slot(fn, call_site)];
+   if (kid->fn != fn || kid->site != call_site)
+      kid = activation_transition(t, top->child, fn, blk, call_site);
    return kid;
 }
 
@@ -583,6 +617,7 @@ void activity_init()
 {
    by_tid = (ThreadState**)alloc_zeroed(VG_N_THREADS * sizeof(ThreadState*));
    kg_now = (Now*)alloc_permanent(sizeof(Now), 64);
+   for (UInt i = 0; i < kKidSlots; i++) no_kids[i] = &no_transition;
    kg_now->top_sp = ~(Addr)0;
 }
 
@@ -920,6 +955,7 @@ void finish_all_threads()
    for (ThreadState* t = all_threads; t; t = t->next) {
       t->acts.forget_index();
       t->transitions.forget_index();
+      t->view_acts.forget_index();
    }
    active_counts.forget_index();
 }

@@ -336,9 +336,31 @@ UWord merge_jumps(ContextJump* all, UWord n)
    });
 }
 
-CallEdge* call_edge(ForestNode* caller, ForestNode* callee)
+// The map holds each (caller, callee)'s first edge; the others, at other
+// sites, are chained to it (edges are made when a transition is, not per
+// call).
+CallEdge* call_edge(ForestNode* caller, ForestNode* callee, Addr call_site)
 {
-   return call_edges.get(caller, callee);
+   CallEdge* first = call_edges.find(caller, callee);
+   if (!first) {
+      first = call_edges.get(caller, callee);
+      first->call_site = call_site;
+      return first;
+   }
+   for (CallEdge* e = first; e; e = e->next_site)
+      if (e->call_site == call_site) return e;
+   CallEdge* e = (CallEdge*)alloc_permanent(sizeof(CallEdge));
+   *e = { caller, callee, call_site, 0, 0, 0, first->next_site };
+   first->next_site = e;
+   return e;
+}
+
+// Every edge, at every site.
+template <class F> void for_each_edge(F f)
+{
+   call_edges.for_each([&](CallEdge* first) {
+      for (CallEdge* e = first; e; e = e->next_site) f(e);
+   });
 }
 
 static Int compare_edges(const void* pa, const void* pb)
@@ -369,9 +391,9 @@ UWord merge_call_edges(CallEdge* all, UWord n)
 UWord collect_call_edges(CallEdge** out)
 {
    UWord cap = 0, n = 0;
-   call_edges.for_each([&](CallEdge* e) { cap += e->calls || e->incl; });
+   for_each_edge([&](CallEdge* e) { cap += e->calls || e->incl; });
    CallEdge* all = (CallEdge*)kg::alloc((cap + 1) * sizeof(CallEdge));
-   call_edges.for_each([&](CallEdge* e) { if (e->calls || e->incl) all[n++] = *e; });
+   for_each_edge([&](CallEdge* e) { if (e->calls || e->incl) all[n++] = *e; });
    *out = all;
    return merge_call_edges(all, n);
 }
@@ -382,7 +404,7 @@ void reset_costs()
       const BlockInfo* blk = (const BlockInfo*)e->b;
       for (UInt i = 0; i < blk->n_slots; i++) e->counters()[i] = 0;
    });
-   call_edges.for_each([](CallEdge* e) { e->calls = 0; e->incl = 0; });
+   for_each_edge([](CallEdge* e) { e->calls = 0; e->incl = 0; });
    indirect_jumps.for_each([](IndirectJumps* e) {
       for (UInt i = 0; i < e->n; i++) e->targets[i].count = 0;
    });

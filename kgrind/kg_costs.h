@@ -175,12 +175,14 @@ UWord merge_jumps(ContextJump* all, UWord n);
 struct CallEdge {
    const void* a;                 // caller's canonical node
    const void* b;                 // callee's canonical node
-   Addr call_site;                // first call instruction seen for the edge
+   Addr call_site;                // the call instruction (0: not known)
    Addr target;                   // first callee instruction seen for the edge
    ULong calls;
    ULong incl;
+   CallEdge* next_site;           // the same contexts' edge at another site
 };
-CallEdge* call_edge(ForestNode* caller, ForestNode* callee);
+// The edge of (caller, callee) at call_site.
+CallEdge* call_edge(ForestNode* caller, ForestNode* callee, Addr call_site);
 // Copies of the edges that were used, sorted by (caller, callee, call site);
 // the caller releases the array.
 UWord collect_call_edges(CallEdge** out);

@@ -130,9 +130,119 @@ static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool n
 
 FnInfo* function_named_by_address(Addr entry, const FnInfo* like)
 {
+   // By offset in its object, as objdump and addr2line take it (the same
+   // in every run, whatever the load address); output qualifies it by the
+   // object (display_name).
    HChar name[32];
-   VG_(sprintf)(name, "0x%lx", entry);
+   VG_(sprintf)(name, "0x%lx", file_address(entry));
    return intern_function(name, like->object, like->file, True);
+}
+
+// n bytes of client code at a can be read.
+static Bool readable_code(Addr a, SizeT n)
+{
+   return VG_(am_is_valid_for_client)(a, n, VKI_PROT_READ);
+}
+
+// The GOT slot that an `[endbr64] [bnd] jmp *slot(%rip)` at a jumps
+// through, or 0.
+static Addr stub_slot(Addr a)
+{
+   static const UChar kEndbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
+   if (readable_code(a, 4) && VG_(memcmp)((const void*)a, kEndbr64, 4) == 0) a += 4;
+   if (readable_code(a, 1) && *(const UChar*)a == 0xf2) a++;   // bnd
+   if (!readable_code(a, 6)) return 0;
+   const UChar* p = (const UChar*)a;
+   if (p[0] != 0xff || p[1] != 0x25) return 0;
+   Int disp;
+   VG_(memcpy)(&disp, p + 2, sizeof disp);
+   return a + 6 + (Addr)(Long)disp;
+}
+
+Bool is_plt_stub(Addr a)
+{
+   if (VG_(DebugInfo_sect_kind)(nullptr, a) == Vg_SectPLT) return True;
+   SourceLoc loc;
+   source_loc(a, &loc);
+   if (!loc.fn->no_symbol) return False;
+   Addr slot = stub_slot(a);
+   if (!slot) return False;
+   // Not a jump through a program's own function pointer (in .data, .bss).
+   VgSectKind kind = VG_(DebugInfo_sect_kind)(nullptr, slot);
+   return kind == Vg_SectGOT || kind == Vg_SectGOTPLT || kind == Vg_SectUnknown;
+}
+
+namespace {
+
+const HChar* base_name(const HChar* path)
+{
+   const HChar* slash = VG_(strrchr)(path, '/');
+   return slash ? slash + 1 : path;
+}
+
+// How many entries of a string table's id range give each string (names
+// of functions, file names of objects).
+struct NameCounts {
+   WordFM* counts;   // HChar* -> count
+   void init() { counts = VG_(newFM)(VG_(malloc), "kg.names", VG_(free), compare_strings); }
+   void done() { VG_(deleteFM)(counts, nullptr, nullptr); }
+   void add(const HChar* s)
+   {
+      UWord key, n = 0;
+      VG_(lookupFM)(counts, &key, &n, (UWord)s);
+      VG_(addToFM)(counts, (UWord)s, n + 1);
+   }
+   UWord of(const HChar* s) const
+   {
+      UWord key, n = 0;
+      VG_(lookupFM)(counts, &key, &n, (UWord)s);
+      return n;
+   }
+};
+
+const HChar** display_names;   // by function id
+UInt n_display_names;
+
+const HChar* object_label(UInt object, const NameCounts& base_names)
+{
+   const HChar* path = object_name(object);
+   return base_names.of(base_name(path)) > 1 ? path : base_name(path);
+}
+
+void name_functions()
+{
+   NameCounts fn_counts, base_names;
+   fn_counts.init();
+   base_names.init();
+   UInt n = function_count();
+   for (UInt i = 0; i < n; i++) fn_counts.add(function_by_id(i)->name);
+   for (UInt i = 0; i < object_count(); i++) base_names.add(base_name(object_name(i)));
+   kg::release(display_names);
+   display_names = (const HChar**)kg::alloc((n + 1) * sizeof(HChar*));
+   for (UInt i = 0; i < n; i++) {
+      const FnInfo* fn = function_by_id(i);
+      display_names[i] = fn->name;
+      // Code outside any object (JIT code) is named by its address alone.
+      Bool unique = fn_counts.of(fn->name) == 1;
+      if (unique && (!fn->no_symbol || fn->object == 0)) continue;
+      const HChar* object = object_label(fn->object, base_names);
+      HChar* q = (HChar*)kg::alloc(VG_(strlen)(fn->name) + VG_(strlen)(object) + 4);
+      VG_(sprintf)(q, "%s [%s]", fn->name, object);
+      display_names[i] = q;
+   }
+   n_display_names = n;
+   fn_counts.done();
+   base_names.done();
+}
+
+} // namespace
+
+const HChar* display_name(const FnInfo* fn)
+{
+   // Computed for all functions at once (at output: no function is added
+   // after that but call sites' own), again when one was added.
+   if (fn->id >= n_display_names) name_functions();
+   return display_names[fn->id];
 }
 
 void warn_unmatched_patterns()
@@ -141,6 +251,23 @@ void warn_unmatched_patterns()
    UInt n = unmatched_patterns(unmatched, kMaxFuncPatterns);
    for (UInt i = 0; i < n; i++)
       VG_(umsg)("Warning: --funcs pattern '%s' matched no function that ran\n", unmatched[i]);
+}
+
+// Valgrind names several start-up functions "(below main)" (_start,
+// __libc_start_main, __libc_start_call_main), so that name would stand for
+// different functions. Their own names are kept, and "(below main)" is the
+// one that calls main, as callgrind shows it: __libc_start_call_main
+// (glibc 2.34 and later). --show-below-main=yes keeps every own name.
+const HChar kBelowMain[] = "(below main)";
+
+static Bool function_name(Addr a, const HChar** name)
+{
+   Bool shown = VG_(clo_show_below_main);
+   VG_(clo_show_below_main) = True;   // no renaming for this look-up
+   Bool found = VG_(get_fnname)(VG_(current_DiEpoch)(), a, name) && *name && (*name)[0];
+   VG_(clo_show_below_main) = shown;
+   if (found && !shown && VG_STREQ(*name, "__libc_start_call_main")) *name = kBelowMain;
+   return found;
 }
 
 void source_loc(Addr a, SourceLoc* out)
@@ -170,7 +297,7 @@ void source_loc(Addr a, SourceLoc* out)
       object = table_intern(&objects, obj);
    // get_fnname's result lives until the next call: intern before reuse.
    const HChar* fnname = nullptr;
-   Bool no_symbol = !VG_(get_fnname)(ep, a, &fnname) || !fnname || !fnname[0];
+   Bool no_symbol = !function_name(a, &fnname);
    if (no_symbol) fnname = kUnknown;
    out->fn = intern_function(fnname, object, out->file, no_symbol);
 }
@@ -179,14 +306,32 @@ void source_loc(Addr a, SourceLoc* out)
 
 namespace kg {
 
+// The debug information of the object holding a, also outside its .text
+// (.init, .plt.sec, .plt.got, which Valgrind's look-ups by text range miss):
+// the object of the file mapping there.
+static const DebugInfo* object_info(Addr a)
+{
+   DebugInfo* di = VG_(find_DebugInfo)(VG_(current_DiEpoch)(), a);
+   if (di) return di;
+   NSegment const* seg = VG_(am_find_nsegment)(a);
+   const HChar* file = seg && seg->kind == SkFileC ? VG_(am_get_filename)(seg) : nullptr;
+   if (!file) return nullptr;
+   for (const DebugInfo* d = VG_(next_DebugInfo)(nullptr); d; d = VG_(next_DebugInfo)(d))
+      if (VG_(DebugInfo_get_text_size)(d) > 0 && VG_STREQ(VG_(DebugInfo_get_filename)(d), file))
+         return d;
+   return nullptr;
+}
+
 Addr file_address(Addr a)
 {
    // Consecutive lookups are mostly in the same object: remember its text.
    static Addr lo = 1, hi = 0;
    static PtrdiffT bias = 0;
    if (a >= lo && a < hi) return a - bias;
-   DebugInfo* di = VG_(find_DebugInfo)(VG_(current_DiEpoch)(), a);
+   const DebugInfo* di = object_info(a);
    if (!di) return a;
+   if (!VG_(find_DebugInfo)(VG_(current_DiEpoch)(), a))
+      return a - VG_(DebugInfo_get_text_bias)(di);   // not cached: rare
    lo = VG_(DebugInfo_get_text_avma)(di);
    hi = lo + VG_(DebugInfo_get_text_size)(di);
    bias = VG_(DebugInfo_get_text_bias)(di);

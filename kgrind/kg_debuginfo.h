@@ -38,6 +38,18 @@ FnInfo* function_named_by_address(Addr entry, const FnInfo* like);
 // and objdump shows them; a itself outside any object's text.
 Addr file_address(Addr a);
 
+// A PLT stub of any kind, which calls pass through: code in .plt, or
+// without a symbol that is `[endbr64] [bnd] jmp *slot(%rip)` with the slot
+// in a GOT (.plt.sec, .plt.got, and such stubs wherever they are).
+Bool is_plt_stub(Addr a);
+
+// fn's name as the profile shows it: qualified by its object, "name
+// [object]", when it has no symbol ("0x1130 [prog]", by offset) or when
+// functions of other objects have the same name ("memset [libc.so.6]");
+// the object's file name, or its path where file names clash. Code outside
+// any object (JIT code) keeps its address alone: "0x4a5b000".
+const HChar* display_name(const FnInfo* fn);
+
 // Whether activations of fn are traced (see --funcs).
 inline Bool fn_traced(const FnInfo* fn) { return fn->traced; }
 

@@ -321,7 +321,8 @@ Bool function_entry(Addr a, const SourceLoc& loc)
 
 // Static facts about the block: its instructions' source lines (one slot per
 // distinct line), function, entry and PLT status. With a PLT stub to call
-// (stub != 0), *stub_slot is the slot of the stub's line.
+// (stub != 0), *stub_slot is the slot of the calling instruction's line,
+// where the stub's instructions are charged (as callgrind does).
 BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs, Addr stub, UInt* stub_slot)
 {
    SourceLine* slots[kMaxSlots];
@@ -347,14 +348,11 @@ BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs, Addr 
       if (*n_instrs == 0) { first = (Addr)st->Ist.IMark.addr; first_loc = loc; }
       slot_of_instr[(*n_instrs)++] = s;
    }
-   if (stub) {
-      SourceLoc loc;
-      *stub_slot = slot_of(stub, &loc);
-   }
+   if (stub && *n_instrs) *stub_slot = slot_of_instr[*n_instrs - 1];
    BlockInfo* blk = block_info_new(first, n_slots, slots);
    blk->fn = first_loc.fn;
    blk->fn_entry = function_entry(first, first_loc);
-   blk->in_plt = VG_(DebugInfo_sect_kind)(nullptr, first) == Vg_SectPLT;
+   blk->in_plt = is_plt_stub(first);
    return blk;
 }
 
@@ -377,7 +375,7 @@ void make_call_pending(IRBuilder& b, Addr call_instr, IRExpr* guard)
 void add_tail_call(IRBuilder& b, const BlockInfo* blk, Addr target, Addr jump_instr, IRExpr* guard)
 {
    if (!target || blk->in_plt) return;
-   if (VG_(DebugInfo_sect_kind)(nullptr, target) != Vg_SectPLT) {
+   if (!is_plt_stub(target)) {
       SourceLoc loc;
       source_loc(target, &loc);
       if (loc.fn == blk->fn || !function_entry(target, loc)) return;
@@ -412,11 +410,18 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculat
    IRExpr* next = b.op(Iop_Add64, top, IRBuilder::u64(sizeof(Frame)));   // always writable
    IRExpr* top_tr = b.load_field(top, offsetof(Frame, tr));
    FnInfo* callee = activated_function(blk);
-   IRExpr* tr = b.load_field(top_tr, offsetof(Transition, kids) + kid_slot(callee) * sizeof(Transition*));
-   IRExpr* mismatch = b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, fn)), IRBuilder::u64((HWord)callee));
-   // Zero when: the kid is into this function, a call is pending, and
-   // next <= frames_last (frames are one array: the sign bit of the
-   // difference says it).
+   // The kid of (this function, the pending call's site): kid_slot's offset.
+   IRExpr* site = b.load64(&kg_now->call_site);
+   IRExpr* kid_offset = b.op(Iop_And64, b.op(Iop_Xor64, site, IRBuilder::u64((ULong)callee->id << 3)),
+                             IRBuilder::u64(kKidOffsetMask));
+   IRExpr* kids = b.load_field(top_tr, offsetof(Transition, kids));
+   IRExpr* tr = b.load_field(b.op(Iop_Add64, kids, kid_offset), 0);
+   IRExpr* mismatch = b.op(Iop_Or64,
+                           b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, fn)), IRBuilder::u64((HWord)callee)),
+                           b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, site)), site));
+   // Zero when: the kid is into this function from this site, a call is
+   // pending, and next <= frames_last (frames are one array: the sign bit of
+   // the difference says it).
    IRExpr* no_room = b.op(Iop_Shr64, b.op(Iop_Sub64, b.load64(&kg_now->frames_last), next),
                           IRExpr_Const(IRConst_U8(63)));
    IRExpr* wrong_bits = b.op(Iop_Or64, b.op(Iop_Or64, mismatch,
@@ -484,13 +489,18 @@ ULong plt_scratch;
 
 // A PLT stub's prologue. Its instructions are the caller's (the top frame's
 // context, whatever kg_now->ctx says while the call is pending). A block that
-// calls the stub directly left a counter of its own for them
-// (kg_now->plt_stub, plt_counter): then the stub adds its `instrs` there and
-// flushes into plt_scratch. Otherwise (an indirect call or a jump to the
-// stub, or a stub that needs more than one counter: instrs == 0) it finds
-// counters for the caller's context, as any block does: stubs run in every
-// caller's context in turn, so that mostly missed the block's cache.
-IRExpr* add_plt_prologue(IRBuilder& b, BlockInfo* blk, UInt instrs)
+// calls the stub directly, or jumps to it (a tail call), left a counter of
+// its own for them, at the call's line (kg_now->plt_stub, plt_counter): then
+// the stub adds its `instrs` there and flushes into plt_scratch, and at its
+// end passes the counter on to where it jumps (add_plt_handover): a lazy
+// binding's next stub blocks (the entry's push, .plt's first entry) count
+// there too. Otherwise (an indirect call to the stub, or a stub that needs
+// more than one counter: instrs == 0) it finds counters for the caller's
+// context, as any block does (stubs run in every caller's context in turn,
+// so that mostly missed the block's cache), and its instructions go to the
+// stub's own position (`???` line 0). *counted: the condition that the
+// caller's counter was used.
+IRExpr* add_plt_prologue(IRBuilder& b, BlockInfo* blk, UInt instrs, IRExpr** counted_out)
 {
    IRExpr* caller = b.load_field(b.load_field(b.load64(&kg_now->top), offsetof(Frame, tr)),
                                  offsetof(Transition, ctx));
@@ -502,18 +512,28 @@ IRExpr* add_plt_prologue(IRBuilder& b, BlockInfo* blk, UInt instrs)
       miss = b.op(Iop_And1, b.tmp(IRExpr_Unop(Iop_Not1, counted), Ity_I1), miss, Ity_I1);
       scratch = b.at(&plt_scratch);
       b.add_to(b.place(b.ite(counted, b.load64(&kg_now->plt_counter), scratch), 0), IRBuilder::u64(instrs));
-      b.store_if(counted, b.at(&kg_now->plt_stub), IRBuilder::u64(0));
    }
+   *counted_out = counted;
    b.call_reading_sp("kg_plt_start", (void*)kg_plt_start, mkIRExpr_HWord((HWord)blk), miss);
    IRExpr* counters = cached_counters(b, blk);   // after the helper, which may re-point way 0
    return counted ? b.ite(counted, scratch, counters) : counters;
 }
 
-// The block prologue (see the top of this file). Returns the block's
-// counters for the context it runs in. `stub_instrs`: see add_plt_prologue.
-IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout, UInt stub_instrs)
+// A PLT stub block that used its caller's counter hands it on to the block
+// it jumps to: the counter stays armed for that address only (a real
+// function's address, once bound, which no stub block has).
+void add_plt_handover(IRBuilder& b, IRExpr* counted, IRExpr* next)
 {
-   if (blk->in_plt) return add_plt_prologue(b, blk, stub_instrs);
+   if (counted) b.store_if(counted, b.at(&kg_now->plt_stub), next);
+}
+
+// The block prologue (see the top of this file). Returns the block's
+// counters for the context it runs in. `stub_instrs`, *stub_counted: see
+// add_plt_prologue.
+IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout, UInt stub_instrs,
+                     IRExpr** stub_counted)
+{
+   if (blk->in_plt) return add_plt_prologue(b, blk, stub_instrs, stub_counted);
    // ld.so's lazy-binding trampoline enters by the helper, which notes the
    // call it resolves (push_activation).
    Bool entry = blk->fn_entry && fn_traced(blk->fn) && !blk->fn->resolver;
@@ -731,13 +751,19 @@ Bool unrolled_loop(const IRSB* sb_in, const BlockInfo* blk)
    return exits > 1;
 }
 
-// Function mode: the PLT stub that a block ending in a direct call calls,
-// or 0 (add_plt_prologue).
+// Function mode: the PLT stub that a block ending in a direct call, or in a
+// direct jump (a tail call), enters, or 0 (add_plt_prologue). Not a stub's
+// own jump to the next part of a lazy binding.
 Addr called_plt_stub(const IRSB* sb_in)
 {
-   if (clo.mode != kModeFunc || sb_in->jumpkind != Ijk_Call || sb_in->next->tag != Iex_Const) return 0;
+   Bool call_or_jump = sb_in->jumpkind == Ijk_Call || sb_in->jumpkind == Ijk_Boring;
+   if (clo.mode != kModeFunc || !call_or_jump || sb_in->next->tag != Iex_Const) return 0;
    Addr target = const_target(sb_in->next->Iex.Const.con);
-   return target && VG_(DebugInfo_sect_kind)(nullptr, target) == Vg_SectPLT ? target : 0;
+   if (!target || !is_plt_stub(target)) return 0;
+   const IRStmt* first = nullptr;
+   for (Int i = 0; i < sb_in->stmts_used && !first; i++)
+      if (sb_in->stmts[i] && sb_in->stmts[i]->tag == Ist_IMark) first = sb_in->stmts[i];
+   return first && is_plt_stub((Addr)first->Ist.IMark.addr) ? 0 : target;
 }
 
 // Function mode: the instructions of a PLT stub's superblock if a caller's
@@ -970,6 +996,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    Addr last_instr = 0;
    Int instr = 0;
    IRExpr* counters = nullptr;   // set by the prologue
+   IRExpr* stub_counted = nullptr;
    SpTracker sp(sb_in, layout);
 
    Int start = guest_code_start(sb_in);
@@ -980,7 +1007,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       if (!st || st->tag == Ist_NoOp) continue;
       switch (st->tag) {
       case Ist_IMark:
-         if (!counters) counters = add_prologue(b, blk, layout, stub_instrs);
+         if (!counters) counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted);
          if (blocks && block_of[instr])
             add_block_step(b, block_of[instr], block_len[instr], block_helper, block_helper_name);
          last_instr = (Addr)st->Ist.IMark.addr;
@@ -1005,6 +1032,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       b.store64(&kg_now->plt_stub, IRBuilder::u64(stub));
       b.store64(&kg_now->plt_counter, b.address(b.place(counters, 8 * point)));
    }
+   add_plt_handover(b, stub_counted, sb->next);
    pending.finish(blk);
    add_block_end(b, sb, blk, last_instr, sp, pending.flushed_ir(), blocks);
    return sb;

@@ -49,7 +49,7 @@ private:
 
 const HChar* label_name(UInt label)
 {
-   return label == kRootLabel ? "__root__" : function_by_id(label - 1)->name;
+   return label == kRootLabel ? "__root__" : display_name(function_by_id(label - 1));
 }
 
 // A canonical node of some thread's forest and the context it reports
@@ -222,6 +222,12 @@ UInt context_file(const ForestNode* n)
    return fn ? fn->file : 0;
 }
 
+UInt context_object(const ForestNode* n)
+{
+   FnInfo* fn = label_function(n->label);
+   return fn ? fn->object : 0;
+}
+
 UWord first_edge(const Writer& w, const ForestNode* caller)
 {
    UWord lo = 0, hi = w.n_edges;
@@ -286,10 +292,14 @@ void write_calls(Writer& w, const ForestNode* caller, UInt* current_file, UInt h
       if (edge->call_site) source_loc(edge->call_site, &site);
       write_file_switch(w, current_file, site.fn ? site.file : home, home);
       const ForestNode* callee = (const ForestNode*)edge->b;
+      // Readers take the object and file in force (fi= included) when cob=
+      // or cfi= is missing, and bind a function to the first ones they see
+      // it with: written whenever the callee's differ, as callgrind does.
+      UInt callee_object = context_object(callee);
+      if (callee_object != w.last_object)
+         w.objects.emit(w.out, "cob", callee_object, object_name(callee_object));
       UInt callee_file = context_file(callee);
-      // Readers take the caller's file when cfi= is missing (callgrind omits
-      // it the same way).
-      if (callee_file != home) w.files.emit(w.out, "cfi", callee_file, file_name(callee_file));
+      if (callee_file != *current_file) w.files.emit(w.out, "cfi", callee_file, file_name(callee_file));
       write_context_ref(w, "cfn", callee);
       // The target position: the callee's first instruction (line 0 without
       // instruction positions, as before).
@@ -340,8 +350,7 @@ void write_context(Writer& w, const ForestNode* n)
    Bool has_calls = first_edge(w, n) < w.n_edges && w.edges[first_edge(w, n)].a == n;
    if (!has_costs && !has_calls) return;
    UInt home = context_file(n);
-   FnInfo* fn = label_function(n->label);
-   UInt object = fn ? fn->object : 0;
+   UInt object = context_object(n);
    // ob= and fl= stay in force across fn= lines: write them on change only.
    if (object != w.last_object) w.objects.emit(w.out, "ob", object, object_name(object));
    if (home != w.last_file) w.files.emit(w.out, "fl", home, file_name(home));
@@ -374,7 +383,7 @@ void write_function_table(FileWriter& out)
 {
    UInt line_len = 0;
    for (UInt i = 0; i <= function_count(); i++) {
-      const HChar* name = i ? function_by_id(i - 1)->name : "__root__";
+      const HChar* name = label_name(i);
       if (!*name) name = "???";   // an empty field would end the table's syntax
       UInt len = (UInt)VG_(strlen)(name);
       if (line_len && line_len + 1 + len > kMaxRecordLine) {

@@ -2,7 +2,27 @@
 
 It is written from the format specification (Valgrind manual, "Callgrind
 Format Specification"), independently of the tool's writer, so tests can
-check what a reader sees.
+check what a reader sees. Where the specification leaves semantics open, it
+follows the readers users see the profile with, and rejects what they would
+show wrongly:
+
+- Name compression: `spec=(id) name` defines id in the name space of its
+  kind (objects: ob/cob; files: fl/fi/fe/cfi/cfl/jfi; functions:
+  fn/cfn/jfn), `spec=(id)` uses it; an undefined id, or an id defined again
+  with another name, is an error.
+- Functions are bound to the object and file in force where they are first
+  named (KCachegrind keys a function by name, file and object then): `fn=`
+  by `ob=` and `fl=`, `cfn=` by `cob=` and `cfi=`/`cfl=`, which default to
+  the `ob=` in force and the file in force (`fi=`/`fe=` included) and hold
+  for one call only. A function named again under another object or file is
+  an error: a reader would show two functions, or file one under the wrong
+  object.
+- `calls=` needs a `cfn=` since the previous call and must be followed by a
+  cost line (the call's source position and inclusive cost).
+- Cost lines: positions as in `positions:`, each absolute (decimal or 0x
+  hex), `+N`/`-N` relative to the previous cost line's, or `*` the same;
+  then at most one number per event. `fi=`/`fe=` and cost lines need a
+  `fn=` first. `totals:` must equal the sum of the self costs.
 """
 import collections
 import re
@@ -21,8 +41,14 @@ class Profile:
         self.calls = []          # (caller fn, callee fn, count, inclusive Ir)
         # where the calls are: (caller fn, callee fn, file, line) -> count
         self.call_sites = collections.Counter()
+        # the same with the inclusive cost: (caller, callee, file, line) -> Ir
+        self.call_site_costs = collections.Counter()
         self.jumps = []          # Jump tuples (jump=/jcnd= lines)
         self.comments = []
+        # function name -> {(object, file)}: where each function (each
+        # compressed id) named so is bound; two entries mean two functions
+        # of one name
+        self.function_homes = collections.defaultdict(set)
 
     def by_function(self):
         """Exclusive Ir per function. A kgrind context `c'a'e` counts for
@@ -44,6 +70,13 @@ class Profile:
             out[(fl, line)] += ir
         return out
 
+    def object_of(self, fn):
+        """The object a function (by name) is bound to; it must be one."""
+        objects = {ob for ob, _fl in self.function_homes[fn]}
+        if len(objects) != 1:
+            raise ValueError(f'{fn!r} is bound to objects {sorted(objects)}')
+        return objects.pop()
+
     def total(self):
         return sum(self.lines.values())
 
@@ -58,12 +91,18 @@ def callee(context):
     return context.split("'", 1)[0]
 
 
-_NAME = re.compile(r'^(ob|fl|fi|fe|fn|cob|cfi|cfl|cfn|jfi|jfn)=(?:\((\d+)\))?\s*(.*)$')
+_NAME = re.compile(r'^(ob|fl|fi|fe|fn|cob|cfi|cfl|cfn|jfi|jfn)=(.*)$')
+_COMPRESSED = re.compile(r'^\((\d+)\)(?:\s+(.*))?$')
+_SPACE = {'ob': 'ob', 'cob': 'ob', 'fl': 'fl', 'fi': 'fl', 'fe': 'fl', 'cfi': 'fl',
+          'cfl': 'fl', 'jfi': 'fl', 'fn': 'fn', 'cfn': 'fn', 'jfn': 'fn'}
+_SUBPOSITION = re.compile(r'^(\*|[+-]\d+|[+-]?0x[0-9a-fA-F]+|\d+)$')
 
 
 def _subposition(text, last):
     """One subposition: absolute (decimal or 0x hex), +N/-N relative to the
     last position's, or * for the same."""
+    if not _SUBPOSITION.match(text):
+        raise ValueError(f'bad subposition {text!r}')
     if text == '*':
         return last
     if text[0] in '+-':
@@ -71,107 +110,200 @@ def _subposition(text, last):
     return int(text, 0)
 
 
+class _Reader:
+    def __init__(self, path):
+        self.path = path
+        self.prof = Profile()
+        self.names = {'ob': {}, 'fl': {}, 'fn': {}}
+        self.homes = {}          # function key -> (object, file) where first named
+        self.ob = '???'
+        self.fl = '???'
+        self.fi = None
+        self.fn = None
+        self.fn_key = None
+        self.call = {}           # cob, cfi, cfn of the next call
+        self.jump = {}           # jfi, jfn of the next jump
+        self.pending_call = None
+        self.pending_jump = None
+        self.positions = ['line']
+        self.last_pos = [0]
+        self.in_body = False
+        self.lineno = 0
+
+    def fail(self, message):
+        raise ValueError(f'{self.path}:{self.lineno}: {message}')
+
+    def name(self, key, text):
+        """(name, compression key) of a name spec's value."""
+        table = self.names[_SPACE[key]]
+        m = _COMPRESSED.match(text)
+        if not m:
+            return text, ('name', text)
+        num, name = m.group(1), m.group(2)
+        if name is not None:
+            if num in table and table[num] != name:
+                self.fail(f'id ({num}) redefined: {table[num]!r} -> {name!r}')
+            table[num] = name
+        elif num not in table:
+            self.fail(f'undefined id ({num})')
+        return table[num], ('id', num)
+
+    def bind(self, key, name, obj, fl):
+        """A function named under (obj, fl): the same as where it was first
+        named. (A name without compression names the function of that
+        name in (obj, fl), whichever that is.)"""
+        if key[0] == 'name':
+            key = (key, obj, fl)
+        home = self.homes.setdefault(key, (obj, fl))
+        if home != (obj, fl):
+            self.fail(f'function {name!r} named under object/file {(obj, fl)}, '
+                      f'first under {home}')
+        self.prof.function_homes[name].add(home)
+
+    def file_in_force(self):
+        return self.fi or self.fl
+
+    def name_spec(self, key, text):
+        name, nkey = self.name(key, text)
+        if key == 'ob':
+            self.ob = name
+        elif key == 'fl':
+            self.fl, self.fi = name, None
+        elif key in ('fi', 'fe'):
+            if self.fn is None:
+                self.fail(f'{key}= before fn=')
+            self.fi = name
+        elif key == 'fn':
+            self.fn, self.fn_key, self.fi = name, nkey, None
+            self.bind(nkey, name, self.ob, self.fl)
+        elif key == 'cob':
+            self.call['ob'] = name
+        elif key in ('cfi', 'cfl'):
+            self.call['fl'] = name
+        elif key == 'cfn':
+            self.call['fn'] = name
+            self.bind(nkey, name, self.call.get('ob', self.ob),
+                      self.call.get('fl', self.file_in_force()))
+        elif key == 'jfi':
+            self.jump['fl'] = name
+        elif key == 'jfn':
+            self.jump['fn'] = name
+
+    def header_line(self, key, val):
+        prof = self.prof
+        prof.header.setdefault(key, val)
+        if key == 'positions':
+            self.positions = val.split()
+            if not self.positions or set(self.positions) - {'instr', 'line'}:
+                self.fail(f'bad positions: {val!r}')
+            self.last_pos = [0] * len(self.positions)
+        elif key == 'events':
+            prof.events = val.split()
+        elif key == 'summary':
+            prof.summary = int(val.split()[0])
+        elif key == 'totals':
+            prof.totals = int(val.split()[0])
+
+    def position(self, parts):
+        if len(parts) < len(self.positions):
+            self.fail('too few subpositions')
+        return [_subposition(t, last) for t, last in zip(parts, self.last_pos)]
+
+    def costs(self, parts):
+        if len(parts) > len(self.prof.events):
+            self.fail('more costs than events')
+        if not all(re.match(r'^\d+$', x) for x in parts):
+            self.fail(f'bad costs {parts!r}')
+        return [int(x) for x in parts]
+
+    def cost_line(self, line):
+        prof = self.prof
+        if not prof.events:
+            self.fail('cost line before events:')
+        if self.fn is None:
+            self.fail('cost line before fn=')
+        parts = line.split()
+        n = len(self.positions)
+        self.last_pos = self.position(parts)
+        pos_of = dict(zip(self.positions, self.last_pos))
+        costs = self.costs(parts[n:])
+        ir = costs[0] if costs else 0
+        line_no = pos_of.get('line', 0)
+        if self.pending_jump is not None:
+            cond, taken, executed, target = self.pending_jump
+            tpos = dict(zip(self.positions, target))
+            prof.jumps.append(Jump(self.fn, pos_of.get('instr'), pos_of.get('line'),
+                                   self.jump.get('fn', self.fn),
+                                   self.jump.get('fl', self.file_in_force()),
+                                   tpos.get('instr'), tpos.get('line'), cond, taken, executed))
+            self.pending_jump = None
+            self.jump = {}
+            if costs:
+                self.fail('costs on a jump line')
+            return
+        if self.pending_call is not None:
+            callee_fn = self.call['fn']
+            prof.calls.append((self.fn, callee_fn, self.pending_call, ir))
+            site = (self.fn, callee_fn, self.file_in_force(), line_no)
+            prof.call_sites[site] += self.pending_call
+            prof.call_site_costs[site] += ir
+            self.pending_call = None
+            self.call = {}          # cob=, cfi=, cfn= hold for one call
+            return
+        prof.lines[(self.ob, self.file_in_force(), self.fn, line_no)] += ir
+        if 'instr' in pos_of:
+            prof.instrs[(self.ob, self.fn, pos_of['instr'])] += ir
+
+    def body_line(self, line):
+        m = _NAME.match(line)
+        if m:
+            self.name_spec(m.group(1), m.group(2).strip())
+            return
+        m = re.match(r'^calls=(\d+)\s+(\S.*)$', line)
+        if m:
+            if 'fn' not in self.call:
+                self.fail('calls= without cfn=')
+            self.position(m.group(2).split())   # the target: well-formed
+            self.pending_call = int(m.group(1))
+            return
+        m = re.match(r'^(jump|jcnd)=(\d+)(?:/(\d+))?\s+(.*)$', line)
+        if m:
+            # The target is relative to the last position and does not
+            # move it (callgrind's writer); the next line is the source.
+            target = self.position(m.group(4).split())
+            taken = int(m.group(2))
+            executed = int(m.group(3)) if m.group(3) else taken
+            self.pending_jump = (m.group(1) == 'jcnd', taken, executed, target)
+            return
+        if re.match(r'^[+-]?\d', line) or line.startswith('*'):
+            self.cost_line(line)
+            return
+        m = re.match(r'^([a-zA-Z][a-zA-Z0-9 _-]*):\s*(.*)$', line)
+        if m:
+            self.header_line(m.group(1), m.group(2))
+            return
+        self.fail(f'unparsable line: {line!r}')
+
+    def read(self):
+        with open(self.path) as f:
+            for self.lineno, raw in enumerate(f, 1):
+                line = raw.rstrip('\n')
+                if not line:
+                    continue
+                if line.startswith('#'):
+                    self.prof.comments.append(line)
+                    continue
+                awaiting = self.pending_call is not None or self.pending_jump is not None
+                if awaiting and not (re.match(r'^[+-]?\d', line) or line.startswith('*')):
+                    self.fail('a calls=/jump= line not followed by a cost line')
+                self.body_line(line)
+        if self.pending_call is not None or self.pending_jump is not None:
+            self.fail('the file ends after a calls=/jump= line')
+        prof = self.prof
+        if prof.totals is not None and prof.totals != prof.total():
+            self.fail(f'totals: {prof.totals} but the cost lines sum to {prof.total()}')
+        return prof
+
 
 def parse(path):
-    prof = Profile()
-    names = {'ob': {}, 'fl': {}, 'fn': {}}
-    space = {'ob': 'ob', 'cob': 'ob', 'fl': 'fl', 'fi': 'fl', 'fe': 'fl',
-             'cfi': 'fl', 'cfl': 'fl', 'fn': 'fn', 'cfn': 'fn', 'jfi': 'fl', 'jfn': 'fn'}
-    cur = {'ob': '???', 'fl': '???', 'fi': None, 'fn': None, 'cfn': None,
-           'jfi': None, 'jfn': None}
-    pending_call = None
-    pending_jump = None
-    positions = ['line']
-    last_pos = [0]
-    with open(path) as f:
-        for lineno, raw in enumerate(f, 1):
-            line = raw.rstrip('\n')
-            if not line:
-                continue
-            if line.startswith('#'):
-                prof.comments.append(line)
-                continue
-            m = _NAME.match(line)
-            if m:
-                key, num, name = m.group(1), m.group(2), m.group(3)
-                table = names[space[key]]
-                if num is not None:
-                    if name:
-                        table[num] = name
-                    if num not in table:
-                        raise ValueError(f'{path}:{lineno}: undefined id {num}')
-                    name = table[num]
-                if key == 'fn':
-                    cur['fn'] = name
-                    cur['fi'] = None
-                elif key in ('fl',):
-                    cur['fl'] = name
-                    cur['fi'] = None
-                elif key in ('fi', 'fe'):
-                    cur['fi'] = name
-                elif key == 'ob':
-                    cur['ob'] = name
-                elif key in ('cfn', 'jfi', 'jfn'):
-                    cur[key] = name
-                continue
-            if line.startswith('calls='):
-                count = int(line[6:].split()[0])
-                pending_call = count
-                continue
-            m = re.match(r'^(jump|jcnd)=(\d+)(?:/(\d+))?\s+(.*)$', line)
-            if m:
-                # The target is relative to the last position and does not
-                # move it (callgrind's writer); the next line is the source.
-                target = [_subposition(t, l) for t, l in zip(m.group(4).split(), last_pos)]
-                taken = int(m.group(2))
-                executed = int(m.group(3)) if m.group(3) else taken
-                pending_jump = (m.group(1) == 'jcnd', taken, executed, target)
-                continue
-            if re.match(r'^[+-]?\d', line) or line.startswith('*'):
-                parts = line.split()
-                n = len(positions)
-                # Position compression: "+N"/"-N" relative to the last
-                # position, "*" the same position.
-                last_pos = [_subposition(t, l) for t, l in zip(parts[:n], last_pos)]
-                pos = last_pos[positions.index('line')] if 'line' in positions else 0
-                costs = [int(x) for x in parts[n:] if x != '*']
-                if pending_jump is not None:
-                    cond, taken, executed, target = pending_jump
-                    pos_of = dict(zip(positions, last_pos))
-                    tpos = dict(zip(positions, target))
-                    prof.jumps.append(Jump(cur['fn'], pos_of.get('instr'), pos_of.get('line'),
-                                           cur['jfn'] or cur['fn'], cur['jfi'] or cur['fi'] or cur['fl'],
-                                           tpos.get('instr'), tpos.get('line'), cond, taken, executed))
-                    pending_jump = None
-                    cur['jfi'] = cur['jfn'] = None
-                    if costs:
-                        raise ValueError(f'{path}:{lineno}: costs on a jump line')
-                    continue
-                if pending_call is not None:
-                    prof.calls.append((cur['fn'], cur['cfn'], pending_call, costs[0] if costs else 0))
-                    prof.call_sites[(cur['fn'], cur['cfn'], cur['fi'] or cur['fl'], pos)] += pending_call
-                    pending_call = None
-                    continue
-                if cur['fn'] is None:
-                    raise ValueError(f'{path}:{lineno}: cost line before fn=')
-                fl = cur['fi'] or cur['fl']
-                prof.lines[(cur['ob'], fl, cur['fn'], pos)] += costs[0] if costs else 0
-                if 'instr' in positions:
-                    prof.instrs[(cur['ob'], cur['fn'], last_pos[positions.index('instr')])] += costs[0] if costs else 0
-                continue
-            m = re.match(r'^([a-zA-Z][a-zA-Z0-9 _-]*):\s*(.*)$', line)
-            if m:
-                key, val = m.group(1), m.group(2)
-                prof.header.setdefault(key, val)
-                if key == 'positions':
-                    positions = val.split()
-                    last_pos = [0] * len(positions)
-                elif key == 'events':
-                    prof.events = val.split()
-                elif key == 'summary':
-                    prof.summary = int(val.split()[0])
-                elif key == 'totals':
-                    prof.totals = int(val.split()[0])
-                continue
-            raise ValueError(f'{path}:{lineno}: unparsable line: {line!r}')
-    return prof
+    return _Reader(path).read()

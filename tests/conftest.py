@@ -88,3 +88,28 @@ class Toolbox:
 @pytest.fixture
 def tools(tmp_path):
     return Toolbox(tmp_path)
+
+
+def assert_plt_moves(mine, cg, cl, own_lines):
+    """kgrind's per-line Ir is cachegrind's, but for the PLT stubs'
+    instructions: it charges them to the calling line instead of `???`
+    line 0. own_lines: the expected Ir of the program's own lines. Other
+    lines (the C library's calls through its own PLT) equal cachegrind's,
+    or callgrind's (which passes .plt stubs through as kgrind does), or
+    exceed cachegrind's at a line callgrind shows a call from (a .plt.got
+    or .plt.sec stub, which callgrind shows as a function); what moved sums
+    to what `???` line 0 lost."""
+    lines, ref, ref_cl = mine.by_file_line(), cg.by_file_line(), cl.by_file_line()
+    own_files = {f for f, _l in own_lines}
+    call_lines = {(f, l) for _a, _c, f, l in cl.call_sites}
+    moved = 0
+    for key in set(lines) | set(ref):
+        if key == ('???', 0):
+            continue
+        if key[0] in own_files:
+            assert lines[key] == own_lines.get(key, 0), key
+        else:
+            assert lines[key] in (ref[key], ref_cl[key]) or (
+                lines[key] > ref[key] and key in call_lines), key
+        moved += lines[key] - ref[key]
+    assert ref[('???', 0)] - lines[('???', 0)] == moved

@@ -453,6 +453,10 @@ sub read_profile {
     fail("$file: the file is empty") if $first;
     my $creator = $P{creator} // '';
     if (!$seen_version) {
+        # What kgrind writes at start-up, for the exit to replace.
+        fail("$file: incomplete profile: the process did not exit normally under kgrind "
+             . "(killed, e.g. by SIGKILL, or it exec'd without --trace-children=yes), so it has no data")
+            if defined $P{desc}{'Incomplete profile'};
         if ($creator ne '' && $creator !~ /^kgrind/) {
             fail("$file: a profile written by $creator, not by kgrind: it has no k-SF records "
                  . "(use callgrind_annotate for it)");

@@ -1,0 +1,321 @@
+"""The callgrind view (what KCachegrind, callgrind_annotate and gprof2dot
+show): every context in its own ELF object, names by object and offset
+where symbols are missing, PLT stubs of every kind passed through
+(issue 25). Expectations come from plain callgrind, cachegrind, readelf and
+objdump of the same binaries."""
+import collections
+import json
+import pathlib
+import re
+import subprocess
+
+import pytest
+
+from callgrind_format import callee
+from conftest import assert_plt_moves
+from test_annotate import annotate  # noqa: F401
+
+PROGS = pathlib.Path(__file__).resolve().parent / 'progs'
+OWN_SOURCE = str(PROGS / 'plt_kinds.c')
+# plt_kinds.c's calls through PLT stubs (the pointer call reaches puts itself)
+PLT_CALLS = {'strlen': 10, 'printf': 1, 'puts': 1, 'malloc': 1, 'free': 1}
+VARIANTS = {
+    'lazy': [],
+    'now': ['-Wl,-z,now'],
+    'ibt': ['-fcf-protection', '-Wl,-z,ibtplt'],
+    'ibt-now': ['-fcf-protection', '-Wl,-z,ibtplt', '-Wl,-z,now'],
+}
+QUALIFIED = re.compile(r'^(.*) \[([^]]+)\]$')
+
+
+def run(*cmd):
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, check=True).stdout
+
+
+def sections(path):
+    """{name: (start, end)} of an ELF file's sections (readelf)."""
+    out = {}
+    for m in re.finditer(r'^\s*\[\s*\d+\]\s+(\S+)\s+\S+\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)\s+\S+\s+(\S*)',
+                         run('readelf', '-SW', path), re.M):
+        start = int(m.group(2), 16)
+        out[m.group(1)] = (start, start + int(m.group(3), 16), 'X' in m.group(4))
+    return out
+
+
+def disassembly(path):
+    """{section: [(address, instruction)]} (objdump -d)."""
+    out, cur = {}, None
+    for line in run('objdump', '-d', '--no-show-raw-insn', path).splitlines():
+        m = re.match(r'^Disassembly of section (\S+):', line)
+        if m:
+            cur = out.setdefault(m.group(1), [])
+            continue
+        m = re.match(r'^\s+([0-9a-f]+):\s+(\S.*)$', line)
+        if m and cur is not None:
+            cur.append((int(m.group(1), 16), m.group(2)))
+    return out
+
+
+def instructions_to_jump(code, start):
+    """How many instructions run from start through the first jmp."""
+    addrs = [a for a, _ in code]
+    i = addrs.index(start)
+    n = 0
+    for _a, text in code[i:]:
+        n += 1
+        if re.match(r'^(bnd )?jmp\b', text):
+            return n
+    raise AssertionError(f'no jmp after {start:#x}')
+
+
+def plt_stub_costs(exe, lazy):
+    """{(file, line): Ir} that the PLT stubs of plt_kinds.c's calls run,
+    from objdump: each call runs its stub up to its jmp; the first call
+    through a lazily bound .plt or .plt.sec entry also runs the .plt
+    entry's push and jmp and .plt's first entry (to the resolver)."""
+    dis = disassembly(exe)
+    plt = dis['.plt']
+    plt_start = plt[0][0]
+    costs = collections.Counter()
+    for fn in ('work', 'main'):
+        body = run('objdump', '-d', '--no-show-raw-insn', exe).split(f'<{fn}>:')[1].split('\n\n')[0]
+        for m in re.finditer(r'^\s+([0-9a-f]+):\s+call\s+([0-9a-f]+) <(\w+)@plt>', body, re.M):
+            site, stub, name = int(m.group(1), 16), int(m.group(2), 16), m.group(3)
+            section = next(s for s, code in dis.items() if s.startswith('.plt') and
+                           any(a == stub for a, _ in code))
+            per_call = instructions_to_jump(dis[section], stub)
+            extra = 0
+            if lazy and section == '.plt':      # GOT -> the entry's push
+                after_jmp = [a for a, _ in plt if a > stub][0]
+                extra = instructions_to_jump(plt, after_jmp) + instructions_to_jump(plt, plt_start)
+            elif lazy and section == '.plt.sec':  # GOT -> the n-th .plt entry
+                n = (stub - dis['.plt.sec'][0][0]) // 16   # 16-byte entries
+                entry = plt_start + 16 * (n + 1)
+                extra = instructions_to_jump(plt, entry) + instructions_to_jump(plt, plt_start)
+            where = run('addr2line', '-e', exe, hex(site)).split()[0].rsplit(':', 1)
+            costs[(where[0], int(where[1]))] += PLT_CALLS[name] * per_call + extra
+    return costs
+
+
+def compile_variant(tools, variant):
+    exe = tools.compile('plt_kinds.c', '-O1', *VARIANTS[variant], out=f'plt_{variant}')
+    secs = sections(exe)
+    assert ('.plt.sec' in secs) == variant.startswith('ibt')
+    # puts's calls go through .plt.got (its address is also in the GOT)
+    call = re.search(r'call\s+([0-9a-f]+) <puts@plt>', run('objdump', '-d', exe))
+    start, end, _ = secs['.plt.got']
+    assert start <= int(call.group(1), 16) < end
+    return exe
+
+
+@pytest.mark.parametrize('variant', list(VARIANTS))
+def test_plt_stubs_pass_through(tools, variant):
+    """Per-line Ir: cachegrind's, with each PLT stub's instructions moved
+    from `???` line 0 to the calling line (objdump's count of what the stub
+    runs); no `???`/line-0 cost in the program's own contexts; no stub is a
+    context level."""
+    exe = compile_variant(tools, variant)
+    kg = tools.kgrind(exe)
+    cg = tools.reference('cachegrind', exe)
+    cl = tools.reference('callgrind', exe)
+    assert kg.returncode == cg.returncode == 0
+    assert kg.stdout == cg.stdout
+    mine, ref = kg.profile(), cg.profile()
+    assert mine.total() == ref.summary == mine.totals
+    moved = plt_stub_costs(exe, lazy='now' not in variant)
+    assert len(moved) == len(PLT_CALLS)
+    own = collections.Counter({key: ir for key, ir in ref.by_file_line().items() if key[0] == OWN_SOURCE}) + moved
+    assert_plt_moves(mine, ref, cl.profile(), own)
+    for (_ob, fl, fn, line), ir in mine.lines.items():
+        if callee(fn) in ('work', 'main') and ir:
+            assert fl == OWN_SOURCE and line > 0, (fl, fn, line)
+    stubs = [(s, e) for name, (s, e, _x) in sections(exe).items() if name.startswith('.plt')]
+    for name in set(mine.by_context()) | {c for _a, c, _n, _i in mine.calls}:
+        for level in name.split("'"):
+            m = QUALIFIED.match(level)
+            if m and m.group(2) == exe.name and m.group(1).startswith('0x'):
+                assert not any(s <= int(m.group(1), 16) < e for s, e in stubs), name
+    called_by_work = {callee(c) for a, c, _n, _i in mine.calls if callee(a) == 'work'}
+    assert {'printf', 'puts'} <= called_by_work, called_by_work
+    assert not any(c.startswith('0x') for c in called_by_work), called_by_work
+
+
+def unique_homes(prof):
+    """{function name: object} of the names bound to one object only."""
+    out = {}
+    for name, homes in prof.function_homes.items():
+        objects = {ob for ob, _fl in homes}
+        if len(objects) == 1:
+            out[name] = objects.pop()
+    return out
+
+
+def test_every_context_in_its_functions_object(tools):
+    """A strict reader binds every context to one object (cob= where a
+    callee's differs), the object plain callgrind gives the function."""
+    exe = tools.compile('plt_kinds.c', '-O1')
+    kg = tools.kgrind(exe, opts=['--k=2'])
+    cl = tools.reference('callgrind', exe)
+    mine, ref = kg.profile(), cl.profile()
+    ref_objects = {name: ob for name, ob in unique_homes(ref).items() if not name.startswith('0x')}
+    checked = set()
+    for ctx in mine.function_homes:
+        fn = callee(ctx)
+        m = QUALIFIED.match(fn)
+        if m:
+            fn = m.group(1)
+        if fn in ref_objects:
+            assert mine.object_of(ctx) == ref_objects[fn], ctx
+            checked.add(fn)
+    assert {'main', 'work', 'printf', 'puts', '_dl_start'} <= checked
+    assert mine.object_of("main'(below main)'__libc_start_main@@GLIBC_2.34") == str(exe)
+
+
+def ksf_names(path):
+    names = []
+    for line in pathlib.Path(path).read_text().splitlines():
+        if line.startswith('# ksf-fns '):
+            names += line[len('# ksf-fns '):].split('\t')
+    return names
+
+
+def test_names_by_object_and_offset(tools, annotate):
+    """Code without symbols is named `0x<offset> [object]` by its address
+    in the object's file (readelf), same names of different objects are
+    qualified by object, and `(below main)` is one function: main's
+    caller."""
+    exe = tools.compile('plt_kinds.c', '-O1')
+    kg = tools.kgrind(exe, opts=['--k=2'])
+    prof = kg.profile()
+    names = ksf_names(kg.profile_path)
+    assert len(names) == len(set(names))
+    assert names.count('(below main)') == 1 and '_start' in names
+    assert any(c.startswith("main'(below main)'") for c in prof.by_context())
+    bases = collections.Counter(QUALIFIED.match(n).group(1) if QUALIFIED.match(n) else n for n in names)
+    contexts = set(prof.by_context()) | {c for _a, c, _n, _i in prof.calls}
+    offsets = 0
+    for ctx in contexts:
+        m = QUALIFIED.match(callee(ctx))
+        if not m:
+            continue
+        name, obj = m.groups()
+        path = prof.object_of(ctx)
+        assert pathlib.Path(path).name == obj, ctx
+        if name.startswith('0x'):
+            offset = int(name, 16)
+            assert any(s <= offset < e and x for s, e, x in sections(path).values()), ctx
+            offsets += 1
+        else:
+            assert bases[name] > 1, ctx
+    assert offsets > 0
+    # .init has no symbol Valgrind knows: named by its address in the file.
+    init = sections(exe)['.init'][0]
+    assert f'0x{init:x} [{exe.name}]' in names
+    assert 'memset [libc.so.6]' in names and 'memset [ld-linux-x86-64.so.2]' in names
+    # kgrind_annotate shows the same names, without `#n`.
+    d = annotate('--format=json', kg.profile_path).json()
+    shown = {n for t in d['threads'] for c in t['contexts'] for n in c['path']}
+    assert f'0x{init:x} [{exe.name}]' in shown
+    assert not any(re.search(r'#\d+$', n) for n in shown)
+
+
+def test_each_call_site_has_its_own_edge(tools):
+    """work() calls leaf() 1,000 times from line 9 and once, expensively,
+    from line 10: one calls= line per site, with its count and inclusive
+    cost, as plain callgrind writes them; callgrind_annotate --inclusive=yes
+    --tree=caller shows each site on its own line, as it does callgrind's."""
+    exe = tools.compile('two_sites.c', '-O1')
+    kg = tools.kgrind(exe, opts=['--k=2'])
+    cl = tools.reference('callgrind', exe)
+    assert kg.stdout == cl.stdout
+
+    def sites(prof):
+        return {(callee(a), callee(c), line): (n, prof.call_site_costs[(a, c, fl, line)])
+                for (a, c, fl, line), n in prof.call_sites.items() if callee(c) == 'leaf'}
+    mine, ref = sites(kg.profile()), sites(cl.profile())
+    assert mine == ref
+    assert mine[('work', 'leaf', 9)][0] == 1000 and mine[('work', 'leaf', 10)][0] == 1
+    assert mine[('work', 'leaf', 10)][1] > 10 * mine[('work', 'leaf', 9)][1]
+
+    def annotated_calls(path):
+        out = run('callgrind_annotate', '--inclusive=yes', '--tree=caller', path)
+        return re.findall(r'^\s*([\d,]+) \(\s*[\d.]+%\)\s+=> \S+:(leaf)\S* \(([\d,]+)x\)$', out, re.M)
+    shown = annotated_calls(kg.profile_path)
+    assert shown == annotated_calls(cl.profile_path)
+    assert shown == [(f'{mine[("work", "leaf", 9)][1]:,}', 'leaf', '1,000'),
+                     (f'{mine[("work", "leaf", 10)][1]:,}', 'leaf', '1')]
+
+
+HOOKS = r'''
+#include <stdio.h>
+#include <stdlib.h>
+/* -finstrument-functions: every entry's (function, return address) */
+static FILE *calls_log;
+__attribute__((no_instrument_function)) void __cyg_profile_func_enter(void *fn, void *site)
+{
+   if (!calls_log) calls_log = fopen(getenv("CALLS_LOG"), "w");
+   fprintf(calls_log, "%lx %lx\n", (unsigned long)fn, (unsigned long)site);
+}
+__attribute__((no_instrument_function)) void __cyg_profile_func_exit(void *fn, void *site) {}
+'''
+
+
+def instrumented_call_sites(tools, src):
+    """{(caller, line, callee): calls} of src's own functions, counted by
+    the program itself built with -finstrument-functions (no PIE: addresses
+    as in the file), the lines by addr2line."""
+    hooks = tools.dir / 'hooks.c'
+    hooks.write_text(HOOKS)
+    exe = tools.dir / 'instrumented'
+    subprocess.run(['gcc', '-g', '-O0', '-no-pie', '-finstrument-functions', str(src), str(hooks),
+                    '-o', str(exe)], check=True)
+    log = tools.dir / 'calls.log'
+    subprocess.run([str(exe)], check=True, capture_output=True, env={'CALLS_LOG': str(log)})
+    pairs = collections.Counter(tuple(line.split()) for line in log.read_text().splitlines())
+    names = {int(a, 16): n for a, _t, n in re.findall(r'^([0-9a-f]+) (\w) (\S+)$', run('nm', exe), re.M)}
+    sites = sorted({site for _fn, site in pairs})
+    where = run('addr2line', '-f', '-e', exe, *[hex(int(s, 16) - 1) for s in sites]).splitlines()
+    site_of = {s: (where[2 * i], where[2 * i + 1].rsplit(':', 1)) for i, s in enumerate(sites)}
+    out = collections.Counter()
+    for (fn, site), n in pairs.items():
+        caller, (path, line) = site_of[site]
+        if path == str(src):
+            out[(caller, int(line.split()[0]), names[int(fn, 16)])] += n
+    return out
+
+
+def profile_call_sites(prof, src):
+    """{(caller, line, callee): calls} between a profile's own functions
+    (generated: main, f<i>), summed over contexts."""
+    out = collections.Counter()
+    for (a, c, fl, line), n in prof.call_sites.items():
+        if fl == str(src) and re.match(r'^(f\d+|main)$', callee(c)):
+            out[(callee(a), line, callee(c))] += n
+    return out
+
+
+@pytest.mark.parametrize('seed', [3, 4])
+def test_call_sites_equal_an_independent_count(tools, seed):
+    """Generated programs with known call sites: calls per (caller, call
+    line, callee), summed over k-contexts, equal what the program counts
+    with -finstrument-functions and what plain callgrind writes; inclusive
+    cost per call site equals callgrind's."""
+    from test_callgrind_agreement import generate_program
+    src = tools.dir / f'gen{seed}.c'
+    generate_program(src, seed)
+    exe = tools.dir / f'gen{seed}'
+    subprocess.run(['gcc', '-g', '-O0', str(src), '-o', str(exe)], check=True)
+    kg = tools.kgrind(exe, opts=['--k=2'])
+    cl = tools.reference('callgrind', exe)
+    mine, ref = kg.profile(), cl.profile()
+    want = instrumented_call_sites(tools, src)
+    assert len(want) > 15
+    assert profile_call_sites(mine, src) == want == profile_call_sites(ref, src)
+
+    def costs(prof):
+        out = collections.Counter()
+        for (a, c, fl, line), ir in prof.call_site_costs.items():
+            if fl == str(src) and callee(c) != 'printf':
+                out[(callee(a), line, callee(c))] += ir
+        return out
+    assert costs(mine) == costs(ref)
