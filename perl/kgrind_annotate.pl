@@ -45,13 +45,15 @@ usage: kgrind_annotate [options] kgrind.out.<pid> [more profiles...] [source fil
       text        the hottest k-contexts of each thread (and what --ksf,
                   --kccf, --auto, --show-blocks ask for)
       json        everything: contexts, k-CCF, k-SF (docs/output-format.md)
-      dot         Graphviz graph of the hottest contexts
+      dot         Graphviz call graph of the hottest contexts (connected)
       folded      flame-graph stacks: "a;b;c <exclusive Ir>"
       pprof       gzipped profile.proto for go tool pprof (binary; redirect it)
       speedscope  speedscope's JSON file format, one profile per thread
   --show-blocks               block modes: the table of all basic blocks
   --blocks-disasm             block modes: --show-blocks with each block's
                               instructions (objdump), targets named by block
+  --callers                   --format=folded: the k-CCF as caller stacks
+                              (function;caller;caller's caller... Ir)
   --names=short|full          names without parameter lists and template
                               arguments, or as recorded [short in text and
                               dot, full in the other formats]

@@ -279,3 +279,13 @@ def test_speedscope_opens_in_chromium(tmp_path, twice_profile):
     png = tmp_path / 'speedscope.png'
     chromium('--window-size=1400,800', f'--screenshot={png}', url)
     assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n' and png.stat().st_size > 10000
+
+
+def test_exports_refuse_block_modes(annotate, tools):
+    from test_annotate import bad
+    exe = tools.compile('twice.c')
+    run = tools.kgrind(exe, opts=['--mode=intra'], out='intra.out')
+    assert run.returncode == 0, run.stderr
+    for fmt in ('pprof', 'speedscope'):
+        bad(annotate(f'--format={fmt}', run.profile_path), f'--format={fmt}: function-mode profiles only')
+    bad(annotate('--diff', run.profile_path, run.profile_path), '--diff: function-mode profiles only')
