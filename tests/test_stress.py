@@ -9,7 +9,8 @@ unwind, after coroutines and after a get-PC idiom, with the program's own
 call counts (callgrind shows the same callers; it also counts the get-PC
 `call` as a call, which it is not); one forest per thread; the total Ir
 beside the thread forests' sum; the program's own lines' Ir beside
-cachegrind's.
+callgrind's (function modes: PLT stubs at the calling line) or
+cachegrind's (block modes).
 
 Programs run in a fresh directory with the default output name
 (kgrind.out.<pid>), so each process's profile is found, and a chdir must
@@ -69,7 +70,7 @@ class Case:
     func_callers: dict = dataclasses.field(default_factory=dict)
     threads: int = None          # thread forests (function mode not joined, inter mode)
     max_depth: int = None        # longest root path of the --k=inf forests (the CCT)
-    cachegrind_lines: bool = False   # the program's own lines cost what cachegrind says
+    cachegrind_lines: bool = False   # the program's own lines cost what callgrind/cachegrind say
 
 
 # The deaths come from 10 frames of descend() down.
@@ -195,19 +196,29 @@ def own_lines(profile, case):
             if fl.rsplit('/', 1)[-1].split('.')[0] == case.prog}
 
 
+# The reference for the own lines' Ir: function modes charge PLT stubs to
+# the calling line, as callgrind does; block modes leave them at `???` line
+# 0, as cachegrind does.
+REFERENCE_OPTS = {
+    'callgrind': [],
+    'cachegrind': ['--cache-sim=no', '--vex-guest-chase=no'],
+}
+
+
 @pytest.fixture(scope='module')
-def cachegrind_lines(programs, tmp_path_factory):
+def reference_lines(programs, tmp_path_factory):
     lines = {}
 
-    def get(case):
-        if case.name not in lines:
+    def get(case, mode):
+        tool = 'callgrind' if mode in FUNCTION_MODES else 'cachegrind'
+        if (case.name, tool) not in lines:
             exe, args = programs.command(case)
-            cwd = tmp_path_factory.mktemp('cachegrind')
-            run = run_tool('cachegrind', ['--cache-sim=no', '--vex-guest-chase=no',
-                                          f'--cachegrind-out-file={cwd / "cg.out"}'], exe, args, cwd)
+            cwd = tmp_path_factory.mktemp(tool)
+            run = run_tool(tool, REFERENCE_OPTS[tool] + [f'--{tool}-out-file={cwd / "ref.out"}'],
+                           exe, args, cwd)
             assert run.returncode == 0, run.stderr
-            lines[case.name] = own_lines(callgrind_format.parse(cwd / 'cg.out'), case)
-        return lines[case.name]
+            lines[(case.name, tool)] = own_lines(callgrind_format.parse(cwd / 'ref.out'), case)
+        return lines[(case.name, tool)]
     return get
 
 
@@ -242,7 +253,7 @@ def internal_error(stderr):
     return '' if m is None else stderr[stderr.rfind('\n', 0, m.start()) + 1:][:600]
 
 
-def check_profile(path, case, mode, main_pid, cachegrind_lines):
+def check_profile(path, case, mode, main_pid, reference_lines):
     annotators_read(path)
     body = callgrind_format.parse(path)
     assert body.summary == body.totals == body.total()
@@ -269,14 +280,14 @@ def check_profile(path, case, mode, main_pid, cachegrind_lines):
         if depth > case.max_depth:
             wrong.append(f'a CCT path {depth} calls deep, expected at most {case.max_depth}')
     if case.cachegrind_lines:
-        ref, ours = cachegrind_lines(case), own_lines(body, case)
+        ref, ours = reference_lines(case, mode), own_lines(body, case)
         if not ref or ours != ref:
-            wrong.append(f'own lines\' Ir {sorted(ours.items())}, cachegrind {sorted(ref.items())}')
+            wrong.append(f'own lines\' Ir {sorted(ours.items())}, reference {sorted(ref.items())}')
     assert not wrong, '\n'.join(wrong)
 
 
 @pytest.mark.parametrize('case,mode', MATRIX)
-def test_hostile_program(case, mode, programs, reference, cachegrind_lines, tmp_path):
+def test_hostile_program(case, mode, programs, reference, reference_lines, tmp_path):
     exe, args = programs.command(case)
     ref = reference(case)
     run = run_tool('kgrind', MODES[mode], exe, args, tmp_path)
@@ -289,4 +300,4 @@ def test_hostile_program(case, mode, programs, reference, cachegrind_lines, tmp_
     assert len(profiles) == case.profiles, [p.name for p in profiles]
     assert run.pid in [pid_of(p) for p in profiles]
     for path in profiles:
-        check_profile(path, case, mode, run.pid, cachegrind_lines)
+        check_profile(path, case, mode, run.pid, reference_lines)
