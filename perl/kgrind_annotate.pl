@@ -4,722 +4,22 @@
 # the k-Calling Context Forest with inv_k (IHPP thesis 3.3.3, 5.3.3) and shows
 # the hottest k-contexts, the forests, annotated sources, or JSON / Graphviz /
 # folded stacks.  Core Perl modules only.  See docs/annotate.md.
+# perl/lib/KGrind/Profile.pm reads and checks profiles, KGrind/Forest.pm
+# joins forests and computes inv_k; this file has the options and outputs.
 use strict;
 use warnings;
 no warnings 'recursion';
 use Getopt::Long qw(GetOptionsFromArray :config no_ignore_case bundling no_auto_abbrev);
 use File::Spec;
+# The modules: next to the script (perl/lib in the source tree, a link to it
+# in the build tree), else where `make install` put them.
+use FindBin ();
+use lib "$FindBin::RealBin/lib", '@KG_PERL5LIB@';
+use KGrind::Profile;
+use KGrind::Forest;
 
 my $VERSION = '@KG_VERSION@';
-my $ROOT_NAME = '__root__';
-my $INF = -1;    # k = inf
 my $BLOCKMODE;   # the profiles are block k-SFs (mode intra or inter)
-
-# ---------------------------------------------------------------------------
-# Errors: fail() dies with a message; main() prints it and exits 2.
-# ---------------------------------------------------------------------------
-sub fail { die bless { msg => join('', @_) }, 'KG::Error' }
-sub ferr { my ($file, $line, @m) = @_; fail("$file:$line: ", @m) }
-
-# ---------------------------------------------------------------------------
-# Labels (function names), interned across all profiles.
-# ---------------------------------------------------------------------------
-my (%LID, @LNAME);
-sub label_id {
-    my $n = $_[0];
-    my $id = $LID{$n};
-    return $id if defined $id;
-    push @LNAME, $n;
-    return $LID{$n} = $#LNAME;
-}
-label_id($ROOT_NAME);    # global id 0
-my $ROOT = 0;
-
-sub kstr { $_[0] == $INF ? 'inf' : $_[0] }
-
-# ---------------------------------------------------------------------------
-# Reading a profile.
-# ---------------------------------------------------------------------------
-my %NAME_SPACE = (ob => 'ob', cob => 'ob', fl => 'fl', fi => 'fl', fe => 'fl', cfi => 'fl', cfl => 'fl',
-                  fn => 'fn', cfn => 'fn', jfi => 'fl', jfn => 'fn');
-my %HEADER_KEYS = map { $_ => 1 } qw(version creator pid cmd part thread desc
-    positions events summary totals);
-
-# The syntax of a version 2 ksf-nodes line's tokens (their order is checked
-# by the reader).
-my $NODE_TOKENS = qr{(?:[() ]|\d{1,18}(?:\*\d{1,18})?(?:=\d{1,18}(?:/\d{1,18})?)?)*};
-
-sub read_profile {
-    my ($file, $want_src, $P0) = @_;
-    fail("$file: no such file") unless -e $file;
-    fail("$file: is a directory, not a profile") if -d $file;
-    open(my $fh, '<:raw', $file) or fail("$file: cannot open: $!");
-    my %P = (file => $file, mtime => (stat $fh)[9], threads => [], src => {},
-             fnline => {}, desc => {});
-    my @fnmap;         # file fn id -> global label id
-    my @fnname;        # file fn id -> function name (name#n for duplicates)
-    my @blkmap;        # block modes: file block label -> global label id
-    my @fname;         # block modes: file id -> source path
-    my (%blkseen, $labmap, $intra);
-    my $in_thread;     # forest being read
-    my ($par, $fnv, $cal, $exc, $inc);
-    my ($nnodes, $seen_end, $seen_version, $seen_options, $seen_totals) = (0);
-    my (%fnseen);
-    my $first = 1;
-    my $ln = 0;
-    # body state for source annotation
-    my (%names);       # 'fl'/'fn' -> id -> name
-    my ($cur_fl, $cur_fi, $cur_fn, $cur_thr, $after_calls, $last_line) = ('???', undef, '???', '', 0, 0);
-    my $instr = 0;    # positions: instr line (block modes): an address before the line
-    my $src = $P{src};
-    my $version = 0;   # of the k-SF records: 1 (ksf-fn, ksf-node) or 2 (ksf-fns, ksf-nodes)
-
-    # A version 2 "# ksf-nodes" line: the forest as nested lists, nodes
-    # "label[*calls][=excl[/incl]]", "(" right after a node opens its
-    # children's list, ")" closes it, siblings are separated by a space; a
-    # line break counts as a space. The open lists (@$open), the last token
-    # ($last: '' at the start, 'node', '(' or ')') and whether a space
-    # followed it carry over to the next line. The tokens' syntax is checked
-    # for the whole line at once, their order one by one; labels, roots and
-    # siblings by check_forest at the thread's end.
-    my ($open, $last, $nline) = ([], '', []);
-    my $node_lists = sub {
-        my ($l, $ln) = @_;
-        my $t = substr($l, 12);
-        unless ($t =~ /\A$NODE_TOKENS\z/o) {
-            $t =~ /\A$NODE_TOKENS/o;
-            ferr($file, $ln, "malformed ksf-nodes record at column " . (13 + $+[0]) . ": '",
-                 printable(substr($t, $+[0])), "'");
-        }
-        push @$nline, $nnodes, $ln;
-        my $spaced = $last ne '';   # the line break
-        my @t = $t =~ /([() ])|(\d+)(?:\*(\d+))?(?:=(\d+)(?:\/(\d+))?)?/g;
-        for (my $j = 0; $j < @t; $j += 5) {
-            my $m = $t[$j];
-            if (!defined $m) {
-                ferr($file, $ln, "ksf-nodes: missing space before node '$t[$j + 1]'")
-                    unless $spaced || $last eq '' || $last eq '(';
-                push @$par, @$open ? $open->[-1] : -1;
-                push @$fnv, $t[$j + 1];
-                push @$cal, ($t[$j + 2] // 1) + 0;
-                my $x = ($t[$j + 3] // 0) + 0;
-                push @$exc, $x;
-                push @$inc, defined $t[$j + 4] ? $t[$j + 4] + 0 : $x;
-                $nnodes++;
-                ($last, $spaced) = ('node', 0);
-            } elsif ($m eq ' ') {
-                ferr($file, $ln, "ksf-nodes: misplaced space") if $spaced || $last eq '(' || $last eq '';
-                $spaced = 1;
-            } elsif ($m eq '(') {
-                ferr($file, $ln, "ksf-nodes: '(' does not follow a node") unless $last eq 'node' && !$spaced;
-                push @$open, $nnodes - 1;
-                ($last, $spaced) = ('(', 0);
-            } else {
-                ferr($file, $ln, "ksf-nodes: ')' without '('") unless @$open;
-                ferr($file, $ln, "ksf-nodes: empty list '()'") if $last eq '(';
-                pop @$open;
-                ($last, $spaced) = (')', 0);
-            }
-        }
-        ferr($file, $ln, "ksf-nodes: record ends with a space") if $spaced;
-    };
-
-    # One entry of the function table (ksf-fn, ksf-fns): ids are dense from 0.
-    my $add_function = sub {
-        my ($ln, $name) = @_;
-        my $id = @fnmap;
-        ferr($file, $ln, "ksf-fn before ksf-options") unless $seen_options;
-        ferr($file, $ln, "function 0 must be $ROOT_NAME, not '" . printable($name) . "'")
-            if $id == 0 && $name ne $ROOT_NAME;
-        ferr($file, $ln, "function $id: $ROOT_NAME is reserved for id 0") if $id != 0 && $name eq $ROOT_NAME;
-        ferr($file, $ln, "function $id has an empty name") if $name eq '';
-        # The tool may give several functions the same name (mmap in
-        # ld.so and in libc): the n-th one of a file is "name#n".
-        $name .= '#' . $fnseen{$name} if $fnseen{$name}++;
-        push @fnname, $name;
-        # block modes: function names are not node labels
-        push @fnmap, $P{mode} eq 'func' ? label_id($name) : 0;
-    };
-    my $fnline = $P{fnline};
-
-    # Without source annotation only the header fields and the k-SF records
-    # are needed: slurp the file, take the header fields with C-level regex
-    # scans and read only the records' region line by line.
-    my $region;        # without source annotation: the records' region, in memory
-    unless ($want_src) {
-        my $data = do { local $/; <$fh> };
-        close $fh;
-        fail("$file: cannot read: $!") unless defined $data;
-        fail("$file: the file is empty") if $data =~ /\A\s*\z/;
-        my ($l1) = $data =~ /\A\s*([^\n]*)/;
-        $l1 =~ tr/\r//d;
-        my $l1n = 1 + (substr($data, 0, $-[1]) =~ tr/\n//);
-        unless ($l1 eq '# callgrind format' || $l1 =~ /^version:\s*\d/ || $l1 =~ /^creator:/) {
-            fail("$file:$l1n: not a kgrind profile (expected '# callgrind format', found '"
-                 . printable($l1) . "')");
-        }
-        $first = 0;
-        my $start = index($data, "\n# ksf-");
-        my $end = length $data;
-        if ($start >= 0) {
-            $start++;
-            my $e = index($data, "\n# ksf-end\n", $start);
-            $e = index($data, "\n# ksf-end\r\n", $start) if $e < 0;
-            $end = index($data, "\n", $e + 2) + 1 if $e >= 0;
-            $end = length $data if $end <= 0;
-        } else {
-            $start = $end;
-        }
-        for my $part (substr($data, 0, $start), substr($data, $end)) {
-            while ($part =~ /^(creator|pid|cmd|summary|events|positions|desc|totals):[ \t]*([^\r\n]*)/mg) {
-                my ($key, $val) = ($1, $2);
-                if ($key eq 'totals') { $seen_totals = 1 }
-                elsif ($key eq 'desc') { $P{desc}{$1} = $2 if $val =~ /^([^:]+):\s*(.*)$/ }
-                elsif ($key eq 'positions') {
-                    my $pl = 1 + (substr($part, 0, $-[0]) =~ tr/\n//);
-                    ferr($file, $pl, "unsupported positions '$val' (kgrind writes 'line' or 'instr line')")
-                        unless $val =~ /^(?:instr )?line\s*$/;
-                    $instr = $val =~ /^instr/ ? 1 : 0;
-                }
-                else { $P{$key} //= $val }
-            }
-        }
-        $ln = substr($data, 0, $start) =~ tr/\n//;
-        $region = substr($data, $start, $end - $start);
-        undef $data;
-        open($fh, '<', \$region) or fail("$file: cannot read: $!");
-    }
-    while (defined(my $l = <$fh>)) {
-        $ln++;
-        chomp $l;
-        $l =~ tr/\r//d;
-        if ($first) {
-            next if $l eq '';
-            $first = 0;
-            unless ($l eq '# callgrind format' || $l =~ /^version:\s*\d/ || $l =~ /^creator:/) {
-                fail("$file:$ln: not a kgrind profile (expected '# callgrind format', found '"
-                     . printable($l) . "')");
-            }
-        }
-        if (index($l, '# ksf-nodes ') == 0) {
-            ferr($file, $ln, "ksf-nodes outside a ksf-thread record") unless $in_thread;
-            ferr($file, $ln, "ksf-nodes record in a version 1 file") if $version == 1;
-            $node_lists->($l, $ln);
-            next;
-        }
-        if (index($l, '# ksf-node ') == 0) {
-            ferr($file, $ln, "ksf-node outside a ksf-thread record") unless $in_thread;
-            ferr($file, $ln, "ksf-node record in a version 2 file (version 2 has ksf-nodes)") if $version == 2;
-            # split + tr validation: several times faster than a capturing regex
-            my (undef, undef, $id, $p, $f, $c, $x, $i, $extra) = split / /, $l;
-            if (!defined $i || defined $extra || $i eq '' || index($l, '  ') >= 0
-                || "$id$f$c$x$i" =~ tr/0-9//c || $p eq '' || ($p ne '-' && $p =~ tr/0-9//c)) {
-                ferr($file, $ln, "malformed ksf-node record: '", printable($l), "'");
-            }
-            ferr($file, $ln, "ksf-node id $id out of order (expected $nnodes)") if $id != $nnodes;
-            ferr($file, $ln, "ksf-node $id: parent $p does not precede it") if $p ne '-' && $p >= $id;
-            push @$par, $p eq '-' ? -1 : $p + 0;
-            push @$fnv, $f;
-            push @$cal, $c + 0;
-            push @$exc, $x + 0;
-            push @$inc, $i + 0;
-            $nnodes++;
-            next;
-        }
-        if (index($l, '#') == 0) {
-            next unless index($l, '# ksf-') == 0;
-            ferr($file, $ln, "k-SF record after '# ksf-end'") if $seen_end;
-            if ($l =~ /^# ksf-version: (\d+)$/) {
-                ferr($file, $ln, "unsupported k-SF record version $1 (this kgrind_annotate reads versions 1 and 2)")
-                    if $1 != 1 && $1 != 2;
-                $version = $1 + 0;
-                $seen_version = 1;
-            } elsif ($l =~ /^# ksf-options: (.*)$/) {
-                ferr($file, $ln, "ksf-options before ksf-version") unless $seen_version;
-                my %o;
-                for my $kv (split / /, $1) {
-                    $kv =~ /^([\w-]+)=(\S+)$/ or ferr($file, $ln, "malformed ksf-options field '", printable($kv), "'");
-                    $o{$1} = $2;
-                }
-                for my $need (qw(k mode rolling joined)) {
-                    ferr($file, $ln, "ksf-options lacks '$need='") unless defined $o{$need};
-                }
-                ferr($file, $ln, "bad k value '$o{k}' in ksf-options") unless $o{k} =~ /^(?:\d+|inf)$/;
-                ferr($file, $ln, "bad mode '$o{mode}' in ksf-options") unless $o{mode} =~ /^(?:func|intra|inter)$/;
-                for my $yn (qw(rolling joined)) {
-                    ferr($file, $ln, "bad $yn value '$o{$yn}' in ksf-options") unless $o{$yn} =~ /^(?:yes|no)$/;
-                }
-                ferr($file, $ln, "bad roll-loops value '$o{'roll-loops'}' in ksf-options")
-                    if defined $o{'roll-loops'} && $o{'roll-loops'} !~ /^(?:yes|no)$/;
-                $P{k} = $o{k} eq 'inf' ? $INF : $o{k} + 0;
-                @P{qw(mode rolling joined)} = @o{qw(mode rolling joined)};
-                $P{roll} = $o{'roll-loops'} // 'no';
-                $intra = $o{mode} eq 'intra';
-                $labmap = $o{mode} eq 'func' ? \@fnmap : \@blkmap;
-                $P{blocks} = [] if $o{mode} ne 'func';
-                check_merge($P0, \%P) if $P0;
-                $seen_options = 1;
-            } elsif ($l =~ /^# ksf-fn (\d+) (.+)$/) {
-                ferr($file, $ln, "ksf-fn record in a version 2 file (version 2 has ksf-fns)") if $version == 2;
-                ferr($file, $ln, "ksf-fn id $1 out of order (expected " . scalar(@fnmap) . ")") if $1 != @fnmap;
-                $add_function->($ln, $2);
-            } elsif (index($l, '# ksf-fns ') == 0) {
-                ferr($file, $ln, "ksf-fns record in a version 1 file") if $version == 1;
-                $add_function->($ln, $_) for split /\t/, substr($l, 10), -1;
-            } elsif ($l =~ /^# ksf-file (\d+) (.+)$/) {
-                ferr($file, $ln, "ksf-file in a function-mode profile") unless $P{blocks};
-                ferr($file, $ln, "ksf-file id $1 out of order (expected " . scalar(@fname) . ")") if $1 != @fname;
-                push @fname, $2;
-            } elsif ($l =~ /^# ksf-block /) {
-                ferr($file, $ln, "ksf-block in a function-mode profile") unless $P{blocks};
-                my ($lab, $addr, $bf, $off, $bfile, $bline, $cnt, $name) =
-                    $l =~ /^# ksf-block (\d+) 0x([0-9a-fA-F]+) (\d+) (\d+) (\d+) (\d+) (\d+) (.+)$/
-                    or ferr($file, $ln, "malformed ksf-block record: '", printable($l), "'");
-                ferr($file, $ln, "ksf-block label $lab out of order (expected " . scalar(@blkmap) . ")") if $lab != @blkmap;
-                ferr($file, $ln, "ksf-block 0 must be $ROOT_NAME") if $lab == 0 && $name ne $ROOT_NAME;
-                ferr($file, $ln, "ksf-block $lab: $ROOT_NAME is reserved for label 0") if $lab != 0 && $name eq $ROOT_NAME;
-                ferr($file, $ln, "ksf-block $lab: unknown function id $bf") unless defined $fnname[$bf];
-                ferr($file, $ln, "ksf-block $lab: unknown file id $bfile") unless defined $fname[$bfile];
-                $name .= '#' . $blkseen{$name} if $blkseen{$name}++;
-                my $g = label_id($name);
-                push @blkmap, $g;
-                push @{$P{blocks}}, { id => $g, addr => hex($addr), fn => $fnname[$bf], offset => $off + 0,
-                                      file => $fname[$bfile], line => $bline + 0, count => $cnt + 0 } if $lab;
-            } elsif ($l =~ /^# ksf-thread (\d+|all) nodes=(\d+) ir=(\d+)(?: fn=(\d+))?$/) {
-                ferr($file, $ln, "ksf-thread before ksf-options") unless $seen_options;
-                ferr($file, $ln, "ksf-thread $1 inside thread $in_thread->{tid}") if $in_thread;
-                my ($ttid, $tn, $tir, $tfn) = ($1, $2, $3, $4);
-                ferr($file, $ln, "ksf-thread $ttid: intra-mode forests need fn=") if $intra && !defined $tfn;
-                ferr($file, $ln, "ksf-thread $ttid: fn= only in intra mode") if !$intra && defined $tfn;
-                my $tfname;
-                if (defined $tfn) {
-                    $tfname = $fnname[$tfn];
-                    ferr($file, $ln, "ksf-thread $ttid: unknown function id $tfn") unless defined $tfname;
-                }
-                ferr($file, $ln, "thread $ttid" . (defined $tfname ? ", function $tfname," : '') . " appears twice")
-                    if grep { $_->{tid} eq $ttid && ($_->{fname} // '') eq ($tfname // '') } @{$P{threads}};
-                ($par, $fnv, $cal, $exc, $inc) = ([], [], [], [], []);
-                $in_thread = { tid => $ttid, declared => $tn + 0, ir => $tir + 0, par => $par, fn => $fnv,
-                               calls => $cal, excl => $exc, incl => $inc,
-                               preorder => 1, line => $ln, (defined $tfname ? (fname => $tfname) : ()) };
-                $nnodes = 0;
-                ($open, $last, $nline) = ([], '', []);
-            } elsif ($l =~ /^# ksf-end-thread (\d+|all)$/) {
-                ferr($file, $ln, "ksf-end-thread $1 without ksf-thread") unless $in_thread;
-                ferr($file, $ln, "ksf-end-thread $1 closes thread $in_thread->{tid}") if $1 ne $in_thread->{tid};
-                ferr($file, $ln, "ksf-nodes: " . scalar(@$open) . " list(s) not closed with ')'") if @$open;
-                # where node v was read: version 1, one line a node; version 2,
-                # the line whose first node (@$nline: first node, line) is the
-                # last one <= v
-                my ($t0, $nl, $tid) = ($in_thread->{line}, $nline, $1);
-                my $where = $version == 1 ? sub { ($t0 + 1 + $_[0], "ksf-node $_[0]") } : sub {
-                    my $v = shift;
-                    my $i = 0;
-                    $i += 2 while $i + 2 < @$nl && $nl->[$i + 2] <= $v;
-                    ($nl->[$i + 1], "ksf-nodes: node $v");
-                };
-                check_forest($in_thread, $labmap, $intra, $labmap != \@fnmap, $file, $where);
-                ferr($file, $ln, "thread $tid declares nodes=$in_thread->{declared} but has $nnodes nodes")
-                    if $nnodes != $in_thread->{declared};
-                ferr($file, $ln, "thread $tid has no nodes") if $nnodes == 0;
-                $in_thread->{n} = $nnodes;
-                delete $in_thread->{declared};
-                push @{$P{threads}}, $in_thread;
-                undef $in_thread;
-            } elsif ($l eq '# ksf-end') {
-                ferr($file, $ln, "ksf-end inside thread $in_thread->{tid} (no ksf-end-thread)") if $in_thread;
-                ferr($file, $ln, "ksf-end without ksf-version") unless $seen_version;
-                $seen_end = $ln;
-            } else {
-                ferr($file, $ln, "unknown or malformed k-SF record: '", printable($l), "'");
-            }
-            next;
-        }
-        # ---- callgrind body ----
-        next if $l eq '';
-        my $c0 = ord $l;
-        if (($c0 >= 48 && $c0 <= 57) || $c0 == 43 || $c0 == 45 || $c0 == 42) {   # 0-9 + - *
-            # Without source annotation the body's costs are not needed: only
-            # the k-SF records are (and they are checked strictly).
-            next unless $want_src;
-            my ($pos, $ir) = $instr
-                ? $l =~ /^(?:0x[0-9a-fA-F]+|[+-]?\d+|\*) ([+-]?\d+|\*)(?: (\d+))?(?: \d+)*\s*$/
-                : $l =~ /^([+-]?\d+|\*)(?: (\d+))?(?: \d+)*\s*$/
-                or ferr($file, $ln, "malformed cost line: '", printable($l), "'");
-            my $p0 = ord $pos;
-            my $line = $pos eq '*' ? $last_line
-                     : ($p0 == 43 || $p0 == 45) ? $last_line + $pos : $pos;
-            $last_line = $line;     # relative positions follow every cost line, calls' too
-            if ($after_calls) { $after_calls = 0; next; }   # inclusive cost of a call, or a jump's source
-            next unless $ir;
-            my $sf = $cur_fi // $cur_fl;
-            $src->{$cur_thr}{$sf}{$line} += $ir;
-            my $base = base_name($cur_fn);
-            my $h = $fnline->{$cur_thr}{$sf} //= {};
-            $h->{$base} = $line if !defined $h->{$base} || $line < $h->{$base};
-            next;
-        }
-        my $eq = index($l, '=');
-        if ($eq > 0 && $eq <= 5) {
-            my $key = substr($l, 0, $eq);
-            if (my $space = $NAME_SPACE{$key}) {
-                next unless $want_src;
-                my $name = substr($l, $eq + 1);
-                if (ord($name) == 40) {    # '(' id ')' [name]
-                    my $close = index($name, ')');
-                    my $id = substr($name, 1, $close - 1);
-                    ferr($file, $ln, "malformed $key= line: '", printable($l), "'")
-                        if $close < 2 || $id =~ tr/0-9//c;
-                    $name = substr($name, $close + 1);
-                    $name = substr($name, 1) while ord($name) == 32;
-                    if ($name ne '') { $names{$space}{$id} = $name }
-                    else {
-                        $name = $names{$space}{$id};
-                        ferr($file, $ln, "$key=($id) used before its name was given") unless defined $name;
-                    }
-                }
-                if    ($key eq 'fn') { $cur_fn = $name; $cur_fi = undef }
-                elsif ($key eq 'fl') { $cur_fl = $name; $cur_fi = undef }
-                elsif ($key eq 'fi' || $key eq 'fe') { $cur_fi = $name eq $cur_fl ? undef : $name }
-                next;
-            }
-            if ($key eq 'calls' || $key eq 'jump' || $key eq 'jcnd') {
-                next unless $want_src;
-                # count (jcnd: taken/executed), then the target position
-                my $count = $key eq 'jcnd' ? '\d+/\d+' : '\d+';
-                ferr($file, $ln, "malformed $key= line: '", printable($l), "'")
-                    unless substr($l, $eq + 1) =~ /^$count(?: (?:0x[0-9a-fA-F]+|[+-]?\d+|\*))*\s*$/;
-                $after_calls = 1;
-                next;
-            }
-        }
-        if ($l =~ /^(\w[\w ]*):\s*(.*)$/) {
-            my ($key, $val) = ($1, $2);
-            if ($key eq 'creator') { $P{creator} = $val }
-            elsif ($key eq 'pid') { $P{pid} = $val }
-            elsif ($key eq 'cmd') { $P{cmd} = $val }
-            elsif ($key eq 'thread') { $cur_thr = $val }
-            elsif ($key eq 'part') { $cur_thr = '' }
-            elsif ($key eq 'summary') { $P{summary} = $val }
-            elsif ($key eq 'totals') { $seen_totals = 1 }
-            elsif ($key eq 'events') {
-                $P{events} = $val;
-            } elsif ($key eq 'positions') {
-                ferr($file, $ln, "unsupported positions '$val' (kgrind writes 'line' or 'instr line')")
-                    unless $val =~ /^(?:instr )?line\s*$/;
-                $instr = $val =~ /^instr/ ? 1 : 0;
-            } elsif ($key eq 'desc') {
-                $P{desc}{$1} = $2 if $val =~ /^([^:]+):\s*(.*)$/;
-            } elsif (!$HEADER_KEYS{$key}) {
-                # other callgrind header lines are allowed
-            }
-            next;
-        }
-        ferr($file, $ln, "unrecognized line: '", printable($l), "'");
-    }
-    close $fh;
-    fail("$file: the file is empty") if $first;
-    my $creator = $P{creator} // '';
-    if (!$seen_version) {
-        # What kgrind writes at start-up, for the exit to replace.
-        fail("$file: incomplete profile: the process did not exit normally under kgrind "
-             . "(killed, e.g. by SIGKILL, or it exec'd without --trace-children=yes), so it has no data")
-            if defined $P{desc}{'Incomplete profile'};
-        if ($creator ne '' && $creator !~ /^kgrind/) {
-            fail("$file: a profile written by $creator, not by kgrind: it has no k-SF records "
-                 . "(use callgrind_annotate for it)");
-        }
-        fail("$file: no k-SF records ('# ksf-version: 1'): not a kgrind profile with k-SF data"
-             . ($creator ne '' ? " (creator: $creator)" : ''));
-    }
-    fail("$file:$ln: truncated: thread $in_thread->{tid} has no '# ksf-end-thread' "
-         . "(opened at line $in_thread->{line}, $nnodes of $in_thread->{declared} nodes read)") if $in_thread;
-    fail("$file:$ln: truncated: no '# ksf-end' record at the end of the k-SF records") unless $seen_end;
-    fail("$file:$ln: truncated: no 'totals:' line at the end of the callgrind body") unless $seen_totals;
-    # A block-mode run may trace no block at all (nothing of --funcs ran).
-    fail("$file: no ksf-thread records") unless @{$P{threads}} || ($P{mode} // "func") ne "func";
-    $P{events} //= 'Ir';
-    my @ev = split ' ', $P{events};
-    fail("$file: events '$P{events}' do not include Ir") unless grep { $_ eq 'Ir' } @ev;
-    return \%P;
-}
-
-# Big temporary hashes are left to the end of the process: freeing a hash of
-# 10^6 keys takes the best part of a second.
-my @KEEP;
-
-# Checks a forest read from node records (pre-order, parents before their
-# children, parent -1 for a root): known labels, which it maps from the
-# file's ids to global label ids, one tree per root label, __root__ only at
-# the first tree's root (intra forests: nowhere), distinct labels among
-# siblings; sets the nodes' depths. $blocks: labels are block labels.
-# $where->(v) gives the line and the name
-# of node v for the message.
-sub check_forest {
-    my ($F, $labmap, $intra, $blocks, $file, $where) = @_;
-    my ($par, $fn) = @$F{qw(par fn)};
-    my (@depth, %sib, %rootlab);
-    $#depth = $#$par;
-    push @KEEP, \%sib;
-    my $bad = sub { my ($v, $msg) = @_; my ($ln, $what) = $where->($v); ferr($file, $ln, "$what$msg") };
-    for my $v (0 .. $#$par) {
-        my $p = $par->[$v];
-        my $g = $labmap->[$fn->[$v]];
-        $bad->($v, $blocks ? ": block label $fn->[$v] has no ksf-block record" : ": unknown function id $fn->[$v]")
-            unless defined $g;
-        if ($p < 0) {
-            if ($v == 0 && $intra) {
-                # intra forests: the first tree is rooted at the function's first block
-                $bad->($v, ": an intra-mode forest cannot be rooted at $ROOT_NAME") if $g == $ROOT;
-            } else {
-                $bad->($v, " must be the root of the first tree, labelled $ROOT_NAME") if $v == 0 && $g != $ROOT;
-                $bad->($v, ": only the first tree may be rooted at $ROOT_NAME") if $v != 0 && $g == $ROOT;
-                $bad->($v, ": a second tree rooted at '$LNAME[$g]'") if $rootlab{$g}++;
-            }
-            $depth[$v] = 0;
-        } else {
-            $bad->($v, " must be a root") if $v == 0;
-            $bad->($v, ": '$LNAME[$g]' appears twice among the children of node $p") if $sib{"$p $g"}++;
-            $depth[$v] = $depth[$p] + 1;
-        }
-        $fn->[$v] = $g;
-    }
-    $F->{depth} = \@depth;
-}
-
-sub printable {
-    my $s = shift;
-    $s =~ s/[^\x20-\x7e]/?/g;
-    $s = substr($s, 0, 60) . '...' if length $s > 63;
-    return $s;
-}
-
-# The activated function of a body context name "c'a'e".
-sub base_name { my $n = shift; my $i = index($n, "'"); $i < 0 ? $n : substr($n, 0, $i) }
-
-# ---------------------------------------------------------------------------
-# Forests: join (Def. 4*, Listing 5.7) and inv_k (Def. 6, Fig. 3.8, Listing 5.8).
-# ---------------------------------------------------------------------------
-sub join_forests {
-    my ($tid, @F) = @_;
-    return $F[0] if @F == 1;
-    my (@par, @fn, @cal, @exc, @inc, @depth, %root, %child, %first);
-    my $ir = 0;
-    for my $F (@F) {
-        $ir += $F->{ir};
-        my ($p, $f, $c, $x, $i) = @$F{qw(par fn calls excl incl)};
-        my @map;
-        for my $v (0 .. $F->{n} - 1) {
-            my $lab = $f->[$v];
-            my ($key, $u);
-            # the first trees (node 0: __root__, or an intra forest's first
-            # block) are joined with each other, not with the R trees
-            if ($p->[$v] < 0) { $u = $root{($v == 0 ? 'F' : 'R') . $lab} }
-            else { $key = "$map[$p->[$v]] $lab"; $u = $child{$key} }
-            unless (defined $u) {
-                push @fn, $lab; push @cal, 0; push @exc, 0; push @inc, 0;
-                $u = $#fn;
-                if (defined $key) { push @par, $map[$p->[$v]]; push @depth, $depth[$map[$p->[$v]]] + 1; $child{$key} = $u }
-                else { push @par, -1; push @depth, 0; $root{($v == 0 ? 'F' : 'R') . $lab} = $u; $first{$u} = 1 if $v == 0 }
-            }
-            $cal[$u] += $c->[$v]; $exc[$u] += $x->[$v]; $inc[$u] += $i->[$v];
-            $map[$v] = $u;
-        }
-    }
-    return { tid => $tid, ir => $ir, n => scalar(@fn), par => \@par, fn => \@fn, calls => \@cal,
-             excl => \@exc, incl => \@inc, depth => \@depth, preorder => 0, firstroots => \%first };
-}
-
-# Whether root v of forest F is the root of a first tree (never cleared).
-sub first_root { my ($F, $v) = @_; $F->{firstroots} ? $F->{firstroots}{$v} : $v == 0 }
-
-# Children lists in creation order (natural order).
-sub children_of {
-    my ($par) = @_;
-    my (@kids, @roots);
-    for my $v (0 .. $#$par) {
-        my $p = $par->[$v];
-        if ($p < 0) { push @roots, $v } else { push @{$kids[$p]}, $v }
-    }
-    return (\@roots, \@kids);
-}
-
-sub preorder {
-    my ($F) = @_;
-    return [0 .. $F->{n} - 1] if $F->{preorder};
-    my ($roots, $kids) = children_of($F->{par});
-    my @out;
-    my @stack = reverse @$roots;
-    while (@stack) {
-        my $v = pop @stack;
-        push @out, $v;
-        push @stack, reverse @{$kids->[$v]} if $kids->[$v];
-    }
-    return \@out;
-}
-
-# inv_kk of forest F recorded with k = K (Def. 6, Fig. 3.8, Listing 5.8).
-# Every node v contributes the reversed suffix of at most kk+1 labels of its
-# root path; every node of that chain carries v's counters, except that the
-# top region (depth < K) of every tree not rooted at __root__ contributes
-# zero counters (its path only).  The chains are joined by label.
-#
-# Implementation: each chain is packed into a big-endian string (labels + 1,
-# a 0 terminator, the node's pre-order position); one C-level sort groups
-# equal prefixes, and a linear scan creates each k-CCF node once (a trie of
-# sorted strings: no hash lookups).  cfirst[] keeps, per k-CCF node, the
-# first pre-order position whose chain passes through it: the order in
-# which the thesis's join creates the nodes (--tree-order=natural).
-# Counters are summed at the chain ends, then into the ancestors.
-sub inv_k {
-    my ($F, $kk, $K, $natural, $tree) = @_;
-    return inv_k_contexts($F, $kk, $K) unless $tree || $natural;
-    my ($par, $fn, $cal, $exc, $inc, $depth) = @$F{qw(par fn calls excl incl depth)};
-    my $ord = preorder($F);
-    my $maxbytes = $kk == $INF ? 1e18 : 4 * $kk;
-    my $clear = $K == $INF ? 0 : $K;
-    my $n0 = $F->{n};
-    my @roottree;    # per node: its tree is rooted at __root__ (never cleared)
-    my @chain;       # per node: its packed reversed chain (labels + 1)
-    for my $v (0 .. $n0 - 1) {    # parents have smaller ids
-        my $p = $par->[$v];
-        if ($p < 0) {
-            $roottree[$v] = first_root($F, $v);
-            $chain[$v] = pack('N', $fn->[$v] + 1);
-        } else {
-            $roottree[$v] = $roottree[$p];
-            $chain[$v] = pack('N', $fn->[$v] + 1) . substr($chain[$p], 0, $maxbytes);
-        }
-    }
-    my @keys;
-    $#keys = $n0 - 1;
-    my $i = 0;
-    for my $v (@$ord) {
-        $keys[$i] = $chain[$v] . pack('NN', 0, $i);
-        $i++;
-    }
-    undef @chain;
-    @keys = sort @keys;
-    my (@cpar, @cfn, @cfirst, @xcal, @xexc, @xinc, @prev);
-    my $prevkey = '';
-    for my $key (@keys) {
-        my $len = (length($key) >> 2) - 2;     # labels in this chain
-        # common prefix (in labels) with the previous chain, at C speed
-        my $j = 0;
-        if (($prevkey ^ $key) =~ /\A(?:\0\0\0\0)*/) { $j = $+[0] >> 2 }
-        my $plen = $prevkey eq '' ? 0 : (length($prevkey) >> 2) - 2;
-        $j = $plen if $j > $plen;
-        $j = $len if $j > $len;
-        my $pos = unpack('N', substr($key, -4));
-        if ($natural) { for my $t (0 .. $j - 1) { $cfirst[$prev[$t]] = $pos if $pos < $cfirst[$prev[$t]] } }
-        $#prev = $j - 1;
-        for my $t ($j .. $len - 1) {
-            push @cfn, unpack('N', substr($key, 4 * $t, 4)) - 1;
-            push @cpar, $t ? $prev[$t - 1] : -1;
-            push @cfirst, $pos;
-            push @prev, $#cfn;
-        }
-        $prevkey = $key;
-        my $v = $ord->[$pos];
-        next if !$roottree[$v] && $depth->[$v] < $clear;    # Fig. 3.8: cleared top region
-        my $cid = $prev[-1];
-        $xcal[$cid] += $cal->[$v]; $xexc[$cid] += $exc->[$v]; $xinc[$cid] += $inc->[$v];
-    }
-    undef @keys;
-    my $n = @cfn;
-    $#xcal = $#xexc = $#xinc = $n - 1;
-    my @ctx = grep { defined $xcal[$_] } 0 .. $n - 1;
-    return { n => $n, par => \@cpar, fn => \@cfn, ($natural ? (first => \@cfirst) : ()), ctx => \@ctx,
-             xcalls => \@xcal, xexcl => \@xexc, xincl => \@xinc };
-}
-
-# inv_k without the k-CCF's trees, for the outputs that need only its node
-# count and its contexts (the text table, source annotation, folded stacks):
-# the same sorted chains, but each chain's labels are kept as its context's
-# path and only the number of new prefixes is counted.  Context ids follow
-# the sorted chains; every output sorts contexts by key and path anyway.
-sub inv_k_contexts {
-    my ($F, $kk, $K) = @_;
-    my ($par, $fn, $cal, $exc, $inc, $depth) = @$F{qw(par fn calls excl incl depth)};
-    my $maxbytes = $kk == $INF ? 1e18 : 4 * $kk;
-    my $clear = $K == $INF ? 0 : $K;
-    my $n0 = $F->{n};
-    my (@chain, @bucket, @roottree);
-    $#chain = $n0 - 1;
-    # key: chain, a 0 label, the node id (top bit set: cleared top region)
-    my @plab = map { pack('N', $_ + 1) } 0 .. $#LNAME;
-    for my $v (0 .. $n0 - 1) {    # parents have smaller ids
-        my $p = $par->[$v];
-        my $g = $fn->[$v];
-        if ($p < 0) {
-            my $rt = $roottree[$v] = first_root($F, $v);
-            push @{$bucket[$g]}, ($chain[$v] = $plab[$g]) . pack('NN', 0, !$rt && 0 < $clear ? $v | 0x80000000 : $v);
-        } elsif ($roottree[$v] = $roottree[$p]) {
-            push @{$bucket[$g]}, ($chain[$v] = $plab[$g] . substr($chain[$p], 0, $maxbytes)) . pack('NN', 0, $v);
-        } else {
-            push @{$bucket[$g]}, ($chain[$v] = $plab[$g] . substr($chain[$p], 0, $maxbytes))
-                . pack('NN', 0, $depth->[$v] < $clear ? $v | 0x80000000 : $v);
-        }
-    }
-    undef @chain;
-    undef @roottree;
-    # the keys sorted: bucketed by their first label (the activated function),
-    # then one C-level sort per bucket (fewer comparisons than one big sort)
-    # cchain: a context's sort key (its chain is all but the last 8 bytes)
-    my (@xcal, @xexc, @xinc, @cchain);
-    my ($n, $prev, $plen, $have) = (0, '', 0, 0);
-    for my $key (map { $_ ? sort @$_ : () } @bucket) {
-        my $len = length($key) - 8;            # bytes of this chain's labels
-        ($prev ^ $key) =~ /\A(?:\0\0\0\0)*/;
-        my $j = $+[0];                          # common prefix with the previous key
-        if ($j < $len || $len != $plen) {       # a new chain: count its new k-CCF nodes
-            $j = $plen if $j > $plen;
-            $n += ($len - $j) >> 2;
-            $plen = $len;
-            $have = 0;
-        }
-        $prev = $key;
-        my $v = vec($key, ($len >> 2) + 1, 32);    # the last word (big-endian)
-        next if $v >= 0x80000000;              # Fig. 3.8: cleared top region
-        if ($have) {
-            $xcal[-1] += $cal->[$v]; $xexc[-1] += $exc->[$v]; $xinc[-1] += $inc->[$v];
-        } else {
-            push @cchain, $key; push @xcal, $cal->[$v]; push @xexc, $exc->[$v]; push @xinc, $inc->[$v];
-            $have = 1;
-        }
-    }
-    undef @bucket;
-    return { n => $n, chain => \@cchain, ctx => [0 .. $#cchain], xcalls => \@xcal, xexcl => \@xexc,
-             xincl => \@xinc };
-}
-
-# The k-CCF node counters (each chain's counters on all its nodes): the
-# chain ends' sums, summed into their ancestors.  Only trees need them.
-sub ccf_counters {
-    my ($C) = @_;
-    return $C if $C->{calls};
-    my $n = $C->{n};
-    my $cpar = $C->{par};
-    my @ccal = map { $_ // 0 } @{$C->{xcalls}};
-    my @cexc = map { $_ // 0 } @{$C->{xexcl}};
-    my @cinc = map { $_ // 0 } @{$C->{xincl}};
-    for (my $c = $n - 1; $c > 0; $c--) {
-        my $p = $cpar->[$c];
-        next if $p < 0;
-        $ccal[$p] += $ccal[$c]; $cexc[$p] += $cexc[$c]; $cinc[$p] += $cinc[$c];
-    }
-    @$C{qw(calls excl incl)} = (\@ccal, \@cexc, \@cinc);
-    return $C;
-}
-
-# Path of context cid, outermost caller first.
-sub ctx_path {
-    my ($C, $cid) = @_;
-    return [map { $LNAME[$_ - 1] } reverse unpack('N*', substr($C->{chain}[$cid], 0, -8))] if $C->{chain};
-    my @p;
-    while ($cid >= 0) { push @p, $LNAME[$C->{fn}[$cid]]; $cid = $C->{par}[$cid] }
-    return \@p;
-}
 
 # ---------------------------------------------------------------------------
 # Options.
@@ -797,19 +97,6 @@ sub parse_options {
     return \%o;
 }
 
-# Profiles given together must agree on k, mode, rolling and roll-loops.
-sub check_merge {
-    my ($P0, $P) = @_;
-    for my $f (qw(k mode rolling roll)) {
-        next if $P->{$f} eq $P0->{$f};
-        my ($a, $b) = $f eq 'k' ? (kstr($P0->{k}), kstr($P->{k})) : ($P0->{$f}, $P->{$f});
-        my $n = $f eq 'roll' ? 'roll-loops' : $f;
-        fail("cannot merge $P0->{file} ($n=$a) with $P->{file} ($n=$b): "
-             . ($f eq 'roll' ? "profiles must have the same loop rolling"
-                : "profiles must have the same k, mode and recursion rolling"));
-    }
-}
-
 # ---------------------------------------------------------------------------
 # Main computation: everything is built before anything is printed.
 # ---------------------------------------------------------------------------
@@ -817,6 +104,7 @@ sub analyse {
     my ($o) = @_;
     my $want_src = $o->{auto} eq 'yes' || @{$o->{sources}};
     my @P;
+    refuse_repeated_files($o->{profiles});
     for my $f (@{$o->{profiles}}) { push @P, read_profile($f, $want_src, $P[0]) }
     my $P0 = $P[0];
     check_merge($P0, $_) for @P[1 .. $#P];
@@ -866,7 +154,7 @@ sub analyse {
                          (defined $fname{$key} ? (fname => $fname{$key}) : ()) };
     }
     my $total = 0;
-    $total += $_->{summary} // 0 for @P;
+    $total += $_->{total} for @P;
     my %S = (P => \@P, K => $K, kk => $kk, threads => \@threads, total => $total, joined => $join,
              ntids => scalar(@tids));
     fail("--show-blocks/--blocks-disasm: $P0->{file} is a function-mode profile (no basic blocks; "
@@ -941,11 +229,12 @@ sub sorted_contexts {
     my $max = 0;
     for (@ids) { $max = $key->[$_] if $key->[$_] > $max }
     my $w = length $max;
-    my ($cpar, $cfn, $cch) = @$C{qw(par fn chain)};
+    my ($cpar, $cfn, $cch, $corder) = @$C{qw(par fn chain order)};
     my @s;
     for my $cid (@ids) {
         my $s = sprintf('%0*d', $w, $max - $key->[$cid]);
-        if ($cch) { $s .= "\0" . $LNAME[$_ - 1] for reverse unpack('N*', substr($cch->[$cid], 0, -8)) }
+        if ($corder) { $s .= pack('N', $corder->[$cid]) }    # the paths' order, without the paths
+        elsif ($cch) { $s .= "\0" . $LNAME[$_ - 1] for reverse unpack('N*', substr($cch->[$cid], 0, -8)) }
         else {
             my $u = $cid;
             while ($u >= 0) { $s .= "\0" . $LNAME[$cfn->[$u]]; $u = $cpar->[$u] }
@@ -1345,14 +634,31 @@ sub base_root { my ($C, $cid) = @_; $cid = $C->{par}[$cid] while $C->{par}[$cid]
 sub ctx_fn {
     my ($C, $cid) = @_;
     return unpack('N', $C->{chain}[$cid]) - 1 if $C->{chain};
+    return $C->{fn}[$cid] if $C->{cct};
     return $C->{fn}[base_root($C, $cid)];
 }
 
 # ---------------------------------------------------------------------------
 # JSON output.
 # ---------------------------------------------------------------------------
-sub js {
+# A valid UTF-8 sequence of 2-4 bytes (RFC 3629: no overlongs, surrogates or
+# code points above U+10FFFF).
+my $UTF8_MULTI = qr/[\xC2-\xDF][\x80-\xBF]|\xE0[\xA0-\xBF][\x80-\xBF]|[\xE1-\xEC\xEE\xEF][\x80-\xBF]{2}
+                   |\xED[\x80-\x9F][\x80-\xBF]|\xF0[\x90-\xBF][\x80-\xBF]{2}|[\xF1-\xF3][\x80-\xBF]{3}
+                   |\xF4[\x80-\x8F][\x80-\xBF]{2}/x;
+
+# Names are bytes; JSON and DOT need UTF-8. A byte that is not part of a
+# valid UTF-8 sequence (a Latin-1 symbol) is taken as the Latin-1 character
+# it encodes, so nothing is lost and the output is valid UTF-8.
+sub utf8_clean {
     my $s = shift;
+    $s =~ s/($UTF8_MULTI)|([\x80-\xFF])/defined $1 ? $1 : chr(0xC0 | ord($2) >> 6) . chr(0x80 | ord($2) & 0x3F)/geo
+        if $s =~ /[\x80-\xFF]/;
+    return $s;
+}
+
+sub js {
+    my $s = utf8_clean(shift);
     $s =~ s/(["\\])/\\$1/g;
     $s =~ s/([\x00-\x1f\x7f])/sprintf('\\u%04x', ord $1)/ge;
     return "\"$s\"";
@@ -1416,17 +722,29 @@ sub out_json {
 sub out_folded {
     my ($o, $S) = @_;
     my %sum;
+    my @frame = map { (my $x = $_) =~ s/[;\s]+/_/g; $x } @LNAME;
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
+        my $exc = $C->{xexcl};
+        if ($C->{cct}) {
+            # a node's stack is its parent's and its frame: each built once, in
+            # time and memory linear in the output
+            my ($par, $fn, @stack) = @$C{qw(par fn)};
+            for my $v (@{$C->{ctx}}) {
+                $stack[$v] = $par->[$v] < 0 ? $frame[$fn->[$v]] : "$stack[$par->[$v]];$frame[$fn->[$v]]";
+                $sum{$stack[$v]} += $exc->[$v] if $exc->[$v];
+            }
+            next;
+        }
         for my $cid (@{$C->{ctx}}) {
-            next unless $C->{xexcl}[$cid];
-            $sum{join(';', map { my $x = $_; $x =~ s/[;\s]+/_/g; $x } @{ctx_path($C, $cid)})} += $C->{xexcl}[$cid];
+            next unless $exc->[$cid];
+            $sum{join(';', map { $frame[$_] } @{ctx_labels($C, $cid)})} += $exc->[$cid];
         }
     }
     return join('', map { "$_ $sum{$_}\n" } sort keys %sum);
 }
 
-sub dq { my $s = shift; $s =~ s/(["\\])/\\$1/g; $s =~ s/\n/\\n/g; "\"$s\"" }
+sub dq { my $s = utf8_clean(shift); $s =~ s/(["\\])/\\$1/g; $s =~ s/\n/\\n/g; "\"$s\"" }
 
 sub out_dot {
     my ($o, $S) = @_;
@@ -1471,6 +789,8 @@ sub main {
              : $o->{format} eq 'dot' ? out_dot($o, $S)
              : $o->{format} eq 'folded' ? out_folded($o, $S)
              : out_text($o, $S);
+    # every format is UTF-8: bytes of names that are not (Latin-1) are converted
+    $text = utf8_clean($text) if $o->{format} eq 'text' || $o->{format} eq 'folded';
     binmode STDOUT, ':raw';
     local $SIG{PIPE} = 'IGNORE';
     print $text or ($!{EPIPE} ? return 0 : fail("cannot write the output: $!"));

@@ -300,9 +300,13 @@ def test_merge_fork_parent_and_child(annotate, tmp_path):
     assert d['total']['Ir'] == r1.incl() + r2.incl()
 
 
-def test_merge_identical_runs_doubles(annotate):
+def test_merge_identical_runs_doubles(annotate, tmp_path):
+    """Two runs that wrote the same file contents are joined (the same file
+    given twice is refused: test_same_file_twice_is_refused)."""
+    again = tmp_path / 'again.kgrind.out'
+    shutil.copy(THESIS, again)
     one = annotate('--format=json', THESIS).json()['threads'][0]
-    two = annotate('--format=json', THESIS, THESIS).json()['threads'][0]
+    two = annotate('--format=json', THESIS, again).json()['threads'][0]
     assert (two['ksf_nodes'], two['kccf_nodes']) == (20, 25)
 
     def doubled(nodes, kids):
@@ -311,6 +315,42 @@ def test_merge_identical_runs_doubles(annotate):
     assert two['ksf'] == doubled(one['ksf'], 'children')
     assert two['kccf'] == doubled(one['kccf'], 'callers')
     assert two['Ir'] == 2 * one['Ir']
+
+
+def test_same_file_twice_is_refused(annotate, tmp_path):
+    """Joining a profile with itself would double every count (issue 21,
+    item 7): the same file, by one path or by two, is one clear error."""
+    bad(annotate(THESIS, THESIS), str(THESIS), 'given twice', 'double every count')
+    link = tmp_path / 'link.out'
+    link.symlink_to(THESIS)
+    bad(annotate('--format=json', THESIS, link), str(link), f'the same file as {THESIS}')
+
+
+def test_names_not_utf8_give_utf8_output(annotate, tmp_path):
+    """A symbol with a Latin-1 byte: every output format is valid UTF-8, the
+    byte read as the Latin-1 character it encodes (valid UTF-8 is kept)."""
+    p = tmp_path / 'latin1.out'
+    p.write_bytes(THESIS.read_bytes().replace(b'\ta\tb\t', b'\ta\xe9\xc3\xa9\tb\t', 1))
+    d = json.loads(ok(annotate('--format=json', p)).out)
+    names = {n for c in d['threads'][0]['contexts'] for n in c['path']}
+    assert names == {'__root__', 'a\u00e9\u00e9', 'b', 'c', 'd', 'e', 'f'}
+    for fmt in ('text', 'dot', 'folded'):
+        r = subprocess.run([*annotate_cmd(), f'--format={fmt}', str(p)], capture_output=True)
+        assert r.returncode == 0 and r.stderr == b''
+        assert 'a\u00e9\u00e9' in r.stdout.decode('utf-8')
+
+
+def test_long_node_lines_give_one_clear_error(annotate, tmp_path):
+    """A 400 KB ksf-nodes line: the reader's checks, not Perl's regex
+    engine, report what is wrong (no 'recursion limit' diagnostic)."""
+    text = THESIS.read_text()
+    p = tmp_path / 'long.out'
+    p.write_text(text.replace(NODES_2, NODES_2 + ' 1' * 200000))
+    bad(annotate(p), ':25: ksf-nodes: node 20: ')
+    p.write_text(text.replace('3*4=12', '3*4=12x' + '1 ' * 200000))
+    bad(annotate(p), ":24: malformed ksf-nodes record at column 75: 'x1 1 1 ")
+    p.write_text(text.replace('3*4=12', '3*4=1234567890123456789'))
+    bad(annotate(p), ":24: malformed ksf-nodes record at column 73: '1234567890123456789)")
 
 
 def test_merge_mismatch_is_an_error(annotate, tmp_path):
@@ -443,6 +483,28 @@ NODES_2 = '# ksf-nodes 1*2=10/20(2*2=4 3*2=6))) 2*2 3*3 4*2(3*4) 1*2(2*2 3*2) 6'
     ('# ksf-thread all nodes=20', '# ksf-thread all nodes=21', 'declares nodes=21 but has 20'),
     ('# ksf-version: 2', '# ksf-version: 7', 'unsupported k-SF record version 7'),
     ('k=2 mode=func', 'k=two mode=func', "bad k value 'two'"),
+    # numbers the file states twice (issue 21, item 7)
+    ('ir=176', 'ir=100000', ":23: ksf-thread all: ir=100000, but its nodes' exclusive Ir sums to 176"),
+    ('summary: 176', 'summary: 100000', ':8: summary: says Ir 100000, but totals: (line 102) says 176'),
+    ('summary: 176', 'summary: 17x6', ":8: malformed summary: line: '17x6'"),
+    ('summary: 176', 'summary: 176\nsummary: 176', ":9: a second 'summary:' line"),
+    ('summary: 176', 'summary: 176 5', ':8: summary: has 2 counts for 1 events'),
+    ('totals: 176', 'totals: 360795', 'summary: says Ir 176, but totals: (line 102) says 360795'),
+    ('0*2=100/176', '0*2=100/177', ':23: ksf-thread all: ir=176, but the inclusive Ir of its __root__ node is 177'),
+    ('3*4=12', '3*4=1000000000000000', ":23: ksf-thread all: ir=176, but its nodes' exclusive Ir sums to 1000000000000164"),
+    ('3*4=12', '3*4=1000000000000000/12', ':24: ksf-nodes: node 7: inclusive Ir 12 is below its exclusive Ir 1000000000000000'),
+    ('3*4=12', '3*1000000000000000=12',
+     ':25: ksf-nodes: node 15: calls=4, but the slab nodes it copies count 1000000000000000 activations'),
+    (NODES_2, NODES_2.replace('3*3', '3*0'), ':25: ksf-nodes: node 13: calls=0, but the slab nodes it copies count 3'),
+    ('0*2=100/176', '0*2=95/176', "ir=176, but its nodes' exclusive Ir sums to 171"),
+    (NODES_1 + '\n' + NODES_2, NODES_1.replace('0*2=100/176', '0*2=95/176') + '\n' + NODES_2.replace(' 2*2 ', ' 2*2=5 '),
+     ':25: ksf-nodes: node 12: a top-region copy holds cost (Ir 5, incl 5)'),
+    ('(3*4=12)', '(2*4=12)', ":24: ksf-nodes: node 7: no copy of its slab in the top region of the tree rooted at 'd'"),
+    ('# ksf-fns __root__\ta\tb\tc\td\te\tf\n', '# ksf-fns __root__\ta\tb\tc\td\te\tf\n' * 2,
+     ':23: ksf-fns line repeats the previous one'),
+    ('desc: thread all: k-SF nodes 20', 'desc: thread all: k-SF nodes 21',
+     ":23: thread all has 20 k-SF nodes, but its desc: line says 'k-SF nodes 21'"),
+    ('desc: k: 2', 'desc: k: 3', 'desc: k: 3 disagrees with the k-SF records'),
 ])
 def test_bad_corrupted(annotate, tmp_path, old, new, needle):
     corrupt(annotate, tmp_path, THESIS, old, new, needle)

@@ -1,0 +1,381 @@
+package KGrind::Forest;
+# Forest operations on the forests KGrind::Profile reads (parallel arrays
+# par/fn/calls/excl/incl/depth, parents before children): join (Def. 4*),
+# inv_k (Def. 6) into a k-CCF or only its contexts, and context paths.
+# Core Perl modules only.
+use strict;
+use warnings;
+no warnings 'recursion';
+use Exporter 'import';
+use KGrind::Profile;
+
+our @EXPORT = qw(join_forests first_root children_of preorder inv_k ccf_counters ctx_labels ctx_path);
+
+# ---------------------------------------------------------------------------
+# Forests: join (Def. 4*, Listing 5.7) and inv_k (Def. 6, Fig. 3.8, Listing 5.8).
+# ---------------------------------------------------------------------------
+sub join_forests {
+    my ($tid, @F) = @_;
+    return $F[0] if @F == 1;
+    my (@par, @fn, @cal, @exc, @inc, @depth, %root, %child, %first);
+    my $ir = 0;
+    for my $F (@F) {
+        $ir += $F->{ir};
+        my ($p, $f, $c, $x, $i) = @$F{qw(par fn calls excl incl)};
+        my @map;
+        for my $v (0 .. $F->{n} - 1) {
+            my $lab = $f->[$v];
+            my ($key, $u);
+            # the first trees (node 0: __root__, or an intra forest's first
+            # block) are joined with each other, not with the R trees
+            if ($p->[$v] < 0) { $u = $root{($v == 0 ? 'F' : 'R') . $lab} }
+            else { $key = "$map[$p->[$v]] $lab"; $u = $child{$key} }
+            unless (defined $u) {
+                push @fn, $lab; push @cal, 0; push @exc, 0; push @inc, 0;
+                $u = $#fn;
+                if (defined $key) { push @par, $map[$p->[$v]]; push @depth, $depth[$map[$p->[$v]]] + 1; $child{$key} = $u }
+                else { push @par, -1; push @depth, 0; $root{($v == 0 ? 'F' : 'R') . $lab} = $u; $first{$u} = 1 if $v == 0 }
+            }
+            $cal[$u] += $c->[$v]; $exc[$u] += $x->[$v]; $inc[$u] += $i->[$v];
+            $map[$v] = $u;
+        }
+    }
+    return { tid => $tid, ir => $ir, n => scalar(@fn), par => \@par, fn => \@fn, calls => \@cal,
+             excl => \@exc, incl => \@inc, depth => \@depth, preorder => 0, firstroots => \%first };
+}
+
+# Whether root v of forest F is the root of a first tree (never cleared).
+sub first_root { my ($F, $v) = @_; $F->{firstroots} ? $F->{firstroots}{$v} : $v == 0 }
+
+# Children lists in creation order (natural order).
+sub children_of {
+    my ($par) = @_;
+    my (@kids, @roots);
+    for my $v (0 .. $#$par) {
+        my $p = $par->[$v];
+        if ($p < 0) { push @roots, $v } else { push @{$kids[$p]}, $v }
+    }
+    return (\@roots, \@kids);
+}
+
+sub preorder {
+    my ($F) = @_;
+    return [0 .. $F->{n} - 1] if $F->{preorder};
+    my ($roots, $kids) = children_of($F->{par});
+    my @out;
+    my @stack = reverse @$roots;
+    while (@stack) {
+        my $v = pop @stack;
+        push @out, $v;
+        push @stack, reverse @{$kids->[$v]} if $kids->[$v];
+    }
+    return \@out;
+}
+
+# inv_kk of forest F recorded with k = K (Def. 6, Fig. 3.8, Listing 5.8).
+# Every node v contributes the reversed suffix of at most kk+1 labels of its
+# root path; every node of that chain carries v's counters, except that the
+# top region (depth < K) of every tree not rooted at __root__ contributes
+# zero counters (its path only).  The chains are joined by label.
+#
+# Implementation: each chain is packed into a big-endian string (labels + 1,
+# a 0 terminator, the node's pre-order position); one C-level sort groups
+# equal prefixes, and a linear scan creates each k-CCF node once (a trie of
+# sorted strings: no hash lookups).  cfirst[] keeps, per k-CCF node, the
+# first pre-order position whose chain passes through it: the order in
+# which the thesis's join creates the nodes (--tree-order=natural).
+# Counters are summed at the chain ends, then into the ancestors.
+sub inv_k {
+    my ($F, $kk, $K, $natural, $tree) = @_;
+    unless ($tree || $natural) {
+        return cct_contexts($F) if $K == $INF && $kk == $INF && single_tree($F);
+        return inv_k_contexts($F, $kk, $K);
+    }
+    my ($par, $fn, $cal, $exc, $inc, $depth) = @$F{qw(par fn calls excl incl depth)};
+    my $ord = preorder($F);
+    my $maxbytes = $kk == $INF ? 1e18 : 4 * $kk;
+    my $clear = $K == $INF ? 0 : $K;
+    my $n0 = $F->{n};
+    my @roottree;    # per node: its tree is rooted at __root__ (never cleared)
+    my @chain;       # per node: its packed reversed chain (labels + 1)
+    for my $v (0 .. $n0 - 1) {    # parents have smaller ids
+        my $p = $par->[$v];
+        if ($p < 0) {
+            $roottree[$v] = first_root($F, $v);
+            $chain[$v] = pack('N', $fn->[$v] + 1);
+        } else {
+            $roottree[$v] = $roottree[$p];
+            $chain[$v] = pack('N', $fn->[$v] + 1) . substr($chain[$p], 0, $maxbytes);
+        }
+    }
+    my @keys;
+    $#keys = $n0 - 1;
+    my $i = 0;
+    for my $v (@$ord) {
+        $keys[$i] = $chain[$v] . pack('NN', 0, $i);
+        $i++;
+    }
+    undef @chain;
+    @keys = sort @keys;
+    my (@cpar, @cfn, @cfirst, @xcal, @xexc, @xinc, @prev);
+    my $prevkey = '';
+    for my $key (@keys) {
+        my $len = (length($key) >> 2) - 2;     # labels in this chain
+        # common prefix (in labels) with the previous chain, at C speed
+        my $j = 0;
+        if (($prevkey ^ $key) =~ /\A(?:\0\0\0\0)*/) { $j = $+[0] >> 2 }
+        my $plen = $prevkey eq '' ? 0 : (length($prevkey) >> 2) - 2;
+        $j = $plen if $j > $plen;
+        $j = $len if $j > $len;
+        my $pos = unpack('N', substr($key, -4));
+        if ($natural) { for my $t (0 .. $j - 1) { $cfirst[$prev[$t]] = $pos if $pos < $cfirst[$prev[$t]] } }
+        $#prev = $j - 1;
+        for my $t ($j .. $len - 1) {
+            push @cfn, unpack('N', substr($key, 4 * $t, 4)) - 1;
+            push @cpar, $t ? $prev[$t - 1] : -1;
+            push @cfirst, $pos;
+            push @prev, $#cfn;
+        }
+        $prevkey = $key;
+        my $v = $ord->[$pos];
+        next if !$roottree[$v] && $depth->[$v] < $clear;    # Fig. 3.8: cleared top region
+        my $cid = $prev[-1];
+        $xcal[$cid] += $cal->[$v]; $xexc[$cid] += $exc->[$v]; $xinc[$cid] += $inc->[$v];
+    }
+    undef @keys;
+    my $n = @cfn;
+    $#xcal = $#xexc = $#xinc = $n - 1;
+    my @ctx = grep { defined $xcal[$_] } 0 .. $n - 1;
+    return { n => $n, par => \@cpar, fn => \@cfn, ($natural ? (first => \@cfirst) : ()), ctx => \@ctx,
+             xcalls => \@xcal, xexcl => \@xexc, xincl => \@xinc };
+}
+
+# inv_k without the k-CCF's trees, for the outputs that need only its node
+# count and its contexts (the text table, source annotation, folded stacks):
+# the same sorted chains, but each chain's labels are kept as its context's
+# path and only the number of new prefixes is counted.  Context ids follow
+# the sorted chains; every output sorts contexts by key and path anyway.
+sub inv_k_contexts {
+    my ($F, $kk, $K) = @_;
+    my ($par, $fn, $cal, $exc, $inc, $depth) = @$F{qw(par fn calls excl incl depth)};
+    my $maxbytes = $kk == $INF ? 1e18 : 4 * $kk;
+    my $clear = $K == $INF ? 0 : $K;
+    my $n0 = $F->{n};
+    my (@chain, @bucket, @roottree);
+    $#chain = $n0 - 1;
+    # key: chain, a 0 label, the node id (top bit set: cleared top region)
+    my @plab = map { pack('N', $_ + 1) } 0 .. $#LNAME;
+    for my $v (0 .. $n0 - 1) {    # parents have smaller ids
+        my $p = $par->[$v];
+        my $g = $fn->[$v];
+        if ($p < 0) {
+            my $rt = $roottree[$v] = first_root($F, $v);
+            push @{$bucket[$g]}, ($chain[$v] = $plab[$g]) . pack('NN', 0, !$rt && 0 < $clear ? $v | 0x80000000 : $v);
+        } elsif ($roottree[$v] = $roottree[$p]) {
+            push @{$bucket[$g]}, ($chain[$v] = $plab[$g] . substr($chain[$p], 0, $maxbytes)) . pack('NN', 0, $v);
+        } else {
+            push @{$bucket[$g]}, ($chain[$v] = $plab[$g] . substr($chain[$p], 0, $maxbytes))
+                . pack('NN', 0, $depth->[$v] < $clear ? $v | 0x80000000 : $v);
+        }
+    }
+    undef @chain;
+    undef @roottree;
+    # the keys sorted: bucketed by their first label (the activated function),
+    # then one C-level sort per bucket (fewer comparisons than one big sort)
+    # cchain: a context's sort key (its chain is all but the last 8 bytes)
+    my (@xcal, @xexc, @xinc, @cchain);
+    my ($n, $prev, $plen, $have) = (0, '', 0, 0);
+    for my $key (map { $_ ? sort @$_ : () } @bucket) {
+        my $len = length($key) - 8;            # bytes of this chain's labels
+        ($prev ^ $key) =~ /\A(?:\0\0\0\0)*/;
+        my $j = $+[0];                          # common prefix with the previous key
+        if ($j < $len || $len != $plen) {       # a new chain: count its new k-CCF nodes
+            $j = $plen if $j > $plen;
+            $n += ($len - $j) >> 2;
+            $plen = $len;
+            $have = 0;
+        }
+        $prev = $key;
+        my $v = vec($key, ($len >> 2) + 1, 32);    # the last word (big-endian)
+        next if $v >= 0x80000000;              # Fig. 3.8: cleared top region
+        if ($have) {
+            $xcal[-1] += $cal->[$v]; $xexc[-1] += $exc->[$v]; $xinc[-1] += $inc->[$v];
+        } else {
+            push @cchain, $key; push @xcal, $cal->[$v]; push @xexc, $exc->[$v]; push @xinc, $inc->[$v];
+            $have = 1;
+        }
+    }
+    undef @bucket;
+    return { n => $n, chain => \@cchain, ctx => [0 .. $#cchain], xcalls => \@xcal, xexcl => \@xexc,
+             xincl => \@xinc };
+}
+
+# Whether the forest is one tree (a k=inf forest: the CCT).
+sub single_tree {
+    my ($F) = @_;
+    my $par = $F->{par};
+    for my $v (1 .. $F->{n} - 1) { return 0 if $par->[$v] < 0 }
+    return 1;
+}
+
+# inv_inf of a calling context tree without the inf-CCF's trees: every node
+# is its own context (root paths are distinct), so the contexts are the
+# tree's nodes with their own counters, kept as node ids; paths are walked
+# only for the contexts printed.  Nothing here is per (node, depth): a
+# recursion d deep costs O(d), not O(d^2) (issue 21, item 8).
+sub cct_contexts {
+    my ($F) = @_;
+    return { n => inf_ccf_size($F), cct => 1, par => $F->{par}, fn => $F->{fn}, ctx => [0 .. $F->{n} - 1],
+             xcalls => $F->{calls}, xexcl => $F->{excl}, xincl => $F->{incl}, order => name_order($F) };
+}
+
+# The number of nodes of inv_inf of a tree: the distinct label strings
+# l_v l_parent(v) ... l_u (u an ancestor of v or v), i.e. the distinct
+# prefixes of the reversed root paths R(v).  With the R(v) sorted, that is
+# sum |R(v)| - sum LCP(neighbours).  The first $CHAIN labels of each R(v)
+# are packed and sorted as strings; longer common prefixes (recursion) are
+# sorted by prefix doubling (Manber-Myers, with Larsson-Sadakane's ranks: a
+# node's rank is the first position of its group of nodes with equal
+# prefixes, so a node alone in its group keeps its rank and leaves the
+# sort): the first 2h labels are ordered by the pair (rank_h(v),
+# rank_h(anc_h(v))), anc_h the ancestor h levels up.  Each level's ranks and
+# ancestors are kept (packed) for the LCPs.  O(n log depth) time, instead
+# of the trie's O(n depth) nodes (issue 21, item 8).
+my $CHAIN = 16;    # a power of two
+sub inf_ccf_size {
+    my ($F) = @_;
+    my ($par, $fn, $depth) = @$F{qw(par fn depth)};
+    my $n = $F->{n};
+    my @chain;                            # the first $CHAIN labels (+ 1) of R(v)
+    $#chain = $n - 1;
+    for my $v (0 .. $n - 1) {             # parents come first
+        my $p = $par->[$v];
+        $chain[$v] = pack('N', $fn->[$v] + 1) . ($p < 0 ? '' : substr($chain[$p], 0, 4 * $CHAIN - 4));
+    }
+    # a chain that ends (at the root) sorts before its extensions
+    my @sa = map { unpack('N', substr($_, -4)) } sort map { "$chain[$_]\0\0\0\0" . pack('N', $_) } 0 .. $n - 1;
+    my (@rank, @active);
+    for my $i (0 .. $n - 1) {
+        my $v = $sa[$i];
+        $rank[$v] = $i > 0 && $chain[$sa[$i - 1]] eq $chain[$v] ? $rank[$sa[$i - 1]] : $i;
+    }
+    for my $i (0 .. $n - 1) {             # in a group of two or more, with labels left to compare
+        my $v = $sa[$i];
+        push @active, $v if length($chain[$v]) == 4 * $CHAIN
+            && (($i > 0 && $rank[$sa[$i - 1]] == $rank[$v]) || ($i < $n - 1 && $rank[$sa[$i + 1]] == $rank[$v]));
+    }
+    my @anc = @$par;                      # -1: past the root
+    for (my $h = 1; $h < $CHAIN; $h *= 2) { @anc = map { $_ < 0 ? -1 : $anc[$_] } @anc }
+    my (@R, @A);                          # per level from $CHAIN labels: ranks, ancestors + 1 (vec, 32 bits)
+    while (1) {
+        push @R, pack('N*', @rank);
+        push @A, pack('N*', map { $_ + 1 } @anc);
+        last unless @active;
+        # rank 0 is "past the root": ranks are shifted by one in the keys
+        my @key = sort map { pack('NNN', $rank[$_], $anc[$_] < 0 ? 0 : $rank[$anc[$_]] + 1, $_) } @active;
+        my (@new, @still);
+        my ($prev, $group, $base, $sub) = ('', -1, 0, 0);
+        for my $i (0 .. $#key) {
+            my $r = unpack('N', $key[$i]);
+            if ($r != $group) { ($group, $base) = ($r, $i) }
+            my $pair = substr($key[$i], 0, 8);
+            if ($pair ne $prev) { $sub = $i; $prev = $pair }
+            $new[$i] = $r + $sub - $base;
+        }
+        # a node stays active while its new group has another member with
+        # labels left to compare (a group past the root is of equal strings)
+        for my $i (0 .. $#key) {
+            my $v = unpack('N', substr($key[$i], 8));
+            $rank[$v] = $new[$i];
+            push @still, $v if (($i > 0 && $new[$i - 1] == $new[$i]) || ($i < $#key && $new[$i + 1] == $new[$i]))
+                               && substr($key[$i], 4, 4) ne "\0\0\0\0";
+        }
+        @active = @still;
+        @anc = map { $_ < 0 ? -1 : $anc[$_] } @anc;
+    }
+    @sa = sort { $rank[$a] <=> $rank[$b] } 0 .. $n - 1;
+    my $size = 0;
+    $size += $_ + 1 for @$depth;
+    for my $i (1 .. $#sa) {
+        my ($u, $w) = @sa[$i - 1, $i];
+        my $lcp = 0;
+        if ($chain[$u] eq $chain[$w] && length($chain[$u]) == 4 * $CHAIN) {
+            # binary lifting over the levels, then the chains of where it stopped
+            for (my $j = $#R; $j >= 0 && $u >= 0 && $w >= 0; $j--) {
+                next if vec($R[$j], $u, 32) != vec($R[$j], $w, 32);
+                $lcp += $CHAIN << $j;
+                $u = vec($A[$j], $u, 32) - 1;
+                $w = vec($A[$j], $w, 32) - 1;
+            }
+        }
+        if ($u >= 0 && $w >= 0) {
+            ($chain[$u] ^ $chain[$w]) =~ /\A(?:\0\0\0\0)*/;
+            $lcp += $+[0] >> 2;
+        }
+        my $len = min($depth->[$sa[$i - 1]], $depth->[$sa[$i]]) + 1;
+        $size -= $lcp < $len ? $lcp : $len;
+    }
+    return $size;
+}
+
+sub min { $_[0] < $_[1] ? $_[0] : $_[1] }
+
+# Each node's position in the order of root paths compared name by name
+# (byte order, a path before its extensions): the pre-order of the tree
+# with siblings sorted by name.  sorted_contexts breaks ties with it, as it
+# does with the paths themselves for other contexts.
+sub name_order {
+    my ($F) = @_;
+    my ($par, $fn) = @$F{qw(par fn)};
+    my @byparent = sort map { pack('N', $par->[$_] + 1) . $LNAME[$fn->[$_]] . pack('xN', $_) } 0 .. $F->{n} - 1;
+    my (@first, @next, $prev, $prevpar);     # first child, next sibling
+    for my $k (@byparent) {
+        my $v = unpack('N', substr($k, -4));
+        my $p = unpack('N', $k) - 1;
+        if (defined $prevpar && $prevpar == $p) { $next[$prev] = $v } elsif ($p >= 0) { $first[$p] = $v }
+        ($prev, $prevpar) = ($v, $p);
+    }
+    undef @byparent;
+    my @order;
+    my $i = 0;
+    my @stack = (0);
+    while (@stack) {
+        my $v = pop @stack;
+        $order[$v] = $i++;
+        push @stack, $next[$v] if defined $next[$v];
+        push @stack, $first[$v] if defined $first[$v];
+    }
+    return \@order;
+}
+
+# The k-CCF node counters (each chain's counters on all its nodes): the
+# chain ends' sums, summed into their ancestors.  Only trees need them.
+sub ccf_counters {
+    my ($C) = @_;
+    return $C if $C->{calls};
+    my $n = $C->{n};
+    my $cpar = $C->{par};
+    my @ccal = map { $_ // 0 } @{$C->{xcalls}};
+    my @cexc = map { $_ // 0 } @{$C->{xexcl}};
+    my @cinc = map { $_ // 0 } @{$C->{xincl}};
+    for (my $c = $n - 1; $c > 0; $c--) {
+        my $p = $cpar->[$c];
+        next if $p < 0;
+        $ccal[$p] += $ccal[$c]; $cexc[$p] += $cexc[$c]; $cinc[$p] += $cinc[$c];
+    }
+    @$C{qw(calls excl incl)} = (\@ccal, \@cexc, \@cinc);
+    return $C;
+}
+
+# Path of context cid, outermost caller first: label ids (ctx_labels) or names.
+sub ctx_labels {
+    my ($C, $cid) = @_;
+    return [map { $_ - 1 } reverse unpack('N*', substr($C->{chain}[$cid], 0, -8))] if $C->{chain};
+    my @p;
+    while ($cid >= 0) { push @p, $C->{fn}[$cid]; $cid = $C->{par}[$cid] }
+    return $C->{cct} ? [reverse @p] : \@p;    # a k-CCF path is stored reversed
+}
+
+sub ctx_path { [map { $LNAME[$_] } @{ctx_labels(@_)}] }
+
+1;

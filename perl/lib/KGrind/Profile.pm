@@ -1,0 +1,638 @@
+package KGrind::Profile;
+# Reading kgrind profiles (docs/output-format.md): the callgrind header and
+# body, the k-SF records, and every check that makes a bad file one clear
+# error (syntax, ids, forest shape, and the numbers the file states twice).
+# Also the error and label conventions the other modules share: fail()
+# dies with a KG::Error that kgrind_annotate prints as one line (exit 2);
+# labels (function or block names) are interned across all profiles in
+# @LNAME.  Core Perl modules only.
+use strict;
+use warnings;
+use Exporter 'import';
+
+our @EXPORT = qw(fail ferr label_id @LNAME $ROOT_NAME $ROOT $INF kstr printable base_name @KEEP
+                 read_profile check_merge refuse_repeated_files);
+
+our $ROOT_NAME = '__root__';
+our $INF = -1;    # k = inf
+
+# ---------------------------------------------------------------------------
+# Errors: fail() dies with a message; main() prints it and exits 2.
+# ---------------------------------------------------------------------------
+sub fail { die bless { msg => join('', @_) }, 'KG::Error' }
+sub ferr { my ($file, $line, @m) = @_; fail("$file:$line: ", @m) }
+
+# ---------------------------------------------------------------------------
+# Labels (function names), interned across all profiles.
+# ---------------------------------------------------------------------------
+our @LNAME;     # label id -> name
+my %LID;        # name -> label id
+sub label_id {
+    my $n = $_[0];
+    my $id = $LID{$n};
+    return $id if defined $id;
+    push @LNAME, $n;
+    return $LID{$n} = $#LNAME;
+}
+label_id($ROOT_NAME);    # global id 0
+our $ROOT = 0;
+
+sub kstr { $_[0] == $INF ? 'inf' : $_[0] }
+
+# ---------------------------------------------------------------------------
+# Reading a profile.
+# ---------------------------------------------------------------------------
+my %NAME_SPACE = (ob => 'ob', cob => 'ob', fl => 'fl', fi => 'fl', fe => 'fl', cfi => 'fl', cfl => 'fl',
+                  fn => 'fn', cfn => 'fn', jfi => 'fl', jfn => 'fn');
+my %HEADER_KEYS = map { $_ => 1 } qw(version creator pid cmd part thread desc
+    positions events summary totals);
+
+# The syntax of a version 2 ksf-nodes line's tokens (their order is checked
+# by the reader).
+my $NODE_TOKEN = qr{[() ]|\d{1,18}(?:\*\d{1,18})?(?:=\d{1,18}(?:/\d{1,18})?)?};
+
+sub read_profile {
+    my ($file, $want_src, $P0) = @_;
+    fail("$file: no such file") unless -e $file;
+    fail("$file: is a directory, not a profile") if -d $file;
+    open(my $fh, '<:raw', $file) or fail("$file: cannot open: $!");
+    my %P = (file => $file, mtime => (stat $fh)[9], threads => [], src => {},
+             fnline => {}, desc => {});
+    my @fnmap;         # file fn id -> global label id
+    my @fnname;        # file fn id -> function name (name#n for duplicates)
+    my @blkmap;        # block modes: file block label -> global label id
+    my @fname;         # block modes: file id -> source path
+    my (%blkseen, $labmap, $intra);
+    my $in_thread;     # forest being read
+    my ($par, $fnv, $cal, $exc, $inc);
+    my ($nnodes, $seen_end, $seen_version, $seen_options) = (0);
+    my (%fnseen, $prev_fns);
+    my $first = 1;
+    my $ln = 0;
+    # body state for source annotation
+    my (%names);       # 'fl'/'fn' -> id -> name
+    my ($cur_fl, $cur_fi, $cur_fn, $cur_thr, $after_calls, $last_line) = ('???', undef, '???', '', 0, 0);
+    my $instr = 0;    # positions: instr line (block modes): an address before the line
+    my $src = $P{src};
+    my $version = 0;   # of the k-SF records: 1 (ksf-fn, ksf-node) or 2 (ksf-fns, ksf-nodes)
+
+    # A version 2 "# ksf-nodes" line: the forest as nested lists, nodes
+    # "label[*calls][=excl[/incl]]", "(" right after a node opens its
+    # children's list, ")" closes it, siblings are separated by a space; a
+    # line break counts as a space. The open lists (@$open), the last token
+    # ($last: '' at the start, 'node', '(' or ')') and whether a space
+    # followed it carry over to the next line. The tokens' syntax is checked
+    # for the whole line at once, their order one by one; labels, roots and
+    # siblings by check_forest at the thread's end.
+    my ($open, $last, $nline) = ([], '', []);
+    my $node_lists = sub {
+        my ($l, $ln) = @_;
+        my $t = substr($l, 12);
+        # tokens removed, nothing may remain (a regex over the whole line
+        # would hit Perl's recursion limit on long lines)
+        (my $rest = $t) =~ s/$NODE_TOKEN//go;
+        if ($rest ne '' || $t =~ /\d{19}/) {
+            my $col = 0;
+            $col = pos($t) while $t =~ /\G$NODE_TOKEN/gco;
+            $col = $-[0] if $t =~ /\d{19}/ && $-[0] < $col;
+            ferr($file, $ln, "malformed ksf-nodes record at column " . (13 + $col) . ": '",
+                 printable(substr($t, $col)), "'");
+        }
+        push @$nline, $nnodes, $ln;
+        my $spaced = $last ne '';   # the line break
+        my @t = $t =~ /([() ])|(\d+)(?:\*(\d+))?(?:=(\d+)(?:\/(\d+))?)?/g;
+        for (my $j = 0; $j < @t; $j += 5) {
+            my $m = $t[$j];
+            if (!defined $m) {
+                ferr($file, $ln, "ksf-nodes: missing space before node '$t[$j + 1]'")
+                    unless $spaced || $last eq '' || $last eq '(';
+                push @$par, @$open ? $open->[-1] : -1;
+                push @$fnv, $t[$j + 1];
+                push @$cal, ($t[$j + 2] // 1) + 0;
+                my $x = ($t[$j + 3] // 0) + 0;
+                push @$exc, $x;
+                push @$inc, defined $t[$j + 4] ? $t[$j + 4] + 0 : $x;
+                $nnodes++;
+                ($last, $spaced) = ('node', 0);
+            } elsif ($m eq ' ') {
+                ferr($file, $ln, "ksf-nodes: misplaced space") if $spaced || $last eq '(' || $last eq '';
+                $spaced = 1;
+            } elsif ($m eq '(') {
+                ferr($file, $ln, "ksf-nodes: '(' does not follow a node") unless $last eq 'node' && !$spaced;
+                push @$open, $nnodes - 1;
+                ($last, $spaced) = ('(', 0);
+            } else {
+                ferr($file, $ln, "ksf-nodes: ')' without '('") unless @$open;
+                ferr($file, $ln, "ksf-nodes: empty list '()'") if $last eq '(';
+                pop @$open;
+                ($last, $spaced) = (')', 0);
+            }
+        }
+        ferr($file, $ln, "ksf-nodes: record ends with a space") if $spaced;
+    };
+
+    # One entry of the function table (ksf-fn, ksf-fns): ids are dense from 0.
+    my $add_function = sub {
+        my ($ln, $name) = @_;
+        my $id = @fnmap;
+        ferr($file, $ln, "ksf-fn before ksf-options") unless $seen_options;
+        ferr($file, $ln, "function 0 must be $ROOT_NAME, not '" . printable($name) . "'")
+            if $id == 0 && $name ne $ROOT_NAME;
+        ferr($file, $ln, "function $id: $ROOT_NAME is reserved for id 0") if $id != 0 && $name eq $ROOT_NAME;
+        ferr($file, $ln, "function $id has an empty name") if $name eq '';
+        # The tool may give several functions the same name (mmap in
+        # ld.so and in libc): the n-th one of a file is "name#n".
+        $name .= '#' . $fnseen{$name} if $fnseen{$name}++;
+        push @fnname, $name;
+        # block modes: function names are not node labels
+        push @fnmap, $P{mode} eq 'func' ? label_id($name) : 0;
+    };
+    my $fnline = $P{fnline};
+
+    # summary: and totals: (each at most once; checked against the records
+    # at the end): key -> [costs, line]
+    my $cost_line = sub {
+        my ($key, $val, $ln) = @_;
+        ferr($file, $ln, "a second '$key:' line") if $P{$key};
+        ferr($file, $ln, "malformed $key: line: '", printable($val), "' (expected event counts)")
+            unless $val =~ /^\d{1,19}(?: \d{1,19})*\s*$/;
+        $P{$key} = [[split ' ', $val], $ln];
+    };
+    # Without source annotation only the header fields and the k-SF records
+    # are needed: slurp the file, take the header fields with C-level regex
+    # scans and read only the records' region line by line.
+    my $region;        # without source annotation: the records' region, in memory
+    unless ($want_src) {
+        my $data = do { local $/; <$fh> };
+        close $fh;
+        fail("$file: cannot read: $!") unless defined $data;
+        fail("$file: the file is empty") if $data =~ /\A\s*\z/;
+        my ($l1) = $data =~ /\A\s*([^\n]*)/;
+        $l1 =~ tr/\r//d;
+        my $l1n = 1 + (substr($data, 0, $-[1]) =~ tr/\n//);
+        unless ($l1 eq '# callgrind format' || $l1 =~ /^version:\s*\d/ || $l1 =~ /^creator:/) {
+            fail("$file:$l1n: not a kgrind profile (expected '# callgrind format', found '"
+                 . printable($l1) . "')");
+        }
+        $first = 0;
+        my $start = index($data, "\n# ksf-");
+        my $end = length $data;
+        if ($start >= 0) {
+            $start++;
+            my $e = index($data, "\n# ksf-end\n", $start);
+            $e = index($data, "\n# ksf-end\r\n", $start) if $e < 0;
+            $end = index($data, "\n", $e + 2) + 1 if $e >= 0;
+            $end = length $data if $end <= 0;
+        } else {
+            $start = $end;
+        }
+        my $lines_before = substr($data, 0, $start) =~ tr/\n//;
+        my @part_line = (0, $lines_before + (substr($data, $start, $end - $start) =~ tr/\n//));
+        for my $pi (0, 1) {
+            my $part = $pi ? substr($data, $end) : substr($data, 0, $start);
+            while ($part =~ /^(creator|pid|cmd|summary|events|positions|desc|totals):[ \t]*([^\r\n]*)/mg) {
+                my ($key, $val) = ($1, $2);
+                my $pl = $part_line[$pi] + 1 + (substr($part, 0, $-[0]) =~ tr/\n//);
+                if ($key eq 'totals' || $key eq 'summary') { $cost_line->($key, $val, $pl) }
+                elsif ($key eq 'desc') { $P{desc}{$1} = $2 if $val =~ /^([^:]+):\s*(.*)$/ }
+                elsif ($key eq 'positions') {
+                    ferr($file, $pl, "unsupported positions '$val' (kgrind writes 'line' or 'instr line')")
+                        unless $val =~ /^(?:instr )?line\s*$/;
+                    $instr = $val =~ /^instr/ ? 1 : 0;
+                }
+                else { $P{$key} //= $val }
+            }
+        }
+        $ln = $lines_before;
+        $region = substr($data, $start, $end - $start);
+        undef $data;
+        open($fh, '<', \$region) or fail("$file: cannot read: $!");
+    }
+    while (defined(my $l = <$fh>)) {
+        $ln++;
+        chomp $l;
+        $l =~ tr/\r//d;
+        if ($first) {
+            next if $l eq '';
+            $first = 0;
+            unless ($l eq '# callgrind format' || $l =~ /^version:\s*\d/ || $l =~ /^creator:/) {
+                fail("$file:$ln: not a kgrind profile (expected '# callgrind format', found '"
+                     . printable($l) . "')");
+            }
+        }
+        if (index($l, '# ksf-nodes ') == 0) {
+            ferr($file, $ln, "ksf-nodes outside a ksf-thread record") unless $in_thread;
+            ferr($file, $ln, "ksf-nodes record in a version 1 file") if $version == 1;
+            $node_lists->($l, $ln);
+            next;
+        }
+        if (index($l, '# ksf-node ') == 0) {
+            ferr($file, $ln, "ksf-node outside a ksf-thread record") unless $in_thread;
+            ferr($file, $ln, "ksf-node record in a version 2 file (version 2 has ksf-nodes)") if $version == 2;
+            # split + tr validation: several times faster than a capturing regex
+            my (undef, undef, $id, $p, $f, $c, $x, $i, $extra) = split / /, $l;
+            if (!defined $i || defined $extra || $i eq '' || index($l, '  ') >= 0
+                || "$id$f$c$x$i" =~ tr/0-9//c || $p eq '' || ($p ne '-' && $p =~ tr/0-9//c)) {
+                ferr($file, $ln, "malformed ksf-node record: '", printable($l), "'");
+            }
+            ferr($file, $ln, "ksf-node id $id out of order (expected $nnodes)") if $id != $nnodes;
+            ferr($file, $ln, "ksf-node $id: parent $p does not precede it") if $p ne '-' && $p >= $id;
+            push @$par, $p eq '-' ? -1 : $p + 0;
+            push @$fnv, $f;
+            push @$cal, $c + 0;
+            push @$exc, $x + 0;
+            push @$inc, $i + 0;
+            $nnodes++;
+            next;
+        }
+        if (index($l, '#') == 0) {
+            next unless index($l, '# ksf-') == 0;
+            ferr($file, $ln, "k-SF record after '# ksf-end'") if $seen_end;
+            if ($l =~ /^# ksf-version: (\d+)$/) {
+                ferr($file, $ln, "unsupported k-SF record version $1 (this kgrind_annotate reads versions 1 and 2)")
+                    if $1 != 1 && $1 != 2;
+                $version = $1 + 0;
+                $seen_version = 1;
+            } elsif ($l =~ /^# ksf-options: (.*)$/) {
+                ferr($file, $ln, "ksf-options before ksf-version") unless $seen_version;
+                my %o;
+                for my $kv (split / /, $1) {
+                    $kv =~ /^([\w-]+)=(\S+)$/ or ferr($file, $ln, "malformed ksf-options field '", printable($kv), "'");
+                    $o{$1} = $2;
+                }
+                for my $need (qw(k mode rolling joined)) {
+                    ferr($file, $ln, "ksf-options lacks '$need='") unless defined $o{$need};
+                }
+                ferr($file, $ln, "bad k value '$o{k}' in ksf-options") unless $o{k} =~ /^(?:\d+|inf)$/;
+                ferr($file, $ln, "bad mode '$o{mode}' in ksf-options") unless $o{mode} =~ /^(?:func|intra|inter)$/;
+                for my $yn (qw(rolling joined)) {
+                    ferr($file, $ln, "bad $yn value '$o{$yn}' in ksf-options") unless $o{$yn} =~ /^(?:yes|no)$/;
+                }
+                ferr($file, $ln, "bad roll-loops value '$o{'roll-loops'}' in ksf-options")
+                    if defined $o{'roll-loops'} && $o{'roll-loops'} !~ /^(?:yes|no)$/;
+                $P{k} = $o{k} eq 'inf' ? $INF : $o{k} + 0;
+                @P{qw(mode rolling joined)} = @o{qw(mode rolling joined)};
+                $P{roll} = $o{'roll-loops'} // 'no';
+                $intra = $o{mode} eq 'intra';
+                $labmap = $o{mode} eq 'func' ? \@fnmap : \@blkmap;
+                $P{blocks} = [] if $o{mode} ne 'func';
+                check_merge($P0, \%P) if $P0;
+                $seen_options = 1;
+            } elsif ($l =~ /^# ksf-fn (\d+) (.+)$/) {
+                ferr($file, $ln, "ksf-fn record in a version 2 file (version 2 has ksf-fns)") if $version == 2;
+                ferr($file, $ln, "ksf-fn id $1 out of order (expected " . scalar(@fnmap) . ")") if $1 != @fnmap;
+                $add_function->($ln, $2);
+            } elsif (index($l, '# ksf-fns ') == 0) {
+                ferr($file, $ln, "ksf-fns record in a version 1 file") if $version == 1;
+                # a line repeated (its names twice, in order) would shift every later id
+                ferr($file, $ln, "ksf-fns line repeats the previous one (duplicated record)")
+                    if defined $prev_fns && $prev_fns eq $l && index($l, "\t") >= 0;
+                $prev_fns = $l;
+                $add_function->($ln, $_) for split /\t/, substr($l, 10), -1;
+            } elsif ($l =~ /^# ksf-file (\d+) (.+)$/) {
+                ferr($file, $ln, "ksf-file in a function-mode profile") unless $P{blocks};
+                ferr($file, $ln, "ksf-file id $1 out of order (expected " . scalar(@fname) . ")") if $1 != @fname;
+                push @fname, $2;
+            } elsif ($l =~ /^# ksf-block /) {
+                ferr($file, $ln, "ksf-block in a function-mode profile") unless $P{blocks};
+                my ($lab, $addr, $bf, $off, $bfile, $bline, $cnt, $name) =
+                    $l =~ /^# ksf-block (\d+) 0x([0-9a-fA-F]+) (\d+) (\d+) (\d+) (\d+) (\d+) (.+)$/
+                    or ferr($file, $ln, "malformed ksf-block record: '", printable($l), "'");
+                ferr($file, $ln, "ksf-block label $lab out of order (expected " . scalar(@blkmap) . ")") if $lab != @blkmap;
+                ferr($file, $ln, "ksf-block 0 must be $ROOT_NAME") if $lab == 0 && $name ne $ROOT_NAME;
+                ferr($file, $ln, "ksf-block $lab: $ROOT_NAME is reserved for label 0") if $lab != 0 && $name eq $ROOT_NAME;
+                ferr($file, $ln, "ksf-block $lab: unknown function id $bf") unless defined $fnname[$bf];
+                ferr($file, $ln, "ksf-block $lab: unknown file id $bfile") unless defined $fname[$bfile];
+                $name .= '#' . $blkseen{$name} if $blkseen{$name}++;
+                my $g = label_id($name);
+                push @blkmap, $g;
+                push @{$P{blocks}}, { id => $g, addr => hex($addr), fn => $fnname[$bf], offset => $off + 0,
+                                      file => $fname[$bfile], line => $bline + 0, count => $cnt + 0 } if $lab;
+            } elsif ($l =~ /^# ksf-thread (\d+|all) nodes=(\d+) ir=(\d+)(?: fn=(\d+))?$/) {
+                ferr($file, $ln, "ksf-thread before ksf-options") unless $seen_options;
+                ferr($file, $ln, "ksf-thread $1 inside thread $in_thread->{tid}") if $in_thread;
+                my ($ttid, $tn, $tir, $tfn) = ($1, $2, $3, $4);
+                ferr($file, $ln, "ksf-thread $ttid: intra-mode forests need fn=") if $intra && !defined $tfn;
+                ferr($file, $ln, "ksf-thread $ttid: fn= only in intra mode") if !$intra && defined $tfn;
+                my $tfname;
+                if (defined $tfn) {
+                    $tfname = $fnname[$tfn];
+                    ferr($file, $ln, "ksf-thread $ttid: unknown function id $tfn") unless defined $tfname;
+                }
+                ferr($file, $ln, "thread $ttid" . (defined $tfname ? ", function $tfname," : '') . " appears twice")
+                    if grep { $_->{tid} eq $ttid && ($_->{fname} // '') eq ($tfname // '') } @{$P{threads}};
+                ($par, $fnv, $cal, $exc, $inc) = ([], [], [], [], []);
+                $in_thread = { tid => $ttid, declared => $tn + 0, ir => $tir + 0, par => $par, fn => $fnv,
+                               calls => $cal, excl => $exc, incl => $inc,
+                               preorder => 1, line => $ln, (defined $tfname ? (fname => $tfname) : ()) };
+                $nnodes = 0;
+                ($open, $last, $nline) = ([], '', []);
+            } elsif ($l =~ /^# ksf-end-thread (\d+|all)$/) {
+                ferr($file, $ln, "ksf-end-thread $1 without ksf-thread") unless $in_thread;
+                ferr($file, $ln, "ksf-end-thread $1 closes thread $in_thread->{tid}") if $1 ne $in_thread->{tid};
+                ferr($file, $ln, "ksf-nodes: " . scalar(@$open) . " list(s) not closed with ')'") if @$open;
+                # where node v was read: version 1, one line a node; version 2,
+                # the line whose first node (@$nline: first node, line) is the
+                # last one <= v
+                my ($t0, $nl, $tid) = ($in_thread->{line}, $nline, $1);
+                my $where = $version == 1 ? sub { ($t0 + 1 + $_[0], "ksf-node $_[0]") } : sub {
+                    my $v = shift;
+                    my $i = 0;
+                    $i += 2 while $i + 2 < @$nl && $nl->[$i + 2] <= $v;
+                    ($nl->[$i + 1], "ksf-nodes: node $v");
+                };
+                my $bad = sub { my ($v, $msg) = @_; my ($l, $what) = $where->($v); ferr($file, $l, "$what$msg") };
+                my @index = check_forest($in_thread, $labmap, $intra, $labmap != \@fnmap, $bad);
+                ferr($file, $ln, "thread $tid declares nodes=$in_thread->{declared} but has $nnodes nodes")
+                    if $nnodes != $in_thread->{declared};
+                ferr($file, $ln, "thread $tid has no nodes") if $nnodes == 0;
+                check_counters($in_thread, $P{k}, $labmap != \@fnmap, @index, $bad, $file);
+                $in_thread->{n} = $nnodes;
+                delete $in_thread->{declared};
+                push @{$P{threads}}, $in_thread;
+                undef $in_thread;
+            } elsif ($l eq '# ksf-end') {
+                ferr($file, $ln, "ksf-end inside thread $in_thread->{tid} (no ksf-end-thread)") if $in_thread;
+                ferr($file, $ln, "ksf-end without ksf-version") unless $seen_version;
+                $seen_end = $ln;
+            } else {
+                ferr($file, $ln, "unknown or malformed k-SF record: '", printable($l), "'");
+            }
+            next;
+        }
+        # ---- callgrind body ----
+        next if $l eq '';
+        my $c0 = ord $l;
+        if (($c0 >= 48 && $c0 <= 57) || $c0 == 43 || $c0 == 45 || $c0 == 42) {   # 0-9 + - *
+            # Without source annotation the body's costs are not needed: only
+            # the k-SF records are (and they are checked strictly).
+            next unless $want_src;
+            my ($pos, $ir) = $instr
+                ? $l =~ /^(?:0x[0-9a-fA-F]+|[+-]?\d+|\*) ([+-]?\d+|\*)(?: (\d+))?(?: \d+)*\s*$/
+                : $l =~ /^([+-]?\d+|\*)(?: (\d+))?(?: \d+)*\s*$/
+                or ferr($file, $ln, "malformed cost line: '", printable($l), "'");
+            my $p0 = ord $pos;
+            my $line = $pos eq '*' ? $last_line
+                     : ($p0 == 43 || $p0 == 45) ? $last_line + $pos : $pos;
+            $last_line = $line;     # relative positions follow every cost line, calls' too
+            if ($after_calls) { $after_calls = 0; next; }   # inclusive cost of a call, or a jump's source
+            next unless $ir;
+            my $sf = $cur_fi // $cur_fl;
+            $src->{$cur_thr}{$sf}{$line} += $ir;
+            my $base = base_name($cur_fn);
+            my $h = $fnline->{$cur_thr}{$sf} //= {};
+            $h->{$base} = $line if !defined $h->{$base} || $line < $h->{$base};
+            next;
+        }
+        my $eq = index($l, '=');
+        if ($eq > 0 && $eq <= 5) {
+            my $key = substr($l, 0, $eq);
+            if (my $space = $NAME_SPACE{$key}) {
+                next unless $want_src;
+                my $name = substr($l, $eq + 1);
+                if (ord($name) == 40) {    # '(' id ')' [name]
+                    my $close = index($name, ')');
+                    my $id = substr($name, 1, $close - 1);
+                    ferr($file, $ln, "malformed $key= line: '", printable($l), "'")
+                        if $close < 2 || $id =~ tr/0-9//c;
+                    $name = substr($name, $close + 1);
+                    $name = substr($name, 1) while ord($name) == 32;
+                    if ($name ne '') { $names{$space}{$id} = $name }
+                    else {
+                        $name = $names{$space}{$id};
+                        ferr($file, $ln, "$key=($id) used before its name was given") unless defined $name;
+                    }
+                }
+                if    ($key eq 'fn') { $cur_fn = $name; $cur_fi = undef }
+                elsif ($key eq 'fl') { $cur_fl = $name; $cur_fi = undef }
+                elsif ($key eq 'fi' || $key eq 'fe') { $cur_fi = $name eq $cur_fl ? undef : $name }
+                next;
+            }
+            if ($key eq 'calls' || $key eq 'jump' || $key eq 'jcnd') {
+                next unless $want_src;
+                # count (jcnd: taken/executed), then the target position
+                my $count = $key eq 'jcnd' ? '\d+/\d+' : '\d+';
+                ferr($file, $ln, "malformed $key= line: '", printable($l), "'")
+                    unless substr($l, $eq + 1) =~ /^$count(?: (?:0x[0-9a-fA-F]+|[+-]?\d+|\*))*\s*$/;
+                $after_calls = 1;
+                next;
+            }
+        }
+        if ($l =~ /^(\w[\w ]*):\s*(.*)$/) {
+            my ($key, $val) = ($1, $2);
+            if ($key eq 'creator') { $P{creator} = $val }
+            elsif ($key eq 'pid') { $P{pid} = $val }
+            elsif ($key eq 'cmd') { $P{cmd} = $val }
+            elsif ($key eq 'thread') { $cur_thr = $val }
+            elsif ($key eq 'part') { $cur_thr = '' }
+            elsif ($key eq 'summary' || $key eq 'totals') { $cost_line->($key, $val, $ln) }
+            elsif ($key eq 'events') {
+                $P{events} = $val;
+            } elsif ($key eq 'positions') {
+                ferr($file, $ln, "unsupported positions '$val' (kgrind writes 'line' or 'instr line')")
+                    unless $val =~ /^(?:instr )?line\s*$/;
+                $instr = $val =~ /^instr/ ? 1 : 0;
+            } elsif ($key eq 'desc') {
+                $P{desc}{$1} = $2 if $val =~ /^([^:]+):\s*(.*)$/;
+            } elsif (!$HEADER_KEYS{$key}) {
+                # other callgrind header lines are allowed
+            }
+            next;
+        }
+        ferr($file, $ln, "unrecognized line: '", printable($l), "'");
+    }
+    close $fh;
+    fail("$file: the file is empty") if $first;
+    my $creator = $P{creator} // '';
+    if (!$seen_version) {
+        # What kgrind writes at start-up, for the exit to replace.
+        fail("$file: incomplete profile: the process did not exit normally under kgrind "
+             . "(killed, e.g. by SIGKILL, or it exec'd without --trace-children=yes), so it has no data")
+            if defined $P{desc}{'Incomplete profile'};
+        if ($creator ne '' && $creator !~ /^kgrind/) {
+            fail("$file: a profile written by $creator, not by kgrind: it has no k-SF records "
+                 . "(use callgrind_annotate for it)");
+        }
+        fail("$file: no k-SF records ('# ksf-version: 1'): not a kgrind profile with k-SF data"
+             . ($creator ne '' ? " (creator: $creator)" : ''));
+    }
+    fail("$file:$ln: truncated: thread $in_thread->{tid} has no '# ksf-end-thread' "
+         . "(opened at line $in_thread->{line}, $nnodes of $in_thread->{declared} nodes read)") if $in_thread;
+    fail("$file:$ln: truncated: no '# ksf-end' record at the end of the k-SF records") unless $seen_end;
+    fail("$file:$ln: truncated: no 'totals:' line at the end of the callgrind body") unless $P{totals};
+    # A block-mode run may trace no block at all (nothing of --funcs ran).
+    fail("$file: no ksf-thread records") unless @{$P{threads}} || ($P{mode} // "func") ne "func";
+    $P{events} //= 'Ir';
+    my @ev = split ' ', $P{events};
+    fail("$file: events '$P{events}' do not include Ir") unless grep { $_ eq 'Ir' } @ev;
+    check_profile_totals(\%P, \@ev);
+    return \%P;
+}
+
+# The totals a profile states several times must agree: summary: and
+# totals: (the Ir column), and in function mode the threads' ir= (every
+# instruction is charged to a thread's forest), and the desc: lines' k,
+# mode and k-SF sizes with the records.
+sub check_profile_totals {
+    my ($P, $events) = @_;
+    my ($ir_col) = grep { $events->[$_] eq 'Ir' } 0 .. $#$events;
+    my $file = $P->{file};
+    for my $key (qw(summary totals)) {
+        next unless $P->{$key};
+        my ($costs, $ln) = @{$P->{$key}};
+        ferr($file, $ln, "$key: has " . @$costs . " counts for " . @$events . " events")
+            if @$costs != @$events;
+        $P->{"${key}_ir"} = $costs->[$ir_col] + 0;
+    }
+    my $total = $P->{totals_ir};
+    ferr($file, $P->{summary}[1], "summary: says Ir $P->{summary_ir}, but totals: (line $P->{totals}[1]) says $total")
+        if $P->{summary} && $P->{summary_ir} != $total;
+    $P->{total} = $total;
+    return unless $P->{mode} eq 'func';
+    my $sum = 0;
+    $sum += $_->{ir} for @{$P->{threads}};
+    ferr($file, $P->{totals}[1], "totals: says Ir $total, but the threads' ksf-thread ir= sum to $sum") if $sum != $total;
+    for my $T (@{$P->{threads}}) {
+        my $d = $P->{desc}{"thread $T->{tid}"} // next;
+        ferr($file, $T->{line}, "thread $T->{tid} has $T->{n} k-SF nodes, but its desc: line says '$d'")
+            if $d =~ /^k-SF nodes (\d+)$/ && $1 != $T->{n};
+    }
+    my $dk = $P->{desc}{k};
+    fail("$file: desc: k: $dk disagrees with the k-SF records' k=" . kstr($P->{k}))
+        if defined $dk && $dk ne kstr($P->{k});
+}
+
+# Big temporary hashes are left to the end of the process: freeing a hash of
+# 10^6 keys takes the best part of a second.
+our @KEEP;
+
+# Checks a forest read from node records (pre-order, parents before their
+# children, parent -1 for a root): known labels, which it maps from the
+# file's ids to global label ids, one tree per root label, __root__ only at
+# the first tree's root (intra forests: nowhere), distinct labels among
+# siblings; sets the nodes' depths. $blocks: labels are block labels.
+# $bad->(v, message) reports an error at node v. Returns the index of the
+# children (by "parent label") and of the R trees' roots (by label) that
+# check_counters uses.
+sub check_forest {
+    my ($F, $labmap, $intra, $blocks, $bad) = @_;
+    my ($par, $fn) = @$F{qw(par fn)};
+    my (@depth, %child, %rootlab);
+    $#depth = $#$par;
+    push @KEEP, \%child;
+    for my $v (0 .. $#$par) {
+        my $p = $par->[$v];
+        my $g = $labmap->[$fn->[$v]];
+        $bad->($v, $blocks ? ": block label $fn->[$v] has no ksf-block record" : ": unknown function id $fn->[$v]")
+            unless defined $g;
+        if ($p < 0) {
+            if ($v == 0 && $intra) {
+                # intra forests: the first tree is rooted at the function's first block
+                $bad->($v, ": an intra-mode forest cannot be rooted at $ROOT_NAME") if $g == $ROOT;
+            } else {
+                $bad->($v, " must be the root of the first tree, labelled $ROOT_NAME") if $v == 0 && $g != $ROOT;
+                $bad->($v, ": only the first tree may be rooted at $ROOT_NAME") if $v != 0 && $g == $ROOT;
+                $bad->($v, ": a second tree rooted at '$LNAME[$g]'") if defined $rootlab{$g};
+                $rootlab{$g} = $v if $v != 0;
+            }
+            $depth[$v] = 0;
+        } else {
+            $bad->($v, " must be a root") if $v == 0;
+            $bad->($v, ": '$LNAME[$g]' appears twice among the children of node $p") if defined $child{"$p $g"};
+            $child{"$p $g"} = $v;
+            $depth[$v] = $depth[$p] + 1;
+        }
+        $fn->[$v] = $g;
+    }
+    $F->{depth} = \@depth;
+    return (\%child, \%rootlab);
+}
+
+# The numbers a forest states twice must agree (docs/output-format.md,
+# section 3): a node's inclusive Ir is at least its exclusive Ir (its calls
+# may be 0: in a forked child, the frames active at the fork); the exclusive Ir of the nodes sums to the
+# thread's ir=, which is the inclusive Ir of __root__ in function mode; with a finite k > 0 the top region (depth < k) of the trees
+# in R holds no cost, and each of its nodes counts exactly the activations
+# of the slab nodes (depth >= k, in any tree) whose path from depth k is its
+# root path (Listing 3.2 increments both).
+sub check_counters {
+    my ($F, $K, $blocks, $child, $rootlab, $bad, $file) = @_;
+    my ($par, $fn, $cal, $exc, $inc, $depth) = @$F{qw(par fn calls excl incl depth)};
+    my $sum = 0;
+    for my $v (0 .. $#$par) {
+        $bad->($v, ": inclusive Ir $inc->[$v] is below its exclusive Ir $exc->[$v]") if $inc->[$v] < $exc->[$v];
+        $sum += $exc->[$v];
+    }
+    my $thread = "ksf-thread $F->{tid}" . (defined $F->{fname} ? " fn $F->{fname}" : '');
+    ferr($file, $F->{line}, "$thread: ir=$F->{ir}, but its nodes' exclusive Ir sums to $sum") if $sum != $F->{ir};
+    # function mode: the root activation includes the whole thread
+    ferr($file, $F->{line}, "$thread: ir=$F->{ir}, but the inclusive Ir of its $ROOT_NAME node is $inc->[0]")
+        if !$blocks && $inc->[0] != $F->{ir};
+    return if $K == $INF || $K == 0;
+    my (@twin, @slab_calls, @in_first);    # a slab node's top-region copy; the calls of a copy's slab nodes
+    for my $v (0 .. $#$par) {
+        my ($p, $d) = ($par->[$v], $depth->[$v]);
+        $in_first[$v] = $p < 0 ? $v == 0 : $in_first[$p];
+        next if $d < $K;
+        my $t = $d == $K ? $rootlab->{$fn->[$v]} : $child->{"$twin[$p] $fn->[$v]"};
+        $bad->($v, ": no copy of its slab in the top region of the tree rooted at '$LNAME[slab_label($F, $v, $K)]'")
+            unless defined $t;
+        $twin[$v] = $t;
+        $slab_calls[$t] += $cal->[$v];
+    }
+    for my $v (0 .. $#$par) {
+        next if $depth->[$v] >= $K || $in_first[$v];
+        $bad->($v, ": a top-region copy holds cost (Ir $exc->[$v], incl $inc->[$v])") if $exc->[$v] || $inc->[$v];
+        my $want = $slab_calls[$v] // 0;
+        $bad->($v, ": calls=$cal->[$v], but the slab nodes it copies count $want activations") if $cal->[$v] != $want;
+    }
+}
+
+# The label of the depth-k ancestor of node v (the root label of its slab's copy).
+sub slab_label {
+    my ($F, $v, $K) = @_;
+    $v = $F->{par}[$v] while $F->{depth}[$v] > $K;
+    return $F->{fn}[$v];
+}
+
+sub printable {
+    my $s = shift;
+    $s =~ s/[^\x20-\x7e]/?/g;
+    $s = substr($s, 0, 60) . '...' if length $s > 63;
+    return $s;
+}
+
+# The activated function of a body context name "c'a'e".
+sub base_name { my $n = shift; my $i = index($n, "'"); $i < 0 ? $n : substr($n, 0, $i) }
+
+
+# A profile given twice (by the same or another path) would be joined with
+# itself, doubling every count: refused.  (Two runs' files with the same
+# contents are two runs, and are joined.)
+sub refuse_repeated_files {
+    my ($files) = @_;
+    my %seen;
+    for my $f (@$files) {
+        my ($dev, $ino) = stat $f;
+        next unless defined $ino;    # read_profile reports it
+        my $first = $seen{"$dev $ino"};
+        fail("$f: " . ($first eq $f ? "given twice" : "the same file as $first")
+             . ": a profile joined with itself would double every count") if defined $first;
+        $seen{"$dev $ino"} = $f;
+    }
+}
+
+# Profiles given together must agree on k, mode, rolling and roll-loops.
+sub check_merge {
+    my ($P0, $P) = @_;
+    for my $f (qw(k mode rolling roll)) {
+        next if $P->{$f} eq $P0->{$f};
+        my ($a, $b) = $f eq 'k' ? (kstr($P0->{k}), kstr($P->{k})) : ($P0->{$f}, $P->{$f});
+        my $n = $f eq 'roll' ? 'roll-loops' : $f;
+        fail("cannot merge $P0->{file} ($n=$a) with $P->{file} ($n=$b): "
+             . ($f eq 'roll' ? "profiles must have the same loop rolling"
+                : "profiles must have the same k, mode and recursion rolling"));
+    }
+}
+
+1;
