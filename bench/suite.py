@@ -301,10 +301,14 @@ class Suite:
             raise SystemExit(f'{src}/kgrind-amd64-linux is missing: build first (./setup.sh --build)')
         lib = self.tool / 'lib'
         shutil.copytree(src, lib, symlinks=True)
-        shutil.copy2(BUILD / 'perl' / 'kgrind_annotate', self.tool / 'kgrind_annotate')
+        # kgrind_annotate finds its modules in lib/ next to it.
+        annotate = self.tool / 'annotate'
+        annotate.mkdir()
+        shutil.copy2(BUILD / 'perl' / 'kgrind_annotate', annotate / 'kgrind_annotate')
+        shutil.copytree(ROOT / 'perl' / 'lib', annotate / 'lib')
         digest = hashlib.sha256((lib / 'kgrind-amd64-linux').read_bytes()).hexdigest()[:16]
         self.lib = lib
-        self.annotate = self.tool / 'kgrind_annotate'
+        self.annotate = annotate / 'kgrind_annotate'
         self.env = dict(os.environ, VALGRIND_LIB=str(lib))
         return digest
 

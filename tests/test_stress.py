@@ -9,8 +9,7 @@ unwind, after coroutines and after a get-PC idiom, with the program's own
 call counts (callgrind shows the same callers; it also counts the get-PC
 `call` as a call, which it is not); one forest per thread; the total Ir
 beside the thread forests' sum; the program's own lines' Ir beside
-callgrind's (function modes: PLT stubs at the calling line) or
-cachegrind's (block modes).
+callgrind's (function mode) or cachegrind's (block modes).
 
 Programs run in a fresh directory with the default output name
 (kgrind.out.<pid>), so each process's profile is found, and a chdir must
@@ -70,7 +69,7 @@ class Case:
     func_callers: dict = dataclasses.field(default_factory=dict)
     threads: int = None          # thread forests (function mode not joined, inter mode)
     max_depth: int = None        # longest root path of the --k=inf forests (the CCT)
-    cachegrind_lines: bool = False   # the program's own lines cost what callgrind/cachegrind say
+    reference_lines: bool = False    # own lines cost what callgrind/cachegrind say
 
 
 # The deaths come from 10 frames of descend() down.
@@ -88,7 +87,7 @@ CASES = [
     Case('threads-exit', 'threads', ('exit',), modes=ALL_MODES,
          callers={'exit_deep': {'exit_thread': 1, 'exit_deep': 20}}),
     Case('threads-600', 'threads', ('many', '600'), modes=ALL_MODES, threads=601,
-         cachegrind_lines=True, callers={'middle': {'worker': 600}, 'leaf': {'middle': 12000}}),
+         reference_lines=True, callers={'middle': {'worker': 600}, 'leaf': {'middle': 12000}}),
     # The parent, 5 forked children that exit and a child whose exec fails;
     # the two children that exec run natively and write nothing.
     Case('fork-exec', 'procs', profiles=7),
@@ -196,29 +195,32 @@ def own_lines(profile, case):
             if fl.rsplit('/', 1)[-1].split('.')[0] == case.prog}
 
 
-# The reference for the own lines' Ir: function modes charge PLT stubs to
-# the calling line, as callgrind does; block modes leave them at `???` line
-# 0, as cachegrind does.
-REFERENCE_OPTS = {
-    'callgrind': [],
-    'cachegrind': ['--cache-sim=no', '--vex-guest-chase=no'],
+# The reference for the program's own lines: function mode charges a PLT
+# stub's instructions to the calling line, as callgrind does; the block
+# modes, which trace the program's own functions only, leave them to the
+# stub, as cachegrind does.
+LINE_REFERENCES = {
+    'callgrind': lambda out: [f'--callgrind-out-file={out}'],
+    'cachegrind': lambda out: ['--cache-sim=no', '--vex-guest-chase=no', f'--cachegrind-out-file={out}'],
 }
+
+
+def line_reference(mode):
+    return 'callgrind' if mode in FUNCTION_MODES else 'cachegrind'
 
 
 @pytest.fixture(scope='module')
 def reference_lines(programs, tmp_path_factory):
     lines = {}
 
-    def get(case, mode):
-        tool = 'callgrind' if mode in FUNCTION_MODES else 'cachegrind'
+    def get(case, tool):
         if (case.name, tool) not in lines:
             exe, args = programs.command(case)
             cwd = tmp_path_factory.mktemp(tool)
-            run = run_tool(tool, REFERENCE_OPTS[tool] + [f'--{tool}-out-file={cwd / "ref.out"}'],
-                           exe, args, cwd)
+            run = run_tool(tool, LINE_REFERENCES[tool](cwd / 'ref.out'), exe, args, cwd)
             assert run.returncode == 0, run.stderr
-            lines[(case.name, tool)] = own_lines(callgrind_format.parse(cwd / 'ref.out'), case)
-        return lines[(case.name, tool)]
+            lines[case.name, tool] = own_lines(callgrind_format.parse(cwd / 'ref.out'), case)
+        return lines[case.name, tool]
     return get
 
 
@@ -279,10 +281,11 @@ def check_profile(path, case, mode, main_pid, reference_lines):
         depth = max(f.depth_in_tree(n) for f in forests for n in f.nodes)
         if depth > case.max_depth:
             wrong.append(f'a CCT path {depth} calls deep, expected at most {case.max_depth}')
-    if case.cachegrind_lines:
-        ref, ours = reference_lines(case, mode), own_lines(body, case)
+    if case.reference_lines:
+        tool = line_reference(mode)
+        ref, ours = reference_lines(case, tool), own_lines(body, case)
         if not ref or ours != ref:
-            wrong.append(f'own lines\' Ir {sorted(ours.items())}, reference {sorted(ref.items())}')
+            wrong.append(f'own lines\' Ir {sorted(ours.items())}, {tool} {sorted(ref.items())}')
     assert not wrong, '\n'.join(wrong)
 
 
