@@ -3,10 +3,12 @@
 Valgrind's own tools on workloads built at benchmark time and on Debian
 programs.
 
-    bench/suite.py                      the full suite (20-40 min), report in
+    bench/suite.py                      the full suite (about 45 min), report in
                                         bench/results/<timestamp>/
     bench/suite.py --runs 1 --scale 0.1 --workloads callheavy \\
-                   --configs none,kgrind-k2 --no-growth --no-ksweep   (smoke)
+                   --configs none,kgrind-k2 --no-growth --no-ksweep --no-large   (smoke)
+    bench/suite.py --workloads= --no-growth --no-ksweep --large perl --large-runs 1 \\
+                   --large-scale 0.01          the large-program phase only (smoke)
     bench/suite.py --report-only bench/results/<timestamp>   redo report/charts
 
 Steps:
@@ -21,7 +23,14 @@ Steps:
     the k-CCF node count (`kgrind_annotate --format=json`, from round 1);
  4. growth: run time against input length (1x, 2x, 4x) on --growth workloads;
  5. k sweep: forest size, memory and time against k (1..8, inf);
- 6. report.md (Markdown tables, targets), results.json, charts/*.png.
+ 6. large programs (issue 22; --large, --no-large): Debian cc1plus on a
+    generated, preprocessed STL program, python3 and perl on
+    bench/workloads/pywork.py and plwork.pl, under every large configuration
+    (--large-configs: none, cachegrind, callgrind [--separate-callers=2],
+    kgrind k=1, 2, 4, 8, inf), --large-runs interleaved rounds; then the
+    wall time and peak RSS of kgrind_annotate's default report on their k=2
+    and k=inf profiles (these get no --format=json: their inf-CCF is huge);
+ 7. report.md (Markdown tables, targets), results.json, charts/*.png.
 
 Ratios (x none, x callgrind --separate-callers=2) are computed per round from
 the same round's runs, then the median over rounds is shown.
@@ -93,9 +102,47 @@ CONFIG_LABELS.update({
 })
 BASE = 'none'
 CALLGRIND_REF = 'callgrind-sc2'
+RATIO_REFS = {BASE: 'x_none', CALLGRIND_REF: 'x_cg', 'kgrind-k2': 'x_k2'}   # per-round wall-time ratios
 KSWEEP_KS = ['1', '2', '3', '4', '5', '6', '7', '8', 'inf']
 GROWTH_FACTORS = [1, 2, 4]
 GROWTH_CONFIGS = ['native', 'none', 'kgrind-k2']
+
+# ---------------------------------------------------------------------------
+# Large programs (issue 22): Debian programs nobody here wrote, big enough
+# that per-context costs (counters, names) dominate: a compiler front end
+# on a preprocessed STL-heavy input, the Python and Perl interpreters on
+# pure-language workloads (bench/workloads/pywork.py, plwork.pl).  Costs
+# against k (1, 2, 4, 8, inf) next to Valgrind's tools.
+# ---------------------------------------------------------------------------
+LARGE_NAMES = ['cc1plus', 'python3', 'perl']
+LARGE_DESC = {
+    'cc1plus': 'Debian g++\'s C++ front end, `cc1plus -quiet -O1` on a generated program using <map>, <vector>, '
+               '<string>, <algorithm>, <iostream> (a record type through map/vector/sort/unique templates '
+               'per unit of scale), preprocessed by `g++ -E` at benchmark time',
+    'python3': 'Debian python3 running bench/workloads/pywork.py (expression trees, dict/str work, sorting, '
+               'generators, recursion; 25 rounds at scale 1)',
+    'perl': 'Debian perl running bench/workloads/plwork.pl (regular expressions, hashes, sort, objects, closures, '
+            'a binary tree; 25 rounds at scale 1)',
+}
+# Argument units at scale 1: cc1plus 2.5 G instructions (0.6 s natively),
+# python3 9 G and perl 11 G (about 1 s natively each).
+LARGE_UNITS = {'cc1plus': 1, 'python3': 25, 'perl': 25}
+SCRIPTS = {'python3': ('/usr/bin/python3', ['-I'], 'pywork.py'), 'perl': ('/usr/bin/perl', [], 'plwork.pl')}
+EXTRA_CONFIGS = [   # measured on the large programs only
+    ('kgrind-k8',           ['--tool=kgrind', '--k=8', '--kgrind-out-file={out}'],       '8'),
+]
+CONFIG_LABELS['kgrind-k8'] = 'kgrind --k=8'
+LARGE_CONFIGS = ['native', 'none', 'cachegrind', 'callgrind', 'callgrind-sc2',
+                 'kgrind-k1', 'kgrind-k2', 'kgrind-k4', 'kgrind-k8', 'kgrind-kinf']
+LARGE_KS = ['kgrind-k1', 'kgrind-k2', 'kgrind-k4', 'kgrind-k8', 'kgrind-kinf']
+# kgrind_annotate's default report is timed on these profiles (target on cc1plus k=inf).
+LARGE_ANNOTATED = ['kgrind-k2', 'kgrind-kinf']
+# Issue 22's targets: (config, reference, at most this many times the reference's wall time).
+LARGE_TIME_TARGETS = [('kgrind-k4', 'kgrind-k2', 1.25), ('kgrind-k8', 'kgrind-k2', 1.25),
+                      ('kgrind-kinf', 'kgrind-k2', 1.5), ('kgrind-k2', 'none', 1.8)]
+# (what, field, bytes per field unit, allowed bytes per k-SF node of the k=inf run over k=2's value).
+LARGE_GROWTH_TARGETS = [('peak RSS', 'rss_kb', 1024, 100), ('profile size', 'out_bytes', 1, 60)]
+ANNOTATE_TARGET = ('cc1plus', 'kgrind-kinf', 15.0, 1024 ** 2)   # program, config, seconds, peak RSS KiB
 
 # ---------------------------------------------------------------------------
 # Workloads: name -> (how to build, argv for a scale, stdin for a scale).
@@ -175,6 +222,51 @@ def gen_sql(path, scale):
     path.write_text('\n'.join(lines) + '\n')
 
 
+def gen_cpp(path, types):
+    """Deterministic C++ program: `types` record types, each stored in a
+    map of vectors, sorted, deduplicated and printed, so every type
+    instantiates its own map/vector/sort/string/iostream code."""
+    lines = ['#include <algorithm>', '#include <iostream>', '#include <map>', '#include <string>',
+             '#include <vector>', '',
+             'template <typename K, typename V> struct Table {',
+             '  std::map<K, std::vector<V>> rows;',
+             '  void add(const K &k, const V &v) { rows[k].push_back(v); }',
+             '  std::size_t total() const { std::size_t n = 0; for (auto &r : rows) n += r.second.size(); return n; }',
+             '};',
+             'template <typename T> std::vector<T> sorted_unique(std::vector<T> v) {',
+             '  std::sort(v.begin(), v.end());',
+             '  v.erase(std::unique(v.begin(), v.end()), v.end());',
+             '  return v;',
+             '}']
+    for i in range(types):
+        lines += [f'struct Rec{i} {{ int id; std::string name; double w{"".join(f", f{j}" for j in range(i % 4))}; }};',
+                  f'bool operator<(const Rec{i} &a, const Rec{i} &b) {{ return a.name < b.name || '
+                  f'(a.name == b.name && a.id < b.id); }}',
+                  f'bool operator==(const Rec{i} &a, const Rec{i} &b) {{ return a.id == b.id && a.name == b.name; }}',
+                  f'std::ostream &operator<<(std::ostream &o, const Rec{i} &r) {{ return o << r.id << r.name; }}',
+                  f'std::size_t use{i}(int n) {{',
+                  f'  Table<std::string, Rec{i}> t; std::vector<Rec{i}> all;',
+                  '  for (int j = 0; j < n; ++j) {',
+                  f'    Rec{i} r{{j * {i + 3} % 17, "r" + std::to_string(j % 5), j * 0.5}};',
+                  '    t.add(r.name, r); all.push_back(r); }',
+                  '  auto u = sorted_unique(all);',
+                  '  for (auto &r : u) std::cout << r << \' \';',
+                  '  return t.total() + u.size();',
+                  '}']
+    lines += ['int main(int argc, char **) {', '  std::size_t s = 0;']
+    lines += [f'  s += use{i}(argc * {i + 10});' for i in range(types)]
+    lines += ['  std::cout << s << std::endl;', '}']
+    path.write_text('\n'.join(lines) + '\n')
+
+
+def output_of(*cmd):
+    return subprocess.run(cmd, capture_output=True, text=True).stdout.strip()
+
+
+def cc1plus_path():
+    return output_of('g++', '-print-prog-name=cc1plus')
+
+
 class Workloads:
     """Builds the programs once, makes inputs per scale on demand."""
 
@@ -198,6 +290,8 @@ class Workloads:
 
     def command(self, name, scale):
         """(argv, stdin path or None) of the workload at this scale."""
+        if name in LARGE_NAMES:
+            return self.large_command(name, units(LARGE_UNITS[name], scale)), None
         if name in BUILT:
             self.build(name)
             return [str(self.bin / name), str(units(BUILT[name][2], scale))], None
@@ -213,6 +307,24 @@ class Workloads:
                 gen_sql(path, scale)
             return ['sqlite3', '-batch', ':memory:'], path
         raise SystemExit(f'unknown workload {name}')
+
+    def large_command(self, name, n):
+        if name in SCRIPTS:
+            interpreter, flags, script = SCRIPTS[name]
+            copy = self.bin / script     # copied: an edit during the run changes nothing
+            if not copy.exists():
+                shutil.copy2(WORKLOADS_DIR / script, copy)
+            return [interpreter] + flags + [str(copy), str(n)]
+        return [cc1plus_path(), '-fpreprocessed', '-quiet', '-O1', str(self.cc1plus_input(n)), '-o', os.devnull]
+
+    def cc1plus_input(self, types):
+        """The preprocessed (g++ -E) generated program with `types` record types."""
+        ii = self.data / f'cc1plus-{types}.ii'
+        if not ii.exists():
+            src = self.data / f'cc1plus-{types}.cpp'
+            gen_cpp(src, types)
+            subprocess.run(['g++', '-E', '-P', str(src), '-o', str(ii)], check=True)
+        return ii
 
 
 # ---------------------------------------------------------------------------
@@ -290,8 +402,8 @@ class Suite:
         for d in (self.work, self.logs, self.keep):
             d.mkdir(parents=True, exist_ok=True)
         self.wl = Workloads(self.work)
-        self.data = {'runs': [], 'annotate': {}, 'meta': {}}
-        self.configs = {name: (opts, k) for name, opts, k in CONFIGS + BLOCK_CONFIGS}
+        self.data = {'runs': [], 'annotate': {}, 'annotate_default': {}, 'meta': {}}
+        self.configs = {name: (opts, k) for name, opts, k in CONFIGS + BLOCK_CONFIGS + EXTRA_CONFIGS}
         self.t0 = time.time()
 
     # -- tool snapshot ------------------------------------------------------
@@ -386,15 +498,17 @@ class Suite:
         (self.out / 'results.json').write_text(json.dumps(self.data, indent=1))
 
     # -- phases -----------------------------------------------------------------
-    def timing(self, workloads, configs):
-        for r in range(self.args.runs):
+    def timing(self, workloads, configs, phase='main', runs=None, scale=None):
+        runs = self.args.runs if runs is None else runs
+        scale = self.args.scale if scale is None else scale
+        for r in range(runs):
             for w in workloads:
                 order = configs[r % len(configs):] + configs[:r % len(configs)]
                 for c in order:
                     if c in BLOCK_CONFIG_NAMES and w not in BLOCK_WORKLOADS:
                         continue
-                    rec = self.run_one('main', w, c, self.args.scale, r)
-                    self.progress(f'round {r + 1}/{self.args.runs} {w:10s} {c:14s} {rec["wall"]:7.2f} s '
+                    rec = self.run_one(phase, w, c, scale, r)
+                    self.progress(f'{phase} round {r + 1}/{runs} {w:10s} {c:14s} {rec["wall"]:7.2f} s '
                                   f'{rec["rss_kb"] / 1024:7.1f} MB')
             self.save()
 
@@ -422,6 +536,8 @@ class Suite:
     def annotate_all(self):
         """k-CCF node counts: kgrind_annotate --format=json on every kept profile."""
         for path in sorted(self.keep.glob('*.out')):
+            if path.name.startswith('large-'):
+                continue   # their inf-CCF takes minutes and GBs; annotate_large times the default report
             start = time.perf_counter()
             try:
                 proc = subprocess.run(['perl', str(self.annotate), '--format=json', str(path)],
@@ -437,6 +553,33 @@ class Suite:
             self.progress(f'annotate {path.stem}: {res}')
         self.save()
 
+    def annotate_large(self):
+        """Wall time and peak RSS of kgrind_annotate's default report on the
+        large programs' LARGE_ANNOTATED profiles (what a user runs first)."""
+        for path in sorted(self.keep.glob('large-*.out')):
+            if not any(path.stem.endswith('-' + c) for c in LARGE_ANNOTATED):
+                continue
+            wall, cpu, rss, rc = run_measured(['perl', str(self.annotate), str(path)], None,
+                                              self.logs / f'annotate-{path.stem}.stderr', self.env, self.work,
+                                              self.args.annotate_timeout)
+            res = {'seconds': wall, 'cpu': cpu, 'rss_kb': rss, 'rc': rc, 'profile_bytes': path.stat().st_size}
+            self.data['annotate_default'][path.stem] = res
+            self.progress(f'annotate (default report) {path.stem}: {wall:.1f} s, {rss / 1024:.0f} MB, exit {rc}')
+        self.save()
+
+    def large_meta(self):
+        a = self.args
+        cmds = {w: self.wl.command(w, a.large_scale)[0] for w in a.large}
+        ii = [x for x in cmds.get('cc1plus', []) if x.endswith('.ii')]
+        return {'large': a.large, 'large_configs': a.large_configs, 'large_runs': a.large_runs,
+                'large_scale': a.large_scale,
+                'large_argv': {w: ' '.join(c).replace(str(self.work) + '/', '') for w, c in cmds.items()},
+                'large_desc': dict(LARGE_DESC),
+                'large_versions': {'python3': output_of('/usr/bin/python3', '--version'),
+                                   'perl': output_of('/usr/bin/perl', '-e', 'print $^V'),
+                                   'cc1plus': output_of('g++', '-dumpfullversion')},
+                'cc1plus_input_lines': sum(1 for _ in open(ii[0])) if ii else None}
+
     def main(self):
         a = self.args
         digest = self.snapshot_tool()
@@ -449,13 +592,18 @@ class Suite:
             self.wl.command(w, a.scale)
         self.data['meta']['argv'] = {w: ' '.join(self.wl.command(w, a.scale)[0]).replace(str(self.work) + '/', '')
                                      for w in a.workloads}
+        if a.large:
+            self.data['meta'].update(self.large_meta())
         self.save()
         self.timing(a.workloads, a.configs)
         if a.growth:
             self.growth(a.growth)
         if a.ksweep:
             self.ksweep(a.ksweep)
+        if a.large:
+            self.timing(a.large, a.large_configs, 'large', a.large_runs, a.large_scale)
         self.annotate_all()
+        self.annotate_large()
         self.data['meta']['loadavg_end'] = open('/proc/loadavg').read().split()[:3]
         self.data['meta']['minutes'] = (time.time() - self.t0) / 60
         self.save()
@@ -479,6 +627,12 @@ def fmt(x, nd=2):
     return f'{x:.{nd}f}'
 
 
+def target_row(what, measured, ok):
+    """A row of a targets table; ok None: not measured."""
+    verdict = 'not measured' if ok is None else ('**met**' if ok else '**not met**')
+    return f'| {what} | {measured or "–"} | {verdict} |'
+
+
 def fmt_int(x):
     return '–' if x is None else f'{x:,}'
 
@@ -495,7 +649,7 @@ def fmt_kb(b):
 
 class Report:
     def __init__(self, outdir, merge=()):
-        """merge: other results folders whose growth and k-sweep runs replace
+        """merge: other results folders whose growth, k-sweep and large-program runs replace
         this folder's (e.g. a later `--workloads= ` run of those phases only)."""
         self.out = outdir
         self.data = json.loads((outdir / 'results.json').read_text())
@@ -518,18 +672,23 @@ class Report:
             for key, val in od['annotate'].items():
                 if key.split('-', 1)[0] in phases:
                     self.data['annotate'][key] = val
+            if 'large' in phases:   # the large programs' setup and annotate timings come along
+                self.meta.update({k: v for k, v in od['meta'].items() if k.startswith('large')
+                                  or k == 'cc1plus_input_lines'})
+                self.data['annotate_default'] = od.get('annotate_default', {})
             self.merged.append((other, sorted(phases), od['meta']))
 
     def recs(self, phase, w=None, c=None, scale=None):
         return [r for r in self.runs if r['phase'] == phase and (w is None or r['workload'] == w)
                 and (c is None or r['config'] == c) and (scale is None or r['scale'] == scale)]
 
-    def main_table(self):
-        """{(w, c): summary} from the timing rounds."""
-        ws = [w for w in self.meta['workloads'] if self.recs('main', w)]
-        cs = [c for c in self.meta['configs'] if self.recs('main', c=c)]
+    def main_table(self, phase='main'):
+        """{(w, c): summary} from the timing rounds of phase (main or large)."""
+        names, configs = ('workloads', 'configs') if phase == 'main' else ('large', 'large_configs')
+        ws = [w for w in self.meta.get(names, []) if self.recs(phase, w)]
+        cs = [c for c in self.meta.get(configs, []) if self.recs(phase, c=c)]
         by = {}
-        for r in self.recs('main'):
+        for r in self.recs(phase):
             by.setdefault((r['workload'], r['config']), {})[r['round']] = r
         table = {}
         for w in ws:
@@ -541,13 +700,15 @@ class Report:
                 s = {'n': len(ok), 'failed': [r['rc'] for r in rr.values() if r['rc'] != 0]}
                 if ok:
                     s['wall'] = statistics.median(r['wall'] for r in ok)
+                    cpus = [r['cpu'] for r in ok if r.get('cpu')]
+                    s['cpu'] = statistics.median(cpus) if cpus else None
                     rss = [r['rss_kb'] for r in ok if r['rss_kb']]
                     s['rss_kb'] = max(rss) if rss else None
                     sizes = [r['out_bytes'] for r in ok if r['out_bytes'] is not None]
                     s['out_bytes'] = max(sizes) if sizes else None
                     nodes = [r['ksf_nodes'] for r in ok if r['ksf_nodes'] is not None]
                     s['ksf_nodes'] = max(nodes) if nodes else None
-                    for ref, key in ((BASE, 'x_none'), (CALLGRIND_REF, 'x_cg')):
+                    for ref, key in RATIO_REFS.items():
                         ratios = [r['wall'] / by[(w, ref)][i]['wall'] for i, r in rr.items()
                                   if r['rc'] == 0 and (w, ref) in by and i in by[(w, ref)]
                                   and by[(w, ref)][i]['rc'] == 0]
@@ -558,7 +719,7 @@ class Report:
                                   if r['rc'] == 0 and r.get('cpu') and i in base and base[i]['rc'] == 0
                                   and base[i].get('cpu')]
                     s['x_none_cpu'] = statistics.median(cpu_ratios) if cpu_ratios else None
-                    ann = self.data['annotate'].get(f'main-{w}-{ok[0]["scale"]:g}-{c}', {})
+                    ann = self.data['annotate'].get(f'{phase}-{w}-{ok[0]["scale"]:g}-{c}', {})
                     s['kccf_nodes'] = ann.get('kccf_nodes')
                     s['annotate_s'] = ann.get('seconds') if 'kccf_nodes' in ann else None
                     s['annotate_err'] = ann.get('error')
@@ -618,25 +779,10 @@ class Report:
                          f'{verdict(not failed)} |')
         return lines
 
-    def render(self):
+    def main_section(self, ws, cs, table):
+        """Workloads, results, geometric means and targets of the main timing rounds."""
         m = self.meta
-        ws, cs, table = self.main_table()
-        L = [f'# kgrind benchmark suite — {m.get("date", "")}', '']
-        L.append(f'Command: `{m.get("command")}`  ')
-        L.append(f'Machine: {m.get("nproc")} CPUs, {m.get("cpu")}, {m.get("mem")} RAM, Linux {m.get("kernel")}; '
-                 f'{m.get("valgrind")}; {m.get("gcc")}; {m.get("bzip2")}; sqlite3 {m.get("sqlite3")}  ')
-        L.append(f'kgrind: git {m.get("git")}, tool binary sha256 {m.get("tool_sha256")}  ')
-        L.append(f'Runs: {m.get("runs")} interleaved rounds at scale {m.get("scale")}; load average '
-                 f'{" ".join(m.get("loadavg_start", []))} at start, {" ".join(m.get("loadavg_end", []) or ["?"])} '
-                 f'at end; {m.get("minutes", 0):.0f} min in all.')
-        L.append(f'Peak RSS from {m.get("rss_source")}.')
-        for other, phases, om in self.merged:
-            L.append('')
-            L.append(f'Merged: the {" and ".join(phases)} runs come from `{om.get("command")}` '
-                     f'({om.get("date")}, git {om.get("git")}, tool sha256 {om.get("tool_sha256")}, '
-                     f'peak RSS from {om.get("rss_source", "wait4")}).')
-        L.append('')
-        L.append('## Workloads')
+        L = ['', '## Workloads']
         L.append('')
         for w in ws:
             native = table.get((w, 'native'), {}).get('wall')
@@ -687,6 +833,27 @@ class Report:
         if pending:
             L.append('')
             L.append('Not measured in this run: ' + ', '.join(pending) + ' (--configs).')
+        return L
+
+    def render(self):
+        m = self.meta
+        ws, cs, table = self.main_table()
+        L = [f'# kgrind benchmark suite — {m.get("date", "")}', '']
+        L.append(f'Command: `{m.get("command")}`  ')
+        L.append(f'Machine: {m.get("nproc")} CPUs, {m.get("cpu")}, {m.get("mem")} RAM, Linux {m.get("kernel")}; '
+                 f'{m.get("valgrind")}; {m.get("gcc")}; {m.get("bzip2")}; sqlite3 {m.get("sqlite3")}  ')
+        L.append(f'kgrind: git {m.get("git")}, tool binary sha256 {m.get("tool_sha256")}  ')
+        L.append(f'Runs: {m.get("runs")} interleaved rounds at scale {m.get("scale")}; load average '
+                 f'{" ".join(m.get("loadavg_start", []))} at start, {" ".join(m.get("loadavg_end", []) or ["?"])} '
+                 f'at end; {m.get("minutes", 0):.0f} min in all.')
+        L.append(f'Peak RSS from {m.get("rss_source")}.')
+        for other, phases, om in self.merged:
+            L.append('')
+            L.append(f'Merged: the {" and ".join(phases)} runs come from `{om.get("command")}` '
+                     f'({om.get("date")}, git {om.get("git")}, tool sha256 {om.get("tool_sha256")}, '
+                     f'peak RSS from {om.get("rss_source", "wait4")}).')
+        if ws:
+            L += self.main_section(ws, cs, table)
         L.append('')
         g = self.growth_table()
         if g:
@@ -706,6 +873,7 @@ class Report:
             for row in ks:
                 L.append('| ' + ' | '.join(row) + ' |')
             L.append('')
+        L += self.large_section()
         fails = [r for r in self.runs if r['rc'] != 0]
         if fails:
             L.append('## Failed runs')
@@ -722,6 +890,91 @@ class Report:
                 L.append(f'![{c}](charts/{c})')
             L.append('')
         return '\n'.join(L)
+
+    def large_section(self):
+        """Per large program: its costs under every configuration and issue 22's targets."""
+        ws, cs, table = self.main_table('large')
+        if not ws:
+            return []
+        m = self.meta
+        L = ['## Large programs (issue 22)', '',
+             f'{m.get("large_runs")} interleaved round(s) at scale {m.get("large_scale")}; '
+             f'{", ".join(f"{k} {v}" for k, v in m.get("large_versions", {}).items() if k in ws)}'
+             + (f'; the preprocessed cc1plus input has {fmt_int(m["cc1plus_input_lines"])} lines'
+                if m.get('cc1plus_input_lines') else '')
+             + '. Median wall time and CPU time (user + system: steadier on a shared machine; the targets '
+               'are on wall time); × none and × k=2 are medians of the per-round wall-time ratios; the k-SF '
+               'nodes are summed over threads.', '']
+        for w in ws:
+            native = table.get((w, 'native'), {}).get('wall')
+            L.append(f'- **{w}**: {m.get("large_desc", LARGE_DESC).get(w, "")}; '
+                     f'`{m.get("large_argv", {}).get(w, "")}`' + (f'; native {native:.2f} s' if native else ''))
+        L.append('')
+        for w in ws:
+            L += [f'### {w}', '',
+                  '| config | median s | CPU s | × none | × k=2 | peak RSS MB | profile MB | k-SF nodes |',
+                  '|---|--:|--:|--:|--:|--:|--:|--:|']
+            for c in cs:
+                s = table.get((w, c))
+                if s is None:
+                    continue
+                if 'wall' not in s:
+                    L.append(f'| {CONFIG_LABELS.get(c, c)} | failed: {s["failed"]} | | | | | | |')
+                    continue
+                size = fmt(s['out_bytes'] / 2 ** 20) if s.get('out_bytes') else '–'
+                L.append(f'| {CONFIG_LABELS.get(c, c)} | {s["wall"]:.2f} | {fmt(s.get("cpu"))} | '
+                         f'{fmt(s.get("x_none"))} | '
+                         f'{fmt(s.get("x_k2"))} | {fmt_mb(s.get("rss_kb"))} | {size} | '
+                         f'{fmt_int(s.get("ksf_nodes"))} |')
+            L += ['', '| target (issue 22) | measured | verdict |', '|---|---|---|']
+            L += self.large_targets(w, table)
+            L.append('')
+        ann = self.annotate_default_table()
+        if ann:
+            L += ['### kgrind_annotate, default report', '',
+                  'Wall time and peak RSS (`/usr/bin/time -f %M`) of `kgrind_annotate <profile>`, output discarded.',
+                  '', '| profile | profile MB | s | CPU s | peak RSS MB | exit |', '|---|--:|--:|--:|--:|--:|']
+            L += ann + ['']
+        return L
+
+    def large_targets(self, w, table):
+        rows = []
+        for c, ref, limit in LARGE_TIME_TARGETS:
+            x = table.get((w, c), {}).get(RATIO_REFS[ref])
+            rows.append(target_row(f'time {CONFIG_LABELS[c]} ≤ {limit:g}× {CONFIG_LABELS[ref]}',
+                                   None if x is None else f'{x:.2f}×', None if x is None else x <= limit))
+        k2, kinf, cg = (table.get((w, c), {}) for c in ('kgrind-k2', 'kgrind-kinf', 'callgrind'))
+        a, b = k2.get('rss_kb'), cg.get('rss_kb')
+        rows.append(target_row('peak RSS k=2 ≤ callgrind\'s',
+                               a and b and f'{fmt_mb(a)} MB vs {fmt_mb(b)} MB', a and b and a <= b))
+        nodes = kinf.get('ksf_nodes')
+        for what, field, unit, per_node in LARGE_GROWTH_TARGETS:
+            a, b = kinf.get(field), k2.get(field)
+            ok = measured = None
+            if a and b and nodes:
+                over = (a - b) * unit / nodes
+                measured = (f'{a * unit / 2 ** 20:.1f} MB = k=2\'s {b * unit / 2 ** 20:.1f} MB '
+                            f'+ {over:.0f} B × {fmt_int(nodes)} nodes')
+                ok = over <= per_node
+            rows.append(target_row(f'{what} k=inf ≤ k=2\'s + {per_node} B per k-SF node', measured, ok))
+        prog, c, seconds, rss_kb = ANNOTATE_TARGET
+        if w == prog:
+            ann = self.data.get('annotate_default', {}).get(f'large-{w}-{self.meta.get("large_scale", 1):g}-{c}')
+            ok = measured = None
+            if ann:
+                measured = f'{ann["seconds"]:.1f} s, {fmt_mb(ann["rss_kb"])} MB' + \
+                           ('' if ann['rc'] == 0 else f' (exit {ann["rc"]})')
+                ok = ann['rc'] == 0 and ann['seconds'] < seconds and ann['rss_kb'] < rss_kb
+            rows.append(target_row(f'kgrind_annotate default report on {CONFIG_LABELS[c]} < {seconds:g} s '
+                                   f'and {rss_kb / 2 ** 20:g} GB', measured, ok))
+        return rows
+
+    def annotate_default_table(self):
+        rows = []
+        for stem, a in sorted(self.data.get('annotate_default', {}).items()):
+            rows.append(f'| {stem} | {fmt(a["profile_bytes"] / 2 ** 20)} | {a["seconds"]:.1f} | {a["cpu"]:.1f} | '
+                        f'{fmt_mb(a["rss_kb"])} | {a["rc"]} |')
+        return rows
 
     def growth_table(self):
         rows = []
@@ -870,6 +1123,54 @@ class Report:
             fig.savefig(cdir / 'ksweep.png', dpi=110)
             plt.close(fig)
 
+        self.large_chart(plt, ticker, cdir)
+
+    def large_chart(self, plt, ticker, cdir):
+        """Cost against k on the large programs: time (× none), peak RSS,
+        profile size; dotted, in the program's colour: callgrind's value."""
+        ws, cs, table = self.main_table('large')
+        ks = [c for c in LARGE_KS if c in cs]
+        if not ws or not ks:
+            return
+        k2_limit = next(limit for c, ref, limit in LARGE_TIME_TARGETS if (c, ref) == ('kgrind-k2', BASE))
+        panels = [('x_none', 1, 'wall time, × none', False), ('rss_kb', 1 / 1024, 'peak RSS, MB (log scale)', True),
+                  ('out_bytes', 1 / 2 ** 20, 'profile size, MB (log scale)', True)]
+        fig, axes = plt.subplots(1, len(panels), figsize=(16, 4.8))
+        xs = range(len(ks))
+        plain = ticker.FuncFormatter(lambda v, _: f'{v:g}')
+        for ax, (field, scale, title, log) in zip(axes, panels):
+            for w in ws:
+                vals = [table.get((w, c), {}).get(field) for c in ks]
+                line, = ax.plot(xs, [v * scale if v else float('nan') for v in vals], marker='o', label=w)
+                ref = table.get((w, 'callgrind'), {}).get(field)
+                if ref:
+                    ax.axhline(ref * scale, color=line.get_color(), linestyle=':', linewidth=1,
+                               label=f'{w}: callgrind')
+            if field == 'x_none':
+                ax.axhline(k2_limit, color='black', linestyle='--', linewidth=1,
+                           label=f'target k=2: {k2_limit:g}× none')
+            ax.set_xticks(list(xs))
+            ax.set_xticklabels([self.k_of(c) for c in ks])
+            ax.set_xlabel('k')
+            ax.set_title(title)
+            if log:
+                ax.set_yscale('log')
+                ax.yaxis.set_major_formatter(plain)
+                ax.yaxis.set_minor_formatter(plain)
+                ax.tick_params(axis='y', which='minor', labelsize=7)
+            else:
+                ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3, which='both')
+            ax.legend(fontsize=7)
+        fig.suptitle('Large programs: cost of kgrind against k')
+        fig.tight_layout()
+        fig.savefig(cdir / 'large_cost_vs_k.png', dpi=110)
+        plt.close(fig)
+
+    @staticmethod
+    def k_of(c):
+        return c.rsplit('-k', 1)[1]
+
     @staticmethod
     def configs_with_output(c, ws, table):
         return any(table.get((w, c), {}).get('out_bytes') for w in ws)
@@ -883,7 +1184,7 @@ class Report:
             text = text.rstrip('\n') + f'\n\n{begin}\n{end}\n'
         body = self.render().split('\n## Charts')[0].rstrip('\n')
         body = body.replace('# kgrind benchmark suite', '## Latest run', 1)
-        body = '\n'.join(('#' + l) if l.startswith('## ') and not l.startswith('## Latest run') else l
+        body = '\n'.join(('#' + l) if l.startswith('##') and not l.startswith('## Latest run') else l
                           for l in body.split('\n'))
         head, rest = text.split(begin, 1)
         tail = rest.split(end, 1)[1]
@@ -915,13 +1216,19 @@ def parse_args(argv):
     ap.add_argument('--no-growth', action='store_true')
     ap.add_argument('--no-ksweep', action='store_true')
     ap.add_argument('--no-charts', action='store_true')
+    ap.add_argument('--large', default=','.join(LARGE_NAMES),
+                    help=f'large programs (issue 22) timed after the k sweep [{",".join(LARGE_NAMES)}]')
+    ap.add_argument('--no-large', action='store_true')
+    ap.add_argument('--large-runs', type=int, default=2, help='interleaved rounds of the large programs [2]')
+    ap.add_argument('--large-scale', type=float, default=1.0, help='input size factor of the large programs [1]')
+    ap.add_argument('--large-configs', default=','.join(LARGE_CONFIGS), help=f'comma list [{",".join(LARGE_CONFIGS)}]')
     ap.add_argument('--timeout', type=float, default=900, help='seconds per run before it is killed [900]')
     ap.add_argument('--annotate-timeout', type=float, default=600, help='seconds per kgrind_annotate [600]')
     ap.add_argument('--out', help='results folder [bench/results/<timestamp>]')
     ap.add_argument('--keep-work', action='store_true', help='keep the built workloads and inputs')
     ap.add_argument('--report-only', metavar='DIR', help='rewrite report.md and charts from DIR/results.json')
     ap.add_argument('--merge', action='append', default=[], metavar='DIR',
-                    help='with --report-only: take the growth and k-sweep runs from DIR')
+                    help='with --report-only: take the growth, k-sweep and large-program runs from DIR')
     ap.add_argument('--update-docs', action='store_true',
                     help='also put the report into docs/performance.md (between its suite markers)')
     a = ap.parse_args(argv)
@@ -932,7 +1239,15 @@ def parse_args(argv):
     a.configs = split(a.configs)
     a.growth = [] if a.no_growth else split(a.growth)
     a.ksweep = [] if a.no_ksweep else split(a.ksweep)
+    a.large = [] if a.no_large else split(a.large)
+    a.large_configs = split(a.large_configs)
     known = {n for n, _, _ in CONFIGS + BLOCK_CONFIGS}
+    for c in a.large_configs:
+        if c not in LARGE_CONFIGS:
+            ap.error(f'unknown large-program configuration {c} (known: {", ".join(LARGE_CONFIGS)})')
+    for w in a.large:
+        if w not in LARGE_NAMES:
+            ap.error(f'unknown large program {w} (known: {", ".join(LARGE_NAMES)})')
     for c in a.configs:
         if c not in known:
             ap.error(f'unknown configuration {c} (known: {", ".join(sorted(known))})')

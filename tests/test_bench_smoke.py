@@ -16,7 +16,7 @@ def test_bench_suite_smoke(tmp_path):
     out = tmp_path / 'results'
     proc = subprocess.run(
         [sys.executable, str(SUITE), '--runs', '1', '--scale', '0.02', '--workloads', 'callheavy',
-         '--configs', 'none,kgrind-k2', '--no-growth', '--no-ksweep', '--no-charts', '--out', str(out)],
+         '--configs', 'none,kgrind-k2', '--no-growth', '--no-ksweep', '--no-large', '--no-charts', '--out', str(out)],
         capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
 
@@ -60,7 +60,7 @@ def test_bench_ab_smoke(tmp_path):
     """bench/ab.py (A/B of frozen builds by CPU time) on the suite's work folder."""
     out = tmp_path / 'results'
     subprocess.run([sys.executable, str(SUITE), '--runs', '1', '--scale', '0.02', '--workloads', 'callheavy',
-                    '--configs', 'native', '--no-growth', '--no-ksweep', '--no-charts', '--out', str(out),
+                    '--configs', 'native', '--no-growth', '--no-ksweep', '--no-large', '--no-charts', '--out', str(out),
                     '--keep-work'], check=True, capture_output=True, timeout=120, cwd=tmp_path)
     env = dict(os.environ, KGRIND_AB_DIR=str(tmp_path / 'ab'))
     ab = [sys.executable, str(ROOT / 'bench' / 'ab.py')]
@@ -83,3 +83,39 @@ def test_bench_ab_smoke(tmp_path):
     for label, (lo, med, ratio) in rows.items():
         assert 0 < lo <= med < 60
         assert abs(ratio - round(lo / base, 2)) <= 0.011, (label, lo, base, ratio)
+
+
+def test_bench_large_smoke(tmp_path):
+    """The large-program phase (issue 22) on one round of perl, four configurations."""
+    out = tmp_path / 'results'
+    proc = subprocess.run(
+        [sys.executable, str(SUITE), '--runs', '1', '--workloads=', '--no-growth', '--no-ksweep',
+         '--large', 'perl', '--large-runs', '1', '--large-scale', '0.01',
+         '--large-configs', 'none,callgrind,kgrind-k2,kgrind-kinf',
+         '--out', str(out)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+    data = json.loads((out / 'results.json').read_text())
+    runs = {r['config']: r for r in data['runs']}
+    assert set(runs) == {'none', 'callgrind', 'kgrind-k2', 'kgrind-kinf'}
+    assert all(r['phase'] == 'large' and r['workload'] == 'perl' and r['rc'] == 0 for r in runs.values())
+    assert runs['kgrind-kinf']['ksf_nodes'] > 100 and runs['kgrind-kinf']['out_bytes'] > 0
+    ann = data['annotate_default']
+    assert set(ann) == {'large-perl-0.01-kgrind-k2', 'large-perl-0.01-kgrind-kinf'}
+    assert all(a['rc'] == 0 and 0 < a['seconds'] < 60 and a['rss_kb'] > 1000 for a in ann.values())
+    assert not data['annotate']               # no --format=json on large profiles
+
+    report = (out / 'report.md').read_text()
+    assert '## Large programs (issue 22)' in report and '### perl' in report and '## Results' not in report
+    k2 = re.search(r'^\| kgrind --k=2 \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+) \| 1\.00 \|', report, re.M)
+    assert k2, report
+    assert float(k2.group(1)) == round(runs['kgrind-k2']['wall'], 2)
+    assert float(k2.group(2)) == round(runs['kgrind-k2']['cpu'], 2)
+    assert abs(float(k2.group(3)) - runs['kgrind-k2']['wall'] / runs['none']['wall']) < 0.011
+    for target in (r'time kgrind --k=2 ≤ 1\.8× none \| [0-9.]+×', r'peak RSS k=2 ≤ callgrind\'s \| [0-9.]+ MB vs',
+                   r'profile size k=inf ≤ k=2\'s \+ 60 B per k-SF node \| [0-9.]+ MB = k=2\'s'):
+        assert re.search(r'\| ' + target + r'[^|]* \| \*\*(met|not met)\*\* \|', report), (target, report)
+    assert re.search(r'time kgrind --k=4 ≤ 1\.25× kgrind --k=2 \| – \| not measured', report)
+    if (out / 'charts').exists():
+        assert (out / 'charts' / 'large_cost_vs_k.png').stat().st_size > 1000
