@@ -41,26 +41,53 @@ usage: kgrind_annotate [options] kgrind.out.<pid> [more profiles...] [source fil
   --auto=yes|no               annotate the source files of the hottest contexts [no]
   --context=<N>               source lines of context around costly lines [8]
   -I, --include=<dir>         add a directory to the source search path
-  --format=text|json|dot|folded  output format [text]
+  --format=FORMAT             output format [text]:
+      text        the hottest k-contexts of each thread (and what --ksf,
+                  --kccf, --auto, --show-blocks ask for)
+      json        everything: contexts, k-CCF, k-SF (docs/output-format.md)
+      dot         Graphviz call graph of the hottest contexts (connected)
+      folded      flame-graph stacks: "a;b;c <exclusive Ir>"
+      pprof       gzipped profile.proto for go tool pprof (binary; redirect it)
+      speedscope  speedscope's JSON file format, one profile per thread
   --show-blocks               block modes: the table of all basic blocks
   --blocks-disasm             block modes: --show-blocks with each block's
                               instructions (objdump), targets named by block
+  --callers                   --format=folded: the k-CCF as caller stacks
+                              (function;caller;caller's caller... Ir)
+  --names=short|full          names without parameter lists and template
+                              arguments, or as recorded [short in text and
+                              dot, full in the other formats]
+  --diff BASE NEW             per k-context changes of NEW against BASE
+  --diff BASE... --vs NEW...  (several profiles a side, each side joined);
+                              text, json or folded (two counts, a differential
+                              flame graph); sides summed over their threads
+  --normalize                 --diff: NEW scaled to BASE's totals first
+  --fail-above=<PCT>          --diff: exit status 1 when the total Ir, or a
+                              context's Ir (in % of BASE's total), grew by
+                              more than PCT %
   --version, -h/--help
 Profiles given together are joined (k-SF join); their k and mode must agree.
 Arguments ending in a source suffix (.c .cpp .h ...) are source files to annotate.
-Exit status: 0 success, 2 bad usage or bad input.
+Exit status: 0 success, 1 --fail-above exceeded, 2 bad usage or bad input.
 EOT
 
+sub is_source { $_[0] =~ /\.(?:c|cc|cpp|cxx|c\+\+|C|h|hh|hpp|hxx|H|inl|ipp|s|S|f|f90|F90|rs|go|m|mm)$/ }
+
 sub parse_options {
-    my @args = @_;
+    my @args = ([], []);
+    my @argv = @_;
     my %o = (sort => 'Ir', threshold => 99, top => 40, costs => 'yes', 'tree-order' => 'sorted',
              auto => 'no', context => 8, include => [], format => 'text', thread => 'all');
     my @warn;
     {
         local $SIG{__WARN__} = sub { push @warn, $_[0] };
-        my $ok = GetOptionsFromArray(\@args, \%o, 'sort=s', 'threshold=s', 'top=s', 'k=s', 'thread=s',
+        # positional arguments in order: --vs starts the NEW side of --diff
+        my $ok = GetOptionsFromArray(\@argv, \%o, 'sort=s', 'threshold=s', 'top=s', 'k=s', 'thread=s',
             'join-threads', 'ksf', 'kccf', 'costs=s', 'tree-order=s', 'auto=s', 'context=s',
-            'include|I=s@', 'format=s', 'version', 'help|h', 'show-blocks', 'blocks-disasm');
+            'include|I=s@', 'format=s', 'version', 'help|h', 'show-blocks', 'blocks-disasm',
+            'names=s', 'callers', 'diff', 'normalize', 'fail-above=s',
+            'vs' => sub { $o{vs}++ }, '<>' => sub { push @{$args[$o{vs} ? 1 : 0]}, "$_[0]" });
+        push @{$args[$o{vs} ? 1 : 0]}, @argv;    # after '--'
         unless ($ok) {
             my $m = $warn[0] // "bad options\n";
             chomp $m;
@@ -79,16 +106,36 @@ sub parse_options {
     fail("bad --k value '$o{k}' (a non-negative integer or inf)")
         if defined $o{k} && $o{k} !~ /^(?:\d+|inf)$/;
     fail("bad --thread value '$o{thread}' (a thread id or all)") unless $o{thread} =~ /^(?:\d+|all)$/;
-    fail("bad --format value '$o{format}' (text, json, dot or folded)")
-        unless $o{format} =~ /^(?:text|json|dot|folded)$/;
+    fail("bad --format value '$o{format}' (text, json, dot, folded, pprof or speedscope)")
+        unless $o{format} =~ /^(?:text|json|dot|folded|pprof|speedscope)$/;
+    # short names where people read them, full ones where programs do
+    $o{names} //= $o{format} =~ /^(?:text|dot)$/ ? 'short' : 'full';
+    fail("bad --names value '$o{names}' (short or full)") unless $o{names} =~ /^(?:short|full)$/;
+    fail("--vs separates the two sides of --diff (--diff BASE... --vs NEW...)") if $o{vs} && !$o{diff};
+    fail("--vs given twice") if ($o{vs} // 0) > 1;
+    fail("--fail-above, --normalize: only with --diff") if !$o{diff} && ($o{normalize} || defined $o{'fail-above'});
+    fail("bad --fail-above value '$o{'fail-above'}' (a percentage)")
+        if defined $o{'fail-above'} && $o{'fail-above'} !~ /^\d+(?:\.\d*)?$/;
+    fail("--callers: only with --format=folded") if $o{callers} && $o{format} ne 'folded';
     for my $yn (qw(costs auto)) {
         fail("bad --$yn value '$o{$yn}' (yes or no)") unless $o{$yn} =~ /^(?:yes|no)$/;
     }
     fail("bad --tree-order value '$o{'tree-order'}' (sorted or natural)")
         unless $o{'tree-order'} =~ /^(?:sorted|natural)$/;
+    if ($o{diff}) {
+        my ($base, $new) = @args;
+        ($base, $new) = ([$base->[0]], [$base->[1]]) if !$o{vs} && @$base == 2;
+        fail("--diff needs two profiles, BASE and NEW (several a side: --diff BASE... --vs NEW...)")
+            unless @$base && @$new && defined $base->[0] && defined $new->[0];
+        fail("--diff: no source annotation (source files given: $_)") for grep { is_source($_) } @$base, @$new;
+        fail("--diff: --format=$o{format} is not a diff format (text, json or folded)")
+            unless $o{format} =~ /^(?:text|json|folded)$/;
+        @o{qw(base new profiles sources)} = ($base, $new, [@$base, @$new], []);
+        return \%o;
+    }
     my (@profiles, @sources);
-    for my $a (@args) {
-        if ($a =~ /\.(?:c|cc|cpp|cxx|c\+\+|C|h|hh|hpp|hxx|H|inl|ipp|s|S|f|f90|F90|rs|go|m|mm)$/) { push @sources, $a }
+    for my $a (map { @$_ } @args) {
+        if (is_source($a)) { push @sources, $a }
         else { push @profiles, $a }
     }
     fail("no profile given (usage: kgrind_annotate [options] kgrind.out.<pid> ...; see --help)") unless @profiles;
@@ -102,7 +149,9 @@ sub parse_options {
 # ---------------------------------------------------------------------------
 sub analyse {
     my ($o) = @_;
-    my $want_src = $o->{auto} eq 'yes' || @{$o->{sources}};
+    # pprof and speedscope name each function's file and first line: the body has them
+    # and the call graph (dot): its calls= lines
+    my $want_src = $o->{auto} eq 'yes' || @{$o->{sources}} || $o->{format} =~ /^(?:pprof|speedscope|dot)$/;
     my @P;
     refuse_repeated_files($o->{profiles});
     for my $f (@{$o->{profiles}}) { push @P, read_profile($f, $want_src, $P[0]) }
@@ -150,6 +199,8 @@ sub analyse {
         my $tid = $tid_of->($key);
         my $F = join_forests($tid, @{$by{$key}});
         my $C = inv_k($F, $kk, $K, $o->{'tree-order'} eq 'natural', $tree);
+        $C->{outer} = $BLOCKMODE ? undef : KGrind::Inclusive::outermost($F, $kk, $K);
+        $C->{ir} = $F->{ir};
         push @threads, { tid => $tid, F => $F, C => $C, ir => $F->{ir},
                          (defined $fname{$key} ? (fname => $fname{$key}) : ()) };
     }
@@ -197,9 +248,28 @@ sub analyse {
 }
 
 # Sorting helpers: key of a context / node by --sort.
+# Context cid's inclusive Ir of its outermost activations, at most the
+# thread's Ir (KGrind::Inclusive); the plain inclusive Ir at k = inf and in
+# the block modes (where it equals the exclusive Ir).  Looked up per context:
+# the text table needs only the contexts it shows.
+sub outer_incl {
+    my ($C, $cid) = @_;
+    my $outer = $C->{outer} or return $C->{xincl}[$cid];
+    my $v = $outer->{KGrind::Inclusive::key_of(ctx_labels($C, $cid))} // $C->{xincl}[$cid];
+    return $v < $C->{ir} ? $v : $C->{ir};
+}
+
+# All contexts' outer_incl, computed once.
+sub xouter {
+    my ($C) = @_;
+    return $C->{xouter} //= do { my @x; $x[$_] = outer_incl($C, $_) for @{$C->{ctx}}; \@x };
+}
+
+# The sort keys: inclusive is the contexts' outermost inclusive Ir, the
+# trees' plain inclusive counters.
 sub key_arrays {
     my ($sort, $C, $ctx) = @_;
-    return $ctx ? ($sort eq 'calls' ? $C->{xcalls} : $sort eq 'inclusive' ? $C->{xincl} : $C->{xexcl})
+    return $ctx ? ($sort eq 'calls' ? $C->{xcalls} : $sort eq 'inclusive' ? xouter($C) : $C->{xexcl})
                 : ($sort eq 'calls' ? $C->{calls} : $sort eq 'inclusive' ? $C->{incl} : $C->{excl});
 }
 
@@ -310,7 +380,7 @@ sub shown_contexts {
     return (\@show, $sum);
 }
 
-sub ctx_str { join(' > ', @{ctx_path(@_)}) }
+sub ctx_str { my ($o, $C, $cid) = @_; join(' > ', map { display_name($o, $_) } @{ctx_path($C, $cid)}) }
 
 # ---------------------------------------------------------------------------
 # Text output.
@@ -372,7 +442,7 @@ sub out_text {
         my $key = key_arrays($o->{sort}, $C, 1);
         for my $cid (@$show) {
             push @out, sprintf('%15s %8s %15s %12s  %s', commify($C->{xexcl}[$cid]), pct($key->[$cid], $den),
-                commify($C->{xincl}[$cid]), commify($C->{xcalls}[$cid]), ctx_str($C, $cid));
+                commify(outer_incl($C, $cid)), commify($C->{xcalls}[$cid]), ctx_str($o, $C, $cid));
         }
         if ($o->{ksf}) {
             push @out, '', $rule, "DUMP of K-SF (k=" . kstr($S->{K}) . ", thread " . forest_desc($t) . ", $t->{F}{n} nodes)", $rule;
@@ -612,9 +682,9 @@ sub annotate_sources {
                     for my $h (@{$byfn{$fn}}) {
                         my ($t, $cid) = @$h;
                         my $C = $t->{C};
-                        push @$out, sprintf('%15s  //   %s: Ir %s (%s), incl %s, calls %s%s', '', ctx_str($C, $cid),
+                        push @$out, sprintf('%15s  //   %s: Ir %s (%s), incl %s, calls %s%s', '', ctx_str($o, $C, $cid),
                             commify($C->{xexcl}[$cid]), pct($C->{xexcl}[$cid], $t->{ir}),
-                            commify($C->{xincl}[$cid]), commify($C->{xcalls}[$cid]),
+                            commify(outer_incl($C, $cid)), commify($C->{xcalls}[$cid]),
                             @{$S->{threads}} > 1 ? ", thread $t->{tid}" : '');
                     }
                 }
@@ -664,21 +734,30 @@ sub js {
     return "\"$s\"";
 }
 
+# A forest as nested JSON objects, written with an explicit stack into one
+# string (a recursive writer keeps a string per level: O(depth^2) memory).
 sub json_tree {
     my ($o, $T, $kidkey) = @_;
     my ($roots, $kids) = tree_kids($o, $T);
     my ($fn, $cal, $exc, $inc) = @$T{qw(fn calls excl incl)};
-    my $rec;
-    $rec = sub {
-        my $v = shift;
-        my $s = '{"name":' . js($LNAME[$fn->[$v]]) . ',"calls":' . $cal->[$v] . ',"Ir":' . $exc->[$v]
-              . ',"inclusive":' . $inc->[$v];
-        $s .= ",\"$kidkey\":[" . join(',', map { $rec->($_) } @{$kids->[$v]}) . ']' if $kids->[$v];
-        return $s . '}';
-    };
-    my $r = '[' . join(',', map { $rec->($_) } @$roots) . ']';
-    undef $rec;
-    return $r;
+    my $s = '[';
+    my @stack = ([$roots, 0]);    # [siblings, index of the next one]
+    while (@stack) {
+        my $top = $stack[-1];
+        my ($list, $i) = @$top;
+        if ($i == @$list) {       # a list ends, and with it its parent's object
+            pop @stack;
+            $s .= @stack ? ']}' : ']';
+            next;
+        }
+        $top->[1]++;
+        my $v = $list->[$i];
+        $s .= ($i ? ',' : '') . '{"name":' . js($LNAME[$fn->[$v]]) . ',"calls":' . $cal->[$v] . ',"Ir":'
+            . $exc->[$v] . ',"inclusive":' . $inc->[$v];
+        if ($kids->[$v]) { $s .= ",\"$kidkey\":["; push @stack, [$kids->[$v], 0] }
+        else { $s .= '}' }
+    }
+    return $s;
 }
 
 sub out_json {
@@ -702,14 +781,17 @@ sub out_json {
     }
     $s .= ',"threads":[';
     my @th;
+    my @jname = map { js($_) } @LNAME;
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
         my $tid = $t->{tid} eq 'all' ? '"all"' : $t->{tid};
         my $sorted = sorted_contexts($o, $C);
-        my $ctx = join(',', map {
-            '{"path":[' . join(',', map { js($_) } @{ctx_path($C, $_)}) . '],"calls":' . $C->{xcalls}[$_]
-            . ',"Ir":' . $C->{xexcl}[$_] . ',"inclusive":' . $C->{xincl}[$_] . '}'
-        } @$sorted);
+        my $ctx = '';    # appended to: memory and time linear in the output
+        for my $cid (@$sorted) {
+            $ctx .= ($ctx eq '' ? '' : ',') . '{"path":[' . join(',', @jname[@{ctx_labels($C, $cid)}])
+                . '],"calls":' . $C->{xcalls}[$cid] . ',"Ir":' . $C->{xexcl}[$cid] . ',"inclusive":'
+                . $C->{xincl}[$cid] . ',"inclusive_outermost":' . outer_incl($C, $cid) . '}';
+        }
         push @th, "{\"tid\":$tid," . (defined $t->{fname} ? '"function":' . js($t->{fname}) . ',' : '') . "\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"kccf_nodes\":$C->{n},"
             . "\"contexts\":[$ctx],\"kccf\":" . json_tree($o, ccf_counters($C), 'callers') . ',"ksf":' . json_tree($o, $t->{F}, 'children') . '}';
     }
@@ -719,10 +801,28 @@ sub out_json {
 # ---------------------------------------------------------------------------
 # Folded stacks and Graphviz.
 # ---------------------------------------------------------------------------
+# --callers: the k-CCF as folded stacks, the activated function first, then
+# its callers, innermost first: an icicle per function (who calls it, up to
+# k levels), each stack weighing the exclusive Ir of its context.
+sub out_callers {
+    my ($frame, $S) = @_;
+    my %sum;
+    for my $t (@{$S->{threads}}) {
+        my $C = $t->{C};
+        for my $cid (@{$C->{ctx}}) {
+            my $x = $C->{xexcl}[$cid] or next;
+            $sum{join(';', map { $frame->[$_] } reverse @{ctx_labels($C, $cid)})} += $x;
+        }
+    }
+    return join('', map { "$_ $sum{$_}\n" } sort keys %sum);
+}
+
 sub out_folded {
     my ($o, $S) = @_;
     my %sum;
-    my @frame = map { (my $x = $_) =~ s/[;\s]+/_/g; $x } @LNAME;
+    # names as they are (--names=short if asked), but ';', the separator
+    my @frame = map { (my $x = display_name($o, $_)) =~ s/;/%3B/g; $x } @LNAME;
+    return out_callers(\@frame, $S) if $o->{callers};
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
         my $exc = $C->{xexcl};
@@ -780,21 +880,173 @@ sub out_dot {
 }
 
 # ---------------------------------------------------------------------------
+# The exporters (perl/lib/KGrind/Export/*.pm) share one interface,
+# write(\%model, $out_fh, \%options), over the model below: the selected
+# threads' k-contexts with names as --names asks.
+# ---------------------------------------------------------------------------
+my %EXPORTER = (pprof => 'KGrind::Export::Pprof', speedscope => 'KGrind::Export::Speedscope',
+                dot => 'KGrind::Export::Dot');
+
+sub load_module {
+    my ($module) = @_;
+    (my $file = "$module.pm") =~ s{::}{/}g;
+    eval { require $file; 1 } or fail("cannot load $module (kgrind_annotate's modules are not installed "
+                                      . "with it?): " . (split /\n/, $@)[0]);
+    return $module;
+}
+
+sub display_name { my ($o, $n) = @_; $o->{names} eq 'short' ? KGrind::Names::short_name($n) : $n }
+
+# Each function's source file and first costly line, from the callgrind body.
+sub function_sources {
+    my ($S) = @_;
+    my %src;
+    for my $P (@{$S->{P}}) {
+        for my $fn (keys %{$P->{fnfile} // {}}) {
+            my $file = $P->{fnfile}{$fn};
+            next if $src{$fn} || $file eq '???';
+            $src{$fn} = { file => $file, line => ($S->{fnline}{$file}{$fn} // 0) + 0 };
+        }
+    }
+    return \%src;
+}
+
+# The call edges between the contexts shown, summed over threads and
+# profiles: [{from, to, calls, inclusive}].  At k = inf a context's caller is
+# its path's prefix; else the callgrind body's calls= lines, projected to
+# the k shown (the last k+1 names of each side).
+sub call_edges {
+    my ($S, $threads) = @_;
+    return cct_edges($threads) if $S->{kk} == $INF;
+    my $n = $S->{kk} + 1;
+    my $path = sub { my @p = reverse split /'/, $_[0]; @p > $n ? [@p[-$n .. -1]] : \@p };
+    my %sum;
+    for my $P (@{$S->{P}}) {
+        while (my ($k, $v) = each %{$P->{calls} // {}}) {
+            my ($from, $to) = map { $path->($_) } split /\0/, $k;
+            my $e = $sum{join("\0", @$from) . "\0\0" . join("\0", @$to)} //= { from => $from, to => $to,
+                                                                                calls => 0, inclusive => 0 };
+            $e->{calls} += $v->[0];
+            $e->{inclusive} += $v->[1];
+        }
+    }
+    return [map { $sum{$_} } sort keys %sum];
+}
+
+sub cct_edges {
+    my ($threads) = @_;
+    my %sum;
+    for my $c (map { @{$_->{contexts}} } @$threads) {
+        next if @{$c->{path}} < 2;
+        my $e = $sum{join("\0", @{$c->{path}})} //= { from => [@{$c->{path}}[0 .. $#{$c->{path}} - 1]],
+                                                       to => $c->{path}, calls => 0, inclusive => 0 };
+        $e->{calls} += $c->{calls};
+        $e->{inclusive} += $c->{inclusive};
+    }
+    return [map { $sum{$_} } sort keys %sum];
+}
+
+# The k of the callgrind body's contexts (desc: body contexts; the records'
+# k in files that do not say).
+sub body_k {
+    my ($S) = @_;
+    my ($k) = ($S->{P}[0]{desc}{'body contexts'} // '') =~ /^(\d+|inf)\b/;
+    return !defined $k ? $S->{K} : $k eq 'inf' ? $INF : $k;
+}
+
+sub export_model {
+    my ($o, $S) = @_;
+    my $P0 = $S->{P}[0];
+    # names in UTF-8 (pprof's strings must be; the JSON formats too)
+    my $name = sub { utf8_clean(display_name($o, $_[0])) };
+    my @threads;
+    for my $t (@{$S->{threads}}) {
+        my $C = $t->{C};
+        push @threads, { tid => $t->{tid}, Ir => $t->{ir} + 0, contexts => [map {
+            { path => [map { $name->($_) } @{ctx_path($C, $_)}], calls => $C->{xcalls}[$_] + 0,
+              Ir => $C->{xexcl}[$_] + 0, inclusive => $C->{xincl}[$_] + 0,
+              inclusive_outermost => outer_incl($C, $_) + 0 }
+        } @{sorted_contexts($o, $C)}] };
+    }
+    my $src = function_sources($S);
+    my %sources = map { ($name->($_) => { %{$src->{$_}}, file => utf8_clean($src->{$_}{file}) }) } keys %$src;
+    my ($program) = split ' ', $P0->{cmd} // '';
+    my $edges = $o->{format} eq 'dot' ? call_edges($S, \@threads) : [];
+    my $k = kstr($S->{kk});
+    return { k => $k, recorded_k => kstr($S->{K}), root => $ROOT_NAME, total => $S->{total},
+             files => [map { $_->{file} } @{$S->{P}}], cmd => $P0->{cmd} // '', program => $program,
+             edges => $edges, creator => $P0->{creator} // '', exporter => "kgrind_annotate\@$VERSION", threads => \@threads, sources => \%sources,
+             comments => ["kgrind k-contexts (k=$k) of " . join(', ', map { $_->{file} } @{$S->{P}})
+                          . ': one sample per thread and context',
+                          $k eq 'inf' ? 'stacks are full calling contexts'
+                          : "a stack whose outermost frame is [truncated k=$k] lacks its outer callers"] };
+}
+
+sub run_exporter {
+    my ($module, $model, $o) = @_;
+    my $out = '';
+    open(my $fh, '>:raw', \$out) or fail("cannot write to memory: $!");
+    my $ok = eval { load_module($module)->can('write')->($model, $fh, $o); 1 };
+    unless ($ok) { die $@ if ref $@; fail("$o->{format}: " . (split /\n/, $@)[0]) }
+    close $fh;
+    return $out;
+}
+
+sub export {
+    my ($o, $S) = @_;
+    return out_dot($o, $S) if $o->{format} eq 'dot' && $BLOCKMODE;
+    if ($o->{format} eq 'dot') {
+        # finite k above the body's: the graph of the body's contexts
+        my $bk = body_k($S);
+        $S = analyse({ %$o, k => kstr($bk) }) if $S->{kk} != $INF && $bk != $INF && $S->{kk} > $bk;
+        return run_exporter($EXPORTER{dot}, export_model({ %$o, names => 'full' }, $S), $o);
+    }
+    fail("--format=$o->{format}: function-mode profiles only ($S->{P}[0]{file} has mode $S->{P}[0]{mode})")
+        if $BLOCKMODE;
+    return run_exporter($EXPORTER{$o->{format}}, export_model($o, $S), $o);
+}
+
+# --diff BASE... --vs NEW...: each side read and joined as usual, at the
+# smaller of their k unless --k says; contexts keyed by full names.
+sub diff {
+    my ($o) = @_;
+    my %side = map { ($_ => { %$o, profiles => $o->{$_}, names => 'full' }) } qw(base new);
+    my %S = map { ($_ => analyse($side{$_})) } qw(base new);
+    if (!defined $o->{k} && $S{base}{kk} != $S{new}{kk}) {
+        my ($low, $high) = sort { $S{$a}{kk} == $INF ? 1 : $S{$b}{kk} == $INF ? -1 : $S{$a}{kk} <=> $S{$b}{kk} } qw(base new);
+        $side{$high}{k} = kstr($S{$low}{kk});
+        $S{$high} = analyse($side{$high});
+    }
+    fail("--diff: function-mode profiles only") if $BLOCKMODE;
+    my $module = load_module('KGrind::Export::Diff');
+    my $d = $module->can('compare')->(export_model($side{base}, $S{base}), export_model($side{new}, $S{new}), $o);
+    return (run_exporter($module, $d, $o), $d->{failed} // []);
+}
+
+# ---------------------------------------------------------------------------
 sub main {
     my $o = parse_options(@_);
     if ($o->{help}) { print $USAGE; return 0 }
     if ($o->{version}) { print "kgrind_annotate $VERSION\n"; return 0 }
-    my $S = analyse($o);
-    my $text = $o->{format} eq 'json' ? out_json($o, $S)
+    load_module($_) for qw(KGrind::Names KGrind::Inclusive);
+    my ($S, $text, $failed);
+    if ($o->{diff}) { ($text, $failed) = diff($o) }
+    else { $S = analyse($o) }
+    $text //= $EXPORTER{$o->{format}} ? export($o, $S)
+             : $o->{format} eq 'json' ? out_json($o, $S)
              : $o->{format} eq 'dot' ? out_dot($o, $S)
              : $o->{format} eq 'folded' ? out_folded($o, $S)
              : out_text($o, $S);
     # every format is UTF-8: bytes of names that are not (Latin-1) are converted
-    $text = utf8_clean($text) if $o->{format} eq 'text' || $o->{format} eq 'folded';
+    $text = utf8_clean($text) if ($o->{format} eq 'text' || $o->{format} eq 'folded') && !$o->{diff};
     binmode STDOUT, ':raw';
     local $SIG{PIPE} = 'IGNORE';
     print $text or ($!{EPIPE} ? return 0 : fail("cannot write the output: $!"));
     close STDOUT or ($!{EPIPE} ? return 0 : fail("cannot write the output: $!"));
+    if ($failed && @$failed) {    # --diff --fail-above: the diff is printed, the status says it failed
+        print STDERR "kgrind_annotate: above --fail-above=$o->{'fail-above'}%: ", join('; ', @$failed), "\n";
+        return 1;
+    }
     return 0;
 }
 

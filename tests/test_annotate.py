@@ -407,7 +407,8 @@ def test_dot_renders(annotate, tmp_path):
     assert r.out.startswith('digraph kgrind {')
     svg = subprocess.run(['dot', '-Tsvg'], input=r.out, capture_output=True, text=True)
     assert svg.returncode == 0, svg.stderr
-    assert '<svg' in svg.stdout and 'c()' in svg.stdout
+    # function names as they are: no "()" added (issue 24)
+    assert '<svg' in svg.stdout and '>c</text>' in svg.stdout and '()' not in r.out
 
 
 def test_folded_finite_k(annotate):
@@ -632,3 +633,24 @@ def test_help_and_version(annotate):
     assert '--kccf' in r.out and '--format=' in r.out
     r = ok(annotate('--version'))
     assert r.out.startswith('kgrind_annotate ')
+
+
+def test_odd_names_are_read_as_written(annotate, tmp_path):
+    """Names with escaped newlines and tabs (the tool writes `\\n`, `\\t`),
+    parentheses, `=`, `#`, quotes and spaces (issue 21, item 6): the reader
+    keeps them as written, in every output and with the body read."""
+    odd = r'ns::op\n()(int) = x#1 \t"y"'
+    text = THESIS.read_text()
+    text = text.replace('\tc\t', f'\t{odd}\t', 1)
+    text = re.sub(r"^(c?fn=\(\d+\) )c'", lambda m: f"{m.group(1)}{odd}'", text, flags=re.M)
+    text = text.replace('cmd: ./prog1', r'cmd: ./prog1 a\nb')
+    p = tmp_path / 'odd.out'
+    p.write_text(text)
+    d = json.loads(ok(annotate('--format=json', p)).out)
+    assert d['cmd'] == r'./prog1 a\nb'
+    plain = json.loads(ok(annotate('--format=json', THESIS)).out)
+    rename = {'c': odd}
+    want = sorted((tuple(rename.get(n, n) for n in c['path']), c['calls'], c['Ir']) for c in plain['threads'][0]['contexts'])
+    assert sorted((tuple(c['path']), c['calls'], c['Ir']) for c in d['threads'][0]['contexts']) == want
+    r = ok(annotate('--auto=yes', '--threshold=100', p))
+    assert f'e > d > {odd}' in r.out

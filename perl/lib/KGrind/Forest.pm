@@ -87,10 +87,10 @@ sub preorder {
 # Counters are summed at the chain ends, then into the ancestors.
 sub inv_k {
     my ($F, $kk, $K, $natural, $tree) = @_;
-    unless ($tree || $natural) {
-        return cct_contexts($F) if $K == $INF && $kk == $INF && single_tree($F);
-        return inv_k_contexts($F, $kk, $K);
+    if ($K == $INF && $kk == $INF && single_tree($F)) {
+        return $tree || $natural ? cct_ccf($F) : cct_contexts($F);
     }
+    return inv_k_contexts($F, $kk, $K) unless $tree || $natural;
     my ($par, $fn, $cal, $exc, $inc, $depth) = @$F{qw(par fn calls excl incl depth)};
     my $ord = preorder($F);
     my $maxbytes = $kk == $INF ? 1e18 : 4 * $kk;
@@ -244,6 +244,18 @@ sub cct_contexts {
 my $CHAIN = 16;    # a power of two
 sub inf_ccf_size {
     my ($F) = @_;
+    my ($sa, $lcp) = sort_reversed_paths($F);
+    my $size = 0;
+    $size += $_ + 1 for @{$F->{depth}};
+    $size -= $_ for @$lcp;
+    return $size;
+}
+
+# The nodes of a tree sorted by their reversed root paths R(v), the longest
+# common prefix of each with the one before it (labels), and a function
+# giving the ancestor t levels above a node (see inf_ccf_size).
+sub sort_reversed_paths {
+    my ($F) = @_;
     my ($par, $fn, $depth) = @$F{qw(par fn depth)};
     my $n = $F->{n};
     my @chain;                            # the first $CHAIN labels (+ 1) of R(v)
@@ -294,8 +306,7 @@ sub inf_ccf_size {
         @anc = map { $_ < 0 ? -1 : $anc[$_] } @anc;
     }
     @sa = sort { $rank[$a] <=> $rank[$b] } 0 .. $n - 1;
-    my $size = 0;
-    $size += $_ + 1 for @$depth;
+    my @lcp = (0);
     for my $i (1 .. $#sa) {
         my ($u, $w) = @sa[$i - 1, $i];
         my $lcp = 0;
@@ -313,9 +324,58 @@ sub inf_ccf_size {
             $lcp += $+[0] >> 2;
         }
         my $len = min($depth->[$sa[$i - 1]], $depth->[$sa[$i]]) + 1;
-        $size -= $lcp < $len ? $lcp : $len;
+        push @lcp, $lcp < $len ? $lcp : $len;
     }
-    return $size;
+    my $ancestor = sub {
+        my ($v, $t) = @_;
+        for (my $j = $#A; $j >= 0; $j--) {
+            next if $t < ($CHAIN << $j);
+            $v = vec($A[$j], $v, 32) - 1;
+            $t -= $CHAIN << $j;
+        }
+        $v = $par->[$v] while $t--;
+        return $v;
+    };
+    return (\@sa, \@lcp, $ancestor);
+}
+
+# inv_inf of a calling context tree, with its trees: the trie of the
+# reversed root paths, built from them sorted (each adds the labels after
+# its common prefix with the one before), so in time linear in the nodes
+# of the result plus the sort.  Node ids and the natural order (cfirst: the
+# first pre-order position whose path passes through a node) are those of
+# inv_k's.
+sub cct_ccf {
+    my ($F) = @_;
+    my ($par, $fn, $cal, $exc, $inc, $depth) = @$F{qw(par fn calls excl incl depth)};
+    my ($sa, $lcp, $ancestor) = sort_reversed_paths($F);
+    my $ord = preorder($F);
+    my @pos;
+    @pos[@$ord] = 0 .. $#$ord;
+    my $names = name_order($F);
+    my (@cpar, @cfn, @cfirst, @xcal, @xexc, @xinc, @prev, @ctx, @order);
+    for my $i (0 .. $#$sa) {
+        my $v = $sa->[$i];
+        my $j = $lcp->[$i];
+        $#prev = $j - 1;
+        for (my $u = $ancestor->($v, $j); $u >= 0; $u = $par->[$u]) {
+            push @cfn, $fn->[$u];
+            push @cpar, @prev ? $prev[-1] : -1;
+            push @prev, $#cfn;
+        }
+        my $c = $prev[-1];
+        ($xcal[$c], $xexc[$c], $xinc[$c], $cfirst[$c]) = ($cal->[$v], $exc->[$v], $inc->[$v], $pos[$v]);
+        $order[$c] = $names->[$v];     # the contexts' order by path, for sorted_contexts
+        push @ctx, $c;
+    }
+    my $n = @cfn;
+    $#xcal = $#xexc = $#xinc = $#cfirst = $n - 1;
+    for (my $c = $n - 1; $c > 0; $c--) {        # a node's first position: its subtree's least
+        my $p = $cpar[$c];
+        $cfirst[$p] = $cfirst[$c] if $p >= 0 && (!defined $cfirst[$p] || $cfirst[$c] < $cfirst[$p]);
+    }
+    return { n => $n, par => \@cpar, fn => \@cfn, first => \@cfirst, ctx => [sort { $a <=> $b } @ctx], order => \@order,
+             xcalls => \@xcal, xexcl => \@xexc, xincl => \@xinc };
 }
 
 sub min { $_[0] < $_[1] ? $_[0] : $_[1] }

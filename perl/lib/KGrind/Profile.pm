@@ -72,6 +72,7 @@ sub read_profile {
     # body state for source annotation
     my (%names);       # 'fl'/'fn' -> id -> name
     my ($cur_fl, $cur_fi, $cur_fn, $cur_thr, $after_calls, $last_line) = ('???', undef, '???', '', 0, 0);
+    my ($cur_cfn, $pending_call);    # the callee of a calls= line, and that call awaiting its cost line
     my $instr = 0;    # positions: instr line (block modes): an address before the line
     my $src = $P{src};
     my $version = 0;   # of the k-SF records: 1 (ksf-fn, ksf-node) or 2 (ksf-fns, ksf-nodes)
@@ -375,7 +376,12 @@ sub read_profile {
             my $line = $pos eq '*' ? $last_line
                      : ($p0 == 43 || $p0 == 45) ? $last_line + $pos : $pos;
             $last_line = $line;     # relative positions follow every cost line, calls' too
-            if ($after_calls) { $after_calls = 0; next; }   # inclusive cost of a call, or a jump's source
+            if ($after_calls) {     # inclusive cost of a call, or a jump's source
+                # the call graph between contexts: "caller\0callee" -> [calls, inclusive Ir]
+                if ($pending_call) { my $e = $P{calls}{$pending_call->[0]} //= [0, 0]; $e->[0] += $pending_call->[1]; $e->[1] += $ir // 0 }
+                ($after_calls, $pending_call) = (0, undef);
+                next;
+            }
             next unless $ir;
             my $sf = $cur_fi // $cur_fl;
             $src->{$cur_thr}{$sf}{$line} += $ir;
@@ -403,7 +409,8 @@ sub read_profile {
                         ferr($file, $ln, "$key=($id) used before its name was given") unless defined $name;
                     }
                 }
-                if    ($key eq 'fn') { $cur_fn = $name; $cur_fi = undef }
+                if    ($key eq 'fn') { $cur_fn = $name; $cur_fi = undef; $P{fnfile}{base_name($name)} //= $cur_fl }
+                elsif ($key eq 'cfn') { $cur_cfn = $name }
                 elsif ($key eq 'fl') { $cur_fl = $name; $cur_fi = undef }
                 elsif ($key eq 'fi' || $key eq 'fe') { $cur_fi = $name eq $cur_fl ? undef : $name }
                 next;
@@ -415,6 +422,7 @@ sub read_profile {
                 ferr($file, $ln, "malformed $key= line: '", printable($l), "'")
                     unless substr($l, $eq + 1) =~ /^$count(?: (?:0x[0-9a-fA-F]+|[+-]?\d+|\*))*\s*$/;
                 $after_calls = 1;
+                $pending_call = ["$cur_fn\0$cur_cfn", (substr($l, $eq + 1) =~ /^(\d+)/)[0]] if $key eq 'calls' && defined $cur_cfn;
                 next;
             }
         }

@@ -1,0 +1,160 @@
+package KGrind::Export::Diff;
+# --diff BASE NEW: per k-context deltas of calls, exclusive and inclusive Ir
+# between two models (each side's contexts summed over its threads, keyed by
+# full names), as a text table, JSON, or a differential flame graph (folded
+# stacks with two counts: "a;b;c <base Ir> <new Ir>", what flamegraph.pl's
+# difffolded.pl writes).  compare() builds the diff, write() prints it.
+use strict;
+use warnings;
+use JSON::PP ();
+
+use KGrind::Names ();
+
+my @VALUES = qw(calls Ir inclusive);
+
+# path key -> {calls, Ir, inclusive} summed over the threads; and the totals.
+sub side_contexts {
+    my ($model) = @_;
+    my (%ctx, %total);
+    for my $t (@{$model->{threads}}) {
+        for my $c (@{$t->{contexts}}) {
+            my $x = $ctx{join("\0", @{$c->{path}})} //= { map { ($_ => 0) } @VALUES };
+            $x->{$_} += $c->{$_} for @VALUES;
+            $total{calls} += $c->{calls};
+        }
+        $total{Ir} += $t->{Ir};
+    }
+    $total{$_} //= 0 for qw(calls Ir);
+    return (\%ctx, \%total);
+}
+
+# With --normalize the new side is scaled to the base's totals (calls to
+# the base's calls, Ir to its Ir), rounded: deltas then show shifts of
+# cost between contexts, not the change of the whole.
+sub scaled {
+    my ($ctx, $total, $to) = @_;
+    my %f = (calls => $total->{calls} ? $to->{calls} / $total->{calls} : 1,
+             Ir => $total->{Ir} ? $to->{Ir} / $total->{Ir} : 1);
+    $f{inclusive} = $f{Ir};
+    my %out;
+    for my $key (keys %$ctx) {
+        $out{$key} = { map { ($_ => int($ctx->{$key}{$_} * $f{$_} + 0.5)) } @VALUES };
+    }
+    return (\%out, { %$to });
+}
+
+sub pct_of { my ($d, $base) = @_; $base ? 100 * $d / $base : undef }
+
+sub compare {
+    my ($base, $new, $o) = @_;
+    my ($bctx, $btot) = side_contexts($base);
+    my ($nctx, $ntot) = side_contexts($new);
+    my $raw_new_total = { %$ntot };
+    ($nctx, $ntot) = scaled($nctx, $ntot, $btot) if $o->{normalize};
+    my $zero = { map { ($_ => 0) } @VALUES };
+    my (@rows, %count);
+    my %keys = map { ($_ => 1) } keys %$bctx, keys %$nctx;
+    for my $key (keys %keys) {
+        my ($b, $n) = ($bctx->{$key} // $zero, $nctx->{$key} // $zero);
+        my %delta = map { ($_ => $n->{$_} - $b->{$_}) } @VALUES;
+        my $status = !$bctx->{$key} ? 'new' : !$nctx->{$key} ? 'vanished'
+                   : (grep { $delta{$_} } @VALUES) ? 'changed' : 'same';
+        $count{$status}++;
+        push @rows, { path => [split /\0/, $key], status => $status, base => $b, new => $n,
+                      delta => \%delta };
+    }
+    my $sort = $o->{sort};
+    @rows = sort { abs($b->{delta}{$sort}) <=> abs($a->{delta}{$sort})
+                   || join("\0", @{$a->{path}}) cmp join("\0", @{$b->{path}}) } @rows;
+    my %d = (k => $new->{k}, sort => $sort, normalized => $o->{normalize} ? 1 : 0, rows => \@rows,
+             count => \%count, base => { files => $base->{files}, total => $btot },
+             new => { files => $new->{files}, total => $ntot, measured_total => $raw_new_total });
+    $d{failed} = regressions(\%d, $o->{'fail-above'}) if defined $o->{'fail-above'};
+    return \%d;
+}
+
+# --fail-above=PCT: the total Ir grew by more than PCT %, or a context's
+# exclusive Ir by more than PCT % of the base's total (a share of the whole
+# program, so that a tiny context doubling does not fail a CI run).
+sub regressions {
+    my ($d, $pct) = @_;
+    my @why;
+    my $bt = $d->{base}{total}{Ir};
+    my $growth = pct_of($d->{new}{total}{Ir} - $bt, $bt);
+    push @why, sprintf('total Ir %+.2f%%', $growth) if defined $growth && $growth > $pct;
+    my @ctx = grep { my $p = pct_of($_->{delta}{Ir}, $bt); defined $p && $p > $pct } @{$d->{rows}};
+    push @why, sprintf('%d context(s) grew by more than %s%% of the base total Ir, first %s %+.2f%%',
+                       scalar(@ctx), $pct, join(' > ', @{$ctx[0]{path}}), pct_of($ctx[0]{delta}{Ir}, $bt))
+        if @ctx;
+    return \@why;
+}
+
+sub shown { grep { $_->{status} ne 'same' } @{$_[0]{rows}} }
+
+sub write {
+    my ($d, $fh, $o) = @_;
+    return write_folded($d, $fh) if $o->{format} eq 'folded';
+    return write_json($d, $fh) if $o->{format} eq 'json';
+    return write_text($d, $fh, $o);
+}
+
+sub write_folded {
+    my ($d, $fh) = @_;
+    for my $r (sort { join("\0", @{$a->{path}}) cmp join("\0", @{$b->{path}}) } @{$d->{rows}}) {
+        next unless $r->{base}{Ir} || $r->{new}{Ir};
+        print $fh join(';', @{$r->{path}}), " $r->{base}{Ir} $r->{new}{Ir}\n";
+    }
+}
+
+sub write_json {
+    my ($d, $fh) = @_;
+    my $side = sub { my $s = $d->{$_[0]}; { files => $s->{files}, total => $s->{total} } };
+    my %out = (version => 1, tool => 'kgrind', diff => JSON::PP::true, k => $d->{k}, sort => $d->{sort},
+               normalized => $d->{normalized} ? JSON::PP::true : JSON::PP::false,
+               base => $side->('base'), new => $side->('new'),
+               delta => { Ir => $d->{new}{total}{Ir} - $d->{base}{total}{Ir},
+                          calls => $d->{new}{total}{calls} - $d->{base}{total}{calls} },
+               counts => { map { ($_ => $d->{count}{$_} // 0) } qw(changed new vanished same) },
+               contexts => [shown($d)],
+               ($d->{failed} ? (failed => $d->{failed}) : ()));
+    print $fh JSON::PP->new->canonical->encode(\%out), "\n";
+}
+
+sub commify { my $n = reverse shift; $n =~ s/(\d{3})(?=\d)/$1,/g; scalar reverse $n }
+sub signed { my $n = shift; ($n > 0 ? '+' : $n < 0 ? '-' : '') . commify(abs $n) }
+
+sub write_text {
+    my ($d, $fh, $o) = @_;
+    my $rule = '-' x 80;
+    my ($bt, $nt) = ($d->{base}{total}{Ir}, $d->{new}{total}{Ir});
+    my $g = pct_of($nt - $bt, $bt);
+    my $c = $d->{count};
+    my @shown = shown($d);
+    my $name = sub { $o->{names} eq 'short' ? KGrind::Names::short_name($_[0]) : $_[0] };
+    my $limit = $o->{top} && @shown > $o->{top} ? $o->{top} : scalar @shown;
+    print $fh join("\n", $rule,
+        'Diff of k-contexts (k=' . $d->{k} . '), sorted by the absolute change of ' . $d->{sort}
+            . ($d->{normalized} ? ', NEW normalised to the base totals' : ''),
+        $rule,
+        sprintf('%-14s%s', 'Base:', join(', ', @{$d->{base}{files}})),
+        sprintf('%-14s%s', 'New:', join(', ', @{$d->{new}{files}})),
+        sprintf('%-14s%s -> %s (%s%s)', 'Total Ir:', commify($bt), commify($d->{new}{measured_total}{Ir}),
+                signed($d->{new}{measured_total}{Ir} - $bt),
+                defined $g && !$d->{normalized} ? sprintf(', %+.2f%%', $g) : ''),
+        sprintf('%-14s%d changed, %d new, %d vanished, %d unchanged', 'Contexts:',
+                map { $c->{$_} // 0 } qw(changed new vanished same)),
+        ''), "\n";
+    unless (@shown) { print $fh "No k-context changed.\n"; return }
+    print $fh sprintf("%d of %d changed contexts shown (--top)\n", $limit, scalar @shown) if $limit < @shown;
+    print $fh sprintf("%13s %9s %13s %13s %13s %10s  %-8s %s\n",
+                      'delta Ir', '%', 'base Ir', 'new Ir', 'delta incl', 'delta calls', 'status', 'context');
+    for my $r (@shown[0 .. $limit - 1]) {
+        my $p = pct_of($r->{delta}{Ir}, $r->{base}{Ir});
+        print $fh sprintf("%13s %9s %13s %13s %13s %10s  %-8s %s\n", signed($r->{delta}{Ir}),
+                          defined $p ? sprintf('%+.1f%%', $p) : '', commify($r->{base}{Ir}), commify($r->{new}{Ir}),
+                          signed($r->{delta}{inclusive}), signed($r->{delta}{calls}), $r->{status},
+                          join(' > ', map { $name->($_) } @{$r->{path}}));
+    }
+}
+
+1;

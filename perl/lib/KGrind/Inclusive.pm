@@ -1,0 +1,53 @@
+package KGrind::Inclusive;
+# Inclusive Ir of a k-context that counts every instruction once: the
+# inclusive Ir of its outermost activations only.  A context's plain
+# inclusive Ir (the k-CCF's counter) adds up all its activations, so an
+# activation nested in another of the same context (recursion through the
+# context) is counted twice and the share can pass 100 %.
+#
+# A k-SF node's inclusive Ir already counts its outermost activations only
+# (kgrind adds it when the last activation of the node on the stack ends).
+# A node whose tree path shows an ancestor of the same k'-context runs
+# inside an activation of that context, which some counted node holds: it
+# is left out.  At k = inf (the tree is the calling context tree) this is
+# exact.  At finite k a nesting that spans more than a tree's path cannot be
+# seen, so the sum is an upper bound of the exact value; it is capped at the
+# thread's Ir, which the exact value never exceeds.
+use strict;
+use warnings;
+
+use KGrind::Forest qw(first_root preorder);
+
+# Forest F recorded with k = $K (-1: inf), contexts of $kk + 1 labels:
+# context key (key_of) -> inclusive Ir of its outermost activations.  Undef
+# for $kk = inf: a context is then a whole path, never nested in itself.
+sub outermost {
+    my ($F, $kk, $K) = @_;
+    return undef if $kk < 0;
+    my ($par, $fn, $inc, $depth) = @$F{qw(par fn incl depth)};
+    my $clear = $K < 0 ? 0 : $K;
+    my $bytes = 4 * ($kk + 1);
+    my (@chain, @first, @key, @stack, %open, %sum);
+    for my $v (@{preorder($F)}) {
+        my $p = $par->[$v];
+        # leave the subtrees the pre-order is done with
+        while (@stack && $stack[-1] != $p) { my $u = pop @stack; $open{$key[$u]}-- if defined $key[$u] }
+        $first[$v] = $p < 0 ? first_root($F, $v) : $first[$p];
+        # the labels, innermost first, packed: kk + 1 of them at most
+        my $c = $chain[$v] = substr(pack('N', $fn->[$v]) . ($p < 0 ? '' : $chain[$p]), 0, $bytes);
+        # the context is known when kk + 1 labels show, or the whole path of a first tree
+        my $k = $key[$v] = length($c) == $bytes || $first[$v] ? $c : undef;
+        unless (defined $k) { push @stack, $v; next }
+        if ($first[$v] || $depth->[$v] >= $clear) {    # counted: not a cleared top region
+            $sum{$k} += $open{$k} ? 0 : $inc->[$v];
+        }
+        push @stack, $v;
+        $open{$k}++;
+    }
+    return \%sum;
+}
+
+# The key of a context given as label ids, outermost first.
+sub key_of { pack('N*', reverse @{$_[0]}) }
+
+1;

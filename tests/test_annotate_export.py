@@ -1,0 +1,291 @@
+"""kgrind_annotate's exports for today's tools (issue 24): pprof's
+profile.proto (decoded by tests/pprof_wire.py and by `go tool pprof`) and
+speedscope's file format, each compared with kgrind_annotate's own JSON
+context by context."""
+import collections
+import json
+import pathlib
+import random
+import re
+import subprocess
+
+import pytest
+
+import pprof_wire
+import test_annotate_model as M
+import testdeps
+from test_annotate import THESIS, annotate, annotate_cmd, ok  # noqa: F401
+
+
+def run_bytes(*args):
+    """kgrind_annotate with binary stdout."""
+    r = subprocess.run([*annotate_cmd(), *map(str, args)], capture_output=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == b''
+    return r.stdout
+
+
+def model_profile(tmp_path, k, seed=1, threads=(1, 2)):
+    rng = random.Random(seed)
+    return M.write_profile(tmp_path / f'model-{k}.out', {t: M.random_activations(rng) for t in threads}, k)
+
+
+@pytest.fixture
+def twice_profile(tools):
+    exe = tools.compile('twice.c')
+
+    def profile(k, scale=1, out=None):
+        run = tools.kgrind(exe, scale, opts=[f'--k={k}'], out=out or f'twice-k{k}-s{scale}.out')
+        assert run.returncode == 0, run.stderr
+        return run.profile_path
+    return profile
+
+
+def truncated(k):
+    return f'[truncated k={k}]'
+
+
+def expected_stacks(d):
+    """JSON contexts as pprof stacks (outermost first, with the truncation
+    frame of a context that does not reach __root__): Counter of
+    (thread, stack, calls, Ir)."""
+    k = d['k']
+    want = collections.Counter()
+    for t in d['threads']:
+        for c in t['contexts']:
+            stack = tuple(c['path'])
+            if k != 'inf' and stack[0] != '__root__':
+                stack = (truncated(k),) + stack
+            want[(str(t['tid']), stack, c['calls'], c['Ir'])] += 1
+    return want
+
+
+def pprof_file(tmp_path, *args):
+    p = tmp_path / 'profile.pb.gz'
+    p.write_bytes(run_bytes('--format=pprof', *args))
+    return p
+
+
+# ---------------------------------------------------------------------------
+# pprof: the wire format decoded independently.
+
+def check_pprof_equals_json(tmp_path, annotate, *args):
+    d = annotate('--format=json', *args).json()
+    p = pprof_wire.decode(pprof_file(tmp_path, *args))
+    assert p['sample_types'] == [('calls', 'count'), ('Ir', 'count')]
+    assert p['default_sample_type'] == 'Ir'
+    got = collections.Counter()
+    for s in p['samples']:
+        assert s['labels']['k'] == str(d['k'])
+        calls, ir = s['values']
+        got[(s['labels']['thread'], tuple(reversed(s['stack'])), calls, ir)] += 1
+    assert got == expected_stacks(d)
+    assert sum(s['values'][1] for s in p['samples']) == d['total']['Ir']
+    # one function per name, and its location points at it
+    names = [f['name'] for f in p['functions'].values()]
+    assert len(names) == len(set(names))
+    assert all(loc['function'] is p['functions'][i] for i, loc in p['locations'].items())
+    return d, p
+
+
+@pytest.mark.parametrize('k', [1, 3, M.INF])
+def test_pprof_model_profiles_equal_json(annotate, tmp_path, k):
+    prof = model_profile(tmp_path, k, seed=7 + (k or 9))
+    for kk in ([k] if k is M.INF else range(k + 1)):
+        check_pprof_equals_json(tmp_path, annotate, f'--k={"inf" if kk is M.INF else kk}', prof)
+    check_pprof_equals_json(tmp_path, annotate, '--join-threads', prof)
+
+
+def test_pprof_thesis_listing(annotate, tmp_path):
+    d, p = check_pprof_equals_json(tmp_path, annotate, THESIS)
+    stacks = {tuple(reversed(s['stack'])) for s in p['samples']}
+    assert ('[truncated k=2]', 'e', 'd', 'c') in stacks      # not rooted: marked
+    assert ('__root__', 'e') in stacks                       # rooted: as it is
+
+
+def test_pprof_real_program_files_and_lines(annotate, tmp_path, twice_profile):
+    prof = twice_profile(2)
+    d, p = check_pprof_equals_json(tmp_path, annotate, prof)
+    src = pathlib.Path(__file__).parent / 'progs' / 'twice.c'
+    lines = src.read_text().splitlines()
+    by_name = {f['name']: f for f in p['functions'].values()}
+    for fn in ('step', 'fixed', 'scaled', 'even', 'odd', 'twice'):
+        f = by_name[fn]
+        assert f['filename'].endswith('tests/progs/twice.c'), f
+        # the first costly line of the function is its definition's line
+        assert re.search(rf'\b{fn}\(', lines[f['start_line'] - 1]), (fn, f)
+
+
+# ---------------------------------------------------------------------------
+# pprof: what `go tool pprof` shows.
+
+def go_pprof(path, *args):
+    go = testdeps.debian_tool('go', 'golang-go')
+    r = subprocess.run([go, 'tool', 'pprof', '-nodefraction=0', '-edgefraction=0', *args, str(path)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def parse_raw(text):
+    """go tool pprof -raw: samples as Counter((thread, stack, calls, Ir))."""
+    samples_part, rest = text.split('\nSamples:\n', 1)[1].split('\nLocations\n', 1)
+    names = {}
+    for line in rest.split('\nMappings\n')[0].splitlines():
+        m = re.match(r'\s*(\d+): 0x[0-9a-f]+ M=\d+ (.*) \S*:\d+ s=\d+$', line)
+        if m:
+            names[m[1]] = m[2]
+    got = collections.Counter()
+    lines = samples_part.splitlines()[1:]     # after the value-type line
+    for line, labels in zip(lines[0::2], lines[1::2]):
+        m = re.match(r'\s*(\d+)\s+(\d+): ([\d ]+)$', line)
+        assert m, line
+        thread = re.search(r'thread:\[(\S+)\]', labels)[1]
+        stack = tuple(reversed([names[i] for i in m[3].split()]))
+        got[(thread, stack, int(m[1]), int(m[2]))] += 1
+    return got
+
+
+def parse_traces(text):
+    """go tool pprof -traces: Counter((stack, Ir)) of the samples it lists."""
+    got = collections.Counter()
+    for block in text.split('-----------+-------------------------------------------------------')[1:]:
+        frames = [l for l in block.splitlines() if l.strip() and not re.match(r'\s+\w+:\s', l)]
+        if not frames:
+            continue
+        m = re.match(r'\s*(\d+)\s+(.*)$', frames[0])
+        stack = [m[2]] + [f.strip() for f in frames[1:]]
+        got[(tuple(reversed(stack)), int(m[1]))] += 1
+    return got
+
+
+def parse_top(text):
+    """go tool pprof -top: {function: (flat, cum)} and the total."""
+    total = int(re.search(r'of (\d+) total', text)[1])
+    rows = {}
+    for line in text.split('\n      flat  flat%')[1].splitlines()[1:]:
+        m = re.match(r'\s*(\d+)\s+\S+%\s+\S+%\s+(\d+)\s+\S+%\s+(.*)$', line)
+        rows[m[3]] = (int(m[1]), int(m[2]))
+    return rows, total
+
+
+@pytest.mark.parametrize('k', [1, 2, 'inf'])
+def test_go_tool_pprof_equals_json(annotate, tmp_path, twice_profile, k):
+    prof = twice_profile(k)
+    d = annotate('--format=json', prof).json()
+    want = expected_stacks(d)
+    path = pprof_file(tmp_path, prof)
+    assert parse_raw(go_pprof(path, '-raw')) == want
+    # -traces lists the samples with Ir (the default sample type)
+    traces = collections.Counter()
+    for (_t, stack, _calls, ir), n in want.items():
+        if ir:
+            traces[(stack, ir)] += n
+    assert parse_traces(go_pprof(path, '-traces')) == traces
+    # -top: a function's flat Ir is that of the contexts it is the last of;
+    # cum, that of the stacks holding it
+    rows, total = parse_top(go_pprof(path, '-top', '-nodecount=100000'))
+    assert total == d['total']['Ir']
+    flat, cum = collections.Counter(), collections.Counter()
+    for (_t, stack, _calls, ir), n in want.items():
+        flat[stack[-1]] += ir * n
+        for f in set(stack):
+            cum[f] += ir * n
+    assert rows == {f: (flat[f], cum[f]) for f in cum if cum[f]}
+    # -peek step: its callers, each with the Ir of the stacks where it calls step
+    callers = collections.Counter()
+    for (_t, stack, _calls, ir), n in want.items():
+        if stack[-1] == 'step' and ir:
+            callers[stack[-2]] += ir * n
+    peek = go_pprof(path, '-peek', '^step$')
+    got = {m[2]: int(m[1]) for m in re.finditer(r'^\s+(\d+) +\S+% \|   (\S+)$', peek, re.M)}
+    assert got == dict(callers) and set(got) == {'fixed', 'even', 'odd'}
+    if k == 'inf':
+        assert all(s[0] == '__root__' for (_t, s, _c, _i) in want)
+    else:
+        assert any(s[0] == truncated(k) for (_t, s, _c, _i) in want)
+
+
+# ---------------------------------------------------------------------------
+# speedscope.
+
+SPEEDSCOPE_SCHEMA = pathlib.Path(__file__).parent / 'data' / 'speedscope' / 'file-format-schema.json'
+
+
+def check_speedscope_equals_json(annotate, *args):
+    import jsonschema
+    d = annotate('--format=json', *args).json()
+    s = annotate('--format=speedscope', *args).json()
+    jsonschema.validate(s, json.loads(SPEEDSCOPE_SCHEMA.read_text()))
+    assert len(s['profiles']) == len(d['threads'])
+    frames = [f['name'] for f in s['shared']['frames']]
+    assert len(frames) == len(set(frames))
+    want = expected_stacks(d)
+    for p, t in zip(s['profiles'], d['threads']):
+        assert p['type'] == 'sampled' and p['name'].startswith(f'thread {t["tid"]} ')
+        assert len(p['samples']) == len(p['weights'])
+        assert sum(p['weights']) == t['Ir'] == p['endValue'] and p['startValue'] == 0
+        got = collections.Counter(tuple(frames[i] for i in st) for st in p['samples'])
+        assert got == collections.Counter(stack for (tid, stack, _c, ir), n in want.items()
+                                          for _ in range(n) if tid == str(t['tid']) and ir)
+        by_stack = dict(zip((tuple(frames[i] for i in st) for st in p['samples']), p['weights']))
+        assert all(by_stack[stack] == ir for (tid, stack, _c, ir) in want if tid == str(t['tid']) and ir)
+    assert sum(sum(p['weights']) for p in s['profiles']) == d['total']['Ir']
+    return d, s
+
+
+@pytest.mark.parametrize('k', [1, 3, M.INF])
+def test_speedscope_model_profiles(annotate, tmp_path, k):
+    prof = model_profile(tmp_path, k, seed=21 + (k or 5))
+    check_speedscope_equals_json(annotate, prof)
+    check_speedscope_equals_json(annotate, '--k=0', prof)
+    check_speedscope_equals_json(annotate, '--join-threads', prof)
+
+
+def test_speedscope_real_program(annotate, twice_profile):
+    _d, s = check_speedscope_equals_json(annotate, twice_profile('inf'))
+    step = next(f for f in s['shared']['frames'] if f['name'] == 'step')
+    assert step['file'].endswith('tests/progs/twice.c') and step['line'] > 0
+
+
+def speedscope_page(tmp_path, profile_json):
+    """The speedscope app's page (npm package) loading profile_json as its
+    command line does (bin/cli.mjs: a script calling loadFileFromBase64)."""
+    import base64
+    app = testdeps.npm_package('speedscope', pathlib.Path.home() / '.cache' / 'kgrind-tests' / 'npm')
+    loader = tmp_path / 'load.js'
+    loader.write_text('speedscope.loadFileFromBase64(%s, %s)' % (
+        json.dumps(profile_json.name), json.dumps(base64.b64encode(profile_json.read_bytes()).decode())))
+    return f'file://{app}/dist/release/index.html#localProfilePath={loader}'
+
+
+def chromium(*args):
+    exe = testdeps.debian_tool('chromium', 'chromium')
+    r = subprocess.run([exe, '--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars',
+                        '--virtual-time-budget=8000', *args], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r.stdout
+
+
+def test_speedscope_opens_in_chromium(tmp_path, twice_profile):
+    """speedscope itself imports the file: its page shows the thread's
+    profile name only once the import succeeded (an import error leaves it
+    empty, with an alert), and draws it."""
+    path = tmp_path / 'twice.speedscope.json'
+    path.write_bytes(run_bytes('--format=speedscope', twice_profile(2)))
+    url = speedscope_page(tmp_path, path)
+    dom = chromium('--dump-dom', url)
+    assert 'thread 1 (k=2, Ir)' in dom and 'Time Order' in dom
+    png = tmp_path / 'speedscope.png'
+    chromium('--window-size=1400,800', f'--screenshot={png}', url)
+    assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n' and png.stat().st_size > 10000
+
+
+def test_exports_refuse_block_modes(annotate, tools):
+    from test_annotate import bad
+    exe = tools.compile('twice.c')
+    run = tools.kgrind(exe, opts=['--mode=intra'], out='intra.out')
+    assert run.returncode == 0, run.stderr
+    for fmt in ('pprof', 'speedscope'):
+        bad(annotate(f'--format={fmt}', run.profile_path), f'--format={fmt}: function-mode profiles only')
+    bad(annotate('--diff', run.profile_path, run.profile_path), '--diff: function-mode profiles only')

@@ -1,0 +1,188 @@
+"""kgrind_annotate's views (issue 24): folded stacks that keep names intact,
+--callers (the k-CCF as caller stacks), --names=short on C++ names, and
+--format=dot as a connected call graph of the k-contexts."""
+import collections
+import random
+import re
+import subprocess
+
+import pytest
+
+import test_annotate_model as M
+from test_annotate import THESIS, annotate, ok  # noqa: F401
+from test_annotate_export import twice_profile  # noqa: F401
+
+# Demangled names and what --names=short makes of them (by hand, after
+# KCachegrind's "Shorten Templates": no parameter lists, return types or
+# qualifiers, template arguments as <...>).
+SHORT = {
+    'std::vector<int, std::allocator<int> >::push_back(int const&)': 'std::vector<...>::push_back',
+    'Shape::area() const': 'Shape::area',
+    'operator<<(std::ostream&, Point const&)': 'operator<<',
+    'operator new(unsigned long)': 'operator new',
+    'operator delete[](void*)': 'operator delete[]',
+    'Point::operator<(Point const&) const': 'Point::operator<',
+    'Point::operator()(int) &&': 'Point::operator()',
+    '(anonymous namespace)::f(int)': '(anonymous namespace)::f',
+    'long sum_pairs<int, long>(std::map<int, long, std::less<int>, std::allocator<std::pair<int const, long> > > const&)':
+        'sum_pairs<...>',
+    'main::{lambda(long)#1}::operator()(long) const': 'main::{lambda(long)#1}::operator()',
+    'A<int>::~A()': 'A<...>::~A',
+    'plain_c_function': 'plain_c_function',
+}
+
+
+def folded(text):
+    out = {}
+    for line in text.splitlines():
+        stack, n = line.rsplit(' ', 1)
+        out[stack] = out.get(stack, 0) + int(n)
+    return out
+
+
+def json_folded(d, reverse=False):
+    want = collections.Counter()
+    for t in d['threads']:
+        for c in t['contexts']:
+            if c['Ir']:
+                want[';'.join(reversed(c['path']) if reverse else c['path'])] += c['Ir']
+    return dict(want)
+
+
+@pytest.fixture
+def cxx_profile(tmp_path):
+    """A model profile whose functions have C++ names (spaces, commas,
+    brackets, operators)."""
+    rng = random.Random(3)
+    runs = {1: M.random_activations(rng, labels=tuple(SHORT)), 2: M.random_activations(rng, labels=tuple(SHORT))}
+    return M.write_profile(tmp_path / 'cxx.out', runs, 2)
+
+
+def test_folded_keeps_names(annotate, cxx_profile):
+    d = annotate('--format=json', cxx_profile).json()
+    got = folded(ok(annotate('--format=folded', cxx_profile)).out)
+    assert got == json_folded(d)
+    assert any(' ' in s for s in got)     # names with spaces came through whole
+
+
+def test_names_short(annotate, cxx_profile):
+    d = annotate('--format=json', cxx_profile).json()
+    want = collections.Counter()
+    for stack, n in json_folded(d).items():
+        want[';'.join(SHORT.get(f, f) for f in stack.split(';'))] += n
+    assert folded(ok(annotate('--format=folded', '--names=short', cxx_profile)).out) == dict(want)
+    # the text table is short by default, JSON full
+    table = ok(annotate('--top=0', '--threshold=100', cxx_profile)).out
+    rows = re.findall(r'^ +[\d,]+ +\S+% +[\d,]+ +[\d,]+  (.*)$', table, re.M)
+    shown = {f for row in rows for f in row.split(' > ')}
+    assert shown and shown <= set(SHORT.values()) | {'__root__'}
+    full = ok(annotate('--top=0', '--threshold=100', '--names=full', cxx_profile)).out
+    assert 'std::vector<int, std::allocator<int> >::push_back(int const&)' in full
+    assert {f for t in d['threads'] for c in t['contexts'] for f in c['path']} <= set(SHORT) | {'__root__'}
+
+
+def test_names_short_real_cxx(annotate, tools):
+    exe = tools.compile('templates.cpp', '-O0')
+    run = tools.kgrind(exe, opts=['--k=1'])
+    assert run.returncode == 0, run.stderr
+    text = ok(annotate('--top=0', '--threshold=100', run.profile_path)).out
+    for name in ('sum_pairs<...>', '(anonymous namespace)::Point::operator<', '(anonymous namespace)::Point::area',
+                 'std::map<...>::operator[]', 'main::{lambda(long)#1}::operator()'):
+        assert re.search(rf'(?:^|  |> ){re.escape(name)}(?: >|$)', text, re.M), name
+    rows = ' '.join(re.findall(r'^ +[\d,]+ +\S+% +[\d,]+ +[\d,]+  (.*)$', text, re.M))
+    # template arguments collapsed (operator< and operator<< aside), no parameter lists
+    assert not re.search(r'<(?!\.\.\.>)', re.sub(r'operator\S*', '', rows)), rows
+    assert 'const&' not in rows and '(long)' not in rows.replace('{lambda(long)#1}', '')
+
+
+@pytest.mark.parametrize('k', [1, 2, M.INF])
+def test_callers_folded_is_the_kccf(annotate, tmp_path, k):
+    rng = random.Random(40 + (k or 0))
+    prof = M.write_profile(tmp_path / 'c.out', {1: M.random_activations(rng), 2: M.random_activations(rng)}, k)
+    d = annotate('--format=json', prof).json()
+    got = folded(ok(annotate('--format=folded', '--callers', prof)).out)
+    assert got == json_folded(d, reverse=True)
+    # every k-CCF node's Ir is the Ir of the caller stacks it starts
+    prefix = collections.Counter()
+    for stack, n in got.items():
+        frames = stack.split(';')
+        for i in range(1, len(frames) + 1):
+            prefix[tuple(frames[:i])] += n
+
+    def walk(nodes, path, out):
+        for n in nodes:
+            p = path + (n['name'],)
+            out[p] += n['Ir']
+            walk(n.get('callers', []), p, out)
+    kccf = collections.Counter()
+    for t in d['threads']:
+        walk(t['kccf'], (), kccf)
+    assert {p: v for p, v in kccf.items() if v} == {p: v for p, v in prefix.items() if v}
+
+
+def test_callers_needs_folded(annotate):
+    from test_annotate import bad
+    bad(annotate('--callers', THESIS), '--callers: only with --format=folded')
+    bad(annotate('--names=long', THESIS), "bad --names value 'long'")
+
+
+# ---------------------------------------------------------------------------
+# Graphviz.
+
+def parse_dot(text):
+    nodes, edges = {}, []
+    for m in re.finditer(r'^  n(\d+) \[label="([^"]*)", tooltip="([^"]*)"', text, re.M):
+        calls = int(re.search(r'\\ncalls ([\d,]+)', m[2])[1].replace(',', ''))
+        nodes[int(m[1])] = (tuple(m[3].split(' > ')), calls, m[2])
+    for m in re.finditer(r'^  n(\d+) -> n(\d+) \[label="([\d,]+)x\\n([\d,]+)"\];', text, re.M):
+        edges.append((int(m[1]), int(m[2]), int(m[3].replace(',', '')), int(m[4].replace(',', ''))))
+    return nodes, edges
+
+
+def connected(nodes, edges):
+    adj = collections.defaultdict(set)
+    for a, b, _c, _i in edges:
+        adj[a].add(b)
+        adj[b].add(a)
+    seen, todo = set(), [next(iter(nodes))]
+    while todo:
+        n = todo.pop()
+        if n not in seen:
+            seen.add(n)
+            todo += adj[n]
+    return seen == set(nodes)
+
+
+@pytest.mark.parametrize('k', [2, 'inf'])
+def test_dot_call_graph(annotate, twice_profile, k):
+    prof = twice_profile(k)
+    d = annotate('--format=json', prof).json()
+    calls = collections.Counter()
+    for t in d['threads']:
+        for c in t['contexts']:
+            calls[tuple(c['path'])] += c['calls']
+    full = ok(annotate('--format=dot', '--threshold=100', '--top=0', prof)).out
+    nodes, edges = parse_dot(full)
+    # one node per context, with its calls; one edge per caller -> callee pair
+    assert sorted(p for p, _c, _l in nodes.values()) == sorted(calls)
+    assert all(c == calls[p] for p, c, _l in nodes.values())
+    assert len({(a, b) for a, b, _c, _i in edges}) == len(edges)
+    assert connected(nodes, edges)
+    # the calls into a context are its activations (all but the root's)
+    into = collections.Counter()
+    for _a, b, c, _i in edges:
+        into[b] += c
+    for n, (p, c, _l) in nodes.items():
+        assert into[n] == (0 if p == ('__root__',) else c), p
+    # a callee context extends its caller's by one function
+    for a, b, _c, _i in edges:
+        pa, pb = nodes[a][0], nodes[b][0]
+        assert pb[:-1] == pa[-len(pb) + 1:] if k != 'inf' else pb[:-1] == pa
+    # pruned: the hottest contexts, still connected, every node named plainly
+    top = ok(annotate('--format=dot', '--top=5', prof)).out
+    n5, e5 = parse_dot(top)
+    assert 5 <= len(n5) < len(nodes) and connected(n5, e5)
+    assert any(p[-1] == 'scaled' for p, _c, _l in n5.values())
+    assert '()' not in top
+    svg = subprocess.run(['dot', '-Tsvg'], input=top, capture_output=True, text=True)
+    assert svg.returncode == 0 and '<svg' in svg.stdout, svg.stderr
