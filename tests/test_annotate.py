@@ -652,5 +652,5 @@ def test_odd_names_are_read_as_written(annotate, tmp_path):
     rename = {'c': odd}
     want = sorted((tuple(rename.get(n, n) for n in c['path']), c['calls'], c['Ir']) for c in plain['threads'][0]['contexts'])
     assert sorted((tuple(c['path']), c['calls'], c['Ir']) for c in d['threads'][0]['contexts']) == want
-    r = ok(annotate('--auto=yes', '--threshold=100', p))
+    r = ok(annotate('--auto=yes', '--threshold=100', '--names=full', p))
     assert f'e > d > {odd}' in r.out
