@@ -643,8 +643,6 @@ extern "C" void VG_REGPARM(1) kg_unwind(Addr sp)
 static void block_entry(BlockInfo* blk, Addr sp, UWord after_call)
 {
    ThreadState* t = current;
-   // A new coroutine's first function, or a resumed one's next block.
-   if (left_running_stack(t, sp)) switch_stack(t, sp);
    if (after_call) {
       push_activation(t, activated_function(blk), sp, blk, kg_now->call_site);
    } else if (blk->fn_entry && running_function() != blk->fn) {
@@ -658,6 +656,14 @@ static void block_entry(BlockInfo* blk, Addr sp, UWord after_call)
    kg_refresh_counters(blk);
 }
 
+// A new coroutine's first function (entered by a ret, not a call) comes
+// through kg_entry_fixup or kg_block_entry; kg_block_start checks in
+// unwind_at_block_start.
+static void follow_stack_switch(Addr sp)
+{
+   if (left_running_stack(current, sp)) switch_stack(current, sp);
+}
+
 extern "C" void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, ForestNode* ctx_before)
 {
    Transition* tr = kg_now->top->tr;
@@ -668,11 +674,13 @@ extern "C" void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, ForestNode
    update_now_from_top();
    // A handler on an alternate stack runs below no frame (signal_delivered).
    if (kg_now->top->tr->kind == kAltSignalFence) kg_now->top_sp = ~(Addr)0;
+   follow_stack_switch(sp);
    block_entry(blk, sp, ctx_before == kCallPending);
 }
 
 extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode* ctx_before)
 {
+   follow_stack_switch(sp);
    block_entry(blk, sp, ctx_before == kCallPending);
 }
 

@@ -761,10 +761,9 @@ Addr called_plt_stub(const IRSB* sb_in)
    if (clo.mode != kModeFunc || !call_or_jump || sb_in->next->tag != Iex_Const) return 0;
    Addr target = const_target(sb_in->next->Iex.Const.con);
    if (!target || !is_plt_stub(target)) return 0;
-   const IRStmt* first = nullptr;
-   for (Int i = 0; i < sb_in->stmts_used && !first; i++)
-      if (sb_in->stmts[i] && sb_in->stmts[i]->tag == Ist_IMark) first = sb_in->stmts[i];
-   return first && is_plt_stub((Addr)first->Ist.IMark.addr) ? 0 : target;
+   Int first = guest_code_start(sb_in);
+   if (first == sb_in->stmts_used) return 0;
+   return is_plt_stub((Addr)sb_in->stmts[first]->Ist.IMark.addr) ? 0 : target;
 }
 
 // Function mode: the instructions of a PLT stub's superblock if a caller's
