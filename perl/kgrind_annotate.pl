@@ -9,6 +9,7 @@
 use strict;
 use warnings;
 no warnings 'recursion';
+no warnings 'portable';    # 64-bit vec on packed columns
 use Getopt::Long qw(GetOptionsFromArray :config no_ignore_case bundling no_auto_abbrev);
 use File::Spec;
 # The modules: next to the script (perl/lib in the source tree, a link to it
@@ -252,29 +253,73 @@ sub analyse {
 }
 
 # Sorting helpers: key of a context / node by --sort.
+# A context's counter (xcalls, xexcl, xincl): an array, or a CCT's packed
+# column (KGrind::Forest::cct_contexts).
+sub cval { my ($C, $name, $cid) = @_; my $c = $C->{$name}; ref $c ? $c->[$cid] : vec($c, $cid, 64) }
+
 # Context cid's inclusive Ir of its outermost activations, at most the
 # thread's Ir (KGrind::Inclusive); the plain inclusive Ir at k = inf and in
 # the block modes (where it equals the exclusive Ir).  Looked up per context:
 # the text table needs only the contexts it shows.
 sub outer_incl {
     my ($C, $cid) = @_;
-    my $outer = $C->{outer} or return $C->{xincl}[$cid];
-    my $v = $outer->{KGrind::Inclusive::key_of(ctx_labels($C, $cid))} // $C->{xincl}[$cid];
+    my $outer = $C->{outer} or return cval($C, 'xincl', $cid);
+    my $v = $outer->{KGrind::Inclusive::key_of(ctx_labels($C, $cid))} // cval($C, 'xincl', $cid);
     return $v < $C->{ir} ? $v : $C->{ir};
 }
 
-# All contexts' outer_incl, computed once.
+# All contexts' outer_incl, computed once (the plain column without outermost values).
 sub xouter {
     my ($C) = @_;
+    return $C->{xincl} unless $C->{outer};
     return $C->{xouter} //= do { my @x; $x[$_] = outer_incl($C, $_) for @{$C->{ctx}}; \@x };
 }
 
 # The sort keys: inclusive is the contexts' outermost inclusive Ir, the
-# trees' plain inclusive counters.
+# trees' plain inclusive counters.  An array, or for a CCT's contexts a
+# packed column (read with each_key).
 sub key_arrays {
     my ($sort, $C, $ctx) = @_;
     return $ctx ? ($sort eq 'calls' ? $C->{xcalls} : $sort eq 'inclusive' ? xouter($C) : $C->{xexcl})
-                : ($sort eq 'calls' ? $C->{calls} : $sort eq 'inclusive' ? $C->{incl} : $C->{excl});
+                : map { col($C, $_) } ($sort eq 'calls' ? 'calls' : $sort eq 'inclusive' ? 'incl' : 'excl');
+}
+
+# Calls $each->([keys], [their context ids]) over all contexts, in chunks
+# (a CCT's packed column is never unpacked whole).
+sub each_key {
+    my ($C, $key, $each) = @_;
+    return $each->([@$key[@{$C->{ctx}}]], $C->{ctx}) if ref $key;
+    my $n = $C->{nctx};
+    for (my $s = 0; $s < $n; $s += 65536) {
+        my $len = $n - $s < 65536 ? $n - $s : 65536;
+        $each->([unpack('Q>*', substr($key, 8 * $s, 8 * $len))], [$s .. $s + $len - 1]);
+    }
+}
+
+sub key_sum { my ($C, $key) = @_; my $sum = 0; each_key($C, $key, sub { $sum += $_ for @{$_[0]} }); $sum }
+
+# The contexts that can be among the first `limit` by key: those whose key
+# is at least the limit-th largest, found in one pass with a buffer of the
+# largest keys seen, cut back to `limit` whenever it holds 4 * limit.
+sub top_candidates {
+    my ($C, $key, $limit) = @_;
+    my ($min, @buf) = (-1);
+    each_key($C, $key, sub {
+        for (@{$_[0]}) {
+            next if $_ <= $min;
+            push @buf, $_;
+            next if @buf < 4 * $limit;
+            @buf = (sort { $b <=> $a } @buf)[0 .. $limit - 1];
+            $min = $buf[-1];
+        }
+    });
+    my $cut = @buf >= $limit ? (sort { $b <=> $a } @buf)[$limit - 1] : -1;
+    my @ids;
+    each_key($C, $key, sub {
+        my ($keys, $cids) = @_;
+        push @ids, map { $cids->[$_] } grep { $keys->[$_] >= $cut } 0 .. $#$keys;
+    });
+    return \@ids;
 }
 
 # Contexts sorted by the key (descending), then by path.  With a limit,
@@ -283,31 +328,20 @@ sub key_arrays {
 sub sorted_contexts {
     my ($o, $C, $limit) = @_;
     my $key = key_arrays($o->{sort}, $C, 1);
-    my @ids = @{$C->{ctx}};
-    if ($limit && @ids > $limit) {
-        # the limit-th largest key, in one pass: a buffer of the largest keys
-        # seen, cut back to `limit` whenever it holds 4 * limit
-        my @buf = sort { $b <=> $a } map { $key->[$_] } @ids[0 .. $limit - 1];
-        my $min = $buf[-1];
-        for my $cid (@ids[$limit .. $#ids]) {
-            next if $key->[$cid] <= $min;
-            push @buf, $key->[$cid];
-            if (@buf >= 4 * $limit) {
-                @buf = (sort { $b <=> $a } @buf)[0 .. $limit - 1];
-                $min = $buf[-1];
-            }
-        }
-        my $cut = (sort { $b <=> $a } @buf)[$limit - 1];
-        @ids = grep { $key->[$_] >= $cut } @ids;
-    }
+    my $ids = $limit && ctx_count($C) > $limit ? top_candidates($C, $key, $limit) : ctx_ids($C);
+    my $kv = ref $key ? sub { $key->[$_[0]] } : sub { vec($key, $_[0], 64) };
     my $max = 0;
-    for (@ids) { $max = $key->[$_] if $key->[$_] > $max }
+    for (@$ids) { my $x = $kv->($_); $max = $x if $x > $max }
     my $w = length $max;
     my ($cpar, $cfn, $cch, $corder) = @$C{qw(par fn chain order)};
+    # a CCT's few contexts are ordered by their paths' names, many by the
+    # order of all paths (one sort of the tree's nodes)
+    $corder = path_order($C) if $C->{cct} && @$ids > 20000;
     my @s;
-    for my $cid (@ids) {
-        my $s = sprintf('%0*d', $w, $max - $key->[$cid]);
+    for my $cid (@$ids) {
+        my $s = sprintf('%0*d', $w, $max - $kv->($cid));
         if ($corder) { $s .= pack('N', $corder->[$cid]) }    # the paths' order, without the paths
+        elsif ($C->{cct}) { $s .= "\0" . $LNAME[$_] for @{ctx_labels($C, $cid)} }
         elsif ($cch) { $s .= "\0" . $LNAME[$_ - 1] for reverse unpack('N*', substr($cch->[$cid], 0, -8)) }
         else {
             my $u = $cid;
@@ -322,14 +356,14 @@ sub sorted_contexts {
 # Children (or roots) in display order.
 sub tree_kids {
     my ($o, $T) = @_;
-    my ($roots, $kids) = children_of($T->{par});
+    my ($roots, $kids) = children_of(col($T, 'par'));
     if ($o->{'tree-order'} eq 'natural' && (my $first = $T->{first})) {
         my $srt = sub { [sort { $first->[$a] <=> $first->[$b] } @{$_[0]}] };
         $roots = $srt->($roots);
         for my $k (@$kids) { $k = $srt->($k) if $k && @$k > 1 }
     } elsif ($o->{'tree-order'} eq 'sorted') {
         my $key = key_arrays($o->{sort}, $T, 0);
-        my $fn = $T->{fn};
+        my $fn = col($T, 'fn');
         my $srt = sub { [sort { $key->[$b] <=> $key->[$a] || $LNAME[$fn->[$a]] cmp $LNAME[$fn->[$b]] } @{$_[0]}] };
         $roots = $srt->($roots);
         for my $k (@$kids) { $k = $srt->($k) if $k && @$k > 1 }
@@ -339,7 +373,8 @@ sub tree_kids {
 
 sub has_costs {
     my ($T) = @_;
-    for my $v (0 .. $T->{n} - 1) { return 1 if $T->{excl}[$v] || $T->{incl}[$v] }
+    my ($exc, $inc) = (col($T, 'excl'), col($T, 'incl'));
+    for my $v (0 .. $T->{n} - 1) { return 1 if $exc->[$v] || $inc->[$v] }
     return 0;
 }
 
@@ -351,7 +386,7 @@ sub print_tree {
     my ($o, $T, $out) = @_;
     my ($roots, $kids) = tree_kids($o, $T);
     my $costs = $o->{costs} eq 'yes' && has_costs($T);
-    my ($fn, $cal, $exc, $inc) = @$T{qw(fn calls excl incl)};
+    my ($fn, $cal, $exc, $inc) = map { col($T, $_) } qw(fn calls excl incl);
     my @stack = map { [$_, 0] } reverse @$roots;
     while (@stack) {
         my ($v, $d) = @{pop @stack};
@@ -360,6 +395,18 @@ sub print_tree {
         push @$out, $l;
         push @stack, map { [$_, $d + 1] } reverse @{$kids->[$v]} if $kids->[$v];
     }
+}
+
+# The k-CCF's node count in the text header.  A CCT's inf-CCF is counted
+# by sorting all reversed root paths (KGrind::Forest::inf_ccf_size,
+# O(n log depth): about 25 s for cc1plus's 2.9 M nodes, most of the
+# default report), so above $COUNT_LIMIT k-SF nodes only when --kccf or
+# JSON print it.
+my $COUNT_LIMIT = 1_000_000;
+sub header_ccf_nodes {
+    my ($o, $C) = @_;
+    return ccf_nodes($C) if !$C->{cct} || defined $C->{n} || $C->{nctx} <= $COUNT_LIMIT || $o->{kccf};
+    return 'not counted (over ' . commify($COUNT_LIMIT) . ' k-SF nodes; --kccf counts them)';
 }
 
 sub pct { my ($a, $b) = @_; $b ? sprintf('%.2f%%', 100 * $a / $b) : '-' }
@@ -371,15 +418,14 @@ sub commify { my $n = reverse shift; $n =~ s/(\d{3})(?=\d)/$1,/g; scalar reverse
 sub shown_contexts {
     my ($o, $C, $sorted) = @_;
     my $key = key_arrays($o->{sort}, $C, 1);
-    my $sum = 0;
-    $sum += $key->[$_] for @{$C->{ctx}};
+    my $sum = key_sum($C, $key);
     my @show;
     my $cum = 0;
     for my $cid (@$sorted) {
         last if $o->{top} && @show >= $o->{top};
         last if $sum && $o->{threshold} < 100 && 100 * $cum / $sum >= $o->{threshold};
         push @show, $cid;
-        $cum += $key->[$cid];
+        $cum += ref $key ? $key->[$cid] : vec($key, $cid, 64);
     }
     return (\@show, $sum);
 }
@@ -426,7 +472,7 @@ sub out_text {
     for my $t (@{$S->{threads}}) {
         push @out, sprintf('%-22s%s', "Thread $t->{tid}" . (defined $t->{fname} ? ", $t->{fname}: " : ':'),
             'Ir ' . commify($t->{ir})
-            . ", k-SF nodes $t->{F}{n}, " . kstr($S->{kk}) . "-CCF nodes $t->{C}{n}");
+            . ", k-SF nodes $t->{F}{n}, " . kstr($S->{kk}) . '-CCF nodes ' . header_ccf_nodes($o, $t->{C}));
     }
     my @hot;    # contexts shown, for source annotation
     for my $t (@{$S->{threads}}) {
@@ -437,7 +483,7 @@ sub out_text {
         push @hot, [$t, $sorted];
         push @out, '', $rule;
         push @out, sprintf('Hottest %s-contexts, thread %s: %d of %d shown (sorted by %s; threshold %s%%%s)',
-            kstr($S->{kk}) . ($BLOCKMODE ? ' block' : ''), forest_desc($t), scalar(@$show), scalar(@{$C->{ctx}}), $o->{sort}, $o->{threshold},
+            kstr($S->{kk}) . ($BLOCKMODE ? ' block' : ''), forest_desc($t), scalar(@$show), ctx_count($C), $o->{sort}, $o->{threshold},
             $o->{top} ? ", top $o->{top}" : '');
         push @out, $rule;
         my $pk = $o->{sort} eq 'calls' ? '%calls' : $o->{sort} eq 'inclusive' ? '%incl' : '%Ir';
@@ -445,15 +491,16 @@ sub out_text {
         push @out, sprintf('%15s %8s %15s %12s  %s', 'Ir', $pk, 'incl Ir', 'calls', 'context');
         my $key = key_arrays($o->{sort}, $C, 1);
         for my $cid (@$show) {
-            push @out, sprintf('%15s %8s %15s %12s  %s', commify($C->{xexcl}[$cid]), pct($key->[$cid], $den),
-                commify(outer_incl($C, $cid)), commify($C->{xcalls}[$cid]), ctx_str($o, $C, $cid));
+            push @out, sprintf('%15s %8s %15s %12s  %s', commify(cval($C, 'xexcl', $cid)),
+                pct(ref $key ? $key->[$cid] : vec($key, $cid, 64), $den),
+                commify(outer_incl($C, $cid)), commify(cval($C, 'xcalls', $cid)), ctx_str($o, $C, $cid));
         }
         if ($o->{ksf}) {
             push @out, '', $rule, "DUMP of K-SF (k=" . kstr($S->{K}) . ", thread " . forest_desc($t) . ", $t->{F}{n} nodes)", $rule;
             print_tree($o, $t->{F}, \@out);
         }
         if ($o->{kccf}) {
-            push @out, '', $rule, "DUMP of K-CCF (k=" . kstr($S->{kk}) . ", thread " . forest_desc($t) . ", $C->{n} nodes)", $rule;
+            push @out, '', $rule, "DUMP of K-CCF (k=" . kstr($S->{kk}) . ", thread " . forest_desc($t) . ", " . ccf_nodes($C) . " nodes)", $rule;
             print_tree($o, ccf_counters($C), \@out);
         }
     }
@@ -687,8 +734,8 @@ sub annotate_sources {
                         my ($t, $cid) = @$h;
                         my $C = $t->{C};
                         push @$out, sprintf('%15s  //   %s: Ir %s (%s), incl %s, calls %s%s', '', ctx_str($o, $C, $cid),
-                            commify($C->{xexcl}[$cid]), pct($C->{xexcl}[$cid], $t->{ir}),
-                            commify(outer_incl($C, $cid)), commify($C->{xcalls}[$cid]),
+                            commify(cval($C, 'xexcl', $cid)), pct(cval($C, 'xexcl', $cid), $t->{ir}),
+                            commify(outer_incl($C, $cid)), commify(cval($C, 'xcalls', $cid)),
                             @{$S->{threads}} > 1 ? ", thread $t->{tid}" : '');
                     }
                 }
@@ -793,10 +840,10 @@ sub out_json {
         my $ctx = '';    # appended to: memory and time linear in the output
         for my $cid (@$sorted) {
             $ctx .= ($ctx eq '' ? '' : ',') . '{"path":[' . join(',', @jname[@{ctx_labels($C, $cid)}])
-                . '],"calls":' . $C->{xcalls}[$cid] . ',"Ir":' . $C->{xexcl}[$cid] . ',"inclusive":'
-                . $C->{xincl}[$cid] . ',"inclusive_outermost":' . outer_incl($C, $cid) . '}';
+                . '],"calls":' . cval($C, 'xcalls', $cid) . ',"Ir":' . cval($C, 'xexcl', $cid) . ',"inclusive":'
+                . cval($C, 'xincl', $cid) . ',"inclusive_outermost":' . outer_incl($C, $cid) . '}';
         }
-        push @th, "{\"tid\":$tid," . (defined $t->{fname} ? '"function":' . js($t->{fname}) . ',' : '') . "\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"kccf_nodes\":$C->{n},"
+        push @th, "{\"tid\":$tid," . (defined $t->{fname} ? '"function":' . js($t->{fname}) . ',' : '') . "\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"kccf_nodes\":" . ccf_nodes($C) . ","
             . "\"contexts\":[$ctx],\"kccf\":" . json_tree($o, ccf_counters($C), 'callers') . ',"ksf":' . json_tree($o, $t->{F}, 'children') . '}';
     }
     return $s . join(',', @th) . "]}\n";
@@ -813,8 +860,8 @@ sub out_callers {
     my %sum;
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
-        for my $cid (@{$C->{ctx}}) {
-            my $x = $C->{xexcl}[$cid] or next;
+        for my $cid (@{ctx_ids($C)}) {
+            my $x = cval($C, 'xexcl', $cid) or next;
             $sum{join(';', map { $frame->[$_] } reverse @{ctx_labels($C, $cid)})} += $x;
         }
     }
@@ -833,10 +880,11 @@ sub out_folded {
         if ($C->{cct}) {
             # a node's stack is its parent's and its frame: each built once, in
             # time and memory linear in the output
-            my ($par, $fn, @stack) = @$C{qw(par fn)};
-            for my $v (@{$C->{ctx}}) {
-                $stack[$v] = $par->[$v] < 0 ? $frame[$fn->[$v]] : "$stack[$par->[$v]];$frame[$fn->[$v]]";
-                $sum{$stack[$v]} += $exc->[$v] if $exc->[$v];
+            my ($par, $fn, @stack) = @$C{qw(par fn)};    # packed; par is the parent + 1
+            for my $v (0 .. $C->{nctx} - 1) {
+                my ($p, $f, $x) = (vec($par, $v, 32), $frame[vec($fn, $v, 32)], vec($exc, $v, 64));
+                $stack[$v] = $p ? "$stack[$p - 1];$f" : $f;
+                $sum{$stack[$v]} += $x if $x;
             }
             next;
         }
@@ -991,8 +1039,8 @@ sub export_model {
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
         push @threads, { tid => $t->{tid}, Ir => $t->{ir} + 0, contexts => [map {
-            { path => [map { $name->($_) } @{ctx_path($C, $_)}], calls => $C->{xcalls}[$_] + 0,
-              Ir => $C->{xexcl}[$_] + 0, inclusive => $C->{xincl}[$_] + 0,
+            { path => [map { $name->($_) } @{ctx_path($C, $_)}], calls => cval($C, 'xcalls', $_) + 0,
+              Ir => cval($C, 'xexcl', $_) + 0, inclusive => cval($C, 'xincl', $_) + 0,
               inclusive_outermost => outer_incl($C, $_) + 0 }
         } @{sorted_contexts($o, $C)}] };
     }

@@ -5,11 +5,13 @@ package KGrind::Forest;
 # Core Perl modules only.
 use strict;
 use warnings;
+no warnings "portable";    # 64-bit vec and pack
 no warnings 'recursion';
 use Exporter 'import';
 use KGrind::Profile;
 
-our @EXPORT = qw(join_forests first_root children_of preorder inv_k ccf_counters ctx_labels ctx_path);
+our @EXPORT = qw(join_forests first_root children_of preorder inv_k ccf_counters ctx_labels ctx_path ccf_nodes
+                 ctx_ids ctx_count path_order);
 
 # ---------------------------------------------------------------------------
 # Forests: join (Def. 4*, Listing 5.7) and inv_k (Def. 6, Fig. 3.8, Listing 5.8).
@@ -21,7 +23,7 @@ sub join_forests {
     my $ir = 0;
     for my $F (@F) {
         $ir += $F->{ir};
-        my ($p, $f, $c, $x, $i) = @$F{qw(par fn calls excl incl)};
+        my ($p, $f, $c, $x, $i) = map { col($F, $_) } qw(par fn calls excl incl);
         my @map;
         for my $v (0 .. $F->{n} - 1) {
             my $lab = $f->[$v];
@@ -40,8 +42,8 @@ sub join_forests {
             $map[$v] = $u;
         }
     }
-    return { tid => $tid, ir => $ir, n => scalar(@fn), par => \@par, fn => \@fn, calls => \@cal,
-             excl => \@exc, incl => \@inc, depth => \@depth, preorder => 0, firstroots => \%first };
+    return pack_columns({ tid => $tid, ir => $ir, n => scalar(@fn), preorder => 0, firstroots => \%first },
+                        par => \@par, fn => \@fn, calls => \@cal, excl => \@exc, incl => \@inc, depth => \@depth);
 }
 
 # Whether root v of forest F is the root of a first tree (never cleared).
@@ -61,7 +63,7 @@ sub children_of {
 sub preorder {
     my ($F) = @_;
     return [0 .. $F->{n} - 1] if $F->{preorder};
-    my ($roots, $kids) = children_of($F->{par});
+    my ($roots, $kids) = children_of(col($F, 'par'));
     my @out;
     my @stack = reverse @$roots;
     while (@stack) {
@@ -91,7 +93,7 @@ sub inv_k {
         return $tree || $natural ? cct_ccf($F) : cct_contexts($F);
     }
     return inv_k_contexts($F, $kk, $K) unless $tree || $natural;
-    my ($par, $fn, $cal, $exc, $inc, $depth) = @$F{qw(par fn calls excl incl depth)};
+    my ($par, $fn, $cal, $exc, $inc, $depth) = map { col($F, $_) } qw(par fn calls excl incl depth);
     my $ord = preorder($F);
     my $maxbytes = $kk == $INF ? 1e18 : 4 * $kk;
     my $clear = $K == $INF ? 0 : $K;
@@ -157,7 +159,7 @@ sub inv_k {
 # the sorted chains; every output sorts contexts by key and path anyway.
 sub inv_k_contexts {
     my ($F, $kk, $K) = @_;
-    my ($par, $fn, $cal, $exc, $inc, $depth) = @$F{qw(par fn calls excl incl depth)};
+    my ($par, $fn, $cal, $exc, $inc, $depth) = map { col($F, $_) } qw(par fn calls excl incl depth);
     my $maxbytes = $kk == $INF ? 1e18 : 4 * $kk;
     my $clear = $K == $INF ? 0 : $K;
     my $n0 = $F->{n};
@@ -213,9 +215,9 @@ sub inv_k_contexts {
 # Whether the forest is one tree (a k=inf forest: the CCT).
 sub single_tree {
     my ($F) = @_;
-    my $par = $F->{par};
-    for my $v (1 .. $F->{n} - 1) { return 0 if $par->[$v] < 0 }
-    return 1;
+    my $one = 1;
+    chunks($F, ['par'], sub { my ($s, $par) = @_; $one &&= !grep { !$_ } $s ? @$par : @$par[1 .. $#$par] });
+    return $one;
 }
 
 # inv_inf of a calling context tree without the inf-CCF's trees: every node
@@ -223,11 +225,24 @@ sub single_tree {
 # tree's nodes with their own counters, kept as node ids; paths are walked
 # only for the contexts printed.  Nothing here is per (node, depth): a
 # recursion d deep costs O(d), not O(d^2) (issue 21, item 8).
+# The contexts are F's packed columns (KGrind::Profile::col); the inf-CCF's
+# node count (ccf_nodes) and the order of the paths (path_order) are
+# computed when something prints them.
 sub cct_contexts {
     my ($F) = @_;
-    return { n => inf_ccf_size($F), cct => 1, par => $F->{par}, fn => $F->{fn}, ctx => [0 .. $F->{n} - 1],
-             xcalls => $F->{calls}, xexcl => $F->{excl}, xincl => $F->{incl}, order => name_order($F) };
+    return { cct => 1, F => $F, nctx => $F->{n}, par => $F->{par}, fn => $F->{fn},
+             xcalls => $F->{calls}, xexcl => $F->{excl}, xincl => $F->{incl} };
 }
+
+# The number of nodes of a k-CCF (of a CCT's inf-CCF: counted when asked).
+sub ccf_nodes { my ($C) = @_; $C->{n} //= inf_ccf_size($C->{F}) }
+
+# The contexts' ids (a CCT's: all its nodes) and their number.
+sub ctx_ids { my ($C) = @_; $C->{ctx} // [0 .. $C->{nctx} - 1] }
+sub ctx_count { my ($C) = @_; $C->{ctx} ? scalar(@{$C->{ctx}}) : $C->{nctx} }
+
+# A CCT's contexts in the order of their paths (name_order), computed once.
+sub path_order { my ($C) = @_; $C->{order} //= name_order($C->{F}) }
 
 # The number of nodes of inv_inf of a tree: the distinct label strings
 # l_v l_parent(v) ... l_u (u an ancestor of v or v), i.e. the distinct
@@ -245,8 +260,8 @@ my $CHAIN = 16;    # a power of two
 sub inf_ccf_size {
     my ($F) = @_;
     my ($sa, $lcp) = sort_reversed_paths($F);
-    my $size = 0;
-    $size += $_ + 1 for @{$F->{depth}};
+    my $size = $F->{n};
+    chunks($F, ['depth'], sub { $size += $_ for @{$_[1]} });
     $size -= $_ for @$lcp;
     return $size;
 }
@@ -256,7 +271,7 @@ sub inf_ccf_size {
 # giving the ancestor t levels above a node (see inf_ccf_size).
 sub sort_reversed_paths {
     my ($F) = @_;
-    my ($par, $fn, $depth) = @$F{qw(par fn depth)};
+    my ($par, $fn, $depth) = map { col($F, $_) } qw(par fn depth);
     my $n = $F->{n};
     my @chain;                            # the first $CHAIN labels (+ 1) of R(v)
     $#chain = $n - 1;
@@ -305,7 +320,10 @@ sub sort_reversed_paths {
         @active = @still;
         @anc = map { $_ < 0 ? -1 : $anc[$_] } @anc;
     }
-    @sa = sort { $rank[$a] <=> $rank[$b] } 0 .. $n - 1;
+    # the ranks are distinct (root paths are): each is its node's position
+    @sa = ();
+    @sa[@rank] = 0 .. $n - 1;
+    @sa = sort { $rank[$a] <=> $rank[$b] } 0 .. $n - 1 if grep { !defined } @sa;
     my @lcp = (0);
     for my $i (1 .. $#sa) {
         my ($u, $w) = @sa[$i - 1, $i];
@@ -323,7 +341,8 @@ sub sort_reversed_paths {
             ($chain[$u] ^ $chain[$w]) =~ /\A(?:\0\0\0\0)*/;
             $lcp += $+[0] >> 2;
         }
-        my $len = min($depth->[$sa[$i - 1]], $depth->[$sa[$i]]) + 1;
+        my ($d1, $d2) = ($depth->[$sa[$i - 1]], $depth->[$sa[$i]]);
+        my $len = ($d1 < $d2 ? $d1 : $d2) + 1;
         push @lcp, $lcp < $len ? $lcp : $len;
     }
     my $ancestor = sub {
@@ -347,7 +366,7 @@ sub sort_reversed_paths {
 # inv_k's.
 sub cct_ccf {
     my ($F) = @_;
-    my ($par, $fn, $cal, $exc, $inc, $depth) = @$F{qw(par fn calls excl incl depth)};
+    my ($par, $fn, $cal, $exc, $inc) = map { col($F, $_) } qw(par fn calls excl incl);
     my ($sa, $lcp, $ancestor) = sort_reversed_paths($F);
     my $ord = preorder($F);
     my @pos;
@@ -386,8 +405,8 @@ sub min { $_[0] < $_[1] ? $_[0] : $_[1] }
 # does with the paths themselves for other contexts.
 sub name_order {
     my ($F) = @_;
-    my ($par, $fn) = @$F{qw(par fn)};
-    my @byparent = sort map { pack('N', $par->[$_] + 1) . $LNAME[$fn->[$_]] . pack('xN', $_) } 0 .. $F->{n} - 1;
+    my ($par, $fn) = @$F{qw(par fn)};    # packed: par is the parent + 1
+    my @byparent = sort map { substr($par, 4 * $_, 4) . $LNAME[vec($fn, $_, 32)] . pack('xN', $_) } 0 .. $F->{n} - 1;
     my (@first, @next, $prev, $prevpar);     # first child, next sibling
     for my $k (@byparent) {
         my $v = unpack('N', substr($k, -4));
@@ -432,8 +451,13 @@ sub ctx_labels {
     my ($C, $cid) = @_;
     return [map { $_ - 1 } reverse unpack('N*', substr($C->{chain}[$cid], 0, -8))] if $C->{chain};
     my @p;
+    if ($C->{cct}) {    # packed columns (a CCT): the path is the node's root path
+        my ($par, $fn) = @$C{qw(par fn)};
+        for (my $v = $cid + 1; $v; $v = vec($par, $v - 1, 32)) { push @p, vec($fn, $v - 1, 32) }
+        return [reverse @p];
+    }
     while ($cid >= 0) { push @p, $C->{fn}[$cid]; $cid = $C->{par}[$cid] }
-    return $C->{cct} ? [reverse @p] : \@p;    # a k-CCF path is stored reversed
+    return \@p;    # a k-CCF path is stored reversed
 }
 
 sub ctx_path { [map { $LNAME[$_] } @{ctx_labels(@_)}] }

@@ -8,10 +8,11 @@ package KGrind::Profile;
 # @LNAME.  Core Perl modules only.
 use strict;
 use warnings;
+no warnings "portable";    # 64-bit vec and pack
 use Exporter 'import';
 
 our @EXPORT = qw(fail ferr label_id @LNAME $ROOT_NAME $ROOT $INF kstr printable base_name @KEEP
-                 read_profile check_merge refuse_repeated_files);
+                 read_profile check_merge refuse_repeated_files col pack_columns chunks);
 
 our $ROOT_NAME = '__root__';
 our $INF = -1;    # k = inf
@@ -64,7 +65,8 @@ sub read_profile {
     my @fname;         # block modes: file id -> source path
     my (%blkseen, $labmap, $intra);
     my $in_thread;     # forest being read
-    my ($par, $fnv, $cal, $exc, $inc);
+    # the thread's nodes, buffered, then packed into its columns (flush_nodes)
+    my (@bpar, @bfn, @bcal, @bexc, @binc);
     my ($nnodes, $seen_end, $seen_version, $seen_options) = (0);
     my (%fnseen, $prev_fns);
     my $first = 1;
@@ -86,6 +88,17 @@ sub read_profile {
     # for the whole line at once, their order one by one; labels, roots and
     # siblings by check_forest at the thread's end.
     my ($open, $last, $nline) = ([], '', []);
+    my $flush_nodes = sub {
+        return unless @bpar;
+        # a label past 32 bits is no known label (check_forest says so)
+        for (@bfn) { $_ = 0xFFFFFFFF if $_ > 0xFFFFFFFF }
+        $in_thread->{par} .= pack('N*', @bpar);
+        $in_thread->{fn} .= pack('N*', @bfn);
+        $in_thread->{calls} .= pack('Q>*', @bcal);
+        $in_thread->{excl} .= pack('Q>*', @bexc);
+        $in_thread->{incl} .= pack('Q>*', @binc);
+        @bpar = @bfn = @bcal = @bexc = @binc = ();
+    };
     my $node_lists = sub {
         my ($l, $ln) = @_;
         my $t = substr($l, 12);
@@ -107,12 +120,12 @@ sub read_profile {
             if (!defined $m) {
                 ferr($file, $ln, "ksf-nodes: missing space before node '$t[$j + 1]'")
                     unless $spaced || $last eq '' || $last eq '(';
-                push @$par, @$open ? $open->[-1] : -1;
-                push @$fnv, $t[$j + 1];
-                push @$cal, ($t[$j + 2] // 1) + 0;
-                my $x = ($t[$j + 3] // 0) + 0;
-                push @$exc, $x;
-                push @$inc, defined $t[$j + 4] ? $t[$j + 4] + 0 : $x;
+                push @bpar, @$open ? $open->[-1] + 1 : 0;
+                push @bfn, $t[$j + 1];
+                push @bcal, $t[$j + 2] // 1;
+                my $x = $t[$j + 3] // 0;
+                push @bexc, $x;
+                push @binc, $t[$j + 4] // $x;
                 $nnodes++;
                 ($last, $spaced) = ('node', 0);
             } elsif ($m eq ' ') {
@@ -130,6 +143,7 @@ sub read_profile {
             }
         }
         ferr($file, $ln, "ksf-nodes: record ends with a space") if $spaced;
+        $flush_nodes->() if @bpar >= 65536;
     };
 
     # One entry of the function table (ksf-fn, ksf-fns): ids are dense from 0.
@@ -233,17 +247,18 @@ sub read_profile {
             # split + tr validation: several times faster than a capturing regex
             my (undef, undef, $id, $p, $f, $c, $x, $i, $extra) = split / /, $l;
             if (!defined $i || defined $extra || $i eq '' || index($l, '  ') >= 0
-                || "$id$f$c$x$i" =~ tr/0-9//c || $p eq '' || ($p ne '-' && $p =~ tr/0-9//c)) {
+                || "$id$f$c$x$i" =~ tr/0-9//c || "$id $f $c $x $i" =~ /\d{19}/ || $p eq '' || ($p ne '-' && $p =~ tr/0-9//c)) {
                 ferr($file, $ln, "malformed ksf-node record: '", printable($l), "'");
             }
             ferr($file, $ln, "ksf-node id $id out of order (expected $nnodes)") if $id != $nnodes;
             ferr($file, $ln, "ksf-node $id: parent $p does not precede it") if $p ne '-' && $p >= $id;
-            push @$par, $p eq '-' ? -1 : $p + 0;
-            push @$fnv, $f;
-            push @$cal, $c + 0;
-            push @$exc, $x + 0;
-            push @$inc, $i + 0;
+            push @bpar, $p eq '-' ? 0 : $p + 1;
+            push @bfn, $f;
+            push @bcal, $c;
+            push @bexc, $x;
+            push @binc, $i;
             $nnodes++;
+            $flush_nodes->() if @bpar >= 65536;
             next;
         }
         if (index($l, '#') == 0) {
@@ -322,16 +337,17 @@ sub read_profile {
                 }
                 ferr($file, $ln, "thread $ttid" . (defined $tfname ? ", function $tfname," : '') . " appears twice")
                     if grep { $_->{tid} eq $ttid && ($_->{fname} // '') eq ($tfname // '') } @{$P{threads}};
-                ($par, $fnv, $cal, $exc, $inc) = ([], [], [], [], []);
-                $in_thread = { tid => $ttid, declared => $tn + 0, ir => $tir + 0, par => $par, fn => $fnv,
-                               calls => $cal, excl => $exc, incl => $inc,
-                               preorder => 1, line => $ln, (defined $tfname ? (fname => $tfname) : ()) };
+                @bpar = @bfn = @bcal = @bexc = @binc = ();
+                $in_thread = { tid => $ttid, declared => $tn + 0, ir => $tir + 0, par => '', fn => '',
+                               calls => '', excl => '', incl => '', preorder => 1, line => $ln, (defined $tfname ? (fname => $tfname) : ()) };
                 $nnodes = 0;
                 ($open, $last, $nline) = ([], '', []);
             } elsif ($l =~ /^# ksf-end-thread (\d+|all)$/) {
                 ferr($file, $ln, "ksf-end-thread $1 without ksf-thread") unless $in_thread;
                 ferr($file, $ln, "ksf-end-thread $1 closes thread $in_thread->{tid}") if $1 ne $in_thread->{tid};
                 ferr($file, $ln, "ksf-nodes: " . scalar(@$open) . " list(s) not closed with ')'") if @$open;
+                $flush_nodes->();
+                $in_thread->{n} = $nnodes;
                 # where node v was read: version 1, one line a node; version 2,
                 # the line whose first node (@$nline: first node, line) is the
                 # last one <= v
@@ -343,7 +359,9 @@ sub read_profile {
                     ($nl->[$i + 1], "ksf-nodes: node $v");
                 };
                 my $bad = sub { my ($v, $msg) = @_; my ($l, $what) = $where->($v); ferr($file, $l, "$what$msg") };
-                my @index = check_forest($in_thread, $labmap, $intra, $labmap != \@fnmap, $bad);
+                # the index of children and slab roots: only check_counters' slab checks need it
+                my $slabs = $P{k} != $INF && $P{k} > 0;
+                my @index = check_forest($in_thread, $labmap, $intra, $labmap != \@fnmap, $bad, $slabs);
                 ferr($file, $ln, "thread $tid declares nodes=$in_thread->{declared} but has $nnodes nodes")
                     if $nnodes != $in_thread->{declared};
                 ferr($file, $ln, "thread $tid has no nodes") if $nnodes == 0;
@@ -514,45 +532,112 @@ sub check_profile_totals {
 # 10^6 keys takes the best part of a second.
 our @KEEP;
 
+# Forests are packed columns (strings read with vec and unpack): par (the
+# parent + 1, 0 for a root; 32 bits), fn and depth (32 bits), calls, excl
+# and incl (64 bits), n nodes; a perl array is 32 bytes a node and column,
+# a packed column 4 or 8 (a 2.9 M-node forest: 555 MB against 104 MB).
+# col() unpacks one column into an array (par: -1 for a root), for the code
+# that is not on the path of large forests.
+my %COLUMN = (par => 'N', fn => 'N', depth => 'N', calls => 'Q>', excl => 'Q>', incl => 'Q>');
+sub col {
+    my ($F, $name) = @_;
+    my $c = $F->{$name};
+    return $c if ref $c;
+    return [map { $_ - 1 } unpack('N*', $c)] if $name eq 'par';
+    return [unpack("$COLUMN{$name}*", $c)];
+}
+
+# Packs arrays into a forest's columns (par: -1 for a root).
+sub pack_columns {
+    my ($F, %cols) = @_;
+    for my $name (keys %cols) {
+        my $a = $cols{$name};
+        $F->{$name} = $name eq 'par' ? pack('N*', map { $_ + 1 } @$a) : pack("$COLUMN{$name}*", @$a);
+    }
+    return $F;
+}
+
+# The nodes of a forest in chunks: calls $each->(first node, [values of each
+# asked column]) with at most 65,536 nodes a call (bounded memory, perl's
+# array speed).
+sub chunks {
+    my ($F, $names, $each) = @_;
+    my $n = $F->{n};
+    for (my $s = 0; $s < $n; $s += 65536) {
+        my $len = $n - $s < 65536 ? $n - $s : 65536;
+        $each->($s, map { my $w = $COLUMN{$_} eq 'N' ? 4 : 8;
+                          [unpack("$COLUMN{$_}*", substr($F->{$_}, $w * $s, $w * $len))] } @$names);
+    }
+}
+
 # Checks a forest read from node records (pre-order, parents before their
 # children, parent -1 for a root): known labels, which it maps from the
 # file's ids to global label ids, one tree per root label, __root__ only at
 # the first tree's root (intra forests: nowhere), distinct labels among
 # siblings; sets the nodes' depths. $blocks: labels are block labels.
-# $bad->(v, message) reports an error at node v. Returns the index of the
-# children (by "parent label") and of the R trees' roots (by label) that
-# check_counters uses.
+# $bad->(v, message) reports an error at node v. With $slabs, returns the
+# index of the children (by "parent label") and of the R trees' roots (by
+# label) that check_counters uses; without, siblings are checked by sorting
+# (parent, label) pairs, which takes less memory than a hash.
 sub check_forest {
-    my ($F, $labmap, $intra, $blocks, $bad) = @_;
-    my ($par, $fn) = @$F{qw(par fn)};
-    my (@depth, %child, %rootlab);
-    $#depth = $#$par;
+    my ($F, $labmap, $intra, $blocks, $bad, $slabs) = @_;
+    my ($depth, $fnout, %child, %rootlab, @pairs) = ('', '');
     push @KEEP, \%child;
-    for my $v (0 .. $#$par) {
-        my $p = $par->[$v];
-        my $g = $labmap->[$fn->[$v]];
-        $bad->($v, $blocks ? ": block label $fn->[$v] has no ksf-block record" : ": unknown function id $fn->[$v]")
-            unless defined $g;
-        if ($p < 0) {
-            if ($v == 0 && $intra) {
-                # intra forests: the first tree is rooted at the function's first block
-                $bad->($v, ": an intra-mode forest cannot be rooted at $ROOT_NAME") if $g == $ROOT;
+    chunks($F, [qw(par fn)], sub {
+        my ($s, $par, $fn) = @_;
+        my @d;
+        for my $i (0 .. $#$par) {
+            my ($v, $p, $g) = ($s + $i, $par->[$i] - 1, $labmap->[$fn->[$i]]);
+            $bad->($v, $blocks ? ": block label $fn->[$i] has no ksf-block record" : ": unknown function id $fn->[$i]")
+                unless defined $g;
+            if ($p < 0) {
+                if ($v == 0 && $intra) {
+                    # intra forests: the first tree is rooted at the function's first block
+                    $bad->($v, ": an intra-mode forest cannot be rooted at $ROOT_NAME") if $g == $ROOT;
+                } else {
+                    $bad->($v, " must be the root of the first tree, labelled $ROOT_NAME") if $v == 0 && $g != $ROOT;
+                    $bad->($v, ": only the first tree may be rooted at $ROOT_NAME") if $v != 0 && $g == $ROOT;
+                    $bad->($v, ": a second tree rooted at '$LNAME[$g]'") if defined $rootlab{$g};
+                    $rootlab{$g} = $v if $v != 0;
+                }
+                $d[$i] = 0;
             } else {
-                $bad->($v, " must be the root of the first tree, labelled $ROOT_NAME") if $v == 0 && $g != $ROOT;
-                $bad->($v, ": only the first tree may be rooted at $ROOT_NAME") if $v != 0 && $g == $ROOT;
-                $bad->($v, ": a second tree rooted at '$LNAME[$g]'") if defined $rootlab{$g};
-                $rootlab{$g} = $v if $v != 0;
+                $bad->($v, " must be a root") if $v == 0;
+                if ($slabs) {
+                    $bad->($v, ": '$LNAME[$g]' appears twice among the children of node $p") if defined $child{"$p $g"};
+                    $child{"$p $g"} = $v;
+                } else {
+                    push @pairs, $p * 4294967296 + $g;
+                }
+                $d[$i] = $p >= $s ? $d[$p - $s] + 1 : vec($depth, $p, 32) + 1;
             }
-            $depth[$v] = 0;
-        } else {
-            $bad->($v, " must be a root") if $v == 0;
-            $bad->($v, ": '$LNAME[$g]' appears twice among the children of node $p") if defined $child{"$p $g"};
-            $child{"$p $g"} = $v;
-            $depth[$v] = $depth[$p] + 1;
+            $fn->[$i] = $g;
         }
-        $fn->[$v] = $g;
+        $depth .= pack('N*', @d);
+        $fnout .= pack('N*', @$fn);
+    });
+    if (@pairs) {
+        @pairs = sort { $a <=> $b } @pairs;
+        my %twice;
+        for my $i (1 .. $#pairs) { $twice{$pairs[$i]} = 1 if $pairs[$i] == $pairs[$i - 1] }
+        undef @pairs;
+        if (%twice) {    # the first node whose (parent, label) an earlier sibling has
+            my %seen;
+            chunks($F, [qw(par)], sub {
+                my ($s, $par) = @_;
+                for my $i (0 .. $#$par) {
+                    my ($v, $p) = ($s + $i, $par->[$i] - 1);
+                    next if $p < 0;
+                    my $g = vec($fnout, $v, 32);
+                    my $key = $p * 4294967296 + $g;
+                    next unless $twice{$key};
+                    $bad->($v, ": '$LNAME[$g]' appears twice among the children of node $p") if $seen{$key}++;
+                }
+            });
+        }
     }
-    $F->{depth} = \@depth;
+    $F->{fn} = $fnout;
+    $F->{depth} = $depth;
     return (\%child, \%rootlab);
 }
 
@@ -565,18 +650,22 @@ sub check_forest {
 # root path (Listing 3.2 increments both).
 sub check_counters {
     my ($F, $K, $blocks, $child, $rootlab, $bad, $file) = @_;
-    my ($par, $fn, $cal, $exc, $inc, $depth) = @$F{qw(par fn calls excl incl depth)};
     my $sum = 0;
-    for my $v (0 .. $#$par) {
-        $bad->($v, ": inclusive Ir $inc->[$v] is below its exclusive Ir $exc->[$v]") if $inc->[$v] < $exc->[$v];
-        $sum += $exc->[$v];
-    }
+    chunks($F, [qw(excl incl)], sub {
+        my ($s, $exc, $inc) = @_;
+        for my $i (0 .. $#$exc) {
+            $bad->($s + $i, ": inclusive Ir $inc->[$i] is below its exclusive Ir $exc->[$i]") if $inc->[$i] < $exc->[$i];
+            $sum += $exc->[$i];
+        }
+    });
     my $thread = "ksf-thread $F->{tid}" . (defined $F->{fname} ? " fn $F->{fname}" : '');
     ferr($file, $F->{line}, "$thread: ir=$F->{ir}, but its nodes' exclusive Ir sums to $sum") if $sum != $F->{ir};
     # function mode: the root activation includes the whole thread
-    ferr($file, $F->{line}, "$thread: ir=$F->{ir}, but the inclusive Ir of its $ROOT_NAME node is $inc->[0]")
-        if !$blocks && $inc->[0] != $F->{ir};
+    my $inc0 = vec($F->{incl}, 0, 64);
+    ferr($file, $F->{line}, "$thread: ir=$F->{ir}, but the inclusive Ir of its $ROOT_NAME node is $inc0")
+        if !$blocks && $inc0 != $F->{ir};
     return if $K == $INF || $K == 0;
+    my ($par, $fn, $cal, $exc, $inc, $depth) = map { col($F, $_) } qw(par fn calls excl incl depth);
     my (@twin, @slab_calls, @in_first);    # a slab node's top-region copy; the calls of a copy's slab nodes
     for my $v (0 .. $#$par) {
         my ($p, $d) = ($par->[$v], $depth->[$v]);
@@ -599,8 +688,8 @@ sub check_counters {
 # The label of the depth-k ancestor of node v (the root label of its slab's copy).
 sub slab_label {
     my ($F, $v, $K) = @_;
-    $v = $F->{par}[$v] while $F->{depth}[$v] > $K;
-    return $F->{fn}[$v];
+    $v = vec($F->{par}, $v, 32) - 1 while vec($F->{depth}, $v, 32) > $K;
+    return vec($F->{fn}, $v, 32);
 }
 
 sub printable {
