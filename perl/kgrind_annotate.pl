@@ -281,7 +281,7 @@ sub xouter {
 sub key_arrays {
     my ($sort, $C, $ctx) = @_;
     return $ctx ? ($sort eq 'calls' ? $C->{xcalls} : $sort eq 'inclusive' ? xouter($C) : $C->{xexcl})
-                : map { col($C, $_) } ($sort eq 'calls' ? 'calls' : $sort eq 'inclusive' ? 'incl' : 'excl');
+                : col($C, $sort eq 'calls' ? 'calls' : $sort eq 'inclusive' ? 'incl' : 'excl');
 }
 
 # Calls $each->([keys], [their context ids]) over all contexts, in chunks
@@ -790,7 +790,7 @@ sub js {
 sub json_tree {
     my ($o, $T, $kidkey) = @_;
     my ($roots, $kids) = tree_kids($o, $T);
-    my ($fn, $cal, $exc, $inc) = @$T{qw(fn calls excl incl)};
+    my ($fn, $cal, $exc, $inc) = map { col($T, $_) } qw(fn calls excl incl);
     my $s = '[';
     my @stack = ([$roots, 0]);    # [siblings, index of the next one]
     while (@stack) {

@@ -50,6 +50,10 @@ my %HEADER_KEYS = map { $_ => 1 } qw(version creator pid cmd part thread desc
 
 # The syntax of a version 2 ksf-nodes line's tokens (their order is checked
 # by the reader).
+# A line the fast reader leaves to the token loop: two separators in a row
+# that the syntax does not allow, a space or '(' first, a space last, a
+# label of 10 digits or more (above 32 bits).
+my $ODD_LINE = qr{ [ ()]|\([ ()]|\)[\d(]|\A[ (]| \z|[ (]\d{10}|\A\d{10}};
 my $NODE_TOKEN = qr{[() ]|\d{1,18}(?:\*\d{1,18})?(?:=\d{1,18}(?:/\d{1,18})?)?};
 
 sub read_profile {
@@ -99,6 +103,42 @@ sub read_profile {
         $in_thread->{incl} .= pack('Q>*', @binc);
         @bpar = @bfn = @bcal = @bexc = @binc = ();
     };
+    # A well-formed line, read with bulk operations: each run of siblings
+    # (the text between two parentheses) gets its parent at once, the
+    # counters of all nodes are taken by one match and packed at once.  A line whose parentheses do not fit the
+    # lists open is left to the token loop of node_lists, which names the
+    # error; so are lines $ODD_LINE matches.
+    my $fast_line = sub {
+        my ($t) = @_;
+        my @seg = split /([()])/, $t, -1;    # runs and parentheses, alternating
+        my $depth = @$open;
+        return 0 if $seg[0] eq '' && $last eq '(';    # "()" across a line break
+        for (my $i = 1; $i < @seg; $i += 2) { return 0 if $seg[$i] eq ')' && --$depth < 0; $depth++ if $seg[$i] eq '(' }
+        my ($id, $top) = ($nnodes, @$open ? $open->[-1] + 1 : 0);    # next node, parent + 1
+        for (my $i = 0; $i < @seg; $i += 2) {
+            my $run = $seg[$i];
+            if ($run ne '') {
+                my $k = ($run =~ tr/ //) + (ord($run) == 32 ? 0 : 1);
+                push @bpar, ($top) x $k;
+                $id += $k;
+            }
+            last if $i + 1 == @seg;
+            if ($seg[$i + 1] eq '(') { push @$open, $id - 1; $top = $id }
+            else { pop @$open; $top = @$open ? $open->[-1] + 1 : 0 }
+        }
+        my @f = $t =~ /(\d+)(?:\*(\d+))?(?:=(\d+)(?:\/(\d+))?)?/g;    # label, calls, excl, incl
+        for (my $j = 0; $j < @f; $j += 4) { $f[$j + 1] //= 1; $f[$j + 3] //= $f[$j + 2] //= 0 }
+        my $row = pack('(NQ>Q>Q>)*', @f);
+        push @bfn, unpack('(N x24)*', $row);
+        push @bcal, unpack('(x4 Q> x16)*', $row);
+        push @bexc, unpack('(x12 Q> x8)*', $row);
+        push @binc, unpack('(x20 Q>)*', $row);
+        $nnodes = $id;
+        my $end = substr($t, -1);
+        $last = $end eq '(' ? '(' : $end eq ')' ? ')' : 'node';
+        $flush_nodes->() if @bpar >= 65536;
+        return 1;
+    };
     my $node_lists = sub {
         my ($l, $ln) = @_;
         my $t = substr($l, 12);
@@ -113,6 +153,7 @@ sub read_profile {
                  printable(substr($t, $col)), "'");
         }
         push @$nline, $nnodes, $ln;
+        return if $t ne '' && $t !~ $ODD_LINE && $fast_line->($t);
         my $spaced = $last ne '';   # the line break
         my @t = $t =~ /([() ])|(\d+)(?:\*(\d+))?(?:=(\d+)(?:\/(\d+))?)?/g;
         for (my $j = 0; $j < @t; $j += 5) {
