@@ -10,6 +10,7 @@ use strict;
 use warnings;
 no warnings "portable";    # 64-bit vec and pack
 use Exporter 'import';
+use List::Util ();
 
 our @EXPORT = qw(fail ferr label_id @LNAME $ROOT_NAME $ROOT $INF kstr printable base_name @KEEP
                  read_profile check_merge refuse_repeated_files col pack_columns chunks);
@@ -50,10 +51,6 @@ my %HEADER_KEYS = map { $_ => 1 } qw(version creator pid cmd part thread desc
 
 # The syntax of a version 2 ksf-nodes line's tokens (their order is checked
 # by the reader).
-# A line the fast reader leaves to the token loop: two separators in a row
-# that the syntax does not allow, a space or '(' first, a space last, a
-# label of 10 digits or more (above 32 bits).
-my $ODD_LINE = qr{ [ ()]|\([ ()]|\)[\d(]|\A[ (]| \z|[ (]\d{10}|\A\d{10}};
 my $NODE_TOKEN = qr{[() ]|\d{1,18}(?:\*\d{1,18})?(?:=\d{1,18}(?:/\d{1,18})?)?};
 
 sub read_profile {
@@ -107,36 +104,40 @@ sub read_profile {
     # (the text between two parentheses) gets its parent at once, the
     # counters of all nodes are taken by one match and packed at once.  A line whose parentheses do not fit the
     # lists open is left to the token loop of node_lists, which names the
-    # error; so are lines $ODD_LINE matches.
+    # error; so are lines with two separators in a row that the syntax
+    # forbids.
     my $fast_line = sub {
         my ($t) = @_;
+        return 0 if $t eq '' || $t =~ /[ (][ ()]|\)[\d(]|\A[ (]| \z/;    # separators the syntax forbids
         my @seg = split /([()])/, $t, -1;    # runs and parentheses, alternating
-        my $depth = @$open;
         return 0 if $seg[0] eq '' && $last eq '(';    # "()" across a line break
-        for (my $i = 1; $i < @seg; $i += 2) { return 0 if $seg[$i] eq ')' && --$depth < 0; $depth++ if $seg[$i] eq '(' }
-        my ($id, $top) = ($nnodes, @$open ? $open->[-1] + 1 : 0);    # next node, parent + 1
+        $flush_nodes->() if @bfn;    # the token loop's nodes first
+        my @opened = @$open;
+        my ($id, $top, @par) = ($nnodes, @$open ? $open->[-1] + 1 : 0);    # next node, parent + 1
         for (my $i = 0; $i < @seg; $i += 2) {
             my $run = $seg[$i];
             if ($run ne '') {
                 my $k = ($run =~ tr/ //) + (ord($run) == 32 ? 0 : 1);
-                push @bpar, ($top) x $k;
+                push @par, ($top) x $k;
                 $id += $k;
             }
             last if $i + 1 == @seg;
             if ($seg[$i + 1] eq '(') { push @$open, $id - 1; $top = $id }
-            else { pop @$open; $top = @$open ? $open->[-1] + 1 : 0 }
+            elsif (@$open) { pop @$open; $top = @$open ? $open->[-1] + 1 : 0 }
+            else { @$open = @opened; return 0 }    # ')' without '('
         }
         my @f = $t =~ /(\d+)(?:\*(\d+))?(?:=(\d+)(?:\/(\d+))?)?/g;    # label, calls, excl, incl
         for (my $j = 0; $j < @f; $j += 4) { $f[$j + 1] //= 1; $f[$j + 3] //= $f[$j + 2] //= 0 }
-        my $row = pack('(NQ>Q>Q>)*', @f);
-        push @bfn, unpack('(N x24)*', $row);
-        push @bcal, unpack('(x4 Q> x16)*', $row);
-        push @bexc, unpack('(x12 Q> x8)*', $row);
-        push @binc, unpack('(x20 Q>)*', $row);
+        my $row = pack('(Q>Q>Q>Q>)*', @f);
+        # a label past 32 bits is no known label (check_forest says so)
+        $in_thread->{fn} .= pack('N*', map { $_ > 0xFFFFFFFF ? 0xFFFFFFFF : $_ } unpack('(Q> x24)*', $row));
+        $in_thread->{par} .= pack('N*', @par);
+        $in_thread->{calls} .= join('', unpack('(x8 a8 x16)*', $row));
+        $in_thread->{excl} .= join('', unpack('(x16 a8 x8)*', $row));
+        $in_thread->{incl} .= join('', unpack('(x24 a8)*', $row));
         $nnodes = $id;
         my $end = substr($t, -1);
         $last = $end eq '(' ? '(' : $end eq ')' ? ')' : 'node';
-        $flush_nodes->() if @bpar >= 65536;
         return 1;
     };
     my $node_lists = sub {
@@ -153,7 +154,7 @@ sub read_profile {
                  printable(substr($t, $col)), "'");
         }
         push @$nline, $nnodes, $ln;
-        return if $t ne '' && $t !~ $ODD_LINE && $fast_line->($t);
+        return if $fast_line->($t);
         my $spaced = $last ne '';   # the line break
         my @t = $t =~ /([() ])|(\d+)(?:\*(\d+))?(?:=(\d+)(?:\/(\d+))?)?/g;
         for (my $j = 0; $j < @t; $j += 5) {
@@ -626,11 +627,13 @@ sub check_forest {
     push @KEEP, \%child;
     chunks($F, [qw(par fn)], sub {
         my ($s, $par, $fn) = @_;
+        my @g = @$labmap[@$fn];
+        for my $i (grep { !defined $g[$_] } 0 .. $#g) {
+            $bad->($s + $i, $blocks ? ": block label $fn->[$i] has no ksf-block record" : ": unknown function id $fn->[$i]");
+        }
         my @d;
         for my $i (0 .. $#$par) {
-            my ($v, $p, $g) = ($s + $i, $par->[$i] - 1, $labmap->[$fn->[$i]]);
-            $bad->($v, $blocks ? ": block label $fn->[$i] has no ksf-block record" : ": unknown function id $fn->[$i]")
-                unless defined $g;
+            my ($v, $p, $g) = ($s + $i, $par->[$i] - 1, $g[$i]);
             if ($p < 0) {
                 if ($v == 0 && $intra) {
                     # intra forests: the first tree is rooted at the function's first block
@@ -652,10 +655,9 @@ sub check_forest {
                 }
                 $d[$i] = $p >= $s ? $d[$p - $s] + 1 : vec($depth, $p, 32) + 1;
             }
-            $fn->[$i] = $g;
         }
         $depth .= pack('N*', @d);
-        $fnout .= pack('N*', @$fn);
+        $fnout .= pack('N*', @g);
     });
     if (@pairs) {
         @pairs = sort { $a <=> $b } @pairs;
@@ -694,10 +696,10 @@ sub check_counters {
     my $sum = 0;
     chunks($F, [qw(excl incl)], sub {
         my ($s, $exc, $inc) = @_;
-        for my $i (0 .. $#$exc) {
-            $bad->($s + $i, ": inclusive Ir $inc->[$i] is below its exclusive Ir $exc->[$i]") if $inc->[$i] < $exc->[$i];
-            $sum += $exc->[$i];
+        for my $i (grep { $inc->[$_] < $exc->[$_] } 0 .. $#$exc) {
+            $bad->($s + $i, ": inclusive Ir $inc->[$i] is below its exclusive Ir $exc->[$i]");
         }
+        $sum += List::Util::sum0(@$exc);
     });
     my $thread = "ksf-thread $F->{tid}" . (defined $F->{fname} ? " fn $F->{fname}" : '');
     ferr($file, $F->{line}, "$thread: ir=$F->{ir}, but its nodes' exclusive Ir sums to $sum") if $sum != $F->{ir};
