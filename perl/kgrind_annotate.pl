@@ -334,9 +334,13 @@ sub sorted_contexts {
     for (@$ids) { my $x = $kv->($_); $max = $x if $x > $max }
     my $w = length $max;
     my ($cpar, $cfn, $cch, $corder) = @$C{qw(par fn chain order)};
-    # a CCT's few contexts are ordered by their paths' names, many by the
-    # order of all paths (one sort of the tree's nodes)
-    $corder = path_order($C) if $C->{cct} && @$ids > 20000;
+    # a CCT's few contexts are ordered by their paths' names, many or deep
+    # ones by the order of all paths (one sort of the tree's nodes)
+    if ($C->{cct}) {
+        my $labels = 0;
+        $labels += vec($C->{F}{depth}, $_, 32) + 1 for @$ids;
+        $corder = path_order($C) if $labels > 1_000_000;
+    }
     my @s;
     for my $cid (@$ids) {
         my $s = sprintf('%0*d', $w, $max - $kv->($cid));
@@ -1068,9 +1072,60 @@ sub run_exporter {
     return $out;
 }
 
+# The call graph at k = inf, in time linear in the forest plus the graph
+# (export_model writes every context's path: O(nodes x depth)): the
+# threads' calling context trees joined (each context summed over the
+# threads, as the graph of the body's contexts is), the hottest contexts
+# by --top and --threshold, and their callers up to __root__ (a context's
+# one caller is its path's prefix); a box's tooltip is the last
+# $DOT_TOOLTIP functions of its path.  Boxes are numbered in the order of
+# their paths.
+my $DOT_TOOLTIP = 32;
+sub cct_dot_model {
+    my ($o, $S) = @_;
+    my $J = join_forests('all', map { $_->{F} } @{$S->{threads}});
+    my $C = inv_k($J, $INF, $INF, 0, 0);
+    my ($show) = shown_contexts($o, $C, sorted_contexts($o, $C, $o->{top}));
+    my ($par, $fn) = @$J{qw(par fn)};
+    my $parent = sub { vec($par, $_[0], 32) - 1 };
+    my $name = sub { utf8_clean($LNAME[vec($fn, $_[0], 32)]) };
+    my (%in, %kids);
+    for my $v (@$show) {
+        for (my $u = $v; !$in{$u}; ) {
+            $in{$u} = 1;
+            my $p = $parent->($u);
+            last if $p < 0;
+            push @{$kids{$p}}, $u;
+            $u = $p;
+        }
+    }
+    my (%key, @stack);
+    @stack = (0) if $in{0};
+    while (@stack) {
+        my $u = pop @stack;
+        $key{$u} = sprintf('%09d', scalar keys %key);
+        push @stack, reverse sort { $LNAME[vec($fn, $a, 32)] cmp $LNAME[vec($fn, $b, 32)] } @{$kids{$u} // []};
+    }
+    my $tooltip = sub {
+        my @p;
+        for (my $u = $_[0]; $u >= 0 && @p <= $DOT_TOOLTIP; $u = $parent->($u)) { push @p, $name->($u) }
+        my $cut = @p > $DOT_TOOLTIP && pop @p;
+        join(' > ', ($cut ? '...' : ()), reverse @p);
+    };
+    my @contexts = map { { key => $key{$_}, name => $name->($_), tooltip => $tooltip->($_),
+                           calls => vec($J->{calls}, $_, 64), Ir => vec($J->{excl}, $_, 64),
+                           inclusive_outermost => vec($J->{incl}, $_, 64) } } sort { $a <=> $b } keys %in;
+    my @edges = map { { from_key => $key{$parent->($_)}, to_key => $key{$_}, calls => vec($J->{calls}, $_, 64),
+                        inclusive => vec($J->{incl}, $_, 64) } } grep { $parent->($_) >= 0 } sort { $a <=> $b } keys %in;
+    return { k => 'inf', files => [map { $_->{file} } @{$S->{P}}], total => $S->{total},
+             threads => [{ contexts => \@contexts }], edges => \@edges, shown => [map { $key{$_} } @$show] };
+}
+
 sub export {
     my ($o, $S) = @_;
     return out_dot($o, $S) if $o->{format} eq 'dot' && $BLOCKMODE;
+    return run_exporter($EXPORTER{dot}, cct_dot_model($o, $S), $o)
+        if $o->{format} eq 'dot' && $S->{kk} == $INF && !grep { !KGrind::Forest::single_tree($_->{F}) } @{$S->{threads}};
     if ($o->{format} eq 'dot') {
         # finite k above the body's: the graph of the body's contexts
         my $bk = body_k($S);

@@ -180,12 +180,26 @@ def test_deep_recursion_is_read_in_linear_time(annotate, tools):
     assert nodes > 200000 and int(m.group(3)) >= nodes
     assert re.search(rf'^Hottest inf-contexts, thread 1: 40 of {nodes} shown', r.out, re.M)
     # (No timed assertion: the quadratic reader did not finish within the
-    # fixture's 120 s hang guard; timings belong to bench/annotate_bench.py.
-    # Not --format=dot here: the call-graph export builds every context's
-    # path, O(nodes x depth), a known defect noted for issue 22.)
+    # fixture's 120 s hang guard; timings belong to bench/annotate_bench.py.)
+    # The call graph: it wrote every context's whole path, O(nodes x depth)
+    # (issue 22: killed at 24 GB after 8 minutes here).  Now the hottest
+    # contexts and their callers, a tree rooted at __root__.
+    dot = ok(annotate('--format=dot', run.profile_path)).out
+    boxes = dict(re.findall(r'^  n(\d+) \[label="([^"\\]*)\\n', dot, re.M))
+    edges = re.findall(r'^  n(\d+) -> n(\d+) ', dot, re.M)
+    assert boxes['0'] == '__root__' and len(boxes) >= 40
+    into = collections.Counter(b for _a, b in edges)
+    assert set(into) == set(boxes) - {'0'} and set(into.values()) == {1}
+    assert all(a in boxes for a, _b in edges)
     small = tools.kgrind(exe, 3000, opts=opts, out='deep3000.out')
     assert small.returncode == 0, small.stderr
     total = int(re.search(r'^Total Ir: +([\d,]+)$', ok(annotate(small.profile_path)).out, re.M).group(1).replace(',', ''))
     folded = ok(annotate('--format=folded', small.profile_path)).out
     assert sum(int(l.rsplit(' ', 1)[1]) for l in folded.splitlines()) == total
     assert max(l.count(';') for l in folded.splitlines()) >= 3000
+    # every context of the 3,000-deep run as a box: tooltips keep the last 32 functions
+    dot = ok(annotate('--format=dot', '--top=0', '--threshold=100', small.profile_path)).out
+    tips = re.findall(r'tooltip="([^"]*)"', dot)
+    stacks = {l.rsplit(' ', 1)[0] for l in folded.splitlines()}
+    assert len(tips) >= len(stacks) and max(t.count(' > ') for t in tips) == 32
+    assert {t.split(' > ', 1)[1] for t in tips if t.startswith('... > ')} <= {' > '.join(s.split(';')[-32:]) for s in stacks}

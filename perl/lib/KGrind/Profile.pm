@@ -111,8 +111,9 @@ sub read_profile {
         return 0 if $t eq '' || $t =~ /[ (][ ()]|\)[\d(]|\A[ (]| \z/;    # separators the syntax forbids
         my @seg = split /([()])/, $t, -1;    # runs and parentheses, alternating
         return 0 if $seg[0] eq '' && $last eq '(';    # "()" across a line break
+        my $depth = @$open;    # a ')' without '(' is the token loop's error
+        for (my $i = 1; $i < @seg; $i += 2) { return 0 if $seg[$i] eq ')' && --$depth < 0; $depth++ if $seg[$i] eq '(' }
         $flush_nodes->() if @bfn;    # the token loop's nodes first
-        my @opened = @$open;
         my ($id, $top, @par) = ($nnodes, @$open ? $open->[-1] + 1 : 0);    # next node, parent + 1
         for (my $i = 0; $i < @seg; $i += 2) {
             my $run = $seg[$i];
@@ -123,8 +124,7 @@ sub read_profile {
             }
             last if $i + 1 == @seg;
             if ($seg[$i + 1] eq '(') { push @$open, $id - 1; $top = $id }
-            elsif (@$open) { pop @$open; $top = @$open ? $open->[-1] + 1 : 0 }
-            else { @$open = @opened; return 0 }    # ')' without '('
+            else { pop @$open; $top = @$open ? $open->[-1] + 1 : 0 }
         }
         my @f = $t =~ /(\d+)(?:\*(\d+))?(?:=(\d+)(?:\/(\d+))?)?/g;    # label, calls, excl, incl
         for (my $j = 0; $j < @f; $j += 4) { $f[$j + 1] //= 1; $f[$j + 3] //= $f[$j + 2] //= 0 }

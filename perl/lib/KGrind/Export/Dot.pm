@@ -19,13 +19,17 @@ sub commify { my $n = reverse shift; $n =~ s/(\d{3})(?=\d)/$1,/g; scalar reverse
 
 sub dq { my $s = shift; $s =~ s/(["\\])/\\$1/g; $s =~ s/\n/\\n/g; "\"$s\"" }
 
-# key -> {path, calls, Ir, inclusive}, summed over the threads.
+# key -> {name, tooltip, calls, Ir, inclusive}, summed over the threads.  A
+# context given with its key, name and tooltip (kgrind_annotate's k = inf
+# graph: its paths can be 10^5 deep) needs no path.
 sub contexts {
     my ($data) = @_;
     my %ctx;
     for my $t (@{$data->{threads}}) {
         for my $c (@{$t->{contexts}}) {
-            my $x = $ctx{key($c->{path})} //= { path => $c->{path}, calls => 0, Ir => 0, inclusive => 0 };
+            my $x = $ctx{$c->{key} // key($c->{path})} //= {
+                name => $c->{name} // $c->{path}[-1], tooltip => $c->{tooltip} // join(' > ', @{$c->{path}}),
+                calls => 0, Ir => 0, inclusive => 0 };
             $x->{$_} += $c->{$_} for qw(calls Ir);
             $x->{inclusive} += $c->{inclusive_outermost};    # recursion counted once: at most 100 %
         }
@@ -56,19 +60,19 @@ sub write {
     my $ctx = contexts($data);
     my (%in, %edge);    # callee -> [edges]; "from\0\0to" -> edge
     for my $e (@{$data->{edges}}) {
-        my ($f, $t) = (key($e->{from}), key($e->{to}));
+        my ($f, $t) = ($e->{from_key} //= key($e->{from}), $e->{to_key} // key($e->{to}));
         next unless $ctx->{$f} && $ctx->{$t};
         push @{$in{$t}}, $e;
         $edge{"$f\0\0$t"} = $e;
     }
     # shown contexts, then each one's chain of heaviest callers
     my %node;
-    for my $k (hottest($ctx, $o)) {
+    for my $k ($data->{shown} ? @{$data->{shown}} : hottest($ctx, $o)) {
         while (defined $k && !$node{$k}) {
             $node{$k} = 1;
-            my ($heavy) = sort { $b->{inclusive} <=> $a->{inclusive} || key($a->{from}) cmp key($b->{from}) }
+            my ($heavy) = sort { $b->{inclusive} <=> $a->{inclusive} || $a->{from_key} cmp $b->{from_key} }
                           @{$in{$k} // []};
-            $k = $heavy ? key($heavy->{from}) : undef;
+            $k = $heavy ? $heavy->{from_key} : undef;
         }
     }
     my %id;
@@ -84,11 +88,11 @@ sub write {
         my $c = $ctx->{$k};
         my $share = $c->{Ir} / $total;
         my $col = sprintf('#ff%02x%02x', 255 - int(200 * $share), 255 - int(200 * $share));
-        my $label = $name->($c->{path}[-1]) . "\nIr " . commify($c->{Ir}) . sprintf(' (%.1f%%)', 100 * $share)
+        my $label = $name->($c->{name}) . "\nIr " . commify($c->{Ir}) . sprintf(' (%.1f%%)', 100 * $share)
                   . "\nincl " . commify($c->{inclusive}) . sprintf(' (%.1f%%)', 100 * $c->{inclusive} / $total)
                   . "\ncalls " . commify($c->{calls});
         push @out, sprintf('  n%d [label=%s, tooltip=%s, fillcolor="%s"];', $id{$k}, dq($label),
-                           dq(join(' > ', @{$c->{path}})), $col);
+                           dq($c->{tooltip}), $col);
     }
     for my $ek (sort keys %edge) {
         my ($f, $t) = split /\0\0/, $ek;
