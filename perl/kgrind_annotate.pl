@@ -79,7 +79,7 @@ sub is_source { $_[0] =~ /\.(?:c|cc|cpp|cxx|c\+\+|C|h|hh|hpp|hxx|H|inl|ipp|s|S|f
 sub parse_options {
     my @args = ([], []);
     my @argv = @_;
-    my %o = (sort => 'Ir', threshold => 99, top => 40, costs => 'yes', 'tree-order' => 'sorted',
+    my %o = (sort => 'Ir', costs => 'yes', 'tree-order' => 'sorted',
              auto => 'no', context => 8, include => [], format => 'text', thread => 'all');
     my @warn;
     {
@@ -99,6 +99,11 @@ sub parse_options {
         }
     }
     return \%o if $o{help} || $o{version};
+    # given, --top and --threshold also limit the trees and the machine
+    # formats (select_contexts); their defaults are the table's
+    $o{limited} = defined $o{top} || defined $o{threshold};
+    $o{top} //= 40;
+    $o{threshold} //= 99;
     $o{'show-blocks'} = 1 if $o{'blocks-disasm'};
     my %sorts = (ir => 'Ir', calls => 'calls', inclusive => 'inclusive', incl => 'inclusive');
     $o{sort} = $sorts{lc $o{sort}} // fail("bad --sort value '$o{sort}' (Ir, calls or inclusive)");
@@ -195,7 +200,8 @@ sub analyse {
         @order = grep { $tid_of->($_) eq $o->{thread} } @order;
     }
     # the k-CCF's trees are built only for the outputs that show them
-    my $tree = $o->{kccf} || $o->{format} eq 'json' || $o->{format} eq 'dot';
+    # (a CCT's inf-CCF pruned to the contexts selected is built when printed: pruned_ccf)
+    my $tree = $o->{kccf} || $o->{format} eq 'json' || ($o->{format} eq 'dot' && $P0->{mode} ne 'func');
     my @threads;
     my %pos;
     @pos{@order} = 0 .. $#order;
@@ -203,7 +209,8 @@ sub analyse {
     for my $key (sort { $tnum->($a) <=> $tnum->($b) || $pos{$a} <=> $pos{$b} } @order) {
         my $tid = $tid_of->($key);
         my $F = join_forests($tid, @{$by{$key}});
-        my $C = inv_k($F, $kk, $K, $o->{'tree-order'} eq 'natural', $tree);
+        my $pruned = $o->{limited} && $kk == $INF && KGrind::Forest::single_tree($F);
+        my $C = inv_k($F, $kk, $K, !$pruned && $o->{'tree-order'} eq 'natural', !$pruned && $tree);
         $C->{outer} = $BLOCKMODE ? undef : KGrind::Inclusive::outermost($F, $kk, $K);
         $C->{ir} = $F->{ir};
         push @threads, { tid => $tid, F => $F, C => $C, ir => $F->{ir},
@@ -404,13 +411,13 @@ sub print_tree {
 # The k-CCF's node count in the text header.  A CCT's inf-CCF is counted
 # by sorting all reversed root paths (KGrind::Forest::inf_ccf_size,
 # O(n log depth): about 25 s for cc1plus's 2.9 M nodes, most of the
-# default report), so above $COUNT_LIMIT k-SF nodes only when --kccf or
-# JSON print it.
+# default report), so above $COUNT_LIMIT k-SF nodes only when JSON or a
+# whole --kccf print it.
 my $COUNT_LIMIT = 1_000_000;
 sub header_ccf_nodes {
     my ($o, $C) = @_;
-    return ccf_nodes($C) if !$C->{cct} || defined $C->{n} || $C->{nctx} <= $COUNT_LIMIT || $o->{kccf};
-    return 'not counted (over ' . commify($COUNT_LIMIT) . ' k-SF nodes; --kccf counts them)';
+    return ccf_nodes($C) if !$C->{cct} || defined $C->{n} || $C->{nctx} <= $COUNT_LIMIT || ($o->{kccf} && !$o->{limited});
+    return 'not counted (over ' . commify($COUNT_LIMIT) . ' k-SF nodes; --format=json counts them)';
 }
 
 sub pct { my ($a, $b) = @_; $b ? sprintf('%.2f%%', 100 * $a / $b) : '-' }
@@ -432,6 +439,56 @@ sub shown_contexts {
         $cum += ref $key ? $key->[$cid] : vec($key, $cid, 64);
     }
     return (\@show, $sum);
+}
+
+# The contexts that the trees and the machine formats show: all of them in
+# the table's order, or with --top or --threshold given, the table's.
+sub select_contexts {
+    my ($o, $C) = @_;
+    return sorted_contexts($o, $C) unless $o->{limited};
+    my ($show) = shown_contexts($o, $C, sorted_contexts($o, $C, $o->{top}));
+    return $show;
+}
+
+# The k-CCF that --kccf and JSON print: whole, or with --top or --threshold
+# given, only the chains of the contexts selected (each node with its
+# counters over the whole k-CCF).  A CCT's inf-CCF is then never built:
+# pruned_ccf.
+sub ccf_tree {
+    my ($o, $t) = @_;
+    my $C = $t->{C};
+    return ccf_counters($C) unless $o->{limited};
+    my $ids = select_contexts($o, $C);
+    return KGrind::Forest::pruned_ccf($t->{F}, $ids) if $C->{cct};
+    my $T = ccf_counters($C);
+    return keep_nodes($T, [map { my @c; for (my $u = $_; $u >= 0; $u = $T->{par}[$u]) { push @c, $u } @c } @$ids]);
+}
+
+# The k-SF that --ksf and JSON print: whole, or at k = inf with --top or
+# --threshold given, only the root paths of the contexts selected (a CCT's
+# nodes are its contexts).
+sub ksf_tree {
+    my ($o, $t) = @_;
+    return $t->{F} unless $o->{limited} && $t->{C}{cct};
+    my $par = $t->{F}{par};
+    return keep_nodes($t->{F}, [map { my @p; for (my $u = $_ + 1; $u; $u = vec($par, $u - 1, 32)) { push @p, $u - 1 } @p }
+                                @{select_contexts($o, $t->{C})}]);
+}
+
+# The tree of the nodes $ids of T (each with its parent), renumbered in
+# T's order (parents before children); T's counters.
+sub keep_nodes {
+    my ($T, $ids) = @_;
+    my %new;
+    my @keep = grep { !$new{$_}++ } @$ids;
+    @keep = sort { $a <=> $b } @keep;
+    @new{@keep} = 0 .. $#keep;
+    my %cols = map { ($_ => col($T, $_)) } grep { defined $T->{$_} } qw(par fn calls excl incl first);
+    my %K = (n => scalar(@keep), shown => 1);
+    for my $c (keys %cols) {
+        $K{$c} = $c eq 'par' ? [map { my $p = $cols{par}[$_]; $p < 0 ? -1 : $new{$p} } @keep] : [@{$cols{$c}}[@keep]];
+    }
+    return \%K;
 }
 
 sub ctx_str { my ($o, $C, $cid) = @_; join(' > ', map { display_name($o, $_) } @{ctx_path($C, $cid)}) }
@@ -500,12 +557,16 @@ sub out_text {
                 commify(outer_incl($C, $cid)), commify(cval($C, 'xcalls', $cid)), ctx_str($o, $C, $cid));
         }
         if ($o->{ksf}) {
-            push @out, '', $rule, "DUMP of K-SF (k=" . kstr($S->{K}) . ", thread " . forest_desc($t) . ", $t->{F}{n} nodes)", $rule;
-            print_tree($o, $t->{F}, \@out);
+            my $T = ksf_tree($o, $t);
+            push @out, '', $rule, "DUMP of K-SF (k=" . kstr($S->{K}) . ", thread " . forest_desc($t) . ", $t->{F}{n} nodes"
+                . ($T->{shown} ? ", $T->{n} shown: the paths of the contexts selected)" : ')'), $rule;
+            print_tree($o, $T, \@out);
         }
         if ($o->{kccf}) {
-            push @out, '', $rule, "DUMP of K-CCF (k=" . kstr($S->{kk}) . ", thread " . forest_desc($t) . ", " . ccf_nodes($C) . " nodes)", $rule;
-            print_tree($o, ccf_counters($C), \@out);
+            my $T = ccf_tree($o, $t);
+            push @out, '', $rule, "DUMP of K-CCF (k=" . kstr($S->{kk}) . ", thread " . forest_desc($t) . ", "
+                . ($T->{shown} ? "$T->{n} nodes shown: the chains of the contexts selected)" : ccf_nodes($C) . ' nodes)'), $rule;
+            print_tree($o, $T, \@out);
         }
     }
     show_blocks($o, $S, \@out) if $o->{'show-blocks'};
@@ -840,7 +901,7 @@ sub out_json {
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
         my $tid = $t->{tid} eq 'all' ? '"all"' : $t->{tid};
-        my $sorted = sorted_contexts($o, $C);
+        my $sorted = select_contexts($o, $C);
         my $ctx = '';    # appended to: memory and time linear in the output
         for my $cid (@$sorted) {
             $ctx .= ($ctx eq '' ? '' : ',') . '{"path":[' . join(',', @jname[@{ctx_labels($C, $cid)}])
@@ -848,7 +909,7 @@ sub out_json {
                 . cval($C, 'xincl', $cid) . ',"inclusive_outermost":' . outer_incl($C, $cid) . '}';
         }
         push @th, "{\"tid\":$tid," . (defined $t->{fname} ? '"function":' . js($t->{fname}) . ',' : '') . "\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"kccf_nodes\":" . ccf_nodes($C) . ","
-            . "\"contexts\":[$ctx],\"kccf\":" . json_tree($o, ccf_counters($C), 'callers') . ',"ksf":' . json_tree($o, $t->{F}, 'children') . '}';
+            . "\"contexts\":[$ctx],\"kccf\":" . json_tree($o, ccf_tree($o, $t), 'callers') . ',"ksf":' . json_tree($o, ksf_tree($o, $t), 'children') . '}';
     }
     return $s . join(',', @th) . "]}\n";
 }
@@ -860,11 +921,11 @@ sub out_json {
 # its callers, innermost first: an icicle per function (who calls it, up to
 # k levels), each stack weighing the exclusive Ir of its context.
 sub out_callers {
-    my ($frame, $S) = @_;
+    my ($frame, $S, $o) = @_;
     my %sum;
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
-        for my $cid (@{ctx_ids($C)}) {
+        for my $cid (@{$o->{limited} ? select_contexts($o, $C) : ctx_ids($C)}) {
             my $x = cval($C, 'xexcl', $cid) or next;
             $sum{join(';', map { $frame->[$_] } reverse @{ctx_labels($C, $cid)})} += $x;
         }
@@ -877,11 +938,11 @@ sub out_folded {
     my %sum;
     # names as they are (--names=short if asked), but ';', the separator
     my @frame = map { (my $x = display_name($o, $_)) =~ s/;/%3B/g; $x } @LNAME;
-    return out_callers(\@frame, $S) if $o->{callers};
+    return out_callers(\@frame, $S, $o) if $o->{callers};
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
         my $exc = $C->{xexcl};
-        if ($C->{cct}) {
+        if ($C->{cct} && !$o->{limited}) {
             # a node's stack is its parent's and its frame: each built once, in
             # time and memory linear in the output
             my ($par, $fn, @stack) = @$C{qw(par fn)};    # packed; par is the parent + 1
@@ -892,9 +953,9 @@ sub out_folded {
             }
             next;
         }
-        for my $cid (@{$C->{ctx}}) {
-            next unless $exc->[$cid];
-            $sum{join(';', map { $frame[$_] } @{ctx_labels($C, $cid)})} += $exc->[$cid];
+        for my $cid (@{$o->{limited} ? select_contexts($o, $C) : $C->{ctx}}) {
+            my $x = cval($C, 'xexcl', $cid) or next;
+            $sum{join(';', map { $frame[$_] } @{ctx_labels($C, $cid)})} += $x;
         }
     }
     return join('', map { "$_ $sum{$_}\n" } sort keys %sum);
@@ -1046,7 +1107,7 @@ sub export_model {
             { path => [map { $name->($_) } @{ctx_path($C, $_)}], calls => cval($C, 'xcalls', $_) + 0,
               Ir => cval($C, 'xexcl', $_) + 0, inclusive => cval($C, 'xincl', $_) + 0,
               inclusive_outermost => outer_incl($C, $_) + 0 }
-        } @{sorted_contexts($o, $C)}] };
+        } @{select_contexts($o, $C)}] };
     }
     my $src = function_sources($S);
     my %sources = map { ($name->($_) => { %{$src->{$_}}, file => utf8_clean($src->{$_}{file}) }) } keys %$src;
@@ -1130,7 +1191,7 @@ sub export {
         # finite k above the body's: the graph of the body's contexts
         my $bk = body_k($S);
         $S = analyse({ %$o, k => kstr($bk) }) if $S->{kk} != $INF && $bk != $INF && $S->{kk} > $bk;
-        return run_exporter($EXPORTER{dot}, export_model({ %$o, names => 'full' }, $S), $o);
+        return run_exporter($EXPORTER{dot}, export_model({ %$o, names => 'full', limited => 0 }, $S), $o);
     }
     fail("--format=$o->{format}: function-mode profiles only ($S->{P}[0]{file} has mode $S->{P}[0]{mode})")
         if $BLOCKMODE;
@@ -1141,7 +1202,7 @@ sub export {
 # smaller of their k unless --k says; contexts keyed by full names.
 sub diff {
     my ($o) = @_;
-    my %side = map { ($_ => { %$o, profiles => $o->{$_}, names => 'full' }) } qw(base new);
+    my %side = map { ($_ => { %$o, profiles => $o->{$_}, names => 'full', limited => 0 }) } qw(base new);
     my %S = map { ($_ => analyse($side{$_})) } qw(base new);
     if (!defined $o->{k} && $S{base}{kk} != $S{new}{kk}) {
         my ($low, $high) = sort { $S{$a}{kk} == $INF ? 1 : $S{$b}{kk} == $INF ? -1 : $S{$a}{kk} <=> $S{$b}{kk} } qw(base new);

@@ -186,3 +186,57 @@ def test_dot_call_graph(annotate, twice_profile, k):
     assert '()' not in top
     svg = subprocess.run(['dot', '-Tsvg'], input=top, capture_output=True, text=True)
     assert svg.returncode == 0 and '<svg' in svg.stdout, svg.stderr
+
+
+# ---------------------------------------------------------------------------
+# --top / --threshold given: the trees and the machine formats show only the
+# contexts the table selects (issue 22: a k=inf forest of millions of nodes
+# has an inf-CCF of tens of millions).
+
+def tree_nodes(nodes, key, path=(), out=None):
+    """{path of names from a root: (calls, Ir, inclusive)}, in pre-order."""
+    out = {} if out is None else out
+    for n in nodes:
+        p = path + (n['name'],)
+        out[p] = (n['calls'], n['Ir'], n['inclusive'])
+        tree_nodes(n.get(key, []), key, p, out)
+    return out
+
+
+@pytest.mark.parametrize('k', [2, M.INF])
+@pytest.mark.parametrize('order', ['sorted', 'natural'])
+def test_limited_outputs_are_the_selected_contexts(annotate, tmp_path, k, order):
+    rng = random.Random(22 + (k or 7))
+    prof = M.write_profile(tmp_path / 'l.out', {1: M.random_activations(rng), 2: M.random_activations(rng)}, k)
+    full = annotate('--format=json', f'--tree-order={order}', prof).json()
+    for limit in (['--top=3'], ['--threshold=50'], ['--top=5', '--threshold=80']):
+        part = annotate('--format=json', f'--tree-order={order}', *limit, prof).json()
+        text = ok(annotate(f'--tree-order={order}', *limit, prof)).out
+        for tf, tp in zip(full['threads'], part['threads']):
+            # the table's contexts, in its order
+            rows = text.split(f"Hottest {full['k']}-contexts, thread {tf['tid']}:", 1)[1].split('\n\n', 1)[0]
+            shown = [r.split(None, 4)[4] for r in rows.splitlines()[3:]]
+            assert [' > '.join(c['path']) for c in tp['contexts']] == shown
+            assert tp['contexts'] == tf['contexts'][:len(shown)] and tp['kccf_nodes'] == tf['kccf_nodes']
+            # the k-CCF: exactly the chains of those contexts, counters and sibling order of the whole one
+            kf, kp = tree_nodes(tf['kccf'], 'callers'), tree_nodes(tp['kccf'], 'callers')
+            chains = {tuple(reversed(c['path']))[:i] for c in tp['contexts'] for i in range(1, len(c['path']) + 1)}
+            assert set(kp) == chains and [p for p in kf if p in kp] == list(kp)
+            assert all(kp[p] == kf[p] for p in kp)
+            # the k-SF: at k=inf the root paths of those contexts, else whole
+            sf, sp = tree_nodes(tf['ksf'], 'children'), tree_nodes(tp['ksf'], 'children')
+            paths = {tuple(c['path'])[:i] for c in tp['contexts'] for i in range(1, len(c['path']) + 1)}
+            assert (set(sp) == paths if k is M.INF else sp == sf) and all(sp[p] == sf[p] for p in sp)
+        # folded stacks: those of the selected contexts, summed over threads
+        want = collections.Counter()
+        for t in part['threads']:
+            for c in t['contexts']:
+                if c['Ir']:
+                    want[';'.join(c['path'])] += c['Ir']
+        assert folded(ok(annotate('--format=folded', *limit, prof)).out) == dict(want)
+        # --kccf prints the same pruned tree
+        dump = ok(annotate('--kccf', '--costs=no', f'--tree-order={order}', *limit, prof)).out
+        first = dump.split('DUMP of K-CCF', 1)[1].split('\n', 2)[2].split('\n\n', 1)[0]
+        names = [l.split('| ', 1)[1].rsplit(',', 1)[0] for l in first.splitlines()]
+        tp = part['threads'][0]
+        assert names == [p[-1] + '()' for p in tree_nodes(tp['kccf'], 'callers')]

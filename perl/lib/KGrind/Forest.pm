@@ -397,6 +397,52 @@ sub cct_ccf {
              xcalls => \@xcal, xexcl => \@xexc, xincl => \@xinc };
 }
 
+# inv_inf of a calling context tree pruned to the chains of the contexts
+# $ids (their root paths reversed: a trie of at most their total length),
+# each node with its counters over the whole inf-CCF: the sums over the
+# tree's nodes whose reversed root path starts with the node's chain.  One
+# pass over the tree, each node walking up its path while the trie has the
+# next label (never past the trie's depth); the inf-CCF itself is never
+# built.  first: the natural order, as cct_ccf's.
+sub pruned_ccf {
+    my ($F, $ids) = @_;
+    my ($par, $fn) = @$F{qw(par fn)};    # packed: par is the parent + 1
+    my (@cpar, @cfn, %child);
+    my $rootlab = '';                     # a bit per label that starts a chain
+    for my $v (@$ids) {
+        my $c = -1;
+        for (my $u = $v + 1; $u; $u = vec($par, $u - 1, 32)) {
+            my $lab = vec($fn, $u - 1, 32);
+            my $x = $child{"$c $lab"};
+            unless (defined $x) {
+                push @cfn, $lab;
+                push @cpar, $c;
+                $x = $child{"$c $lab"} = $#cfn;
+                vec($rootlab, $lab, 1) = 1 if $c < 0;
+            }
+            $c = $x;
+        }
+    }
+    my $n = @cfn;
+    my (@cal, @exc, @inc, @first);
+    $cal[$_] = $exc[$_] = $inc[$_] = 0 for 0 .. $n - 1;
+    my $pos = $F->{preorder} ? undef : do { my @p; my $ord = preorder($F); @p[@$ord] = 0 .. $#$ord; \@p };
+    for my $w (0 .. $F->{n} - 1) {
+        next unless vec($rootlab, vec($fn, $w, 32), 1);
+        my ($cw, $xw, $iw, $pw) = (vec($F->{calls}, $w, 64), vec($F->{excl}, $w, 64), vec($F->{incl}, $w, 64),
+                                   $pos ? $pos->[$w] : $w);
+        my $c = -1;
+        for (my $u = $w + 1; $u; $u = vec($par, $u - 1, 32)) {
+            my $x = $child{"$c " . vec($fn, $u - 1, 32)} // last;
+            $cal[$x] += $cw; $exc[$x] += $xw; $inc[$x] += $iw;
+            $first[$x] = $pw if !defined $first[$x] || $pw < $first[$x];
+            $c = $x;
+        }
+    }
+    return { n => $n, shown => 1, par => \@cpar, fn => \@cfn, calls => \@cal, excl => \@exc, incl => \@inc,
+             first => \@first };
+}
+
 sub min { $_[0] < $_[1] ? $_[0] : $_[1] }
 
 # Each node's position in the order of root paths compared name by name
