@@ -417,7 +417,15 @@ my $COUNT_LIMIT = 1_000_000;
 sub header_ccf_nodes {
     my ($o, $C) = @_;
     return ccf_nodes($C) if !$C->{cct} || defined $C->{n} || $C->{nctx} <= $COUNT_LIMIT || ($o->{kccf} && !$o->{limited});
-    return 'not counted (over ' . commify($COUNT_LIMIT) . ' k-SF nodes; --format=json counts them)';
+    return 'not counted (over ' . commify($COUNT_LIMIT) . ' k-SF nodes; a whole --kccf or JSON counts them)';
+}
+
+# JSON's kccf_nodes: null where the header does not count them and only the
+# contexts selected are printed.
+sub json_ccf_nodes {
+    my ($o, $C) = @_;
+    return ccf_nodes($C) if !$C->{cct} || defined $C->{n} || $C->{nctx} <= $COUNT_LIMIT || !$o->{limited};
+    return 'null';
 }
 
 sub pct { my ($a, $b) = @_; $b ? sprintf('%.2f%%', 100 * $a / $b) : '-' }
@@ -483,10 +491,13 @@ sub keep_nodes {
     my @keep = grep { !$new{$_}++ } @$ids;
     @keep = sort { $a <=> $b } @keep;
     @new{@keep} = 0 .. $#keep;
-    my %cols = map { ($_ => col($T, $_)) } grep { defined $T->{$_} } qw(par fn calls excl incl first);
     my %K = (n => scalar(@keep), shown => 1);
-    for my $c (keys %cols) {
-        $K{$c} = $c eq 'par' ? [map { my $p = $cols{par}[$_]; $p < 0 ? -1 : $new{$p} } @keep] : [@{$cols{$c}}[@keep]];
+    for my $c (grep { defined $T->{$_} } qw(par fn calls excl incl first)) {
+        my $col = $T->{$c};    # an array, or a packed column (read where kept)
+        my $bits = $c eq 'par' || $c eq 'fn' ? 32 : 64;
+        my @v = ref $col ? @$col[@keep] : map { vec($col, $_, $bits) } @keep;
+        @v = map { $_ - 1 } @v if $c eq 'par' && !ref $col;
+        $K{$c} = $c eq 'par' ? [map { $_ < 0 ? -1 : $new{$_} } @v] : \@v;
     }
     return \%K;
 }
@@ -908,7 +919,7 @@ sub out_json {
                 . '],"calls":' . cval($C, 'xcalls', $cid) . ',"Ir":' . cval($C, 'xexcl', $cid) . ',"inclusive":'
                 . cval($C, 'xincl', $cid) . ',"inclusive_outermost":' . outer_incl($C, $cid) . '}';
         }
-        push @th, "{\"tid\":$tid," . (defined $t->{fname} ? '"function":' . js($t->{fname}) . ',' : '') . "\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"kccf_nodes\":" . ccf_nodes($C) . ","
+        push @th, "{\"tid\":$tid," . (defined $t->{fname} ? '"function":' . js($t->{fname}) . ',' : '') . "\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"kccf_nodes\":" . json_ccf_nodes($o, $C) . ","
             . "\"contexts\":[$ctx],\"kccf\":" . json_tree($o, ccf_tree($o, $t), 'callers') . ',"ksf":' . json_tree($o, ksf_tree($o, $t), 'children') . '}';
     }
     return $s . join(',', @th) . "]}\n";

@@ -215,6 +215,7 @@ sub inv_k_contexts {
 # Whether the forest is one tree (a k=inf forest: the CCT).
 sub single_tree {
     my ($F) = @_;
+    return $F->{roots} == 1 if defined $F->{roots};    # counted by the reader
     my $one = 1;
     chunks($F, ['par'], sub { my ($s, $par) = @_; $one &&= !grep { !$_ } $s ? @$par : @$par[1 .. $#$par] });
     return $one;

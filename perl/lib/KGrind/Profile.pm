@@ -623,7 +623,7 @@ sub chunks {
 # (parent, label) pairs, which takes less memory than a hash.
 sub check_forest {
     my ($F, $labmap, $intra, $blocks, $bad, $slabs) = @_;
-    my ($depth, $fnout, %child, %rootlab, @pairs) = ('', '');
+    my ($depth, $fnout, $roots, %child, %rootlab, @pairs) = ('', '', 0);
     push @KEEP, \%child;
     chunks($F, [qw(par fn)], sub {
         my ($s, $par, $fn) = @_;
@@ -645,6 +645,7 @@ sub check_forest {
                     $rootlab{$g} = $v if $v != 0;
                 }
                 $d[$i] = 0;
+                $roots++;
             } else {
                 $bad->($v, " must be a root") if $v == 0;
                 if ($slabs) {
@@ -681,6 +682,7 @@ sub check_forest {
     }
     $F->{fn} = $fnout;
     $F->{depth} = $depth;
+    $F->{roots} = $roots;
     return (\%child, \%rootlab);
 }
 
