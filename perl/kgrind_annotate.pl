@@ -101,7 +101,7 @@ sub parse_options {
     return \%o if $o{help} || $o{version};
     # given, --top and --threshold also limit the trees and the machine
     # formats (select_contexts); their defaults are the table's
-    $o{limited} = defined $o{top} || defined $o{threshold};
+    my $given = defined $o{top} || defined $o{threshold};
     $o{top} //= 40;
     $o{threshold} //= 99;
     $o{'show-blocks'} = 1 if $o{'blocks-disasm'};
@@ -110,6 +110,7 @@ sub parse_options {
     fail("bad --threshold value '$o{threshold}' (a percentage 0-100)")
         unless $o{threshold} =~ /^\d+(?:\.\d*)?$/ && $o{threshold} <= 100;
     fail("bad --top value '$o{top}' (a non-negative integer)") unless $o{top} =~ /^\d+$/;
+    $o{limited} = $given && ($o{top} > 0 || $o{threshold} < 100);    # --top=0 --threshold=100: everything
     fail("bad --context value '$o{context}' (a non-negative integer)") unless $o{context} =~ /^\d+$/;
     fail("bad --context-id value '$o{'context-id'}' (an id from KGRIND_CURRENT_CONTEXT(), a positive integer)")
         if defined $o{'context-id'} && $o{'context-id'} !~ /^[1-9]\d*$/;

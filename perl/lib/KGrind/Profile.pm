@@ -107,9 +107,10 @@ sub read_profile {
     # error; so are lines with two separators in a row that the syntax
     # forbids.
     my $fast_line = sub {
-        my ($t) = @_;
-        return 0 if $t eq '' || $t =~ /[ (][ ()]|\)[\d(]|\A[ (]| \z/;    # separators the syntax forbids
-        my @seg = split /([()])/, $t, -1;    # runs and parentheses, alternating
+        my ($t, $shape) = @_;
+        (my $s = $shape) =~ tr/*=\/d/n/s;    # a node is an 'n'
+        return 0 if $t eq '' || $s =~ /[ (][ ()]|\)[n(]|\A[ (]| \z/;    # separators the syntax forbids
+        my @seg = split /([()])/, $s, -1;    # runs and parentheses, alternating
         return 0 if $seg[0] eq '' && $last eq '(';    # "()" across a line break
         my $depth = @$open;    # a ')' without '(' is the token loop's error
         for (my $i = 1; $i < @seg; $i += 2) { return 0 if $seg[$i] eq ')' && --$depth < 0; $depth++ if $seg[$i] eq '(' }
@@ -118,7 +119,7 @@ sub read_profile {
         for (my $i = 0; $i < @seg; $i += 2) {
             my $run = $seg[$i];
             if ($run ne '') {
-                my $k = ($run =~ tr/ //) + (ord($run) == 32 ? 0 : 1);
+                my $k = $run =~ tr/n//;
                 push @par, ($top) x $k;
                 $id += $k;
             }
@@ -144,8 +145,10 @@ sub read_profile {
         my ($l, $ln) = @_;
         my $t = substr($l, 12);
         # tokens removed, nothing may remain (a regex over the whole line
-        # would hit Perl's recursion limit on long lines)
-        (my $rest = $t) =~ s/$NODE_TOKEN//go;
+        # would hit Perl's recursion limit on long lines); checked on the
+        # line with each number squeezed to one 'd' (a quarter of its length)
+        (my $shape = $t) =~ tr/0-9/d/s;
+        (my $rest = $shape) =~ s/d(?:\*d)?(?:=d(?:\/d)?)?|[() ]+//g;
         if ($rest ne '' || $t =~ /\d{19}/) {
             my $col = 0;
             $col = pos($t) while $t =~ /\G$NODE_TOKEN/gco;
@@ -154,7 +157,7 @@ sub read_profile {
                  printable(substr($t, $col)), "'");
         }
         push @$nline, $nnodes, $ln;
-        return if $fast_line->($t);
+        return if $fast_line->($t, $shape);
         my $spaced = $last ne '';   # the line break
         my @t = $t =~ /([() ])|(\d+)(?:\*(\d+))?(?:=(\d+)(?:\/(\d+))?)?/g;
         for (my $j = 0; $j < @t; $j += 5) {
