@@ -210,10 +210,17 @@ static Int compare_entry_contexts(const void* pa, const void* pb)
    return a == b ? 0 : (UWord)a < (UWord)b ? -1 : 1;
 }
 
-// The costs an entry's block can have: one per line run, or per instruction.
+// The costs an entry's block can have: one per line run, or per instruction
+// (and its called PLT stub's).
 static UInt cost_items(const BlockInfo* blk, Bool per_instruction)
 {
-   return per_instruction ? blk->n_instrs : blk->n_runs;
+   return per_instruction ? blk->n_instrs + blk->stub_counter : blk->n_runs;
+}
+
+// The block's counters that are flush points' (block modes: points).
+static UInt flush_points(const BlockInfo* blk)
+{
+   return blk->n_slots - blk->stub_counter;
 }
 
 // Calls f(line, addr, ir) for each non-zero cost of the entry: each line
@@ -224,15 +231,20 @@ static void for_each_cost(const BlockCounters* e, Bool per_instruction, F f)
 {
    const BlockInfo* blk = (const BlockInfo*)e->b;
    const ULong* reached = e->counters();
-   for (UInt i = 0; i < cost_items(blk, per_instruction); i++) {
-      if (per_instruction) {
-         const InstrPos& in = blk->instrs[i];
-         if (reached[in.point]) f(in.line, in.addr, reached[in.point]);
-      } else {
+   if (!per_instruction) {
+      for (UInt i = 0; i < blk->n_runs; i++) {
          const LineRun& r = blk->runs[i];
          if (reached[r.point]) f(blk->slots[r.line], (Addr)0, reached[r.point] * r.n);
       }
+      return;
    }
+   for (UInt i = 0; i < blk->n_instrs; i++) {
+      const InstrPos& in = blk->instrs[i];
+      if (reached[in.point]) f(in.line, in.addr, reached[in.point]);
+   }
+   // A called PLT stub's instructions, at the call (as callgrind charges them).
+   const InstrPos& call = blk->instrs[blk->n_instrs - 1];
+   if (blk->stub_counter && reached[blk->n_slots - 1]) f(call.line, call.addr, reached[blk->n_slots - 1]);
 }
 
 // A block that counts where execution left it (counts_leaving): execution
@@ -357,10 +369,11 @@ static UWord superblock_jumps(const BlockCounters* e, ContextJump* out)
 {
    const BlockInfo* blk = (const BlockInfo*)e->b;
    UWord n = 0;
-   for (UInt j = 0; j < blk->n_slots; j++) {
+   UInt points = flush_points(blk);
+   for (UInt j = 0; j < points; j++) {
       const FlushPoint& p = blk->points[j];
       if (!p.jump_target) continue;
-      ULong taken = e->counters()[j] - (j + 1 < blk->n_slots ? e->counters()[j + 1] : 0);
+      ULong taken = e->counters()[j] - (j + 1 < points ? e->counters()[j + 1] : 0);
       if (!taken) continue;
       const InstrPos& x = blk->instrs[p.instr];
       ULong executed = x.cond ? e->counters()[x.point] : taken;

@@ -81,6 +81,10 @@ struct BlockInfo {
    // A point's counter counts the runs that left the block there (made
    // "reached" at exit: ExitCosts::take; kg_instrument.cpp, PendingCounts).
    Bool counts_leaving;
+   // The last counter is not a flush point's: it counts the instructions of
+   // the PLT stub that the block's last instruction calls, charged to that
+   // instruction (block modes; function mode has a LineRun for it).
+   Bool stub_counter;
 };
 static_assert(sizeof(BlockInfo) <= 96, "one BlockInfo per translation: keep it small");
 

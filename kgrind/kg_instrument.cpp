@@ -321,10 +321,10 @@ Bool function_entry(Addr a, const SourceLoc& loc)
 }
 
 // Static facts about the block: its instructions' source lines (one slot per
-// distinct line), function, entry and PLT status. With a PLT stub to call
-// (stub != 0), *stub_slot is the slot of the calling instruction's line,
+// distinct line), function, entry and PLT status. With a PLT stub it may
+// call (stub), *stub_slot is the slot of the calling instruction's line,
 // where the stub's instructions are charged (as callgrind does).
-BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs, Addr stub, UInt* stub_slot)
+BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs, Bool stub, UInt* stub_slot)
 {
    SourceLine* slots[kMaxSlots];
    UInt n_slots = 0;
@@ -490,13 +490,14 @@ ULong plt_scratch;
 
 // A PLT stub's prologue. Its instructions are the caller's (the top frame's
 // context, whatever kg_now->ctx says while the call is pending). A block that
-// calls the stub directly, or jumps to it (a tail call), left a counter of
-// its own for them, at the call's line (kg_now->plt_stub, plt_counter): then
+// calls the stub, directly or indirectly, or jumps to it (a tail call), left
+// a counter of its own for them, at the call's line (kg_now->plt_stub,
+// plt_counter: add_stub_counter): then
 // the stub adds its `instrs` there and flushes into plt_scratch, and at its
 // end passes the counter on to where it jumps (add_plt_handover): a lazy
 // binding's next stub blocks (the entry's push, .plt's first entry) count
-// there too. Otherwise (an indirect call to the stub, or a stub that needs
-// more than one counter: instrs == 0) it finds counters for the caller's
+// there too. Otherwise (an indirect jump or a conditional jump to the stub,
+// or a stub that needs more than one counter: instrs == 0) it finds counters for the caller's
 // context, as any block does (stubs run in every caller's context in turn,
 // so that mostly missed the block's cache), and its instructions go to the
 // stub's own position (`???` line 0). *counted: the condition that the
@@ -752,13 +753,13 @@ Bool unrolled_loop(const IRSB* sb_in, const BlockInfo* blk)
    return exits > 1;
 }
 
-// Function mode: the PLT stub that a block ending in a direct call, or in a
-// direct jump (a tail call), enters, or 0 (add_plt_prologue). Not a stub's
-// own jump to the next part of a lazy binding.
+// The PLT stub that a block ending in a direct call, or in a direct jump (a
+// tail call), enters, or 0 (add_plt_prologue). Not a stub's own jump to the
+// next part of a lazy binding.
 Addr called_plt_stub(const IRSB* sb_in)
 {
    Bool call_or_jump = sb_in->jumpkind == Ijk_Call || sb_in->jumpkind == Ijk_Boring;
-   if (clo.mode != kModeFunc || !call_or_jump || sb_in->next->tag != Iex_Const) return 0;
+   if (!call_or_jump || sb_in->next->tag != Iex_Const) return 0;
    Addr target = const_target(sb_in->next->Iex.Const.con);
    if (!target || !is_plt_stub(target)) return 0;
    Int first = guest_code_start(sb_in);
@@ -766,12 +767,32 @@ Addr called_plt_stub(const IRSB* sb_in)
    return is_plt_stub((Addr)sb_in->stmts[first]->Ist.IMark.addr) ? 0 : target;
 }
 
-// Function mode: the instructions of a PLT stub's superblock if a caller's
-// counter can count them (one line, so one counter, and one flush point),
-// else 0.
+// Does the block end in an indirect call, which may enter a PLT stub? A
+// non-PIE executable takes an imported function's address as its PLT entry,
+// so a call through such a function pointer is `call *%reg` to a stub.
+Bool ends_in_indirect_call(const IRSB* sb_in)
+{
+   return sb_in->jumpkind == Ijk_Call && sb_in->next->tag != Iex_Const;
+}
+
+// The instructions of a PLT stub that the block's last instruction may
+// enter (called_plt_stub, or any target of an indirect call) are charged to
+// that instruction's line, in a counter of the block's that the stub finds
+// through kg_now (add_plt_prologue).
+void add_stub_counter(IRBuilder& b, BlockInfo* blk, PendingCounts& pending, IRExpr* counters,
+                      UInt stub_slot, IRExpr* target)
+{
+   UInt point = pending.add_stub_point(stub_slot);
+   blk->stub_counter = True;
+   b.store64(&kg_now->plt_stub, target);
+   b.store64(&kg_now->plt_counter, b.address(b.place(counters, 8 * point)));
+}
+
+// The instructions of a PLT stub's superblock if a caller's counter can
+// count them (one line, so one counter, and one flush point), else 0.
 UInt stub_instructions(const IRSB* sb_in, const BlockInfo* blk, Int n_instrs)
 {
-   if (clo.mode != kModeFunc || !blk->in_plt || blk->n_slots != 1) return 0;
+   if (!blk->in_plt || blk->n_slots != 1) return 0;
    for (Int i = guest_code_start(sb_in); i < sb_in->stmts_used; i++) {
       const IRStmt* st = sb_in->stmts[i];
       if (st && st->tag == Ist_Exit && !faults_only(st->Ist.Exit.jk)) return 0;
@@ -975,8 +996,9 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    static UInt slot_of_instr[4096];   // IMarks of one superblock (VEX caps ~100s)
    Int n_instrs;
    Addr stub = called_plt_stub(sb_in);
+   Bool may_call_stub = stub || ends_in_indirect_call(sb_in);
    UInt stub_slot = 0;
-   BlockInfo* blk = describe_block(sb_in, slot_of_instr, &n_instrs, stub, &stub_slot);
+   BlockInfo* blk = describe_block(sb_in, slot_of_instr, &n_instrs, may_call_stub, &stub_slot);
    UInt stub_instrs = stub_instructions(sb_in, blk, n_instrs);
    static BBInfo* block_of[4096];
    static UInt block_len[4096];
@@ -1033,11 +1055,8 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    }
    if (counters) pending.flush(b, counters, nullptr);
    blk->counts_leaving = leaving;
-   if (counters && stub) {
-      UInt point = pending.add_stub_point(stub_slot);
-      b.store64(&kg_now->plt_stub, IRBuilder::u64(stub));
-      b.store64(&kg_now->plt_counter, b.address(b.place(counters, 8 * point)));
-   }
+   if (counters && may_call_stub)
+      add_stub_counter(b, blk, pending, counters, stub_slot, stub ? IRBuilder::u64(stub) : sb->next);
    add_plt_handover(b, stub_counted, sb->next);
    pending.finish(blk);
    add_block_end(b, sb, blk, last_instr, sp, pending.flushed_ir(), blocks);

@@ -38,6 +38,9 @@ class Profile:
         self.lines = collections.Counter()
         # with `positions: instr line`: (object, function, address) -> Ir
         self.instrs = collections.Counter()
+        # the same by (object, file, address): an address is code of that
+        # object only if that file is the object's
+        self.instr_lines = collections.Counter()
         self.calls = []          # (caller fn, callee fn, count, inclusive Ir)
         # where the calls are: (caller fn, callee fn, file, line) -> count
         self.call_sites = collections.Counter()
@@ -253,6 +256,7 @@ class _Reader:
         prof.lines[(self.ob, self.file_in_force(), self.fn, line_no)] += ir
         if 'instr' in pos_of:
             prof.instrs[(self.ob, self.fn, pos_of['instr'])] += ir
+            prof.instr_lines[(self.ob, self.file_in_force(), pos_of['instr'])] += ir
 
     def body_line(self, line):
         m = _NAME.match(line)
