@@ -161,6 +161,33 @@ def test_plt_stubs_pass_through(tools, variant, mode):
     assert not any(c.startswith('0x') for c in called_by_work), called_by_work
 
 
+@pytest.mark.parametrize('mode', ['func', 'intra'])
+def test_indirect_call_to_a_plt_stub(tools, mode):
+    """A non-PIE executable built without -fpie takes puts's address as its
+    PLT entry (`movq $puts@plt, put_ptr`), so work's call through the
+    pointer is `call *put_ptr` into the stub: the stub's jmp is charged to
+    that line too, not to `???` line 0."""
+    exe = tools.compile('plt_kinds.c', '-O1', '-no-pie', '-fno-pie', out='plt_nopie')
+    dis = run('objdump', '-d', '--no-show-raw-insn', exe)
+    stub = int(re.search(r'^\s*([0-9a-f]+) <puts@plt>:', dis, re.M).group(1), 16)
+    assert re.search(rf'movq\s+\$0x{stub:x},.*<put_ptr>', dis)
+    work = dis.split('<work>:')[1].split('\n\n')[0]
+    indirect = int(re.search(r'^\s+([0-9a-f]+):\s+call\s+\*', work, re.M).group(1), 16)
+    kg = tools.kgrind(exe, opts=[f'--mode={mode}'])
+    cg = tools.reference('cachegrind', exe)
+    cl = tools.reference('callgrind', exe)
+    assert kg.returncode == 0 and kg.stdout == cg.stdout
+    mine, ref = kg.profile(), cg.profile()
+    # puts is bound by the direct call before: the stub runs its jmp only.
+    site_costs = plt_stub_costs(exe, lazy=True)
+    site_costs[indirect] = (1, 1)
+    own = collections.Counter({key: ir for key, ir in ref.by_file_line().items() if key[0] == OWN_SOURCE})
+    assert_plt_moves(mine, ref, cl.profile(), own + by_line(exe, site_costs))
+    for (_ob, fl, fn, line), ir in mine.lines.items():
+        if callee(fn) in ('work', 'main') and ir:
+            assert fl != '???' and line > 0, (fl, fn, line)
+
+
 def unique_homes(prof):
     """{function name: object} of the names bound to one object only."""
     out = {}
