@@ -203,7 +203,7 @@ struct SiteCallee {
 PairMap<SiteCallee> site_callees;
 
 // The transition into traced function fn from parent at call site `site`
-// (0: not known, as for a signal handler's activation), with the call edge
+// (0: not known; a signal handler's: the interrupted instruction), with the call edge
 // of that site.
 Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, BlockInfo* blk, Addr site)
 {
@@ -649,7 +649,8 @@ static void block_entry(BlockInfo* blk, Addr sp, UWord after_call)
       // A jump to a function's first instruction from another function is a
       // tail call; a jump back to its own entry is a loop. (Direct jumps
       // left the call pending: kg_instrument.cpp, add_tail_call.) Here by an
-      // indirect jump, or by a signal's delivery (no jump site then).
+      // indirect jump, or by a signal's delivery (its site then: the
+      // interrupted instruction, signal_delivered).
       push_activation(t, blk->fn, sp, blk, kg_now->jump_site);
    }
    kg_now->jump_site = 0;
@@ -1082,8 +1083,11 @@ void signal_delivered(ThreadId tid, Int sig, Bool alt_stack)
    Frame* f = push_frame(t, VG_(get_SP)(tid), tr);
    if (alt_stack) t->stack->alt_fences++;
    // The handler's first block is entered by the core, not by a call:
-   // push_frame made ctx the fence's, so no call is pending, nor a jump.
-   kg_now->jump_site = 0;
+   // push_frame made ctx the fence's, so no call is pending. Its call edge
+   // is at the interrupted instruction (the next one to run when the handler
+   // returns), as the jump site of its entry: a line of the interrupted
+   // context rather than line 0 (docs/function-mode.md, "Signals").
+   kg_now->jump_site = VG_(get_IP)(tid);
    kg_now->top_sp = alt_stack ? ~(Addr)0 : f->sp;
 }
 

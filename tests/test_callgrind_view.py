@@ -367,3 +367,28 @@ def test_call_sites_equal_an_independent_count(tools, seed):
                 out[(callee(a), line, callee(c))] += ir
         return out
     assert costs(mine) == costs(ref)
+
+
+@pytest.mark.parametrize('mode', ['func', 'intra'])
+def test_signal_handler_edge_at_the_interrupted_line(tools, mode):
+    """A handler is entered by the kernel, not by a call: its edge is at the
+    interrupted instruction's line (the next one to run, after send_self's
+    syscall, by objdump and addr2line), not line 0, with as many calls as
+    the handler counted. Plain callgrind writes no edge for a handler. What
+    remains at `???` line 0 of the interrupted context is Valgrind's own
+    sigreturn trampoline (`mov $15,%rax; syscall`), two instructions per
+    signal (docs/function-mode.md, "Signals")."""
+    exe = tools.compile('self_signals.c', '-O1')
+    kg = tools.kgrind(exe, 'more', opts=[f'--mode={mode}'])
+    assert kg.returncode == 0, kg.stderr
+    handled = int(re.search(r'^handled (\d+)$', kg.stdout, re.M).group(1))
+    assert handled == int(re.search(r'^handled (\d+)$', tools.native(exe, 'more').stdout, re.M).group(1))
+    body = run('objdump', '-d', '--no-show-raw-insn', exe).split('<send_self>:')[1]
+    resume = int(re.search(r'^\s+[0-9a-f]+:\s+syscall\s*\n\s+([0-9a-f]+):', body, re.M).group(1), 16)
+    file, line = run('addr2line', '-e', exe, hex(resume)).split()[0].rsplit(':', 1)
+    prof = kg.profile()
+    edges = {(callee(a), fl, ln): n for (a, c, fl, ln), n in prof.call_sites.items() if callee(c) == 'handler'}
+    assert edges == {('send_self', file, int(line)): handled}
+    unknown = {ir for (_ob, fl, fn, ln), ir in prof.lines.items()
+               if callee(fn) == 'send_self' and (fl == '???' or ln == 0)}
+    assert unknown == {2 * handled}
