@@ -219,6 +219,54 @@ def test_every_context_in_its_functions_object(tools):
     assert mine.object_of("main'(below main)'__libc_start_main@@GLIBC_2.34") == str(exe)
 
 
+def sticky_cob_objects(path):
+    """{callee: {objects}} as gprof2dot reads calls (its CallgrindParser):
+    a cob= holds until the caller's next cost line of its own (not for one
+    call, as the format says), then the callee is in ob='s object."""
+    names = {'ob': {}, 'fn': {}}
+    ob = cob = None
+    after_call = False
+    out = collections.defaultdict(set)
+    for line in pathlib.Path(path).read_text().splitlines():
+        m = re.match(r'^(c?)(ob|fn)=\((\d+)\)(?: (.*))?$', line)
+        if m:
+            space = names[m.group(2)]
+            if m.group(4) is not None:
+                space[m.group(3)] = m.group(4)
+            name = space[m.group(3)]
+            if m.group(2) == 'ob':
+                if m.group(1):
+                    cob = name
+                else:
+                    ob = name
+            elif m.group(1):
+                callee_name = name
+            continue
+        if line.startswith('calls='):
+            out[callee_name].add(cob if cob is not None else ob)
+            after_call = True
+        elif re.match(r'^[0-9+*-]', line):
+            if not after_call:
+                cob = ob
+            after_call = False
+    return out
+
+
+def test_gprof2dot_reading_binds_callees_to_their_objects(tools):
+    """gprof2dot is in no Debian package (and PyPI is not reachable here),
+    so its reading of calls is replayed: every callee in the object the
+    strict reader (and plain callgrind) gives it, e.g. `(below main)` in
+    libc after a call into ld.so from the same caller."""
+    exe = tools.compile('plt_kinds.c', '-O1')
+    for mode in ('func', 'intra'):
+        kg = tools.kgrind(exe, opts=['--k=2', f'--mode={mode}'], out=f'kg.{mode}')
+        prof = kg.profile()
+        read = sticky_cob_objects(kg.profile_path)
+        assert any(c.startswith("(below main)'") for c in read) or mode != 'func'
+        for callee_name, objects in read.items():
+            assert objects == {prof.object_of(callee_name)}, (mode, callee_name, objects)
+
+
 def ksf_names(path):
     names = []
     for line in pathlib.Path(path).read_text().splitlines():
