@@ -707,6 +707,32 @@ extern "C" void VG_REGPARM(1) kg_block_start(BlockInfo* blk)
       point_block_at(blk, kg_now->ctx);
 }
 
+// The instructions of a superblock with one flush point.
+static UWord block_instructions(const BlockInfo* blk)
+{
+   if (block_mode()) return blk->n_instrs;
+   UWord n = 0;
+   for (UInt i = 0; i < blk->n_runs; i++) n += blk->runs[i].n;
+   return n;
+}
+
+extern "C" void VG_REGPARM(1) kg_sigreturn_code(BlockInfo* blk)
+{
+   unwind_at_block_start();
+   Transition* top = kg_now->top->tr;
+   Bool fence = top->kind == kSignalFence || top->kind == kAltSignalFence;
+   if (!fence || kg_now->ctx == kCallPending) {
+      kg_block_start(blk);
+      blk->ways[0].counters[0]++;   // its flush point, reached
+      return;
+   }
+   // A handler returned into the restorer: as a PLT stub's instructions
+   // are charged to its call, these go to the interrupted instruction.
+   BlockInfo* at = position_block(top->site);
+   point_block_at(at, top->ctx);
+   at->ways[0].counters[0] += block_instructions(blk);
+}
+
 extern "C" void VG_REGPARM(1) kg_plt_start(BlockInfo* blk)
 {
    unwind_at_block_start();
@@ -1080,6 +1106,7 @@ void signal_delivered(ThreadId tid, Int sig, Bool alt_stack)
    ThreadState* t = current;
    FrameKind kind = alt_stack ? kAltSignalFence : kSignalFence;
    Transition* tr = fence_transition(t, kg_now->top->tr, kind);
+   tr->site = VG_(get_IP)(tid);   // where the signal restorer is charged
    Frame* f = push_frame(t, VG_(get_SP)(tid), tr);
    if (alt_stack) t->stack->alt_fences++;
    // The handler's first block is entered by the core, not by a call:

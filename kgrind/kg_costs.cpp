@@ -1,6 +1,7 @@
 #include "kg_costs.h"
 #include "kg_activity.h"
 #include "kg_pairmap.h"
+#include "kg_options.h"
 #include "kg_runtime.h"
 
 namespace kg {
@@ -109,6 +110,37 @@ BlockInfo* block_info_new(Addr addr, UInt n_slots, SourceLine** slots)
    b->n_slots = n_slots;
    b->slots = (SourceLine**)alloc_permanent(n_slots * sizeof(SourceLine*));
    for (UInt i = 0; i < n_slots; i++) b->slots[i] = slots[i];
+   return b;
+}
+
+struct PositionBlock {
+   const void* a;     // the address
+   const void* b;     // unused
+   BlockInfo* blk;
+};
+static PairTable<PositionBlock, 16> position_blocks;
+
+BlockInfo* position_block(Addr at)
+{
+   PositionBlock* e = position_blocks.get((const void*)at, nullptr);
+   if (e->blk) return e->blk;
+   SourceLoc loc;
+   source_loc(at, &loc);
+   SourceLine* line = source_line(loc);
+   BlockInfo* b = block_info_new(at, 1, &line);
+   b->fn = loc.fn;
+   if (block_mode()) {
+      b->n_instrs = 1;
+      b->instrs = (InstrPos*)alloc_permanent(sizeof(InstrPos));
+      *b->instrs = { at, line, 0, 0, False };
+      b->points = (FlushPoint*)alloc_permanent(sizeof(FlushPoint));
+      *b->points = { 0, 0 };
+   } else {
+      b->n_runs = 1;
+      b->runs = (LineRun*)alloc_permanent(sizeof(LineRun));
+      *b->runs = { 0, 0, 1 };
+   }
+   e->blk = b;
    return b;
 }
 

@@ -93,6 +93,11 @@ SourceLine* source_line(const SourceLoc& loc);
 
 BlockInfo* block_info_new(Addr addr, UInt n_slots, SourceLine** slots);
 
+// A block of one position, the instruction at `at` (its line, and in the
+// block modes the instruction itself), whose one counter holds instructions
+// charged there from elsewhere: one per address.
+BlockInfo* position_block(Addr at);
+
 // Makes the counters of (ctx, blk) the block's way 0: inline for a hit in
 // way 1 (half of sqlite3's 121 M calls), the table otherwise.
 void point_block_at_table(BlockInfo* blk, ForestNode* ctx);

@@ -484,8 +484,9 @@ struct CallTarget {
 };
 PairTable<CallTarget> call_targets;
 
-// Where a PLT stub counts what a caller counts for it (a flush into it is
-// lost): one counter, as such stubs have one flush point.
+// Where a PLT stub counts what a caller counts for it, and a signal
+// restorer what the helper counts for it (a flush into it is lost): one counter,
+// as such blocks have one flush point.
 ULong plt_scratch;
 
 // A PLT stub's prologue. Its instructions are the caller's (the top frame's
@@ -788,16 +789,36 @@ void add_stub_counter(IRBuilder& b, BlockInfo* blk, PendingCounts& pending, IREx
    b.store64(&kg_now->plt_counter, b.address(b.place(counters, 8 * point)));
 }
 
+// Does the superblock count at one flush point (its end) only?
+Bool one_flush_point(const IRSB* sb_in)
+{
+   for (Int i = guest_code_start(sb_in); i < sb_in->stmts_used; i++) {
+      const IRStmt* st = sb_in->stmts[i];
+      if (st && st->tag == Ist_Exit && (block_mode() || !faults_only(st->Ist.Exit.jk))) return False;
+   }
+   return True;
+}
+
 // The instructions of a PLT stub's superblock if a caller's counter can
 // count them (one line, so one counter, and one flush point), else 0.
 UInt stub_instructions(const IRSB* sb_in, const BlockInfo* blk, Int n_instrs)
 {
-   if (!blk->in_plt || blk->n_slots != 1) return 0;
-   for (Int i = guest_code_start(sb_in); i < sb_in->stmts_used; i++) {
-      const IRStmt* st = sb_in->stmts[i];
-      if (st && st->tag == Ist_Exit && !faults_only(st->Ist.Exit.jk)) return 0;
-   }
+   if (!blk->in_plt || blk->n_slots != 1 || !one_flush_point(sb_in)) return 0;
    return (UInt)n_instrs;
+}
+
+// A signal restorer's superblock (with one flush point): counted into
+// scratch, its instructions charged by the helper (kg_sigreturn_code: to the
+// instruction the signal interrupted).
+Bool counts_as_sigreturn_code(const IRSB* sb_in, const BlockInfo* blk)
+{
+   return !blk->in_plt && is_sigreturn_code(blk->addr) && one_flush_point(sb_in);
+}
+
+IRExpr* add_sigreturn_prologue(IRBuilder& b, BlockInfo* blk)
+{
+   b.call_reading_sp("kg_sigreturn_code", (void*)kg_sigreturn_code, mkIRExpr_HWord((HWord)blk), nullptr);
+   return b.at(&plt_scratch);
 }
 
 Addr exit_target(const InstrPos& x, IRJumpKind jk, Addr target)
@@ -1000,6 +1021,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    UInt stub_slot = 0;
    BlockInfo* blk = describe_block(sb_in, slot_of_instr, &n_instrs, may_call_stub, &stub_slot);
    UInt stub_instrs = stub_instructions(sb_in, blk, n_instrs);
+   Bool sigreturn = counts_as_sigreturn_code(sb_in, blk);
    static BBInfo* block_of[4096];
    static UInt block_len[4096];
    Bool blocks = block_mode();
@@ -1035,6 +1057,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       case Ist_IMark:
          if (!counters && region_entry)
             b.call_reading_sp("kg_region_enter", (void*)kg_region_enter, IRBuilder::u64((ULong)blk), nullptr);
+         if (!counters && sigreturn) counters = add_sigreturn_prologue(b, blk);
          if (!counters) counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted);
          if (blocks && block_of[instr])
             add_block_step(b, block_of[instr], block_len[instr], block_helper, block_helper_name);
