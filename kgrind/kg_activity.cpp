@@ -203,8 +203,8 @@ struct SiteCallee {
 PairMap<SiteCallee> site_callees;
 
 // The transition into traced function fn from parent at call site `site`
-// (0: not known; a signal handler's: the interrupted instruction), with the call edge
-// of that site.
+// (0: not known; a signal handler's: the interrupted instruction), with the
+// call edge of that site.
 Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, BlockInfo* blk, Addr site)
 {
    Bool created;

@@ -485,24 +485,24 @@ struct CallTarget {
 PairTable<CallTarget> call_targets;
 
 // Where a PLT stub counts what a caller counts for it, and a signal
-// restorer what the helper counts for it (a flush into it is lost): one counter,
-// as such blocks have one flush point.
+// restorer what the helper counts for it (a flush into it is lost): one
+// counter, as such blocks have one flush point.
 ULong plt_scratch;
 
 // A PLT stub's prologue. Its instructions are the caller's (the top frame's
 // context, whatever kg_now->ctx says while the call is pending). A block that
 // calls the stub, directly or indirectly, or jumps to it (a tail call), left
 // a counter of its own for them, at the call's line (kg_now->plt_stub,
-// plt_counter: add_stub_counter): then
-// the stub adds its `instrs` there and flushes into plt_scratch, and at its
-// end passes the counter on to where it jumps (add_plt_handover): a lazy
-// binding's next stub blocks (the entry's push, .plt's first entry) count
-// there too. Otherwise (an indirect jump or a conditional jump to the stub,
-// or a stub that needs more than one counter: instrs == 0) it finds counters for the caller's
-// context, as any block does (stubs run in every caller's context in turn,
-// so that mostly missed the block's cache), and its instructions go to the
-// stub's own position (`???` line 0). *counted: the condition that the
-// caller's counter was used.
+// plt_counter: add_stub_counter): then the stub adds its `instrs` there and
+// flushes into plt_scratch, and at its end passes the counter on to where it
+// jumps (add_plt_handover): a lazy binding's next stub blocks (the entry's
+// push, .plt's first entry) count there too. Otherwise (an indirect or a
+// conditional jump to the stub, or a stub that needs more than one counter:
+// instrs == 0) it finds counters for the caller's context, as any block
+// does (stubs run in every caller's context in turn, so that mostly missed
+// the block's cache), and its instructions go to the stub's own position
+// (`???` line 0). *counted: the condition that the caller's counter was
+// used.
 IRExpr* add_plt_prologue(IRBuilder& b, BlockInfo* blk, UInt instrs, IRExpr** counted_out)
 {
    IRExpr* caller = b.load_field(b.load_field(b.load64(&kg_now->top), offsetof(Frame, tr)),
