@@ -143,6 +143,12 @@ def test_plt_stubs_pass_through(tools, variant, mode):
             # (block modes: libc is not traced, its code runs in work's context)
             assert fl != '???' and line > 0, (fl, fn, line)
             assert fl == OWN_SOURCE or mode != 'func', (fl, fn, line)
+    stubs = [(s, e) for name, (s, e, _x) in sections(exe).items() if name.startswith('.plt')]
+    for name in set(mine.by_context()) | {c for _a, c, _n, _i in mine.calls}:
+        for level in name.split("'"):
+            m = QUALIFIED.match(level)
+            if m and m.group(2) == exe.name and m.group(1).startswith('0x'):
+                assert not any(s <= int(m.group(1), 16) < e for s, e in stubs), name
     if mode != 'func':
         at = collections.Counter()
         for (ob, fl, addr), ir in mine.instr_lines.items():
@@ -150,12 +156,6 @@ def test_plt_stubs_pass_through(tools, variant, mode):
                 at[addr] += ir
         assert {site: at[site] for site in site_costs} == {site: n + ir for site, (n, ir) in site_costs.items()}
         return
-    stubs = [(s, e) for name, (s, e, _x) in sections(exe).items() if name.startswith('.plt')]
-    for name in set(mine.by_context()) | {c for _a, c, _n, _i in mine.calls}:
-        for level in name.split("'"):
-            m = QUALIFIED.match(level)
-            if m and m.group(2) == exe.name and m.group(1).startswith('0x'):
-                assert not any(s <= int(m.group(1), 16) < e for s, e in stubs), name
     called_by_work = {callee(c) for a, c, _n, _i in mine.calls if callee(a) == 'work'}
     assert {'printf', 'puts'} <= called_by_work, called_by_work
     assert not any(c.startswith('0x') for c in called_by_work), called_by_work
