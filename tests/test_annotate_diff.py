@@ -231,10 +231,12 @@ def test_different_programs_refused_unless_forced(annotate, tmp_path):
     prof = {name: M.write_profile(tmp_path / f'{name}.out', {1: M.random_activations(rng)}, 2, cmd=cmd)
             for name, cmd in (('a', './app --fast in.txt'), ('a2', '/opt/build/app other.txt'),
                               ('b', '/usr/bin/other-tool -x'))}
-    for r in (annotate(prof['a'], prof['b']), annotate('--format=json', prof['a'], prof['b']),
-              annotate('--diff', prof['a'], prof['b']), annotate('--diff', prof['a'], '--vs', prof['a2'], prof['b'])):
-        bad(r, './app' if r.err.count('./app') else '/opt/build/app', '/usr/bin/other-tool', 'different programs',
-            '--force')
+    for args, first, verb in (((prof['a'], prof['b']), './app', 'joined'),
+                              (('--format=json', prof['a'], prof['b']), './app', 'joined'),
+                              (('--diff', prof['a'], prof['b']), './app', 'compared'),
+                              (('--diff', prof['a'], '--vs', prof['a2'], prof['b']), '/opt/build/app', 'joined')):
+        bad(annotate(*args), f'is a profile of {first},', 'of /usr/bin/other-tool:',
+            f'profiles of different programs are not {verb} (--force does it anyway)')
     forced = annotate('--force', '--format=json', prof['a'], prof['b']).json()
     assert forced['total']['Ir'] == sum(annotate('--format=json', prof[n]).json()['total']['Ir'] for n in 'ab')
     assert 'Command:              ./app --fast in.txt | /usr/bin/other-tool -x' in \
