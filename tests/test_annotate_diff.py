@@ -239,6 +239,7 @@ def test_different_programs_refused_unless_forced(annotate, tmp_path):
             f'profiles of different programs are not {verb} (--force does it anyway)')
     forced = annotate('--force', '--format=json', prof['a'], prof['b']).json()
     assert forced['total']['Ir'] == sum(annotate('--format=json', prof[n]).json()['total']['Ir'] for n in 'ab')
+    assert forced['cmds'] == ['./app --fast in.txt', '/usr/bin/other-tool -x']
     assert 'Command:              ./app --fast in.txt | /usr/bin/other-tool -x' in \
         ok(annotate('--force', prof['a'], prof['b'])).out
     r = run('--force', '--diff', prof['a'], prof['b'])
