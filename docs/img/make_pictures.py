@@ -2,13 +2,16 @@
 """The pictures of docs/annotate.md, made from a real program's profile:
 Debian's perl running bench/workloads/plwork.pl under kgrind at k = inf.
 
-    docs/img/make_pictures.py [workdir]      (from the source tree, after ./setup.sh --build)
+    docs/img/make_pictures.py [--reuse] [workdir]   (from the source tree, after ./setup.sh --build)
 
   flamegraph.png  kgrind_annotate --format=folded, drawn by d3-flame-graph (npm)
   speedscope.png  kgrind_annotate --format=speedscope, opened by speedscope (npm)
   callgraph.png   kgrind_annotate --format=dot --k=2 --top=14, drawn by Graphviz dot
 Both pages are screenshot by Debian's chromium, headless.  Needs npm, chromium,
-graphviz; the npm packages go into workdir (default /tmp/kgrind-pictures)."""
+graphviz, fonts-noto-color-emoji (speedscope's buttons); the npm packages go
+into workdir (default /tmp/kgrind-pictures).  --reuse draws workdir's profile
+again instead of running perl anew (the numbers in docs/annotate.md are that
+run's)."""
 import base64
 import json
 import pathlib
@@ -100,11 +103,15 @@ def call_graph(work, profile):
 
 
 def main():
-    work = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else '/tmp/kgrind-pictures')
+    args = sys.argv[1:]
+    reuse = '--reuse' in args
+    args = [a for a in args if a != '--reuse']
+    work = pathlib.Path(args[0] if args else '/tmp/kgrind-pictures')
     work.mkdir(parents=True, exist_ok=True)
     profile = 'perl.kgrind.out'
-    sh(ROOT / 'build' / 'kgrind' / 'vg-in-place', '--tool=kgrind', '--k=inf', f'--kgrind-out-file={profile}',
-       '/usr/bin/perl', ROOT / 'bench' / 'workloads' / 'plwork.pl', '1', capture_output=True, cwd=work)
+    if not (reuse and (work / profile).exists()):
+        sh(ROOT / 'build' / 'kgrind' / 'vg-in-place', '--tool=kgrind', '--k=inf', f'--kgrind-out-file={profile}',
+           '/usr/bin/perl', ROOT / 'bench' / 'workloads' / 'plwork.pl', '1', capture_output=True, cwd=work)
     flame_graph(work, profile)
     speedscope(work, profile)
     call_graph(work, profile)
