@@ -37,7 +37,7 @@ Word compare_lines(UWord a, UWord b)
 PairIndex<BlockCounters> block_counters;   // probed at every context change of a block
 PairMap<CallEdge> call_edges;
 
-// Block modes: the targets of one (context, superblock)'s computed jump.
+// --collect-jumps: the targets of one (context, superblock)'s computed jump.
 struct IndirectTarget {
    Addr target;
    ULong count;
@@ -217,7 +217,7 @@ static UInt cost_items(const BlockInfo* blk, Bool per_instruction)
 }
 
 // Calls f(line, addr, ir) for each non-zero cost of the entry: each line
-// run's instructions (function mode) or each instruction (block modes) ran
+// run's instructions (per line) or each instruction (--dump-instr, block modes) ran
 // as often as execution reached its flush point.
 template <typename F>
 static void for_each_cost(const BlockCounters* e, Bool per_instruction, F f)
