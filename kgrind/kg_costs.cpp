@@ -153,6 +153,7 @@ Addr jump_target(const InstrPos& x, Addr target, Bool computed)
 
 extern "C" void VG_REGPARM(2) kg_indirect_jump(BlockInfo* blk, Addr target)
 {
+   if (!kg_counting) return;   // outside the collected region (function mode's --collect-atstart)
    IndirectJumps* e = indirect_jumps.get(kg_now->ctx, blk);
    for (UInt i = 0; i < e->n; i++) {
       if (e->targets[i].target != target) continue;
