@@ -12,7 +12,7 @@ import pytest
 
 import callgrind_format
 from test_annotate import annotate  # noqa: F401
-from conftest import PROGS
+from conftest import PROGS, VG_IN_PLACE
 from test_block_modes import JUMP_FUNCS, instr_costs, jump_counts
 
 POSITIONS = ['--dump-instr=yes', '--collect-jumps=yes']
@@ -32,6 +32,12 @@ def test_bad_position_options(tools, opts, message):
     assert r.returncode == 1
     assert message in r.stderr
     assert '\n0\n' not in '\n' + r.stdout     # the program did not run
+
+
+def test_options_in_help():
+    out = subprocess.run([str(VG_IN_PLACE), '--tool=kgrind', '--help'], capture_output=True, text=True).stdout
+    assert re.search(r'^\s+--dump-instr=no\|yes\s+\S', out, re.M), out
+    assert re.search(r'^\s+--collect-jumps=no\|yes\s+\S', out, re.M), out
 
 
 def call_instrs(prof, callers):
