@@ -38,7 +38,7 @@ Word compare_lines(UWord a, UWord b)
 PairIndex<BlockCounters> block_counters;   // probed at every context change of a block
 PairMap<CallEdge> call_edges;
 
-// Block modes: the targets of one (context, superblock)'s computed jump.
+// --collect-jumps: the targets of one (context, superblock)'s computed jump.
 struct IndirectTarget {
    Addr target;
    ULong count;
@@ -185,6 +185,7 @@ Addr jump_target(const InstrPos& x, Addr target, Bool computed)
 
 extern "C" void VG_REGPARM(2) kg_indirect_jump(BlockInfo* blk, Addr target)
 {
+   if (!kg_counting) return;   // outside the collected region (function mode's --collect-atstart)
    IndirectJumps* e = indirect_jumps.get(kg_now->ctx, blk);
    for (UInt i = 0; i < e->n; i++) {
       if (e->targets[i].target != target) continue;
@@ -256,7 +257,7 @@ static UInt flush_points(const BlockInfo* blk)
 }
 
 // Calls f(line, addr, ir) for each non-zero cost of the entry: each line
-// run's instructions (function mode) or each instruction (block modes) ran
+// run's instructions (per line) or each instruction (--dump-instr, block modes) ran
 // as often as execution reached its flush point.
 template <typename F>
 static void for_each_cost(const BlockCounters* e, Bool per_instruction, F f)

@@ -216,7 +216,8 @@ private:
 // Reached (the block modes, and function mode's other superblocks): each
 // point adds one to its counter and the instructions since the previous
 // point to the thread's Ir, unconditionally. Function mode skips a point
-// with no instructions since the previous one.
+// with no instructions since the previous one, unless it collects jumps
+// (every_point: a jump's count is the difference of two points' counts).
 //
 // Leaving (function mode's unrolled loops: VEX copies a small loop's body
 // into one superblock, with a side exit per copy, and jumps back to its
@@ -232,7 +233,12 @@ private:
 // the Ir before the end (kg_unwind) get it stored first (ir_now).
 class PendingCounts {
 public:
-   PendingCounts(Bool blocks, Bool leaving) : blocks_(blocks), leaving_(leaving) {}
+   // per_instruction: the block's costs are per instruction (InstrPos,
+   // describe_positions), not per line run.
+   PendingCounts(Bool per_instruction, Bool every_point, Bool leaving)
+      : per_instruction_(per_instruction), every_point_(every_point), leaving_(leaving)
+   {
+   }
 
    void add(UInt slot)
    {
@@ -249,11 +255,11 @@ public:
       UInt point = point_++;
       for (UInt i = 0; i < kMaxSlots; i++) {
          if (!counts_[i]) continue;
-         if (!blocks_ && n_runs_ < kMaxRuns) runs_[n_runs_++] = { (UShort)point, (UShort)i, (UInt)counts_[i] };
+         if (!per_instruction_ && n_runs_ < kMaxRuns) runs_[n_runs_++] = { (UShort)point, (UShort)i, (UInt)counts_[i] };
          counts_[i] = 0;
       }
       if (!leaving_) {
-         if (!blocks_ && !since_point_) return;
+         if (!every_point_ && !since_point_) return;
          b.add_to(b.place(counters, 8 * point), IRBuilder::u64(1));
          if (since_point_) {
             ir_ = b.op(Iop_Add64, b.load64(&kg_now->ir), IRBuilder::u64(since_point_));
@@ -284,15 +290,15 @@ public:
    UInt add_stub_point(UInt slot)
    {
       UInt point = point_++;
-      if (n_runs_ < kMaxRuns) runs_[n_runs_++] = { (UShort)point, (UShort)slot, 1 };
+      if (!per_instruction_ && n_runs_ < kMaxRuns) runs_[n_runs_++] = { (UShort)point, (UShort)slot, 1 };
       return point;
    }
 
-   // After the last flush: the block's counters and, in function mode, runs.
+   // After the last flush: the block's counters and its line runs.
    void finish(BlockInfo* blk)
    {
       blk->n_slots = point_;
-      if (blocks_) return;
+      if (per_instruction_) return;
       blk->n_runs = n_runs_;
       blk->runs = (LineRun*)alloc_permanent(n_runs_ * sizeof(LineRun));
       VG_(memcpy)(blk->runs, runs_, n_runs_ * sizeof(LineRun));
@@ -302,7 +308,8 @@ private:
    static const UInt kMaxRuns = 4096;
    IRExpr* ir_ = nullptr;
    IRExpr* ir_at_start_ = nullptr;   // leaving: loaded at the first flush point
-   Bool blocks_;
+   Bool per_instruction_;
+   Bool every_point_;
    Bool leaving_;
    UInt point_ = 0;
    ULong counts_[kMaxSlots] = {};
@@ -826,25 +833,35 @@ Addr exit_target(const InstrPos& x, IRJumpKind jk, Addr target)
    return jk == Ijk_Boring ? jump_target(x, target, False) : 0;
 }
 
-// Block modes: the superblock's instructions and flush points (one before
-// each side exit, one at the end), for per-instruction costs and jumps.
-void describe_positions(IRSB* sb_in, BlockInfo* blk)
+// Is there a flush point before this side exit? Before every one in the
+// block modes; function mode skips exits that only a fault takes.
+Bool flushes_before(const IRStmt* exit, Bool blocks)
+{
+   return blocks || !faults_only(exit->Ist.Exit.jk);
+}
+
+// Per-instruction positions (--dump-instr; the block modes always): the
+// superblock's instructions and flush points (one before each side exit
+// that flushes_before, one at the end), for per-instruction costs and
+// jumps (a called PLT stub's counter comes after the flush points:
+// add_stub_counter).
+void describe_positions(IRSB* sb_in, BlockInfo* blk, Bool blocks)
 {
    UInt n_instrs = 0, n_exits = 0;
    for (Int i = guest_code_start(sb_in); i < sb_in->stmts_used; i++) {
       IRStmt* st = sb_in->stmts[i];
       if (st && st->tag == Ist_IMark) n_instrs++;
-      if (st && st->tag == Ist_Exit) n_exits++;
+      if (st && st->tag == Ist_Exit && flushes_before(st, blocks)) n_exits++;
    }
    blk->n_instrs = n_instrs;
-   blk->instrs = (InstrPos*)alloc_permanent((n_instrs + 1) * sizeof(InstrPos));
+   blk->instrs = (InstrPos*)alloc_permanent(n_instrs * sizeof(InstrPos));
    blk->n_slots = n_exits + 1;
-   blk->points = (FlushPoint*)alloc_permanent(blk->n_slots * sizeof(FlushPoint));
+   blk->points = (FlushPoint*)alloc_permanent((n_exits + 1) * sizeof(FlushPoint));
    Int instr = -1;
    UInt point = 0;
    for (Int i = guest_code_start(sb_in); i < sb_in->stmts_used; i++) {
       IRStmt* st = sb_in->stmts[i];
-      if (!st) continue;
+      if (!st || (st->tag == Ist_Exit && !flushes_before(st, blocks))) continue;
       if (st->tag == Ist_IMark) {
          InstrPos& x = blk->instrs[++instr];
          SourceLoc loc;
@@ -966,10 +983,10 @@ void find_blocks(IRSB* sb_in, BlockInfo* blk, BBInfo** block_of, UInt* block_len
 // modes) and site, a return's inline pop, the unwind check, and a call or
 // tail call made pending.
 void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, const SpTracker& sp,
-                   IRExpr* flushed_ir, Bool blocks)
+                   IRExpr* flushed_ir)
 {
    Bool computed_jump = sb->jumpkind == Ijk_Boring && sb->next->tag != Iex_Const && !blk->in_plt;
-   if (computed_jump && blocks && blocks_traced(blk->fn)) {
+   if (computed_jump && clo.collect_jumps && blocks_traced(blk->fn)) {
       // A switch table: its targets are counted at run time.
       b.call("kg_indirect_jump", (void*)kg_indirect_jump, 2,
              mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sb->next), nullptr);
@@ -1028,15 +1045,16 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    if (blocks) {
       if (ends_in_call(sb_in)) note_return_site(end_of_last_instruction(sb_in));
       find_blocks(sb_in, blk, block_of, block_len);
-      describe_positions(sb_in, blk);
    }
+   Bool per_instruction = clo.dump_instr;   // the block modes: always
+   if (per_instruction) describe_positions(sb_in, blk, blocks);
    void* block_helper = clo.mode == kModeIntra ? (void*)kg_block_intra : (void*)kg_block_inter;
    const HChar* block_helper_name = clo.mode == kModeIntra ? "kg_block_intra" : "kg_block_inter";
 
    IRSB* sb = deepCopyIRSBExceptStmts(sb_in);
    IRBuilder b(sb, layout);
    Bool leaving = !blocks && unrolled_loop(sb_in, blk);
-   PendingCounts pending(blocks, leaving);
+   PendingCounts pending(per_instruction, blocks || clo.collect_jumps, leaving);
    Addr last_instr = 0;
    Int instr = 0;
    IRExpr* counters = nullptr;   // set by the prologue
@@ -1065,7 +1083,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          pending.add(slot_of_instr[instr++]);
          break;
       case Ist_Exit:
-         if (blocks || !faults_only(st->Ist.Exit.jk)) pending.flush(b, counters, st->Ist.Exit.guard);
+         if (flushes_before(st, blocks)) pending.flush(b, counters, st->Ist.Exit.guard);
          if (sp.may_have_risen()) add_unwind_check(b, sp.value(b), leaving ? pending.ir_now(b) : nullptr);
          if (st->Ist.Exit.jk == Ijk_Boring)
             add_tail_call(b, blk, const_target(st->Ist.Exit.dst), last_instr, st->Ist.Exit.guard);
@@ -1082,7 +1100,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       add_stub_counter(b, blk, pending, counters, stub_slot, stub ? IRBuilder::u64(stub) : sb->next);
    add_plt_handover(b, stub_counted, sb->next);
    pending.finish(blk);
-   add_block_end(b, sb, blk, last_instr, sp, pending.flushed_ir(), blocks);
+   add_block_end(b, sb, blk, last_instr, sp, pending.flushed_ir());
    if (region && sb->jumpkind == Ijk_Ret)
       b.call_reading_sp("kg_region_leave", (void*)kg_region_leave, IRBuilder::u64((ULong)blk), nullptr);
    return sb;

@@ -71,8 +71,8 @@ struct Writer {
    ExitCosts costs;
    CallEdge* edges;
    UWord n_edges;
-   Bool instr;                // positions: instr line (block modes)
-   ContextJump* jumps;        // block modes
+   Bool instr;                // positions: instr line (--dump-instr; block modes)
+   ContextJump* jumps;        // --collect-jumps
    UWord n_jumps;
    UInt last_object;          // ob= in force, to write it only when it changes
    UInt last_file;            // fl= in force, or kNoFile after fi=/fe= lines
@@ -721,8 +721,8 @@ void write_body(Writer& w, ULong total)
 {
    ThreadProfile* threads = (ThreadProfile*)kg::alloc(thread_profile_count() * sizeof(ThreadProfile));
    UInt n_threads = thread_profiles(threads);
-   w.instr = block_mode();
-   w.n_jumps = w.instr ? collect_jumps(&w.jumps) : 0;
+   w.instr = clo.dump_instr;
+   w.n_jumps = clo.collect_jumps ? collect_jumps(&w.jumps) : 0;
    if (w.dump->during_run) w.costs.snapshot(w.instr);
    else w.costs.take(w.instr);
    w.n_edges = collect_call_edges(&w.edges);

@@ -46,6 +46,9 @@ class Profile:
         self.call_sites = collections.Counter()
         # the same with the inclusive cost: (caller, callee, file, line) -> Ir
         self.call_site_costs = collections.Counter()
+        # with `positions: instr line`, at the call instruction:
+        # (caller fn, callee fn, address) -> count
+        self.call_instrs = collections.Counter()
         self.jumps = []          # Jump tuples (jump=/jcnd= lines)
         self.comments = []
         # function name -> {(object, file)}: where each function (each
@@ -250,6 +253,8 @@ class _Reader:
             site = (self.fn, callee_fn, self.file_in_force(), line_no)
             prof.call_sites[site] += self.pending_call
             prof.call_site_costs[site] += ir
+            if 'instr' in pos_of:
+                prof.call_instrs[(self.fn, callee_fn, pos_of['instr'])] += self.pending_call
             self.pending_call = None
             self.call = {}          # cob=, cfi=, cfn= hold for one call
             return
