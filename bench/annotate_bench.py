@@ -63,19 +63,44 @@ def generate(path, nodes, k, nfuncs, seed=1):
                     nxt.append(len(recs) - 1)
                     made += 1
             frontier = nxt
-        # counters: calls; costs on canonical nodes (first tree, or depth >= k)
-        for v in range(len(recs) - 1, start - 1, -1):
-            r = recs[v]
+    # Listing 3.2's copies: every slab node (depth >= k) has a copy of its
+    # path from depth k in the top region of the tree rooted at its depth-k
+    # ancestor's label (created here when the random trees lack it)
+    rootof = {r[1]: v for v, r in enumerate(recs) if r[0] is None and v != 0}
+    child = {(r[0], r[1]): v for v, r in enumerate(recs) if r[0] is not None}
+    twin = {}
+    for v in range(len(recs)):    # parents come first
+        p, f, d = recs[v][0], recs[v][1], recs[v][5]
+        if d < k:
+            continue
+        if d == k:
+            if f not in rootof:
+                recs.append([None, f, 0, 0, 0, 0])
+                rootof[f] = len(recs) - 1
+            twin[v] = rootof[f]
+        else:
+            key = (twin[p], f)
+            if key not in child:
+                recs.append([twin[p], f, 0, 0, 0, recs[twin[p]][5] + 1])
+                child[key] = len(recs) - 1
+            twin[v] = child[key]
+    in_first = []
+    for v, r in enumerate(recs):
+        in_first.append(v == 0 if r[0] is None else in_first[r[0]])
+    # counters: calls; costs on canonical nodes (first tree, or depth >= k);
+    # a top-region copy counts the activations of its slab nodes, no cost
+    for v in range(len(recs) - 1, -1, -1):
+        r = recs[v]
+        if in_first[v] or r[5] >= k:
             r[2] = max(r[2], rng.randint(1, 50))
-            canonical = first or r[5] >= k
-            if canonical:
-                r[3] = r[2] * rng.randint(1, 30)
-                r[4] += r[3]
-                total += r[3]
-            if r[0] is not None:
-                recs[r[0]][2] += r[2] // 2
-                if canonical and (first or recs[r[0]][5] >= k):
-                    recs[r[0]][4] += r[4]
+            r[3] = r[2] * rng.randint(1, 30)
+            r[4] += r[3]
+            total += r[3]
+            if r[0] is not None and (in_first[v] or recs[r[0]][5] >= k):
+                recs[r[0]][4] += r[4]
+    for v, t in twin.items():
+        recs[t][2] += recs[v][2]
+    recs[0][4] = total    # __root__'s activation includes the whole thread
     # reorder into pre-order (children after parents already; BFS ids are fine
     # for "parent precedes", but the format wants pre-order)
     kids = [[] for _ in recs]
