@@ -203,8 +203,8 @@ struct SiteCallee {
 PairMap<SiteCallee> site_callees;
 
 // The transition into traced function fn from parent at call site `site`
-// (0: not known, as for a signal handler's activation), with the call edge
-// of that site.
+// (0: not known; a signal handler's: the interrupted instruction), with the
+// call edge of that site.
 Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, BlockInfo* blk, Addr site)
 {
    Bool created;
@@ -649,7 +649,8 @@ static void block_entry(BlockInfo* blk, Addr sp, UWord after_call)
       // A jump to a function's first instruction from another function is a
       // tail call; a jump back to its own entry is a loop. (Direct jumps
       // left the call pending: kg_instrument.cpp, add_tail_call.) Here by an
-      // indirect jump, or by a signal's delivery (no jump site then).
+      // indirect jump, or by a signal's delivery (its site then: the
+      // interrupted instruction, signal_delivered).
       push_activation(t, blk->fn, sp, blk, kg_now->jump_site);
    }
    kg_now->jump_site = 0;
@@ -704,6 +705,32 @@ extern "C" void VG_REGPARM(1) kg_block_start(BlockInfo* blk)
       block_entry(blk, sp, after_call);
    else
       point_block_at(blk, kg_now->ctx);
+}
+
+// The instructions of a superblock with one flush point.
+static UWord block_instructions(const BlockInfo* blk)
+{
+   if (block_mode()) return blk->n_instrs;
+   UWord n = 0;
+   for (UInt i = 0; i < blk->n_runs; i++) n += blk->runs[i].n;
+   return n;
+}
+
+extern "C" void VG_REGPARM(1) kg_sigreturn_code(BlockInfo* blk)
+{
+   unwind_at_block_start();
+   Transition* top = kg_now->top->tr;
+   Bool fence = top->kind == kSignalFence || top->kind == kAltSignalFence;
+   if (!fence || kg_now->ctx == kCallPending) {
+      kg_block_start(blk);
+      blk->ways[0].counters[0]++;   // its flush point, reached
+      return;
+   }
+   // A handler returned into the restorer: as a PLT stub's instructions
+   // are charged to its call, these go to the interrupted instruction.
+   BlockInfo* at = position_block(top->site);
+   point_block_at(at, top->ctx);
+   at->ways[0].counters[0] += block_instructions(blk);
 }
 
 extern "C" void VG_REGPARM(1) kg_plt_start(BlockInfo* blk)
@@ -1079,11 +1106,15 @@ void signal_delivered(ThreadId tid, Int sig, Bool alt_stack)
    ThreadState* t = current;
    FrameKind kind = alt_stack ? kAltSignalFence : kSignalFence;
    Transition* tr = fence_transition(t, kg_now->top->tr, kind);
+   tr->site = VG_(get_IP)(tid);   // where the signal restorer is charged
    Frame* f = push_frame(t, VG_(get_SP)(tid), tr);
    if (alt_stack) t->stack->alt_fences++;
    // The handler's first block is entered by the core, not by a call:
-   // push_frame made ctx the fence's, so no call is pending, nor a jump.
-   kg_now->jump_site = 0;
+   // push_frame made ctx the fence's, so no call is pending. Its call edge
+   // is at the interrupted instruction (the next one to run when the handler
+   // returns), as the jump site of its entry: a line of the interrupted
+   // context rather than line 0 (docs/function-mode.md, "Signals").
+   kg_now->jump_site = VG_(get_IP)(tid);
    kg_now->top_sp = alt_stack ? ~(Addr)0 : f->sp;
 }
 

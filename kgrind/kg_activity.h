@@ -165,6 +165,10 @@ void VG_REGPARM(1) kg_block_start(BlockInfo* blk);
 // the stub's instructions are the caller's, and a pending call stays
 // pending until the stub jumps to the real function.
 void VG_REGPARM(1) kg_plt_start(BlockInfo* blk);
+// A signal restorer's superblock (one flush point, counted into scratch):
+// after a handler returned into it, its instructions are charged to the
+// instruction the signal interrupted; else it counts as any block does.
+void VG_REGPARM(1) kg_sigreturn_code(BlockInfo* blk);
 }
 
 // Core callbacks.

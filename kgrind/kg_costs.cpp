@@ -1,6 +1,7 @@
 #include "kg_costs.h"
 #include "kg_activity.h"
 #include "kg_pairmap.h"
+#include "kg_options.h"
 #include "kg_runtime.h"
 
 namespace kg {
@@ -174,7 +175,7 @@ private:
 BlockCountersIndex block_counters;   // probed at every context change of a block
 PairMap<CallEdge> call_edges;
 
-// Block modes: the targets of one (context, superblock)'s computed jump.
+// --collect-jumps: the targets of one (context, superblock)'s computed jump.
 struct IndirectTarget {
    Addr target;
    ULong count;
@@ -249,6 +250,37 @@ BlockInfo* block_info_new(Addr addr, UInt n_slots, SourceLine** slots)
    return b;
 }
 
+struct PositionBlock {
+   const void* a;     // the address
+   const void* b;     // unused
+   BlockInfo* blk;
+};
+static PairTable<PositionBlock, 16> position_blocks;
+
+BlockInfo* position_block(Addr at)
+{
+   PositionBlock* e = position_blocks.get((const void*)at, nullptr);
+   if (e->blk) return e->blk;
+   SourceLoc loc;
+   source_loc(at, &loc);
+   SourceLine* line = source_line(loc);
+   BlockInfo* b = block_info_new(at, 1, &line);
+   b->fn = loc.fn;
+   if (block_mode()) {
+      b->n_instrs = 1;
+      b->instrs = (InstrPos*)alloc_permanent(sizeof(InstrPos));
+      *b->instrs = { at, line, 0, 0, False };
+      b->points = (FlushPoint*)alloc_permanent(sizeof(FlushPoint));
+      *b->points = { 0, 0 };
+   } else {
+      b->n_runs = 1;
+      b->runs = (LineRun*)alloc_permanent(sizeof(LineRun));
+      *b->runs = { 0, 0, 1 };
+   }
+   e->blk = b;
+   return b;
+}
+
 void point_block_at_table(BlockInfo* blk, ForestNode* ctx)
 {
    if (!kg_counting) {
@@ -284,6 +316,7 @@ Addr jump_target(const InstrPos& x, Addr target, Bool computed)
 
 extern "C" void VG_REGPARM(2) kg_indirect_jump(BlockInfo* blk, Addr target)
 {
+   if (!kg_counting) return;   // outside the collected region (function mode's --collect-atstart)
    IndirectJumps* e = indirect_jumps.get(kg_now->ctx, blk);
    for (UInt i = 0; i < e->n; i++) {
       if (e->targets[i].target != target) continue;
@@ -341,29 +374,41 @@ static Int compare_entry_contexts(const void* pa, const void* pb)
    return a == b ? 0 : (UWord)a < (UWord)b ? -1 : 1;
 }
 
-// The costs an entry's block can have: one per line run, or per instruction.
+// The costs an entry's block can have: one per line run, or per instruction
+// (and its called PLT stub's).
 static UInt cost_items(const BlockInfo* blk, Bool per_instruction)
 {
-   return per_instruction ? blk->n_instrs : blk->n_runs;
+   return per_instruction ? blk->n_instrs + blk->stub_counter : blk->n_runs;
+}
+
+// The block's counters that are flush points' (block modes: points).
+static UInt flush_points(const BlockInfo* blk)
+{
+   return blk->n_slots - blk->stub_counter;
 }
 
 // Calls f(line, addr, ir) for each non-zero cost of the entry: each line
-// run's instructions (function mode) or each instruction (block modes) ran
+// run's instructions (per line) or each instruction (--dump-instr, block modes) ran
 // as often as execution reached its flush point.
 template <typename F>
 static void for_each_cost(const BlockCounters* e, Bool per_instruction, F f)
 {
    const BlockInfo* blk = (const BlockInfo*)e->b;
    const ULong* reached = e->counters();
-   for (UInt i = 0; i < cost_items(blk, per_instruction); i++) {
-      if (per_instruction) {
-         const InstrPos& in = blk->instrs[i];
-         if (reached[in.point]) f(in.line, in.addr, reached[in.point]);
-      } else {
+   if (!per_instruction) {
+      for (UInt i = 0; i < blk->n_runs; i++) {
          const LineRun& r = blk->runs[i];
          if (reached[r.point]) f(blk->slots[r.line], (Addr)0, reached[r.point] * r.n);
       }
+      return;
    }
+   for (UInt i = 0; i < blk->n_instrs; i++) {
+      const InstrPos& in = blk->instrs[i];
+      if (reached[in.point]) f(in.line, in.addr, reached[in.point]);
+   }
+   // A called PLT stub's instructions, at the call (as callgrind charges them).
+   const InstrPos& call = blk->instrs[blk->n_instrs - 1];
+   if (blk->stub_counter && reached[blk->n_slots - 1]) f(call.line, call.addr, reached[blk->n_slots - 1]);
 }
 
 // A block that counts where execution left it (counts_leaving): execution
@@ -488,10 +533,11 @@ static UWord superblock_jumps(const BlockCounters* e, ContextJump* out)
 {
    const BlockInfo* blk = (const BlockInfo*)e->b;
    UWord n = 0;
-   for (UInt j = 0; j < blk->n_slots; j++) {
+   UInt points = flush_points(blk);
+   for (UInt j = 0; j < points; j++) {
       const FlushPoint& p = blk->points[j];
       if (!p.jump_target) continue;
-      ULong taken = e->counters()[j] - (j + 1 < blk->n_slots ? e->counters()[j + 1] : 0);
+      ULong taken = e->counters()[j] - (j + 1 < points ? e->counters()[j + 1] : 0);
       if (!taken) continue;
       const InstrPos& x = blk->instrs[p.instr];
       ULong executed = x.cond ? e->counters()[x.point] : taken;

@@ -13,7 +13,8 @@ struct SourceLine {
    UInt line;
 };
 
-// Block modes (positions: instr line): one instruction of a superblock.
+// Per-instruction positions (positions: instr line: --dump-instr, the block
+// modes): one instruction of a superblock.
 struct InstrPos {
    Addr addr;
    SourceLine* line;
@@ -22,8 +23,8 @@ struct InstrPos {
    Bool cond;                     // a conditional branch (has a boring side exit)
 };
 
-// Block modes: a flush point of a superblock, just before side exit j (or at
-// the end for the last one), and the jump that exit makes.
+// Per-instruction positions: a flush point of a superblock, just before side
+// exit j (or at the end for the last one), and the jump that exit makes.
 struct FlushPoint {
    UInt instr;                    // index of the instruction holding the exit
    Addr jump_target;              // the exit is a jump (not a call, return,
@@ -45,7 +46,7 @@ struct LineRun {
 // counting how often execution reached it (loops in function mode count
 // where it left: counts_leaving): one add per point, whatever the number
 // of lines. Each line's Ir (function mode: `runs`), each
-// instruction's Ir and each exit's count (block modes: `instrs`, `points`)
+// instruction's Ir and each exit's count (per instruction: `instrs`, `points`)
 // follow from them (kg_instrument.cpp).
 // Two ways: four or eight made sqlite3 and cppvirt no faster (the helper
 // shifts more ways; docs/function-mode.md).
@@ -66,21 +67,25 @@ struct BlockInfo {
    FnInfo* entry_fn;              // code without symbols: the function named by addr, once called
    SourceLine** slots;            // the block's distinct source lines (n_slots)
    union {
-      LineRun* runs;              // function mode: n_runs
-      InstrPos* instrs;           // block modes: n_instrs
+      LineRun* runs;              // per line (function mode): n_runs
+      InstrPos* instrs;           // per instruction (--dump-instr): n_instrs
    };
-   FlushPoint* points;            // block modes: n_slots of them
+   FlushPoint* points;            // per instruction: n_slots of them
    // The counts and flags together: one per translation, so padding costs.
    UInt n_slots;                  // counters: flush points
    union {
-      UInt n_runs;                // function mode
-      UInt n_instrs;              // block modes
+      UInt n_runs;                // per line
+      UInt n_instrs;              // per instruction
    };
    Bool fn_entry;                 // addr is fn's first instruction
    Bool in_plt;                   // a PLT stub: calls pass through it
    // A point's counter counts the runs that left the block there (made
    // "reached" at exit: ExitCosts::take; kg_instrument.cpp, PendingCounts).
    Bool counts_leaving;
+   // The last counter is not a flush point's: it counts the instructions of
+   // the PLT stub that the block's last instruction calls, charged to that
+   // instruction (block modes; function mode has a LineRun for it).
+   Bool stub_counter;
 };
 static_assert(sizeof(BlockInfo) <= 96, "one BlockInfo per translation: keep it small");
 
@@ -88,6 +93,11 @@ static_assert(sizeof(BlockInfo) <= 96, "one BlockInfo per translation: keep it s
 SourceLine* source_line(const SourceLoc& loc);
 
 BlockInfo* block_info_new(Addr addr, UInt n_slots, SourceLine** slots);
+
+// A block of one position, the instruction at `at` (its line, and in the
+// block modes the instruction itself), whose one counter holds instructions
+// charged there from elsewhere: one per address.
+BlockInfo* position_block(Addr at);
 
 // Makes the counters of (ctx, blk) the block's way 0: inline for a hit in
 // way 1 (half of sqlite3's 121 M calls), the table otherwise.
@@ -106,7 +116,7 @@ inline void point_block_at(BlockInfo* blk, ForestNode* ctx)
 extern "C" {
 // Inline-cache miss: makes the counters of (kg_now->ctx, blk) way 0.
 void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk);
-// Block modes: a superblock of a traced function left by a computed jump.
+// --collect-jumps: a superblock of a traced function left by a computed jump.
 void VG_REGPARM(2) kg_indirect_jump(BlockInfo* blk, Addr target);
 }
 
@@ -115,7 +125,7 @@ void VG_REGPARM(2) kg_indirect_jump(BlockInfo* blk, Addr target);
 Addr jump_target(const InstrPos& x, Addr target, Bool computed);
 
 // Exclusive cost of one (context, line), or of one (context, instruction)
-// in the block modes (then addr is the instruction's).
+// with per-instruction positions (then addr is the instruction's).
 struct ContextLineCost {
    ForestNode* ctx;
    SourceLine* line;
@@ -133,7 +143,7 @@ struct BlockCounters;   // kg_costs.cpp
 class ExitCosts {
 public:
    // Takes every (context, block)'s counters, consuming the index they are
-   // found by (block modes collect their jumps first): per line, or per
+   // found by (--collect-jumps collects them first): per line, or per
    // instruction.
    void take(Bool per_instruction);
    // The same from copies of the counters, which go on (a dump during the run).
@@ -159,7 +169,7 @@ private:
    Bool per_instruction_;
 };
 
-// Block modes: the jumps of one context from one instruction to one target
+// --collect-jumps: the jumps of one context from one instruction to one target
 // (callgrind's --collect-jumps: conditional jumps count taken and executed).
 struct ContextJump {
    ForestNode* ctx;

@@ -159,6 +159,12 @@ static Addr stub_slot(Addr a)
    return a + 6 + (Addr)(Long)disp;
 }
 
+Bool is_sigreturn_code(Addr a)
+{
+   static const UChar kRtSigreturn[9] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+   return readable_code(a, sizeof kRtSigreturn) && VG_(memcmp)((const void*)a, kRtSigreturn, sizeof kRtSigreturn) == 0;
+}
+
 Bool is_plt_stub(Addr a)
 {
    if (VG_(DebugInfo_sect_kind)(nullptr, a) == Vg_SectPLT) return True;

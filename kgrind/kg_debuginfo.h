@@ -43,6 +43,10 @@ Addr file_address(Addr a);
 // in a GOT (.plt.sec, .plt.got, and such stubs wherever they are).
 Bool is_plt_stub(Addr a);
 
+// A signal restorer, which a handler returns into: `mov $15, %rax;
+// syscall` (rt_sigreturn), the C library's (`__restore_rt`) or Valgrind's.
+Bool is_sigreturn_code(Addr a);
+
 // fn's name as the profile shows it: qualified by its object, "name
 // [object]", when it has no symbol ("0x1130 [prog]", by offset) or when
 // functions of other objects have the same name ("memset [libc.so.6]");

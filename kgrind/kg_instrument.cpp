@@ -216,7 +216,8 @@ private:
 // Reached (the block modes, and function mode's other superblocks): each
 // point adds one to its counter and the instructions since the previous
 // point to the thread's Ir, unconditionally. Function mode skips a point
-// with no instructions since the previous one.
+// with no instructions since the previous one, unless it collects jumps
+// (every_point: a jump's count is the difference of two points' counts).
 //
 // Leaving (function mode's unrolled loops: VEX copies a small loop's body
 // into one superblock, with a side exit per copy, and jumps back to its
@@ -232,7 +233,12 @@ private:
 // the Ir before the end (kg_unwind) get it stored first (ir_now).
 class PendingCounts {
 public:
-   PendingCounts(Bool blocks, Bool leaving) : blocks_(blocks), leaving_(leaving) {}
+   // per_instruction: the block's costs are per instruction (InstrPos,
+   // describe_positions), not per line run.
+   PendingCounts(Bool per_instruction, Bool every_point, Bool leaving)
+      : per_instruction_(per_instruction), every_point_(every_point), leaving_(leaving)
+   {
+   }
 
    void add(UInt slot)
    {
@@ -249,11 +255,11 @@ public:
       UInt point = point_++;
       for (UInt i = 0; i < kMaxSlots; i++) {
          if (!counts_[i]) continue;
-         if (!blocks_ && n_runs_ < kMaxRuns) runs_[n_runs_++] = { (UShort)point, (UShort)i, (UInt)counts_[i] };
+         if (!per_instruction_ && n_runs_ < kMaxRuns) runs_[n_runs_++] = { (UShort)point, (UShort)i, (UInt)counts_[i] };
          counts_[i] = 0;
       }
       if (!leaving_) {
-         if (!blocks_ && !since_point_) return;
+         if (!every_point_ && !since_point_) return;
          b.add_to(b.place(counters, 8 * point), IRBuilder::u64(1));
          if (since_point_) {
             ir_ = b.op(Iop_Add64, b.load64(&kg_now->ir), IRBuilder::u64(since_point_));
@@ -284,15 +290,15 @@ public:
    UInt add_stub_point(UInt slot)
    {
       UInt point = point_++;
-      if (n_runs_ < kMaxRuns) runs_[n_runs_++] = { (UShort)point, (UShort)slot, 1 };
+      if (!per_instruction_ && n_runs_ < kMaxRuns) runs_[n_runs_++] = { (UShort)point, (UShort)slot, 1 };
       return point;
    }
 
-   // After the last flush: the block's counters and, in function mode, runs.
+   // After the last flush: the block's counters and its line runs.
    void finish(BlockInfo* blk)
    {
       blk->n_slots = point_;
-      if (blocks_) return;
+      if (per_instruction_) return;
       blk->n_runs = n_runs_;
       blk->runs = (LineRun*)alloc_permanent(n_runs_ * sizeof(LineRun));
       VG_(memcpy)(blk->runs, runs_, n_runs_ * sizeof(LineRun));
@@ -302,7 +308,8 @@ private:
    static const UInt kMaxRuns = 4096;
    IRExpr* ir_ = nullptr;
    IRExpr* ir_at_start_ = nullptr;   // leaving: loaded at the first flush point
-   Bool blocks_;
+   Bool per_instruction_;
+   Bool every_point_;
    Bool leaving_;
    UInt point_ = 0;
    ULong counts_[kMaxSlots] = {};
@@ -321,10 +328,10 @@ Bool function_entry(Addr a, const SourceLoc& loc)
 }
 
 // Static facts about the block: its instructions' source lines (one slot per
-// distinct line), function, entry and PLT status. With a PLT stub to call
-// (stub != 0), *stub_slot is the slot of the calling instruction's line,
+// distinct line), function, entry and PLT status. With a PLT stub it may
+// call (stub), *stub_slot is the slot of the calling instruction's line,
 // where the stub's instructions are charged (as callgrind does).
-BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs, Addr stub, UInt* stub_slot)
+BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs, Bool stub, UInt* stub_slot)
 {
    SourceLine* slots[kMaxSlots];
    UInt n_slots = 0;
@@ -484,23 +491,25 @@ struct CallTarget {
 };
 PairTable<CallTarget> call_targets;
 
-// Where a PLT stub counts what a caller counts for it (a flush into it is
-// lost): one counter, as such stubs have one flush point.
+// Where a PLT stub counts what a caller counts for it, and a signal
+// restorer what the helper counts for it (a flush into it is lost): one
+// counter, as such blocks have one flush point.
 ULong plt_scratch;
 
 // A PLT stub's prologue. Its instructions are the caller's (the top frame's
 // context, whatever kg_now->ctx says while the call is pending). A block that
-// calls the stub directly, or jumps to it (a tail call), left a counter of
-// its own for them, at the call's line (kg_now->plt_stub, plt_counter): then
-// the stub adds its `instrs` there and flushes into plt_scratch, and at its
-// end passes the counter on to where it jumps (add_plt_handover): a lazy
-// binding's next stub blocks (the entry's push, .plt's first entry) count
-// there too. Otherwise (an indirect call to the stub, or a stub that needs
-// more than one counter: instrs == 0) it finds counters for the caller's
-// context, as any block does (stubs run in every caller's context in turn,
-// so that mostly missed the block's cache), and its instructions go to the
-// stub's own position (`???` line 0). *counted: the condition that the
-// caller's counter was used.
+// calls the stub, directly or indirectly, or jumps to it (a tail call), left
+// a counter of its own for them, at the call's line (kg_now->plt_stub,
+// plt_counter: add_stub_counter): then the stub adds its `instrs` there and
+// flushes into plt_scratch, and at its end passes the counter on to where it
+// jumps (add_plt_handover): a lazy binding's next stub blocks (the entry's
+// push, .plt's first entry) count there too. Otherwise (an indirect or a
+// conditional jump to the stub, or a stub that needs more than one counter:
+// instrs == 0) it finds counters for the caller's context, as any block
+// does (stubs run in every caller's context in turn, so that mostly missed
+// the block's cache), and its instructions go to the stub's own position
+// (`???` line 0). *counted: the condition that the caller's counter was
+// used.
 IRExpr* add_plt_prologue(IRBuilder& b, BlockInfo* blk, UInt instrs, IRExpr** counted_out)
 {
    IRExpr* caller = b.load_field(b.load_field(b.load64(&kg_now->top), offsetof(Frame, tr)),
@@ -752,13 +761,13 @@ Bool unrolled_loop(const IRSB* sb_in, const BlockInfo* blk)
    return exits > 1;
 }
 
-// Function mode: the PLT stub that a block ending in a direct call, or in a
-// direct jump (a tail call), enters, or 0 (add_plt_prologue). Not a stub's
-// own jump to the next part of a lazy binding.
+// The PLT stub that a block ending in a direct call, or in a direct jump (a
+// tail call), enters, or 0 (add_plt_prologue). Not a stub's own jump to the
+// next part of a lazy binding.
 Addr called_plt_stub(const IRSB* sb_in)
 {
    Bool call_or_jump = sb_in->jumpkind == Ijk_Call || sb_in->jumpkind == Ijk_Boring;
-   if (clo.mode != kModeFunc || !call_or_jump || sb_in->next->tag != Iex_Const) return 0;
+   if (!call_or_jump || sb_in->next->tag != Iex_Const) return 0;
    Addr target = const_target(sb_in->next->Iex.Const.con);
    if (!target || !is_plt_stub(target)) return 0;
    Int first = guest_code_start(sb_in);
@@ -766,17 +775,57 @@ Addr called_plt_stub(const IRSB* sb_in)
    return is_plt_stub((Addr)sb_in->stmts[first]->Ist.IMark.addr) ? 0 : target;
 }
 
-// Function mode: the instructions of a PLT stub's superblock if a caller's
-// counter can count them (one line, so one counter, and one flush point),
-// else 0.
-UInt stub_instructions(const IRSB* sb_in, const BlockInfo* blk, Int n_instrs)
+// Does the block end in an indirect call, which may enter a PLT stub? A
+// non-PIE executable takes an imported function's address as its PLT entry,
+// so a call through such a function pointer is `call *%reg` to a stub.
+Bool ends_in_indirect_call(const IRSB* sb_in)
 {
-   if (clo.mode != kModeFunc || !blk->in_plt || blk->n_slots != 1) return 0;
+   return sb_in->jumpkind == Ijk_Call && sb_in->next->tag != Iex_Const;
+}
+
+// The instructions of a PLT stub that the block's last instruction may
+// enter (called_plt_stub, or any target of an indirect call) are charged to
+// that instruction's line, in a counter of the block's that the stub finds
+// through kg_now (add_plt_prologue).
+void add_stub_counter(IRBuilder& b, BlockInfo* blk, PendingCounts& pending, IRExpr* counters,
+                      UInt stub_slot, IRExpr* target)
+{
+   UInt point = pending.add_stub_point(stub_slot);
+   blk->stub_counter = True;
+   b.store64(&kg_now->plt_stub, target);
+   b.store64(&kg_now->plt_counter, b.address(b.place(counters, 8 * point)));
+}
+
+// Does the superblock count at one flush point (its end) only?
+Bool one_flush_point(const IRSB* sb_in)
+{
    for (Int i = guest_code_start(sb_in); i < sb_in->stmts_used; i++) {
       const IRStmt* st = sb_in->stmts[i];
-      if (st && st->tag == Ist_Exit && !faults_only(st->Ist.Exit.jk)) return 0;
+      if (st && st->tag == Ist_Exit && (block_mode() || !faults_only(st->Ist.Exit.jk))) return False;
    }
+   return True;
+}
+
+// The instructions of a PLT stub's superblock if a caller's counter can
+// count them (one line, so one counter, and one flush point), else 0.
+UInt stub_instructions(const IRSB* sb_in, const BlockInfo* blk, Int n_instrs)
+{
+   if (!blk->in_plt || blk->n_slots != 1 || !one_flush_point(sb_in)) return 0;
    return (UInt)n_instrs;
+}
+
+// A signal restorer's superblock (with one flush point): counted into
+// scratch, its instructions charged by the helper (kg_sigreturn_code: to the
+// instruction the signal interrupted).
+Bool counts_as_sigreturn_code(const IRSB* sb_in, const BlockInfo* blk)
+{
+   return !blk->in_plt && is_sigreturn_code(blk->addr) && one_flush_point(sb_in);
+}
+
+IRExpr* add_sigreturn_prologue(IRBuilder& b, BlockInfo* blk)
+{
+   b.call_reading_sp("kg_sigreturn_code", (void*)kg_sigreturn_code, mkIRExpr_HWord((HWord)blk), nullptr);
+   return b.at(&plt_scratch);
 }
 
 Addr exit_target(const InstrPos& x, IRJumpKind jk, Addr target)
@@ -784,25 +833,35 @@ Addr exit_target(const InstrPos& x, IRJumpKind jk, Addr target)
    return jk == Ijk_Boring ? jump_target(x, target, False) : 0;
 }
 
-// Block modes: the superblock's instructions and flush points (one before
-// each side exit, one at the end), for per-instruction costs and jumps.
-void describe_positions(IRSB* sb_in, BlockInfo* blk)
+// Is there a flush point before this side exit? Before every one in the
+// block modes; function mode skips exits that only a fault takes.
+Bool flushes_before(const IRStmt* exit, Bool blocks)
+{
+   return blocks || !faults_only(exit->Ist.Exit.jk);
+}
+
+// Per-instruction positions (--dump-instr; the block modes always): the
+// superblock's instructions and flush points (one before each side exit
+// that flushes_before, one at the end), for per-instruction costs and
+// jumps (a called PLT stub's counter comes after the flush points:
+// add_stub_counter).
+void describe_positions(IRSB* sb_in, BlockInfo* blk, Bool blocks)
 {
    UInt n_instrs = 0, n_exits = 0;
    for (Int i = guest_code_start(sb_in); i < sb_in->stmts_used; i++) {
       IRStmt* st = sb_in->stmts[i];
       if (st && st->tag == Ist_IMark) n_instrs++;
-      if (st && st->tag == Ist_Exit) n_exits++;
+      if (st && st->tag == Ist_Exit && flushes_before(st, blocks)) n_exits++;
    }
    blk->n_instrs = n_instrs;
-   blk->instrs = (InstrPos*)alloc_permanent((n_instrs + 1) * sizeof(InstrPos));
+   blk->instrs = (InstrPos*)alloc_permanent(n_instrs * sizeof(InstrPos));
    blk->n_slots = n_exits + 1;
-   blk->points = (FlushPoint*)alloc_permanent(blk->n_slots * sizeof(FlushPoint));
+   blk->points = (FlushPoint*)alloc_permanent((n_exits + 1) * sizeof(FlushPoint));
    Int instr = -1;
    UInt point = 0;
    for (Int i = guest_code_start(sb_in); i < sb_in->stmts_used; i++) {
       IRStmt* st = sb_in->stmts[i];
-      if (!st) continue;
+      if (!st || (st->tag == Ist_Exit && !flushes_before(st, blocks))) continue;
       if (st->tag == Ist_IMark) {
          InstrPos& x = blk->instrs[++instr];
          SourceLoc loc;
@@ -924,10 +983,10 @@ void find_blocks(IRSB* sb_in, BlockInfo* blk, BBInfo** block_of, UInt* block_len
 // modes) and site, a return's inline pop, the unwind check, and a call or
 // tail call made pending.
 void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, const SpTracker& sp,
-                   IRExpr* flushed_ir, Bool blocks)
+                   IRExpr* flushed_ir)
 {
    Bool computed_jump = sb->jumpkind == Ijk_Boring && sb->next->tag != Iex_Const && !blk->in_plt;
-   if (computed_jump && blocks && blocks_traced(blk->fn)) {
+   if (computed_jump && clo.collect_jumps && blocks_traced(blk->fn)) {
       // A switch table: its targets are counted at run time.
       b.call("kg_indirect_jump", (void*)kg_indirect_jump, 2,
              mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sb->next), nullptr);
@@ -975,24 +1034,27 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    static UInt slot_of_instr[4096];   // IMarks of one superblock (VEX caps ~100s)
    Int n_instrs;
    Addr stub = called_plt_stub(sb_in);
+   Bool may_call_stub = stub || ends_in_indirect_call(sb_in);
    UInt stub_slot = 0;
-   BlockInfo* blk = describe_block(sb_in, slot_of_instr, &n_instrs, stub, &stub_slot);
+   BlockInfo* blk = describe_block(sb_in, slot_of_instr, &n_instrs, may_call_stub, &stub_slot);
    UInt stub_instrs = stub_instructions(sb_in, blk, n_instrs);
+   Bool sigreturn = counts_as_sigreturn_code(sb_in, blk);
    static BBInfo* block_of[4096];
    static UInt block_len[4096];
    Bool blocks = block_mode();
    if (blocks) {
       if (ends_in_call(sb_in)) note_return_site(end_of_last_instruction(sb_in));
       find_blocks(sb_in, blk, block_of, block_len);
-      describe_positions(sb_in, blk);
    }
+   Bool per_instruction = clo.dump_instr;   // the block modes: always
+   if (per_instruction) describe_positions(sb_in, blk, blocks);
    void* block_helper = clo.mode == kModeIntra ? (void*)kg_block_intra : (void*)kg_block_inter;
    const HChar* block_helper_name = clo.mode == kModeIntra ? "kg_block_intra" : "kg_block_inter";
 
    IRSB* sb = deepCopyIRSBExceptStmts(sb_in);
    IRBuilder b(sb, layout);
    Bool leaving = !blocks && unrolled_loop(sb_in, blk);
-   PendingCounts pending(blocks, leaving);
+   PendingCounts pending(per_instruction, blocks || clo.collect_jumps, leaving);
    Addr last_instr = 0;
    Int instr = 0;
    IRExpr* counters = nullptr;   // set by the prologue
@@ -1013,6 +1075,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       case Ist_IMark:
          if (!counters && region_entry)
             b.call_reading_sp("kg_region_enter", (void*)kg_region_enter, IRBuilder::u64((ULong)blk), nullptr);
+         if (!counters && sigreturn) counters = add_sigreturn_prologue(b, blk);
          if (!counters) counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted);
          if (blocks && block_of[instr])
             add_block_step(b, block_of[instr], block_len[instr], block_helper, block_helper_name);
@@ -1020,7 +1083,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          pending.add(slot_of_instr[instr++]);
          break;
       case Ist_Exit:
-         if (blocks || !faults_only(st->Ist.Exit.jk)) pending.flush(b, counters, st->Ist.Exit.guard);
+         if (flushes_before(st, blocks)) pending.flush(b, counters, st->Ist.Exit.guard);
          if (sp.may_have_risen()) add_unwind_check(b, sp.value(b), leaving ? pending.ir_now(b) : nullptr);
          if (st->Ist.Exit.jk == Ijk_Boring)
             add_tail_call(b, blk, const_target(st->Ist.Exit.dst), last_instr, st->Ist.Exit.guard);
@@ -1033,14 +1096,11 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    }
    if (counters) pending.flush(b, counters, nullptr);
    blk->counts_leaving = leaving;
-   if (counters && stub) {
-      UInt point = pending.add_stub_point(stub_slot);
-      b.store64(&kg_now->plt_stub, IRBuilder::u64(stub));
-      b.store64(&kg_now->plt_counter, b.address(b.place(counters, 8 * point)));
-   }
+   if (counters && may_call_stub)
+      add_stub_counter(b, blk, pending, counters, stub_slot, stub ? IRBuilder::u64(stub) : sb->next);
    add_plt_handover(b, stub_counted, sb->next);
    pending.finish(blk);
-   add_block_end(b, sb, blk, last_instr, sp, pending.flushed_ir(), blocks);
+   add_block_end(b, sb, blk, last_instr, sp, pending.flushed_ir());
    if (region && sb->jumpkind == Ijk_Ret)
       b.call_reading_sp("kg_region_leave", (void*)kg_region_leave, IRBuilder::u64((ULong)blk), nullptr);
    return sb;

@@ -15,6 +15,10 @@ Options clo = {
    nullptr,
    False,
    False,
+   False,
+   False,
+   False,
+   False,
    0,
    {},
 };
@@ -82,6 +86,8 @@ Bool process_option(const HChar* arg)
    else if VG_STR_CLO(arg, "--funcs", value) parse_funcs(arg, value);
    else if VG_BOOL_CLO(arg, "--join-threads", clo.join_threads) {}
    else if VG_BOOL_CLO(arg, "--unroll-simple-rec", clo.unroll_simple_rec) {}
+   else if VG_BOOL_CLO(arg, "--dump-instr", clo.dump_instr) clo.dump_instr_given = True;
+   else if VG_BOOL_CLO(arg, "--collect-jumps", clo.collect_jumps) clo.collect_jumps_given = True;
    else if (VG_STREQN(9, arg, "--kgrind-")) {
       // The core's message would only say "Unrecognised option"; name ours.
       VG_(fmsg_bad_option)(arg, "unknown kgrind option (see --help)\n");
@@ -116,6 +122,23 @@ void check_view_k()
                          clo.view_k, clo.k);
 }
 
+// The body's positions (callgrind's --dump-instr and --collect-jumps). The
+// block modes count per instruction anyway: instruction positions always,
+// jumps unless --collect-jumps=no. Jumps are between instructions only.
+void check_positions()
+{
+   if (block_mode()) {
+      if (clo.dump_instr_given && !clo.dump_instr)
+         KG_BAD_COMBINATION("--dump-instr=no", "the block modes (--mode=intra|inter) always write "
+                            "instruction positions: drop --dump-instr=no\n");
+      clo.dump_instr = True;
+      if (!clo.collect_jumps_given) clo.collect_jumps = True;
+   }
+   if (clo.collect_jumps && !clo.dump_instr)
+      KG_BAD_COMBINATION("--collect-jumps=yes", "--collect-jumps=yes needs --dump-instr=yes "
+                         "(kgrind writes jumps between instructions, not between lines)\n");
+}
+
 void check_options()
 {
    if (clo.roll_loops && clo.mode == kModeFunc)
@@ -131,6 +154,7 @@ void check_options()
                            "(without it the block k-SF grows with every block run)\n");
    }
    check_view_k();
+   check_positions();
 }
 
 void print_usage()
@@ -150,6 +174,11 @@ void print_usage()
 "                              nearest traced caller [all; block modes: the\n"
 "                              functions of the main executable]\n"
 "    --join-threads=no|yes     one forest for all threads [no]\n"
+"    --dump-instr=no|yes       per-instruction costs in the callgrind body\n"
+"                              (positions: instr line), as callgrind's option\n"
+"                              [no; block modes: always yes]\n"
+"    --collect-jumps=no|yes    jump=/jcnd= lines (jumps and conditional jumps per\n"
+"                              context); needs --dump-instr=yes [no; block modes: yes]\n"
 "    --unroll-simple-rec=no|yes  keep each level of simple recursion [no: rolled]\n"
 "    --kgrind-out-file=<file>  output file name [kgrind.out.%%p]\n"
 "                              (%%p is the pid, %%q{VAR} an environment variable)\n"

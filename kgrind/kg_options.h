@@ -23,6 +23,10 @@ struct Options {
    const HChar* dump_blocks;     // --dump-blocks=<file> (debugging), or nullptr
    Bool join_threads;            // --join-threads
    Bool unroll_simple_rec;       // --unroll-simple-rec
+   Bool dump_instr;              // --dump-instr: positions: instr line (block modes: always)
+   Bool dump_instr_given;
+   Bool collect_jumps;           // --collect-jumps: jump=/jcnd= lines (block modes: default yes)
+   Bool collect_jumps_given;
    UInt n_func_patterns;         // --funcs, split at commas
    const HChar* func_patterns[kMaxFuncPatterns];
 };

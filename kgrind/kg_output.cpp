@@ -71,8 +71,8 @@ struct Writer {
    ExitCosts costs;
    CallEdge* edges;
    UWord n_edges;
-   Bool instr;                // positions: instr line (block modes)
-   ContextJump* jumps;        // block modes
+   Bool instr;                // positions: instr line (--dump-instr; block modes)
+   ContextJump* jumps;        // --collect-jumps
    UWord n_jumps;
    UInt last_object;          // ob= in force, to write it only when it changes
    UInt last_file;            // fl= in force, or kNoFile after fi=/fe= lines
@@ -83,6 +83,7 @@ struct Writer {
 };
 
 const UInt kNoFile = 0xFFFFFFFFu;
+const UInt kNoObject = 0xFFFFFFFFu;
 
 Int compare_slot_nodes(const void* pa, const void* pb)
 {
@@ -288,8 +289,13 @@ void write_cost_position(Writer& w, Addr addr, UInt line)
    w.last_line_known = True;
 }
 
-void write_calls(Writer& w, const ForestNode* caller, UInt* current_file, UInt home)
+// after_costs: the caller's cost lines came right before its calls.
+void write_calls(Writer& w, const ForestNode* caller, UInt* current_file, UInt home, Bool after_costs)
 {
+   // gprof2dot keeps a cob= until the next cost line of the caller's own
+   // (not for one call, as the format says): a callee in the caller's
+   // object after one in another gets cob= too.
+   UInt cob_in_force = after_costs ? w.last_object : kNoObject;
    for (UWord e = first_edge(w, caller); e < w.n_edges && w.edges[e].a == caller; e++) {
       const CallEdge* edge = &w.edges[e];
       SourceLoc site = { nullptr, 0, 0 };
@@ -300,8 +306,10 @@ void write_calls(Writer& w, const ForestNode* caller, UInt* current_file, UInt h
       // or cfi= is missing, and bind a function to the first ones they see
       // it with: written whenever the callee's differ, as callgrind does.
       UInt callee_object = context_object(callee);
-      if (callee_object != w.last_object)
+      if (callee_object != w.last_object || callee_object != cob_in_force) {
          w.objects.emit(w.out, "cob", callee_object, object_name(callee_object));
+         cob_in_force = callee_object;
+      }
       UInt callee_file = context_file(callee);
       if (callee_file != *current_file) w.files.emit(w.out, "cfi", callee_file, file_name(callee_file));
       write_context_ref(w, "cfn", callee);
@@ -371,7 +379,7 @@ void write_context(Writer& w, const ForestNode* n)
       for (; j < w.n_jumps && w.jumps[j].ctx == n && w.jumps[j].from <= cost.addr; j++)
          if (w.jumps[j].from == cost.addr) write_jump(w, w.jumps[j], current);
    }
-   write_calls(w, n, &current, home);
+   write_calls(w, n, &current, home, has_costs);
    // After fi=/fe= lines the next context states its file again.
    w.last_file = current == home ? home : kNoFile;
    w.out.put_char('\n');
@@ -713,8 +721,8 @@ void write_body(Writer& w, ULong total)
 {
    ThreadProfile* threads = (ThreadProfile*)kg::alloc(thread_profile_count() * sizeof(ThreadProfile));
    UInt n_threads = thread_profiles(threads);
-   w.instr = block_mode();
-   w.n_jumps = w.instr ? collect_jumps(&w.jumps) : 0;
+   w.instr = clo.dump_instr;
+   w.n_jumps = clo.collect_jumps ? collect_jumps(&w.jumps) : 0;
    if (w.dump->during_run) w.costs.snapshot(w.instr);
    else w.costs.take(w.instr);
    w.n_edges = collect_call_edges(&w.edges);

@@ -27,6 +27,14 @@ my $BLOCKMODE;   # the profiles are block k-SFs (mode intra or inter)
 my $USAGE = <<"EOT";
 usage: kgrind_annotate [options] kgrind.out.<pid> [more profiles...] [source files...]
 
+By default it prints a header (profiles, command, k, mode, threads, total
+Ir) and, per thread, a table of its hottest k-contexts: exclusive Ir, its
+share, inclusive Ir (recursion counted once), calls, the context (outermost
+caller first, short names); at most --top rows, until they hold
+--threshold % of the sort key.  Trees (--kccf, --ksf) and annotated
+sources (--auto=yes, or source files given) only when asked.  --diff
+prints the totals and the changed contexts, largest change first.
+
   --sort=Ir|calls|inclusive   sort key for contexts and tree children [Ir]
   --threshold=<0-100>         show contexts until this cumulative share [99]
   --top=<N>                   show at most N contexts (0: no limit) [40]
@@ -44,8 +52,8 @@ usage: kgrind_annotate [options] kgrind.out.<pid> [more profiles...] [source fil
                               returned ID for (kgrind.h), and nothing else
   -I, --include=<dir>         add a directory to the source search path
   --format=FORMAT             output format [text]:
-      text        the hottest k-contexts of each thread (and what --ksf,
-                  --kccf, --auto, --show-blocks ask for)
+      text        the table above (and what --ksf, --kccf, --auto,
+                  --show-blocks ask for)
       json        everything: contexts, k-CCF, k-SF (docs/output-format.md)
       dot         Graphviz call graph of the hottest contexts (connected)
       folded      flame-graph stacks: "a;b;c <exclusive Ir>"
@@ -67,8 +75,11 @@ usage: kgrind_annotate [options] kgrind.out.<pid> [more profiles...] [source fil
   --fail-above=<PCT>          --diff: exit status 1 when the total Ir, or a
                               context's Ir (in % of BASE's total), grew by
                               more than PCT %
+  --force                     join (or --diff) profiles of different programs
   --version, -h/--help
-Profiles given together are joined (k-SF join); their k and mode must agree.
+Profiles given together are joined (k-SF join); their k and mode must agree,
+and their programs (cmd:'s executable by file name, arguments aside) unless
+--force.
 Arguments ending in a source suffix (.c .cpp .h ...) are source files to annotate.
 Exit status: 0 success, 1 --fail-above exceeded, 2 bad usage or bad input.
 EOT
@@ -87,7 +98,7 @@ sub parse_options {
         my $ok = GetOptionsFromArray(\@argv, \%o, 'sort=s', 'threshold=s', 'top=s', 'k=s', 'thread=s',
             'join-threads', 'ksf', 'kccf', 'costs=s', 'tree-order=s', 'auto=s', 'context=s',
             'include|I=s@', 'format=s', 'version', 'help|h', 'show-blocks', 'blocks-disasm',
-            'names=s', 'callers', 'context-id=s', 'diff', 'normalize', 'fail-above=s',
+            'names=s', 'callers', 'context-id=s', 'diff', 'normalize', 'fail-above=s', 'force',
             'vs' => sub { $o{vs}++ }, '<>' => sub { push @{$args[$o{vs} ? 1 : 0]}, "$_[0]" });
         push @{$args[$o{vs} ? 1 : 0]}, @argv;    # after '--'
         unless ($ok) {
@@ -161,6 +172,7 @@ sub analyse {
     for my $f (@{$o->{profiles}}) { push @P, read_profile($f, $want_src, $P[0]) }
     my $P0 = $P[0];
     check_merge($P0, $_) for @P[1 .. $#P];
+    refuse_other_programs('joined', @P) unless $o->{force};
     my $K = $P0->{k};
     my $kk = $K;
     if (defined $o->{k}) {
@@ -647,18 +659,14 @@ sub annotate_sources {
             push @$l, [$t, $cid] if @$l < 5;
         }
     }
+    my @missing;    # named once, in one line
     for my $e (@files) {
         my ($name, $key) = @$e;
         my $lines = $key ? $src->{$key} : {};
         my $path = find_source($o, $key // $name, $P0);
         $path //= find_source($o, $name, $P0) if $key && $key ne $name;
-        push @$out, '', $rule;
-        unless ($path) {
-            push @$out, "-- Source file '" . ($key // $name) . "' not found"
-                . (@{$o->{include}} ? ' (searched -I ' . join(', ', @{$o->{include}}) . ')' : ' (add its directory with -I)');
-            next;
-        }
-        push @$out, "-- Annotated source: $path", $rule;
+        unless ($path) { push @missing, $key // $name; next }
+        push @$out, '', $rule, "-- Annotated source: $path", $rule;
         my @text;
         if (open(my $fh, '<:raw', $path)) { @text = <$fh>; close $fh; chomp @text }
         else { pop @$out; push @$out, "-- Source file '$path' cannot be read: $!"; next }
@@ -700,6 +708,9 @@ sub annotate_sources {
         push @$out, "-- " . scalar(@beyond) . " line(s) with cost beyond the end of the file (last: $beyond[-1]): "
             . "the source probably changed since the profile" if @beyond;
     }
+    push @$out, '', '-- ' . (@missing == 1 ? 'Source file' : scalar(@missing) . ' source files') . ' not found '
+        . (@{$o->{include}} ? '(searched -I ' . join(', ', @{$o->{include}}) . ')' : '(add directories with -I)')
+        . ': ' . join(', ', map { "'$_'" } @missing) if @missing;
 }
 
 # Root (activated function) of context cid in the CCF.
@@ -773,7 +784,8 @@ sub out_json {
     $pid = 0 unless $pid =~ /^\d+$/;
     my $s = '{"version":1,"tool":"kgrind","creator":' . js($P0->{creator} // '') . ',"files":['
         . join(',', map { js($_->{file}) } @P) . '],"cmd":' . js($P0->{cmd} // '') . ",\"pid\":$pid,\"pids\":["
-        . join(',', map { ($_->{pid} // '') =~ /^\d+$/ ? $_->{pid} : 0 } @P) . '],"k":' . $kj->($S->{kk})
+        . join(',', map { ($_->{pid} // '') =~ /^\d+$/ ? $_->{pid} : 0 } @P) . '],"cmds":['
+        . join(',', map { js($_->{cmd} // '') } @P) . '],"k":' . $kj->($S->{kk})
         . ',"recorded_k":' . $kj->($S->{K}) . ',"mode":' . js($P0->{mode}) . ',"rolling":'
         . ($P0->{rolling} eq 'yes' ? 'true' : 'false') . ',"joined":' . ($S->{joined} ? 'true' : 'false')
         . ',"events":["Ir"],"total":{"Ir":' . $S->{total} . '},"sort":' . js($o->{sort});
@@ -1046,6 +1058,7 @@ sub diff {
         $S{$high} = analyse($side{$high});
     }
     fail("--diff: function-mode profiles only") if $BLOCKMODE;
+    refuse_other_programs('compared', $S{base}{P}[0], $S{new}{P}[0]) unless $o->{force};
     my $module = load_module('KGrind::Export::Diff');
     my $d = $module->can('compare')->(export_model($side{base}, $S{base}), export_model($side{new}, $S{new}), $o);
     return (run_exporter($module, $d, $o), $d->{failed} // []);

@@ -12,6 +12,7 @@ sub usage {
 Usage: kgrind_control [options] [<pid> | <program-name> ...]
 Controls the kgrind processes given (all running ones if none is given)
 through Valgrind's gdbserver (vgdb; the programs need --vgdb=yes, the default).
+Without an option it lists them, as -l: "PID <pid>: <command line>" each.
 
   -h, --help             this help
       --version          kgrind_control's version

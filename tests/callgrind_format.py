@@ -38,11 +38,17 @@ class Profile:
         self.lines = collections.Counter()
         # with `positions: instr line`: (object, function, address) -> Ir
         self.instrs = collections.Counter()
+        # the same by (object, file, address): an address is code of that
+        # object only if that file is the object's
+        self.instr_lines = collections.Counter()
         self.calls = []          # (caller fn, callee fn, count, inclusive Ir)
         # where the calls are: (caller fn, callee fn, file, line) -> count
         self.call_sites = collections.Counter()
         # the same with the inclusive cost: (caller, callee, file, line) -> Ir
         self.call_site_costs = collections.Counter()
+        # with `positions: instr line`, at the call instruction:
+        # (caller fn, callee fn, address) -> count
+        self.call_instrs = collections.Counter()
         self.jumps = []          # Jump tuples (jump=/jcnd= lines)
         self.comments = []
         # function name -> {(object, file)}: where each function (each
@@ -247,12 +253,15 @@ class _Reader:
             site = (self.fn, callee_fn, self.file_in_force(), line_no)
             prof.call_sites[site] += self.pending_call
             prof.call_site_costs[site] += ir
+            if 'instr' in pos_of:
+                prof.call_instrs[(self.fn, callee_fn, pos_of['instr'])] += self.pending_call
             self.pending_call = None
             self.call = {}          # cob=, cfi=, cfn= hold for one call
             return
         prof.lines[(self.ob, self.file_in_force(), self.fn, line_no)] += ir
         if 'instr' in pos_of:
             prof.instrs[(self.ob, self.fn, pos_of['instr'])] += ir
+            prof.instr_lines[(self.ob, self.file_in_force(), pos_of['instr'])] += ir
 
     def body_line(self, line):
         m = _NAME.match(line)

@@ -399,6 +399,37 @@ def test_source_missing_and_newer(annotate, tmp_path):
     assert re.search(r"^WARNING: source file .*prog1\.c' is newer than the profile", r.out, re.M)
 
 
+def test_auto_names_unfound_sources_in_one_line(annotate, tools):
+    """--auto=yes on a real program whose own source was removed after the
+    build, and whose C library sources are not installed: one line names
+    every file it cannot find, once; with -I to the source's new place that
+    file is annotated instead and leaves the line."""
+    src = tools.dir / 'src'
+    src.mkdir()
+    shutil.copy(ROOT / 'tests' / 'progs' / 'twice.c', src / 'twice.c')
+    exe = tools.dir / 'twice'
+    subprocess.run(['gcc', '-g', '-O0', '-o', str(exe), str(src / 'twice.c')], check=True)
+    run = tools.kgrind(exe, opts=['--k=2'])
+    assert run.returncode == 0, run.stderr
+    moved = tools.dir / 'moved'
+    src.rename(moved)
+
+    def unfound(out):
+        lines = [line for line in out.splitlines() if 'not found' in line]
+        assert len(lines) == 1, lines
+        files = re.findall(r"'([^']*)'", lines[0].split(': ', 1)[1])
+        assert len(files) == len(set(files)) and re.match(rf'-- {len(files)} source files not found', lines[0])
+        return files
+    out = ok(annotate('--auto=yes', run.profile_path)).out
+    missing = unfound(out)
+    assert str(src / 'twice.c') in missing and len(missing) > 1      # and the C library's
+    assert 'Annotated source' not in out
+    assert not any(os.path.exists(f) for f in missing)
+    out = ok(annotate('--auto=yes', '-I', moved, run.profile_path)).out
+    assert unfound(out) == [f for f in missing if f != str(src / 'twice.c')]
+    assert f'-- Annotated source: {moved / "twice.c"}' in out
+
+
 # ---------------------------------------------------------------------------
 # Graphviz and folded.
 

@@ -4,12 +4,15 @@ profiles (or two sets), text, JSON, differential folded stacks, the
 `scaled` does twice the work in the second run."""
 import collections
 import json
+import random
 import subprocess
 
 import pytest
 
+import test_annotate_model as M
 from test_annotate import annotate, annotate_cmd, bad, ok  # noqa: F401
 from test_annotate_export import twice_profile  # noqa: F401
+from test_annotate_inclusive import brute_outermost, cct_outermost, recursive_run
 
 
 def run(*args):
@@ -23,14 +26,15 @@ def diff_json(*args):
 
 
 def contexts(annotate, *profiles):
-    """Path -> [calls, Ir, inclusive] summed over the threads, from the JSON."""
+    """Path -> [calls, Ir, inclusive of the outermost activations] summed
+    over the threads, from the JSON."""
     out = collections.defaultdict(lambda: [0, 0, 0])
     for t in annotate('--format=json', *profiles).json()['threads']:
         for c in t['contexts']:
             x = out[tuple(c['path'])]
             x[0] += c['calls']
             x[1] += c['Ir']
-            x[2] += c['inclusive']
+            x[2] += c['inclusive_outermost']
     return dict(out)
 
 
@@ -138,3 +142,109 @@ def test_diff_bad_usage(annotate, twice_profile, tmp_path):
     bad(annotate('--fail-above=3', p), 'only with --diff')
     bad(annotate('--diff', '--format=pprof', p, p), 'not a diff format')
     bad(annotate('--diff', p, tmp_path / 'missing.out'), 'missing.out')
+
+
+# ---------------------------------------------------------------------------
+# Inclusive Ir counts recursion once, as in the text report.
+
+def sides(d):
+    """Path -> (base inclusive, new inclusive) of the diff's changed rows."""
+    return {tuple(c['path']): (c['base']['inclusive'], c['new']['inclusive']) for c in d['contexts']}
+
+
+def summed(per_thread):
+    out = collections.Counter()
+    for ctx in per_thread:
+        out.update(ctx)
+    return out
+
+
+@pytest.mark.parametrize('k', [2, M.INF])
+def test_diff_inclusive_against_brute_force(tmp_path, k):
+    """Random recursive runs (most activations nested in one of the same
+    context): the diff's inclusive Ir of each side is the brute force's
+    outermost inclusive Ir summed over threads, exact at k = inf, an upper
+    bound at most the side's total at finite k (as the report's)."""
+    rng = random.Random(91 + (k or 0))
+    base_runs = {1: recursive_run(rng)}
+    new_runs = {1: recursive_run(rng), 2: recursive_run(rng)}
+    base = M.write_profile(tmp_path / 'base.out', base_runs, k)
+    new = M.write_profile(tmp_path / 'new.out', new_runs, k)
+    plain_above = False
+    for kk in (['inf', 0, 1, 2] if k is M.INF else [0, 1, 2]):
+        d = diff_json(f'--k={kk}', base, new)
+        depth = M.INF if kk == 'inf' else kk
+        want_b = summed(brute_outermost(r, depth) for r in base_runs.values())
+        want_n = summed(brute_outermost(r, depth) for r in new_runs.values())
+        got = sides(d)
+        assert got and {c['status'] for c in d['contexts']} <= {'changed', 'new', 'vanished'}
+        for ctx, (b, n) in got.items():
+            if k is M.INF:
+                assert (b, n) == (want_b[ctx], want_n[ctx]), (kk, ctx)
+            else:
+                assert want_b[ctx] <= b <= d['base']['total']['Ir'], (kk, ctx)
+                assert want_n[ctx] <= n <= d['new']['total']['Ir'], (kk, ctx)
+        plain = contexts_plain(new, kk)
+        plain_above = plain_above or any(v > d['new']['total']['Ir'] for v in plain.values())
+    assert plain_above or k is not M.INF    # recursion the plain counter counts twice
+
+
+def contexts_plain(profile, kk):
+    out = collections.Counter()
+    r = run('--format=json', f'--k={kk}', profile)
+    for t in json.loads(r.stdout)['threads']:
+        for c in t['contexts']:
+            out[tuple(c['path'])] += c['inclusive']
+    return out
+
+
+def test_diff_inclusive_recursive_program(tools):
+    """tests/progs/deeprec.c, rec and the mutual recursion of even and odd
+    20 and 31 levels deep, at k = inf: each side's inclusive Ir at --k=0, 1,
+    2 and inf is the brute force over the calling context tree's nodes (a
+    node counts unless a proper prefix of its path ends with the same
+    context), never above the side's total."""
+    exe = tools.compile('deeprec.c')
+    prof = {}
+    for side, depth in (('base', 20), ('new', 31)):
+        r = tools.kgrind(exe, depth, opts=['--k=inf'], out=f'{side}.out')
+        assert r.returncode == 0, r.stderr
+        prof[side] = r.profile_path
+    whole = {s: json.loads(run('--format=json', p).stdout) for s, p in prof.items()}
+    for kk in (0, 1, 2, 'inf'):
+        want = {s: cct_outermost(whole[s], 10 ** 6 if kk == 'inf' else kk) for s in whole}
+        got = sides(diff_json(f'--k={kk}', prof['base'], prof['new']))
+        assert {'rec', 'even', 'odd'} <= {p[-1] for p in got}
+        for ctx, (b, n) in got.items():
+            assert (b, n) == (want['base'].get(ctx, 0), want['new'].get(ctx, 0)), (kk, ctx)
+            assert b <= whole['base']['total']['Ir'] and n <= whole['new']['total']['Ir']
+
+
+# ---------------------------------------------------------------------------
+# Profiles of different programs.
+
+def test_different_programs_refused_unless_forced(annotate, tmp_path):
+    """Two programs' profiles are neither joined nor compared: one line
+    naming both commands, exit status 2; --force does it anyway.  The same
+    program run with other arguments or by another path is the same."""
+    rng = random.Random(8)
+    prof = {name: M.write_profile(tmp_path / f'{name}.out', {1: M.random_activations(rng)}, 2, cmd=cmd)
+            for name, cmd in (('a', './app --fast in.txt'), ('a2', '/opt/build/app other.txt'),
+                              ('b', '/usr/bin/other-tool -x'))}
+    for args, first, verb in (((prof['a'], prof['b']), './app', 'joined'),
+                              (('--format=json', prof['a'], prof['b']), './app', 'joined'),
+                              (('--diff', prof['a'], prof['b']), './app', 'compared'),
+                              (('--diff', prof['a'], '--vs', prof['a2'], prof['b']), '/opt/build/app', 'joined')):
+        bad(annotate(*args), f'is a profile of {first},', 'of /usr/bin/other-tool:',
+            f'profiles of different programs are not {verb} (--force does it anyway)')
+    forced = annotate('--force', '--format=json', prof['a'], prof['b']).json()
+    assert forced['total']['Ir'] == sum(annotate('--format=json', prof[n]).json()['total']['Ir'] for n in 'ab')
+    assert forced['cmds'] == ['./app --fast in.txt', '/usr/bin/other-tool -x']
+    assert 'Command:              ./app --fast in.txt | /usr/bin/other-tool -x' in \
+        ok(annotate('--force', prof['a'], prof['b'])).out
+    r = run('--force', '--diff', prof['a'], prof['b'])
+    assert r.returncode == 0 and r.stderr == '' and 'Diff of k-contexts' in r.stdout
+    # the same executable by file name, other arguments
+    same = ok(annotate('--format=json', prof['a'], prof['a2']))
+    assert same.err == '' and same.json()['files'] == [str(prof['a']), str(prof['a2'])]
+    assert run('--diff', prof['a'], prof['a2']).returncode == 0

@@ -189,3 +189,30 @@ def test_deep_recursion_is_read_in_linear_time(annotate, tools):
     folded = ok(annotate('--format=folded', small.profile_path)).out
     assert sum(int(l.rsplit(' ', 1)[1]) for l in folded.splitlines()) == total
     assert max(l.count(';') for l in folded.splitlines()) >= 3000
+
+
+def test_default_report_is_what_help_says(annotate, tools):
+    """The default report (README, --help): a header, then per thread a
+    table of its hottest k-contexts, at most 40 rows until they hold 99 % of
+    the thread's Ir (counted from the JSON's contexts), and nothing else."""
+    exe = tools.compile('threads.c')
+    run = tools.kgrind(exe, opts=['--k=2'])
+    assert run.returncode == 0, run.stderr
+    assert 'By default it prints a header' in ok(annotate('--help')).out
+    d = annotate('--format=json', run.profile_path).json()
+    out = ok(annotate(run.profile_path)).out
+    head, *tables = out.split('\n\n')
+    for key in ('Profile data file:', 'Command:', 'PID:', 'K value:', 'Mode:', 'Threads:', 'Total Ir:'):
+        assert key in head
+    assert len(tables) == len(d['threads']) > 1
+    for t, table in zip(d['threads'], tables):
+        ir = sorted((c['Ir'] for c in t['contexts']), reverse=True)
+        rows, held = 0, 0
+        while rows < min(40, len(ir)) and held < 0.99 * t['Ir']:
+            held += ir[rows]
+            rows += 1
+        assert f'Hottest 2-contexts, thread {t["tid"]}: {rows} of {len(ir)} shown' in table
+        got = re.findall(r'^ +([\d,]+) +\S+% +[\d,]+ +[\d,]+  \S', table, re.M)
+        assert [int(x.replace(',', '')) for x in got] == ir[:rows]
+    for extra in ('DUMP of', 'Annotated source', 'not found', 'All basic blocks'):
+        assert extra not in out

@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 import test_annotate_model as M
+from conftest import PROGS
 from test_annotate import THESIS, annotate, ok  # noqa: F401
 from test_annotate_export import twice_profile  # noqa: F401
 
@@ -29,6 +30,10 @@ SHORT = {
     'main::{lambda(long)#1}::operator()(long) const': 'main::{lambda(long)#1}::operator()',
     'A<int>::~A()': 'A<...>::~A',
     'plain_c_function': 'plain_c_function',
+    # what tells namesakes apart stays: the object, a clone, an older profile's "#2"
+    'Shape::area() const [libshape.so]': 'Shape::area [libshape.so]',
+    'std::vector<int, std::allocator<int> >::size() const [clone .isra.0]': 'std::vector<...>::size [clone .isra.0]',
+    'f(int)#2': 'f#2',
 }
 
 
@@ -186,3 +191,30 @@ def test_dot_call_graph(annotate, twice_profile, k):
     assert '()' not in top
     svg = subprocess.run(['dot', '-Tsvg'], input=top, capture_output=True, text=True)
     assert svg.returncode == 0 and '<svg' in svg.stdout, svg.stderr
+
+
+def test_namesakes_stay_apart(annotate, tools):
+    """tests/progs/namesake_main.cpp: two functions `(anonymous
+    namespace)::work(int)`, one in the executable called 3 times by main,
+    one in a shared library called twice by lib_entry.  The text table and
+    the call graph keep them apart, qualified by their objects, short names
+    included; the calls are the program's own."""
+    lib = tools.dir / 'libnamesake.so'
+    subprocess.run(['g++', '-g', '-O1', '-shared', '-fPIC', '-o', str(lib), str(PROGS / 'namesake_lib.cpp')],
+                   check=True)
+    exe = tools.compile('namesake_main.cpp', '-O1', libs=[f'-L{tools.dir}', '-lnamesake', f'-Wl,-rpath,{tools.dir}'])
+    run = tools.kgrind(exe, opts=['--k=2'])
+    assert run.returncode == 0, run.stderr
+    work = '(anonymous namespace)::work'
+    want = {(f'{work} [namesake_main]', 'main', 3), (f'{work} [libnamesake.so]', 'lib_entry', 2)}
+    text = ok(annotate('--top=0', '--threshold=100', run.profile_path)).out
+    rows = re.findall(r'^ +[\d,]+ +\S+% +[\d,]+ +([\d,]+)  .* > (\S+) > (.*)$', text, re.M)
+    assert {(f, c, int(n)) for n, c, f in rows if f.startswith(work)} == want
+    nodes, edges = parse_dot(ok(annotate('--format=dot', '--threshold=100', '--top=0', run.profile_path)).out)
+    got = set()
+    for a, b, calls, _i in edges:
+        label = nodes[b][2].split('\\n')[0]
+        if label.startswith(work):
+            got.add((label, nodes[a][0][-1].split('(')[0], calls))
+            assert nodes[b][1] == calls
+    assert got == want

@@ -12,6 +12,7 @@ import pytest
 
 import callgrind_format
 import ksf_records
+from conftest import PROGS, assert_plt_moves
 
 # ---------------------------------------------------------------------------
 # Reading the block records (docs/output-format.md, "Block modes")
@@ -579,12 +580,18 @@ def test_fork_child_block_counts_start_at_zero(tools, mode):
 
 
 def test_intra_mode_line_costs_equal_cachegrind(tools):
+    """Per-line Ir: cachegrind's, but for PLT stubs, charged to the calling
+    line as plain callgrind charges them (prog4.c calls printf through
+    .plt)."""
     exe = tools.compile('prog4.c', '-O0')
     kg = tools.kgrind(exe, opts=['--mode=intra', '--roll-loops=yes'])
     cg = tools.reference('cachegrind', exe)
-    mine, ref = kg.profile(), cg.profile()
+    cl = tools.reference('callgrind', exe)
+    mine, ref, ref_cl = kg.profile(), cg.profile(), cl.profile()
     assert mine.total() == ref.summary
-    assert +mine.by_file_line() == +ref.by_file_line()
+    own = {key: ir for key, ir in ref_cl.by_file_line().items() if key[0] == str(PROGS / 'prog4.c')}
+    assert own != {key: ir for key, ir in ref.by_file_line().items() if key[0] == str(PROGS / 'prog4.c')}
+    assert_plt_moves(mine, ref, ref_cl, own)
     prof = BlockProfile(kg.profile_path)
     assert prof.options['mode'] == 'intra'
 
@@ -690,13 +697,16 @@ def test_jumps_equal_dump_transitions(tools):
 
 def test_instr_profile_readers(tools):
     """callgrind_annotate reads the block-mode file (exclusive and inclusive)
-    without warnings; its totals and per-line Ir equal cachegrind's."""
+    without warnings; its totals and per-line Ir equal cachegrind's (with
+    the C library's PLT stubs charged to their calling lines)."""
     exe = tools.compile('jumps.c', '-O2')
     kg = tools.kgrind(exe, opts=['--mode=intra', '--k=2'])
     cg = tools.reference('cachegrind', exe)
+    cl = tools.reference('callgrind', exe)
     mine, ref = kg.profile(), cg.profile()
     assert mine.total() == ref.summary == mine.totals
-    assert +mine.by_file_line() == +ref.by_file_line()
+    own = {key: ir for key, ir in ref.by_file_line().items() if key[0] == str(PROGS / 'jumps.c')}
+    assert_plt_moves(mine, ref, cl.profile(), own)
     for extra in ([], ['--inclusive=yes']):
         ann = subprocess.run(['callgrind_annotate', *extra, str(kg.profile_path)],
                              capture_output=True, text=True, check=True)

@@ -69,7 +69,7 @@ class Case:
     func_callers: dict = dataclasses.field(default_factory=dict)
     threads: int = None          # thread forests (function mode not joined, inter mode)
     max_depth: int = None        # longest root path of the --k=inf forests (the CCT)
-    reference_lines: bool = False    # own lines cost what callgrind/cachegrind say
+    reference_lines: bool = False    # own lines cost what callgrind says
 
 
 # The deaths come from 10 frames of descend() down.
@@ -195,18 +195,16 @@ def own_lines(profile, case):
             if fl.rsplit('/', 1)[-1].split('.')[0] == case.prog}
 
 
-# The reference for the program's own lines: function mode charges a PLT
-# stub's instructions to the calling line, as callgrind does; the block
-# modes, which trace the program's own functions only, leave them to the
-# stub, as cachegrind does.
+# The reference for the program's own lines: every mode charges a PLT
+# stub's instructions to the calling line, as callgrind does (cachegrind
+# leaves them at `???` line 0).
 LINE_REFERENCES = {
     'callgrind': lambda out: [f'--callgrind-out-file={out}'],
-    'cachegrind': lambda out: ['--cache-sim=no', '--vex-guest-chase=no', f'--cachegrind-out-file={out}'],
 }
 
 
 def line_reference(mode):
-    return 'callgrind' if mode in FUNCTION_MODES else 'cachegrind'
+    return 'callgrind'
 
 
 @pytest.fixture(scope='module')

@@ -4,6 +4,7 @@ package KGrind::Names;
 # (as KCachegrind's "Shorten Templates"):
 #   std::vector<int, std::allocator<int> >::push_back(int const&)  ->  std::vector<...>::push_back
 #   Shape::area() const -> Shape::area      operator<<(std::ostream&, P const&) -> operator<<
+#   f(int) [libx.so] -> f [libx.so]         (namesakes stay apart)
 # Names without brackets (C functions, __root__, 0x401136) are unchanged.
 use strict;
 use warnings;
@@ -66,9 +67,18 @@ sub group_end {
     return undef;
 }
 
+# What follows a name and tells namesakes apart is kept: the object
+# (" [libx.so]", docs/output-format.md), a clone (" [clone .cold]"), the
+# n-th namesake of an older profile ("#2").
+my $QUALIFIERS = qr/(?:\s\[[^\[\]]*\]|#\d+)+\z/;
+
 sub short_name {
     my ($n) = @_;
     return $n unless $n =~ /[(<]/;
+    if ($n =~ /$QUALIFIERS/ && $-[0] > 0) {
+        my $start = $-[0];
+        return short_name(substr($n, 0, $start)) . substr($n, $start);
+    }
     my $a = atoms($n) or return $n;
     # trailing qualifiers, then the parameter list
     while (@$a && (join('', @$a) =~ /(?:\s+(?:const|volatile|noexcept)|\s*&&?)\z/)) {

@@ -11,7 +11,7 @@ use warnings;
 use Exporter 'import';
 
 our @EXPORT = qw(fail ferr label_id @LNAME $ROOT_NAME $ROOT $INF kstr printable base_name @KEEP
-                 read_profile check_merge refuse_repeated_files);
+                 read_profile check_merge refuse_repeated_files program_of refuse_other_programs);
 
 our $ROOT_NAME = '__root__';
 our $INF = -1;    # k = inf
@@ -627,6 +627,31 @@ sub refuse_repeated_files {
         fail("$f: " . ($first eq $f ? "given twice" : "the same file as $first")
              . ": a profile joined with itself would double every count") if defined $first;
         $seen{"$dev $ino"} = $f;
+    }
+}
+
+# The program a profile ran: its cmd:'s executable by file name, so the
+# same program run with other arguments, or by another path (./app,
+# build/app), is the same program.  Undef when the file names no command.
+sub program_of {
+    my ($P) = @_;
+    my ($exe) = split ' ', $P->{cmd} // '';
+    return undef unless defined $exe && $exe ne '';
+    $exe =~ s{.*/}{};
+    return $exe;
+}
+
+# Profiles of different programs are not joined (or compared, $what says
+# how): one line naming both commands; --force joins them anyway.
+sub refuse_other_programs {
+    my ($what, @P) = @_;
+    my ($first) = grep { defined program_of($_) } @P or return;
+    for my $P (@P) {
+        my $prog = program_of($P);
+        next if !defined $prog || $prog eq program_of($first);
+        my ($a, $b) = map { (split ' ', $_->{cmd})[0] } $first, $P;
+        fail("$first->{file} is a profile of $a, $P->{file} of $b: profiles of different programs "
+             . "are not $what (--force does it anyway)");
     }
 }
 

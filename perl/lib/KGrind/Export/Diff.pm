@@ -1,9 +1,10 @@
 package KGrind::Export::Diff;
 # --diff BASE NEW: per k-context deltas of calls, exclusive and inclusive Ir
-# between two models (each side's contexts summed over its threads, keyed by
-# full names), as a text table, JSON, or a differential flame graph (folded
-# stacks with two counts: "a;b;c <base Ir> <new Ir>", what flamegraph.pl's
-# difffolded.pl writes).  compare() builds the diff, write() prints it.
+# (of the outermost activations, KGrind::Inclusive) between two models
+# (each side's contexts summed over its threads, keyed by full names), as a
+# text table, JSON, or a differential flame graph (folded stacks with two
+# counts: "a;b;c <base Ir> <new Ir>", what flamegraph.pl's difffolded.pl
+# writes).  compare() builds the diff, write() prints it.
 use strict;
 use warnings;
 use JSON::PP ();
@@ -11,6 +12,9 @@ use JSON::PP ();
 use KGrind::Names ();
 
 my @VALUES = qw(calls Ir inclusive);
+# the model's field of each value: inclusive Ir of the outermost
+# activations, as the text report (recursion counted once, at most 100 %)
+my %FIELD = (calls => 'calls', Ir => 'Ir', inclusive => 'inclusive_outermost');
 
 # path key -> {calls, Ir, inclusive} summed over the threads; and the totals.
 sub side_contexts {
@@ -19,7 +23,7 @@ sub side_contexts {
     for my $t (@{$model->{threads}}) {
         for my $c (@{$t->{contexts}}) {
             my $x = $ctx{join("\0", @{$c->{path}})} //= { map { ($_ => 0) } @VALUES };
-            $x->{$_} += $c->{$_} for @VALUES;
+            $x->{$_} += $c->{$FIELD{$_}} for @VALUES;
             $total{calls} += $c->{calls};
         }
         $total{Ir} += $t->{Ir};
