@@ -53,7 +53,7 @@ Word compare_lines(UWord a, UWord b)
 // its inline ways (a function run in many contexts: cc1plus, 130 M misses)
 // probes its context's own small table, whose slots stay in the cache while
 // the context and its callers run, instead of one table of every pair (1.5 M
-// pairs on cc1plus: two cache misses a probe, 19 % of the run's time; 8 %
+// pairs on cc1plus: two cache misses a probe, 19 % of the run's time; 9 %
 // less CPU time with these tables, docs/performance.md). A context's table
 // is found through a small cache of recent contexts: misses come in runs,
 // from the blocks of one activation and of its caller.
