@@ -13,7 +13,8 @@ time.
 
 --work is a folder with bin/ and data/ from
 `bench/suite.py --runs 1 --configs native --keep-work --out DIR --no-growth --no-ksweep --no-large --no-charts`
-(DIR/work). The name `none` stands for `valgrind --tool=none`. Prints, per
+(DIR/work; the workload cc1plus needs the large phase's data/cc1plus-N.ii,
+e.g. from `--no-growth --no-ksweep --large-runs 1 --configs native`). The name `none` stands for `valgrind --tool=none`. Prints, per
 workload, the minimum and median CPU seconds of each build and configuration
 and the ratio of the minimum to none's minimum.
 """
@@ -62,6 +63,11 @@ def workload_cmd(work, name, scale):
     """argv and stdin of a workload as bench/suite.py --scale SCALE --keep-work left it."""
     if name in suite.BUILT:
         return [str(work / 'bin' / name), str(suite.units(suite.BUILT[name][2], scale))], None
+    if name == 'cc1plus':   # the suite's large phase left data/cc1plus-N.ii (N: units at this scale)
+        ii = work / 'data' / f'cc1plus-{suite.units(suite.LARGE_UNITS[name], scale)}.ii'
+        if not ii.exists():
+            raise SystemExit(f'{ii} is missing: run the suite\'s large phase with --scale {scale:g} --keep-work')
+        return [suite.cc1plus_path(), '-fpreprocessed', '-quiet', '-O1', str(ii), '-o', os.devnull], None
     data = {'bzip2': (['bzip2', '-c'], f'text-{scale:g}.txt'),
             'sqlite3': (['sqlite3', '-batch', ':memory:'], f'script-{scale:g}.sql')}
     if name not in data:

@@ -15,6 +15,20 @@ struct BlockCounters {
    const ULong* counters() const { return (const ULong*)(this + 1); }
 };
 
+// One context's blocks: while the run goes on, tagged pointers to their
+// counters (as PairIndex: 16 bits of the block's hash above the address),
+// open addressing, load at most 7/8 (the tags keep probes in the slots; 3/4
+// was as fast and 2.7 MB bigger on cc1plus); at exit (ExitCosts), the plain
+// pointers in slots[0, used), and `a` the context they are reported in.
+const UWord kContextTagMask = ~(UWord)0 << 48;
+struct ContextBlocks {
+   const void* a;        // ForestNode* context
+   UWord* slots;
+   UInt cap;             // a power of two
+   UInt used;
+   BlockCounters* entry(UInt i) const { return (BlockCounters*)slots[i]; }
+};
+
 namespace {
 
 // Interned source lines, keyed by (fn, file and line in one word).
@@ -35,7 +49,137 @@ Word compare_lines(UWord a, UWord b)
 }
 
 
-PairIndex<BlockCounters> block_counters;   // probed at every context change of a block
+// The (context, block) counters, indexed per context: a block that misses
+// its inline ways (a function run in many contexts: cc1plus, 130 M misses)
+// probes its context's own small table, whose slots stay in the cache while
+// the context and its callers run, instead of one table of every pair (1.5 M
+// pairs on cc1plus: two cache misses a probe, 19 % of the run's time; 9 %
+// less CPU time with these tables, docs/performance.md). A context's table
+// is found through a small cache of recent contexts: misses come in runs,
+// from the blocks of one activation and of its caller.
+class BlockCountersIndex {
+public:
+   // The counters of (ctx, blk), created zeroed with room for n_counters.
+   BlockCounters* get(const ForestNode* ctx, const BlockInfo* blk, UInt n_counters)
+   {
+      ContextBlocks* c = blocks_of(ctx);
+      UWord h = hash(blk);
+      UWord tag = h & kTagMask;
+      UWord mask = c->cap - 1;
+      for (UWord i = (h >> 32) & mask; c->slots[i]; i = (i + 1) & mask) {
+         if ((c->slots[i] & kTagMask) != tag) continue;
+         BlockCounters* e = (BlockCounters*)(c->slots[i] & ~kTagMask);
+         if (e->b == blk) return e;
+      }
+      BlockCounters* e = (BlockCounters*)alloc_permanent(sizeof(BlockCounters) + n_counters * sizeof(ULong));
+      e->a = ctx;
+      e->b = blk;
+      if ((c->used + 1) * 8 > c->cap * 7) grow(c);
+      put(c, e);
+      c->used++;
+      return e;
+   }
+
+   template <typename F> void for_each(F f) const
+   {
+      contexts_.for_each([&](ContextBlocks* c) {
+         for (UInt i = 0; i < c->cap; i++)
+            if (c->slots[i]) f((BlockCounters*)(c->slots[i] & ~kTagMask));
+      });
+   }
+
+   template <typename F> void for_each_context(F f) const { contexts_.for_each(f); }
+
+   // Every context's table as an array of *n (the caller releases it), in
+   // the index's own memory, each table holding its plain entry pointers in
+   // slots[0, used): at exit, where an array of every entry could set the
+   // peak RSS (cc1plus: 12 MB). The index is empty afterwards.
+   ContextBlocks** take_contexts(UWord* n)
+   {
+      contexts_.for_each([](ContextBlocks* c) {
+         UInt m = 0;
+         for (UInt i = 0; i < c->cap; i++)
+            if (c->slots[i]) c->slots[m++] = c->slots[i] & ~kTagMask;
+         c->used = m;
+      });
+      VG_(memset)(recent_, 0, sizeof recent_);
+      return contexts_.take_entries(n);
+   }
+
+private:
+   struct ContextKeys {
+      static const void* a(const ContextBlocks* c) { return c->a; }
+      static const void* b(const ContextBlocks*) { return nullptr; }
+   };
+   static const UInt kFirstCap = 4;
+   static const UWord kTagMask = kContextTagMask;
+   static const UInt kSizeClasses = 32;
+
+   static UWord hash(const BlockInfo* blk) { return (UWord)blk * 0x9E3779B97F4A7C15ULL; }
+
+   ContextBlocks* blocks_of(const ForestNode* ctx)
+   {
+      ContextBlocks*& recent = recent_[((UWord)ctx >> 4) & (kRecent - 1)];
+      if (recent && recent->a == ctx) return recent;
+      ContextBlocks* c = contexts_.find(ctx, nullptr);
+      if (!c) {
+         c = (ContextBlocks*)alloc_permanent(sizeof(ContextBlocks));
+         c->a = ctx;
+         c->cap = kFirstCap;
+         c->slots = new_slots(c->cap);
+         contexts_.insert(c);
+      }
+      return recent = c;
+   }
+
+   static void put(ContextBlocks* c, BlockCounters* e)
+   {
+      UWord h = hash((const BlockInfo*)e->b);
+      UWord mask = c->cap - 1;
+      UWord i = (h >> 32) & mask;
+      while (c->slots[i]) i = (i + 1) & mask;
+      c->slots[i] = (h & kTagMask) | (UWord)e;
+   }
+
+   void grow(ContextBlocks* c)
+   {
+      UWord* old = c->slots;
+      UInt old_cap = c->cap;
+      c->cap = 2 * old_cap;
+      c->slots = new_slots(c->cap);
+      for (UInt i = 0; i < old_cap; i++)
+         if (old[i]) put(c, (BlockCounters*)(old[i] & ~kTagMask));
+      free_slots(old, old_cap);
+   }
+
+   // Slot arrays come from permanent memory and are recycled by size (a
+   // power of two): most are a few dozen bytes, where VG_(malloc)'s 32
+   // bytes of headers a block would add half to the index.
+   static UInt size_class(UInt cap) { return 31 - __builtin_clz(cap); }
+   UWord* new_slots(UInt cap)
+   {
+      UWord*& head = free_[size_class(cap)];
+      UWord* s = head;
+      if (!s) return (UWord*)alloc_permanent(cap * sizeof(UWord));
+      head = (UWord*)s[0];
+      VG_(memset)(s, 0, cap * sizeof(UWord));
+      return s;
+   }
+   void free_slots(UWord* s, UInt cap)
+   {
+      UWord*& head = free_[size_class(cap)];
+      s[0] = (UWord)head;
+      head = s;
+   }
+
+   PairIndex<ContextBlocks, ContextKeys> contexts_;
+   // The tables of recently run contexts, by a hash of the context.
+   static const UInt kRecent = 256;
+   ContextBlocks* recent_[kRecent] = {};
+   UWord* free_[kSizeClasses] = {};
+};
+
+BlockCountersIndex block_counters;   // probed at every context change of a block
 PairMap<CallEdge> call_edges;
 
 // --collect-jumps: the targets of one (context, superblock)'s computed jump.
@@ -151,13 +295,7 @@ void point_block_at_table(BlockInfo* blk, ForestNode* ctx)
       blk->ways[0] = { ctx, uncounted_counters(blk->n_slots + 1) };
       return;
    }
-   BlockCounters* e = block_counters.find(ctx, blk);
-   if (!e) {
-      e = (BlockCounters*)alloc_permanent(sizeof(BlockCounters) + (blk->n_slots ? blk->n_slots : 1) * sizeof(ULong));
-      e->a = ctx;
-      e->b = blk;
-      block_counters.insert(e);
-   }
+   BlockCounters* e = block_counters.get(ctx, blk, blk->n_slots ? blk->n_slots : 1);
    blk->ways[1] = blk->ways[0];   // the least recent way makes room
    blk->ways[0] = { ctx, e->counters() };
 }
@@ -236,10 +374,10 @@ static UWord sort_and_fold(T* all, UWord n, Int (*cmp)(const void*, const void*)
 
 static void add_ir(ContextLineCost& into, const ContextLineCost& from) { into.ir += from.ir; }
 
-static Int compare_entry_contexts(const void* pa, const void* pb)
+static Int compare_group_contexts(const void* pa, const void* pb)
 {
-   const void* a = (*(const BlockCounters* const*)pa)->a;
-   const void* b = (*(const BlockCounters* const*)pb)->a;
+   const void* a = (*(const ContextBlocks* const*)pa)->a;
+   const void* b = (*(const ContextBlocks* const*)pb)->a;
    return a == b ? 0 : (UWord)a < (UWord)b ? -1 : 1;
 }
 
@@ -295,41 +433,62 @@ static void count_reached(BlockCounters* e)
 void ExitCosts::take(Bool per_instruction)
 {
    per_instruction_ = per_instruction;
-   entries_ = block_counters.take_entries(&n_entries_);
-   for (UWord i = 0; i < n_entries_; i++) count_reached(entries_[i]);
+   groups_ = block_counters.take_contexts(&n_groups_);
+   for_each_entry([](BlockCounters* e) { count_reached(e); });
+}
+
+// Bytes of an entry: its key and counters.
+static UWord entry_size(const BlockCounters* e)
+{
+   return sizeof(BlockCounters) + ((const BlockInfo*)e->b)->n_slots * sizeof(ULong);
 }
 
 void ExitCosts::snapshot(Bool per_instruction)
 {
    per_instruction_ = per_instruction;
-   UWord n = 0, bytes = 0;
-   block_counters.for_each([&](BlockCounters* e) {
-      n++;
-      bytes += sizeof(BlockCounters) + ((const BlockInfo*)e->b)->n_slots * sizeof(ULong);
+   UWord n_groups = 0, n = 0, bytes = 0;
+   block_counters.for_each([&](BlockCounters* e) { n++; bytes += entry_size(e); });
+   block_counters.for_each_context([&](ContextBlocks*) { n_groups++; });
+   // One block: the copied tables, their entry pointers, the entries.
+   copies_ = (UChar*)kg::alloc(n_groups * sizeof(ContextBlocks) + n * sizeof(UWord) + bytes + 1, "kg.dump");
+   groups_ = (ContextBlocks**)kg::alloc((n_groups + 1) * sizeof(ContextBlocks*), "kg.dump");
+   ContextBlocks* group = (ContextBlocks*)copies_;
+   UWord* pointers = (UWord*)(group + n_groups);
+   UChar* at = (UChar*)(pointers + n);
+   n_groups_ = 0;
+   block_counters.for_each_context([&](ContextBlocks* c) {
+      ContextBlocks* copy = group++;
+      *copy = { c->a, pointers, 0, 0 };
+      for (UInt i = 0; i < c->cap; i++) {
+         if (!c->slots[i]) continue;
+         const BlockCounters* e = (const BlockCounters*)(c->slots[i] & ~kContextTagMask);
+         VG_(memcpy)(at, e, entry_size(e));
+         copy->slots[copy->used++] = (UWord)at;
+         at += entry_size(e);
+      }
+      pointers += copy->used;
+      groups_[n_groups_++] = copy;
    });
-   entries_ = (BlockCounters**)kg::alloc((n + 1) * sizeof(BlockCounters*), "kg.dump");
-   copies_ = (UChar*)kg::alloc(bytes + 1, "kg.dump");
-   UChar* at = copies_;
-   n_entries_ = 0;
-   block_counters.for_each([&](BlockCounters* e) {
-      UWord size = sizeof(BlockCounters) + ((const BlockInfo*)e->b)->n_slots * sizeof(ULong);
-      VG_(memcpy)(at, e, size);
-      entries_[n_entries_++] = (BlockCounters*)at;
-      at += size;
-   });
-   for (UWord i = 0; i < n_entries_; i++) count_reached(entries_[i]);
+   for_each_entry([](BlockCounters* e) { count_reached(e); });
 }
 
-// Sorts the entries by context and makes the scratch room for the widest
-// context's costs.
+template <typename F> void ExitCosts::for_each_entry(F f) const
+{
+   for (UWord g = 0; g < n_groups_; g++)
+      for (UInt i = 0; i < groups_[g]->used; i++) f(groups_[g]->entry(i));
+}
+
+// Sorts the contexts' tables by the context they are reported in, and
+// makes the scratch room for the widest context's costs.
 void ExitCosts::sort_by_context()
 {
-   VG_(ssort)(entries_, n_entries_, sizeof(BlockCounters*), compare_entry_contexts);
+   VG_(ssort)(groups_, n_groups_, sizeof(ContextBlocks*), compare_group_contexts);
    UWord widest = 0;
-   for (UWord i = 0, j; i < n_entries_; i = j) {
+   for (UWord g = 0, h; g < n_groups_; g = h) {
       UWord w = 0;
-      for (j = i; j < n_entries_ && entries_[j]->a == entries_[i]->a; j++)
-         w += cost_items((const BlockInfo*)entries_[j]->b, per_instruction_);
+      for (h = g; h < n_groups_ && groups_[h]->a == groups_[g]->a; h++)
+         for (UInt i = 0; i < groups_[h]->used; i++)
+            w += cost_items((const BlockInfo*)groups_[h]->entry(i)->b, per_instruction_);
       if (w > widest) widest = w;
    }
    kg::release(scratch_);
@@ -338,26 +497,27 @@ void ExitCosts::sort_by_context()
 
 void ExitCosts::set_exclusive_costs() const
 {
-   for (UWord i = 0; i < n_entries_; i++) ((ForestNode*)entries_[i]->a)->excl = 0;
-   for (UWord i = 0; i < n_entries_; i++) {
-      ForestNode* ctx = (ForestNode*)entries_[i]->a;
-      for_each_cost(entries_[i], per_instruction_, [ctx](SourceLine*, Addr, ULong ir) { ctx->excl += ir; });
+   for (UWord g = 0; g < n_groups_; g++) ((ForestNode*)groups_[g]->a)->excl = 0;
+   for (UWord g = 0; g < n_groups_; g++) {
+      ForestNode* ctx = (ForestNode*)groups_[g]->a;
+      for (UInt i = 0; i < groups_[g]->used; i++)
+         for_each_cost(groups_[g]->entry(i), per_instruction_, [ctx](SourceLine*, Addr, ULong ir) { ctx->excl += ir; });
    }
 }
 
 void ExitCosts::regroup(const ForestNode* (*rep)(const void* ctx, const void* arg), const void* arg)
 {
-   // The entries are the index's no longer: their key may change.
-   for (UWord i = 0; i < n_entries_; i++) entries_[i]->a = rep(entries_[i]->a, arg);
+   // The tables are the index's no longer: their key may change.
+   for (UWord g = 0; g < n_groups_; g++) groups_[g]->a = rep(groups_[g]->a, arg);
    sort_by_context();
 }
 
-UWord ExitCosts::first_entry(const ForestNode* ctx) const
+UWord ExitCosts::first_group(const ForestNode* ctx) const
 {
-   UWord lo = 0, hi = n_entries_;
+   UWord lo = 0, hi = n_groups_;
    while (lo < hi) {
       UWord mid = (lo + hi) / 2;
-      if ((UWord)entries_[mid]->a < (UWord)ctx) lo = mid + 1;
+      if ((UWord)groups_[mid]->a < (UWord)ctx) lo = mid + 1;
       else hi = mid;
    }
    return lo;
@@ -366,10 +526,12 @@ UWord ExitCosts::first_entry(const ForestNode* ctx) const
 UWord ExitCosts::costs_of(const ForestNode* ctx, const ContextLineCost** out)
 {
    UWord m = 0;
-   for (UWord i = first_entry(ctx); i < n_entries_ && entries_[i]->a == ctx; i++) {
-      for_each_cost(entries_[i], per_instruction_, [&](SourceLine* line, Addr addr, ULong ir) {
-         scratch_[m++] = { (ForestNode*)ctx, line, addr, ir };
-      });
+   for (UWord g = first_group(ctx); g < n_groups_ && groups_[g]->a == ctx; g++) {
+      for (UInt i = 0; i < groups_[g]->used; i++) {
+         for_each_cost(groups_[g]->entry(i), per_instruction_, [&](SourceLine* line, Addr addr, ULong ir) {
+            scratch_[m++] = { (ForestNode*)ctx, line, addr, ir };
+         });
+      }
    }
    *out = scratch_;
    return sort_and_fold(scratch_, m, per_instruction_ ? compare_instr_costs : compare_context_costs, add_ir);
@@ -379,11 +541,11 @@ void ExitCosts::release()
 {
    kg::release(copies_);
    copies_ = nullptr;
-   kg::release(entries_);
+   kg::release(groups_);
    kg::release(scratch_);
-   entries_ = nullptr;
+   groups_ = nullptr;
    scratch_ = nullptr;
-   n_entries_ = 0;
+   n_groups_ = 0;
 }
 
 static Int compare_jumps(const void* pa, const void* pb)

@@ -134,6 +134,7 @@ struct ContextLineCost {
 };
 
 struct BlockCounters;   // kg_costs.cpp
+struct ContextBlocks;   // kg_costs.cpp: one context's counters
 
 // The exclusive costs at exit, kept as the (context, block) counters grouped
 // by context: a context's costs are expanded and folded only when asked
@@ -160,12 +161,13 @@ public:
 
 private:
    void sort_by_context();
-   UWord first_entry(const ForestNode* ctx) const;
+   UWord first_group(const ForestNode* ctx) const;
+   template <typename F> void for_each_entry(F f) const;
 
-   BlockCounters** entries_;
-   UWord n_entries_;
+   ContextBlocks** groups_;       // each context's counters
+   UWord n_groups_;
    ContextLineCost* scratch_;     // room for the widest group's costs
-   UChar* copies_;                // snapshot's copies of the entries
+   UChar* copies_;                // snapshot's copies of the tables and entries
    Bool per_instruction_;
 };
 
