@@ -60,6 +60,15 @@ class Toolbox:
         return subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir,
                               timeout=300, env=env)
 
+    def assert_refused(self, opts, message):
+        """kgrind stops with `message` on stderr and status 1 before the
+        program (prog4.c, which prints a number) runs."""
+        exe = self.compile('prog4.c', '-O0')
+        r = self.kgrind(exe, opts=opts, out=None)
+        assert r.returncode == 1, r.stderr
+        assert message in r.stderr
+        assert '\n0\n' not in '\n' + r.stdout
+
     def kgrind(self, exe, *args, opts=(), out='kgrind.out'):
         opts = list(opts)
         path = None

@@ -27,11 +27,7 @@ PASSES = 1000
     (['--mode=intra', '--dump-instr=no'], 'the block modes (--mode=intra|inter) always write instruction positions'),
 ])
 def test_bad_position_options(tools, opts, message):
-    exe = tools.compile('prog4.c', '-O0')
-    r = tools.kgrind(exe, opts=opts, out=None)
-    assert r.returncode == 1
-    assert message in r.stderr
-    assert '\n0\n' not in '\n' + r.stdout     # the program did not run
+    tools.assert_refused(opts, message)
 
 
 def test_options_in_help():
