@@ -710,7 +710,7 @@ extern "C" void VG_REGPARM(1) kg_block_start(BlockInfo* blk)
 // The instructions of a superblock with one flush point.
 static UWord block_instructions(const BlockInfo* blk)
 {
-   if (block_mode()) return blk->n_instrs;
+   if (clo.dump_instr) return blk->n_instrs;   // per-instruction positions
    UWord n = 0;
    for (UInt i = 0; i < blk->n_runs; i++) n += blk->runs[i].n;
    return n;

@@ -273,7 +273,7 @@ BlockInfo* position_block(Addr at)
    SourceLine* line = source_line(loc);
    BlockInfo* b = block_info_new(at, 1, &line);
    b->fn = loc.fn;
-   if (block_mode()) {
+   if (clo.dump_instr) {   // per-instruction positions (the block modes: always)
       b->n_instrs = 1;
       b->instrs = (InstrPos*)alloc_permanent(sizeof(InstrPos));
       *b->instrs = { at, line, 0, 0, False };

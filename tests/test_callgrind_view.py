@@ -417,8 +417,8 @@ def test_call_sites_equal_an_independent_count(tools, seed):
     assert costs(mine) == costs(ref)
 
 
-@pytest.mark.parametrize('mode', ['func', 'intra'])
-def test_signal_handler_edge_at_the_interrupted_line(tools, mode):
+@pytest.mark.parametrize('opts', [['--mode=func'], ['--mode=func', '--dump-instr=yes'], ['--mode=intra']])
+def test_signal_handler_edge_at_the_interrupted_line(tools, opts):
     """A handler is entered by the kernel, not by a call: its edge is at the
     interrupted instruction's line (the next one to run, after send_self's
     syscall, by objdump and addr2line), not line 0, with as many calls as
@@ -428,7 +428,7 @@ def test_signal_handler_edge_at_the_interrupted_line(tools, mode):
     call: that line costs cachegrind's and two instructions per signal,
     and no `???`/line-0 cost is left in send_self's context."""
     exe = tools.compile('self_signals.c', '-O1')
-    kg = tools.kgrind(exe, 'more', opts=[f'--mode={mode}'])
+    kg = tools.kgrind(exe, 'more', opts=opts)
     cg = tools.reference('cachegrind', exe, 'more')
     assert kg.returncode == 0, kg.stderr
     assert kg.stdout == cg.stdout == tools.native(exe, 'more').stdout
