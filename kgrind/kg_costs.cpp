@@ -581,8 +581,8 @@ UWord collect_jumps(ContextJump** out)
 {
    UWord n = 0, cap = 0;
    block_counters.for_each([&](BlockCounters* e) { cap += ((const BlockInfo*)e->b)->n_slots; });
-   ContextJump* all = (ContextJump*)kg::alloc((cap + 1) * sizeof(ContextJump));
    indirect_jumps.for_each([&](IndirectJumps* e) { cap += e->n; });
+   ContextJump* all = (ContextJump*)kg::alloc((cap + 1) * sizeof(ContextJump));
    block_counters.for_each([&](BlockCounters* e) {
       if (((const BlockInfo*)e->b)->points) n += superblock_jumps(e, all + n);
    });
