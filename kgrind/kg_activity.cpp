@@ -41,8 +41,15 @@ static_assert(offsetof(Now, bb_state) <= 64, "function mode's part of Now fits o
 static UWord unused_active;
 static Transition* no_kids[1];
 static Transition no_transition = { 0, 0, 0, &unused_active, nullptr, 0, nullptr, kActivation, 0,
-                                    no_kids, nullptr, nullptr, nullptr };
+                                    no_kids, nullptr, nullptr };
 
+
+// A transition's index key besides its parent (see transition_key).
+static const void* transition_key(const Transition* tr);
+struct TransitionKeys {
+   static const void* a(const Transition* tr) { return tr->parent; }
+   static const void* b(const Transition* tr) { return transition_key(tr); }
+};
 
 namespace {
 
@@ -83,7 +90,7 @@ struct ThreadState {
    Now saved;               // kg_now while another thread runs
    PairMap<ActNode, kDenseLoad> acts;             // (top, bottom) -> ActNode
    PairMap<ActPair> view_acts;                    // the same for the view forest
-   PairMap<Transition, kDenseLoad> transitions;   // (parent ActNode, fn or kind) -> Transition
+   PairIndex<Transition, TransitionKeys, 1024, kDenseLoad> transitions;   // (parent, transition_key)
    // Block modes.
    BlockFrame* bb;          // intra: indexed by frame depth
    UInt bb_cap;
@@ -174,13 +181,20 @@ UWord* active_count(ThreadState* t, ActNode* n)
    return clo.k == kInfiniteK ? &n->own_active : &active_counts.get(n->ctx(), t)->n;
 }
 
-// The transition of thread t for `key` (a function, or a fence kind) from
-// `parent` (an ActNode, or a Transition for fences); created with zero counts.
-Transition* transition(ThreadState* t, const void* parent, const void* key, Bool* created)
+// The transition of thread t for `key` (transition_key) from `parent` (an
+// ActNode, or a Transition for fences), or when there is none a new one
+// with zero counts, whose key fields (kind, function, site) init sets.
+template <typename Init>
+Transition* transition(ThreadState* t, const void* parent, const void* key, Init init)
 {
-   Transition* tr = t->transitions.get(parent, key);
-   *created = tr->child == nullptr;
-   if (*created) tr->kids = no_kids;
+   Transition* tr = t->transitions.find(parent, key);
+   if (tr) return tr;
+   tr = (Transition*)alloc_permanent(sizeof(Transition));
+   tr->parent = parent;
+   tr->kids = no_kids;
+   init(tr);
+   tl_assert(transition_key(tr) == key);
+   t->transitions.insert(tr);
    return tr;
 }
 
@@ -204,33 +218,47 @@ struct SiteCallee {
 };
 PairMap<SiteCallee> site_callees;
 
+} // namespace
+
+// A transition's key is found from its fields, not kept in it (8 bytes a
+// k-SF node at k=inf): an activation's is its interned (site, callee) (none
+// for a thread's root), an untraced function's frame's its function, a
+// fence's its kind.
+static const void* transition_key(const Transition* tr)
+{
+   switch (tr->kind) {
+   case kActivation: return tr->fn ? site_callees.find((const void*)tr->site, tr->fn) : nullptr;
+   case kTransparent: return tr->fn;
+   default: return (const void*)(UWord)tr->kind;
+   }
+}
+
+namespace {
+
 // The transition into traced function fn from parent at call site `site`
 // (0: not known; a signal handler's: the interrupted instruction), with the
 // call edge of that site.
 Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, BlockInfo* blk, Addr site)
 {
-   Bool created;
-   Transition* tr = transition(t, parent, site_callees.get((const void*)site, fn), &created);
-   if (!created) return tr;
-
-   Activation act = forest_enter(t->forest, parent->act(), fn->id + 1);
-   // forest_enter counted this activation in top and bottom; transitions
-   // count every activation themselves (flush_transitions).
-   act.top->calls--;
-   if (act.bottom) act.bottom->calls--;
-   Activation view_act = t->view == t->forest ? act : forest_enter(t->view, parent->view->act(), fn->id + 1);
-   set_child(t, tr, act_node(t, act, view_act), fn, kActivation);
-   tr->site = site;
-   CallEdge* edge = call_edge(parent->view->ctx(), tr->ctx, site);
-   // The calls= target position of the block modes' body.
-   if (!edge->target) edge->target = blk->addr;
-   return tr;
+   return transition(t, parent, site_callees.get((const void*)site, fn), [&](Transition* tr) {
+      Activation act = forest_enter(t->forest, parent->act(), fn->id + 1);
+      // forest_enter counted this activation in top and bottom; transitions
+      // count every activation themselves (flush_transitions).
+      act.top->calls--;
+      if (act.bottom) act.bottom->calls--;
+      Activation view_act = t->view == t->forest ? act : forest_enter(t->view, parent->view->act(), fn->id + 1);
+      set_child(t, tr, act_node(t, act, view_act), fn, kActivation);
+      tr->site = site;
+      CallEdge* edge = call_edge(parent->view->ctx(), tr->ctx, site);
+      // The calls= target position of the block modes' body.
+      if (!edge->target) edge->target = blk->addr;
+   });
 }
 
 // The parent activation of an activation's transition (none for the root's).
 const ActNode* parent_activation(const Transition* tr)
 {
-   return (const ActNode*)tr->a;
+   return (const ActNode*)tr->parent;
 }
 
 // The call edge of an activation's transition, made when the transition was.
@@ -242,20 +270,15 @@ CallEdge* transition_edge(const Transition* tr)
 // A frame of an untraced function: costs stay in the parent activation's.
 Transition* transparent_transition(ThreadState* t, ActNode* parent, FnInfo* fn)
 {
-   Bool created;
-   Transition* tr = transition(t, parent, fn, &created);
-   if (created) set_child(t, tr, parent, fn, kTransparent);
-   return tr;
+   return transition(t, parent, fn, [&](Transition* tr) { set_child(t, tr, parent, fn, kTransparent); });
 }
 
 // A signal fence over the top frame (keyed by the top frame's transition,
 // whose function the handler interrupted).
 Transition* fence_transition(ThreadState* t, Transition* top, FrameKind kind)
 {
-   Bool created;
-   Transition* tr = transition(t, top, (const void*)(UWord)kind, &created);
-   if (created) set_child(t, tr, top->child, top->fn, kind);
-   return tr;
+   return transition(t, top, (const void*)(UWord)kind,
+                     [&](Transition* tr) { set_child(t, tr, top->child, top->fn, kind); });
 }
 
 // Adds every transition's deferred counters to the forest and the edges.
@@ -359,11 +382,11 @@ ThreadState* thread_state(ThreadId tid)
       t->view = separate_view() ? forest_new(clo.view_k) : t->forest;
    }
    // The root frame is the base of the thread's own stack.
-   Bool created;
-   Transition* root = transition(t, nullptr, nullptr, &created);
-   Activation root_act = forest_root(t->forest);
-   Activation view_root = t->view == t->forest ? root_act : forest_root(t->view);
-   set_child(t, root, act_node(t, root_act, view_root), nullptr, kActivation);
+   Transition* root = transition(t, nullptr, nullptr, [t](Transition* tr) {
+      Activation root_act = forest_root(t->forest);
+      Activation view_root = t->view == t->forest ? root_act : forest_root(t->view);
+      set_child(t, tr, act_node(t, root_act, view_root), nullptr, kActivation);
+   });
    Addr lo, hi;
    own_stack_memory(tid, &lo, &hi);
    t->own = t->stack = new_shadow_stack(root, lo, hi);
@@ -1218,7 +1241,7 @@ void finish_all_threads()
    for (ThreadState* t = all_threads; t; t = t->next) {
       flush_transitions(t);
       t->acts.forget_index();
-      t->transitions.forget_index();
+      t->transitions.clear();
       t->view_acts.forget_index();
    }
    active_counts.forget_index();

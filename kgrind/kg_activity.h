@@ -86,9 +86,10 @@ struct Transition {
    Transition** kids;
    // Not read by inline IR.
    ActNode* child;      // the frame's activation
-   const void* a;       // PairMap key: the parent ActNode (per function), the
-   const void* b;       // per-function transition (per site); fn, the site,
-                        // or the kind for fences
+   // The parent ActNode (a Transition for fences). With a key of the
+   // transition's own fields (transition_key) it is the transition's key in
+   // its thread's index.
+   const void* parent;
    // The call edge (parent view ctx -> child view ctx at site) is found when
    // the counters are flushed, not kept here (8 bytes a k-SF node at k=inf).
 };
