@@ -39,7 +39,7 @@ static_assert(offsetof(Now, bb_state) <= 64, "function mode's part of Now fits o
 // What a transition's empty kid slots hold: a transition that matches no
 // function, so that inline IR may read through it.
 static UWord unused_active;
-static Transition* no_kids[1];
+static Transition* no_kids[kKidSlots];
 static Transition no_transition = { 0, 0, 0, &unused_active, nullptr, 0, nullptr, kActivation, 0,
                                     no_kids, nullptr, nullptr };
 
@@ -659,7 +659,11 @@ void grow_kids(Transition* tr)
 // that slot, up to kKidSlots (then kid replaces it).
 void add_kid(Transition* top, Transition* kid)
 {
-   if (top->kids == no_kids) top->kids = new_kids(1);
+   if (top->kids == no_kids) {
+      UInt slots = kids_grow() ? 1 : kKidSlots;
+      top->kids = new_kids(slots);
+      top->kid_mask = (UInt)((slots - 1) * sizeof(void*));
+   }
    for (;;) {
       Transition*& slot = top->kids[kid_slot(kid->fn, kid->site, top->kid_mask)];
       if (slot == &no_transition || kid_slots(top) == kKidSlots) {
@@ -703,9 +707,11 @@ void activity_init()
 {
    by_tid = (ThreadState**)alloc_zeroed(VG_N_THREADS * sizeof(ThreadState*));
    kg_now = (Now*)alloc_permanent(sizeof(Now), 64);
-   no_kids[0] = &no_transition;
+   for (UInt i = 0; i < kKidSlots; i++) no_kids[i] = &no_transition;
    kg_now->top_sp = ~(Addr)0;
 }
+
+Bool kids_grow() { return clo.k == kInfiniteK; }
 
 // Code without symbols: the function is named by the address it was called at.
 FnInfo* activated_function(BlockInfo* blk)

@@ -54,7 +54,13 @@ struct ActNode : ActPair {
 // A transition's kid array has 1, 2, 4, 8 or kKidSlots slots: it doubles
 // when a new kid's slot is taken (most deep forests' transitions call one or
 // two callees: cc1plus at k=inf, 57 % of 1.58 M arrays hold one kid).
+// At finite k the arrays have kKidSlots from the first kid on, and inline IR
+// masks with the constant kKidOffsetMask (cppvirt k=2 ran 4-6 % slower
+// with the mask loaded from the transition).
 const UInt kKidSlots = 16;
+const UWord kKidOffsetMask = (kKidSlots - 1) * sizeof(void*);
+// Whether kid arrays grow from one slot (k = inf) or start full.
+Bool kids_grow();
 // The kid slot of a call of fn from site in an array whose slots' byte
 // offsets are masked by kid_mask: inline IR computes it from the pending
 // call's site as ((site ^ (fn->id << 3)) & kid_mask), the slot's byte

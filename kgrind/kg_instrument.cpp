@@ -426,7 +426,8 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculat
    // The kid of (this function, the pending call's site): kid_slot's offset.
    IRExpr* site = b.load64(&kg_now->call_site);
    IRExpr* kid_offset = b.op(Iop_And64, b.op(Iop_Xor64, site, IRBuilder::u64((ULong)callee->id << 3)),
-                             b.load_u32_field(top_tr, offsetof(Transition, kid_mask)));
+                             kids_grow() ? b.load_u32_field(top_tr, offsetof(Transition, kid_mask))
+                                         : IRBuilder::u64(kKidOffsetMask));
    IRExpr* kids = b.load_field(top_tr, offsetof(Transition, kids));
    IRExpr* tr = b.load_field(b.op(Iop_Add64, kids, kid_offset), 0);
    IRExpr* mismatch = b.op(Iop_Or64,
