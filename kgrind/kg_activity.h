@@ -47,12 +47,12 @@ struct ActNode : ActPair {
 };
 
 // A function called from one call site of one activation of a thread: the
-// child activation, the call edge at that site, and counters whose transfer
-// to the forest and the edge is deferred (flush_transitions), so that a
-// frame push or pop touches one record. Frames of other kinds (fences,
-// untraced functions) have one too (site 0).
-// A transition's kid array has 1, 2, 4, 8 or kKidSlots slots: it doubles
-// when a new kid's slot is taken (most deep forests' transitions call one or
+// child activation and counters whose transfer to the forest and the call
+// edge at that site is deferred (flush_transitions), so that a frame push
+// or pop touches one record. Frames of other kinds (fences, untraced
+// functions) have one too (site 0).
+// At k = inf a transition's kid array has 1, 2, 4, 8 or kKidSlots slots: it
+// doubles when a new kid's slot is taken (most deep forests' transitions call one or
 // two callees: cc1plus at k=inf, 57 % of 1.58 M arrays hold one kid).
 // At finite k the arrays have kKidSlots from the first kid on, and inline IR
 // masks with the constant kKidOffsetMask (cppvirt k=2 ran 4-6 % slower
