@@ -86,6 +86,7 @@ struct BlockInfo {
    // the PLT stub that the block's last instruction calls, charged to that
    // instruction (block modes; function mode has a LineRun for it).
    Bool stub_counter;
+   UInt id;                       // 1, 2, ...: in the order made (the counters' tables key on it)
 };
 static_assert(sizeof(BlockInfo) <= 96, "one BlockInfo per translation: keep it small");
 
@@ -133,8 +134,8 @@ struct ContextLineCost {
    ULong ir;
 };
 
-struct BlockCounters;   // kg_costs.cpp
 struct ContextBlocks;   // kg_costs.cpp: one context's counters
+struct CountedBlock;    // kg_costs.cpp: one (context, block)'s counters
 
 // The exclusive costs at exit, kept as the (context, block) counters grouped
 // by context: a context's costs are expanded and folded only when asked
@@ -163,11 +164,13 @@ private:
    void sort_by_context();
    UWord first_group(const ForestNode* ctx) const;
    template <typename F> void for_each_entry(F f) const;
+   CountedBlock entry(const ContextBlocks* c, UInt i) const;
 
    ContextBlocks** groups_;       // each context's counters
    UWord n_groups_;
    ContextLineCost* scratch_;     // room for the widest group's costs
-   UChar* copies_;                // snapshot's copies of the tables and entries
+   UChar* copies_;                // snapshot's copies of the tables, refs and counters
+   ULong* copied_counters_;       // snapshot: what the refs' offsets index (else the run's counters)
    Bool per_instruction_;
 };
 
