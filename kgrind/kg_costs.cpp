@@ -700,22 +700,22 @@ template <class F> void for_each_edge(F f)
 
 static Int compare_edges(const void* pa, const void* pb)
 {
-   const CallEdge* a = (const CallEdge*)pa;
-   const CallEdge* b = (const CallEdge*)pb;
+   const CallEdge* a = *(const CallEdge* const*)pa;
+   const CallEdge* b = *(const CallEdge* const*)pb;
    if (a->a != b->a) return (UWord)a->a < (UWord)b->a ? -1 : 1;
    if (a->b != b->b) return (UWord)a->b < (UWord)b->b ? -1 : 1;
    if (a->call_site != b->call_site) return a->call_site < b->call_site ? -1 : 1;
    return 0;
 }
 
-UWord merge_call_edges(CallEdge* all, UWord n)
+UWord merge_call_edges(CallEdge** all, UWord n)
 {
-   VG_(ssort)(all, n, sizeof(CallEdge), compare_edges);
+   VG_(ssort)(all, n, sizeof(CallEdge*), compare_edges);
    UWord merged = 0;
    for (UWord i = 0; i < n; i++) {
       if (merged && compare_edges(&all[merged - 1], &all[i]) == 0) {
-         all[merged - 1].calls += all[i].calls;
-         all[merged - 1].incl += all[i].incl;
+         all[merged - 1]->calls += all[i]->calls;
+         all[merged - 1]->incl += all[i]->incl;
       } else {
          all[merged++] = all[i];
       }
@@ -723,13 +723,21 @@ UWord merge_call_edges(CallEdge* all, UWord n)
    return merged;
 }
 
-UWord collect_call_edges(CallEdge** out)
+UWord collect_call_edges(Bool at_exit, CallEdge*** out, CallEdge** copies)
 {
    UWord cap = 0, n = 0;
    for_each_edge([&](CallEdge* e) { cap += e->calls || e->incl; });
-   CallEdge* all = (CallEdge*)kg::alloc((cap + 1) * sizeof(CallEdge));
-   for_each_edge([&](CallEdge* e) { if (e->calls || e->incl) all[n++] = *e; });
+   CallEdge** all = (CallEdge**)kg::alloc((cap + 1) * sizeof(CallEdge*), "kg.out");
+   CallEdge* copy = at_exit ? nullptr : (CallEdge*)kg::alloc((cap + 1) * sizeof(CallEdge), "kg.dump");
+   for_each_edge([&](CallEdge* e) {
+      if (!e->calls && !e->incl) return;
+      if (copy) copy[n] = *e;
+      all[n] = copy ? &copy[n] : e;
+      n++;
+   });
+   if (at_exit) call_edges.forget_index();   // their keys may change now
    *out = all;
+   *copies = copy;
    return merge_call_edges(all, n);
 }
 
