@@ -32,7 +32,7 @@ struct FlushPoint {
 };
 
 // Function mode: `n` instructions of line `line` (an index into
-// BlockInfo::slots) that flush point `point` counts.
+// BlockInfo::lines()) that flush point `point` counts.
 struct LineRun {
    UShort point;
    UShort line;
@@ -65,7 +65,6 @@ struct BlockInfo {
    Addr addr;
    FnInfo* fn;                    // function of the first instruction
    FnInfo* entry_fn;              // code without symbols: the function named by addr, once called
-   SourceLine** slots;            // the block's distinct source lines (n_slots)
    union {
       LineRun* runs;              // per line (function mode): n_runs
       InstrPos* instrs;           // per instruction (--dump-instr): n_instrs
@@ -87,13 +86,18 @@ struct BlockInfo {
    // instruction (block modes; function mode has a LineRun for it).
    Bool stub_counter;
    UInt id;                       // 1, 2, ...: in the order made (the counters' tables key on it)
+   // The block's distinct source lines, stored right after it (a pointer
+   // to them was 1.6 MB on cc1plus).
+   SourceLine* const* lines() const { return (SourceLine* const*)(this + 1); }
 };
-static_assert(sizeof(BlockInfo) <= 96, "one BlockInfo per translation: keep it small");
+static_assert(sizeof(BlockInfo) <= 88 && sizeof(BlockInfo) % sizeof(SourceLine*) == 0,
+              "one BlockInfo per translation: keep it small; its lines follow it");
 
 // The interned source line for a location.
 SourceLine* source_line(const SourceLoc& loc);
 
-BlockInfo* block_info_new(Addr addr, UInt n_slots, SourceLine** slots);
+// A block of the n_lines lines `lines` (its counters: n_slots, set later).
+BlockInfo* block_info_new(Addr addr, UInt n_lines, SourceLine** lines);
 
 // A block of one position, the instruction at `at` (its line, and in the
 // block modes the instruction itself), whose one counter holds instructions
