@@ -407,7 +407,7 @@ sub has_costs {
 sub fmt_name { my $n = shift; $n =~ /\)\z/ || $BLOCKMODE ? $n : "$n()" }
 
 sub print_tree {
-    my ($o, $T, $out) = @_;
+    my ($o, $T) = @_;
     my ($roots, $kids) = tree_kids($o, $T);
     my $costs = $o->{costs} eq 'yes' && has_costs($T);
     my ($fn, $cal, $exc, $inc) = map { col($T, $_) } qw(fn calls excl incl);
@@ -416,7 +416,7 @@ sub print_tree {
         my ($v, $d) = @{pop @stack};
         my $l = ('  ' x $d) . '| ' . fmt_name($LNAME[$fn->[$v]]) . ",$cal->[$v]";
         $l .= "  [Ir $exc->[$v], incl $inc->[$v]]" if $costs;
-        push @$out, $l;
+        out("$l\n");
         push @stack, map { [$_, $d + 1] } reverse @{$kids->[$v]} if $kids->[$v];
     }
 }
@@ -439,6 +439,28 @@ sub json_ccf_nodes {
     my ($o, $C) = @_;
     return ccf_nodes($C) if !$C->{cct} || defined $C->{n} || $C->{nctx} <= $COUNT_LIMIT || !$o->{limited};
     return 'null';
+}
+
+# ---------------------------------------------------------------------------
+# The output, written as it is produced: every format is printed after the
+# whole input was read and checked (analyse), so bad input still prints
+# nothing; memory is then that of the forests, not of the output.
+# ---------------------------------------------------------------------------
+my $OUT = '';             # not written yet
+my $OUT_CLEAN = 0;        # names' bytes made UTF-8 (text and folded: their pieces are whole lines)
+sub out {
+    $OUT .= $_ for @_;
+    flush_out() if length $OUT >= 1 << 20;
+}
+
+sub flush_out {
+    return if $OUT eq '';
+    $OUT = utf8_clean($OUT) if $OUT_CLEAN;
+    unless (print STDOUT $OUT) {
+        die bless({}, 'KG::Closed') if $!{EPIPE};    # the reader left: stop, status 0
+        fail("cannot write the output: $!");
+    }
+    $OUT = '';
 }
 
 sub pct { my ($a, $b) = @_; $b ? sprintf('%.2f%%', 100 * $a / $b) : '-' }
@@ -584,19 +606,24 @@ sub out_text {
             my $T = ksf_tree($o, $t);
             push @out, '', $rule, "DUMP of K-SF (k=" . kstr($S->{K}) . ", thread " . forest_desc($t) . ", $t->{F}{n} nodes"
                 . ($T->{shown} ? ", $T->{n} shown: the paths of the contexts selected)" : ')'), $rule;
-            print_tree($o, $T, \@out);
+            out_lines(\@out);
+            print_tree($o, $T);
         }
         if ($o->{kccf}) {
             my $T = ccf_tree($o, $t);
             push @out, '', $rule, "DUMP of K-CCF (k=" . kstr($S->{kk}) . ", thread " . forest_desc($t) . ", "
                 . ($T->{shown} ? "$T->{n} nodes shown: the chains of the contexts selected)" : ccf_nodes($C) . ' nodes)'), $rule;
-            print_tree($o, $T, \@out);
+            out_lines(\@out);
+            print_tree($o, $T);
         }
     }
     show_blocks($o, $S, \@out) if $o->{'show-blocks'};
     annotate_sources($o, $S, \@hot, \@out) if $o->{auto} eq 'yes' || @{$o->{sources}};
-    return join("\n", @out) . "\n";
+    out_lines(\@out);
 }
+
+# Writes the lines gathered so far (each with its newline) and forgets them.
+sub out_lines { my ($lines) = @_; out(map { "$_\n" } @$lines); @$lines = () }
 
 # ---------------------------------------------------------------------------
 # Block modes: the table of all blocks (--show-blocks) and their
@@ -843,7 +870,7 @@ sub base_root { my ($C, $cid) = @_; $cid = $C->{par}[$cid] while $C->{par}[$cid]
 sub ctx_fn {
     my ($C, $cid) = @_;
     return unpack('N', $C->{chain}[$cid]) - 1 if $C->{chain};
-    return $C->{fn}[$cid] if $C->{cct};
+    return vec($C->{fn}, $cid, 32) if $C->{cct};    # a packed column
     return $C->{fn}[base_root($C, $cid)];
 }
 
@@ -873,8 +900,9 @@ sub js {
     return "\"$s\"";
 }
 
-# A forest as nested JSON objects, written with an explicit stack into one
-# string (a recursive writer keeps a string per level: O(depth^2) memory).
+# A forest as nested JSON objects, written with an explicit stack (a
+# recursive writer keeps a string per level: O(depth^2) memory) as it is
+# produced.
 sub json_tree {
     my ($o, $T, $kidkey) = @_;
     my ($roots, $kids) = tree_kids($o, $T);
@@ -895,8 +923,9 @@ sub json_tree {
             . $exc->[$v] . ',"inclusive":' . $inc->[$v];
         if ($kids->[$v]) { $s .= ",\"$kidkey\":["; push @stack, [$kids->[$v], 0] }
         else { $s .= '}' }
+        if (length $s >= 1 << 16) { out($s); $s = '' }
     }
-    return $s;
+    out($s);
 }
 
 sub out_json {
@@ -919,23 +948,30 @@ sub out_json {
                 . ',"count":' . $_->{count} . ',"function":' . js($_->{fn}) . ',"offset":' . $_->{offset}
                 . ',"file":' . js($_->{file}) . ',"line":' . $_->{line} . '}' } @{$S->{blocks}}) . ']';
     }
-    $s .= ',"threads":[';
-    my @th;
+    out($s, ',"threads":[');
     my @jname = map { js($_) } @LNAME;
+    my $sep = '';
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
         my $tid = $t->{tid} eq 'all' ? '"all"' : $t->{tid};
         my $sorted = select_contexts($o, $C);
-        my $ctx = '';    # appended to: memory and time linear in the output
+        out("$sep\{\"tid\":$tid," . (defined $t->{fname} ? '"function":' . js($t->{fname}) . ',' : '')
+            . "\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"kccf_nodes\":" . json_ccf_nodes($o, $C) . ',"contexts":[');
+        my $comma = '';
         for my $cid (@$sorted) {
-            $ctx .= ($ctx eq '' ? '' : ',') . '{"path":[' . join(',', @jname[@{ctx_labels($C, $cid)}])
-                . '],"calls":' . cval($C, 'xcalls', $cid) . ',"Ir":' . cval($C, 'xexcl', $cid) . ',"inclusive":'
-                . cval($C, 'xincl', $cid) . ',"inclusive_outermost":' . outer_incl($C, $cid) . '}';
+            out($comma, '{"path":[', join(',', @jname[@{ctx_labels($C, $cid)}]), '],"calls":', cval($C, 'xcalls', $cid),
+                ',"Ir":', cval($C, 'xexcl', $cid), ',"inclusive":', cval($C, 'xincl', $cid), ',"inclusive_outermost":',
+                outer_incl($C, $cid), '}');
+            $comma = ',';
         }
-        push @th, "{\"tid\":$tid," . (defined $t->{fname} ? '"function":' . js($t->{fname}) . ',' : '') . "\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"kccf_nodes\":" . json_ccf_nodes($o, $C) . ","
-            . "\"contexts\":[$ctx],\"kccf\":" . json_tree($o, ccf_tree($o, $t), 'callers') . ',"ksf":' . json_tree($o, ksf_tree($o, $t), 'children') . '}';
+        out('],"kccf":');
+        json_tree($o, ccf_tree($o, $t), 'callers');
+        out(',"ksf":');
+        json_tree($o, ksf_tree($o, $t), 'children');
+        out('}');
+        $sep = ',';
     }
-    return $s . join(',', @th) . "]}\n";
+    out("]}\n");
 }
 
 # ---------------------------------------------------------------------------
@@ -954,7 +990,7 @@ sub out_callers {
             $sum{join(';', map { $frame->[$_] } reverse @{ctx_labels($C, $cid)})} += $x;
         }
     }
-    return join('', map { "$_ $sum{$_}\n" } sort keys %sum);
+    out("$_ $sum{$_}\n") for sort keys %sum;
 }
 
 sub out_folded {
@@ -963,26 +999,72 @@ sub out_folded {
     # names as they are (--names=short if asked), but ';', the separator
     my @frame = map { (my $x = display_name($o, $_)) =~ s/;/%3B/g; $x } @LNAME;
     return out_callers(\@frame, $S, $o) if $o->{callers};
+    return cct_folded(\@frame, $S->{threads}) if !$o->{limited} && !grep { !$_->{C}{cct} } @{$S->{threads}};
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
-        my $exc = $C->{xexcl};
-        if ($C->{cct} && !$o->{limited}) {
-            # a node's stack is its parent's and its frame: each built once, in
-            # time and memory linear in the output
-            my ($par, $fn, @stack) = @$C{qw(par fn)};    # packed; par is the parent + 1
-            for my $v (0 .. $C->{nctx} - 1) {
-                my ($p, $f, $x) = (vec($par, $v, 32), $frame[vec($fn, $v, 32)], vec($exc, $v, 64));
-                $stack[$v] = $p ? "$stack[$p - 1];$f" : $f;
-                $sum{$stack[$v]} += $x if $x;
-            }
-            next;
-        }
-        for my $cid (@{$o->{limited} ? select_contexts($o, $C) : $C->{ctx}}) {
+        for my $cid (@{$o->{limited} ? select_contexts($o, $C) : ctx_ids($C)}) {
             my $x = cval($C, 'xexcl', $cid) or next;
             $sum{join(';', map { $frame[$_] } @{ctx_labels($C, $cid)})} += $x;
         }
     }
-    return join('', map { "$_ $sum{$_}\n" } sort keys %sum);
+    out("$_ $sum{$_}\n") for sort keys %sum;
+}
+
+# The folded stacks of calling context trees (each node's stack is its root
+# path), summed over the trees, in the order of the stacks (byte order, as
+# the sorted stacks of out_folded), written as produced: memory linear in
+# the trees, not in the output (the sum of the depths).  A depth-first walk
+# over the nodes with the same stack (the trees' nodes, joined by frame:
+# --names=short can give siblings one frame) that puts a node's own line
+# at its frame and its callees' lines at its frame and ';' among its
+# siblings: "f" and "f const" order as "f", "f const", "f const;...",
+# "f;...".
+sub cct_folded {
+    my ($frame, $threads) = @_;
+    my (@fn, @excl, @kids, @roots);    # per node of all trees, numbered one tree after the other
+    my $base = 0;
+    for my $t (@$threads) {
+        my $C = $t->{C};
+        my ($r, $k) = children_of(col($C->{F}, 'par'));
+        push @roots, map { $_ + $base } @$r;
+        $kids[$_ + $base] = [map { $_ + $base } @{$k->[$_]}] for grep { $k->[$_] } 0 .. $#$k;
+        push @fn, @{col($C->{F}, 'fn')};
+        $excl[$base + $_] = vec($C->{xexcl}, $_, 64) for 0 .. $C->{nctx} - 1;
+        $base += $C->{nctx};
+    }
+    my $stack = '';                     # the stack of the nodes being visited, and ';'
+    my @todo = ([folded_items($frame, \@fn, \@kids, \@roots), 0, 0]);    # [items, next, length of $stack]
+    while (@todo) {
+        my $top = $todo[-1];
+        my ($items, $i, $len) = @$top;
+        if ($i == @$items) { pop @todo; next }
+        $top->[1]++;
+        my ($key, $callees, $nodes) = @{$items->[$i]};
+        substr($stack, $len) = '';
+        if ($callees) {
+            $stack .= $key;
+            push @todo, [folded_items($frame, \@fn, \@kids, [map { @{$kids[$_] // []} } @$nodes]), 0, length $stack];
+        } else {
+            my $x = 0;
+            $x += $excl[$_] for @$nodes;
+            out("$stack$key $x\n") if $x;
+        }
+    }
+}
+
+# The nodes $nodes joined by frame, as [key, callees?, [nodes]] in the order
+# of their lines: a frame's own line (key: the frame), its callees' (key:
+# the frame and ';', only for nodes with callees).
+sub folded_items {
+    my ($frame, $fn, $kids, $nodes) = @_;
+    my %by;
+    push @{$by{$frame->[$fn->[$_]]}}, $_ for @$nodes;
+    my @items;
+    for my $f (keys %by) {
+        push @items, [$f, 0, $by{$f}];
+        push @items, ["$f;", 1, $by{$f}] if grep { $kids->[$_] } @{$by{$f}};
+    }
+    return [sort { $a->[0] cmp $b->[0] } @items];
 }
 
 sub dq { my $s = utf8_clean(shift); $s =~ s/(["\\])/\\$1/g; $s =~ s/\n/\\n/g; "\"$s\"" }
@@ -1250,16 +1332,21 @@ sub main {
     my ($S, $text, $failed);
     if ($o->{diff}) { ($text, $failed) = diff($o) }
     else { $S = analyse($o) }
-    $text //= $EXPORTER{$o->{format}} ? export($o, $S)
-             : $o->{format} eq 'json' ? out_json($o, $S)
-             : $o->{format} eq 'dot' ? out_dot($o, $S)
-             : $o->{format} eq 'folded' ? out_folded($o, $S)
-             : out_text($o, $S);
     # every format is UTF-8: bytes of names that are not (Latin-1) are converted
-    $text = utf8_clean($text) if ($o->{format} eq 'text' || $o->{format} eq 'folded') && !$o->{diff};
+    $OUT_CLEAN = ($o->{format} eq 'text' || $o->{format} eq 'folded') && !$o->{diff};
     binmode STDOUT, ':raw';
     local $SIG{PIPE} = 'IGNORE';
-    print $text or ($!{EPIPE} ? return 0 : fail("cannot write the output: $!"));
+    my $written = eval {
+        if (defined $text) { out($text) }
+        elsif ($EXPORTER{$o->{format}}) { out(export($o, $S)) }
+        elsif ($o->{format} eq 'json') { out_json($o, $S) }
+        elsif ($o->{format} eq 'dot') { out(out_dot($o, $S)) }
+        elsif ($o->{format} eq 'folded') { out_folded($o, $S) }
+        else { out_text($o, $S) }
+        flush_out();
+        1;
+    };
+    unless ($written) { return 0 if ref $@ eq 'KG::Closed'; die $@ }
     close STDOUT or ($!{EPIPE} ? return 0 : fail("cannot write the output: $!"));
     if ($failed && @$failed) {    # --diff --fail-above: the diff is printed, the status says it failed
         print STDERR "kgrind_annotate: above --fail-above=$o->{'fail-above'}%: ", join('; ', @$failed), "\n";

@@ -258,12 +258,92 @@ sub path_order { my ($C) = @_; $C->{order} //= name_order($C->{F}) }
 # ancestors are kept (packed) for the LCPs.  O(n log depth) time, instead
 # of the trie's O(n depth) nodes (issue 21, item 8).
 my $CHAIN = 16;    # a power of two
-sub inf_ccf_size {
+sub inf_ccf_size_sorted {
     my ($F) = @_;
     my ($sa, $lcp) = sort_reversed_paths($F);
     my $size = $F->{n};
     chunks($F, ['depth'], sub { $size += $_ for @{$_[1]} });
     $size -= $_ for @$lcp;
+    return $size;
+}
+
+# The number of nodes of inv_inf of a tree, in time and memory linear in
+# the tree: the inf-CCF's nodes are the distinct prefixes of the reversed
+# root paths R(v), i.e. the distinct label strings of the tree's vertical
+# paths u -> v (read upwards; reversing a set of strings keeps its size).
+# Those are the distinct substrings of the tree's root paths, which a
+# suffix automaton of the tree (a generalized one: each node's state is its
+# parent's extended by its label) counts as the sum over its states of
+# len(s) - len(link(s)).  At most 2n states; len, link and each state's
+# first transition are packed columns (most states have at most one), the
+# others two packed strings per state (labels, targets; found with index),
+# the empty string's a column by label: a hash of all transitions took
+# twice the memory.
+sub inf_ccf_size {
+    my ($F) = @_;
+    my ($par, $fn) = @$F{qw(par fn)};    # packed: par is the parent + 1
+    my ($len, $link, $flab, $fto, $state) = ('') x 5;    # links, first labels + 1 (0: none)
+    my (@mlab, @mto);    # per state: its other transitions' labels, targets (packed)
+    my $where = sub {    # the index of label c among p's others, or -1
+        my ($p, $c) = @_;
+        my $l = $mlab[$p] // return -1;
+        my $key = pack('N', $c);
+        for (my $i = index($l, $key); $i >= 0; $i = index($l, $key, $i + 1)) { return $i >> 2 unless $i & 3 }
+        return -1;
+    };
+    my $rto = '';        # the empty string's transitions, by label (targets + 1)
+    my $get = sub {
+        my ($p, $c) = @_;
+        return vec($rto, $c, 32) - 1 if !$p && vec($rto, $c, 32);
+        my $f = vec($flab, $p, 32);
+        return vec($fto, $p, 32) if $f == $c + 1;
+        return undef unless $f && $mlab[$p];
+        my $i = $where->($p, $c);
+        return $i < 0 ? undef : vec($mto[$p], $i, 32);
+    };
+    my $set = sub {    # an existing transition's target, or a new one
+        my ($p, $c, $t) = @_;
+        return vec($rto, $c, 32) = $t + 1 unless $p;
+        my $f = vec($flab, $p, 32);
+        if (!$f) { vec($flab, $p, 32) = $c + 1; vec($fto, $p, 32) = $t; return }
+        if ($f == $c + 1) { vec($fto, $p, 32) = $t; return }
+        my $i = $where->($p, $c);
+        if ($i >= 0) { vec($mto[$p], $i, 32) = $t } else { $mlab[$p] .= pack('N', $c); $mto[$p] .= pack('N', $t) }
+    };
+    my $states = 1;                       # state 0: the empty string
+    my $clone = sub {                     # q split: its strings up to len(p) + 1 long
+        my ($p, $q, $c) = @_;
+        my $k = $states++;
+        vec($len, $k, 32) = vec($len, $p, 32) + 1;
+        vec($link, $k, 32) = vec($link, $q, 32);
+        vec($flab, $k, 32) = vec($flab, $q, 32);
+        vec($fto, $k, 32) = vec($fto, $q, 32);
+        ($mlab[$k], $mto[$k]) = ($mlab[$q], $mto[$q]) if defined $mlab[$q];
+        for (; $p >= 0 && ($get->($p, $c) // -1) == $q; $p = vec($link, $p, 32) - 1) { $set->($p, $c, $k) }
+        vec($link, $q, 32) = $k + 1;
+        return $k;
+    };
+    for my $v (0 .. $F->{n} - 1) {        # parents come first
+        my $pv = vec($par, $v, 32);
+        my $p = $pv ? vec($state, $pv - 1, 32) : 0;
+        my $c = vec($fn, $v, 32);
+        my $plen = vec($len, $p, 32);
+        if (defined(my $q = $get->($p, $c))) {    # the path is already a substring
+            vec($state, $v, 32) = vec($len, $q, 32) == $plen + 1 ? $q : $clone->($p, $q, $c);
+            next;
+        }
+        my $cur = $states++;
+        vec($len, $cur, 32) = $plen + 1;
+        for (; $p >= 0 && !defined $get->($p, $c); $p = vec($link, $p, 32) - 1) { $set->($p, $c, $cur) }
+        if ($p < 0) { vec($link, $cur, 32) = 1 }
+        else {
+            my $q = $get->($p, $c);
+            vec($link, $cur, 32) = 1 + (vec($len, $q, 32) == vec($len, $p, 32) + 1 ? $q : $clone->($p, $q, $c));
+        }
+        vec($state, $v, 32) = $cur;
+    }
+    my $size = 0;
+    $size += vec($len, $_, 32) - vec($len, vec($link, $_, 32) - 1, 32) for 1 .. $states - 1;
     return $size;
 }
 
