@@ -222,8 +222,9 @@ sub analyse {
     for my $key (sort { $tnum->($a) <=> $tnum->($b) || $pos{$a} <=> $pos{$b} } @order) {
         my $tid = $tid_of->($key);
         my $F = join_forests($tid, @{$by{$key}});
-        my $pruned = $o->{limited} && $kk == $INF && KGrind::Forest::single_tree($F);
-        my $C = inv_k($F, $kk, $K, !$pruned && $o->{'tree-order'} eq 'natural', !$pruned && $tree);
+        # a CCT's inf-CCF is walked where printed (ccf_tree), but for out_dot's
+        my $lazy = $kk == $INF && KGrind::Forest::single_tree($F) && !($o->{format} eq 'dot' && $P0->{mode} ne 'func');
+        my $C = inv_k($F, $kk, $K, !$lazy && $o->{'tree-order'} eq 'natural', !$lazy && $tree);
         $C->{outer} = $BLOCKMODE ? undef : KGrind::Inclusive::outermost($F, $kk, $K);
         $C->{ir} = $F->{ir};
         push @threads, { tid => $tid, F => $F, C => $C, ir => $F->{ir},
@@ -397,9 +398,51 @@ sub tree_kids {
 
 sub has_costs {
     my ($T) = @_;
+    return $T->{excl} =~ /[^\0]/ || $T->{incl} =~ /[^\0]/ ? 1 : 0 if !ref $T->{excl};    # packed columns
     my ($exc, $inc) = (col($T, 'excl'), col($T, 'incl'));
     for my $v (0 .. $T->{n} - 1) { return 1 if $exc->[$v] || $inc->[$v] }
     return 0;
+}
+
+# What the tree printers walk: the roots in display order, and per node (a
+# handle) its children in display order (kids) and its label and counters
+# (node).  A forest of arrays (tree_kids), or a CCT's inf-CCF as its
+# automaton's chains (KGrind::Forest::automaton_ccf; a handle is [state,
+# position in its chain, tree node of its label]), whose nodes are made as
+# they are printed.
+sub tree_view {
+    my ($o, $T) = @_;
+    return automaton_view($o, $T) if $T->{automaton};
+    my ($roots, $kids) = tree_kids($o, $T);
+    my ($fn, $cal, $exc, $inc) = map { col($T, $_) } qw(fn calls excl incl);
+    return { roots => $roots, kids => sub { $kids->[$_[0]] }, costs => has_costs($T),
+             node => sub { ($fn->[$_[0]], $cal->[$_[0]], $exc->[$_[0]], $inc->[$_[0]]) } };
+}
+
+sub automaton_view {
+    my ($o, $T) = @_;
+    my ($F, $len, $link, $start, $first) = @$T{qw(F len link start first)};
+    my ($fn, $par) = @$F{qw(fn par)};    # packed: par is the parent + 1
+    my $key = $T->{$o->{sort} eq 'calls' ? 'calls' : $o->{sort} eq 'inclusive' ? 'incl' : 'excl'};
+    my $chain = sub { vec($len, $_[0], 32) - vec($len, vec($link, $_[0], 32) - 1, 32) };
+    my $below = sub {    # the chains below state s, in display order
+        my @s = KGrind::Forest::automaton_kids($T, $_[0]);
+        if ($o->{'tree-order'} eq 'natural') { @s = sort { vec($first, $a, 32) <=> vec($first, $b, 32) } @s }
+        else {
+            @s = sort { vec($key, $b, 64) <=> vec($key, $a, 64)
+                        || $LNAME[vec($fn, vec($start, $a, 32), 32)] cmp $LNAME[vec($fn, vec($start, $b, 32), 32)] } @s;
+        }
+        return [map { [$_, 0, vec($start, $_, 32)] } @s];
+    };
+    return { roots => $below->(0), costs => has_costs($T),
+             kids => sub {
+                 my ($s, $i, $u) = @{$_[0]};
+                 return $i + 1 < $chain->($s) ? [[$s, $i + 1, vec($par, $u, 32) - 1]] : $below->($s);
+             },
+             node => sub {
+                 my ($s, $i, $u) = @{$_[0]};
+                 (vec($fn, $u, 32), vec($T->{calls}, $s, 64), vec($T->{excl}, $s, 64), vec($T->{incl}, $s, 64));
+             } };
 }
 
 # Function names get "()" (thesis style); block names ({foo+12 at prog4.c:14}
@@ -408,37 +451,18 @@ sub fmt_name { my $n = shift; $n =~ /\)\z/ || $BLOCKMODE ? $n : "$n()" }
 
 sub print_tree {
     my ($o, $T) = @_;
-    my ($roots, $kids) = tree_kids($o, $T);
-    my $costs = $o->{costs} eq 'yes' && has_costs($T);
-    my ($fn, $cal, $exc, $inc) = map { col($T, $_) } qw(fn calls excl incl);
-    my @stack = map { [$_, 0] } reverse @$roots;
+    my $view = tree_view($o, $T);
+    my $costs = $o->{costs} eq 'yes' && $view->{costs};
+    my @stack = map { [$_, 0] } reverse @{$view->{roots}};
     while (@stack) {
         my ($v, $d) = @{pop @stack};
-        my $l = ('  ' x $d) . '| ' . fmt_name($LNAME[$fn->[$v]]) . ",$cal->[$v]";
-        $l .= "  [Ir $exc->[$v], incl $inc->[$v]]" if $costs;
+        my ($fn, $cal, $exc, $inc) = $view->{node}->($v);
+        my $l = ('  ' x $d) . '| ' . fmt_name($LNAME[$fn]) . ",$cal";
+        $l .= "  [Ir $exc, incl $inc]" if $costs;
         out("$l\n");
-        push @stack, map { [$_, $d + 1] } reverse @{$kids->[$v]} if $kids->[$v];
+        my $kids = $view->{kids}->($v);
+        push @stack, map { [$_, $d + 1] } reverse @$kids if $kids;
     }
-}
-
-# The k-CCF's node count in the text header.  A CCT's inf-CCF is counted
-# by sorting all reversed root paths (KGrind::Forest::inf_ccf_size,
-# O(n log depth): about 25 s for cc1plus's 2.9 M nodes, most of the
-# default report), so above $COUNT_LIMIT k-SF nodes only when JSON or a
-# whole --kccf print it.
-my $COUNT_LIMIT = 1_000_000;
-sub header_ccf_nodes {
-    my ($o, $C) = @_;
-    return ccf_nodes($C) if !$C->{cct} || defined $C->{n} || $C->{nctx} <= $COUNT_LIMIT || ($o->{kccf} && !$o->{limited});
-    return 'not counted (over ' . commify($COUNT_LIMIT) . ' k-SF nodes; a whole --kccf or JSON counts them)';
-}
-
-# JSON's kccf_nodes: null where the header does not count them and only the
-# contexts selected are printed.
-sub json_ccf_nodes {
-    my ($o, $C) = @_;
-    return ccf_nodes($C) if !$C->{cct} || defined $C->{n} || $C->{nctx} <= $COUNT_LIMIT || !$o->{limited};
-    return 'null';
 }
 
 # ---------------------------------------------------------------------------
@@ -500,6 +524,7 @@ sub select_contexts {
 sub ccf_tree {
     my ($o, $t) = @_;
     my $C = $t->{C};
+    return KGrind::Forest::automaton_ccf($C) if $C->{cct} && !$o->{limited};
     return ccf_counters($C) unless $o->{limited};
     my $ids = select_contexts($o, $C);
     return KGrind::Forest::pruned_ccf($t->{F}, $ids) if $C->{cct};
@@ -579,7 +604,7 @@ sub out_text {
     for my $t (@{$S->{threads}}) {
         push @out, sprintf('%-22s%s', "Thread $t->{tid}" . (defined $t->{fname} ? ", $t->{fname}: " : ':'),
             'Ir ' . commify($t->{ir})
-            . ", k-SF nodes $t->{F}{n}, " . kstr($S->{kk}) . '-CCF nodes ' . header_ccf_nodes($o, $t->{C}));
+            . ", k-SF nodes $t->{F}{n}, " . kstr($S->{kk}) . '-CCF nodes ' . ccf_nodes($t->{C}));
     }
     my @hot;    # contexts shown, for source annotation
     for my $t (@{$S->{threads}}) {
@@ -905,10 +930,9 @@ sub js {
 # produced.
 sub json_tree {
     my ($o, $T, $kidkey) = @_;
-    my ($roots, $kids) = tree_kids($o, $T);
-    my ($fn, $cal, $exc, $inc) = map { col($T, $_) } qw(fn calls excl incl);
+    my $view = tree_view($o, $T);
     my $s = '[';
-    my @stack = ([$roots, 0]);    # [siblings, index of the next one]
+    my @stack = ([$view->{roots}, 0]);    # [siblings, index of the next one]
     while (@stack) {
         my $top = $stack[-1];
         my ($list, $i) = @$top;
@@ -919,9 +943,11 @@ sub json_tree {
         }
         $top->[1]++;
         my $v = $list->[$i];
-        $s .= ($i ? ',' : '') . '{"name":' . js($LNAME[$fn->[$v]]) . ',"calls":' . $cal->[$v] . ',"Ir":'
-            . $exc->[$v] . ',"inclusive":' . $inc->[$v];
-        if ($kids->[$v]) { $s .= ",\"$kidkey\":["; push @stack, [$kids->[$v], 0] }
+        my ($fn, $cal, $exc, $inc) = $view->{node}->($v);
+        $s .= ($i ? ',' : '') . '{"name":' . js($LNAME[$fn]) . ',"calls":' . $cal . ',"Ir":' . $exc
+            . ',"inclusive":' . $inc;
+        my $kids = $view->{kids}->($v);
+        if ($kids && @$kids) { $s .= ",\"$kidkey\":["; push @stack, [$kids, 0] }
         else { $s .= '}' }
         if (length $s >= 1 << 16) { out($s); $s = '' }
     }
@@ -956,7 +982,7 @@ sub out_json {
         my $tid = $t->{tid} eq 'all' ? '"all"' : $t->{tid};
         my $sorted = select_contexts($o, $C);
         out("$sep\{\"tid\":$tid," . (defined $t->{fname} ? '"function":' . js($t->{fname}) . ',' : '')
-            . "\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"kccf_nodes\":" . json_ccf_nodes($o, $C) . ',"contexts":[');
+            . "\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"kccf_nodes\":" . ccf_nodes($C) . ',"contexts":[');
         my $comma = '';
         for my $cid (@$sorted) {
             out($comma, '{"path":[', join(',', @jname[@{ctx_labels($C, $cid)}]), '],"calls":', cval($C, 'xcalls', $cid),
