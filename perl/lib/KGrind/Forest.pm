@@ -269,10 +269,11 @@ sub cct_automaton {
     my ($par, $fn) = @$F{qw(par fn)};    # packed: par is the parent + 1
     my ($len, $link, $flab, $fto, $state) = ('') x 5;    # links, first labels + 1 (0: none)
     my (@mlab, @mto);    # per state: its other transitions' labels, targets (packed)
+    my @plab;            # labels packed
     my $where = sub {    # the index of label c among p's others, or -1
         my ($p, $c) = @_;
         my $l = $mlab[$p] // return -1;
-        my $key = pack('N', $c);
+        my $key = $plab[$c] //= pack('N', $c);
         for (my $i = index($l, $key); $i >= 0; $i = index($l, $key, $i + 1)) { return $i >> 2 unless $i & 3 }
         return -1;
     };
