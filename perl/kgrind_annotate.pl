@@ -225,6 +225,7 @@ sub analyse {
         # a CCT's inf-CCF is walked where printed (ccf_tree), but for out_dot's
         my $lazy = $kk == $INF && KGrind::Forest::single_tree($F) && !($o->{format} eq 'dot' && $P0->{mode} ne 'func');
         my $C = inv_k($F, $kk, $K, !$lazy && $o->{'tree-order'} eq 'natural', !$lazy && $tree);
+        $C->{keep_automaton} = $lazy && $tree && !$o->{limited};    # the whole inf-CCF is printed
         $C->{outer} = $BLOCKMODE ? undef : KGrind::Inclusive::outermost($F, $kk, $K);
         $C->{ir} = $F->{ir};
         push @threads, { tid => $tid, F => $F, C => $C, ir => $F->{ir},

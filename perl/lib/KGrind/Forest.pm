@@ -236,7 +236,15 @@ sub cct_contexts {
 }
 
 # The number of nodes of a k-CCF (of a CCT's inf-CCF: counted when asked).
-sub ccf_nodes { my ($C) = @_; $C->{n} //= inf_ccf_size(automaton($C)) }
+# A CCT's automaton is kept only when its inf-CCF will be printed
+# (keep_automaton): else its memory goes to the printing.
+sub ccf_nodes {
+    my ($C) = @_;
+    return $C->{n} if defined $C->{n};
+    $C->{n} = inf_ccf_size(automaton($C));
+    delete $C->{automaton} unless $C->{keep_automaton};
+    return $C->{n};
+}
 
 # The contexts' ids (a CCT's: all its nodes) and their number.
 sub ctx_ids { my ($C) = @_; $C->{ctx} // [0 .. $C->{nctx} - 1] }
