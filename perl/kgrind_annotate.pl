@@ -1040,12 +1040,7 @@ sub out_folded {
 # The folded stacks of calling context trees (each node's stack is its root
 # path), summed over the trees, in the order of the stacks (byte order, as
 # the sorted stacks of out_folded), written as produced: memory linear in
-# the trees, not in the output (the sum of the depths).  A depth-first walk
-# over the nodes with the same stack (the trees' nodes, joined by frame:
-# --names=short can give siblings one frame) that puts a node's own line
-# at its frame and its callees' lines at its frame and ';' among its
-# siblings: "f" and "f const" order as "f", "f const", "f const;...",
-# "f;...".
+# the trees, not in the output (the sum of the depths).
 sub cct_folded {
     my ($frame, $threads) = @_;
     my (@fn, @excl, @kids, @roots);    # per node of all trees, numbered one tree after the other
@@ -1059,39 +1054,54 @@ sub cct_folded {
         $excl[$base + $_] = vec($C->{xexcl}, $_, 64) for 0 .. $C->{nctx} - 1;
         $base += $C->{nctx};
     }
-    my $stack = '';                     # the stack of the nodes being visited, and ';'
-    my @todo = ([folded_items($frame, \@fn, \@kids, \@roots), 0, 0]);    # [items, next, length of $stack]
+    walk_stacks($frame, \@fn, \@kids, \@roots, ';', sub {
+        my ($path, $nodes) = @_;
+        my $x = 0;
+        $x += $excl[$_] for @$nodes;
+        out(join(';', @$path) . " $x\n") if $x;
+    });
+}
+
+# Calls $each->([frames of the stack], [its nodes]) for every stack of the
+# trees $kids below $roots (a node's frame: $frame->[$fn->[node]]), in the
+# byte order of the stacks joined by $sep (a byte no frame has), by a
+# depth-first walk: nodes with the same stack (--names=short can give
+# siblings one frame) are taken together, and among siblings a node's own
+# stack is keyed by its frame, its callees' by its frame and $sep: with
+# ';', "f" and "f const" order as "f", "f const", "f const;...", "f;...".
+sub walk_stacks {
+    my ($frame, $fn, $kids, $roots, $sep, $each) = @_;
+    my @path;
+    my @todo = ([stack_items($frame, $fn, $kids, $roots, $sep), 0, 0]);    # [items, next, depth]
     while (@todo) {
         my $top = $todo[-1];
-        my ($items, $i, $len) = @$top;
+        my ($items, $i, $depth) = @$top;
         if ($i == @$items) { pop @todo; next }
         $top->[1]++;
-        my ($key, $callees, $nodes) = @{$items->[$i]};
-        substr($stack, $len) = '';
+        my ($f, $callees, $nodes) = @{$items->[$i]};
+        $#path = $depth - 1;
+        push @path, $f;
         if ($callees) {
-            $stack .= $key;
-            push @todo, [folded_items($frame, \@fn, \@kids, [map { @{$kids[$_] // []} } @$nodes]), 0, length $stack];
+            push @todo, [stack_items($frame, $fn, $kids, [map { @{$kids->[$_] // []} } @$nodes], $sep), 0, $depth + 1];
         } else {
-            my $x = 0;
-            $x += $excl[$_] for @$nodes;
-            out("$stack$key $x\n") if $x;
+            $each->(\@path, $nodes);
         }
     }
 }
 
-# The nodes $nodes joined by frame, as [key, callees?, [nodes]] in the order
-# of their lines: a frame's own line (key: the frame), its callees' (key:
-# the frame and ';', only for nodes with callees).
-sub folded_items {
-    my ($frame, $fn, $kids, $nodes) = @_;
+# The nodes $nodes joined by frame, as [frame, callees?, [nodes], key] in
+# the order of their stacks: a frame's own (key: the frame), its callees'
+# (key: the frame and $sep, only for nodes with callees).
+sub stack_items {
+    my ($frame, $fn, $kids, $nodes, $sep) = @_;
     my %by;
     push @{$by{$frame->[$fn->[$_]]}}, $_ for @$nodes;
     my @items;
     for my $f (keys %by) {
-        push @items, [$f, 0, $by{$f}];
-        push @items, ["$f;", 1, $by{$f}] if grep { $kids->[$_] } @{$by{$f}};
+        push @items, [$f, 0, $by{$f}, $f];
+        push @items, [$f, 1, $by{$f}, "$f$sep"] if grep { $kids->[$_] } @{$by{$f}};
     }
-    return [sort { $a->[0] cmp $b->[0] } @items];
+    return [sort { $a->[3] cmp $b->[3] } @items];
 }
 
 sub dq { my $s = utf8_clean(shift); $s =~ s/(["\\])/\\$1/g; $s =~ s/\n/\\n/g; "\"$s\"" }
@@ -1185,6 +1195,64 @@ sub function_sources {
     return \%src;
 }
 
+# Each function's source file and first line, keyed by its name in the
+# model ($name: the name as the exporters write it).
+sub model_sources {
+    my ($S, $name) = @_;
+    my $src = function_sources($S);
+    return { map { ($name->($_) => { %{$src->{$_}}, file => utf8_clean($src->{$_}{file}) }) } keys %$src };
+}
+
+# --format=speedscope of calling context trees without a limit, written as
+# produced (export_model lists every context's path: O(nodes x depth)
+# memory).  The samples come from a walk in the order of their frames'
+# names (KGrind::Export::Speedscope sorts them joined by "\0"), equal ones
+# in the contexts' order; the frames are numbered in the order in which
+# the contexts (sorted as select_contexts sorts, with Ir) first name them:
+# only the first context naming each frame is walked (per node, the first
+# context with Ir below it).
+sub cct_speedscope {
+    my ($o, $S) = @_;
+    my $module = load_module($EXPORTER{speedscope});
+    my @name = map { utf8_clean(display_name($o, $_)) } @LNAME;
+    my (%fid, @names, @threads);
+    for my $t (@{$S->{threads}}) {
+        my $C = $t->{C};
+        my ($par, $fn) = (col($C->{F}, 'par'), col($C->{F}, 'fn'));
+        my (@rank, @first, %best);
+        my $r = 0;
+        for my $v (@{select_contexts($o, $C)}) { $rank[$v] = $r++ if vec($C->{xexcl}, $v, 64) }
+        for (my $v = $#$par; $v >= 0; $v--) {    # children have larger ids
+            $first[$v] = $v if defined $rank[$v] && (!defined $first[$v] || $rank[$v] < $rank[$first[$v]]);
+            my $p = $par->[$v];
+            next if $p < 0 || !defined $first[$v];
+            $first[$p] = $first[$v] if !defined $first[$p] || $rank[$first[$v]] < $rank[$first[$p]];
+        }
+        for my $v (grep { defined $first[$_] } 0 .. $#$par) {
+            my $b = \$best{$name[$fn->[$v]]};
+            $$b = $first[$v] if !defined $$b || $rank[$first[$v]] < $rank[$$b];
+        }
+        my %once;
+        for my $c (sort { $rank[$a] <=> $rank[$b] } grep { !$once{$_}++ } values %best) {
+            my @p;
+            for (my $u = $c; $u >= 0; $u = $par->[$u]) { push @p, $name[$fn->[$u]] }
+            $fid{$_} //= do { push @names, $_; $#names } for reverse @p;
+        }
+        my ($roots, $kids) = children_of($par);
+        push @threads, { tid => $t->{tid}, each_sample => sub {
+            my ($emit) = @_;
+            walk_stacks(\@name, $fn, $kids, $roots, "\0", sub {
+                my ($path, $nodes) = @_;
+                $emit->($path, 0 + vec($C->{xexcl}, $_, 64)) for sort { $rank[$a] <=> $rank[$b] } grep { defined $rank[$_] } @$nodes;
+            });
+        } };
+    }
+    my $data = { k => kstr($INF), files => [map { $_->{file} } @{$S->{P}}], exporter => "kgrind_annotate\@$VERSION",
+                 sources => model_sources($S, sub { utf8_clean(display_name($o, $_[0])) }) };
+    $module->can('write_file')->($data, \@threads, \@names, \&out);
+    return undef;    # written
+}
+
 # The call edges between the contexts shown, summed over threads and
 # profiles: [{from, to, calls, inclusive}].  At k = inf a context's caller is
 # its path's prefix; else the callgrind body's calls= lines, projected to
@@ -1242,8 +1310,7 @@ sub export_model {
               inclusive_outermost => outer_incl($C, $_) + 0 }
         } @{select_contexts($o, $C)}] };
     }
-    my $src = function_sources($S);
-    my %sources = map { ($name->($_) => { %{$src->{$_}}, file => utf8_clean($src->{$_}{file}) }) } keys %$src;
+    my %sources = %{model_sources($S, $name)};
     my ($program) = split ' ', $P0->{cmd} // '';
     my $edges = $o->{format} eq 'dot' ? call_edges($S, \@threads) : [];
     my $k = kstr($S->{kk});
@@ -1328,6 +1395,8 @@ sub export {
     }
     fail("--format=$o->{format}: function-mode profiles only ($S->{P}[0]{file} has mode $S->{P}[0]{mode})")
         if $BLOCKMODE;
+    return cct_speedscope($o, $S) if $o->{format} eq 'speedscope' && !$o->{limited} && $S->{kk} == $INF
+                                     && !grep { !$_->{C}{cct} } @{$S->{threads}};
     return run_exporter($EXPORTER{$o->{format}}, export_model($o, $S), $o);
 }
 
@@ -1365,7 +1434,7 @@ sub main {
     local $SIG{PIPE} = 'IGNORE';
     my $written = eval {
         if (defined $text) { out($text) }
-        elsif ($EXPORTER{$o->{format}}) { out(export($o, $S)) }
+        elsif ($EXPORTER{$o->{format}}) { my $text = export($o, $S); out($text) if defined $text }
         elsif ($o->{format} eq 'json') { out_json($o, $S) }
         elsif ($o->{format} eq 'dot') { out(out_dot($o, $S)) }
         elsif ($o->{format} eq 'folded') { out_folded($o, $S) }

@@ -76,9 +76,10 @@ def test_inf_ccf_count_equals_brute_force(annotate, tmp_path):
 
 def test_whole_outputs_equal_brute_force_and_limited(annotate, tmp_path):
     """The whole JSON inf-CCF and k-SF, the whole --kccf tree and the
-    folded stacks equal the model's; the contexts and inf-CCF of JSON
-    without a limit equal those of JSON limited to all contexts (--top:
-    the chains of the contexts selected, built another way)."""
+    folded stacks equal the model's; the contexts and inf-CCF of JSON,
+    speedscope and folded stacks without a limit equal those limited to all
+    contexts (--top: the chains of the contexts selected, every context's
+    path: built another way)."""
     rng = random.Random(151125)
     for i in range(6):
         runs = random_runs(rng, TRICKY)
@@ -88,9 +89,14 @@ def test_whole_outputs_equal_brute_force_and_limited(annotate, tmp_path):
             root = runs[t['tid']]
             assert json_tree(t['kccf'], 'callers') == model_tree(M.kccf(M.contexts(root, M.INF)))
             assert json_tree(t['ksf'], 'children') == cct_with_costs(root)
-        limited = annotate('--format=json', f'--top={10 ** 6}', '--threshold=100', p).json()
+        everything = (f'--top={10 ** 6}', '--threshold=100')    # all contexts, through the limited code
+        limited = annotate('--format=json', *everything, p).json()
         for a, b in zip(d['threads'], limited['threads']):
             assert a['contexts'] == b['contexts'] and a['kccf'] == b['kccf']
+        # speedscope and folded: streamed walks of the trees, else from all contexts' paths
+        for fmt in ('--format=speedscope', '--format=folded'):
+            for sort in ('--sort=Ir', '--sort=calls'):
+                assert ok(annotate(fmt, sort, p)).out == ok(annotate(fmt, sort, *everything, p)).out
         # the folded stacks: every activation's path, threads summed, sorted by bytes
         want = {}
         for root in runs.values():
