@@ -222,8 +222,10 @@ sub analyse {
     for my $key (sort { $tnum->($a) <=> $tnum->($b) || $pos{$a} <=> $pos{$b} } @order) {
         my $tid = $tid_of->($key);
         my $F = join_forests($tid, @{$by{$key}});
-        my $pruned = $o->{limited} && $kk == $INF && KGrind::Forest::single_tree($F);
-        my $C = inv_k($F, $kk, $K, !$pruned && $o->{'tree-order'} eq 'natural', !$pruned && $tree);
+        # a CCT's inf-CCF is walked where printed (ccf_tree), but for out_dot's
+        my $lazy = $kk == $INF && KGrind::Forest::single_tree($F) && !($o->{format} eq 'dot' && $P0->{mode} ne 'func');
+        my $C = inv_k($F, $kk, $K, !$lazy && $o->{'tree-order'} eq 'natural', !$lazy && $tree);
+        $C->{keep_automaton} = $lazy && $tree && !$o->{limited};    # the whole inf-CCF is printed
         $C->{outer} = $BLOCKMODE ? undef : KGrind::Inclusive::outermost($F, $kk, $K);
         $C->{ir} = $F->{ir};
         push @threads, { tid => $tid, F => $F, C => $C, ir => $F->{ir},
@@ -397,9 +399,51 @@ sub tree_kids {
 
 sub has_costs {
     my ($T) = @_;
+    return $T->{excl} =~ /[^\0]/ || $T->{incl} =~ /[^\0]/ ? 1 : 0 if !ref $T->{excl};    # packed columns
     my ($exc, $inc) = (col($T, 'excl'), col($T, 'incl'));
     for my $v (0 .. $T->{n} - 1) { return 1 if $exc->[$v] || $inc->[$v] }
     return 0;
+}
+
+# What the tree printers walk: the roots in display order, and per node (a
+# handle) its children in display order (kids) and its label and counters
+# (node).  A forest of arrays (tree_kids), or a CCT's inf-CCF as its
+# automaton's chains (KGrind::Forest::automaton_ccf; a handle is [state,
+# position in its chain, tree node of its label]), whose nodes are made as
+# they are printed.
+sub tree_view {
+    my ($o, $T) = @_;
+    return automaton_view($o, $T) if $T->{automaton};
+    my ($roots, $kids) = tree_kids($o, $T);
+    my ($fn, $cal, $exc, $inc) = map { col($T, $_) } qw(fn calls excl incl);
+    return { roots => $roots, kids => sub { $kids->[$_[0]] }, costs => has_costs($T),
+             node => sub { ($fn->[$_[0]], $cal->[$_[0]], $exc->[$_[0]], $inc->[$_[0]]) } };
+}
+
+sub automaton_view {
+    my ($o, $T) = @_;
+    my ($F, $len, $link, $start, $first) = @$T{qw(F len link start first)};
+    my ($fn, $par) = @$F{qw(fn par)};    # packed: par is the parent + 1
+    my $key = $T->{$o->{sort} eq 'calls' ? 'calls' : $o->{sort} eq 'inclusive' ? 'incl' : 'excl'};
+    my $chain = sub { vec($len, $_[0], 32) - vec($len, vec($link, $_[0], 32) - 1, 32) };
+    my $below = sub {    # the chains below state s, in display order
+        my @s = KGrind::Forest::automaton_kids($T, $_[0]);
+        if ($o->{'tree-order'} eq 'natural') { @s = sort { vec($first, $a, 32) <=> vec($first, $b, 32) } @s }
+        else {
+            @s = sort { vec($key, $b, 64) <=> vec($key, $a, 64)
+                        || $LNAME[vec($fn, vec($start, $a, 32), 32)] cmp $LNAME[vec($fn, vec($start, $b, 32), 32)] } @s;
+        }
+        return [map { [$_, 0, vec($start, $_, 32)] } @s];
+    };
+    return { roots => $below->(0), costs => has_costs($T),
+             kids => sub {
+                 my ($s, $i, $u) = @{$_[0]};
+                 return $i + 1 < $chain->($s) ? [[$s, $i + 1, vec($par, $u, 32) - 1]] : $below->($s);
+             },
+             node => sub {
+                 my ($s, $i, $u) = @{$_[0]};
+                 (vec($fn, $u, 32), vec($T->{calls}, $s, 64), vec($T->{excl}, $s, 64), vec($T->{incl}, $s, 64));
+             } };
 }
 
 # Function names get "()" (thesis style); block names ({foo+12 at prog4.c:14}
@@ -407,38 +451,41 @@ sub has_costs {
 sub fmt_name { my $n = shift; $n =~ /\)\z/ || $BLOCKMODE ? $n : "$n()" }
 
 sub print_tree {
-    my ($o, $T, $out) = @_;
-    my ($roots, $kids) = tree_kids($o, $T);
-    my $costs = $o->{costs} eq 'yes' && has_costs($T);
-    my ($fn, $cal, $exc, $inc) = map { col($T, $_) } qw(fn calls excl incl);
-    my @stack = map { [$_, 0] } reverse @$roots;
+    my ($o, $T) = @_;
+    my $view = tree_view($o, $T);
+    my $costs = $o->{costs} eq 'yes' && $view->{costs};
+    my @stack = map { [$_, 0] } reverse @{$view->{roots}};
     while (@stack) {
         my ($v, $d) = @{pop @stack};
-        my $l = ('  ' x $d) . '| ' . fmt_name($LNAME[$fn->[$v]]) . ",$cal->[$v]";
-        $l .= "  [Ir $exc->[$v], incl $inc->[$v]]" if $costs;
-        push @$out, $l;
-        push @stack, map { [$_, $d + 1] } reverse @{$kids->[$v]} if $kids->[$v];
+        my ($fn, $cal, $exc, $inc) = $view->{node}->($v);
+        my $l = ('  ' x $d) . '| ' . fmt_name($LNAME[$fn]) . ",$cal";
+        $l .= "  [Ir $exc, incl $inc]" if $costs;
+        out("$l\n");
+        my $kids = $view->{kids}->($v);
+        push @stack, map { [$_, $d + 1] } reverse @$kids if $kids;
     }
 }
 
-# The k-CCF's node count in the text header.  A CCT's inf-CCF is counted
-# by sorting all reversed root paths (KGrind::Forest::inf_ccf_size,
-# O(n log depth): about 25 s for cc1plus's 2.9 M nodes, most of the
-# default report), so above $COUNT_LIMIT k-SF nodes only when JSON or a
-# whole --kccf print it.
-my $COUNT_LIMIT = 1_000_000;
-sub header_ccf_nodes {
-    my ($o, $C) = @_;
-    return ccf_nodes($C) if !$C->{cct} || defined $C->{n} || $C->{nctx} <= $COUNT_LIMIT || ($o->{kccf} && !$o->{limited});
-    return 'not counted (over ' . commify($COUNT_LIMIT) . ' k-SF nodes; a whole --kccf or JSON counts them)';
+# ---------------------------------------------------------------------------
+# The output, written as it is produced: every format is printed after the
+# whole input was read and checked (analyse), so bad input still prints
+# nothing; memory is then that of the forests, not of the output.
+# ---------------------------------------------------------------------------
+my $OUT = '';             # not written yet
+my $OUT_CLEAN = 0;        # names' bytes made UTF-8 (text and folded: their pieces are whole lines)
+sub out {
+    $OUT .= $_ for @_;
+    flush_out() if length $OUT >= 1 << 20;
 }
 
-# JSON's kccf_nodes: null where the header does not count them and only the
-# contexts selected are printed.
-sub json_ccf_nodes {
-    my ($o, $C) = @_;
-    return ccf_nodes($C) if !$C->{cct} || defined $C->{n} || $C->{nctx} <= $COUNT_LIMIT || !$o->{limited};
-    return 'null';
+sub flush_out {
+    return if $OUT eq '';
+    $OUT = utf8_clean($OUT) if $OUT_CLEAN;
+    unless (print STDOUT $OUT) {
+        die bless({}, 'KG::Closed') if $!{EPIPE};    # the reader left: stop, status 0
+        fail("cannot write the output: $!");
+    }
+    $OUT = '';
 }
 
 sub pct { my ($a, $b) = @_; $b ? sprintf('%.2f%%', 100 * $a / $b) : '-' }
@@ -478,6 +525,7 @@ sub select_contexts {
 sub ccf_tree {
     my ($o, $t) = @_;
     my $C = $t->{C};
+    return KGrind::Forest::automaton_ccf($C) if $C->{cct} && !$o->{limited};
     return ccf_counters($C) unless $o->{limited};
     my $ids = select_contexts($o, $C);
     return KGrind::Forest::pruned_ccf($t->{F}, $ids) if $C->{cct};
@@ -557,7 +605,7 @@ sub out_text {
     for my $t (@{$S->{threads}}) {
         push @out, sprintf('%-22s%s', "Thread $t->{tid}" . (defined $t->{fname} ? ", $t->{fname}: " : ':'),
             'Ir ' . commify($t->{ir})
-            . ", k-SF nodes $t->{F}{n}, " . kstr($S->{kk}) . '-CCF nodes ' . header_ccf_nodes($o, $t->{C}));
+            . ", k-SF nodes $t->{F}{n}, " . kstr($S->{kk}) . '-CCF nodes ' . ccf_nodes($t->{C}));
     }
     my @hot;    # contexts shown, for source annotation
     for my $t (@{$S->{threads}}) {
@@ -584,19 +632,24 @@ sub out_text {
             my $T = ksf_tree($o, $t);
             push @out, '', $rule, "DUMP of K-SF (k=" . kstr($S->{K}) . ", thread " . forest_desc($t) . ", $t->{F}{n} nodes"
                 . ($T->{shown} ? ", $T->{n} shown: the paths of the contexts selected)" : ')'), $rule;
-            print_tree($o, $T, \@out);
+            out_lines(\@out);
+            print_tree($o, $T);
         }
         if ($o->{kccf}) {
             my $T = ccf_tree($o, $t);
             push @out, '', $rule, "DUMP of K-CCF (k=" . kstr($S->{kk}) . ", thread " . forest_desc($t) . ", "
                 . ($T->{shown} ? "$T->{n} nodes shown: the chains of the contexts selected)" : ccf_nodes($C) . ' nodes)'), $rule;
-            print_tree($o, $T, \@out);
+            out_lines(\@out);
+            print_tree($o, $T);
         }
     }
     show_blocks($o, $S, \@out) if $o->{'show-blocks'};
     annotate_sources($o, $S, \@hot, \@out) if $o->{auto} eq 'yes' || @{$o->{sources}};
-    return join("\n", @out) . "\n";
+    out_lines(\@out);
 }
+
+# Writes the lines gathered so far (each with its newline) and forgets them.
+sub out_lines { my ($lines) = @_; out(map { "$_\n" } @$lines); @$lines = () }
 
 # ---------------------------------------------------------------------------
 # Block modes: the table of all blocks (--show-blocks) and their
@@ -843,7 +896,7 @@ sub base_root { my ($C, $cid) = @_; $cid = $C->{par}[$cid] while $C->{par}[$cid]
 sub ctx_fn {
     my ($C, $cid) = @_;
     return unpack('N', $C->{chain}[$cid]) - 1 if $C->{chain};
-    return $C->{fn}[$cid] if $C->{cct};
+    return vec($C->{fn}, $cid, 32) if $C->{cct};    # a packed column
     return $C->{fn}[base_root($C, $cid)];
 }
 
@@ -873,14 +926,14 @@ sub js {
     return "\"$s\"";
 }
 
-# A forest as nested JSON objects, written with an explicit stack into one
-# string (a recursive writer keeps a string per level: O(depth^2) memory).
+# A forest as nested JSON objects, written with an explicit stack (a
+# recursive writer keeps a string per level: O(depth^2) memory) as it is
+# produced.
 sub json_tree {
     my ($o, $T, $kidkey) = @_;
-    my ($roots, $kids) = tree_kids($o, $T);
-    my ($fn, $cal, $exc, $inc) = map { col($T, $_) } qw(fn calls excl incl);
+    my $view = tree_view($o, $T);
     my $s = '[';
-    my @stack = ([$roots, 0]);    # [siblings, index of the next one]
+    my @stack = ([$view->{roots}, 0]);    # [siblings, index of the next one]
     while (@stack) {
         my $top = $stack[-1];
         my ($list, $i) = @$top;
@@ -891,12 +944,15 @@ sub json_tree {
         }
         $top->[1]++;
         my $v = $list->[$i];
-        $s .= ($i ? ',' : '') . '{"name":' . js($LNAME[$fn->[$v]]) . ',"calls":' . $cal->[$v] . ',"Ir":'
-            . $exc->[$v] . ',"inclusive":' . $inc->[$v];
-        if ($kids->[$v]) { $s .= ",\"$kidkey\":["; push @stack, [$kids->[$v], 0] }
+        my ($fn, $cal, $exc, $inc) = $view->{node}->($v);
+        $s .= ($i ? ',' : '') . '{"name":' . js($LNAME[$fn]) . ',"calls":' . $cal . ',"Ir":' . $exc
+            . ',"inclusive":' . $inc;
+        my $kids = $view->{kids}->($v);
+        if ($kids && @$kids) { $s .= ",\"$kidkey\":["; push @stack, [$kids, 0] }
         else { $s .= '}' }
+        if (length $s >= 1 << 16) { out($s); $s = '' }
     }
-    return $s;
+    out($s);
 }
 
 sub out_json {
@@ -919,23 +975,30 @@ sub out_json {
                 . ',"count":' . $_->{count} . ',"function":' . js($_->{fn}) . ',"offset":' . $_->{offset}
                 . ',"file":' . js($_->{file}) . ',"line":' . $_->{line} . '}' } @{$S->{blocks}}) . ']';
     }
-    $s .= ',"threads":[';
-    my @th;
+    out($s, ',"threads":[');
     my @jname = map { js($_) } @LNAME;
+    my $sep = '';
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
         my $tid = $t->{tid} eq 'all' ? '"all"' : $t->{tid};
         my $sorted = select_contexts($o, $C);
-        my $ctx = '';    # appended to: memory and time linear in the output
+        out("$sep\{\"tid\":$tid," . (defined $t->{fname} ? '"function":' . js($t->{fname}) . ',' : '')
+            . "\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"kccf_nodes\":" . ccf_nodes($C) . ',"contexts":[');
+        my $comma = '';
         for my $cid (@$sorted) {
-            $ctx .= ($ctx eq '' ? '' : ',') . '{"path":[' . join(',', @jname[@{ctx_labels($C, $cid)}])
-                . '],"calls":' . cval($C, 'xcalls', $cid) . ',"Ir":' . cval($C, 'xexcl', $cid) . ',"inclusive":'
-                . cval($C, 'xincl', $cid) . ',"inclusive_outermost":' . outer_incl($C, $cid) . '}';
+            out($comma, '{"path":[', join(',', @jname[@{ctx_labels($C, $cid)}]), '],"calls":', cval($C, 'xcalls', $cid),
+                ',"Ir":', cval($C, 'xexcl', $cid), ',"inclusive":', cval($C, 'xincl', $cid), ',"inclusive_outermost":',
+                outer_incl($C, $cid), '}');
+            $comma = ',';
         }
-        push @th, "{\"tid\":$tid," . (defined $t->{fname} ? '"function":' . js($t->{fname}) . ',' : '') . "\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"kccf_nodes\":" . json_ccf_nodes($o, $C) . ","
-            . "\"contexts\":[$ctx],\"kccf\":" . json_tree($o, ccf_tree($o, $t), 'callers') . ',"ksf":' . json_tree($o, ksf_tree($o, $t), 'children') . '}';
+        out('],"kccf":');
+        json_tree($o, ccf_tree($o, $t), 'callers');
+        out(',"ksf":');
+        json_tree($o, ksf_tree($o, $t), 'children');
+        out('}');
+        $sep = ',';
     }
-    return $s . join(',', @th) . "]}\n";
+    out("]}\n");
 }
 
 # ---------------------------------------------------------------------------
@@ -954,7 +1017,7 @@ sub out_callers {
             $sum{join(';', map { $frame->[$_] } reverse @{ctx_labels($C, $cid)})} += $x;
         }
     }
-    return join('', map { "$_ $sum{$_}\n" } sort keys %sum);
+    out("$_ $sum{$_}\n") for sort keys %sum;
 }
 
 sub out_folded {
@@ -963,26 +1026,82 @@ sub out_folded {
     # names as they are (--names=short if asked), but ';', the separator
     my @frame = map { (my $x = display_name($o, $_)) =~ s/;/%3B/g; $x } @LNAME;
     return out_callers(\@frame, $S, $o) if $o->{callers};
+    return cct_folded(\@frame, $S->{threads}) if !$o->{limited} && !grep { !$_->{C}{cct} } @{$S->{threads}};
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
-        my $exc = $C->{xexcl};
-        if ($C->{cct} && !$o->{limited}) {
-            # a node's stack is its parent's and its frame: each built once, in
-            # time and memory linear in the output
-            my ($par, $fn, @stack) = @$C{qw(par fn)};    # packed; par is the parent + 1
-            for my $v (0 .. $C->{nctx} - 1) {
-                my ($p, $f, $x) = (vec($par, $v, 32), $frame[vec($fn, $v, 32)], vec($exc, $v, 64));
-                $stack[$v] = $p ? "$stack[$p - 1];$f" : $f;
-                $sum{$stack[$v]} += $x if $x;
-            }
-            next;
-        }
-        for my $cid (@{$o->{limited} ? select_contexts($o, $C) : $C->{ctx}}) {
+        for my $cid (@{$o->{limited} ? select_contexts($o, $C) : ctx_ids($C)}) {
             my $x = cval($C, 'xexcl', $cid) or next;
             $sum{join(';', map { $frame[$_] } @{ctx_labels($C, $cid)})} += $x;
         }
     }
-    return join('', map { "$_ $sum{$_}\n" } sort keys %sum);
+    out("$_ $sum{$_}\n") for sort keys %sum;
+}
+
+# The folded stacks of calling context trees (each node's stack is its root
+# path), summed over the trees, in the order of the stacks (byte order, as
+# the sorted stacks of out_folded), written as produced: memory linear in
+# the trees, not in the output (the sum of the depths).
+sub cct_folded {
+    my ($frame, $threads) = @_;
+    my (@fn, @excl, @kids, @roots);    # per node of all trees, numbered one tree after the other
+    my $base = 0;
+    for my $t (@$threads) {
+        my $C = $t->{C};
+        my ($r, $k) = children_of(col($C->{F}, 'par'));
+        push @roots, map { $_ + $base } @$r;
+        $kids[$_ + $base] = [map { $_ + $base } @{$k->[$_]}] for grep { $k->[$_] } 0 .. $#$k;
+        push @fn, @{col($C->{F}, 'fn')};
+        $excl[$base + $_] = vec($C->{xexcl}, $_, 64) for 0 .. $C->{nctx} - 1;
+        $base += $C->{nctx};
+    }
+    walk_stacks($frame, \@fn, \@kids, \@roots, ';', sub {
+        my ($path, $nodes) = @_;
+        my $x = 0;
+        $x += $excl[$_] for @$nodes;
+        out(join(';', @$path) . " $x\n") if $x;
+    });
+}
+
+# Calls $each->([frames of the stack], [its nodes]) for every stack of the
+# trees $kids below $roots (a node's frame: $frame->[$fn->[node]]), in the
+# byte order of the stacks joined by $sep (a byte no frame has), by a
+# depth-first walk: nodes with the same stack (--names=short can give
+# siblings one frame) are taken together, and among siblings a node's own
+# stack is keyed by its frame, its callees' by its frame and $sep: with
+# ';', "f" and "f const" order as "f", "f const", "f const;...", "f;...".
+sub walk_stacks {
+    my ($frame, $fn, $kids, $roots, $sep, $each) = @_;
+    my @path;
+    my @todo = ([stack_items($frame, $fn, $kids, $roots, $sep), 0, 0]);    # [items, next, depth]
+    while (@todo) {
+        my $top = $todo[-1];
+        my ($items, $i, $depth) = @$top;
+        if ($i == @$items) { pop @todo; next }
+        $top->[1]++;
+        my ($f, $callees, $nodes) = @{$items->[$i]};
+        $#path = $depth - 1;
+        push @path, $f;
+        if ($callees) {
+            push @todo, [stack_items($frame, $fn, $kids, [map { @{$kids->[$_] // []} } @$nodes], $sep), 0, $depth + 1];
+        } else {
+            $each->(\@path, $nodes);
+        }
+    }
+}
+
+# The nodes $nodes joined by frame, as [frame, callees?, [nodes], key] in
+# the order of their stacks: a frame's own (key: the frame), its callees'
+# (key: the frame and $sep, only for nodes with callees).
+sub stack_items {
+    my ($frame, $fn, $kids, $nodes, $sep) = @_;
+    my %by;
+    push @{$by{$frame->[$fn->[$_]]}}, $_ for @$nodes;
+    my @items;
+    for my $f (keys %by) {
+        push @items, [$f, 0, $by{$f}, $f];
+        push @items, [$f, 1, $by{$f}, "$f$sep"] if grep { $kids->[$_] } @{$by{$f}};
+    }
+    return [sort { $a->[3] cmp $b->[3] } @items];
 }
 
 sub dq { my $s = utf8_clean(shift); $s =~ s/(["\\])/\\$1/g; $s =~ s/\n/\\n/g; "\"$s\"" }
@@ -1076,6 +1195,64 @@ sub function_sources {
     return \%src;
 }
 
+# Each function's source file and first line, keyed by its name in the
+# model ($name: the name as the exporters write it).
+sub model_sources {
+    my ($S, $name) = @_;
+    my $src = function_sources($S);
+    return { map { ($name->($_) => { %{$src->{$_}}, file => utf8_clean($src->{$_}{file}) }) } keys %$src };
+}
+
+# --format=speedscope of calling context trees without a limit, written as
+# produced (export_model lists every context's path: O(nodes x depth)
+# memory).  The samples come from a walk in the order of their frames'
+# names (KGrind::Export::Speedscope sorts them joined by "\0"), equal ones
+# in the contexts' order; the frames are numbered in the order in which
+# the contexts (sorted as select_contexts sorts, with Ir) first name them:
+# only the first context naming each frame is walked (per node, the first
+# context with Ir below it).
+sub cct_speedscope {
+    my ($o, $S) = @_;
+    my $module = load_module($EXPORTER{speedscope});
+    my @name = map { utf8_clean(display_name($o, $_)) } @LNAME;
+    my (%fid, @names, @threads);
+    for my $t (@{$S->{threads}}) {
+        my $C = $t->{C};
+        my ($par, $fn) = (col($C->{F}, 'par'), col($C->{F}, 'fn'));
+        my (@rank, @first, %best);
+        my $r = 0;
+        for my $v (@{select_contexts($o, $C)}) { $rank[$v] = $r++ if vec($C->{xexcl}, $v, 64) }
+        for (my $v = $#$par; $v >= 0; $v--) {    # children have larger ids
+            $first[$v] = $v if defined $rank[$v] && (!defined $first[$v] || $rank[$v] < $rank[$first[$v]]);
+            my $p = $par->[$v];
+            next if $p < 0 || !defined $first[$v];
+            $first[$p] = $first[$v] if !defined $first[$p] || $rank[$first[$v]] < $rank[$first[$p]];
+        }
+        for my $v (grep { defined $first[$_] } 0 .. $#$par) {
+            my $b = \$best{$name[$fn->[$v]]};
+            $$b = $first[$v] if !defined $$b || $rank[$first[$v]] < $rank[$$b];
+        }
+        my %once;
+        for my $c (sort { $rank[$a] <=> $rank[$b] } grep { !$once{$_}++ } values %best) {
+            my @p;
+            for (my $u = $c; $u >= 0; $u = $par->[$u]) { push @p, $name[$fn->[$u]] }
+            $fid{$_} //= do { push @names, $_; $#names } for reverse @p;
+        }
+        my ($roots, $kids) = children_of($par);
+        push @threads, { tid => $t->{tid}, each_sample => sub {
+            my ($emit) = @_;
+            walk_stacks(\@name, $fn, $kids, $roots, "\0", sub {
+                my ($path, $nodes) = @_;
+                $emit->($path, 0 + vec($C->{xexcl}, $_, 64)) for sort { $rank[$a] <=> $rank[$b] } grep { defined $rank[$_] } @$nodes;
+            });
+        } };
+    }
+    my $data = { k => kstr($INF), files => [map { $_->{file} } @{$S->{P}}], exporter => "kgrind_annotate\@$VERSION",
+                 sources => model_sources($S, sub { utf8_clean(display_name($o, $_[0])) }) };
+    $module->can('write_file')->($data, \@threads, \@names, \&out);
+    return undef;    # written
+}
+
 # The call edges between the contexts shown, summed over threads and
 # profiles: [{from, to, calls, inclusive}].  At k = inf a context's caller is
 # its path's prefix; else the callgrind body's calls= lines, projected to
@@ -1133,8 +1310,7 @@ sub export_model {
               inclusive_outermost => outer_incl($C, $_) + 0 }
         } @{select_contexts($o, $C)}] };
     }
-    my $src = function_sources($S);
-    my %sources = map { ($name->($_) => { %{$src->{$_}}, file => utf8_clean($src->{$_}{file}) }) } keys %$src;
+    my %sources = %{model_sources($S, $name)};
     my ($program) = split ' ', $P0->{cmd} // '';
     my $edges = $o->{format} eq 'dot' ? call_edges($S, \@threads) : [];
     my $k = kstr($S->{kk});
@@ -1219,6 +1395,8 @@ sub export {
     }
     fail("--format=$o->{format}: function-mode profiles only ($S->{P}[0]{file} has mode $S->{P}[0]{mode})")
         if $BLOCKMODE;
+    return cct_speedscope($o, $S) if $o->{format} eq 'speedscope' && !$o->{limited} && $S->{kk} == $INF
+                                     && !grep { !$_->{C}{cct} } @{$S->{threads}};
     return run_exporter($EXPORTER{$o->{format}}, export_model($o, $S), $o);
 }
 
@@ -1250,16 +1428,21 @@ sub main {
     my ($S, $text, $failed);
     if ($o->{diff}) { ($text, $failed) = diff($o) }
     else { $S = analyse($o) }
-    $text //= $EXPORTER{$o->{format}} ? export($o, $S)
-             : $o->{format} eq 'json' ? out_json($o, $S)
-             : $o->{format} eq 'dot' ? out_dot($o, $S)
-             : $o->{format} eq 'folded' ? out_folded($o, $S)
-             : out_text($o, $S);
     # every format is UTF-8: bytes of names that are not (Latin-1) are converted
-    $text = utf8_clean($text) if ($o->{format} eq 'text' || $o->{format} eq 'folded') && !$o->{diff};
+    $OUT_CLEAN = ($o->{format} eq 'text' || $o->{format} eq 'folded') && !$o->{diff};
     binmode STDOUT, ':raw';
     local $SIG{PIPE} = 'IGNORE';
-    print $text or ($!{EPIPE} ? return 0 : fail("cannot write the output: $!"));
+    my $written = eval {
+        if (defined $text) { out($text) }
+        elsif ($EXPORTER{$o->{format}}) { my $text = export($o, $S); out($text) if defined $text }
+        elsif ($o->{format} eq 'json') { out_json($o, $S) }
+        elsif ($o->{format} eq 'dot') { out(out_dot($o, $S)) }
+        elsif ($o->{format} eq 'folded') { out_folded($o, $S) }
+        else { out_text($o, $S) }
+        flush_out();
+        1;
+    };
+    unless ($written) { return 0 if ref $@ eq 'KG::Closed'; die $@ }
     close STDOUT or ($!{EPIPE} ? return 0 : fail("cannot write the output: $!"));
     if ($failed && @$failed) {    # --diff --fail-above: the diff is printed, the status says it failed
         print STDERR "kgrind_annotate: above --fail-above=$o->{'fail-above'}%: ", join('; ', @$failed), "\n";

@@ -236,7 +236,15 @@ sub cct_contexts {
 }
 
 # The number of nodes of a k-CCF (of a CCT's inf-CCF: counted when asked).
-sub ccf_nodes { my ($C) = @_; $C->{n} //= inf_ccf_size($C->{F}) }
+# A CCT's automaton is kept only when its inf-CCF will be printed
+# (keep_automaton): else its memory goes to the printing.
+sub ccf_nodes {
+    my ($C) = @_;
+    return $C->{n} if defined $C->{n};
+    $C->{n} = inf_ccf_size(automaton($C));
+    delete $C->{automaton} unless $C->{keep_automaton};
+    return $C->{n};
+}
 
 # The contexts' ids (a CCT's: all its nodes) and their number.
 sub ctx_ids { my ($C) = @_; $C->{ctx} // [0 .. $C->{nctx} - 1] }
@@ -245,31 +253,203 @@ sub ctx_count { my ($C) = @_; $C->{ctx} ? scalar(@{$C->{ctx}}) : $C->{nctx} }
 # A CCT's contexts in the order of their paths (name_order), computed once.
 sub path_order { my ($C) = @_; $C->{order} //= name_order($C->{F}) }
 
-# The number of nodes of inv_inf of a tree: the distinct label strings
-# l_v l_parent(v) ... l_u (u an ancestor of v or v), i.e. the distinct
-# prefixes of the reversed root paths R(v).  With the R(v) sorted, that is
-# sum |R(v)| - sum LCP(neighbours).  The first $CHAIN labels of each R(v)
-# are packed and sorted as strings; longer common prefixes (recursion) are
-# sorted by prefix doubling (Manber-Myers, with Larsson-Sadakane's ranks: a
-# node's rank is the first position of its group of nodes with equal
-# prefixes, so a node alone in its group keeps its rank and leaves the
-# sort): the first 2h labels are ordered by the pair (rank_h(v),
-# rank_h(anc_h(v))), anc_h the ancestor h levels up.  Each level's ranks and
-# ancestors are kept (packed) for the LCPs.  O(n log depth) time, instead
-# of the trie's O(n depth) nodes (issue 21, item 8).
-my $CHAIN = 16;    # a power of two
-sub inf_ccf_size {
+my $CHAIN = 16;    # a power of two (sort_reversed_paths)
+
+# The suffix automaton of a tree, in time and memory linear in the tree:
+# the inf-CCF's nodes are the distinct prefixes of the reversed root paths
+# R(v), i.e. the distinct label strings of the tree's vertical paths u -> v
+# read upwards, which are the distinct substrings of the root paths read
+# downwards: the automaton's states (a generalized one: each node's state
+# is its parent's extended by its label).  A state s holds the strings of
+# lengths len(link(s)) + 1 .. len(s) that end at the same tree nodes
+# (endpos), each the one before with one more label in front: reversed,
+# a chain of inf-CCF nodes, each the parent of the next, all with the same
+# counters (the sums over endpos(s)), and the states whose link is s hang
+# below the chain's last node (the link tree is the compacted inf-CCF).
+# Returned: states, len and link (+ 1, 0 for none) per state, and state,
+# each tree node's state (the one whose longest string is its root path).
+# At most 2n states; len, link and each state's first transition are packed
+# columns (most states have at most one), the others two packed strings per
+# state (labels, targets; found with index), the empty string's a column by
+# label: a hash of all transitions took twice the memory.
+sub cct_automaton {
     my ($F) = @_;
-    my ($sa, $lcp) = sort_reversed_paths($F);
-    my $size = $F->{n};
-    chunks($F, ['depth'], sub { $size += $_ for @{$_[1]} });
-    $size -= $_ for @$lcp;
+    my ($par, $fn) = @$F{qw(par fn)};    # packed: par is the parent + 1
+    my ($len, $link, $flab, $fto, $state) = ('') x 5;    # links, first labels + 1 (0: none)
+    my (@mlab, @mto);    # per state: its other transitions' labels, targets (packed)
+    my @plab;            # labels packed
+    my $where = sub {    # the index of label c among p's others, or -1
+        my ($p, $c) = @_;
+        my $l = $mlab[$p] // return -1;
+        my $key = $plab[$c] //= pack('N', $c);
+        for (my $i = index($l, $key); $i >= 0; $i = index($l, $key, $i + 1)) { return $i >> 2 unless $i & 3 }
+        return -1;
+    };
+    my $rto = '';        # the empty string's transitions, by label (targets + 1)
+    my $get = sub {
+        my ($p, $c) = @_;
+        return vec($rto, $c, 32) - 1 if !$p && vec($rto, $c, 32);
+        my $f = vec($flab, $p, 32);
+        return vec($fto, $p, 32) if $f == $c + 1;
+        return undef unless $f && $mlab[$p];
+        my $i = $where->($p, $c);
+        return $i < 0 ? undef : vec($mto[$p], $i, 32);
+    };
+    my $set = sub {    # an existing transition's target, or a new one
+        my ($p, $c, $t) = @_;
+        return vec($rto, $c, 32) = $t + 1 unless $p;
+        my $f = vec($flab, $p, 32);
+        if (!$f) { vec($flab, $p, 32) = $c + 1; vec($fto, $p, 32) = $t; return }
+        if ($f == $c + 1) { vec($fto, $p, 32) = $t; return }
+        my $i = $where->($p, $c);
+        if ($i >= 0) { vec($mto[$p], $i, 32) = $t } else { $mlab[$p] .= pack('N', $c); $mto[$p] .= pack('N', $t) }
+    };
+    my $states = 1;                       # state 0: the empty string
+    my $clone = sub {                     # q split: its strings up to len(p) + 1 long
+        my ($p, $q, $c) = @_;
+        my $k = $states++;
+        vec($len, $k, 32) = vec($len, $p, 32) + 1;
+        vec($link, $k, 32) = vec($link, $q, 32);
+        vec($flab, $k, 32) = vec($flab, $q, 32);
+        vec($fto, $k, 32) = vec($fto, $q, 32);
+        ($mlab[$k], $mto[$k]) = ($mlab[$q], $mto[$q]) if defined $mlab[$q];
+        for (; $p >= 0 && ($get->($p, $c) // -1) == $q; $p = vec($link, $p, 32) - 1) { $set->($p, $c, $k) }
+        vec($link, $q, 32) = $k + 1;
+        return $k;
+    };
+    for my $v (0 .. $F->{n} - 1) {        # parents come first
+        my $pv = vec($par, $v, 32);
+        my $p = $pv ? vec($state, $pv - 1, 32) : 0;
+        my $c = vec($fn, $v, 32);
+        my $plen = vec($len, $p, 32);
+        if (defined(my $q = $get->($p, $c))) {    # the path is already a substring
+            vec($state, $v, 32) = vec($len, $q, 32) == $plen + 1 ? $q : $clone->($p, $q, $c);
+            next;
+        }
+        my $cur = $states++;
+        vec($len, $cur, 32) = $plen + 1;
+        for (; $p >= 0 && !defined $get->($p, $c); $p = vec($link, $p, 32) - 1) { $set->($p, $c, $cur) }
+        if ($p < 0) { vec($link, $cur, 32) = 1 }
+        else {
+            my $q = $get->($p, $c);
+            vec($link, $cur, 32) = 1 + (vec($len, $q, 32) == vec($len, $p, 32) + 1 ? $q : $clone->($p, $q, $c));
+        }
+        vec($state, $v, 32) = $cur;
+    }
+    return { states => $states, len => $len, link => $link, state => $state };
+}
+
+# The number of nodes of inv_inf of a tree: the sum of its automaton's
+# chains (cct_automaton).
+sub inf_ccf_size {
+    my ($A) = @_;
+    my ($len, $link) = @$A{qw(len link)};
+    my $size = 0;
+    $size += vec($len, $_, 32) - vec($len, vec($link, $_, 32) - 1, 32) for 1 .. $A->{states} - 1;
     return $size;
+}
+
+# A CCT's automaton, computed once.
+sub automaton { my ($C) = @_; $C->{automaton} //= cct_automaton($C->{F}) }
+
+# inv_inf of a calling context tree, never materialised: its automaton's
+# link tree with, per state, the counters of its chain (the sums over
+# endpos: each node's counters on its state, summed up the links), first
+# (the least pre-order position in endpos: the natural order), the tree
+# node whose label is the chain's first (the ancestor at distance
+# len(link(s)) of a node of endpos) and the states below it (packed,
+# grouped by link: below[s] .. below[s + 1]).  KGrind printers walk it with
+# automaton_kids.  Memory linear in the tree; time linear plus the nodes printed.
+sub automaton_ccf {
+    my ($C) = @_;
+    my $F = $C->{F};
+    my $A = automaton($C);
+    my ($ns, $len, $link, $state) = @$A{qw(states len link state)};
+    my ($cal, $exc, $inc, $first, $rep) = ('') x 5;
+    my $pos = $F->{preorder} ? undef : do { my @p; my $ord = preorder($F); @p[@$ord] = 0 .. $#$ord; \@p };
+    vec($first, $ns - 1, 32) = 0;
+    vec($_, $ns - 1, 64) = 0 for $cal, $exc, $inc;
+    for my $v (0 .. $F->{n} - 1) {
+        my $s = vec($state, $v, 32);
+        vec($cal, $s, 64) = vec($F->{calls}, $v, 64);    # each node has its own state
+        vec($exc, $s, 64) = vec($F->{excl}, $v, 64);
+        vec($inc, $s, 64) = vec($F->{incl}, $v, 64);
+        vec($first, $s, 32) = 1 + ($pos ? $pos->[$v] : $v);    # + 1: 0 for none yet
+        vec($rep, $s, 32) = $v + 1;
+    }
+    # states by decreasing len (a counting sort): each before its link
+    my @count;
+    $count[vec($len, $_, 32)]++ for 1 .. $ns - 1;
+    my @at;
+    my $bylen = '';
+    my $o = 0;
+    for (my $l = $#count; $l > 0; $l--) { $at[$l] = $o; $o += $count[$l] // 0 }
+    vec($bylen, $at[vec($len, $_, 32)]++, 32) = $_ for 1 .. $ns - 1;
+    for my $i (0 .. $ns - 2) {
+        my $s = vec($bylen, $i, 32);
+        my $l = vec($link, $s, 32) - 1;
+        next if $l <= 0;
+        vec($cal, $l, 64) += vec($cal, $s, 64);
+        vec($exc, $l, 64) += vec($exc, $s, 64);
+        vec($inc, $l, 64) += vec($inc, $s, 64);
+        my $f = vec($first, $s, 32);
+        vec($first, $l, 32) = $f if !vec($first, $l, 32) || $f < vec($first, $l, 32);
+        vec($rep, $l, 32) ||= vec($rep, $s, 32);
+    }
+    undef $bylen;
+    # each chain's first tree node: the ancestor at distance len(link(s)) of
+    # rep(s), found in one pre-order pass with the current root path
+    my (@qcount, $queries, $start) = ((), '', '');
+    $qcount[vec($rep, $_, 32) - 1]++ for 1 .. $ns - 1;
+    my @qat = (0);
+    push @qat, $qat[-1] + ($qcount[@qat - 1] // 0) while @qat <= $F->{n};
+    undef @qcount;
+    my @qnext = @qat;
+    for my $s (1 .. $ns - 1) { vec($queries, $qnext[vec($rep, $s, 32) - 1]++, 32) = $s }
+    undef @qnext;
+    my @path;
+    for my $v (@{$F->{preorder} ? [0 .. $F->{n} - 1] : preorder($F)}) {
+        my $d = vec($F->{depth}, $v, 32);
+        $path[$d] = $v;
+        for my $i ($qat[$v] .. $qat[$v + 1] - 1) {
+            my $s = vec($queries, $i, 32);
+            vec($start, $s, 32) = $path[$d - vec($len, vec($link, $s, 32) - 1, 32)];
+        }
+    }
+    undef @qat;
+    undef $queries;
+    # the link tree's children, grouped by parent (a counting sort by link)
+    my @kcount;
+    $kcount[vec($link, $_, 32) - 1]++ for 1 .. $ns - 1;
+    my ($below, $kids) = ('', '');
+    my $sum = 0;
+    for my $s (0 .. $ns - 1) { vec($below, $s, 32) = $sum; $sum += $kcount[$s] // 0 }
+    vec($below, $ns, 32) = $sum;
+    undef @kcount;
+    my $next = $below;
+    for my $s (1 .. $ns - 1) {
+        my $l = vec($link, $s, 32) - 1;
+        vec($kids, vec($next, $l, 32), 32) = $s;
+        vec($next, $l, 32) = vec($next, $l, 32) + 1;
+    }
+    return { automaton => 1, F => $F, len => $len, link => $link, calls => $cal, excl => $exc, incl => $inc,
+             first => $first, start => $start, below => $below, kids => $kids };
+}
+
+# The states below state s in the automaton's link tree (automaton_ccf).
+sub automaton_kids {
+    my ($T, $s) = @_;
+    return unpack('N*', substr($T->{kids}, 4 * vec($T->{below}, $s, 32),
+                               4 * (vec($T->{below}, $s + 1, 32) - vec($T->{below}, $s, 32))));
 }
 
 # The nodes of a tree sorted by their reversed root paths R(v), the longest
 # common prefix of each with the one before it (labels), and a function
-# giving the ancestor t levels above a node (see inf_ccf_size).
+# giving the ancestor t levels above a node.  The first $CHAIN labels of
+# each R(v) are packed and sorted as strings; longer common prefixes
+# (recursion) are sorted by prefix doubling (Manber-Myers, with
+# Larsson-Sadakane's ranks): the first 2h labels are ordered by the pair
+# (rank_h(v), rank_h(anc_h(v))).  O(n log depth).
 sub sort_reversed_paths {
     my ($F) = @_;
     my ($par, $fn, $depth) = map { col($F, $_) } qw(par fn depth);

@@ -15,37 +15,67 @@ use KGrind::Export::Pprof ();
 
 sub frames_of { KGrind::Export::Pprof::frames_of(@_) }
 
-sub thread_profile {
+# The samples of a thread of the model: [[frame names], Ir], sorted by
+# their names (contexts without Ir left out: speedscope draws weights, not
+# calls); the frame ids are given in the order of the model's contexts.
+sub model_samples {
     my ($data, $t, $frame_id) = @_;
-    # [frames, Ir, sort key: the names]
     my @samples = sort { $a->[2] cmp $b->[2] } map {
         my $frames = frames_of($data, $_->{path});
-        [[map { $frame_id->($_) } @$frames], $_->{Ir}, join("\0", @$frames)]
-    } grep { $_->{Ir} } @{$t->{contexts}};    # speedscope draws weights, not calls
-    my $sum = 0;
-    $sum += $_->[1] for @samples;
-    return { type => 'sampled', name => "thread $t->{tid} (k=$data->{k}, Ir)", unit => 'none',
-             startValue => 0, endValue => $sum,
-             samples => [map { $_->[0] } @samples], weights => [map { $_->[1] } @samples] };
+        $frame_id->($_) for @$frames;
+        [$frames, $_->{Ir}, join("\0", @$frames)]
+    } grep { $_->{Ir} } @{$t->{contexts}};
+    return \@samples;
 }
 
 sub write {
     my ($data, $fh, $opts) = @_;
-    my (%fid, @frames);
-    my $frame_id = sub {
-        my ($name) = @_;
-        return $fid{$name} if defined $fid{$name};
+    my (%fid, @names);
+    my $frame_id = sub { $fid{$_[0]} //= do { push @names, $_[0]; $#names } };
+    my @threads = map {
+        my $samples = model_samples($data, $_, $frame_id);
+        { tid => $_->{tid}, each_sample => sub { $_[0]->(@$_[0, 1]) for @$samples } }
+    } @{$data->{threads}};
+    write_file($data, \@threads, \@names, sub { print $fh @_ });
+}
+
+# Writes the file piece by piece with $put, as JSON::PP's canonical
+# encoder writes the whole (keys sorted, no spaces): per thread a "sampled"
+# profile whose samples each_sample gives in order (calling its argument
+# with the frames' names and the Ir, three times: the sum, the samples,
+# the weights), then the frames, numbered as $names lists them.  Memory is
+# the frames'.
+sub write_file {
+    my ($data, $threads, $names, $put) = @_;
+    my $js = JSON::PP->new->canonical->allow_nonref;
+    my %fid;
+    @fid{@$names} = 0 .. $#$names;
+    $put->('{"$schema":"https://www.speedscope.app/file-format-schema.json","activeProfileIndex":0,"exporter":',
+           $js->encode($data->{exporter}), ',"name":', $js->encode(join(', ', @{$data->{files}}) . " (k=$data->{k})"),
+           ',"profiles":[');
+    my $sep = '';
+    for my $t (@$threads) {
+        my $sum = 0;
+        $t->{each_sample}->(sub { $sum += $_[1] });
+        $put->($sep, '{"endValue":', $js->encode($sum + 0), ',"name":',
+               $js->encode("thread $t->{tid} (k=$data->{k}, Ir)"), ',"samples":[');
+        my $comma = '';
+        $t->{each_sample}->(sub { $put->($comma, '[', join(',', map { $fid{$_} } @{$_[0]}), ']'); $comma = ',' });
+        $put->('],"startValue":0,"type":"sampled","unit":"none","weights":[');
+        $comma = '';
+        $t->{each_sample}->(sub { $put->($comma, $_[1] + 0); $comma = ',' });
+        $put->(']}');
+        $sep = ',';
+    }
+    $put->('],"shared":{"frames":[');
+    $sep = '';
+    for my $name (@$names) {
         my $src = $data->{sources}{$name};
-        push @frames, { name => $name, ($src && $src->{file} ne '' ? (file => $src->{file}) : ()),
-                        ($src && $src->{line} ? (line => $src->{line}) : ()) };
-        return $fid{$name} = $#frames;
-    };
-    my @profiles = map { thread_profile($data, $_, $frame_id) } @{$data->{threads}};
-    my $file = { '$schema' => 'https://www.speedscope.app/file-format-schema.json',
-                 shared => { frames => \@frames }, profiles => \@profiles,
-                 name => join(', ', @{$data->{files}}) . " (k=$data->{k})", activeProfileIndex => 0,
-                 exporter => $data->{exporter} };
-    print $fh JSON::PP->new->canonical->encode($file), "\n";
+        $put->($sep, $js->encode({ name => $name, ($src && $src->{file} ne '' ? (file => $src->{file}) : ()),
+                                   ($src && $src->{line} ? (line => $src->{line}) : ()) }));
+        $sep = ',';
+    }
+    $put->("]}}\n");
 }
 
 1;
