@@ -405,6 +405,18 @@ sub has_costs {
     return 0;
 }
 
+# The text header's inf-CCF node count, which the default report does not
+# otherwise need: counting a CCT's inf-CCF costs about as much again as
+# reading the profile (cc1plus k=inf: 2.9 M k-SF nodes, 20 s more, 0.4 GB),
+# so above $COUNT_LIMIT k-SF nodes it is made only when the automaton is
+# built anyway (a whole inf-CCF printed) or exported (JSON's kccf_nodes).
+my $COUNT_LIMIT = 1_000_000;
+sub header_ccf_nodes {
+    my ($o, $C) = @_;
+    return ccf_nodes($C) if !$C->{cct} || defined $C->{n} || $C->{nctx} <= $COUNT_LIMIT || $C->{keep_automaton};
+    return 'not counted (over ' . commify($COUNT_LIMIT) . ' k-SF nodes; --format=json or a whole --kccf counts them)';
+}
+
 # What the tree printers walk: the roots in display order, and per node (a
 # handle) its children in display order (kids) and its label and counters
 # (node).  A forest of arrays (tree_kids), or a CCT's inf-CCF as its
@@ -605,7 +617,7 @@ sub out_text {
     for my $t (@{$S->{threads}}) {
         push @out, sprintf('%-22s%s', "Thread $t->{tid}" . (defined $t->{fname} ? ", $t->{fname}: " : ':'),
             'Ir ' . commify($t->{ir})
-            . ", k-SF nodes $t->{F}{n}, " . kstr($S->{kk}) . '-CCF nodes ' . ccf_nodes($t->{C}));
+            . ", k-SF nodes $t->{F}{n}, " . kstr($S->{kk}) . '-CCF nodes ' . header_ccf_nodes($o, $t->{C}));
     }
     my @hot;    # contexts shown, for source annotation
     for my $t (@{$S->{threads}}) {
