@@ -82,23 +82,44 @@ class NodeLists:
             pos = m.end()
 
 
+BODY_NAME = re.compile(r'c?fn=\((\d+)\) *(.+)')
+
+
+def table_name(entry, version, body):
+    """A ksf-fns entry's name: version 3 writes '@<id>' for the callgrind
+    body's name (id) up to its first "'", and '@@...' for a name starting
+    with '@'."""
+    if version < 3 or not entry.startswith('@'):
+        return entry
+    if entry.startswith('@@'):
+        return entry[1:]
+    return body[int(entry[1:])].split("'", 1)[0]
+
+
 def parse(path):
     prof = Profile()
     cur = None
     ended = False
+    version = 0
+    body = {}                    # fn= id -> name (the callgrind body's)
     with open(path) as f:
         for line in f:
             if not line.startswith('# ksf-'):
+                m = BODY_NAME.match(line.rstrip('\n'))
+                if m:
+                    body[int(m.group(1))] = m.group(2)
                 continue
             line = line.rstrip('\n')
-            if line.startswith('# ksf-options: '):
+            if line.startswith('# ksf-version: '):
+                version = int(line.split(': ')[1])
+            elif line.startswith('# ksf-options: '):
                 prof.options = dict(kv.split('=') for kv in line.split(': ', 1)[1].split())
             elif line.startswith('# ksf-fn '):       # version 1
                 _, _, fid, name = line.split(' ', 3)
                 prof.names[int(fid)] = name
-            elif line.startswith('# ksf-fns '):      # version 2: tab-separated, ids implicit
-                for name in line[len('# ksf-fns '):].split('\t'):
-                    prof.names[len(prof.names)] = name
+            elif line.startswith('# ksf-fns '):      # version 2, 3: tab-separated, ids implicit
+                for entry in line[len('# ksf-fns '):].split('\t'):
+                    prof.names[len(prof.names)] = table_name(entry, version, body)
             elif line.startswith('# ksf-file '):
                 _, _, fid, name = line.split(' ', 3)
                 prof.files[int(fid)] = name

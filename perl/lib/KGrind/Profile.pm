@@ -14,7 +14,7 @@ use List::Util ();
 
 our @EXPORT = qw(fail ferr label_id @LNAME $ROOT_NAME $ROOT $INF kstr printable base_name @KEEP
                  read_profile check_merge refuse_repeated_files program_of refuse_other_programs col pack_columns
-                 chunks);
+                 chunks table_name body_names);
 
 our $ROOT_NAME = '__root__';
 our $INF = -1;    # k = inf
@@ -45,6 +45,27 @@ sub kstr { $_[0] == $INF ? 'inf' : $_[0] }
 # ---------------------------------------------------------------------------
 # Reading a profile.
 # ---------------------------------------------------------------------------
+
+# The function names the callgrind body gives, fn= id -> name, from the
+# text before the records (version 3's ksf-fns refers to them).
+sub body_names {
+    my ($text, $names) = @_;
+    $names->{$1} = $2 while $text =~ /^c?fn=\((\d+)\) *([^\r\n]+)/mg;
+    return $names;
+}
+
+# A ksf-fns entry's function name. Version 3: "\@<id>" is the body's name
+# (id) up to its first "'" (the innermost function of that context), and
+# "\@\@..." a name beginning with "\@". Returns undef for a reference the
+# body does not define.
+sub table_name {
+    my ($entry, $version, $body) = @_;
+    return $entry if $version < 3 || ord($entry) != 64;    # '@'
+    return substr($entry, 1) if substr($entry, 1, 1) eq '@';
+    return undef unless $entry =~ /^\@(\d{1,9})$/ && defined(my $name = $body->{$1});
+    my $q = index($name, "'");
+    return $q < 0 ? $name : substr($name, 0, $q);
+}
 my %NAME_SPACE = (ob => 'ob', cob => 'ob', fl => 'fl', fi => 'fl', fe => 'fl', cfi => 'fl', cfl => 'fl',
                   fn => 'fn', cfn => 'fn', jfi => 'fl', jfn => 'fn');
 my %HEADER_KEYS = map { $_ => 1 } qw(version creator pid cmd part thread desc
@@ -248,6 +269,9 @@ sub read_profile {
             $start = $end;
         }
         my $lines_before = substr($data, 0, $start) =~ tr/\n//;
+        # version 3's function table refers to the body's names
+        body_names(substr($data, 0, $start), $names{fn} //= {})
+            if substr($data, $start, 40) =~ /^# ksf-version: 3\r?$/m;
         my @part_line = (0, $lines_before + (substr($data, $start, $end - $start) =~ tr/\n//));
         for my $pi (0, 1) {
             my $part = $pi ? substr($data, $end) : substr($data, 0, $start);
@@ -289,7 +313,7 @@ sub read_profile {
         }
         if (index($l, '# ksf-node ') == 0) {
             ferr($file, $ln, "ksf-node outside a ksf-thread record") unless $in_thread;
-            ferr($file, $ln, "ksf-node record in a version 2 file (version 2 has ksf-nodes)") if $version == 2;
+            ferr($file, $ln, "ksf-node record in a version $version file (version $version has ksf-nodes)") if $version >= 2;
             # split + tr validation: several times faster than a capturing regex
             my (undef, undef, $id, $p, $f, $c, $x, $i, $extra) = split / /, $l;
             if (!defined $i || defined $extra || $i eq '' || index($l, '  ') >= 0
@@ -311,8 +335,8 @@ sub read_profile {
             next unless index($l, '# ksf-') == 0;
             ferr($file, $ln, "k-SF record after '# ksf-end'") if $seen_end;
             if ($l =~ /^# ksf-version: (\d+)$/) {
-                ferr($file, $ln, "unsupported k-SF record version $1 (this kgrind_annotate reads versions 1 and 2)")
-                    if $1 != 1 && $1 != 2;
+                ferr($file, $ln, "unsupported k-SF record version $1 (this kgrind_annotate reads versions 1 to 3)")
+                    if $1 < 1 || $1 > 3;
                 $version = $1 + 0;
                 $seen_version = 1;
             } elsif ($l =~ /^# ksf-options: (.*)$/) {
@@ -341,7 +365,7 @@ sub read_profile {
                 check_merge($P0, \%P) if $P0;
                 $seen_options = 1;
             } elsif ($l =~ /^# ksf-fn (\d+) (.+)$/) {
-                ferr($file, $ln, "ksf-fn record in a version 2 file (version 2 has ksf-fns)") if $version == 2;
+                ferr($file, $ln, "ksf-fn record in a version $version file (version $version has ksf-fns)") if $version >= 2;
                 ferr($file, $ln, "ksf-fn id $1 out of order (expected " . scalar(@fnmap) . ")") if $1 != @fnmap;
                 $add_function->($ln, $2);
             } elsif (index($l, '# ksf-fns ') == 0) {
@@ -350,7 +374,12 @@ sub read_profile {
                 ferr($file, $ln, "ksf-fns line repeats the previous one (duplicated record)")
                     if defined $prev_fns && $prev_fns eq $l && index($l, "\t") >= 0;
                 $prev_fns = $l;
-                $add_function->($ln, $_) for split /\t/, substr($l, 10), -1;
+                for my $entry (split /\t/, substr($l, 10), -1) {
+                    my $name = table_name($entry, $version, $names{fn});
+                    ferr($file, $ln, "ksf-fns: '", printable($entry), "' names no function of the callgrind body")
+                        unless defined $name;
+                    $add_function->($ln, $name);
+                }
             } elsif ($l =~ /^# ksf-file (\d+) (.+)$/) {
                 ferr($file, $ln, "ksf-file in a function-mode profile") unless $P{blocks};
                 ferr($file, $ln, "ksf-file id $1 out of order (expected " . scalar(@fname) . ")") if $1 != @fname;
