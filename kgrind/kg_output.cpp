@@ -81,7 +81,33 @@ struct Writer {
    UInt last_line;            // positions: instr line) and its line
    Bool last_line_known;      // False after fn=, fl=, fi=, fe=: next one absolute
    const DumpInfo* dump;      // why and what this file covers
+   UInt n_names;              // distinct contexts (name ids 1..n_names)
+   UInt* name_rank;           // 0-based fn= id written for each name id - 1
+   UInt* written_label;       // the records' id of each label, and the label
+   UInt* label_written_at;    // of each id (function mode; null: the same)
 };
+
+// How often an id is used, to number the most used first (short numbers).
+struct IdUse {
+   ULong uses;
+   UInt id;
+};
+
+Int compare_id_use(const void* pa, const void* pb)
+{
+   const IdUse* a = (const IdUse*)pa;
+   const IdUse* b = (const IdUse*)pb;
+   if (a->uses != b->uses) return a->uses > b->uses ? -1 : 1;
+   return a->id < b->id ? -1 : a->id > b->id ? 1 : 0;
+}
+
+// use[0..n) sorted by use; *rank_of (new array) maps an id to its rank.
+void rank_by_use(IdUse* use, UInt n, UInt** rank_of)
+{
+   VG_(ssort)(use, n, sizeof(IdUse), compare_id_use);
+   *rank_of = (UInt*)kg::alloc((n + 1) * sizeof(UInt));
+   for (UInt r = 0; r < n; r++) (*rank_of)[use[r].id] = r;
+}
 
 const UInt kNoFile = 0xFFFFFFFFu;
 const UInt kNoObject = 0xFFFFFFFFu;
@@ -212,11 +238,13 @@ const ForestNode* reported_node(const Writer& w, const void* n)
    return s ? s->rep : (const ForestNode*)n;
 }
 
+UInt written_name_id(const Writer& w, const ContextSlot& s) { return w.name_rank[s.name_id - 1]; }
+
 // fn= / cfn= for a context, with compression.
 void write_context_ref(Writer& w, const HChar* key, const ForestNode* n)
 {
    const ContextSlot* s = find_slot(w, n);
-   if (w.contexts.emit_id(w.out, key, s->name_id - 1)) write_context_name(w, n, s->preorder_id);
+   if (w.contexts.emit_id(w.out, key, written_name_id(w, *s))) write_context_name(w, n, s->preorder_id);
    w.out.put_char('\n');
 }
 
@@ -399,8 +427,10 @@ UInt* body_names_of_labels(const Writer& w)
    for (UWord i = 0; i < w.n_slots; i++) {
       const ContextSlot& s = w.slots[i];
       UInt label = s.node->label;
-      if (label <= function_count() && !ids[label] && w.contexts.written(s.name_id - 1))
-         ids[label] = s.name_id;
+      UInt id = written_name_id(w, s);
+      // the smallest id: the shortest reference
+      if (label <= function_count() && (!ids[label] || id + 1 < ids[label]) && w.contexts.written(id))
+         ids[label] = id + 1;
    }
    return ids;
 }
@@ -426,7 +456,8 @@ void write_function_table(Writer& w)
    FileWriter& out = w.out;
    UInt* body_ids = body_names_of_labels(w);
    UInt line_len = 0;
-   for (UInt i = 0; i <= function_count(); i++) {
+   for (UInt id = 0; id <= function_count(); id++) {
+      UInt i = w.label_written_at ? w.label_written_at[id] : id;
       const HChar* name = label_name(i);
       if (!*name) name = "???";   // an empty field would end the table's syntax
       HChar ref[16];
@@ -462,67 +493,87 @@ void write_records_header(Writer& w, Bool recursion_rolled)
    write_function_table(w);
 }
 
-// "# ksf-nodes": one forest in pre-order as nested lists. A node is
-// "label[*calls][=excl[/incl]]" (calls 1, excl 0 and incl = excl when left
-// out), "(" opens its children's list and ")" closes it, siblings are
-// separated by spaces; a line break counts as a space.
-class NodeListWriter {
+// "# ksf-nodes" (version 3): one forest in pre-order, each node a run of
+// unsigned integers in BER (Perl's pack "w": 7 bits a byte, most
+// significant first, the high bit set on all but the last byte), each line
+// the standard base64 of whole nodes. A node is
+// "shape label [calls] [excl] [incl]": shape's bit 0 says calls follow (else
+// 1), bit 1 excl (else 0), bit 2 incl (else excl), bit 3 that the node's
+// children follow it; shape >> 4 is the number of lists that close after
+// it. Decimal nested lists (version 2) spent 11-12 bytes a node, this 6-7.
+class NodeStreamWriter {
 public:
-   explicit NodeListWriter(FileWriter& out) : out_(out) {}
+   explicit NodeStreamWriter(FileWriter& out) : out_(out) {}
 
    void node(UInt level, UInt label, ULong calls, ULong excl, ULong incl)
    {
-      Bool sibling = False;
-      if (started_ && level > level_) put_raw("(", 1);   // right after its node: room was kept
-      else if (started_) {
-         for (UInt i = level; i < level_; i++) put_close();
-         sibling = True;
-      }
-      HChar tok[96];
-      Int n = VG_(sprintf)(tok, "%u", label);
-      if (calls != 1) n += VG_(sprintf)(tok + n, "*%llu", calls);
-      if (excl || incl) n += VG_(sprintf)(tok + n, "=%llu", excl);
-      if (incl != excl) n += VG_(sprintf)(tok + n, "/%llu", incl);
-      // Room for the separator, the node and a "(" that may follow it.
-      if (!room_for((UInt)n + 2)) sibling = False;   // a line break separates them
-      if (sibling) put_raw(" ", 1);
-      put_raw(tok, (UInt)n);
-      started_ = True;
+      if (pending_) put_pending(level > level_ ? 0 : level_ - level, level > level_);
+      pending_ = True;
       level_ = level;
+      label_ = label;
+      calls_ = calls;
+      excl_ = excl;
+      incl_ = incl;
    }
 
    void finish()
    {
-      for (UInt i = 0; i < level_; i++) put_close();
-      if (line_len_) out_.put_char('\n');
-      line_len_ = 0;
+      if (pending_) put_pending(level_, False);
+      flush_line();
    }
 
 private:
-   // Starts a new line unless n more characters fit on this one.
-   Bool room_for(UInt n)
+   static const UInt kMaxNodeBytes = 5 * 10;          // five 64-bit numbers
+   static const UInt kLineBytes = kMaxRecordLine / 4 * 3 - kMaxNodeBytes;
+
+   void put_pending(ULong closes, Bool opens)
    {
-      if (line_len_ && line_len_ + n <= kMaxRecordLine) return True;
-      if (line_len_) out_.put_char('\n');
+      ULong shape = (closes << 4) | (opens ? 8 : 0) | (calls_ != 1 ? 1 : 0) | (excl_ ? 2 : 0)
+                  | (incl_ != excl_ ? 4 : 0);
+      if (used_ > kLineBytes) flush_line();
+      put_ber(shape);
+      put_ber(label_);
+      if (calls_ != 1) put_ber(calls_);
+      if (excl_) put_ber(excl_);
+      if (incl_ != excl_) put_ber(incl_);
+   }
+   void put_ber(ULong v)
+   {
+      UChar groups[10];
+      UInt n = 0;
+      do {
+         groups[n++] = (UChar)(v & 0x7F);
+         v >>= 7;
+      } while (v);
+      while (n > 1) bytes_[used_++] = (UChar)(groups[--n] | 0x80);
+      bytes_[used_++] = groups[0];
+   }
+   void flush_line()
+   {
+      if (!used_) return;
+      static const HChar digits[] =
+         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
       out_.put("# ksf-nodes ");
-      line_len_ = 12;
-      return False;
-   }
-   void put_close()
-   {
-      room_for(1);
-      put_raw(")", 1);
-   }
-   void put_raw(const HChar* s, UInt n)
-   {
-      for (UInt i = 0; i < n; i++) out_.put_char(s[i]);
-      line_len_ += n;
+      for (UInt i = 0; i < used_; i += 3) {
+         UInt rest = used_ - i;
+         UInt v = (UInt)bytes_[i] << 16 | (rest > 1 ? (UInt)bytes_[i + 1] << 8 : 0)
+                | (rest > 2 ? bytes_[i + 2] : 0);
+         out_.put_char(digits[v >> 18]);
+         out_.put_char(digits[(v >> 12) & 63]);
+         out_.put_char(rest > 1 ? digits[(v >> 6) & 63] : '=');
+         out_.put_char(rest > 2 ? digits[v & 63] : '=');
+      }
+      out_.put_char('\n');
+      used_ = 0;
    }
 
    FileWriter& out_;
-   UInt line_len_ = 0;   // 0: no line open
+   UChar bytes_[kLineBytes + kMaxNodeBytes];
+   UInt used_ = 0;
+   Bool pending_ = False;   // the last node, written once its successor shows its shape
    UInt level_ = 0;
-   Bool started_ = False;
+   UInt label_ = 0;
+   ULong calls_ = 0, excl_ = 0, incl_ = 0;
 };
 
 void write_thread_open(FileWriter& out, UInt tid, ULong nodes, ULong ir)
@@ -540,26 +591,47 @@ void write_thread_close(FileWriter& out, UInt tid)
 
 // The nodes of one forest; block forests' nodes hold no inclusive cost of
 // their own (a block calls nothing): incl = excl.
-void write_forest_nodes(FileWriter& out, const core::Forest& sf, Bool incl_is_excl)
+void write_forest_nodes(Writer& w, const core::Forest& sf, Bool incl_is_excl)
 {
-   NodeListWriter list(out);
+   NodeStreamWriter list(w.out);
    core::visit_preorder(sf, [&](const core::VisitInfo& v) {
       const ForestNode* n = v.node;
-      list.node(v.level, n->label, n->calls, n->excl, incl_is_excl ? n->excl : n->incl);
+      UInt label = w.written_label ? w.written_label[n->label] : n->label;
+      list.node(v.level, label, n->calls, n->excl, incl_is_excl ? n->excl : n->incl);
    });
    list.finish();
+}
+
+// Function mode numbers the functions in the records by how many k-SF
+// nodes they label, most first, so that the common labels take one BER
+// byte (7 % of sqlite3's records); 0 stays __root__.
+void order_labels(Writer& w, const ThreadProfile* threads, UInt n_threads)
+{
+   UInt n = function_count() + 1;
+   IdUse* use = (IdUse*)alloc_zeroed(n * sizeof(IdUse));
+   for (UInt i = 0; i < n; i++) use[i].id = i;
+   for (UInt t = 0; t < n_threads; t++)
+      core::visit_preorder(threads[t].forest->sf, [&](const core::VisitInfo& v) {
+         if (v.node->label < n) use[v.node->label].uses++;
+      });
+   use[kRootLabel].uses = ~0ULL;   // stays first
+   rank_by_use(use, n, &w.written_label);
+   w.label_written_at = (UInt*)kg::alloc(n * sizeof(UInt));
+   for (UInt id = 0; id < n; id++) w.label_written_at[id] = use[id].id;
+   kg::release(use);
 }
 
 void write_ksf_records(Writer& w, const ThreadProfile* threads, UInt n_threads)
 {
    FileWriter& out = w.out;
+   order_labels(w, threads, n_threads);
    write_records_header(w, !clo.unroll_simple_rec);
    for (UInt i = 0; i < n_threads; i++) {
       const ThreadProfile& t = threads[i];
       UInt tid = clo.join_threads ? 0 : t.tid;
       write_thread_open(out, tid, t.forest->sf.node_count(), t.ir);
       out.put_char('\n');
-      write_forest_nodes(out, t.forest->sf, False);
+      write_forest_nodes(w, t.forest->sf, False);
       write_thread_close(out, tid);
    }
    out.put("# ksf-end\n");
@@ -604,7 +676,7 @@ void write_block_records(Writer& w)
       write_thread_open(out, forests[i]->tid, sf.node_count(), ir);
       if (forests[i]->fn) out.printf(" fn=%u", forests[i]->fn->id + 1);
       out.put_char('\n');
-      write_forest_nodes(out, sf, True);
+      write_forest_nodes(w, sf, True);
       write_thread_close(out, forests[i]->tid);
    }
    kg::release(forests);
@@ -617,20 +689,21 @@ void write_block_records(Writer& w)
 // k-SF need not know it.
 void write_context_id(UWord id, UInt thread, const ForestNode* node, void* arg)
 {
-   FileWriter& out = *(FileWriter*)arg;
+   const Writer& w = *(const Writer*)arg;
+   FileWriter& out = ((Writer*)arg)->out;
    out.printf("# kgrind-context %lu ", id);
    if (thread) out.printf("%u", thread);
    else out.put("all");
    UInt k = clo.k;
    UInt count = 0;
    for (const ForestNode* p = node; p && (k == kInfiniteK || count <= k); p = p->parent, count++)
-      out.printf(" %u", p->label);
+      out.printf(" %u", w.written_label ? w.written_label[p->label] : p->label);
    out.put_char('\n');
 }
 
-void write_context_ids(FileWriter& out)
+void write_context_ids(Writer& w)
 {
-   for_each_context_id(write_context_id, &out);
+   for_each_context_id(write_context_id, &w);
 }
 
 // Open addressing over the contexts seen so far (slot indexes + 1), keyed by
@@ -717,7 +790,22 @@ void number_contexts(Writer& w, const ThreadProfile* threads, UInt n_threads)
       });
    }
    table.done();
+   w.n_names = next_name;
    VG_(ssort)(w.slots, w.n_slots, sizeof(ContextSlot), compare_slot_nodes);
+}
+
+// fn= ids by use: a context's name is written once, then its id at its fn=
+// line and at every call into it; the most used get the shortest ids
+// (sqlite3: 2.6 KB). After fold_contexts: the calls are the body's.
+void rank_names_by_use(Writer& w)
+{
+   IdUse* use = (IdUse*)alloc_zeroed((w.n_names + 1) * sizeof(IdUse));
+   for (UInt i = 0; i < w.n_names; i++) use[i].id = i;
+   for (UWord i = 0; i < w.n_slots; i++)
+      if (w.slots[i].rep == w.slots[i].node) use[w.slots[i].name_id - 1].uses++;
+   for (UWord e = 0; e < w.n_edges; e++) use[find_slot(w, (const ForestNode*)w.edges[e].b)->name_id - 1].uses++;
+   rank_by_use(use, w.n_names, &w.name_rank);
+   kg::release(use);
 }
 
 // Costs and calls of every node go to its context's first node.
@@ -770,6 +858,7 @@ void write_body(Writer& w, ULong total)
    if (!separate_view()) w.costs.set_exclusive_costs();
    number_contexts(w, threads, n_threads);
    fold_contexts(w);
+   rank_names_by_use(w);
    write_header(w, total, threads, n_threads);
    w.last_object = kNoFile;
    w.last_file = kNoFile;
@@ -779,7 +868,7 @@ void write_body(Writer& w, ULong total)
    write_contexts(w);
    if (block_mode()) write_block_records(w);
    else write_ksf_records(w, threads, n_threads);
-   write_context_ids(w.out);
+   write_context_ids(w);
    w.out.printf("\ntotals: %llu\n", total);
    w.objects.done();
    w.files.done();
@@ -788,6 +877,9 @@ void write_body(Writer& w, ULong total)
    kg::release(w.edges);
    kg::release(w.jumps);
    kg::release(w.slots);
+   kg::release(w.name_rank);
+   kg::release(w.written_label);
+   kg::release(w.label_written_at);
    kg::release(threads);
 }
 

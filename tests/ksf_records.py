@@ -1,6 +1,7 @@
 """Reads the k-SF records of a kgrind profile (docs/output-format.md) and
 derives k-CCFs from them, independently of the tool and of kgrind_annotate:
 the tests' own reference for the thesis's definitions."""
+import base64
 import collections
 import re
 
@@ -82,6 +83,48 @@ class NodeLists:
             pos = m.end()
 
 
+class NodeStream:
+    """Version 3 ksf-nodes: base64 of BER integers (7 bits a byte, high bit
+    on all but the last), a node 'shape label [calls] [excl] [incl]' in
+    pre-order; shape bits 0-2 say which of calls, excl, incl follow, bit 3
+    that children follow, shape >> 4 how many lists close after it."""
+
+    def __init__(self, forest):
+        self.forest = forest
+        self.open = []
+
+    @staticmethod
+    def numbers(data):
+        value = 0
+        for byte in data:
+            value = value << 7 | byte & 0x7F
+            if byte < 0x80:
+                yield value
+                value = 0
+        assert data[-1] < 0x80, 'ksf-nodes line ends inside a number'
+
+    def feed(self, text):
+        numbers = list(self.numbers(base64.b64decode(text, validate=True)))
+        i = 0
+        while i < len(numbers):
+            shape, label = numbers[i], numbers[i + 1]
+            i += 2
+            fields = []
+            for bit, default in ((1, 1), (2, 0), (4, None)):
+                fields.append(numbers[i] if shape & bit else default)
+                i += bool(shape & bit)
+            calls, excl, incl = fields
+            nid = len(self.forest.nodes)
+            self.forest.add(nid, self.open[-1] if self.open else None, label, calls, excl,
+                            excl if incl is None else incl)
+            if shape & 8:
+                self.open.append(nid)
+            else:
+                closes = shape >> 4
+                assert closes <= len(self.open)
+                del self.open[len(self.open) - closes:]
+
+
 BODY_NAME = re.compile(r'c?fn=\((\d+)\) *(.+)')
 
 
@@ -136,7 +179,7 @@ def parse(path):
                 cur.expected_nodes = int(m.group(2))
                 cur.fn = prof.names[int(m.group(4))] if m.group(4) else None   # intra mode
                 prof.forests.append(cur)
-                lists = NodeLists(cur)
+                lists = NodeStream(cur) if version >= 3 else NodeLists(cur)
             elif line.startswith('# ksf-nodes '):
                 lists.feed(line[len('# ksf-nodes '):])
             elif line.startswith('# ksf-node '):

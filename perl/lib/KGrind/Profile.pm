@@ -11,6 +11,7 @@ use warnings;
 no warnings "portable";    # 64-bit vec and pack
 use Exporter 'import';
 use List::Util ();
+use MIME::Base64 ();
 
 our @EXPORT = qw(fail ferr label_id @LNAME $ROOT_NAME $ROOT $INF kstr printable base_name @KEEP
                  read_profile check_merge refuse_repeated_files program_of refuse_other_programs col pack_columns
@@ -163,6 +164,46 @@ sub read_profile {
         $last = $end eq '(' ? '(' : $end eq ')' ? ')' : 'node';
         return 1;
     };
+    # A version 3 "# ksf-nodes" line: base64 of whole nodes, each the BER
+    # integers "shape label [calls] [excl] [incl]" (shape: bit 0 calls, bit 1
+    # excl, bit 2 incl follow; bit 3 the node's children follow; shape >> 4
+    # lists close after it). @$open carries over to the next line.
+    my $node_stream = sub {
+        my ($l, $ln) = @_;
+        my $b64 = substr($l, 12);
+        ferr($file, $ln, "malformed ksf-nodes record: not base64: '", printable(substr($b64, 0, 40)), "'")
+            if $b64 eq '' || length($b64) % 4 || $b64 !~ m{\A[A-Za-z0-9+/]+={0,2}\z};
+        my $bytes = MIME::Base64::decode_base64($b64);
+        ferr($file, $ln, "ksf-nodes: the line ends inside a number") if ord(substr($bytes, -1)) >= 128;
+        my @v = unpack('w*', $bytes);
+        ferr($file, $ln, "ksf-nodes: a number above 10^18") if List::Util::max(@v) >= 1e18;
+        push @$nline, $nnodes, $ln;
+        my ($i, $n) = (0, scalar @v);
+        my $top = @$open ? $open->[-1] + 1 : 0;
+        while ($i < $n) {
+            my $shape = $v[$i];
+            my $end = $i + 2 + ($shape & 1) + ($shape >> 1 & 1) + ($shape >> 2 & 1);
+            ferr($file, $ln, "ksf-nodes: the line ends inside node $nnodes") if $end > $n;
+            ferr($file, $ln, "ksf-nodes: node $nnodes both has children and closes lists") if $shape & 8 && $shape >= 16;
+            push @bpar, $top;
+            push @bfn, $v[$i + 1];
+            $i += 2;
+            push @bcal, $shape & 1 ? $v[$i++] : 1;
+            my $x = $shape & 2 ? $v[$i++] : 0;
+            push @bexc, $x;
+            push @binc, $shape & 4 ? $v[$i++] : $x;
+            if ($shape & 8) { push @$open, $nnodes; $top = $nnodes + 1 }
+            elsif ($shape >= 16) {
+                my $closes = $shape >> 4;
+                ferr($file, $ln, "ksf-nodes: node $nnodes closes $closes lists, " . scalar(@$open) . " are open")
+                    if $closes > @$open;
+                splice(@$open, -$closes);
+                $top = @$open ? $open->[-1] + 1 : 0;
+            }
+            $nnodes++;
+        }
+        $flush_nodes->() if @bpar >= 65536;
+    };
     my $node_lists = sub {
         my ($l, $ln) = @_;
         my $t = substr($l, 12);
@@ -308,7 +349,7 @@ sub read_profile {
         if (index($l, '# ksf-nodes ') == 0) {
             ferr($file, $ln, "ksf-nodes outside a ksf-thread record") unless $in_thread;
             ferr($file, $ln, "ksf-nodes record in a version 1 file") if $version == 1;
-            $node_lists->($l, $ln);
+            if ($version >= 3) { $node_stream->($l, $ln) } else { $node_lists->($l, $ln) }
             next;
         }
         if (index($l, '# ksf-node ') == 0) {
@@ -420,7 +461,8 @@ sub read_profile {
             } elsif ($l =~ /^# ksf-end-thread (\d+|all)$/) {
                 ferr($file, $ln, "ksf-end-thread $1 without ksf-thread") unless $in_thread;
                 ferr($file, $ln, "ksf-end-thread $1 closes thread $in_thread->{tid}") if $1 ne $in_thread->{tid};
-                ferr($file, $ln, "ksf-nodes: " . scalar(@$open) . " list(s) not closed with ')'") if @$open;
+                ferr($file, $ln, "ksf-nodes: " . scalar(@$open) . " list(s) not closed" . ($version < 3 ? " with ')'" : ''))
+                    if @$open;
                 $flush_nodes->();
                 $in_thread->{n} = $nnodes;
                 # where node v was read: version 1, one line a node; version 2,
