@@ -497,20 +497,28 @@ void write_records_header(Writer& w, Bool recursion_rolled)
 // unsigned integers in BER (Perl's pack "w": 7 bits a byte, most
 // significant first, the high bit set on all but the last byte), each line
 // the standard base64 of whole nodes. A node is
-// "shape label [calls] [excl] [incl]": shape's bit 0 says calls follow (else
-// 1), bit 1 excl (else 0), bit 2 incl (else excl), bit 3 that the node's
-// children follow it; shape >> 4 is the number of lists that close after
-// it. Decimal nested lists (version 2) spent 11-12 bytes a node, this 6-7.
+// "shape label [calls - 7] [excl] [incl]": shape's bits 0-2 are the calls,
+// or 7 when calls - 7 follows; bit 3 says excl follows (else 0), bit 4 incl
+// (else excl), bit 5 that the node's children follow it; shape >> 6 is the
+// number of lists that close after it. Siblings come in increasing order of label, and a label is written
+// less the previous sibling's (tree roots as they are). Decimal nested lists
+// (version 2) spent 11-12 bytes a node, this 7.
 class NodeStreamWriter {
 public:
    explicit NodeStreamWriter(FileWriter& out) : out_(out) {}
 
+   ~NodeStreamWriter() { kg::release(labels_); }
+
+   // Siblings come in increasing order of label: a node's label is written
+   // less its previous sibling's (tree roots: as they are).
    void node(UInt level, UInt label, ULong calls, ULong excl, ULong incl)
    {
+      Bool has_sibling_before = pending_ && level <= level_ && level > 0;
       if (pending_) put_pending(level > level_ ? 0 : level_ - level, level > level_);
       pending_ = True;
+      label_ = has_sibling_before ? label - labels_[level] : label;
+      remember_label(level, label);
       level_ = level;
-      label_ = label;
       calls_ = calls;
       excl_ = excl;
       incl_ = incl;
@@ -524,16 +532,32 @@ public:
 
 private:
    static const UInt kMaxNodeBytes = 5 * 10;          // five 64-bit numbers
+   static const ULong kCallsInShape = 7;              // calls 0-6: in the shape
    static const UInt kLineBytes = kMaxRecordLine / 4 * 3 - kMaxNodeBytes;
+
+   // labels_[level]: the label of the last node at that level.
+   void remember_label(UInt level, UInt label)
+   {
+      if (level >= cap_) {
+         UInt cap = cap_ ? cap_ : 64;
+         while (cap <= level) cap *= 2;
+         UInt* grown = (UInt*)kg::alloc(cap * sizeof(UInt));
+         if (cap_) VG_(memcpy)(grown, labels_, cap_ * sizeof(UInt));
+         kg::release(labels_);
+         labels_ = grown;
+         cap_ = cap;
+      }
+      labels_[level] = label;
+   }
 
    void put_pending(ULong closes, Bool opens)
    {
-      ULong shape = (closes << 4) | (opens ? 8 : 0) | (calls_ != 1 ? 1 : 0) | (excl_ ? 2 : 0)
-                  | (incl_ != excl_ ? 4 : 0);
+      ULong shape = (closes << 6) | (opens ? 32 : 0) | (incl_ != excl_ ? 16 : 0) | (excl_ ? 8 : 0)
+                  | (calls_ < kCallsInShape ? calls_ : kCallsInShape);
       if (used_ > kLineBytes) flush_line();
       put_ber(shape);
       put_ber(label_);
-      if (calls_ != 1) put_ber(calls_);
+      if (calls_ >= kCallsInShape) put_ber(calls_ - kCallsInShape);
       if (excl_) put_ber(excl_);
       if (incl_ != excl_) put_ber(incl_);
    }
@@ -572,8 +596,10 @@ private:
    UInt used_ = 0;
    Bool pending_ = False;   // the last node, written once its successor shows its shape
    UInt level_ = 0;
-   UInt label_ = 0;
+   UInt label_ = 0;         // as written: less the previous sibling's
    ULong calls_ = 0, excl_ = 0, incl_ = 0;
+   UInt* labels_ = nullptr;
+   UInt cap_ = 0;
 };
 
 void write_thread_open(FileWriter& out, UInt tid, ULong nodes, ULong ir)
@@ -594,11 +620,11 @@ void write_thread_close(FileWriter& out, UInt tid)
 void write_forest_nodes(Writer& w, const core::Forest& sf, Bool incl_is_excl)
 {
    NodeStreamWriter list(w.out);
-   core::visit_preorder(sf, [&](const core::VisitInfo& v) {
+   auto written = [&](const ForestNode* n) { return w.written_label ? w.written_label[n->label] : n->label; };
+   core::visit_preorder_by(sf, [&](const core::VisitInfo& v) {
       const ForestNode* n = v.node;
-      UInt label = w.written_label ? w.written_label[n->label] : n->label;
-      list.node(v.level, label, n->calls, n->excl, incl_is_excl ? n->excl : n->incl);
-   });
+      list.node(v.level, written(n), n->calls, n->excl, incl_is_excl ? n->excl : n->incl);
+   }, written, True);
    list.finish();
 }
 

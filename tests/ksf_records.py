@@ -85,13 +85,17 @@ class NodeLists:
 
 class NodeStream:
     """Version 3 ksf-nodes: base64 of BER integers (7 bits a byte, high bit
-    on all but the last), a node 'shape label [calls] [excl] [incl]' in
-    pre-order; shape bits 0-2 say which of calls, excl, incl follow, bit 3
-    that children follow, shape >> 4 how many lists close after it."""
+    on all but the last), a node 'shape label [calls - 7] [excl] [incl]' in
+    pre-order; shape bits 0-2 are the calls (7: calls - 7 follows), bits 3
+    and 4 say that excl and incl follow, bit 5 that children follow, shape
+    >> 6 how many lists close after it. A label
+    is written less its previous sibling's (siblings in increasing order);
+    first children and tree roots as they are."""
 
     def __init__(self, forest):
         self.forest = forest
         self.open = []
+        self.previous = None     # the label of the previous sibling of the next node
 
     @staticmethod
     def numbers(data):
@@ -108,21 +112,32 @@ class NodeStream:
         i = 0
         while i < len(numbers):
             shape, label = numbers[i], numbers[i + 1]
+            if self.previous is not None:
+                label += self.previous
             i += 2
+            calls = shape & 7
+            if calls == 7:
+                calls += numbers[i]
+                i += 1
             fields = []
-            for bit, default in ((1, 1), (2, 0), (4, None)):
-                fields.append(numbers[i] if shape & bit else default)
+            for bit in (8, 16):
+                fields.append(numbers[i] if shape & bit else None)
                 i += bool(shape & bit)
-            calls, excl, incl = fields
+            excl, incl = fields[0] or 0, fields[1]
             nid = len(self.forest.nodes)
             self.forest.add(nid, self.open[-1] if self.open else None, label, calls, excl,
                             excl if incl is None else incl)
-            if shape & 8:
+            if shape & 32:
                 self.open.append(nid)
-            else:
-                closes = shape >> 4
+                self.previous = None
+            elif shape >> 6:
+                closes = shape >> 6
                 assert closes <= len(self.open)
+                outer = self.open[len(self.open) - closes]
                 del self.open[len(self.open) - closes:]
+                self.previous = self.forest.nodes[outer][1] if self.open else None
+            else:
+                self.previous = label if self.open else None
 
 
 BODY_NAME = re.compile(r'c?fn=\((\d+)\) *(.+)')

@@ -112,6 +112,7 @@ sub read_profile {
     # for the whole line at once, their order one by one; labels, roots and
     # siblings by check_forest at the thread's end.
     my ($open, $last, $nline) = ([], '', []);
+    my ($open_label, $prev_label) = ([], -1);    # version 3
     my $flush_nodes = sub {
         return unless @bpar;
         # a label past 32 bits is no known label (check_forest says so)
@@ -165,9 +166,12 @@ sub read_profile {
         return 1;
     };
     # A version 3 "# ksf-nodes" line: base64 of whole nodes, each the BER
-    # integers "shape label [calls] [excl] [incl]" (shape: bit 0 calls, bit 1
-    # excl, bit 2 incl follow; bit 3 the node's children follow; shape >> 4
-    # lists close after it). @$open carries over to the next line.
+    # integers "shape label [calls - 7] [excl] [incl]" (shape: bits 0-2 the
+    # calls, 7 if calls - 7 follows; bit 3 excl, bit 4 incl follow; bit 5 the
+    # node's children follow; shape >> 6 lists close after it). Siblings come in increasing order of label; a
+    # label is written less the previous sibling's ($prev_label, -1 for a
+    # first child or a tree root; @$open_label: the labels of @$open's
+    # nodes). These carry over to the next line.
     my $node_stream = sub {
         my ($l, $ln) = @_;
         my $b64 = substr($l, 12);
@@ -182,23 +186,32 @@ sub read_profile {
         my $top = @$open ? $open->[-1] + 1 : 0;
         while ($i < $n) {
             my $shape = $v[$i];
-            my $end = $i + 2 + ($shape & 1) + ($shape >> 1 & 1) + ($shape >> 2 & 1);
+            my $calls = $shape & 7;
+            my $end = $i + 2 + ($calls == 7) + ($shape >> 3 & 1) + ($shape >> 4 & 1);
             ferr($file, $ln, "ksf-nodes: the line ends inside node $nnodes") if $end > $n;
-            ferr($file, $ln, "ksf-nodes: node $nnodes both has children and closes lists") if $shape & 8 && $shape >= 16;
+            ferr($file, $ln, "ksf-nodes: node $nnodes both has children and closes lists") if $shape & 32 && $shape >= 64;
+            my $label = $v[$i + 1];
+            $label += $prev_label if $prev_label >= 0;
             push @bpar, $top;
-            push @bfn, $v[$i + 1];
+            push @bfn, $label;
             $i += 2;
-            push @bcal, $shape & 1 ? $v[$i++] : 1;
-            my $x = $shape & 2 ? $v[$i++] : 0;
+            push @bcal, $calls == 7 ? 7 + $v[$i++] : $calls;
+            my $x = $shape & 8 ? $v[$i++] : 0;
             push @bexc, $x;
-            push @binc, $shape & 4 ? $v[$i++] : $x;
-            if ($shape & 8) { push @$open, $nnodes; $top = $nnodes + 1 }
-            elsif ($shape >= 16) {
-                my $closes = $shape >> 4;
+            push @binc, $shape & 16 ? $v[$i++] : $x;
+            if ($shape & 32) {
+                push @$open, $nnodes;
+                push @$open_label, $label;
+                ($top, $prev_label) = ($nnodes + 1, -1);
+            } elsif ($shape >= 64) {
+                my $closes = $shape >> 6;
                 ferr($file, $ln, "ksf-nodes: node $nnodes closes $closes lists, " . scalar(@$open) . " are open")
                     if $closes > @$open;
                 splice(@$open, -$closes);
-                $top = @$open ? $open->[-1] + 1 : 0;
+                my ($outer) = splice(@$open_label, -$closes);
+                ($top, $prev_label) = @$open ? ($open->[-1] + 1, $outer) : (0, -1);
+            } else {
+                $prev_label = @$open ? $label : -1;
             }
             $nnodes++;
         }
@@ -458,6 +471,7 @@ sub read_profile {
                                calls => '', excl => '', incl => '', preorder => 1, line => $ln, (defined $tfname ? (fname => $tfname) : ()) };
                 $nnodes = 0;
                 ($open, $last, $nline) = ([], '', []);
+                ($open_label, $prev_label) = ([], -1);
             } elsif ($l =~ /^# ksf-end-thread (\d+|all)$/) {
                 ferr($file, $ln, "ksf-end-thread $1 without ksf-thread") unless $in_thread;
                 ferr($file, $ln, "ksf-end-thread $1 closes thread $in_thread->{tid}") if $1 ne $in_thread->{tid};
