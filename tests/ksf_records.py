@@ -273,3 +273,40 @@ def parse_listing(text):
         tree, i = build(i, 0)
         trees.append(tree)
     return sorted(trees)
+
+
+def ber(numbers):
+    """BER integers (Perl's pack 'w'), as version 3's ksf-nodes holds them."""
+    out = bytearray()
+    for value in numbers:
+        groups = [value & 0x7F]
+        value >>= 7
+        while value:
+            groups.append(0x80 | value & 0x7F)
+            value >>= 7
+        out += bytes(reversed(groups))
+    return bytes(out)
+
+
+def node_stream(forest):
+    """A forest's version 3 ksf-nodes numbers: pre-order, siblings by label."""
+    numbers = []
+
+    def put(nid, previous, closes_after):
+        """closes_after: the lists that close after nid's subtree."""
+        _, label, calls, excl, incl = forest.nodes[nid]
+        kids = sorted(forest.children[nid], key=lambda c: forest.nodes[c][1])
+        closes = 0 if kids else closes_after
+        shape = closes << 6 | bool(kids) << 5 | (incl != excl) << 4 | bool(excl) << 3 | min(calls, 7)
+        numbers.extend([shape, label - previous])
+        numbers.extend([calls - 7] if calls >= 7 else [])
+        numbers.extend([excl] if excl else [])
+        numbers.extend([incl] if incl != excl else [])
+        previous = 0
+        for i, kid in enumerate(kids):
+            put(kid, previous, closes_after + 1 if i == len(kids) - 1 else 0)
+            previous = forest.nodes[kid][1]
+
+    for nid in forest.roots:
+        put(nid, 0, 0)
+    return numbers
