@@ -40,9 +40,16 @@ static_assert(offsetof(Now, bb_state) <= 64, "function mode's part of Now fits o
 // function, so that inline IR may read through it.
 static UWord unused_active;
 static Transition* no_kids[kKidSlots];
-static Transition no_transition = { 0, 0, 0, &unused_active, nullptr, 0, nullptr, kActivation,
-                                    no_kids, nullptr, nullptr, nullptr, nullptr, nullptr };
+static Transition no_transition = { 0, 0, 0, &unused_active, nullptr, 0, nullptr, kActivation, 0,
+                                    no_kids, nullptr, nullptr };
 
+
+// A transition's index key besides its parent (see transition_key).
+static const void* transition_key(const Transition* tr);
+struct TransitionKeys {
+   static const void* a(const Transition* tr) { return tr->parent; }
+   static const void* b(const Transition* tr) { return transition_key(tr); }
+};
 
 namespace {
 
@@ -81,10 +88,9 @@ struct ThreadState {
    Forest* forest;
    Forest* view;            // the body's contexts (see ActNode), or forest
    Now saved;               // kg_now while another thread runs
-   PairMap<ActNode> acts;             // (top, bottom) -> ActNode
-   PairMap<ActPair> view_acts;        // the same for the view forest
-   PairMap<Transition> transitions;   // (parent ActNode, fn or kind) -> Transition
-   Transition* all_transitions;
+   PairMap<ActNode, kDenseLoad> acts;             // (top, bottom) -> ActNode
+   PairMap<ActPair> view_acts;                    // the same for the view forest
+   PairIndex<Transition, TransitionKeys, 1024, kDenseLoad> transitions;   // (parent, transition_key)
    // Block modes.
    BlockFrame* bb;          // intra: indexed by frame depth
    UInt bb_cap;
@@ -144,7 +150,6 @@ void set_pair(ActPair* n, const Activation& act)
 {
    n->depth = act.depth;
    n->phase = act.phase;
-   n->ctx = forest_canonical(act);
 }
 
 // The activation's node; view_act is its activation in the view forest (a
@@ -152,41 +157,52 @@ void set_pair(ActPair* n, const Activation& act)
 ActNode* act_node(ThreadState* t, const Activation& act, const Activation& view_act)
 {
    ActNode* n = t->acts.get(act.top, act.bottom);
-   if (!n->ctx) {
+   if (!n->view) {
       set_pair(n, act);
-      // At k = inf act.top is ctx: no other pair of the thread shares it
-      // (3 M fewer table entries for cc1plus).
-      n->active = clo.k == kInfiniteK ? &n->own_active : &active_counts.get(n->ctx, t)->n;
       if (t->view == t->forest) {
          n->view = n;
       } else {
-         ActPair* v = t->view_acts.get(view_act.top, view_act.bottom);
-         if (!v->ctx) set_pair(v, view_act);
+         ActPair* v = t->view_acts.find(view_act.top, view_act.bottom);
+         if (!v) {
+            v = t->view_acts.get(view_act.top, view_act.bottom);
+            set_pair(v, view_act);
+         }
          n->view = v;
       }
    }
    return n;
 }
 
-// The transition of thread t for `key` (a function, or a fence kind) from
-// `parent` (an ActNode, or a Transition for fences); created with zero counts.
-Transition* transition(ThreadState* t, const void* parent, const void* key, Bool* created)
+// The count of thread t's frames now in n's context.
+UWord* active_count(ThreadState* t, ActNode* n)
 {
-   Transition* tr = t->transitions.get(parent, key);
-   *created = tr->child == nullptr;
-   if (*created) {
-      tr->next = t->all_transitions;
-      t->all_transitions = tr;
-      tr->kids = no_kids;
-   }
+   // At k = inf a node has one activation pair: no other pair of the
+   // thread shares the count (3 M fewer table entries for cc1plus).
+   return clo.k == kInfiniteK ? &n->own_active : &active_counts.get(n->ctx(), t)->n;
+}
+
+// The transition of thread t for `key` (transition_key) from `parent` (an
+// ActNode, or a Transition for fences), or when there is none a new one
+// with zero counts, whose key fields (kind, function, site) init sets.
+template <typename Init>
+Transition* transition(ThreadState* t, const void* parent, const void* key, Init init)
+{
+   Transition* tr = t->transitions.find(parent, key);
+   if (tr) return tr;
+   tr = (Transition*)alloc_permanent(sizeof(Transition));
+   tr->parent = parent;
+   tr->kids = no_kids;
+   init(tr);
+   tl_assert(transition_key(tr) == key);
+   t->transitions.insert(tr);
    return tr;
 }
 
-void set_child(Transition* tr, ActNode* child, FnInfo* fn, FrameKind kind)
+void set_child(ThreadState* t, Transition* tr, ActNode* child, FnInfo* fn, FrameKind kind)
 {
    tr->child = child;
-   tr->ctx = child->view->ctx;
-   tr->active = child->active;
+   tr->ctx = child->view->ctx();
+   tr->active = active_count(t, child);
    tr->fn = fn;
    tr->kind = kind;
 }
@@ -202,82 +218,98 @@ struct SiteCallee {
 };
 PairMap<SiteCallee> site_callees;
 
+} // namespace
+
+// A transition's key is found from its fields, not kept in it (8 bytes a
+// k-SF node at k=inf): an activation's is its interned (site, callee) (none
+// for a thread's root), an untraced function's frame's its function, a
+// fence's its kind.
+static const void* transition_key(const Transition* tr)
+{
+   switch (tr->kind) {
+   case kActivation: return tr->fn ? site_callees.find((const void*)tr->site, tr->fn) : nullptr;
+   case kTransparent: return tr->fn;
+   default: return (const void*)(UWord)tr->kind;
+   }
+}
+
+namespace {
+
 // The transition into traced function fn from parent at call site `site`
 // (0: not known; a signal handler's: the interrupted instruction), with the
 // call edge of that site.
 Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, BlockInfo* blk, Addr site)
 {
-   Bool created;
-   Transition* tr = transition(t, parent, site_callees.get((const void*)site, fn), &created);
-   if (!created) return tr;
-
-   Activation act = forest_enter(t->forest, parent->act(), fn->id + 1);
-   // forest_enter counted this activation in top and bottom; transitions
-   // count every activation themselves (flush_transitions).
-   act.top->calls--;
-   if (act.bottom) act.bottom->calls--;
-   Activation view_act = t->view == t->forest ? act : forest_enter(t->view, parent->view->act(), fn->id + 1);
-   set_child(tr, act_node(t, act, view_act), fn, kActivation);
-   tr->site = site;
-   tr->edge = call_edge(parent->view->ctx, tr->ctx, site);
-   // The calls= target position of the block modes' body.
-   if (!tr->edge->target) tr->edge->target = blk->addr;
-   return tr;
+   return transition(t, parent, site_callees.get((const void*)site, fn), [&](Transition* tr) {
+      Activation act = forest_enter(t->forest, parent->act(), fn->id + 1);
+      // forest_enter counted this activation in top and bottom; transitions
+      // count every activation themselves (flush_transitions).
+      act.top->calls--;
+      if (act.bottom) act.bottom->calls--;
+      Activation view_act = t->view == t->forest ? act : forest_enter(t->view, parent->view->act(), fn->id + 1);
+      set_child(t, tr, act_node(t, act, view_act), fn, kActivation);
+      tr->site = site;
+      CallEdge* edge = call_edge(parent->view->ctx(), tr->ctx, site);
+      // The calls= target position of the block modes' body.
+      if (!edge->target) edge->target = blk->addr;
+   });
 }
 
-// The parent activation of an activation's transition.
+// The parent activation of an activation's transition (none for the root's).
 const ActNode* parent_activation(const Transition* tr)
 {
-   return (const ActNode*)tr->a;
+   return (const ActNode*)tr->parent;
+}
+
+// The call edge of an activation's transition, made when the transition was.
+CallEdge* transition_edge(const Transition* tr)
+{
+   return call_edge(parent_activation(tr)->view->ctx(), tr->ctx, tr->site);
 }
 
 // A frame of an untraced function: costs stay in the parent activation's.
 Transition* transparent_transition(ThreadState* t, ActNode* parent, FnInfo* fn)
 {
-   Bool created;
-   Transition* tr = transition(t, parent, fn, &created);
-   if (created) set_child(tr, parent, fn, kTransparent);
-   return tr;
+   return transition(t, parent, fn, [&](Transition* tr) { set_child(t, tr, parent, fn, kTransparent); });
 }
 
 // A signal fence over the top frame (keyed by the top frame's transition,
 // whose function the handler interrupted).
 Transition* fence_transition(ThreadState* t, Transition* top, FrameKind kind)
 {
-   Bool created;
-   Transition* tr = transition(t, top, (const void*)(UWord)kind, &created);
-   if (created) set_child(tr, top->child, top->fn, kind);
-   return tr;
+   return transition(t, top, (const void*)(UWord)kind,
+                     [&](Transition* tr) { set_child(t, tr, top->child, top->fn, kind); });
 }
 
 // Adds every transition's deferred counters to the forest and the edges.
 void flush_transitions(ThreadState* t)
 {
-   for (Transition* tr = t->all_transitions; tr; tr = tr->next) {
-      if (tr->kind != kActivation) continue;
+   t->transitions.for_each([t](Transition* tr) {
+      if (tr->kind != kActivation || (!tr->calls && !tr->edge_incl)) return;
       Activation act = tr->child->act();
       act.top->calls += tr->calls;
       if (act.bottom) act.bottom->calls += tr->calls;
-      if (tr->edge) {
-         tr->edge->calls += tr->calls;
-         tr->edge->incl += tr->edge_incl;
+      const ActNode* parent = parent_activation(tr);
+      if (parent) {
+         CallEdge* edge = transition_edge(tr);
+         edge->calls += tr->calls;
+         edge->incl += tr->edge_incl;
       }
-      ForestNode* node = tr->child->ctx;
+      ForestNode* node = tr->child->ctx();
       node->incl += tr->ctx_incl;
       if (t->view != t->forest) {
          // The body's counters are the view's: a k-SF node's exclusive cost
          // is its activations' inclusive cost less their callees'.
          node->excl += tr->edge_incl;
-         if (tr->edge) parent_activation(tr)->ctx->excl -= tr->edge_incl;
+         if (parent) parent->ctx()->excl -= tr->edge_incl;
       }
       tr->calls = tr->edge_incl = tr->ctx_incl = 0;
-   }
+   });
 }
 
 void zero_transitions(ThreadState* t)
 {
-   for (Transition* tr = t->all_transitions; tr; tr = tr->next)
-      tr->calls = tr->edge_incl = tr->ctx_incl = 0;
+   t->transitions.for_each([](Transition* tr) { tr->calls = tr->edge_incl = tr->ctx_incl = 0; });
 }
 
 // base[0] is a sentinel below the stack's base frame (inline pops read the
@@ -350,11 +382,11 @@ ThreadState* thread_state(ThreadId tid)
       t->view = separate_view() ? forest_new(clo.view_k) : t->forest;
    }
    // The root frame is the base of the thread's own stack.
-   Bool created;
-   Transition* root = transition(t, nullptr, nullptr, &created);
-   Activation root_act = forest_root(t->forest);
-   Activation view_root = t->view == t->forest ? root_act : forest_root(t->view);
-   set_child(root, act_node(t, root_act, view_root), nullptr, kActivation);
+   Transition* root = transition(t, nullptr, nullptr, [t](Transition* tr) {
+      Activation root_act = forest_root(t->forest);
+      Activation view_root = t->view == t->forest ? root_act : forest_root(t->view);
+      set_child(t, tr, act_node(t, root_act, view_root), nullptr, kActivation);
+   });
    Addr lo, hi;
    own_stack_memory(tid, &lo, &hi);
    t->own = t->stack = new_shadow_stack(root, lo, hi);
@@ -586,6 +618,62 @@ void unwind_to_sp(ThreadState* t, Addr sp)
    if (kg_region_watching) region_stack_rose(t->tid, sp);
 }
 
+// Kid arrays that grew, for reuse: free_kids[i] lists arrays of 2^i slots,
+// linked through their first slot.
+Transition** free_kids[4];
+
+UInt kid_slots(const Transition* tr) { return (UInt)(tr->kid_mask / sizeof(void*)) + 1; }
+
+Transition** new_kids(UInt slots)
+{
+   UInt i = 0;
+   while ((1u << i) < slots) i++;
+   Transition** kids = i < 4 ? free_kids[i] : nullptr;
+   if (kids) free_kids[i] = (Transition**)kids[0];
+   else kids = (Transition**)alloc_permanent(slots * sizeof(Transition*));
+   for (UInt s = 0; s < slots; s++) kids[s] = &no_transition;
+   return kids;
+}
+
+void release_kids(Transition** kids, UInt slots)
+{
+   UInt i = 0;
+   while ((1u << i) < slots) i++;
+   kids[0] = (Transition*)free_kids[i];
+   free_kids[i] = kids;
+}
+
+// Twice the slots; each kid keeps a slot of its own.
+void grow_kids(Transition* tr)
+{
+   UInt slots = kid_slots(tr);
+   Transition** old = tr->kids;
+   tr->kids = new_kids(slots * 2);
+   tr->kid_mask = (UInt)((slots * 2 - 1) * sizeof(void*));
+   for (UInt s = 0; s < slots; s++)
+      if (old[s] != &no_transition) tr->kids[kid_slot(old[s]->fn, old[s]->site, tr->kid_mask)] = old[s];
+   release_kids(old, slots);
+}
+
+// kid becomes top's kid in its slot: the array grows while another kid has
+// that slot, up to kKidSlots (then kid replaces it).
+void add_kid(Transition* top, Transition* kid)
+{
+   if (top->kids == no_kids) {
+      UInt slots = kids_grow() ? 1 : kKidSlots;
+      top->kids = new_kids(slots);
+      top->kid_mask = (UInt)((slots - 1) * sizeof(void*));
+   }
+   for (;;) {
+      Transition*& slot = top->kids[kid_slot(kid->fn, kid->site, top->kid_mask)];
+      if (slot == &no_transition || kid_slots(top) == kKidSlots) {
+         slot = kid;
+         return;
+      }
+      grow_kids(top);
+   }
+}
+
 // The transition into traced fn from the top frame at call_site (0: not
 // known): the top frame's kid in their slot if that is the one (inline IR
 // missed it: a full stack, or not entered by a call), else the thread's
@@ -593,13 +681,10 @@ void unwind_to_sp(ThreadState* t, Addr sp)
 Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, Addr call_site)
 {
    Transition* top = kg_now->top->tr;
-   if (top->kids == no_kids) {
-      top->kids = (Transition**)alloc_permanent(sizeof(no_kids));
-      VG_(memcpy)(top->kids, no_kids, sizeof(no_kids));
-   }
-   Transition*& kid = top->kids[kid_slot(fn, call_site)];
-   if (kid->fn != fn || kid->site != call_site)
-      kid = activation_transition(t, top->child, fn, blk, call_site);
+   Transition* kid = top->kids[kid_slot(fn, call_site, top->kid_mask)];
+   if (kid->fn == fn && kid->site == call_site) return kid;
+   kid = activation_transition(t, top->child, fn, blk, call_site);
+   add_kid(top, kid);
    return kid;
 }
 
@@ -625,6 +710,8 @@ void activity_init()
    for (UInt i = 0; i < kKidSlots; i++) no_kids[i] = &no_transition;
    kg_now->top_sp = ~(Addr)0;
 }
+
+Bool kids_grow() { return clo.k == kInfiniteK; }
 
 // Code without symbols: the function is named by the address it was called at.
 FnInfo* activated_function(BlockInfo* blk)
@@ -932,7 +1019,7 @@ static void settle_frames(Frame* first, Frame* top, ULong now, Bool suspended)
 static void settle_root(ThreadState* t, ULong now)
 {
    Frame& root = t->own->frames[0];
-   ForestNode* root_node = root.tr->child->ctx;
+   ForestNode* root_node = root.tr->child->ctx();
    root_node->incl += now - root.ir_at_entry;
    if (t->view != t->forest) root_node->excl += now - root.ir_at_entry;
    root.ir_at_entry = now;
@@ -1037,7 +1124,7 @@ UWord n_context_ids = 0;
 UWord current_context_id(ThreadId tid)
 {
    switch_to(tid);
-   ForestNode* node = kg_now->top->tr->child->ctx;
+   ForestNode* node = kg_now->top->tr->child->ctx();
    UWord serial = clo.join_threads ? 0 : current->serial;
    ContextId* c = context_ids.get(node, (const void*)serial);
    if (!c->id) c->id = ++n_context_ids;
@@ -1057,7 +1144,7 @@ void for_each_live_thread(void (*f)(UInt thread, ThreadId tid, const ForestNode*
    for (ThreadState* t = all_threads; t; t = t->next) {
       if (!by_tid[t->tid] || by_tid[t->tid] != t) continue;
       const Now& now = now_of(t);
-      f(t->serial, t->tid, now.top->tr->child->ctx, (UInt)(now.top - t->stack->frames), arg);
+      f(t->serial, t->tid, now.top->tr->child->ctx(), (UInt)(now.top - t->stack->frames), arg);
    }
 }
 
@@ -1081,7 +1168,7 @@ void close_thread(ThreadState* t)
    run_on(t, t->own);
    // __root__'s inclusive cost is the thread's whole run.
    Frame& root = t->own->frames[0];
-   ForestNode* root_node = root.tr->child->ctx;
+   ForestNode* root_node = root.tr->child->ctx();
    root_node->incl += kg_now->ir - root.ir_at_entry;
    if (t->view != t->forest) root_node->excl += kg_now->ir - root.ir_at_entry;   // as flush_transitions
    root.ir_at_entry = kg_now->ir;
@@ -1156,9 +1243,11 @@ void finish_all_threads()
       });
    }
    // No more lookups: their tables' memory goes to the output's buffers.
+   // The transitions are found through their index: flushed first.
    for (ThreadState* t = all_threads; t; t = t->next) {
+      flush_transitions(t);
       t->acts.forget_index();
-      t->transitions.forget_index();
+      t->transitions.clear();
       t->view_acts.forget_index();
    }
    active_counts.forget_index();

@@ -15,7 +15,7 @@ struct ThreadState;
 // ---- The hot path's data (inline IR reads and writes these fields) --------
 
 // What a frame is.
-enum FrameKind : UWord {
+enum FrameKind : UInt {
    kActivation,       // an activation of a traced function
    kTransparent,      // an untraced function: costs go to the caller's activation
    kSignalFence,      // the interrupted code's boundary while a handler runs
@@ -29,14 +29,17 @@ struct ActPair {
    const void* b;     // PairMap key: bottom
    UInt depth;        // the rest of the Activation
    UInt phase;
-   ForestNode* ctx;   // canonical(act): where its calls and costs go
    Activation act() const { return { (ForestNode*)a, (ForestNode*)b, depth, phase }; }
+   // canonical(act): where its calls and costs go
+   ForestNode* ctx() const { return (ForestNode*)(b ? b : a); }
 };
 
 // An activation of the thread's k-SF.
 struct ActNode : ActPair {
-   UWord* active;     // frames of this thread now in ctx: own_active at
-   UWord own_active;  // k = inf, where a node has one activation pair
+   // Frames of this thread now in ctx() at k = inf, where a node has one
+   // activation pair (else a count shared by the node's pairs: the
+   // transitions' `active`).
+   UWord own_active;
    // The same activation in the view forest (the body's contexts at
    // --view-k, shared by many k-SF activations), or this node itself when
    // the view is the k-SF.
@@ -44,28 +47,39 @@ struct ActNode : ActPair {
 };
 
 // A function called from one call site of one activation of a thread: the
-// child activation, the call edge at that site, and counters whose transfer
-// to the forest and the edge is deferred (flush_transitions), so that a
-// frame push or pop touches one record. Frames of other kinds (fences,
-// untraced functions) have one too (site 0).
+// child activation and counters whose transfer to the forest and the call
+// edge at that site is deferred (flush_transitions), so that a frame push
+// or pop touches one record. Frames of other kinds (fences, untraced
+// functions) have one too (site 0).
+// At k = inf a transition's kid array has 1, 2, 4, 8 or kKidSlots slots: it
+// doubles when a new kid's slot is taken (most deep forests' transitions call one or
+// two callees: cc1plus at k=inf, 57 % of 1.58 M arrays hold one kid).
+// At finite k the arrays have kKidSlots from the first kid on, and inline IR
+// masks with the constant kKidOffsetMask (cppvirt k=2 ran 4-6 % slower
+// with the mask loaded from the transition).
 const UInt kKidSlots = 16;
-// The kid slot of a call of fn from site: inline IR computes it from the
-// pending call's site as ((site ^ (fn->id << 3)) & kKidOffsetMask), the
-// slot's byte offset.
 const UWord kKidOffsetMask = (kKidSlots - 1) * sizeof(void*);
-inline UInt kid_slot(const FnInfo* fn, Addr site)
+// Whether kid arrays grow from one slot (k = inf) or start full.
+Bool kids_grow();
+// The kid slot of a call of fn from site in an array whose slots' byte
+// offsets are masked by kid_mask: inline IR computes it from the pending
+// call's site as ((site ^ (fn->id << 3)) & kid_mask), the slot's byte
+// offset. A bigger array keeps every kid's slot distinct (its mask has the
+// smaller one's bits).
+inline UInt kid_slot(const FnInfo* fn, Addr site, UWord kid_mask)
 {
-   return (UInt)(((site ^ ((Addr)fn->id << 3)) & kKidOffsetMask) / sizeof(void*));
+   return (UInt)(((site ^ ((Addr)fn->id << 3)) & kid_mask) / sizeof(void*));
 }
 struct Transition {
    ULong calls;         // activations since the last flush
    ULong edge_incl;     // their inclusive cost
-   ULong ctx_incl;      // the part of it in outermost activations of child->ctx
-   UWord* active;       // child->active
-   ForestNode* ctx;     // child->view->ctx: the context of the block counters
+   ULong ctx_incl;      // the part of it in outermost activations of child->ctx()
+   UWord* active;       // frames now in child->ctx() (active_count)
+   ForestNode* ctx;     // child->view->ctx(): the context of the block counters
    Addr site;           // the call site (instruction) of an activation's frame
    FnInfo* fn;          // the function running in the frame
-   UWord kind;          // FrameKind
+   UInt kind;           // FrameKind (inline IR reads these two as 32 bits)
+   UInt kid_mask;       // (slots of kids - 1) * sizeof(void*)
    // The transitions this frame's calls pushed, by callee and call site:
    // kids[s] is the last one whose (function, site) has slot s (kid_slot),
    // or no transition. A traced function's first block pushes the top
@@ -74,15 +88,16 @@ struct Transition {
    // that site (kg_instrument.cpp, add_inline_entry).
    // A shared array of no transitions until this transition's frames call
    // a traced function: half of a deep forest's nodes never call one
-   // (cc1plus at k=inf: 1.53 M of 3.0 M), and the array is 128 bytes.
+   // (cc1plus at k=inf: 1.53 M of 3.0 M).
    Transition** kids;
    // Not read by inline IR.
    ActNode* child;      // the frame's activation
-   const void* a;       // PairMap key: the parent ActNode (per function), the
-   const void* b;       // per-function transition (per site); fn, the site,
-                        // or the kind for fences
-   CallEdge* edge;      // parent view ctx -> child view ctx at site (activations)
-   Transition* next;    // the thread's transitions
+   // The parent ActNode (a Transition for fences). With a key of the
+   // transition's own fields (transition_key) it is the transition's key in
+   // its thread's index.
+   const void* parent;
+   // The call edge (parent view ctx -> child view ctx at site) is found when
+   // the counters are flushed, not kept here (8 bytes a k-SF node at k=inf).
 };
 
 struct Frame {

@@ -6,27 +6,24 @@
 
 namespace kg {
 
-// The counters of one (context, block): one per block slot, right after the
-// key, so that finding them in the index brings them into the cache.
-struct BlockCounters {
-   const void* a;      // ForestNode* context
-   const void* b;      // BlockInfo*
-   ULong* counters() { return (ULong*)(this + 1); }
-   const ULong* counters() const { return (const ULong*)(this + 1); }
-};
+// The counters of one (context, block), as a context's table holds them:
+// the block's id above a 32-bit offset into the counter store (a slot needs
+// no key in the counters' memory, and a probe compares ids without following
+// a pointer: the 16-byte (context, block) key took 24 MB on cc1plus,
+// docs/performance.md). 0 is a free slot (ids start at 1).
+typedef UWord CountersRef;
+static CountersRef counters_ref(UInt block_id, UInt offset) { return (UWord)block_id << 32 | offset; }
+static UInt ref_block_id(CountersRef r) { return (UInt)(r >> 32); }
+static UInt ref_offset(CountersRef r) { return (UInt)r; }
 
-// One context's blocks: while the run goes on, tagged pointers to their
-// counters (as PairIndex: 16 bits of the block's hash above the address),
-// open addressing, load at most 7/8 (the tags keep probes in the slots; 3/4
-// was as fast and 2.7 MB bigger on cc1plus); at exit (ExitCosts), the plain
-// pointers in slots[0, used), and `a` the context they are reported in.
-const UWord kContextTagMask = ~(UWord)0 << 48;
+// One context's blocks: open addressing by the block's id, load at most 7/8
+// (3/4 was as fast and 2.7 MB bigger on cc1plus); at exit (ExitCosts), the
+// refs in slots[0, used), and `a` the context they are reported in.
 struct ContextBlocks {
    const void* a;        // ForestNode* context
-   UWord* slots;
-   UInt cap;             // a power of two
+   CountersRef* slots;
+   UInt cap;             // a power of two or 1.5 times one
    UInt used;
-   BlockCounters* entry(UInt i) const { return (BlockCounters*)slots[i]; }
 };
 
 namespace {
@@ -49,6 +46,52 @@ Word compare_lines(UWord a, UWord b)
 }
 
 
+// Every (context, block)'s counters, back to back in chunks that never move
+// (blocks cache pointers to them), each found by a 32-bit offset in counters.
+class CounterStore {
+public:
+   // Room for n zeroed counters (n at most a chunk); its offset.
+   UInt add(UInt n)
+   {
+      tl_assert(n <= kChunkCounters);
+      if (n > room_) new_chunk();
+      UInt offset = next_;
+      next_ += n;
+      room_ -= n;
+      return offset;
+   }
+   ULong* at(UInt offset) const { return chunks_[offset >> kChunkShift] + (offset & (kChunkCounters - 1)); }
+
+private:
+   static const UInt kChunkShift = 13;   // 64 KB chunks, as alloc_permanent's
+   static const UInt kChunkCounters = 1u << kChunkShift;
+
+   void new_chunk()
+   {
+      UWord chunk = n_chunks_++;
+      if (chunk >> (32 - kChunkShift))
+         VG_(tool_panic)((HChar*)"kgrind: more than 2^32 counters (32 GB): too many (context, block) pairs");
+      if (chunk == chunks_cap_) {
+         UWord cap = chunks_cap_ ? 2 * chunks_cap_ : 64;
+         ULong** bigger = (ULong**)kg::alloc(cap * sizeof(ULong*), "kg.counters");
+         if (chunk) VG_(memcpy)(bigger, chunks_, chunk * sizeof(ULong*));
+         kg::release(chunks_);
+         chunks_ = bigger;
+         chunks_cap_ = cap;
+      }
+      chunks_[chunk] = (ULong*)alloc_zeroed(kChunkCounters * sizeof(ULong), "kg.counters");
+      next_ = (UInt)(chunk << kChunkShift);
+      room_ = kChunkCounters;
+   }
+
+   ULong** chunks_ = nullptr;
+   UWord chunks_cap_ = 0;
+   UWord n_chunks_ = 0;
+   UInt next_ = 0;       // offset of the next free counter
+   UInt room_ = 0;       // free counters left in the last chunk
+};
+CounterStore counter_store;
+
 // The (context, block) counters, indexed per context: a block that misses
 // its inline ways (a function run in many contexts: cc1plus, 130 M misses)
 // probes its context's own small table, whose slots stay in the cache while
@@ -60,46 +103,44 @@ Word compare_lines(UWord a, UWord b)
 class BlockCountersIndex {
 public:
    // The counters of (ctx, blk), created zeroed with room for n_counters.
-   BlockCounters* get(const ForestNode* ctx, const BlockInfo* blk, UInt n_counters)
+   ULong* get(const ForestNode* ctx, const BlockInfo* blk, UInt n_counters)
    {
       ContextBlocks* c = blocks_of(ctx);
-      UWord h = hash(blk);
-      UWord tag = h & kTagMask;
-      UWord mask = c->cap - 1;
-      for (UWord i = (h >> 32) & mask; c->slots[i]; i = (i + 1) & mask) {
-         if ((c->slots[i] & kTagMask) != tag) continue;
-         BlockCounters* e = (BlockCounters*)(c->slots[i] & ~kTagMask);
-         if (e->b == blk) return e;
+      UInt i = home(blk->id, c->cap);
+      for (; c->slots[i]; i = next(c, i))
+         if (ref_block_id(c->slots[i]) == blk->id) return counter_store.at(ref_offset(c->slots[i]));
+      CountersRef ref = counters_ref(blk->id, counter_store.add(n_counters));
+      if ((c->used + 1) * 8 > c->cap * 7) {
+         grow(c);
+         put(c, ref);
+      } else {
+         c->slots[i] = ref;
       }
-      BlockCounters* e = (BlockCounters*)alloc_permanent(sizeof(BlockCounters) + n_counters * sizeof(ULong));
-      e->a = ctx;
-      e->b = blk;
-      if ((c->used + 1) * 8 > c->cap * 7) grow(c);
-      put(c, e);
       c->used++;
-      return e;
+      return counter_store.at(ref_offset(ref));
    }
 
+   // f(context's table, ref) for every (context, block).
    template <typename F> void for_each(F f) const
    {
       contexts_.for_each([&](ContextBlocks* c) {
          for (UInt i = 0; i < c->cap; i++)
-            if (c->slots[i]) f((BlockCounters*)(c->slots[i] & ~kTagMask));
+            if (c->slots[i]) f(c, c->slots[i]);
       });
    }
 
    template <typename F> void for_each_context(F f) const { contexts_.for_each(f); }
 
    // Every context's table as an array of *n (the caller releases it), in
-   // the index's own memory, each table holding its plain entry pointers in
-   // slots[0, used): at exit, where an array of every entry could set the
-   // peak RSS (cc1plus: 12 MB). The index is empty afterwards.
+   // the index's own memory, each table holding its refs in slots[0, used):
+   // at exit, where an array of every pair could set the peak RSS (cc1plus:
+   // 12 MB). The index is empty afterwards.
    ContextBlocks** take_contexts(UWord* n)
    {
       contexts_.for_each([](ContextBlocks* c) {
          UInt m = 0;
          for (UInt i = 0; i < c->cap; i++)
-            if (c->slots[i]) c->slots[m++] = c->slots[i] & ~kTagMask;
+            if (c->slots[i]) c->slots[m++] = c->slots[i];
          c->used = m;
       });
       VG_(memset)(recent_, 0, sizeof recent_);
@@ -112,10 +153,18 @@ private:
       static const void* b(const ContextBlocks*) { return nullptr; }
    };
    static const UInt kFirstCap = 4;
-   static const UWord kTagMask = kContextTagMask;
-   static const UInt kSizeClasses = 32;
+   static const UInt kSizeClasses = 64;
 
-   static UWord hash(const BlockInfo* blk) { return (UWord)blk * 0x9E3779B97F4A7C15ULL; }
+   // A block's first slot in a table of cap slots: its hash scaled to cap.
+   static UInt home(UInt block_id, UInt cap)
+   {
+      UWord h = (UWord)block_id * 0x9E3779B97F4A7C15ULL >> 32;
+      return (UInt)(h * cap >> 32);
+   }
+   static UInt next(const ContextBlocks* c, UInt i) { return i + 1 == c->cap ? 0 : i + 1; }
+   // Tables grow by half or a third (4, 6, 8, 12, ...), not double: slots at
+   // a load of about 0.7 instead of 0.55 (cc1plus: 2.2 M slots, not 2.8 M).
+   static UInt next_cap(UInt cap) { return cap & (cap - 1) ? cap + cap / 3 : cap + cap / 2; }
 
    ContextBlocks* blocks_of(const ForestNode* ctx)
    {
@@ -132,43 +181,41 @@ private:
       return recent = c;
    }
 
-   static void put(ContextBlocks* c, BlockCounters* e)
+   static void put(ContextBlocks* c, CountersRef ref)
    {
-      UWord h = hash((const BlockInfo*)e->b);
-      UWord mask = c->cap - 1;
-      UWord i = (h >> 32) & mask;
-      while (c->slots[i]) i = (i + 1) & mask;
-      c->slots[i] = (h & kTagMask) | (UWord)e;
+      UInt i = home(ref_block_id(ref), c->cap);
+      while (c->slots[i]) i = next(c, i);
+      c->slots[i] = ref;
    }
 
    void grow(ContextBlocks* c)
    {
-      UWord* old = c->slots;
+      CountersRef* old = c->slots;
       UInt old_cap = c->cap;
-      c->cap = 2 * old_cap;
+      c->cap = next_cap(old_cap);
       c->slots = new_slots(c->cap);
       for (UInt i = 0; i < old_cap; i++)
-         if (old[i]) put(c, (BlockCounters*)(old[i] & ~kTagMask));
+         if (old[i]) put(c, old[i]);
       free_slots(old, old_cap);
    }
 
-   // Slot arrays come from permanent memory and are recycled by size (a
-   // power of two): most are a few dozen bytes, where VG_(malloc)'s 32
-   // bytes of headers a block would add half to the index.
-   static UInt size_class(UInt cap) { return 31 - __builtin_clz(cap); }
-   UWord* new_slots(UInt cap)
+   // Slot arrays come from permanent memory and are recycled by size: most
+   // are a few dozen bytes, where VG_(malloc)'s 32 bytes of headers a block
+   // would add half to the index.
+   static UInt size_class(UInt cap) { return 2 * (31 - __builtin_clz(cap)) + ((cap & (cap - 1)) != 0); }
+   CountersRef* new_slots(UInt cap)
    {
-      UWord*& head = free_[size_class(cap)];
-      UWord* s = head;
-      if (!s) return (UWord*)alloc_permanent(cap * sizeof(UWord));
-      head = (UWord*)s[0];
-      VG_(memset)(s, 0, cap * sizeof(UWord));
+      CountersRef*& head = free_[size_class(cap)];
+      CountersRef* s = head;
+      if (!s) return (CountersRef*)alloc_permanent(cap * sizeof(CountersRef));
+      head = (CountersRef*)s[0];
+      VG_(memset)(s, 0, cap * sizeof(CountersRef));
       return s;
    }
-   void free_slots(UWord* s, UInt cap)
+   void free_slots(CountersRef* s, UInt cap)
    {
-      UWord*& head = free_[size_class(cap)];
-      s[0] = (UWord)head;
+      CountersRef*& head = free_[size_class(cap)];
+      s[0] = (CountersRef)head;
       head = s;
    }
 
@@ -176,7 +223,7 @@ private:
    // The tables of recently run contexts, by a hash of the context.
    static const UInt kRecent = 256;
    ContextBlocks* recent_[kRecent] = {};
-   UWord* free_[kSizeClasses] = {};
+   CountersRef* free_[kSizeClasses] = {};
 };
 
 BlockCountersIndex block_counters;   // probed at every context change of a block
@@ -225,7 +272,14 @@ static void remember_block(BlockInfo* b)
       all_blocks = bigger;
    }
    all_blocks[n_blocks++] = b;
+   b->id = (UInt)n_blocks;
+   tl_assert(b->id == n_blocks);
 }
+
+static const BlockInfo* block_by_id(UInt id) { return all_blocks[id - 1]; }
+
+// Counters a (context, block) has: one per slot, at least one.
+static UInt counter_count(const BlockInfo* blk) { return blk->n_slots ? blk->n_slots : 1; }
 
 void forget_cached_counters()
 {
@@ -246,14 +300,14 @@ static ULong* uncounted_counters(UInt n_slots)
    return sink;
 }
 
-BlockInfo* block_info_new(Addr addr, UInt n_slots, SourceLine** slots)
+BlockInfo* block_info_new(Addr addr, UInt n_lines, SourceLine** lines)
 {
-   BlockInfo* b = (BlockInfo*)alloc_permanent(sizeof(BlockInfo));
+   BlockInfo* b = (BlockInfo*)alloc_permanent(sizeof(BlockInfo) + n_lines * sizeof(SourceLine*));
    remember_block(b);
    b->addr = addr;
-   b->n_slots = n_slots;
-   b->slots = (SourceLine**)alloc_permanent(n_slots * sizeof(SourceLine*));
-   for (UInt i = 0; i < n_slots; i++) b->slots[i] = slots[i];
+   b->n_slots = n_lines;
+   SourceLine** after = (SourceLine**)(b + 1);
+   for (UInt i = 0; i < n_lines; i++) after[i] = lines[i];
    return b;
 }
 
@@ -295,9 +349,9 @@ void point_block_at_table(BlockInfo* blk, ForestNode* ctx)
       blk->ways[0] = { ctx, uncounted_counters(blk->n_slots + 1) };
       return;
    }
-   BlockCounters* e = block_counters.get(ctx, blk, blk->n_slots ? blk->n_slots : 1);
+   ULong* counters = block_counters.get(ctx, blk, counter_count(blk));
    blk->ways[1] = blk->ways[0];   // the least recent way makes room
-   blk->ways[0] = { ctx, e->counters() };
+   blk->ways[0] = { ctx, counters };
 }
 
 extern "C" void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk)
@@ -394,18 +448,24 @@ static UInt flush_points(const BlockInfo* blk)
    return blk->n_slots - blk->stub_counter;
 }
 
+// One (context, block)'s counters at exit.
+struct CountedBlock {
+   const BlockInfo* blk;
+   ULong* counters;
+};
+
 // Calls f(line, addr, ir) for each non-zero cost of the entry: each line
 // run's instructions (per line) or each instruction (--dump-instr, block modes) ran
 // as often as execution reached its flush point.
 template <typename F>
-static void for_each_cost(const BlockCounters* e, Bool per_instruction, F f)
+static void for_each_cost(const CountedBlock& e, Bool per_instruction, F f)
 {
-   const BlockInfo* blk = (const BlockInfo*)e->b;
-   const ULong* reached = e->counters();
+   const BlockInfo* blk = e.blk;
+   const ULong* reached = e.counters;
    if (!per_instruction) {
       for (UInt i = 0; i < blk->n_runs; i++) {
          const LineRun& r = blk->runs[i];
-         if (reached[r.point]) f(blk->slots[r.line], (Addr)0, reached[r.point] * r.n);
+         if (reached[r.point]) f(blk->lines()[r.line], (Addr)0, reached[r.point] * r.n);
       }
       return;
    }
@@ -422,60 +482,67 @@ static void for_each_cost(const BlockCounters* e, Bool per_instruction, F f)
 // reached a flush point as often as it left there or at a later point.
 // (Such a block is a loop, which calls no PLT stub: every counter is a
 // point's.)
-static void count_reached(BlockCounters* e)
+static void count_reached(const CountedBlock& e)
 {
-   const BlockInfo* blk = (const BlockInfo*)e->b;
+   const BlockInfo* blk = e.blk;
    if (!blk->counts_leaving) return;
-   ULong* counters = e->counters();
-   for (UInt p = blk->n_slots; p-- > 1;) counters[p - 1] += counters[p];
+   for (UInt p = blk->n_slots; p-- > 1;) e.counters[p - 1] += e.counters[p];
+}
+
+CountedBlock ExitCosts::entry(const ContextBlocks* c, UInt i) const
+{
+   CountersRef ref = c->slots[i];
+   UInt offset = ref_offset(ref);
+   return { block_by_id(ref_block_id(ref)), copied_counters_ ? copied_counters_ + offset : counter_store.at(offset) };
 }
 
 void ExitCosts::take(Bool per_instruction)
 {
    per_instruction_ = per_instruction;
    groups_ = block_counters.take_contexts(&n_groups_);
-   for_each_entry([](BlockCounters* e) { count_reached(e); });
-}
-
-// Bytes of an entry: its key and counters.
-static UWord entry_size(const BlockCounters* e)
-{
-   return sizeof(BlockCounters) + ((const BlockInfo*)e->b)->n_slots * sizeof(ULong);
+   for_each_entry([](const CountedBlock& e) { count_reached(e); });
 }
 
 void ExitCosts::snapshot(Bool per_instruction)
 {
    per_instruction_ = per_instruction;
-   UWord n_groups = 0, n = 0, bytes = 0;
-   block_counters.for_each([&](BlockCounters* e) { n++; bytes += entry_size(e); });
+   UWord n_groups = 0, n = 0, n_counters = 0;
+   block_counters.for_each([&](const ContextBlocks*, CountersRef ref) {
+      n++;
+      n_counters += counter_count(block_by_id(ref_block_id(ref)));
+   });
    block_counters.for_each_context([&](ContextBlocks*) { n_groups++; });
-   // One block: the copied tables, their entry pointers, the entries.
-   copies_ = (UChar*)kg::alloc(n_groups * sizeof(ContextBlocks) + n * sizeof(UWord) + bytes + 1, "kg.dump");
+   tl_assert(n_counters >> 32 == 0);
+   // One block: the copied tables, their refs, the counters (refs are
+   // offsets into these).
+   copies_ = (UChar*)kg::alloc(n_groups * sizeof(ContextBlocks) + (n + n_counters) * sizeof(UWord) + 1, "kg.dump");
    groups_ = (ContextBlocks**)kg::alloc((n_groups + 1) * sizeof(ContextBlocks*), "kg.dump");
    ContextBlocks* group = (ContextBlocks*)copies_;
-   UWord* pointers = (UWord*)(group + n_groups);
-   UChar* at = (UChar*)(pointers + n);
+   CountersRef* refs = (CountersRef*)(group + n_groups);
+   copied_counters_ = (ULong*)(refs + n);
+   UInt copied = 0;
    n_groups_ = 0;
    block_counters.for_each_context([&](ContextBlocks* c) {
       ContextBlocks* copy = group++;
-      *copy = { c->a, pointers, 0, 0 };
+      *copy = { c->a, refs, 0, 0 };
       for (UInt i = 0; i < c->cap; i++) {
-         if (!c->slots[i]) continue;
-         const BlockCounters* e = (const BlockCounters*)(c->slots[i] & ~kContextTagMask);
-         VG_(memcpy)(at, e, entry_size(e));
-         copy->slots[copy->used++] = (UWord)at;
-         at += entry_size(e);
+         CountersRef ref = c->slots[i];
+         if (!ref) continue;
+         UInt m = counter_count(block_by_id(ref_block_id(ref)));
+         VG_(memcpy)(copied_counters_ + copied, counter_store.at(ref_offset(ref)), m * sizeof(ULong));
+         copy->slots[copy->used++] = counters_ref(ref_block_id(ref), copied);
+         copied += m;
       }
-      pointers += copy->used;
+      refs += copy->used;
       groups_[n_groups_++] = copy;
    });
-   for_each_entry([](BlockCounters* e) { count_reached(e); });
+   for_each_entry([](const CountedBlock& e) { count_reached(e); });
 }
 
 template <typename F> void ExitCosts::for_each_entry(F f) const
 {
    for (UWord g = 0; g < n_groups_; g++)
-      for (UInt i = 0; i < groups_[g]->used; i++) f(groups_[g]->entry(i));
+      for (UInt i = 0; i < groups_[g]->used; i++) f(entry(groups_[g], i));
 }
 
 // Sorts the contexts' tables by the context they are reported in, and
@@ -488,7 +555,7 @@ void ExitCosts::sort_by_context()
       UWord w = 0;
       for (h = g; h < n_groups_ && groups_[h]->a == groups_[g]->a; h++)
          for (UInt i = 0; i < groups_[h]->used; i++)
-            w += cost_items((const BlockInfo*)groups_[h]->entry(i)->b, per_instruction_);
+            w += cost_items(block_by_id(ref_block_id(groups_[h]->slots[i])), per_instruction_);
       if (w > widest) widest = w;
    }
    kg::release(scratch_);
@@ -501,7 +568,7 @@ void ExitCosts::set_exclusive_costs() const
    for (UWord g = 0; g < n_groups_; g++) {
       ForestNode* ctx = (ForestNode*)groups_[g]->a;
       for (UInt i = 0; i < groups_[g]->used; i++)
-         for_each_cost(groups_[g]->entry(i), per_instruction_, [ctx](SourceLine*, Addr, ULong ir) { ctx->excl += ir; });
+         for_each_cost(entry(groups_[g], i), per_instruction_, [ctx](SourceLine*, Addr, ULong ir) { ctx->excl += ir; });
    }
 }
 
@@ -528,7 +595,7 @@ UWord ExitCosts::costs_of(const ForestNode* ctx, const ContextLineCost** out)
    UWord m = 0;
    for (UWord g = first_group(ctx); g < n_groups_ && groups_[g]->a == ctx; g++) {
       for (UInt i = 0; i < groups_[g]->used; i++) {
-         for_each_cost(groups_[g]->entry(i), per_instruction_, [&](SourceLine* line, Addr addr, ULong ir) {
+         for_each_cost(entry(groups_[g], i), per_instruction_, [&](SourceLine* line, Addr addr, ULong ir) {
             scratch_[m++] = { (ForestNode*)ctx, line, addr, ir };
          });
       }
@@ -541,6 +608,7 @@ void ExitCosts::release()
 {
    kg::release(copies_);
    copies_ = nullptr;
+   copied_counters_ = nullptr;
    kg::release(groups_);
    kg::release(scratch_);
    groups_ = nullptr;
@@ -560,19 +628,18 @@ static Int compare_jumps(const void* pa, const void* pb)
 
 // The jumps one (context, superblock) made: exit j was taken as often as
 // execution reached flush point j but not flush point j + 1.
-static UWord superblock_jumps(const BlockCounters* e, ContextJump* out)
+static UWord superblock_jumps(const ForestNode* ctx, const BlockInfo* blk, const ULong* counters, ContextJump* out)
 {
-   const BlockInfo* blk = (const BlockInfo*)e->b;
    UWord n = 0;
    UInt points = flush_points(blk);
    for (UInt j = 0; j < points; j++) {
       const FlushPoint& p = blk->points[j];
       if (!p.jump_target) continue;
-      ULong taken = e->counters()[j] - (j + 1 < points ? e->counters()[j + 1] : 0);
+      ULong taken = counters[j] - (j + 1 < points ? counters[j + 1] : 0);
       if (!taken) continue;
       const InstrPos& x = blk->instrs[p.instr];
-      ULong executed = x.cond ? e->counters()[x.point] : taken;
-      out[n++] = { (ForestNode*)e->a, x.addr, x.line, p.jump_target, x.cond, taken, executed };
+      ULong executed = x.cond ? counters[x.point] : taken;
+      out[n++] = { (ForestNode*)ctx, x.addr, x.line, p.jump_target, x.cond, taken, executed };
    }
    return n;
 }
@@ -580,11 +647,12 @@ static UWord superblock_jumps(const BlockCounters* e, ContextJump* out)
 UWord collect_jumps(ContextJump** out)
 {
    UWord n = 0, cap = 0;
-   block_counters.for_each([&](BlockCounters* e) { cap += ((const BlockInfo*)e->b)->n_slots; });
+   block_counters.for_each([&](const ContextBlocks*, CountersRef ref) { cap += block_by_id(ref_block_id(ref))->n_slots; });
    indirect_jumps.for_each([&](IndirectJumps* e) { cap += e->n; });
    ContextJump* all = (ContextJump*)kg::alloc((cap + 1) * sizeof(ContextJump));
-   block_counters.for_each([&](BlockCounters* e) {
-      if (((const BlockInfo*)e->b)->points) n += superblock_jumps(e, all + n);
+   block_counters.for_each([&](const ContextBlocks* c, CountersRef ref) {
+      const BlockInfo* blk = block_by_id(ref_block_id(ref));
+      if (blk->points) n += superblock_jumps((const ForestNode*)c->a, blk, counter_store.at(ref_offset(ref)), all + n);
    });
    indirect_jumps.for_each([&](IndirectJumps* e) {
       const BlockInfo* blk = (const BlockInfo*)e->b;
@@ -638,22 +706,22 @@ template <class F> void for_each_edge(F f)
 
 static Int compare_edges(const void* pa, const void* pb)
 {
-   const CallEdge* a = (const CallEdge*)pa;
-   const CallEdge* b = (const CallEdge*)pb;
+   const CallEdge* a = *(const CallEdge* const*)pa;
+   const CallEdge* b = *(const CallEdge* const*)pb;
    if (a->a != b->a) return (UWord)a->a < (UWord)b->a ? -1 : 1;
    if (a->b != b->b) return (UWord)a->b < (UWord)b->b ? -1 : 1;
    if (a->call_site != b->call_site) return a->call_site < b->call_site ? -1 : 1;
    return 0;
 }
 
-UWord merge_call_edges(CallEdge* all, UWord n)
+UWord merge_call_edges(CallEdge** all, UWord n)
 {
-   VG_(ssort)(all, n, sizeof(CallEdge), compare_edges);
+   VG_(ssort)(all, n, sizeof(CallEdge*), compare_edges);
    UWord merged = 0;
    for (UWord i = 0; i < n; i++) {
       if (merged && compare_edges(&all[merged - 1], &all[i]) == 0) {
-         all[merged - 1].calls += all[i].calls;
-         all[merged - 1].incl += all[i].incl;
+         all[merged - 1]->calls += all[i]->calls;
+         all[merged - 1]->incl += all[i]->incl;
       } else {
          all[merged++] = all[i];
       }
@@ -661,21 +729,28 @@ UWord merge_call_edges(CallEdge* all, UWord n)
    return merged;
 }
 
-UWord collect_call_edges(CallEdge** out)
+UWord collect_call_edges(Bool at_exit, CallEdge*** out, CallEdge** copies)
 {
    UWord cap = 0, n = 0;
    for_each_edge([&](CallEdge* e) { cap += e->calls || e->incl; });
-   CallEdge* all = (CallEdge*)kg::alloc((cap + 1) * sizeof(CallEdge));
-   for_each_edge([&](CallEdge* e) { if (e->calls || e->incl) all[n++] = *e; });
+   CallEdge** all = (CallEdge**)kg::alloc((cap + 1) * sizeof(CallEdge*), "kg.out");
+   CallEdge* copy = at_exit ? nullptr : (CallEdge*)kg::alloc((cap + 1) * sizeof(CallEdge), "kg.dump");
+   for_each_edge([&](CallEdge* e) {
+      if (!e->calls && !e->incl) return;
+      if (copy) copy[n] = *e;
+      all[n] = copy ? &copy[n] : e;
+      n++;
+   });
+   if (at_exit) call_edges.forget_index();   // their keys may change now
    *out = all;
+   *copies = copy;
    return merge_call_edges(all, n);
 }
 
 void reset_costs()
 {
-   block_counters.for_each([](BlockCounters* e) {
-      const BlockInfo* blk = (const BlockInfo*)e->b;
-      for (UInt i = 0; i < blk->n_slots; i++) e->counters()[i] = 0;
+   block_counters.for_each([](const ContextBlocks*, CountersRef ref) {
+      VG_(memset)(counter_store.at(ref_offset(ref)), 0, counter_count(block_by_id(ref_block_id(ref))) * sizeof(ULong));
    });
    for_each_edge([](CallEdge* e) { e->calls = 0; e->incl = 0; });
    indirect_jumps.for_each([](IndirectJumps* e) {

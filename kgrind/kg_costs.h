@@ -32,7 +32,7 @@ struct FlushPoint {
 };
 
 // Function mode: `n` instructions of line `line` (an index into
-// BlockInfo::slots) that flush point `point` counts.
+// BlockInfo::lines()) that flush point `point` counts.
 struct LineRun {
    UShort point;
    UShort line;
@@ -65,7 +65,6 @@ struct BlockInfo {
    Addr addr;
    FnInfo* fn;                    // function of the first instruction
    FnInfo* entry_fn;              // code without symbols: the function named by addr, once called
-   SourceLine** slots;            // the block's distinct source lines (n_slots)
    union {
       LineRun* runs;              // per line (function mode): n_runs
       InstrPos* instrs;           // per instruction (--dump-instr): n_instrs
@@ -86,13 +85,19 @@ struct BlockInfo {
    // the PLT stub that the block's last instruction calls, charged to that
    // instruction (block modes; function mode has a LineRun for it).
    Bool stub_counter;
+   UInt id;                       // 1, 2, ...: in the order made (the counters' tables key on it)
+   // The block's distinct source lines, stored right after it (a pointer
+   // to them was 1.6 MB on cc1plus).
+   SourceLine* const* lines() const { return (SourceLine* const*)(this + 1); }
 };
-static_assert(sizeof(BlockInfo) <= 96, "one BlockInfo per translation: keep it small");
+static_assert(sizeof(BlockInfo) <= 88 && sizeof(BlockInfo) % sizeof(SourceLine*) == 0,
+              "one BlockInfo per translation: keep it small; its lines follow it");
 
 // The interned source line for a location.
 SourceLine* source_line(const SourceLoc& loc);
 
-BlockInfo* block_info_new(Addr addr, UInt n_slots, SourceLine** slots);
+// A block of the n_lines lines `lines` (its counters: n_slots, set later).
+BlockInfo* block_info_new(Addr addr, UInt n_lines, SourceLine** lines);
 
 // A block of one position, the instruction at `at` (its line, and in the
 // block modes the instruction itself), whose one counter holds instructions
@@ -133,8 +138,8 @@ struct ContextLineCost {
    ULong ir;
 };
 
-struct BlockCounters;   // kg_costs.cpp
 struct ContextBlocks;   // kg_costs.cpp: one context's counters
+struct CountedBlock;    // kg_costs.cpp: one (context, block)'s counters
 
 // The exclusive costs at exit, kept as the (context, block) counters grouped
 // by context: a context's costs are expanded and folded only when asked
@@ -163,11 +168,13 @@ private:
    void sort_by_context();
    UWord first_group(const ForestNode* ctx) const;
    template <typename F> void for_each_entry(F f) const;
+   CountedBlock entry(const ContextBlocks* c, UInt i) const;
 
    ContextBlocks** groups_;       // each context's counters
    UWord n_groups_;
    ContextLineCost* scratch_;     // room for the widest group's costs
-   UChar* copies_;                // snapshot's copies of the tables and entries
+   UChar* copies_;                // snapshot's copies of the tables, refs and counters
+   ULong* copied_counters_;       // snapshot: what the refs' offsets index (else the run's counters)
    Bool per_instruction_;
 };
 
@@ -198,11 +205,14 @@ struct CallEdge {
 };
 // The edge of (caller, callee) at call_site.
 CallEdge* call_edge(ForestNode* caller, ForestNode* callee, Addr call_site);
-// Copies of the edges that were used, sorted by (caller, callee, call site);
-// the caller releases the array.
-UWord collect_call_edges(CallEdge** out);
-// Sorts the same way and folds edges of the same (caller, callee, call site).
-UWord merge_call_edges(CallEdge* all, UWord n);
+// The edges that were used, as pointers sorted by (caller, callee, call
+// site); the caller releases *out and *copies. During the run (a dump) they
+// point to copies in *copies; at exit to the edges themselves, which the
+// caller may change (an array of copies was 13 MB on cc1plus, at the peak).
+UWord collect_call_edges(Bool at_exit, CallEdge*** out, CallEdge** copies);
+// Sorts the same way and folds edges of the same (caller, callee, call site)
+// into the first.
+UWord merge_call_edges(CallEdge** all, UWord n);
 
 // After fork, in the child: every counter back to zero.
 void reset_costs();

@@ -113,6 +113,11 @@ public:
       return tmp(IRExpr_Binop(Iop_Add64, base, u64(offset)), Ity_I64);
    }
    IRExpr* load_field(IRExpr* base, UWord offset) { return load64(field(base, offset)); }
+   // The 32-bit field at `offset`, zero-extended (one host load).
+   IRExpr* load_u32_field(IRExpr* base, UWord offset)
+   {
+      return tmp(IRExpr_Unop(Iop_32Uto64, load(Ity_I32, field(base, offset))), Ity_I64);
+   }
    IRExpr* op(IROp o, IRExpr* x, IRExpr* y, IRType ty = Ity_I64)
    {
       return tmp(IRExpr_Binop(o, x, y), ty);
@@ -421,7 +426,8 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculat
    // The kid of (this function, the pending call's site): kid_slot's offset.
    IRExpr* site = b.load64(&kg_now->call_site);
    IRExpr* kid_offset = b.op(Iop_And64, b.op(Iop_Xor64, site, IRBuilder::u64((ULong)callee->id << 3)),
-                             IRBuilder::u64(kKidOffsetMask));
+                             kids_grow() ? b.load_u32_field(top_tr, offsetof(Transition, kid_mask))
+                                         : IRBuilder::u64(kKidOffsetMask));
    IRExpr* kids = b.load_field(top_tr, offsetof(Transition, kids));
    IRExpr* tr = b.load_field(b.op(Iop_Add64, kids, kid_offset), 0);
    IRExpr* mismatch = b.op(Iop_Or64,
@@ -581,7 +587,7 @@ void add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir)
    static_assert(kActivation == 0, "the pop test ors in the frame kind");
    IRExpr* not_popped = b.op(Iop_Or64, b.op(Iop_Xor64, sp, b.op(Iop_Add64, b.load_field(top, offsetof(Frame, sp)),
                                                               IRBuilder::u64(sizeof(Addr)))),
-                             b.load_field(tr, offsetof(Transition, kind)));
+                             b.load_u32_field(tr, offsetof(Transition, kind)));
    IRExpr* pop = b.op(Iop_CmpEQ64, not_popped, IRBuilder::u64(0), Ity_I1);
 
    IRExpr* incl = b.op(Iop_Sub64, ir ? ir : b.load64(&kg_now->ir), b.load_field(top, offsetof(Frame, ir_at_entry)));

@@ -70,7 +70,8 @@ struct Writer {
    ContextSlot* slots;        // sorted by node
    UWord n_slots;
    ExitCosts costs;
-   CallEdge* edges;
+   CallEdge** edges;          // sorted by caller, callee and site
+   CallEdge* edge_copies;     // what edges point to in a dump during the run
    UWord n_edges;
    Bool instr;                // positions: instr line (--dump-instr; block modes)
    ContextJump* jumps;        // --collect-jumps
@@ -267,7 +268,7 @@ UWord first_edge(const Writer& w, const ForestNode* caller)
    UWord lo = 0, hi = w.n_edges;
    while (lo < hi) {
       UWord mid = (lo + hi) / 2;
-      if ((UWord)w.edges[mid].a < (UWord)caller) lo = mid + 1;
+      if ((UWord)w.edges[mid]->a < (UWord)caller) lo = mid + 1;
       else hi = mid;
    }
    return lo;
@@ -325,8 +326,8 @@ void write_calls(Writer& w, const ForestNode* caller, UInt* current_file, UInt h
    // (not for one call, as the format says): a callee in the caller's
    // object after one in another gets cob= too.
    UInt cob_in_force = after_costs ? w.last_object : kNoObject;
-   for (UWord e = first_edge(w, caller); e < w.n_edges && w.edges[e].a == caller; e++) {
-      const CallEdge* edge = &w.edges[e];
+   for (UWord e = first_edge(w, caller); e < w.n_edges && w.edges[e]->a == caller; e++) {
+      const CallEdge* edge = w.edges[e];
       SourceLoc site = { nullptr, 0, 0 };
       if (edge->call_site) source_loc(edge->call_site, &site);
       write_file_switch(w, current_file, site.fn ? site.file : home, home);
@@ -388,7 +389,7 @@ void write_context(Writer& w, const ForestNode* n)
    const ContextLineCost* costs;
    UWord n_costs = w.costs.costs_of(n, &costs);
    Bool has_costs = n_costs > 0;
-   Bool has_calls = first_edge(w, n) < w.n_edges && w.edges[first_edge(w, n)].a == n;
+   Bool has_calls = first_edge(w, n) < w.n_edges && w.edges[first_edge(w, n)]->a == n;
    if (!has_costs && !has_calls) return;
    UInt home = context_file(n);
    UInt object = context_object(n);
@@ -842,8 +843,8 @@ void fold_contexts(Writer& w)
    for (UWord i = 0; i < w.n_jumps; i++) w.jumps[i].ctx = (ForestNode*)reported_node(w, w.jumps[i].ctx);
    w.n_jumps = merge_jumps(w.jumps, w.n_jumps);
    for (UWord i = 0; i < w.n_edges; i++) {
-      w.edges[i].a = reported_node(w, w.edges[i].a);
-      w.edges[i].b = reported_node(w, w.edges[i].b);
+      w.edges[i]->a = reported_node(w, w.edges[i]->a);
+      w.edges[i]->b = reported_node(w, w.edges[i]->b);
    }
    w.n_edges = merge_call_edges(w.edges, w.n_edges);
 }
@@ -879,7 +880,7 @@ void write_body(Writer& w, ULong total)
    w.n_jumps = clo.collect_jumps ? collect_jumps(&w.jumps) : 0;
    if (w.dump->during_run) w.costs.snapshot(w.instr);
    else w.costs.take(w.instr);
-   w.n_edges = collect_call_edges(&w.edges);
+   w.n_edges = collect_call_edges(!w.dump->during_run, &w.edges, &w.edge_copies);
    // The k-SF records' exclusive costs, from the counters before folding
    // (with a separate view they follow from the transitions instead).
    if (!separate_view()) w.costs.set_exclusive_costs();
@@ -902,6 +903,7 @@ void write_body(Writer& w, ULong total)
    w.contexts.done();
    w.costs.release();
    kg::release(w.edges);
+   kg::release(w.edge_copies);
    kg::release(w.jumps);
    kg::release(w.slots);
    kg::release(w.name_rank);
