@@ -831,7 +831,7 @@ void rank_names_by_use(Writer& w)
    for (UInt i = 0; i < w.n_names; i++) use[i].id = i;
    for (UWord i = 0; i < w.n_slots; i++)
       if (w.slots[i].rep == w.slots[i].node) use[w.slots[i].name_id - 1].uses++;
-   for (UWord e = 0; e < w.n_edges; e++) use[find_slot(w, (const ForestNode*)w.edges[e].b)->name_id - 1].uses++;
+   for (UWord e = 0; e < w.n_edges; e++) use[find_slot(w, (const ForestNode*)w.edges[e]->b)->name_id - 1].uses++;
    rank_by_use(use, w.n_names, &w.name_rank);
    kg::release(use);
 }
