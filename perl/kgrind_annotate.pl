@@ -1159,10 +1159,15 @@ sub print_context_id {
     my ($id, @files) = @_;
     for my $file (@files) {
         open(my $fh, '<', $file) or fail("cannot open $file: $!");
-        my (@names, $found);
+        my (@names, $found, %body);
+        my $version = 0;
         while (my $l = <$fh>) {
             $l =~ s/\r?\n\z//;
-            if (index($l, '# ksf-fns ') == 0) { push @names, split(/\t/, substr($l, 10), -1) }
+            if (index($l, '# ksf-fns ') == 0) {
+                push @names, map { table_name($_, $version, \%body) } split(/\t/, substr($l, 10), -1);
+            }
+            elsif ($l =~ /^c?fn=\((\d+)\) *(.+)$/) { $body{$1} = $2 }
+            elsif ($l =~ /^# ksf-version: (\d+)$/) { $version = $1 }
             elsif ($l =~ /^# kgrind-context $id (\S+)((?: \d+)+)$/) { $found = [$1, [split ' ', $2]] }
         }
         close $fh;

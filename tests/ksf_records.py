@@ -1,6 +1,7 @@
 """Reads the k-SF records of a kgrind profile (docs/output-format.md) and
 derives k-CCFs from them, independently of the tool and of kgrind_annotate:
 the tests' own reference for the thesis's definitions."""
+import base64
 import collections
 import re
 
@@ -82,23 +83,101 @@ class NodeLists:
             pos = m.end()
 
 
+class NodeStream:
+    """Version 3 ksf-nodes: base64 of BER integers (7 bits a byte, high bit
+    on all but the last), a node 'shape label [calls - 7] [excl] [incl]' in
+    pre-order; shape bits 0-2 are the calls (7: calls - 7 follows), bits 3
+    and 4 say that excl and incl follow, bit 5 that children follow, shape
+    >> 6 how many lists close after it. A label
+    is written less its previous sibling's (siblings in increasing order);
+    first children and tree roots as they are."""
+
+    def __init__(self, forest):
+        self.forest = forest
+        self.open = []
+        self.previous = None     # the label of the previous sibling of the next node
+
+    @staticmethod
+    def numbers(data):
+        value = 0
+        for byte in data:
+            value = value << 7 | byte & 0x7F
+            if byte < 0x80:
+                yield value
+                value = 0
+        assert data[-1] < 0x80, 'ksf-nodes line ends inside a number'
+
+    def feed(self, text):
+        numbers = list(self.numbers(base64.b64decode(text, validate=True)))
+        i = 0
+        while i < len(numbers):
+            shape, label = numbers[i], numbers[i + 1]
+            if self.previous is not None:
+                label += self.previous
+            i += 2
+            calls = shape & 7
+            if calls == 7:
+                calls += numbers[i]
+                i += 1
+            fields = []
+            for bit in (8, 16):
+                fields.append(numbers[i] if shape & bit else None)
+                i += bool(shape & bit)
+            excl, incl = fields[0] or 0, fields[1]
+            nid = len(self.forest.nodes)
+            self.forest.add(nid, self.open[-1] if self.open else None, label, calls, excl,
+                            excl if incl is None else incl)
+            if shape & 32:
+                self.open.append(nid)
+                self.previous = None
+            elif shape >> 6:
+                closes = shape >> 6
+                assert closes <= len(self.open)
+                outer = self.open[len(self.open) - closes]
+                del self.open[len(self.open) - closes:]
+                self.previous = self.forest.nodes[outer][1] if self.open else None
+            else:
+                self.previous = label if self.open else None
+
+
+BODY_NAME = re.compile(r'c?fn=\((\d+)\) *(.+)')
+
+
+def table_name(entry, version, body):
+    """A ksf-fns entry's name: version 3 writes '@<id>' for the callgrind
+    body's name (id) up to its first "'", and '@@...' for a name starting
+    with '@'."""
+    if version < 3 or not entry.startswith('@'):
+        return entry
+    if entry.startswith('@@'):
+        return entry[1:]
+    return body[int(entry[1:])].split("'", 1)[0]
+
+
 def parse(path):
     prof = Profile()
     cur = None
     ended = False
+    version = 0
+    body = {}                    # fn= id -> name (the callgrind body's)
     with open(path) as f:
         for line in f:
             if not line.startswith('# ksf-'):
+                m = BODY_NAME.match(line.rstrip('\n'))
+                if m:
+                    body[int(m.group(1))] = m.group(2)
                 continue
             line = line.rstrip('\n')
-            if line.startswith('# ksf-options: '):
+            if line.startswith('# ksf-version: '):
+                version = int(line.split(': ')[1])
+            elif line.startswith('# ksf-options: '):
                 prof.options = dict(kv.split('=') for kv in line.split(': ', 1)[1].split())
             elif line.startswith('# ksf-fn '):       # version 1
                 _, _, fid, name = line.split(' ', 3)
                 prof.names[int(fid)] = name
-            elif line.startswith('# ksf-fns '):      # version 2: tab-separated, ids implicit
-                for name in line[len('# ksf-fns '):].split('\t'):
-                    prof.names[len(prof.names)] = name
+            elif line.startswith('# ksf-fns '):      # version 2, 3: tab-separated, ids implicit
+                for entry in line[len('# ksf-fns '):].split('\t'):
+                    prof.names[len(prof.names)] = table_name(entry, version, body)
             elif line.startswith('# ksf-file '):
                 _, _, fid, name = line.split(' ', 3)
                 prof.files[int(fid)] = name
@@ -115,7 +194,7 @@ def parse(path):
                 cur.expected_nodes = int(m.group(2))
                 cur.fn = prof.names[int(m.group(4))] if m.group(4) else None   # intra mode
                 prof.forests.append(cur)
-                lists = NodeLists(cur)
+                lists = NodeStream(cur) if version >= 3 else NodeLists(cur)
             elif line.startswith('# ksf-nodes '):
                 lists.feed(line[len('# ksf-nodes '):])
             elif line.startswith('# ksf-node '):
@@ -194,3 +273,40 @@ def parse_listing(text):
         tree, i = build(i, 0)
         trees.append(tree)
     return sorted(trees)
+
+
+def ber(numbers):
+    """BER integers (Perl's pack 'w'), as version 3's ksf-nodes holds them."""
+    out = bytearray()
+    for value in numbers:
+        groups = [value & 0x7F]
+        value >>= 7
+        while value:
+            groups.append(0x80 | value & 0x7F)
+            value >>= 7
+        out += bytes(reversed(groups))
+    return bytes(out)
+
+
+def node_stream(forest):
+    """A forest's version 3 ksf-nodes numbers: pre-order, siblings by label."""
+    numbers = []
+
+    def put(nid, previous, closes_after):
+        """closes_after: the lists that close after nid's subtree."""
+        _, label, calls, excl, incl = forest.nodes[nid]
+        kids = sorted(forest.children[nid], key=lambda c: forest.nodes[c][1])
+        closes = 0 if kids else closes_after
+        shape = closes << 6 | bool(kids) << 5 | (incl != excl) << 4 | bool(excl) << 3 | min(calls, 7)
+        numbers.extend([shape, label - previous])
+        numbers.extend([calls - 7] if calls >= 7 else [])
+        numbers.extend([excl] if excl else [])
+        numbers.extend([incl] if incl != excl else [])
+        previous = 0
+        for i, kid in enumerate(kids):
+            put(kid, previous, closes_after + 1 if i == len(kids) - 1 else 0)
+            previous = forest.nodes[kid][1]
+
+    for nid in forest.roots:
+        put(nid, 0, 0)
+    return numbers

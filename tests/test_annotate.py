@@ -1,6 +1,7 @@
 """kgrind_annotate (issue 5): the thesis's Listing 4.5 from a hand-written
 2-SF, inv_k against a brute-force model (tests/test_annotate_model.py),
 merging, sources, output formats and every bad-input case."""
+import base64
 import collections
 import json
 import os
@@ -24,6 +25,9 @@ BUILT = pathlib.Path(os.environ.get('KGRIND_BUILD', ROOT / 'build')) / 'perl' / 
 THESIS = DATA / 'thesis-listing45.kgrind.out'
 # The same profile in the k-SF records' version 1 (one ksf-fn / ksf-node per line).
 THESIS_V1 = DATA / 'thesis-listing45-v1.kgrind.out'
+# And in version 3 (base64 BER nodes, ksf-fns referring to the body's names),
+# the records after the body as the tool writes them.
+THESIS_V3 = DATA / 'thesis-listing45-v3.kgrind.out'
 
 
 def annotate_cmd():
@@ -471,11 +475,54 @@ def test_bad_truncated(annotate, tmp_path):
     bad(annotate(p), 'truncated')
 
 
-def test_record_versions_1_and_2_read_alike(annotate):
-    for opts in (['--ksf', '--kccf'], ['--format=json'], ['--k=1'], ['--format=folded']):
+def test_record_versions_1_2_and_3_read_alike(annotate):
+    for opts in (['--ksf', '--kccf'], ['--format=json'], ['--k=1'], ['--format=folded'], ['--auto=yes']):
         v2 = ok(annotate(*opts, THESIS)).out
-        v1 = ok(annotate(*opts, THESIS_V1)).out
-        assert v1.replace(THESIS_V1.name, THESIS.name) == v2
+        for other in (THESIS_V1, THESIS_V3):
+            assert ok(annotate(*opts, other)).out.replace(other.name, THESIS.name) == v2
+    # the tests' reader too
+    v2, v3 = ksf_records.parse(THESIS), ksf_records.parse(THESIS_V3)
+
+    def by_path(f):   # siblings come in another order: nodes by root path
+        return {tuple(f.root_path(n)): f.nodes[n][2:] for n in f.nodes}
+    assert v3.names == v2.names and [by_path(f) for f in v3.forests] == [by_path(f) for f in v2.forests]
+
+
+def v3_nodes(numbers):
+    """A version 3 ksf-nodes line holding these BER numbers."""
+    return '# ksf-nodes ' + base64.b64encode(ksf_records.ber(numbers)).decode()
+
+
+V3_NODES = [line for line in THESIS_V3.read_text().splitlines() if line.startswith('# ksf-nodes ')][0]
+V3_FIRST = ksf_records.node_stream(ksf_records.parse(THESIS_V3).forests[0])[:4]   # the root, 0*2=100/176(
+
+
+@pytest.mark.parametrize('old,new,needle', [
+    (V3_NODES, '# ksf-nodes Og!k', ':98: malformed ksf-nodes record: not base64'),
+    (V3_NODES, '# ksf-nodes ', ':98: malformed ksf-nodes record: not base64'),
+    (V3_NODES, '# ksf-nodes ' + base64.b64encode(bytes([58, 0, 0x81])).decode(), ':98: ksf-nodes: the line ends inside a number'),
+    (V3_NODES, v3_nodes([8, 1]), ':98: ksf-nodes: the line ends inside node 0'),
+    (V3_NODES, v3_nodes([1 << 6 | 32 | 1, 0]), ':98: ksf-nodes: node 0 both has children and closes lists'),
+    (V3_NODES, v3_nodes([3 << 6 | 1, 0]), ':98: ksf-nodes: node 0 closes 3 lists, 0 are open'),
+    (V3_NODES, v3_nodes([8 | 1, 0, 10 ** 18]), ':98: ksf-nodes: a number above 10^18'),
+    (V3_NODES, v3_nodes(V3_FIRST), ':99: ksf-nodes: 1 list(s) not closed'),
+    # two children 'a' (label 1, then a difference of 0): the forest check names it
+    (V3_NODES, v3_nodes(V3_FIRST + [2, 1, 1 << 6 | 2, 0]), "'a' appears twice among the children of node 0"),
+    ('\t@4\t', '\t@99\t', ":96: ksf-fns: '@99' names no function of the callgrind body"),
+    ('\t@4\t', '\t@x4\t', ":96: ksf-fns: '@x4' names no function of the callgrind body"),
+    ('# ksf-version: 3', '# ksf-version: 4', 'unsupported k-SF record version 4'),
+])
+def test_bad_corrupted_version_3(annotate, tmp_path, old, new, needle):
+    corrupt(annotate, tmp_path, THESIS_V3, old, new, needle)
+
+
+def test_version_3_names_starting_with_at(annotate, tmp_path):
+    """'@@name' is the name '@name' (no body reference), in both readers."""
+    p = tmp_path / 'at.out'
+    p.write_text(THESIS_V3.read_text().replace('\t@6\n', '\t@@f\n', 1))
+    rows = ok(annotate('--ksf', p)).out
+    assert '@f' in rows and '@@f' not in rows
+    assert ksf_records.parse(p).names[6] == '@f'
 
 
 def corrupt(annotate, tmp_path, source, old, new, needle):
@@ -557,15 +604,15 @@ def test_bad_corrupted_version_1(annotate, tmp_path, old, new, needle):
     corrupt(annotate, tmp_path, THESIS_V1, old, new, needle)
 
 
-def test_random_record_corruption_is_handled(annotate, tmp_path):
-    """Random one-character edits of the version 2 records (in the node
-    lists, the function table, the thread lines): every run either succeeds
-    quietly or fails with one clear line, never a Perl warning, trace or
-    hang."""
-    text = THESIS.read_text()
-    start, end = text.index('# ksf-version: 2'), text.index('# ksf-end\n')
+@pytest.mark.parametrize('source,alphabet', [(THESIS, '0123456789()*=/ \t-x'),
+                                             (THESIS_V3, 'AgQw09+/=@ \t-x')])
+def test_random_record_corruption_is_handled(annotate, tmp_path, source, alphabet):
+    """Random one-character edits of the records (in the node lists, the
+    function table, the thread lines): every run either succeeds quietly or
+    fails with one clear line, never a Perl warning, trace or hang."""
+    text = source.read_text()
+    start, end = text.index('# ksf-version: '), text.index('# ksf-end\n')
     rng = random.Random(20261123)
-    alphabet = '0123456789()*=/ \t-x'
     outcomes = collections.Counter()
     for trial in range(120):
         i = rng.randrange(start, end)

@@ -3,6 +3,7 @@ real profiles of the thesis's prog4, prog5 and prog6 (Listings 4.13-4.24).
 The trees printed are compared with the forests read by tests/ksf_records.py
 (structure and counts), the k-CCFs with ksf_records.kccf, the block table with
 the ksf-block records; JSON against the schema; bad input."""
+import base64
 import collections
 import json
 import os
@@ -333,15 +334,22 @@ def intra_profile(tools):
     return profile(tools, 'prog4.c', ['--mode=intra', '--roll-loops=yes', '--funcs=foo,p'])[1]
 
 
+def with_first_label(text, label):
+    """The profile with its first k-SF node relabelled (a tree root: its
+    label is written as it is, the second number of the node stream)."""
+    def edit(m):
+        numbers = list(ksf_records.NodeStream.numbers(base64.b64decode(m.group(2))))
+        numbers[1] = label
+        return m.group(1) + base64.b64encode(ksf_records.ber(numbers)).decode()
+    return re.sub(r'^(# ksf-nodes )(\S+)', edit, text, count=1, flags=re.M)
+
+
 def test_bad_node_label(annotate, intra_profile, tmp_path):
     text = intra_profile.read_text()
     n = max(int(m) for m in re.findall(r'^# ksf-block (\d+) ', text, re.M))
-    lines = text.splitlines(keepends=True)
-    # the first node's label (the list starts with "label*calls=...")
-    i = next(i for i, line in enumerate(lines) if line.startswith('# ksf-nodes '))
-    lines[i] = re.sub(r'^# ksf-nodes \d+', f'# ksf-nodes {n + 1}', lines[i])
     bad_path = tmp_path / 'bad.out'
-    bad_path.write_text(''.join(lines))
+    bad_path.write_text(with_first_label(text, n + 1))
+    i = next(i for i, line in enumerate(text.splitlines()) if line.startswith('# ksf-nodes '))
     bad(annotate(bad_path), f'block label {n + 1} has no ksf-block record', f'bad.out:{i + 1}:')
 
 
@@ -359,7 +367,7 @@ def test_truncated(annotate, intra_profile, tmp_path):
     (lambda t: re.sub(r'( ir=\d+) fn=\d+\n', r'\1\n', t, count=1), 'intra-mode forests need fn='),
     (lambda t: re.sub(r'^# ksf-block 1 0x[0-9a-f]+', '# ksf-block 1 xyz', t, count=1, flags=re.M), 'malformed ksf-block'),
     (lambda t: re.sub(r'^# ksf-block 2 ', '# ksf-block 7 ', t, count=1, flags=re.M), 'out of order'),
-    (lambda t: re.sub(r'(# ksf-nodes )\d+', r'\g<1>0', t, count=1), 'cannot be rooted at __root__'),
+    (lambda t: with_first_label(t, 0), 'cannot be rooted at __root__'),
     (lambda t: t.replace('roll-loops=yes', 'roll-loops=maybe'), 'bad roll-loops value'),
 ])
 def test_bad_block_records(annotate, intra_profile, tmp_path, edit, needle):

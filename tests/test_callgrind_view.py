@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 
+import ksf_records
 from callgrind_format import callee
 from conftest import assert_plt_moves
 from test_annotate import annotate  # noqa: F401
@@ -268,11 +269,7 @@ def test_gprof2dot_reading_binds_callees_to_their_objects(tools):
 
 
 def ksf_names(path):
-    names = []
-    for line in pathlib.Path(path).read_text().splitlines():
-        if line.startswith('# ksf-fns '):
-            names += line[len('# ksf-fns '):].split('\t')
-    return names
+    return [name for _, name in sorted(ksf_records.parse(path).names.items())]
 
 
 def test_names_by_object_and_offset(tools, annotate):

@@ -43,9 +43,9 @@ struct VisitInfo {
 // Visits every node in preorder (a parent before its children): first the
 // first tree (k-SF), then the other trees in creation order.  Children are
 // visited in the (deterministic, unspecified) order of the child table, or
-// sorted by label if sort_children.  f(const VisitInfo&).
-template <class F>
-inline void visit_preorder(const Forest& f, F fn, bool sort_children = false) {
+// by increasing key(const Node*) if sort_children.  f(const VisitInfo&).
+template <class F, class K>
+inline void visit_preorder_by(const Forest& f, F fn, K key, bool sort_children) {
   struct Item {
     const Node* n;
     uint64_t parent_id;
@@ -78,11 +78,11 @@ inline void visit_preorder(const Forest& f, F fn, bool sort_children = false) {
       kids.clear();
       for_each_child(cur.n, [&](Node* c) { kids.push_back(c); });
       if (sort_children) {
-        // insertion sort by label, descending (pushed in reverse below).
+        // insertion sort by key, descending (pushed in reverse below).
         for (size_t i = 1; i < kids.size(); ++i) {
           const Node* x = kids[i];
           size_t j = i;
-          while (j > 0 && kids[j - 1]->label < x->label) {
+          while (j > 0 && key(kids[j - 1]) < key(x)) {
             kids[j] = kids[j - 1];
             --j;
           }
@@ -100,6 +100,12 @@ inline void visit_preorder(const Forest& f, F fn, bool sort_children = false) {
   }
   kids.destroy();
   st.destroy();
+}
+
+// The same, children sorted by label if sort_children.
+template <class F>
+inline void visit_preorder(const Forest& f, F fn, bool sort_children = false) {
+  visit_preorder_by(f, fn, [](const Node* n) { return n->label; }, sort_children);
 }
 
 // Counter totals over canonical (non-cleared) nodes.  For a k-SF these are

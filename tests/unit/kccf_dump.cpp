@@ -110,6 +110,33 @@ std::vector<std::string> split_spaces(const std::string& s, size_t max_fields) {
   return out;
 }
 
+// Version 3's ksf-nodes payload: base64 (RFC 4648) of BER integers.
+bool decode_numbers(const std::string& b64, std::vector<uint64_t>* out) {
+  static const std::string digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  if (b64.empty() || b64.size() % 4) return false;
+  std::vector<unsigned char> bytes;
+  for (size_t i = 0; i < b64.size(); i += 4) {
+    uint32_t v = 0;
+    int pad = 0;
+    for (size_t j = 0; j < 4; j++) {
+      char c = b64[i + j];
+      size_t d = digits.find(c);
+      if (c == '=' && i + 4 == b64.size() && j >= 2) { pad++; d = 0; }
+      else if (d == std::string::npos || pad) return false;
+      v = v << 6 | static_cast<uint32_t>(d);
+    }
+    for (int j = 0; j < 3 - pad; j++) bytes.push_back(static_cast<unsigned char>(v >> (16 - 8 * j)));
+  }
+  uint64_t value = 0;
+  for (size_t i = 0; i < bytes.size(); i++) {
+    if (value >> 57) return false;   // past 64 bits
+    value = value << 7 | (bytes[i] & 0x7F);
+    if (bytes[i] < 0x80) { out->push_back(value); value = 0; }
+    else if (i + 1 == bytes.size()) return false;   // the line ends inside a number
+  }
+  return true;
+}
+
 Profile read_profile(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) die(file, std::string("cannot open: ") + std::strerror(errno));
@@ -119,14 +146,25 @@ Profile read_profile(const std::string& file) {
   std::map<std::string, unsigned> fnseen;
   Thread* cur = nullptr;
   std::vector<Node*> nodes;     // record id -> core node of the current thread
-  std::vector<uint64_t> open;   // version 2: nodes whose children's list is open
+  std::vector<uint64_t> node_labels;   // record id -> its ksf-fns id
+  std::vector<uint64_t> open;   // version 2, 3: nodes whose children's list is open
   uint64_t declared = 0;
+  int version = 0;
+  std::map<uint64_t, std::string> body_names;   // the callgrind body's fn=/cfn= (id) name
+  int64_t previous_label = -1;  // version 3: the next node's previous sibling's label
   std::string line;
   uint64_t ln = 0;
   while (std::getline(in, line)) {
     ++ln;
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.compare(0, 6, "# ksf-") != 0) continue;
+    if (line.compare(0, 6, "# ksf-") != 0) {
+      size_t at = line.compare(0, 4, "fn=(") == 0 ? 4 : line.compare(0, 5, "cfn=(") == 0 ? 5 : 0;
+      size_t close = at ? line.find(')', at) : std::string::npos;
+      uint64_t id;
+      if (close != std::string::npos && close + 2 < line.size() && parse_u64(line.substr(at, close - at), &id))
+        body_names[id] = line.substr(line.find_first_not_of(' ', close + 1));
+      continue;
+    }
     std::string where = file + ":" + std::to_string(ln);
     if (ended) die(where, "k-SF record after ksf-end");
     // One node in pre-order: a root when parent is kNoParent.
@@ -154,7 +192,42 @@ Profile read_profile(const std::string& file) {
       n->excl = excl;
       n->incl = incl;
       nodes.push_back(n);
+      node_labels.push_back(fn);
     };
+    if (line.compare(0, 12, "# ksf-nodes ") == 0 && version >= 3) {
+      // shape label [calls - 7] [excl] [incl]: shape bits 0-2 calls (7:
+      // more follow), 3 excl and 4 incl follow, 5 children follow, >> 6
+      // lists closed; a label less its previous sibling's
+      if (!cur) die(where, "ksf-nodes outside a thread");
+      std::vector<uint64_t> v;
+      if (!decode_numbers(line.substr(12), &v)) die(where, "malformed ksf-nodes payload");
+      size_t i = 0;
+      while (i < v.size()) {
+        uint64_t shape = v[i];
+        size_t need = 2 + ((shape & 7) == 7) + (shape >> 3 & 1) + (shape >> 4 & 1);
+        if (i + need > v.size()) die(where, "node cut at the end of a ksf-nodes line");
+        uint64_t label = v[i + 1] + (previous_label >= 0 ? static_cast<uint64_t>(previous_label) : 0);
+        i += 2;
+        uint64_t calls = (shape & 7) == 7 ? 7 + v[i++] : (shape & 7);
+        uint64_t excl = shape & 8 ? v[i++] : 0;
+        uint64_t incl = shape & 16 ? v[i++] : excl;
+        add_node(open.empty() ? kNoParent : open.back(), label, calls, excl, incl);
+        uint64_t closes = shape >> 6;
+        if (shape & 32) {
+          if (closes) die(where, "a node with children closes lists");
+          open.push_back(nodes.size() - 1);
+          previous_label = -1;
+        } else if (closes) {
+          if (closes > open.size()) die(where, "more lists closed than open");
+          uint64_t outer = open[open.size() - closes];
+          open.resize(open.size() - closes);
+          previous_label = open.empty() ? -1 : static_cast<int64_t>(node_labels[outer]);
+        } else {
+          previous_label = open.empty() ? -1 : static_cast<int64_t>(label);
+        }
+      }
+      continue;
+    }
     if (line.compare(0, 12, "# ksf-nodes ") == 0) {   // version 2: nested lists
       if (!cur) die(where, "ksf-nodes outside a thread");
       size_t i = 12;
@@ -202,7 +275,9 @@ Profile read_profile(const std::string& file) {
       continue;
     }
     if (line.compare(0, 15, "# ksf-version: ") == 0) {
-      if (line != "# ksf-version: 1" && line != "# ksf-version: 2") die(where, "unsupported ksf-version");
+      if (line != "# ksf-version: 1" && line != "# ksf-version: 2" && line != "# ksf-version: 3")
+        die(where, "unsupported ksf-version");
+      version = line.back() - '0';
       continue;
     }
     if (line.compare(0, 15, "# ksf-options: ") == 0) {
@@ -240,11 +315,20 @@ Profile read_profile(const std::string& file) {
       add_function(f[1]);
       continue;
     }
-    if (line.compare(0, 10, "# ksf-fns ") == 0) {      // version 2: tab-separated names
+    // Version 3: "@<id>" is the body's name (id) up to its first "'", "@@x" the name "@x".
+    auto table_name = [&](const std::string& entry) -> std::string {
+      if (version < 3 || entry.empty() || entry[0] != '@') return entry;
+      if (entry.size() > 1 && entry[1] == '@') return entry.substr(1);
+      uint64_t id;
+      if (!parse_u64(entry.substr(1), &id) || !body_names.count(id)) die(where, "ksf-fns: unknown body name " + entry);
+      const std::string& name = body_names[id];
+      return name.substr(0, name.find('\''));
+    };
+    if (line.compare(0, 10, "# ksf-fns ") == 0) {      // version 2, 3: tab-separated entries
       size_t i = 10;
       for (;;) {
         size_t tab = line.find('\t', i);
-        add_function(line.substr(i, tab == std::string::npos ? std::string::npos : tab - i));
+        add_function(table_name(line.substr(i, tab == std::string::npos ? std::string::npos : tab - i)));
         if (tab == std::string::npos) break;
         i = tab + 1;
       }
@@ -266,7 +350,9 @@ Profile read_profile(const std::string& file) {
       // matters for online construction, which is not used here.
       cur->f.init(kAlloc, P.k, 0);
       nodes.clear();
+      node_labels.clear();
       open.clear();
+      previous_label = -1;
       continue;
     }
     if (line.compare(0, 17, "# ksf-end-thread ") == 0) {

@@ -11,10 +11,11 @@ use warnings;
 no warnings "portable";    # 64-bit vec and pack
 use Exporter 'import';
 use List::Util ();
+use MIME::Base64 ();
 
 our @EXPORT = qw(fail ferr label_id @LNAME $ROOT_NAME $ROOT $INF kstr printable base_name @KEEP
                  read_profile check_merge refuse_repeated_files program_of refuse_other_programs col pack_columns
-                 chunks);
+                 chunks table_name body_names);
 
 our $ROOT_NAME = '__root__';
 our $INF = -1;    # k = inf
@@ -45,6 +46,27 @@ sub kstr { $_[0] == $INF ? 'inf' : $_[0] }
 # ---------------------------------------------------------------------------
 # Reading a profile.
 # ---------------------------------------------------------------------------
+
+# The function names the callgrind body gives, fn= id -> name, from the
+# text before the records (version 3's ksf-fns refers to them).
+sub body_names {
+    my ($text, $names) = @_;
+    $names->{$1} = $2 while $text =~ /^c?fn=\((\d+)\) *([^\r\n]+)/mg;
+    return $names;
+}
+
+# A ksf-fns entry's function name. Version 3: "\@<id>" is the body's name
+# (id) up to its first "'" (the innermost function of that context), and
+# "\@\@..." a name beginning with "\@". Returns undef for a reference the
+# body does not define.
+sub table_name {
+    my ($entry, $version, $body) = @_;
+    return $entry if $version < 3 || ord($entry) != 64;    # '@'
+    return substr($entry, 1) if substr($entry, 1, 1) eq '@';
+    return undef unless $entry =~ /^\@(\d{1,9})$/ && defined(my $name = $body->{$1});
+    my $q = index($name, "'");
+    return $q < 0 ? $name : substr($name, 0, $q);
+}
 my %NAME_SPACE = (ob => 'ob', cob => 'ob', fl => 'fl', fi => 'fl', fe => 'fl', cfi => 'fl', cfl => 'fl',
                   fn => 'fn', cfn => 'fn', jfi => 'fl', jfn => 'fn');
 my %HEADER_KEYS = map { $_ => 1 } qw(version creator pid cmd part thread desc
@@ -90,6 +112,7 @@ sub read_profile {
     # for the whole line at once, their order one by one; labels, roots and
     # siblings by check_forest at the thread's end.
     my ($open, $last, $nline) = ([], '', []);
+    my ($open_label, $prev_label) = ([], -1);    # version 3
     my $flush_nodes = sub {
         return unless @bpar;
         # a label past 32 bits is no known label (check_forest says so)
@@ -141,6 +164,59 @@ sub read_profile {
         my $end = substr($t, -1);
         $last = $end eq '(' ? '(' : $end eq ')' ? ')' : 'node';
         return 1;
+    };
+    # A version 3 "# ksf-nodes" line: base64 of whole nodes, each the BER
+    # integers "shape label [calls - 7] [excl] [incl]" (shape: bits 0-2 the
+    # calls, 7 if calls - 7 follows; bit 3 excl, bit 4 incl follow; bit 5 the
+    # node's children follow; shape >> 6 lists close after it). Siblings come in increasing order of label; a
+    # label is written less the previous sibling's ($prev_label, -1 for a
+    # first child or a tree root; @$open_label: the labels of @$open's
+    # nodes). These carry over to the next line.
+    my $node_stream = sub {
+        my ($l, $ln) = @_;
+        my $b64 = substr($l, 12);
+        ferr($file, $ln, "malformed ksf-nodes record: not base64: '", printable(substr($b64, 0, 40)), "'")
+            if $b64 eq '' || length($b64) % 4 || $b64 !~ m{\A[A-Za-z0-9+/]+={0,2}\z};
+        my $bytes = MIME::Base64::decode_base64($b64);
+        ferr($file, $ln, "ksf-nodes: the line ends inside a number") if ord(substr($bytes, -1)) >= 128;
+        my @v = unpack('w*', $bytes);
+        ferr($file, $ln, "ksf-nodes: a number above 10^18") if List::Util::max(@v) >= 1e18;
+        push @$nline, $nnodes, $ln;
+        my ($i, $n) = (0, scalar @v);
+        my $top = @$open ? $open->[-1] + 1 : 0;
+        # a node cut by the line's end reads undef fields: found after the loop
+        no warnings 'uninitialized';
+        while ($i < $n) {
+            my $shape = $v[$i];
+            my $calls = $shape & 7;
+            my $label = $v[$i + 1];
+            $label += $prev_label if $prev_label >= 0;
+            push @bpar, $top;
+            push @bfn, $label;
+            $i += 2;
+            push @bcal, $calls == 7 ? 7 + $v[$i++] : $calls;
+            my $x = $shape & 8 ? $v[$i++] : 0;
+            push @bexc, $x;
+            push @binc, $shape & 16 ? $v[$i++] : $x;
+            if ($shape & 32) {
+                ferr($file, $ln, "ksf-nodes: node $nnodes both has children and closes lists") if $shape >= 64;
+                push @$open, $nnodes;
+                push @$open_label, $label;
+                ($top, $prev_label) = ($nnodes + 1, -1);
+            } elsif ($shape >= 64) {
+                my $closes = $shape >> 6;
+                ferr($file, $ln, "ksf-nodes: node $nnodes closes $closes lists, " . scalar(@$open) . " are open")
+                    if $closes > @$open;
+                splice(@$open, -$closes);
+                my ($outer) = splice(@$open_label, -$closes);
+                ($top, $prev_label) = @$open ? ($open->[-1] + 1, $outer) : (0, -1);
+            } else {
+                $prev_label = @$open ? $label : -1;
+            }
+            $nnodes++;
+        }
+        ferr($file, $ln, "ksf-nodes: the line ends inside node " . ($nnodes - 1)) if $i > $n;
+        $flush_nodes->() if @bpar >= 65536;
     };
     my $node_lists = sub {
         my ($l, $ln) = @_;
@@ -248,6 +324,9 @@ sub read_profile {
             $start = $end;
         }
         my $lines_before = substr($data, 0, $start) =~ tr/\n//;
+        # version 3's function table refers to the body's names
+        body_names(substr($data, 0, $start), $names{fn} //= {})
+            if substr($data, $start, 40) =~ /^# ksf-version: 3\r?$/m;
         my @part_line = (0, $lines_before + (substr($data, $start, $end - $start) =~ tr/\n//));
         for my $pi (0, 1) {
             my $part = $pi ? substr($data, $end) : substr($data, 0, $start);
@@ -284,12 +363,12 @@ sub read_profile {
         if (index($l, '# ksf-nodes ') == 0) {
             ferr($file, $ln, "ksf-nodes outside a ksf-thread record") unless $in_thread;
             ferr($file, $ln, "ksf-nodes record in a version 1 file") if $version == 1;
-            $node_lists->($l, $ln);
+            if ($version >= 3) { $node_stream->($l, $ln) } else { $node_lists->($l, $ln) }
             next;
         }
         if (index($l, '# ksf-node ') == 0) {
             ferr($file, $ln, "ksf-node outside a ksf-thread record") unless $in_thread;
-            ferr($file, $ln, "ksf-node record in a version 2 file (version 2 has ksf-nodes)") if $version == 2;
+            ferr($file, $ln, "ksf-node record in a version $version file (version $version has ksf-nodes)") if $version >= 2;
             # split + tr validation: several times faster than a capturing regex
             my (undef, undef, $id, $p, $f, $c, $x, $i, $extra) = split / /, $l;
             if (!defined $i || defined $extra || $i eq '' || index($l, '  ') >= 0
@@ -311,8 +390,8 @@ sub read_profile {
             next unless index($l, '# ksf-') == 0;
             ferr($file, $ln, "k-SF record after '# ksf-end'") if $seen_end;
             if ($l =~ /^# ksf-version: (\d+)$/) {
-                ferr($file, $ln, "unsupported k-SF record version $1 (this kgrind_annotate reads versions 1 and 2)")
-                    if $1 != 1 && $1 != 2;
+                ferr($file, $ln, "unsupported k-SF record version $1 (this kgrind_annotate reads versions 1 to 3)")
+                    if $1 < 1 || $1 > 3;
                 $version = $1 + 0;
                 $seen_version = 1;
             } elsif ($l =~ /^# ksf-options: (.*)$/) {
@@ -341,7 +420,7 @@ sub read_profile {
                 check_merge($P0, \%P) if $P0;
                 $seen_options = 1;
             } elsif ($l =~ /^# ksf-fn (\d+) (.+)$/) {
-                ferr($file, $ln, "ksf-fn record in a version 2 file (version 2 has ksf-fns)") if $version == 2;
+                ferr($file, $ln, "ksf-fn record in a version $version file (version $version has ksf-fns)") if $version >= 2;
                 ferr($file, $ln, "ksf-fn id $1 out of order (expected " . scalar(@fnmap) . ")") if $1 != @fnmap;
                 $add_function->($ln, $2);
             } elsif (index($l, '# ksf-fns ') == 0) {
@@ -350,7 +429,12 @@ sub read_profile {
                 ferr($file, $ln, "ksf-fns line repeats the previous one (duplicated record)")
                     if defined $prev_fns && $prev_fns eq $l && index($l, "\t") >= 0;
                 $prev_fns = $l;
-                $add_function->($ln, $_) for split /\t/, substr($l, 10), -1;
+                for my $entry (split /\t/, substr($l, 10), -1) {
+                    my $name = table_name($entry, $version, $names{fn});
+                    ferr($file, $ln, "ksf-fns: '", printable($entry), "' names no function of the callgrind body")
+                        unless defined $name;
+                    $add_function->($ln, $name);
+                }
             } elsif ($l =~ /^# ksf-file (\d+) (.+)$/) {
                 ferr($file, $ln, "ksf-file in a function-mode profile") unless $P{blocks};
                 ferr($file, $ln, "ksf-file id $1 out of order (expected " . scalar(@fname) . ")") if $1 != @fname;
@@ -388,10 +472,12 @@ sub read_profile {
                                calls => '', excl => '', incl => '', preorder => 1, line => $ln, (defined $tfname ? (fname => $tfname) : ()) };
                 $nnodes = 0;
                 ($open, $last, $nline) = ([], '', []);
+                ($open_label, $prev_label) = ([], -1);
             } elsif ($l =~ /^# ksf-end-thread (\d+|all)$/) {
                 ferr($file, $ln, "ksf-end-thread $1 without ksf-thread") unless $in_thread;
                 ferr($file, $ln, "ksf-end-thread $1 closes thread $in_thread->{tid}") if $1 ne $in_thread->{tid};
-                ferr($file, $ln, "ksf-nodes: " . scalar(@$open) . " list(s) not closed with ')'") if @$open;
+                ferr($file, $ln, "ksf-nodes: " . scalar(@$open) . " list(s) not closed" . ($version < 3 ? " with ')'" : ''))
+                    if @$open;
                 $flush_nodes->();
                 $in_thread->{n} = $nnodes;
                 # where node v was read: version 1, one line a node; version 2,
