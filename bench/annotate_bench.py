@@ -13,6 +13,7 @@ canonical node: an fn= line, two cost lines and a calls= line with its cost
 line.  Then it runs kgrind_annotate in the default text mode, with --kccf,
 and with --format=json, and prints the wall-clock times."""
 import argparse
+import base64
 import os
 import pathlib
 import random
@@ -22,9 +23,11 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / 'tests'))
+import ksf_records  # noqa: E402  (the tests' reader and version 3 encoder)
 
 
-def generate(path, nodes, k, nfuncs, seed=1):
+def generate(path, nodes, k, nfuncs, seed=1, version=3):
     rng = random.Random(seed)
     names = ['__root__'] + [f'fn_{i:05d}' for i in range(1, nfuncs)]
     out = open(path, 'w')
@@ -144,11 +147,18 @@ def generate(path, nodes, k, nfuncs, seed=1):
         lines.append(f"cfn=({fnid[name]})\ncalls={r[2]} {ln}\n{ln + 1} {r[4] - r[3]}\n")
     w(''.join(lines))
     w(f'\ntotals: {total}\n')
-    w(f'# ksf-version: 2\n# ksf-options: k={k} mode=func rolling=yes joined=no\n')
+    w(f'# ksf-version: {version}\n# ksf-options: k={k} mode=func rolling=yes joined=no\n')
     for i in range(0, len(names), 20):
         w('# ksf-fns ' + '\t'.join(names[i:i + 20]) + '\n')
     w(f'# ksf-thread 1 nodes={len(order)} ir={total}\n')
-    # pre-order nested lists, "label[*calls][=excl[/incl]]", lines of ~240 characters
+    (write_nodes_v3 if version == 3 else write_nodes_v2)(w, recs, order)
+    w('# ksf-end-thread 1\n# ksf-end\n')
+    out.close()
+    return len(order)
+
+
+def write_nodes_v2(w, recs, order):
+    """Version 2: pre-order nested lists, "label[*calls][=excl[/incl]]", lines of ~240 characters."""
     chunk, line, prev = [], [], None
     used = 0
     for v in order:
@@ -173,9 +183,24 @@ def generate(path, nodes, k, nfuncs, seed=1):
             chunk = []
     chunk.append('# ksf-nodes ' + ''.join(line) + ')' * prev + '\n')
     w(''.join(chunk))
-    w('# ksf-end-thread 1\n# ksf-end\n')
-    out.close()
-    return len(order)
+
+
+def write_nodes_v3(w, recs, order):
+    """Version 3 (what the tool writes): base64 of BER node numbers, whole
+    nodes a line of about 2,000 bytes (tests/ksf_records.py encodes them)."""
+    forest = ksf_records.Forest(1, None)
+    for v in order:
+        r = recs[v]
+        forest.add(v, r[0], r[1], r[2], r[3], r[4])
+    chunk, line = [], bytearray()
+    for numbers in ksf_records.node_groups(forest):
+        line += ksf_records.ber(numbers)
+        if len(line) >= 1500:
+            chunk.append('# ksf-nodes ' + base64.b64encode(bytes(line)).decode() + '\n')
+            line = bytearray()
+    if line:
+        chunk.append('# ksf-nodes ' + base64.b64encode(bytes(line)).decode() + '\n')
+    w(''.join(chunk))
 
 
 def annotate_cmd():
@@ -192,12 +217,14 @@ def main():
     ap.add_argument('--k', type=int, default=2)
     ap.add_argument('--funcs', type=int, default=8000)
     ap.add_argument('--keep')
+    ap.add_argument('--ksf-version', type=int, choices=(2, 3), default=3,
+                    help='k-SF record version to write (3: what the tool writes)')
     ap.add_argument('extra', nargs='*')
     a = ap.parse_args()
     d = tempfile.mkdtemp()
     path = a.keep or os.path.join(d, 'bench.kgrind.out')
     t0 = time.time()
-    n = generate(path, a.nodes, a.k, a.funcs)
+    n = generate(path, a.nodes, a.k, a.funcs, version=a.ksf_version)
     size = os.path.getsize(path)
     print(f'generated {path}: {n} k-SF nodes, k={a.k}, {size / 1e6:.0f} MB in {time.time() - t0:.1f} s')
     cmd = annotate_cmd()

@@ -288,25 +288,28 @@ def ber(numbers):
     return bytes(out)
 
 
-def node_stream(forest):
-    """A forest's version 3 ksf-nodes numbers: pre-order, siblings by label."""
-    numbers = []
-
-    def put(nid, previous, closes_after):
-        """closes_after: the lists that close after nid's subtree."""
+def node_groups(forest):
+    """A forest's version 3 ksf-nodes numbers, one list a node: pre-order,
+    siblings by label (a line holds whole nodes)."""
+    groups = []
+    stack = [(nid, 0, 0) for nid in reversed(forest.roots)]
+    while stack:   # iterative: synthetic forests (bench/annotate_bench.py) are large
+        nid, previous, closes_after = stack.pop()   # closes_after: lists closing after nid's subtree
         _, label, calls, excl, incl = forest.nodes[nid]
         kids = sorted(forest.children[nid], key=lambda c: forest.nodes[c][1])
         closes = 0 if kids else closes_after
         shape = closes << 6 | bool(kids) << 5 | (incl != excl) << 4 | bool(excl) << 3 | min(calls, 7)
-        numbers.extend([shape, label - previous])
+        numbers = [shape, label - previous]
         numbers.extend([calls - 7] if calls >= 7 else [])
         numbers.extend([excl] if excl else [])
         numbers.extend([incl] if incl != excl else [])
-        previous = 0
-        for i, kid in enumerate(kids):
-            put(kid, previous, closes_after + 1 if i == len(kids) - 1 else 0)
-            previous = forest.nodes[kid][1]
+        groups.append(numbers)
+        previous_labels = [0] + [forest.nodes[kid][1] for kid in kids[:-1]]
+        for i in reversed(range(len(kids))):
+            stack.append((kids[i], previous_labels[i], closes_after + 1 if i == len(kids) - 1 else 0))
+    return groups
 
-    for nid in forest.roots:
-        put(nid, 0, 0)
-    return numbers
+
+def node_stream(forest):
+    """A forest's version 3 ksf-nodes numbers: pre-order, siblings by label."""
+    return [x for numbers in node_groups(forest) for x in numbers]
