@@ -138,6 +138,15 @@ def test_counts_known_from_the_source(tools, counted):
         assert start <= addr < end, (fn, hex(addr))
 
 
+def lines_past_the_loader(prof):
+    """Ir per (object, file, line) of every object but the dynamic loader."""
+    out = collections.Counter()
+    for (ob, fl, _fn, line), ir in prof.lines.items():
+        if 'ld-linux' not in ob:
+            out[(ob, fl, line)] += ir
+    return out
+
+
 def test_readers(tools, counted, annotate):
     """The strict reader takes the profile (tools' parse); callgrind_annotate
     reads it without warnings, with the same total; kgrind_annotate
@@ -145,13 +154,17 @@ def test_readers(tools, counted, annotate):
     positions of the same program."""
     exe, kg = counted
     # An output name as long as the fixture's ('kgrind.out'): its length
-    # moves the guest's start-up data and so ld.so's instruction count.
+    # moves the guest's start-up data. The dynamic loader's count still
+    # depends on where the tool's own allocations (which differ with the
+    # options) put the client's mappings: 155,844 against 155,858 in a
+    # clone at another path, the program's own work identical. So its lines
+    # are compared apart: every other object's lines exactly.
     plain = tools.kgrind(exe, PASSES, out='plain0.out')
     assert plain.returncode == 0, plain.stderr
     mine, ref = kg.profile(), plain.profile()
     assert ref.header['positions'] == 'line' and not ref.jumps   # the default is unchanged
-    assert mine.total() == ref.total()
-    assert mine.by_file_line() == ref.by_file_line()
+    assert lines_past_the_loader(mine) == lines_past_the_loader(ref)
+    assert any(fl.endswith('counted_jumps.c') for (_ob, fl, _line) in lines_past_the_loader(mine))
     for extra in ([], ['--inclusive=yes'], ['--auto=yes']):
         ann = subprocess.run(['callgrind_annotate', *extra, str(kg.profile_path)],
                              capture_output=True, text=True, check=True)
