@@ -624,10 +624,12 @@ Transition** free_kids[4];
 
 UInt kid_slots(const Transition* tr) { return (UInt)(tr->kid_mask / sizeof(void*)) + 1; }
 
+// free_kids' list for arrays of `slots` slots (a power of two).
+UInt kids_size_class(UInt slots) { return (UInt)__builtin_ctz(slots); }
+
 Transition** new_kids(UInt slots)
 {
-   UInt i = 0;
-   while ((1u << i) < slots) i++;
+   UInt i = kids_size_class(slots);
    Transition** kids = i < 4 ? free_kids[i] : nullptr;
    if (kids) free_kids[i] = (Transition**)kids[0];
    else kids = (Transition**)alloc_permanent(slots * sizeof(Transition*));
@@ -637,8 +639,7 @@ Transition** new_kids(UInt slots)
 
 void release_kids(Transition** kids, UInt slots)
 {
-   UInt i = 0;
-   while ((1u << i) < slots) i++;
+   UInt i = kids_size_class(slots);
    kids[0] = (Transition*)free_kids[i];
    free_kids[i] = kids;
 }
