@@ -88,8 +88,8 @@ struct ThreadState {
    Forest* forest;
    Forest* view;            // the body's contexts (see ActNode), or forest
    Now saved;               // kg_now while another thread runs
-   PairMap<ActNode, kDenseLoad> acts;             // (top, bottom) -> ActNode
-   PairMap<ActPair> view_acts;                    // the same for the view forest
+   PairMap<ActEntry, kDenseLoad> acts;            // (top, bottom) -> ActNode, unless acts_in_nodes()
+   PairMap<ActEntry> view_acts;                   // the same for the view forest
    PairIndex<Transition, TransitionKeys, 1024, kDenseLoad> transitions;   // (parent, transition_key)
    // Block modes.
    BlockFrame* bb;          // intra: indexed by frame depth
@@ -146,7 +146,22 @@ void update_now_from_top()
    if (kg_now->ctx != kCallPending) kg_now->ctx = top->tr->ctx;
 }
 
-void set_pair(ActPair* n, const Activation& act)
+// Whether a thread's k-SF ActNodes are its forest nodes' payloads (k = inf:
+// one activation pair a node; a joined forest's nodes are several threads').
+Bool acts_in_nodes() { return clo.k == kInfiniteK && !clo.join_threads; }
+
+// The ActNode of act, made (zeroed) on first use: in acts, or the node's payload.
+ActNode* find_act_node(ThreadState* t, const Activation& act, Bool in_node)
+{
+   if (in_node) {
+      ActNode* n = (ActNode*)core::Forest::payload(act.top);
+      n->in_node = 1;
+      return n;
+   }
+   return &t->acts.get(act.top, act.bottom)->node;
+}
+
+void set_pair(ActNode* n, const Activation& act)
 {
    n->depth = act.depth;
    n->phase = act.phase;
@@ -156,16 +171,16 @@ void set_pair(ActPair* n, const Activation& act)
 // function of act: --view-k divides --k).
 ActNode* act_node(ThreadState* t, const Activation& act, const Activation& view_act)
 {
-   ActNode* n = t->acts.get(act.top, act.bottom);
+   ActNode* n = find_act_node(t, act, acts_in_nodes());
    if (!n->view) {
       set_pair(n, act);
       if (t->view == t->forest) {
          n->view = n;
       } else {
-         ActPair* v = t->view_acts.find(view_act.top, view_act.bottom);
-         if (!v) {
-            v = t->view_acts.get(view_act.top, view_act.bottom);
+         ActNode* v = &t->view_acts.get(view_act.top, view_act.bottom)->node;
+         if (!v->view) {
             set_pair(v, view_act);
+            v->view = v;
          }
          n->view = v;
       }
@@ -378,7 +393,7 @@ ThreadState* thread_state(ThreadId tid)
       t->forest = joined_forest;
       t->view = joined_view;
    } else {
-      t->forest = forest_new(clo.k);
+      t->forest = forest_new(clo.k, acts_in_nodes() ? sizeof(ActNode) : 0);
       t->view = separate_view() ? forest_new(clo.view_k) : t->forest;
    }
    // The root frame is the base of the thread's own stack.

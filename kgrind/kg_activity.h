@@ -22,20 +22,18 @@ enum FrameKind : UInt {
    kAltSignalFence,   // the same, with the handler on an alternate stack
 };
 
-// One activation pair (top, bottom) of a forest, as a unique object per
-// thread, so that "same parent activation" is one pointer comparison.
-struct ActPair {
-   const void* a;     // PairMap key: top
-   const void* b;     // PairMap key: bottom
-   UInt depth;        // the rest of the Activation
-   UInt phase;
-   Activation act() const { return { (ForestNode*)a, (ForestNode*)b, depth, phase }; }
-   // canonical(act): where its calls and costs go
-   ForestNode* ctx() const { return (ForestNode*)(b ? b : a); }
-};
-
-// An activation of the thread's k-SF.
-struct ActNode : ActPair {
+// An activation of a thread's forest: a unique object per thread and
+// activation pair (top, bottom), so that "same parent activation" is one
+// pointer comparison. At k = inf (threads not joined) a
+// node has one activation pair, (node, none): its ActNode is the forest
+// node's payload (core::Forest::payload), found with no index and no
+// (top, bottom) of its own (24 bytes instead of 40 and an index slot: 28
+// bytes a node). Otherwise it follows its pair's key in an ActEntry, the
+// entry of the thread's (top, bottom) index.
+struct ActNode {
+   UInt depth;
+   UInt phase : 31;   // < k <= 1000, or the depth at k = inf
+   UInt in_node : 1;  // a forest node's payload (else in an ActEntry)
    // Frames of this thread now in ctx() at k = inf, where a node has one
    // activation pair (else a count shared by the node's pairs: the
    // transitions' `active`).
@@ -43,8 +41,39 @@ struct ActNode : ActPair {
    // The same activation in the view forest (the body's contexts at
    // --view-k, shared by many k-SF activations), or this node itself when
    // the view is the k-SF.
-   const ActPair* view;
+   const ActNode* view;
+
+   ForestNode* top() const;
+   ForestNode* bottom() const;
+   Activation act() const { return { top(), bottom(), depth, phase }; }
+   // canonical(act): where its calls and costs go
+   ForestNode* ctx() const
+   {
+      ForestNode* b = bottom();
+      return b ? b : top();
+   }
 };
+
+static_assert(sizeof(ActNode) == 24, "a k-SF node's payload at k = inf");
+
+// An ActNode with its pair: the entry of a (top, bottom) index.
+struct ActEntry {
+   const void* a;     // PairMap key: top
+   const void* b;     // PairMap key: bottom
+   ActNode node;
+};
+
+inline ForestNode* ActNode::top() const
+{
+   if (in_node) return (ForestNode*)this - 1;
+   return (ForestNode*)((const ActEntry*)((const char*)this - offsetof(ActEntry, node)))->a;
+}
+
+inline ForestNode* ActNode::bottom() const
+{
+   if (in_node) return nullptr;
+   return (ForestNode*)((const ActEntry*)((const char*)this - offsetof(ActEntry, node)))->b;
+}
 
 // A function called from one call site of one activation of a thread: the
 // child activation and counters whose transfer to the forest and the call

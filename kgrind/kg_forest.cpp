@@ -20,11 +20,11 @@ core::Allocator valgrind_allocator()
 
 } // namespace
 
-Forest* forest_new(UInt k)
+Forest* forest_new(UInt k, UInt payload_bytes)
 {
    Forest* f = (Forest*)alloc_zeroed(sizeof(Forest));
    UInt flags = clo.unroll_simple_rec ? 0u : (UInt)core::Forest::kRollSimpleRecursion;
-   f->sf.init(valgrind_allocator(), k, kRootLabel, flags);
+   f->sf.init(valgrind_allocator(), k, kRootLabel, flags, payload_bytes);
    return f;
 }
 

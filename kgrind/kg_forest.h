@@ -18,8 +18,9 @@ struct Forest {
    core::Forest sf;
 };
 
-// A forest of depth k (--k, or --view-k) for the --unroll-simple-rec option.
-Forest* forest_new(UInt k);
+// A forest of depth k (--k, or --view-k) for the --unroll-simple-rec
+// option, with payload_bytes of the caller's after each node.
+Forest* forest_new(UInt k, UInt payload_bytes = 0);
 // Zeroes every counter (after fork, in the child).
 void forest_reset(Forest* f);
 // dst := join(dst, src) (Def. 4*).

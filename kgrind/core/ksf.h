@@ -122,15 +122,19 @@ class Forest {
   // ---- lifetime ---------------------------------------------------------
   // k: 0 (vertex profile), 1, 2, ..., or kInfinity (CCT).
   // root_label: label of the first tree's root (e.g. the id of __root__).
+  // payload_bytes (a multiple of 8): zeroed bytes of the user's right after
+  // every node (payload()), for a record per node without an index of its own.
   void init(const Allocator& al, uint32_t k, uint32_t root_label,
-            uint32_t flags = kRollSimpleRecursion) {
+            uint32_t flags = kRollSimpleRecursion, uint32_t payload_bytes = 0) {
     init_common(al, k, kSlabForest, flags);
+    payload_bytes_ = payload_bytes;
     root_label_ = root_label;
     first_ = new_node(root_label, nullptr);
   }
   // An empty k-CCF (used by inv_k; no first tree).
   void init_ccf(const Allocator& al, uint32_t k) {
     init_common(al, k, kCallingContextForest, 0);
+    payload_bytes_ = 0;
     root_label_ = 0;
     first_ = nullptr;
   }
@@ -251,8 +255,11 @@ class Forest {
     return p ? *p : nullptr;
   }
   uint64_t node_count() const { return nodes_; }
-  // Memory: node bytes (48 per node) and children-table bytes in use.
-  uint64_t node_bytes() const { return nodes_ * sizeof(Node); }
+  // The user's bytes after node n (init's payload_bytes).
+  static void* payload(Node* n) { return n + 1; }
+  uint32_t payload_bytes() const { return payload_bytes_; }
+  // Memory: node bytes (48 per node and its payload) and children-table bytes in use.
+  uint64_t node_bytes() const { return nodes_ * (sizeof(Node) + payload_bytes_); }
   uint64_t child_table_bytes() const { return table_bytes_; }
   uint64_t reserved_bytes() const {
     return pool_.bytes_reserved() + roots_.memory_bytes() + dense_roots_.capacity() * sizeof(Node*) +
@@ -355,7 +362,9 @@ class Forest {
     table_bytes_ = 0;
   }
   Node* new_node(uint32_t label, Node* parent) {
-    Node* n = static_cast<Node*>(pool_.bump(sizeof(Node)));
+    Node* n = static_cast<Node*>(pool_.bump(sizeof(Node) + payload_bytes_));
+    uint64_t* payload_words = static_cast<uint64_t*>(payload(n));
+    for (uint32_t i = 0; i < payload_bytes_ / 8; ++i) payload_words[i] = 0;
     n->label = label;
     n->nkids = 0;
     n->parent = parent;
@@ -396,6 +405,7 @@ class Forest {
   uint32_t kmod_;  // phase wraps at kmod_: k for k >= 1, 1 for k = 0
   uint32_t root_label_;
   uint32_t flags_;
+  uint32_t payload_bytes_;
   Kind kind_;
   uint64_t nodes_;
   uint64_t table_bytes_;

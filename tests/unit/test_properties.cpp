@@ -148,6 +148,53 @@ TEST(SparseRoots, SameForestAsDenseRoots) {
   }
 }
 
+// A per-node payload (the tool keeps an activation record there at k=inf):
+// the same forest node for node, each node's payload zeroed when it is made
+// and its own (a stamp written into every payload after each stream
+// survives every later node and child table).
+TEST(NodePayload, SameForestAndPayloadsOwnTheirBytes) {
+  for (int seed = 0; seed < 8; ++seed) {
+    std::vector<Stream> ss = random_streams(seed + 500, 1 + seed % 3);
+    for (uint32_t k : kKs) {
+      SCOPED_TRACE("seed=" + std::to_string(seed) + " k=" + kname(k));
+      oracle::AllocStats st_plain, st_payload;
+      Forest plain, with_payload;
+      const uint32_t kPayload = 24;
+      plain.init(oracle::allocator(&st_plain), k, 0);
+      with_payload.init(oracle::allocator(&st_payload), k, 0, Forest::kRollSimpleRecursion, kPayload);
+      oracle::Driver dp, dw;
+      uint64_t stamped = 0;
+      auto stamp_new_nodes = [&] {
+        visit_preorder(with_payload, [&](const VisitInfo& v) {
+          uint64_t* words = static_cast<uint64_t*>(Forest::payload(const_cast<Node*>(v.node)));
+          if (words[0] == 0) {
+            // A node whose payload was never stamped: still all zero.
+            for (uint32_t i = 0; i < kPayload / 8; ++i) ASSERT_EQ(words[i], 0u);
+            for (uint32_t i = 0; i < kPayload / 8; ++i) words[i] = reinterpret_cast<uintptr_t>(v.node) + i;
+            ++stamped;
+          }
+        });
+      };
+      for (const auto& s : ss) {
+        dp.run(plain, s);
+        dw.run(with_payload, s);
+        stamp_new_nodes();
+      }
+      ASSERT_EQ(oracle::check_structure(with_payload), "");
+      EXPECT_TRUE(oracle::extract_sf(with_payload) == oracle::extract_sf(plain));
+      EXPECT_EQ(stamped, with_payload.node_count());
+      visit_preorder(with_payload, [&](const VisitInfo& v) {
+        const uint64_t* words = static_cast<const uint64_t*>(Forest::payload(const_cast<Node*>(v.node)));
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(words) % 8, 0u);
+        for (uint32_t i = 0; i < kPayload / 8; ++i) EXPECT_EQ(words[i], reinterpret_cast<uintptr_t>(v.node) + i);
+      });
+      EXPECT_EQ(with_payload.node_bytes(), with_payload.node_count() * (sizeof(Node) + kPayload));
+      plain.destroy();
+      with_payload.destroy();
+    }
+  }
+}
+
 TEST(Join, AssociativeCommutativeAndMatchesOracle) {
   for (uint64_t seed = 0; seed < 24; ++seed) {
     auto ss = random_streams(seed + 1000, 3);
