@@ -196,6 +196,21 @@ UWord* active_count(ThreadState* t, ActNode* n)
    return clo.k == kInfiniteK ? &n->own_active : &active_counts.get(n->ctx(), t)->n;
 }
 
+// Whether a transition's child is found from its `active` (k = inf: the
+// child's own_active), with no `child` field.
+Bool child_from_active() { return clo.k == kInfiniteK; }
+
+} // namespace
+
+// The activation of tr's frames.
+static ActNode* child_of(const Transition* tr)
+{
+   if (child_from_active()) return (ActNode*)((char*)tr->active - offsetof(ActNode, own_active));
+   return tr->child;
+}
+
+namespace {
+
 // The transition of thread t for `key` (transition_key) from `parent` (an
 // ActNode, or a Transition for fences), or when there is none a new one
 // with zero counts, whose key fields (kind, function, site) init sets.
@@ -204,7 +219,7 @@ Transition* transition(ThreadState* t, const void* parent, const void* key, Init
 {
    Transition* tr = t->transitions.find(parent, key);
    if (tr) return tr;
-   tr = (Transition*)alloc_permanent(sizeof(Transition));
+   tr = (Transition*)alloc_permanent(child_from_active() ? offsetof(Transition, child) : sizeof(Transition));
    tr->parent = parent;
    tr->kids = no_kids;
    init(tr);
@@ -215,7 +230,7 @@ Transition* transition(ThreadState* t, const void* parent, const void* key, Init
 
 void set_child(ThreadState* t, Transition* tr, ActNode* child, FnInfo* fn, FrameKind kind)
 {
-   tr->child = child;
+   if (!child_from_active()) tr->child = child;
    tr->ctx = child->view->ctx();
    tr->active = active_count(t, child);
    tr->fn = fn;
@@ -293,7 +308,7 @@ Transition* transparent_transition(ThreadState* t, ActNode* parent, FnInfo* fn)
 Transition* fence_transition(ThreadState* t, Transition* top, FrameKind kind)
 {
    return transition(t, top, (const void*)(UWord)kind,
-                     [&](Transition* tr) { set_child(t, tr, top->child, top->fn, kind); });
+                     [&](Transition* tr) { set_child(t, tr, child_of(top), top->fn, kind); });
 }
 
 // Adds every transition's deferred counters to the forest and the edges.
@@ -301,7 +316,7 @@ void flush_transitions(ThreadState* t)
 {
    t->transitions.for_each([t](Transition* tr) {
       if (tr->kind != kActivation || (!tr->calls && !tr->edge_incl)) return;
-      Activation act = tr->child->act();
+      Activation act = child_of(tr)->act();
       act.top->calls += tr->calls;
       if (act.bottom) act.bottom->calls += tr->calls;
       const ActNode* parent = parent_activation(tr);
@@ -310,7 +325,7 @@ void flush_transitions(ThreadState* t)
          edge->calls += tr->calls;
          edge->incl += tr->edge_incl;
       }
-      ForestNode* node = tr->child->ctx();
+      ForestNode* node = child_of(tr)->ctx();
       node->incl += tr->ctx_incl;
       if (t->view != t->forest) {
          // The body's counters are the view's: a k-SF node's exclusive cost
@@ -699,7 +714,7 @@ Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, Addr 
    Transition* top = kg_now->top->tr;
    Transition* kid = top->kids[kid_slot(fn, call_site, top->kid_mask)];
    if (kid->fn == fn && kid->site == call_site) return kid;
-   kid = activation_transition(t, top->child, fn, blk, call_site);
+   kid = activation_transition(t, child_of(top), fn, blk, call_site);
    add_kid(top, kid);
    return kid;
 }
@@ -709,7 +724,7 @@ void push_activation(ThreadState* t, FnInfo* fn, Addr sp, BlockInfo* blk, Addr c
 {
    if (fn->resolver) t->resolver_call_site = call_site;
    Transition* tr = fn_traced(fn) ? entered_transition(t, fn, blk, call_site)
-                                  : transparent_transition(t, kg_now->top->tr->child, fn);
+                                  : transparent_transition(t, child_of(kg_now->top->tr), fn);
    push_frame(t, sp, tr);
    kg_now->top_sp = sp;
 }
@@ -1035,7 +1050,7 @@ static void settle_frames(Frame* first, Frame* top, ULong now, Bool suspended)
 static void settle_root(ThreadState* t, ULong now)
 {
    Frame& root = t->own->frames[0];
-   ForestNode* root_node = root.tr->child->ctx();
+   ForestNode* root_node = child_of(root.tr)->ctx();
    root_node->incl += now - root.ir_at_entry;
    if (t->view != t->forest) root_node->excl += now - root.ir_at_entry;
    root.ir_at_entry = now;
@@ -1140,7 +1155,7 @@ UWord n_context_ids = 0;
 UWord current_context_id(ThreadId tid)
 {
    switch_to(tid);
-   ForestNode* node = kg_now->top->tr->child->ctx();
+   ForestNode* node = child_of(kg_now->top->tr)->ctx();
    UWord serial = clo.join_threads ? 0 : current->serial;
    ContextId* c = context_ids.get(node, (const void*)serial);
    if (!c->id) c->id = ++n_context_ids;
@@ -1160,7 +1175,7 @@ void for_each_live_thread(void (*f)(UInt thread, ThreadId tid, const ForestNode*
    for (ThreadState* t = all_threads; t; t = t->next) {
       if (!by_tid[t->tid] || by_tid[t->tid] != t) continue;
       const Now& now = now_of(t);
-      f(t->serial, t->tid, now.top->tr->child->ctx(), (UInt)(now.top - t->stack->frames), arg);
+      f(t->serial, t->tid, child_of(now.top->tr)->ctx(), (UInt)(now.top - t->stack->frames), arg);
    }
 }
 
@@ -1184,7 +1199,7 @@ void close_thread(ThreadState* t)
    run_on(t, t->own);
    // __root__'s inclusive cost is the thread's whole run.
    Frame& root = t->own->frames[0];
-   ForestNode* root_node = root.tr->child->ctx();
+   ForestNode* root_node = child_of(root.tr)->ctx();
    root_node->incl += kg_now->ir - root.ir_at_entry;
    if (t->view != t->forest) root_node->excl += kg_now->ir - root.ir_at_entry;   // as flush_transitions
    root.ir_at_entry = kg_now->ir;

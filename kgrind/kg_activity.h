@@ -120,13 +120,16 @@ struct Transition {
    // (cc1plus at k=inf: 1.53 M of 3.0 M).
    Transition** kids;
    // Not read by inline IR.
-   ActNode* child;      // the frame's activation
    // The parent ActNode (a Transition for fences). With a key of the
    // transition's own fields (transition_key) it is the transition's key in
    // its thread's index.
    const void* parent;
    // The call edge (parent view ctx -> child view ctx at site) is found when
    // the counters are flushed, not kept here (8 bytes a k-SF node at k=inf).
+   // The frame's activation (child_of). Not at k = inf, where `active` is
+   // its own_active: transitions end before this field there (80 bytes,
+   // 9 a k-SF node).
+   ActNode* child;
 };
 
 struct Frame {
