@@ -150,40 +150,50 @@ void update_now_from_top()
 // one activation pair a node; a joined forest's nodes are several threads').
 Bool acts_in_nodes() { return clo.k == kInfiniteK && !clo.join_threads; }
 
-// The ActNode of act, made (zeroed) on first use: in acts, or the node's payload.
-ActNode* find_act_node(ThreadState* t, const Activation& act, Bool in_node)
+const ActEntry* entry_of(const ActNode* n)
 {
-   if (in_node) {
-      ActNode* n = (ActNode*)core::Forest::payload(act.top);
-      n->in_node = 1;
-      return n;
-   }
-   return &t->acts.get(act.top, act.bottom)->node;
+   return (const ActEntry*)((const char*)n - offsetof(ActEntry, node));
 }
 
-void set_pair(ActNode* n, const Activation& act)
+// n's activation. A payload's has depth and phase 0: at k = inf they do
+// not steer the forest (the phase never reaches k) and nothing else reads
+// them.
+Activation act_of(const ActNode* n)
 {
-   n->depth = act.depth;
-   n->phase = act.phase;
+   if (acts_in_nodes()) return { (ForestNode*)n - 1, nullptr, 0, 0 };
+   return entry_of(n)->act();
+}
+
+// canonical(act_of(n)): where its calls and costs go.
+ForestNode* ctx_of(const ActNode* n)
+{
+   return acts_in_nodes() ? (ForestNode*)n - 1 : entry_of(n)->ctx();
+}
+
+// n's activation in the view forest, and its context.
+Activation view_act_of(const ActNode* n) { return n->view ? n->view->act() : act_of(n); }
+ForestNode* view_ctx_of(const ActNode* n) { return n->view ? n->view->ctx() : ctx_of(n); }
+
+// The ActNode of act, made (zeroed) on first use: in acts, or the node's payload.
+ActNode* find_act_node(ThreadState* t, const Activation& act)
+{
+   if (acts_in_nodes()) return (ActNode*)core::Forest::payload(act.top);
+   ActEntry* e = t->acts.get(act.top, act.bottom);
+   e->depth = act.depth;
+   e->phase = act.phase;
+   return &e->node;
 }
 
 // The activation's node; view_act is its activation in the view forest (a
 // function of act: --view-k divides --k).
 ActNode* act_node(ThreadState* t, const Activation& act, const Activation& view_act)
 {
-   ActNode* n = find_act_node(t, act, acts_in_nodes());
-   if (!n->view) {
-      set_pair(n, act);
-      if (t->view == t->forest) {
-         n->view = n;
-      } else {
-         ActNode* v = &t->view_acts.get(view_act.top, view_act.bottom)->node;
-         if (!v->view) {
-            set_pair(v, view_act);
-            v->view = v;
-         }
-         n->view = v;
-      }
+   ActNode* n = find_act_node(t, act);
+   if (!n->view && t->view != t->forest) {
+      ActEntry* v = t->view_acts.get(view_act.top, view_act.bottom);
+      v->depth = view_act.depth;
+      v->phase = view_act.phase;
+      n->view = v;
    }
    return n;
 }
@@ -193,7 +203,7 @@ UWord* active_count(ThreadState* t, ActNode* n)
 {
    // At k = inf a node has one activation pair: no other pair of the
    // thread shares the count (3 M fewer table entries for cc1plus).
-   return clo.k == kInfiniteK ? &n->own_active : &active_counts.get(n->ctx(), t)->n;
+   return clo.k == kInfiniteK ? &n->own_active : &active_counts.get(ctx_of(n), t)->n;
 }
 
 // Whether a transition's child is found from its `active` (k = inf: the
@@ -231,7 +241,7 @@ Transition* transition(ThreadState* t, const void* parent, const void* key, Init
 void set_child(ThreadState* t, Transition* tr, ActNode* child, FnInfo* fn, FrameKind kind)
 {
    if (!child_from_active()) tr->child = child;
-   tr->ctx = child->view->ctx();
+   tr->ctx = view_ctx_of(child);
    tr->active = active_count(t, child);
    tr->fn = fn;
    tr->kind = kind;
@@ -271,15 +281,15 @@ namespace {
 Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, BlockInfo* blk, Addr site)
 {
    return transition(t, parent, site_callees.get((const void*)site, fn), [&](Transition* tr) {
-      Activation act = forest_enter(t->forest, parent->act(), fn->id + 1);
+      Activation act = forest_enter(t->forest, act_of(parent), fn->id + 1);
       // forest_enter counted this activation in top and bottom; transitions
       // count every activation themselves (flush_transitions).
       act.top->calls--;
       if (act.bottom) act.bottom->calls--;
-      Activation view_act = t->view == t->forest ? act : forest_enter(t->view, parent->view->act(), fn->id + 1);
+      Activation view_act = t->view == t->forest ? act : forest_enter(t->view, view_act_of(parent), fn->id + 1);
       set_child(t, tr, act_node(t, act, view_act), fn, kActivation);
       tr->site = site;
-      CallEdge* edge = call_edge(parent->view->ctx(), tr->ctx, site);
+      CallEdge* edge = call_edge(view_ctx_of(parent), tr->ctx, site);
       // The calls= target position of the block modes' body.
       if (!edge->target) edge->target = blk->addr;
    });
@@ -294,7 +304,7 @@ const ActNode* parent_activation(const Transition* tr)
 // The call edge of an activation's transition, made when the transition was.
 CallEdge* transition_edge(const Transition* tr)
 {
-   return call_edge(parent_activation(tr)->view->ctx(), tr->ctx, tr->site);
+   return call_edge(view_ctx_of(parent_activation(tr)), tr->ctx, tr->site);
 }
 
 // A frame of an untraced function: costs stay in the parent activation's.
@@ -316,7 +326,7 @@ void flush_transitions(ThreadState* t)
 {
    t->transitions.for_each([t](Transition* tr) {
       if (tr->kind != kActivation || (!tr->calls && !tr->edge_incl)) return;
-      Activation act = child_of(tr)->act();
+      Activation act = act_of(child_of(tr));
       act.top->calls += tr->calls;
       if (act.bottom) act.bottom->calls += tr->calls;
       const ActNode* parent = parent_activation(tr);
@@ -325,13 +335,13 @@ void flush_transitions(ThreadState* t)
          edge->calls += tr->calls;
          edge->incl += tr->edge_incl;
       }
-      ForestNode* node = child_of(tr)->ctx();
+      ForestNode* node = ctx_of(child_of(tr));
       node->incl += tr->ctx_incl;
       if (t->view != t->forest) {
          // The body's counters are the view's: a k-SF node's exclusive cost
          // is its activations' inclusive cost less their callees'.
          node->excl += tr->edge_incl;
-         if (parent) parent->ctx()->excl -= tr->edge_incl;
+         if (parent) ctx_of(parent)->excl -= tr->edge_incl;
       }
       tr->calls = tr->edge_incl = tr->ctx_incl = 0;
    });
@@ -1050,7 +1060,7 @@ static void settle_frames(Frame* first, Frame* top, ULong now, Bool suspended)
 static void settle_root(ThreadState* t, ULong now)
 {
    Frame& root = t->own->frames[0];
-   ForestNode* root_node = child_of(root.tr)->ctx();
+   ForestNode* root_node = ctx_of(child_of(root.tr));
    root_node->incl += now - root.ir_at_entry;
    if (t->view != t->forest) root_node->excl += now - root.ir_at_entry;
    root.ir_at_entry = now;
@@ -1155,7 +1165,7 @@ UWord n_context_ids = 0;
 UWord current_context_id(ThreadId tid)
 {
    switch_to(tid);
-   ForestNode* node = child_of(kg_now->top->tr)->ctx();
+   ForestNode* node = ctx_of(child_of(kg_now->top->tr));
    UWord serial = clo.join_threads ? 0 : current->serial;
    ContextId* c = context_ids.get(node, (const void*)serial);
    if (!c->id) c->id = ++n_context_ids;
@@ -1175,7 +1185,7 @@ void for_each_live_thread(void (*f)(UInt thread, ThreadId tid, const ForestNode*
    for (ThreadState* t = all_threads; t; t = t->next) {
       if (!by_tid[t->tid] || by_tid[t->tid] != t) continue;
       const Now& now = now_of(t);
-      f(t->serial, t->tid, child_of(now.top->tr)->ctx(), (UInt)(now.top - t->stack->frames), arg);
+      f(t->serial, t->tid, ctx_of(child_of(now.top->tr)), (UInt)(now.top - t->stack->frames), arg);
    }
 }
 
@@ -1199,7 +1209,7 @@ void close_thread(ThreadState* t)
    run_on(t, t->own);
    // __root__'s inclusive cost is the thread's whole run.
    Frame& root = t->own->frames[0];
-   ForestNode* root_node = child_of(root.tr)->ctx();
+   ForestNode* root_node = ctx_of(child_of(root.tr));
    root_node->incl += kg_now->ir - root.ir_at_entry;
    if (t->view != t->forest) root_node->excl += kg_now->ir - root.ir_at_entry;   // as flush_transitions
    root.ir_at_entry = kg_now->ir;

@@ -24,56 +24,36 @@ enum FrameKind : UInt {
 
 // An activation of a thread's forest: a unique object per thread and
 // activation pair (top, bottom), so that "same parent activation" is one
-// pointer comparison. At k = inf (threads not joined) a
-// node has one activation pair, (node, none): its ActNode is the forest
-// node's payload (core::Forest::payload), found with no index and no
-// (top, bottom) of its own (24 bytes instead of 40 and an index slot: 28
-// bytes a node). Otherwise it follows its pair's key in an ActEntry, the
-// entry of the thread's (top, bottom) index.
+// pointer comparison. At k = inf (threads not joined) a node has one
+// activation pair, (node, none): its ActNode is the forest node's payload
+// (core::Forest::payload), with no index and no pair of its own (16 bytes
+// instead of 40 and an index slot: 36 bytes a node). Otherwise it follows
+// its pair in an ActEntry, the entry of the thread's (top, bottom) index.
+struct ActEntry;
 struct ActNode {
-   UInt depth;
-   UInt phase : 31;   // < k <= 1000, or the depth at k = inf
-   UInt in_node : 1;  // a forest node's payload (else in an ActEntry)
-   // Frames of this thread now in ctx() at k = inf, where a node has one
-   // activation pair (else a count shared by the node's pairs: the
+   // Frames of this thread now in its context at k = inf, where a node has
+   // one activation pair (else a count shared by the node's pairs: the
    // transitions' `active`).
    UWord own_active;
    // The same activation in the view forest (the body's contexts at
-   // --view-k, shared by many k-SF activations), or this node itself when
-   // the view is the k-SF.
-   const ActNode* view;
-
-   ForestNode* top() const;
-   ForestNode* bottom() const;
-   Activation act() const { return { top(), bottom(), depth, phase }; }
-   // canonical(act): where its calls and costs go
-   ForestNode* ctx() const
-   {
-      ForestNode* b = bottom();
-      return b ? b : top();
-   }
+   // --view-k, shared by many k-SF activations), or none when the view is
+   // the k-SF.
+   const ActEntry* view;
 };
 
-static_assert(sizeof(ActNode) == 24, "a k-SF node's payload at k = inf");
+static_assert(sizeof(ActNode) == 16, "a k-SF node's payload at k = inf");
 
-// An ActNode with its pair: the entry of a (top, bottom) index.
+// An ActNode with its activation pair: the entry of a (top, bottom) index.
 struct ActEntry {
    const void* a;     // PairMap key: top
    const void* b;     // PairMap key: bottom
+   UInt depth;        // the rest of the Activation
+   UInt phase;
    ActNode node;
+   Activation act() const { return { (ForestNode*)a, (ForestNode*)b, depth, phase }; }
+   // canonical(act): where its calls and costs go
+   ForestNode* ctx() const { return (ForestNode*)(b ? b : a); }
 };
-
-inline ForestNode* ActNode::top() const
-{
-   if (in_node) return (ForestNode*)this - 1;
-   return (ForestNode*)((const ActEntry*)((const char*)this - offsetof(ActEntry, node)))->a;
-}
-
-inline ForestNode* ActNode::bottom() const
-{
-   if (in_node) return nullptr;
-   return (ForestNode*)((const ActEntry*)((const char*)this - offsetof(ActEntry, node)))->b;
-}
 
 // A function called from one call site of one activation of a thread: the
 // child activation and counters whose transfer to the forest and the call
