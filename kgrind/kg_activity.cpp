@@ -44,10 +44,19 @@ static Transition no_transition = { 0, 0, 0, &unused_active, nullptr, 0, nullptr
                                     no_kids, nullptr, nullptr };
 
 
+Bool acts_in_nodes() { return clo.k == kInfiniteK && !clo.join_threads; }
+
+// A transition's parent ActNode (a Transition for fences): in parent_in_node
+// where ActNodes are node payloads.
+static const void* parent_of(const Transition* tr)
+{
+   return acts_in_nodes() ? tr->parent_in_node : tr->parent;
+}
+
 // A transition's index key besides its parent (see transition_key).
 static const void* transition_key(const Transition* tr);
 struct TransitionKeys {
-   static const void* a(const Transition* tr) { return tr->parent; }
+   static const void* a(const Transition* tr) { return parent_of(tr); }
    static const void* b(const Transition* tr) { return transition_key(tr); }
 };
 
@@ -146,10 +155,6 @@ void update_now_from_top()
    if (kg_now->ctx != kCallPending) kg_now->ctx = top->tr->ctx;
 }
 
-// Whether a thread's k-SF ActNodes are its forest nodes' payloads (k = inf:
-// one activation pair a node; a joined forest's nodes are several threads').
-Bool acts_in_nodes() { return clo.k == kInfiniteK && !clo.join_threads; }
-
 const ActEntry* entry_of(const ActNode* n)
 {
    return (const ActEntry*)((const char*)n - offsetof(ActEntry, node));
@@ -210,6 +215,13 @@ UWord* active_count(ThreadState* t, ActNode* n)
 // child's own_active), with no `child` field.
 Bool child_from_active() { return clo.k == kInfiniteK; }
 
+// A transition's bytes: the fields that its mode has (Transition).
+UWord transition_bytes()
+{
+   if (acts_in_nodes()) return offsetof(Transition, parent);
+   return child_from_active() ? offsetof(Transition, child) : sizeof(Transition);
+}
+
 } // namespace
 
 // The activation of tr's frames.
@@ -229,8 +241,11 @@ Transition* transition(ThreadState* t, const void* parent, const void* key, Init
 {
    Transition* tr = t->transitions.find(parent, key);
    if (tr) return tr;
-   tr = (Transition*)alloc_permanent(child_from_active() ? offsetof(Transition, child) : sizeof(Transition));
-   tr->parent = parent;
+   tr = (Transition*)alloc_permanent(transition_bytes());
+   if (acts_in_nodes())
+      tr->parent_in_node = parent;
+   else
+      tr->parent = parent;
    tr->kids = no_kids;
    init(tr);
    tl_assert(transition_key(tr) == key);
@@ -298,7 +313,7 @@ Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, B
 // The parent activation of an activation's transition (none for the root's).
 const ActNode* parent_activation(const Transition* tr)
 {
-   return (const ActNode*)tr->parent;
+   return (const ActNode*)parent_of(tr);
 }
 
 // The call edge of an activation's transition, made when the transition was.
@@ -321,6 +336,26 @@ Transition* fence_transition(ThreadState* t, Transition* top, FrameKind kind)
                      [&](Transition* tr) { set_child(t, tr, child_of(top), top->fn, kind); });
 }
 
+// Whether tr enters its parent's own context (rolled simple recursion).
+Bool rolled(const Transition* tr) { return parent_activation(tr) == child_of(tr); }
+
+// The part of tr's edge_incl in outermost activations of its child's
+// context. Where ActNodes are node payloads a thread's frames in one node
+// on its running stack are rolled ones above an outermost one (a node is
+// its whole call chain), so that is all of it unless tr is rolled;
+// close_frame corrects the node for the other frames.
+ULong outermost_incl(const Transition* tr)
+{
+   if (!acts_in_nodes()) return tr->ctx_incl;
+   return rolled(tr) ? 0 : tr->edge_incl;
+}
+
+void zero_counts(Transition* tr)
+{
+   tr->calls = tr->edge_incl = 0;
+   if (!acts_in_nodes()) tr->ctx_incl = 0;
+}
+
 // Adds every transition's deferred counters to the forest and the edges.
 void flush_transitions(ThreadState* t)
 {
@@ -336,20 +371,20 @@ void flush_transitions(ThreadState* t)
          edge->incl += tr->edge_incl;
       }
       ForestNode* node = ctx_of(child_of(tr));
-      node->incl += tr->ctx_incl;
+      node->incl += outermost_incl(tr);
       if (t->view != t->forest) {
          // The body's counters are the view's: a k-SF node's exclusive cost
          // is its activations' inclusive cost less their callees'.
          node->excl += tr->edge_incl;
          if (parent) ctx_of(parent)->excl -= tr->edge_incl;
       }
-      tr->calls = tr->edge_incl = tr->ctx_incl = 0;
+      zero_counts(tr);
    });
 }
 
 void zero_transitions(ThreadState* t)
 {
-   t->transitions.for_each([](Transition* tr) { tr->calls = tr->edge_incl = tr->ctx_incl = 0; });
+   t->transitions.for_each(zero_counts);
 }
 
 // base[0] is a sentinel below the stack's base frame (inline pops read the
@@ -458,6 +493,23 @@ void switch_to(ThreadId tid)
    *kg_now = current->saved;
 }
 
+// A frame of transition tr's closes (pops, or is settled) with inclusive
+// cost incl. A recursive activation of the same context is already
+// measured by the outermost one: its inclusive cost counts only there.
+void close_frame(Transition* tr, ULong incl)
+{
+   tr->edge_incl += incl;
+   Bool outermost = --*tr->active == 0;
+   if (!acts_in_nodes()) {
+      if (outermost) tr->ctx_incl += incl;
+      return;
+   }
+   // Where outermost_incl is wrong: a stack's frame settled while another
+   // stack has one in the same node (not counted at all while counting is
+   // off: the transition's counts since are discarded).
+   if (outermost == rolled(tr) && kg_counting) ctx_of(child_of(tr))->incl += outermost ? incl : -incl;
+}
+
 // A new top frame (the stack grows when full).
 Frame* push_frame(ThreadState* t, Addr sp, Transition* tr)
 {
@@ -491,11 +543,7 @@ void pop_frame(ThreadState* t)
    const Frame* f = kg_now->top;
    Transition* tr = f->tr;
    if (tr->kind == kActivation) {
-      ULong incl = kg_now->ir - f->ir_at_entry;
-      tr->edge_incl += incl;
-      // A recursive activation of the same context is already measured by
-      // the outermost one: its inclusive cost counts only there.
-      if (--*tr->active == 0) tr->ctx_incl += incl;
+      close_frame(tr, kg_now->ir - f->ir_at_entry);
    } else if (tr->kind == kAltSignalFence) {
       t->stack->alt_fences--;
    }
@@ -1046,9 +1094,7 @@ static void settle_frames(Frame* first, Frame* top, ULong now, Bool suspended)
    for (Frame* f = top; f >= first; f--) {
       Transition* tr = f->tr;
       if (tr->kind != kActivation) continue;
-      ULong incl = now - f->ir_at_entry;
-      tr->edge_incl += incl;
-      if (--*tr->active == 0) tr->ctx_incl += incl;
+      close_frame(tr, now - f->ir_at_entry);
    }
    for (Frame* f = first; f <= top; f++) {
       f->ir_at_entry = now;

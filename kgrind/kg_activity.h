@@ -70,6 +70,9 @@ const UInt kKidSlots = 16;
 const UWord kKidOffsetMask = (kKidSlots - 1) * sizeof(void*);
 // Whether kid arrays grow from one slot (k = inf) or start full.
 Bool kids_grow();
+// Whether a thread's k-SF ActNodes are its forest nodes' payloads (k = inf:
+// one activation pair a node; a joined forest's nodes are several threads').
+Bool acts_in_nodes();
 // The kid slot of a call of fn from site in an array whose slots' byte
 // offsets are masked by kid_mask: inline IR computes it from the pending
 // call's site as ((site ^ (fn->id << 3)) & kid_mask), the slot's byte
@@ -82,7 +85,16 @@ inline UInt kid_slot(const FnInfo* fn, Addr site, UWord kid_mask)
 struct Transition {
    ULong calls;         // activations since the last flush
    ULong edge_incl;     // their inclusive cost
-   ULong ctx_incl;      // the part of it in outermost activations of child->ctx()
+   union {
+      // The part of edge_incl in outermost activations of the child's
+      // context.
+      ULong ctx_incl;
+      // Where ActNodes are node payloads (acts_in_nodes) a transition into
+      // the parent's own context (rolled recursion) has only inner
+      // activations and any other only outermost ones (parent_of): the word
+      // holds the parent and the transition ends before `parent` (72 bytes).
+      const void* parent_in_node;
+   };
    UWord* active;       // frames now in child->ctx() (active_count)
    ForestNode* ctx;     // child->view->ctx(): the context of the block counters
    Addr site;           // the call site (instruction) of an activation's frame

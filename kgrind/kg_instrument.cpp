@@ -595,9 +595,14 @@ void add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir)
    IRExpr* active = b.load_field(tr, offsetof(Transition, active));
    IRExpr* still_active = b.op(Iop_Sub64, b.load64(active), IRBuilder::u64(1));
    b.store_if(pop, active, still_active);
-   // A recursive activation's cost is already in the outermost one's.
-   IRExpr* popped_outermost = b.op(Iop_CmpEQ64, b.op(Iop_Or64, not_popped, still_active), IRBuilder::u64(0), Ity_I1);
-   b.add_if(popped_outermost, b.place(tr, offsetof(Transition, ctx_incl)), incl);
+   // A recursive activation's cost is already in the outermost one's
+   // (where ActNodes are node payloads, the transition knows which it has:
+   // Transition::parent_in_node).
+   if (!acts_in_nodes()) {
+      IRExpr* popped_outermost =
+         b.op(Iop_CmpEQ64, b.op(Iop_Or64, not_popped, still_active), IRBuilder::u64(0), Ity_I1);
+      b.add_if(popped_outermost, b.place(tr, offsetof(Transition, ctx_incl)), incl);
+   }
 
    IRExpr* below = b.op(Iop_Sub64, top, IRBuilder::u64(sizeof(Frame)));
    b.store_if(pop, b.at(&kg_now->top), below);
