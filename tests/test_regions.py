@@ -18,6 +18,7 @@ import pytest
 
 from conftest import BUILD, ROOT
 import callgrind_format
+import ksf_records
 
 INCLUDES = ('-I', str(ROOT / 'include'), '-I', '/usr/include/valgrind')
 ANNOTATE = ['perl', str(ROOT / 'perl' / 'kgrind_annotate.pl')]
@@ -476,3 +477,27 @@ def test_toggle_collect_in_threads(tools):
     assert nonzero(rp.by_context()) == expected
     assert {c: n for c, n in nonzero(context_calls(rp)).items()} == \
         {c: n for c, n in nonzero(context_calls(wp)).items() if inside(c)}
+
+
+def forest_counts(path):
+    """{root path: (calls, exclusive Ir, inclusive Ir)} of a one-thread profile's k-SF."""
+    forest, = ksf_records.parse(path).forests
+    return {tuple(forest.root_path(n)): node[2:] for n, node in forest.nodes.items()}
+
+
+def test_kinf_dumps_of_coroutines_sharing_contexts_agree_with_joined_forest(tools):
+    """At k=inf a thread's activation records live in its own forest's nodes
+    and know which of their frames are outermost without counting them
+    (docs/function-mode.md, issue 22 session 16); --join-threads=yes keeps
+    the general records. Two coroutines run the same chain (rolled
+    recursion) and dump while the other is suspended in the same contexts:
+    every dump of the one-thread program agrees node for node."""
+    exe = compile_prog(tools, 'co_dumps')
+    counts = {}
+    for joined in ('no', 'yes'):
+        base = f'co.{joined}.out'
+        run = tools.kgrind(exe, 3, opts=['--k=inf', f'--join-threads={joined}'], out=base)
+        assert run.returncode == 0, run.stderr
+        counts[joined] = [forest_counts(f) for f in dump_files(tools, base)]
+    assert len(counts['no']) == 7   # a dump in each of 3 rounds of 2 coroutines, and the end
+    assert counts['no'] == counts['yes']
