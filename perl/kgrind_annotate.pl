@@ -1183,7 +1183,9 @@ sub print_context_id {
 # ---------------------------------------------------------------------------
 # The exporters (perl/lib/KGrind/Export/*.pm) share one interface,
 # write(\%model, $out_fh, \%options), over the model below: the selected
-# threads' k-contexts with names as --names asks.
+# threads' k-contexts with names as --names asks.  pprof's and (of CCTs)
+# speedscope's write_file take the samples from a callback instead and
+# write as they go (stream_pprof, cct_speedscope).
 # ---------------------------------------------------------------------------
 my %EXPORTER = (pprof => 'KGrind::Export::Pprof', speedscope => 'KGrind::Export::Speedscope',
                 dot => 'KGrind::Export::Dot');

@@ -65,32 +65,30 @@ sub write_file {
     my $value_type = sub { f_int(1, str_id($S, $_[0])) . f_int(2, str_id($S, $_[1])) };
     $z->(f_bytes($PROFILE{sample_type}, $value_type->('calls', 'count'))
          . f_bytes($PROFILE{sample_type}, $value_type->('Ir', 'count')));
-    my (%fid, @functions);
-    my $function_id = sub {
-        my ($name) = @_;
-        return $fid{$name} if $fid{$name};
-        my $src = $data->{sources}{$name} // {};
-        my $id = @functions + 1;
-        push @functions, f_int(1, $id) . f_int(2, str_id($S, $name)) . f_int(3, str_id($S, $name))
-            . f_int(4, str_id($S, $src->{file} // '')) . f_int(5, $src->{line} // 0);
-        return $fid{$name} = $id;
+    # one function and one location per name, with the same id; a
+    # location's id kept as its varint (the samples repeat it)
+    my (%location, @names);
+    my $location = sub {
+        push @names, $_[0];
+        return $location{$_[0]} = varint(scalar @names);
     };
     for my $t (@$threads) {
         my $labels = f_bytes(3, f_int(1, str_id($S, 'thread')) . f_int(2, str_id($S, "$t->{tid}")))
                    . f_bytes(3, f_int(1, str_id($S, 'k')) . f_int(2, str_id($S, "$data->{k}")));
         $t->{each_sample}->(sub {
             my ($path, $calls, $ir) = @_;
-            my @loc = reverse map { $function_id->($_) } @{frames_of($data, $path)};
-            $z->(f_bytes($PROFILE{sample}, f_packed(1, @loc) . f_packed(2, $calls, $ir) . $labels));
+            my @loc = map { $location{$_} // $location->($_) } @{frames_of($data, $path)};
+            $z->(f_bytes($PROFILE{sample}, f_bytes(1, join('', reverse @loc)) . f_packed(2, $calls, $ir) . $labels));
         });
     }
     $z->(f_bytes($PROFILE{mapping}, f_int(1, 1) . f_int(5, str_id($S, $data->{program} // '')) . f_int(7, 1)
                  . f_int(8, 1) . f_int(9, 1)));
-    # one location per function, same id
-    $z->(f_bytes($PROFILE{location}, f_int(1, $fid{$_}) . f_int(2, 1)
-                 . f_bytes(4, f_int(1, $fid{$_}) . f_int(2, ($data->{sources}{$_} // {})->{line} // 0))))
-        for sort { $fid{$a} <=> $fid{$b} } keys %fid;
-    $z->(f_bytes($PROFILE{function}, $_)) for @functions;
+    my @src = map { $data->{sources}{$_} // {} } @names;
+    $z->(f_bytes($PROFILE{location}, f_int(1, $_) . f_int(2, 1) . f_bytes(4, f_int(1, $_) . f_int(2, $src[$_ - 1]{line} // 0))))
+        for 1 .. @names;
+    $z->(f_bytes($PROFILE{function}, f_int(1, $_) . f_int(2, str_id($S, $names[$_ - 1])) . f_int(3, str_id($S, $names[$_ - 1]))
+                 . f_int(4, str_id($S, $src[$_ - 1]{file} // '')) . f_int(5, $src[$_ - 1]{line} // 0)))
+        for 1 .. @names;
     my @comments = map { str_id($S, $_) } @{$data->{comments} // []};
     my $default = str_id($S, 'Ir');
     my $period_type = $value_type->('Ir', 'count');
