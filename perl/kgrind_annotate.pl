@@ -1341,7 +1341,8 @@ sub model_head {
     my $k = kstr($S->{kk});
     return { k => $k, recorded_k => kstr($S->{K}), root => $ROOT_NAME, total => $S->{total},
              files => [map { $_->{file} } @{$S->{P}}], cmd => $P0->{cmd} // '', program => $program,
-             creator => $P0->{creator} // '', exporter => "kgrind_annotate\@$VERSION", sources => model_sources($S, $name),
+             creator => $P0->{creator} // '', exporter => "kgrind_annotate\@$VERSION",
+             sources => model_sources($S, $name),
              comments => ["kgrind k-contexts (k=$k) of " . join(', ', map { $_->{file} } @{$S->{P}})
                           . ': one sample per thread and context',
                           $k eq 'inf' ? 'stacks are full calling contexts'

@@ -84,11 +84,9 @@ sub write_file {
     $z->(f_bytes($PROFILE{mapping}, f_int(1, 1) . f_int(5, str_id($S, $data->{program} // '')) . f_int(7, 1)
                  . f_int(8, 1) . f_int(9, 1)));
     my @src = map { $data->{sources}{$_} // {} } @names;
-    $z->(f_bytes($PROFILE{location}, f_int(1, $_) . f_int(2, 1) . f_bytes(4, f_int(1, $_) . f_int(2, $src[$_ - 1]{line} // 0))))
-        for 1 .. @names;
-    $z->(f_bytes($PROFILE{function}, f_int(1, $_) . f_int(2, str_id($S, $names[$_ - 1])) . f_int(3, str_id($S, $names[$_ - 1]))
-                 . f_int(4, str_id($S, $src[$_ - 1]{file} // '')) . f_int(5, $src[$_ - 1]{line} // 0)))
-        for 1 .. @names;
+    $z->(f_bytes($PROFILE{location}, f_int(1, $_) . f_int(2, 1)
+                 . f_bytes(4, f_int(1, $_) . f_int(2, $src[$_ - 1]{line} // 0)))) for 1 .. @names;
+    $z->(f_bytes($PROFILE{function}, function($S, $_, $names[$_ - 1], $src[$_ - 1]))) for 1 .. @names;
     my @comments = map { str_id($S, $_) } @{$data->{comments} // []};
     my $default = str_id($S, 'Ir');
     my $period_type = $value_type->('Ir', 'count');
@@ -97,6 +95,13 @@ sub write_file {
          . (@comments ? f_packed($PROFILE{comment}, @comments) : '')
          . f_int($PROFILE{default_sample_type}, $default));
     $z->(undef);
+}
+
+# A function message: id, name (also as system name), file, first line.
+sub function {
+    my ($S, $id, $name, $src) = @_;
+    return f_int(1, $id) . f_int(2, str_id($S, $name)) . f_int(3, str_id($S, $name))
+         . f_int(4, str_id($S, $src->{file} // '')) . f_int(5, $src->{line} // 0);
 }
 
 # A writer of one gzip stream through $put: called with bytes, then with
