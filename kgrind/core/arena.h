@@ -73,10 +73,9 @@ struct Pool {
   }
 
   // Bump allocation with no free list (for objects never released
-  // individually, e.g. nodes).  bytes is rounded up to 8 (a node with a
-  // 24-byte payload takes 72 bytes, not 80).
+  // individually, e.g. nodes).  bytes is rounded up to 16.
   void* bump(size_t bytes) {
-    bytes = (bytes + 7) & ~size_t(7);
+    bytes = (bytes + 15) & ~size_t(15);
     if (static_cast<size_t>(end_ - cur_) < bytes) new_chunk(bytes);
     void* p = cur_;
     cur_ += bytes;
@@ -106,8 +105,6 @@ struct Pool {
       return f;
     }
     size_t sz = size_t(1) << s;
-    // Blocks stay 16-aligned after bumps of 8-byte multiples.
-    cur_ += reinterpret_cast<uintptr_t>(cur_) & 8;
     if (static_cast<size_t>(end_ - cur_) < sz) new_chunk(sz);
     void* p = cur_;
     cur_ += sz;
@@ -155,7 +152,6 @@ struct Pool {
   void new_chunk(size_t need) {
     // The tail of the old chunk is wasted (at most one block's worth); put
     // whole power-of-two pieces of it on the free lists.
-    if (cur_) cur_ += reinterpret_cast<uintptr_t>(cur_) & 8;
     while (cur_ && end_ - cur_ >= 16) {
       uint32_t s = kMaxShift;
       while ((size_t(1) << s) > static_cast<size_t>(end_ - cur_)) --s;

@@ -123,7 +123,9 @@ class Forest {
   // k: 0 (vertex profile), 1, 2, ..., or kInfinity (CCT).
   // root_label: label of the first tree's root (e.g. the id of __root__).
   // payload_bytes (a multiple of 8): zeroed bytes of the user's right after
-  // every node (payload()), for a record per node without an index of its own.
+  // every node (payload()), for a record per node without an index of its
+  // own. A node and its payload take a multiple of 16 bytes (Pool::bump):
+  // 16 or 32 fit exactly.
   void init(const Allocator& al, uint32_t k, uint32_t root_label,
             uint32_t flags = kRollSimpleRecursion, uint32_t payload_bytes = 0) {
     init_common(al, k, kSlabForest, flags);
