@@ -119,8 +119,8 @@ struct Transition {
    // The call edge (parent view ctx -> child view ctx at site) is found when
    // the counters are flushed, not kept here (8 bytes a k-SF node at k=inf).
    // The frame's activation (child_of). Not at k = inf, where `active` is
-   // its own_active: transitions end before this field there (80 bytes,
-   // 9 a k-SF node).
+   // its own_active: transitions end before this field there (80 bytes
+   // with joined threads, else 72: parent_in_node).
    ActNode* child;
 };
 
