@@ -122,6 +122,16 @@ public:
    {
       return tmp(IRExpr_Binop(o, x, y), ty);
    }
+   // A condition (x `cmp` y) whose 1-bit temporary is made afresh at each
+   // use (test): VEX folds a temporary used once into its guarded store's
+   // or call's compare (cmpq $0, %reg: 4 bytes), while one used by several
+   // guards becomes a setcc (11 bytes) and a testq $1 (7 bytes) at each.
+   struct Cond {
+      IROp cmp;
+      IRExpr* x;
+      IRExpr* y;
+   };
+   IRExpr* test(const Cond& c) { return op(c.cmp, c.x, c.y, Ity_I1); }
    // bit ? x : y
    IRExpr* ite(IRExpr* bit, IRExpr* x, IRExpr* y, IRType ty = Ity_I64) { return tmp(IRExpr_ITE(bit, x, y), ty); }
    IRExpr* load(IRType ty, IRExpr* addr)
@@ -441,21 +451,21 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculat
    IRExpr* wrong_bits = b.op(Iop_Or64, b.op(Iop_Or64, mismatch,
                                             b.op(Iop_Xor64, ctx_before, IRBuilder::u64((HWord)kCallPending))),
                              no_room);
-   IRExpr* predicted = b.op(Iop_CmpEQ64, wrong_bits, IRBuilder::u64(0), Ity_I1);
+   IRBuilder::Cond predicted = { Iop_CmpEQ64, wrong_bits, IRBuilder::u64(0) };
    // The push's stores: always (speculative) or only when predicted.
-   IRExpr* guard = speculative ? nullptr : predicted;
+   auto guard = [&]() { return speculative ? nullptr : b.test(predicted); };
    IRExpr* one = IRBuilder::u64(1);
 
    b.store64(b.field(next, offsetof(Frame, sp)), sp);   // the spare slot: never in use
    b.store64(b.field(next, offsetof(Frame, ir_at_entry)), b.load64(&kg_now->ir));
    b.store64(b.field(next, offsetof(Frame, tr)), tr);
-   b.add_if(guard, b.place(tr, offsetof(Transition, calls)), one);
-   b.add_if(guard, b.place(b.load_field(tr, offsetof(Transition, active)), 0), one);
-   b.store_if(guard, b.at(&kg_now->top), next);
-   b.store_if(guard, b.at(&kg_now->top_sp), sp);
+   b.add_if(guard(), b.place(tr, offsetof(Transition, calls)), one);
+   b.add_if(guard(), b.place(b.load_field(tr, offsetof(Transition, active)), 0), one);
+   b.store_if(guard(), b.at(&kg_now->top), next);
+   b.store_if(guard(), b.at(&kg_now->top_sp), sp);
    // No call is pending any more.
    IRExpr* ctx = b.load_field(tr, offsetof(Transition, ctx));
-   b.store_if(guard, b.at(&kg_now->ctx), ctx);
+   b.store_if(guard(), b.at(&kg_now->ctx), ctx);
 
    IRExpr** args = mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), sp, ctx_before);
    IRExpr* wrong = b.op(Iop_CmpNE64, wrong_bits, IRBuilder::u64(0), Ity_I1);
@@ -588,22 +598,22 @@ void add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir)
    IRExpr* not_popped = b.op(Iop_Or64, b.op(Iop_Xor64, sp, b.op(Iop_Add64, b.load_field(top, offsetof(Frame, sp)),
                                                               IRBuilder::u64(sizeof(Addr)))),
                              b.load_u32_field(tr, offsetof(Transition, kind)));
-   IRExpr* pop = b.op(Iop_CmpEQ64, not_popped, IRBuilder::u64(0), Ity_I1);
+   IRBuilder::Cond pop = { Iop_CmpEQ64, not_popped, IRBuilder::u64(0) };
 
    IRExpr* incl = b.op(Iop_Sub64, ir ? ir : b.load64(&kg_now->ir), b.load_field(top, offsetof(Frame, ir_at_entry)));
-   b.add_if(pop, b.place(tr, offsetof(Transition, edge_incl)), incl);
+   b.add_if(b.test(pop), b.place(tr, offsetof(Transition, edge_incl)), incl);
    IRExpr* active = b.load_field(tr, offsetof(Transition, active));
    IRExpr* still_active = b.op(Iop_Sub64, b.load64(active), IRBuilder::u64(1));
-   b.store_if(pop, active, still_active);
+   b.store_if(b.test(pop), active, still_active);
    // A recursive activation's cost is already in the outermost one's.
    IRExpr* popped_outermost = b.op(Iop_CmpEQ64, b.op(Iop_Or64, not_popped, still_active), IRBuilder::u64(0), Ity_I1);
    b.add_if(popped_outermost, b.place(tr, offsetof(Transition, ctx_incl)), incl);
 
    IRExpr* below = b.op(Iop_Sub64, top, IRBuilder::u64(sizeof(Frame)));
-   b.store_if(pop, b.at(&kg_now->top), below);
-   b.store_if(pop, b.at(&kg_now->top_sp), b.load_field(below, offsetof(Frame, sp)));
+   b.store_if(b.test(pop), b.at(&kg_now->top), below);
+   b.store_if(b.test(pop), b.at(&kg_now->top_sp), b.load_field(below, offsetof(Frame, sp)));
    IRExpr* below_tr = b.load_field(below, offsetof(Frame, tr));
-   b.store_if(pop, b.at(&kg_now->ctx), b.load_field(below_tr, offsetof(Transition, ctx)));
+   b.store_if(b.test(pop), b.at(&kg_now->ctx), b.load_field(below_tr, offsetof(Transition, ctx)));
 }
 
 // Frames die only when SP rises above them, and SP changes only where a
