@@ -126,12 +126,13 @@ public:
    // use (test): VEX folds a temporary used once into its guarded store's
    // or call's compare (cmpq $0, %reg: 4 bytes), while one used by several
    // guards becomes a setcc (11 bytes) and a testq $1 (7 bytes) at each.
+   // cmp Iop_INVALID: x is the 1-bit value itself, used as it is.
    struct Cond {
       IROp cmp;
       IRExpr* x;
       IRExpr* y;
    };
-   IRExpr* test(const Cond& c) { return op(c.cmp, c.x, c.y, Ity_I1); }
+   IRExpr* test(const Cond& c) { return c.cmp == Iop_INVALID ? c.x : op(c.cmp, c.x, c.y, Ity_I1); }
    // bit ? x : y
    IRExpr* ite(IRExpr* bit, IRExpr* x, IRExpr* y, IRType ty = Ity_I64) { return tmp(IRExpr_ITE(bit, x, y), ty); }
    IRExpr* load(IRType ty, IRExpr* addr)
@@ -262,10 +263,10 @@ public:
       since_point_++;
    }
 
-   // A flush point: a side exit (guard: when it is taken; used when
-   // leaving) or the end (guard nullptr). Records which lines' instructions
+   // A flush point: a side exit (taken: when it is taken; used when
+   // leaving) or the end (taken nullptr). Records which lines' instructions
    // the point counts (function mode: LineRun).
-   void flush(IRBuilder& b, IRExpr* counters, IRExpr* guard)
+   void flush(IRBuilder& b, IRExpr* counters, const IRBuilder::Cond* taken)
    {
       UInt point = point_++;
       for (UInt i = 0; i < kMaxSlots; i++) {
@@ -281,9 +282,9 @@ public:
             b.store64(&kg_now->ir, ir_);
          }
       } else {
-         b.add_if(guard, b.place(counters, 8 * point), IRBuilder::u64(1));
+         b.add_if(taken ? b.test(*taken) : nullptr, b.place(counters, 8 * point), IRBuilder::u64(1));
          ir_ = ir_now(b);
-         b.store_if(guard, b.at(&kg_now->ir), ir_);
+         b.store_if(taken ? b.test(*taken) : nullptr, b.at(&kg_now->ir), ir_);
       }
       since_point_ = 0;
    }
@@ -849,6 +850,38 @@ Addr exit_target(const InstrPos& x, IRJumpKind jk, Addr target)
    return jk == Ijk_Boring ? jump_target(x, target, False) : 0;
 }
 
+// The expression that temporary t got before sb_in->stmts[before], or nullptr.
+IRExpr* tmp_definition(const IRSB* sb_in, Int before, IRTemp t)
+{
+   for (Int i = before - 1; i >= 0; i--) {
+      const IRStmt* st = sb_in->stmts[i];
+      if (st && st->tag == Ist_WrTmp && st->Ist.WrTmp.tmp == t) return st->Ist.WrTmp.data;
+   }
+   return nullptr;
+}
+
+// The guard of side exit sb_in->stmts[exit] as a condition that each
+// guarded store computes afresh (IRBuilder::Cond) when the guest code
+// computed it by one comparison of atoms (seen through the guest's
+// 64to1(1Uto64(bit)) round trip): VEX then folds each compare into its
+// store (and the exit's into its jump) instead of testing a setcc'd bit at
+// each, about 20 bytes less for each copy of an unrolled loop's body.
+IRBuilder::Cond exit_condition(const IRSB* sb_in, Int exit)
+{
+   IRExpr* guard = sb_in->stmts[exit]->Ist.Exit.guard;
+   IRExpr* e = guard;
+   while (e && e->tag == Iex_RdTmp) {
+      e = tmp_definition(sb_in, exit, e->Iex.RdTmp.tmp);
+      if (e && e->tag == Iex_Unop && e->Iex.Unop.op == Iop_64to1 && e->Iex.Unop.arg->tag == Iex_RdTmp) {
+         IRExpr* wide = tmp_definition(sb_in, exit, e->Iex.Unop.arg->Iex.RdTmp.tmp);
+         if (wide && wide->tag == Iex_Unop && wide->Iex.Unop.op == Iop_1Uto64) e = wide->Iex.Unop.arg;
+      }
+   }
+   if (e && e->tag == Iex_Binop && isIRAtom(e->Iex.Binop.arg1) && isIRAtom(e->Iex.Binop.arg2))
+      return { e->Iex.Binop.op, e->Iex.Binop.arg1, e->Iex.Binop.arg2 };
+   return { Iop_INVALID, guard, nullptr };
+}
+
 // Is there a flush point before this side exit? Before every one in the
 // block modes; function mode skips exits that only a fault takes.
 Bool flushes_before(const IRStmt* exit, Bool blocks)
@@ -1099,7 +1132,10 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          pending.add(slot_of_instr[instr++]);
          break;
       case Ist_Exit:
-         if (flushes_before(st, blocks)) pending.flush(b, counters, st->Ist.Exit.guard);
+         if (flushes_before(st, blocks)) {
+            IRBuilder::Cond taken = exit_condition(sb_in, i);
+            pending.flush(b, counters, &taken);
+         }
          if (sp.may_have_risen()) add_unwind_check(b, sp.value(b), leaving ? pending.ir_now(b) : nullptr);
          if (st->Ist.Exit.jk == Ijk_Boring)
             add_tail_call(b, blk, const_target(st->Ist.Exit.dst), last_instr, st->Ist.Exit.guard);
