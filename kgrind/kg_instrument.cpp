@@ -903,9 +903,9 @@ void describe_positions(IRSB* sb_in, BlockInfo* blk, Bool blocks)
       if (st && st->tag == Ist_Exit && flushes_before(st, blocks)) n_exits++;
    }
    blk->n_instrs = n_instrs;
-   blk->instrs = (InstrPos*)alloc_permanent(n_instrs * sizeof(InstrPos));
+   blk->instrs = (InstrPos*)alloc_permanent(n_instrs * sizeof(InstrPos) + (n_exits + 1) * sizeof(FlushPoint));
    blk->n_slots = n_exits + 1;
-   blk->points = (FlushPoint*)alloc_permanent((n_exits + 1) * sizeof(FlushPoint));
+   FlushPoint* points = blk->points();
    Int instr = -1;
    UInt point = 0;
    for (Int i = guest_code_start(sb_in); i < sb_in->stmts_used; i++) {
@@ -924,8 +924,8 @@ void describe_positions(IRSB* sb_in, BlockInfo* blk, Bool blocks)
          if (instr >= 0) {
             InstrPos& x = blk->instrs[instr];
             if (st->Ist.Exit.jk == Ijk_Boring) x.cond = True;
-            blk->points[point].instr = instr;
-            blk->points[point].jump_target = exit_target(x, st->Ist.Exit.jk, const_target(st->Ist.Exit.dst));
+            points[point].instr = instr;
+            points[point].jump_target = exit_target(x, st->Ist.Exit.jk, const_target(st->Ist.Exit.dst));
          }
          point++;
       }
@@ -933,8 +933,8 @@ void describe_positions(IRSB* sb_in, BlockInfo* blk, Bool blocks)
    if (instr < 0) return;
    const IRExpr* next = sb_in->next;
    Addr target = next->tag == Iex_Const ? const_target(next->Iex.Const.con) : 0;
-   blk->points[n_exits].instr = instr;
-   blk->points[n_exits].jump_target = exit_target(blk->instrs[instr], sb_in->jumpkind, target);
+   points[n_exits].instr = instr;
+   points[n_exits].jump_target = exit_target(blk->instrs[instr], sb_in->jumpkind, target);
 }
 
 // Block modes, at a block start: the run is recorded in the block trace
