@@ -1183,7 +1183,9 @@ sub print_context_id {
 # ---------------------------------------------------------------------------
 # The exporters (perl/lib/KGrind/Export/*.pm) share one interface,
 # write(\%model, $out_fh, \%options), over the model below: the selected
-# threads' k-contexts with names as --names asks.
+# threads' k-contexts with names as --names asks.  pprof's and (of CCTs)
+# speedscope's write_file take the samples from a callback instead and
+# write as they go (stream_pprof, cct_speedscope).
 # ---------------------------------------------------------------------------
 my %EXPORTER = (pprof => 'KGrind::Export::Pprof', speedscope => 'KGrind::Export::Speedscope',
                 dot => 'KGrind::Export::Dot');
@@ -1315,7 +1317,6 @@ sub body_k {
 
 sub export_model {
     my ($o, $S) = @_;
-    my $P0 = $S->{P}[0];
     # names in UTF-8 (pprof's strings must be; the JSON formats too)
     my $name = sub { utf8_clean(display_name($o, $_[0])) };
     my @threads;
@@ -1327,17 +1328,47 @@ sub export_model {
               inclusive_outermost => outer_incl($C, $_) + 0 }
         } @{select_contexts($o, $C)}] };
     }
-    my %sources = %{model_sources($S, $name)};
-    my ($program) = split ' ', $P0->{cmd} // '';
     my $edges = $o->{format} eq 'dot' ? call_edges($S, \@threads) : [];
+    return { %{model_head($S, $name)}, edges => $edges, threads => \@threads };
+}
+
+# The model but its threads and edges: the profiles, k and the comments
+# (names as $name gives them).
+sub model_head {
+    my ($S, $name) = @_;
+    my $P0 = $S->{P}[0];
+    my ($program) = split ' ', $P0->{cmd} // '';
     my $k = kstr($S->{kk});
     return { k => $k, recorded_k => kstr($S->{K}), root => $ROOT_NAME, total => $S->{total},
              files => [map { $_->{file} } @{$S->{P}}], cmd => $P0->{cmd} // '', program => $program,
-             edges => $edges, creator => $P0->{creator} // '', exporter => "kgrind_annotate\@$VERSION", threads => \@threads, sources => \%sources,
+             creator => $P0->{creator} // '', exporter => "kgrind_annotate\@$VERSION",
+             sources => model_sources($S, $name),
              comments => ["kgrind k-contexts (k=$k) of " . join(', ', map { $_->{file} } @{$S->{P}})
                           . ': one sample per thread and context',
                           $k eq 'inf' ? 'stacks are full calling contexts'
                           : "a stack whose outermost frame is [truncated k=$k] lacks its outer callers"] };
+}
+
+# --format=pprof, written as produced (KGrind::Export::Pprof::write_file):
+# each selected context's path is made when its sample is written, so
+# memory is the forest's plus pprof's tables, not every context's path
+# (export_model: O(nodes x depth) at k = inf).
+sub stream_pprof {
+    my ($o, $S) = @_;
+    my $module = load_module($EXPORTER{pprof});
+    my @name = map { utf8_clean(display_name($o, $_)) } @LNAME;
+    my @threads = map {
+        my $C = $_->{C};
+        { tid => $_->{tid}, each_sample => sub {
+            my ($emit) = @_;
+            $emit->([@name[@{ctx_labels($C, $_)}]], cval($C, 'xcalls', $_), cval($C, 'xexcl', $_))
+                for @{select_contexts($o, $C)};
+        } }
+    } @{$S->{threads}};
+    my $head = model_head($S, sub { utf8_clean(display_name($o, $_[0])) });
+    my $ok = eval { $module->can('write_file')->($head, \@threads, \&out); 1 };
+    unless ($ok) { die $@ if ref $@; fail("pprof: " . (split /\n/, $@)[0]) }
+    return undef;    # written
 }
 
 sub run_exporter {
@@ -1412,6 +1443,7 @@ sub export {
     }
     fail("--format=$o->{format}: function-mode profiles only ($S->{P}[0]{file} has mode $S->{P}[0]{mode})")
         if $BLOCKMODE;
+    return stream_pprof($o, $S) if $o->{format} eq 'pprof';
     return cct_speedscope($o, $S) if $o->{format} eq 'speedscope' && !$o->{limited} && $S->{kk} == $INF
                                      && !grep { !$_->{C}{cct} } @{$S->{threads}};
     return run_exporter($EXPORTER{$o->{format}}, export_model($o, $S), $o);

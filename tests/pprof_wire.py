@@ -111,3 +111,8 @@ def decode(path):
             'default_sample_type': s(p.get(14, 0)), 'samples': samples, 'functions': functions,
             'locations': locations, 'mappings': p[3], 'comments': [s(i) for i in p[13]],
             'strings': strings}
+
+
+def top_level_fields(path):
+    """The profile message's field numbers in the order they are written."""
+    return [f for f, _wire, _v in fields(gzip.decompress(path.read_bytes()))]

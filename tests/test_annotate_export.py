@@ -3,6 +3,7 @@ profile.proto (decoded by tests/pprof_wire.py and by `go tool pprof`) and
 speedscope's file format, each compared with kgrind_annotate's own JSON
 context by context."""
 import collections
+import gzip
 import json
 import pathlib
 import random
@@ -114,6 +115,45 @@ def test_pprof_real_program_files_and_lines(annotate, tmp_path, twice_profile):
         assert f['filename'].endswith('tests/progs/twice.c'), f
         # the first costly line of the function is its definition's line
         assert re.search(rf'\b{fn}\(', lines[f['start_line'] - 1]), (fn, f)
+
+
+def deep_chain(depth, labels='abc'):
+    """__root__ calling a chain of depth activations, each with 1 Ir."""
+    acts = [M.Act(labels[i % len(labels)], 1) for i in range(depth)]
+    for a, b in zip(acts, acts[1:]):
+        a.kids = [b]
+    return M.Act(M.ROOT, 1, [acts[0]])
+
+
+def test_pprof_streamed_equals_brute_force(annotate, tmp_path):
+    """pprof is written as it is produced: the sample types, each context's
+    sample as its path is made, then the tables the samples refer to
+    (mapping, locations, functions, strings), gzipped piece by piece.  Its
+    samples equal the model's k=inf contexts (a random run, and deep
+    recursions whose samples fill several gzip pieces); with --top, the
+    hottest of them; go tool pprof reads that order the same."""
+    rng = random.Random(221116)
+    runs = {1: M.random_activations(rng, max_depth=9), **{tid: deep_chain(350) for tid in range(2, 6)}}
+    prof = M.write_profile(tmp_path / 'deep.out', runs, M.INF)
+    want = collections.Counter()
+    for tid, root in runs.items():
+        for path, (calls, excl, _incl) in M.contexts(root, M.INF).items():
+            want[(str(tid), path, calls, excl)] += 1
+    path = pprof_file(tmp_path, prof)
+    p = pprof_wire.decode(path)
+    got = collections.Counter((s['labels']['thread'], tuple(reversed(s['stack'])), *s['values'])
+                              for s in p['samples'])
+    assert got == want
+    assert len(gzip.decompress(path.read_bytes())) > 3 * (1 << 16)
+    order = pprof_wire.top_level_fields(path)
+    last_sample = len(order) - 1 - order[::-1].index(2)
+    assert order[:3] == [1, 1, 2] and not {3, 4, 5, 6} & set(order[:last_sample])
+    assert parse_raw(go_pprof(path, '-raw')) == want
+    top = pprof_wire.decode(pprof_file(tmp_path, '--top=5', prof))['samples']
+    assert all(want[(s['labels']['thread'], tuple(reversed(s['stack'])), *s['values'])] for s in top)
+    for tid in runs:    # --top is per thread
+        hottest = sorted((ir for (t, *_, ir) in want.elements() if t == str(tid)), reverse=True)[:5]
+        assert sorted((s['values'][1] for s in top if s['labels']['thread'] == str(tid)), reverse=True) == hottest
 
 
 # ---------------------------------------------------------------------------

@@ -5,9 +5,10 @@ of the CCT, never the inf-CCF), the whole inf-CCF (walked from the
 automaton's chains), the folded stacks (a walk in the order of the stacks,
 not a sorted hash of them), and bad input still printing nothing."""
 import random
+import subprocess
 
 import test_annotate_model as M
-from test_annotate import annotate, ok  # noqa: F401
+from test_annotate import annotate, annotate_cmd, ok  # noqa: F401
 
 # Names that are prefixes of their siblings' with characters before and
 # after ';' (the folded separator) next: "f", "f const", "f!x", "f::g", and
@@ -143,6 +144,20 @@ def test_bad_input_prints_nothing(annotate, tmp_path):
     runs = {1: chain_run(('a', 'b'), 200)}
     p = M.write_profile(tmp_path / 'bad.out', runs, M.INF)
     p.write_text(p.read_text().replace('\ntotals: ', '\ntotals: x'))
-    for opts in (['--format=json'], ['--kccf', '--ksf'], ['--format=folded'], ['--format=speedscope'], []):
+    for opts in (['--format=json'], ['--kccf', '--ksf'], ['--format=folded'], ['--format=speedscope'],
+                 ['--format=pprof'], []):
         r = annotate(*opts, p)
         assert r.rc != 0 and r.out == '' and len(r.err.splitlines()) == 1 and 'totals' in r.err, (opts, r.err)
+
+
+def test_closed_pipe_ends_quietly(tmp_path):
+    """A reader that leaves (closed pipe: `| head`) stops the streamed
+    outputs with status 0 and nothing on stderr: the pipe is closed before
+    kgrind_annotate has read the profile, so its first write fails."""
+    p = M.write_profile(tmp_path / 'pipe.out', {1: chain_run(('a', 'b'), 150)}, M.INF)
+    for fmt in ('pprof', 'speedscope', 'json', 'folded'):
+        proc = subprocess.Popen([*annotate_cmd(), f'--format={fmt}', str(p)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc.stdout.close()
+        err = proc.stderr.read()
+        assert proc.wait(timeout=120) == 0 and err == b'', (fmt, err)

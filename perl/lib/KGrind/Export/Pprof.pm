@@ -1,6 +1,7 @@
 package KGrind::Export::Pprof;
 # --format=pprof: the k-contexts as a gzipped profile.proto (google/pprof,
-# proto/profile.proto), written with pack and core IO::Compress::Gzip.
+# proto/profile.proto), written with pack and core Compress::Raw::Zlib as
+# it is produced (write_file).
 #
 # One sample per (thread, k-context): its stack is the context's path,
 # innermost function first; values [calls, Ir] (Ir exclusive); string labels
@@ -9,7 +10,7 @@ package KGrind::Export::Pprof;
 # rooted.  One location per function, at the function's first costly line.
 use strict;
 use warnings;
-use IO::Compress::Gzip qw(gzip $GzipError);
+use Compress::Raw::Zlib qw(Z_OK WANT_GZIP);
 
 # Field numbers of profile.proto.
 my %PROFILE = (sample_type => 1, sample => 2, mapping => 3, location => 4, function => 5,
@@ -49,53 +50,79 @@ sub frames_of {
     return [truncation_frame($data->{k}), @$path];
 }
 
-sub write {
-    my ($data, $fh, $opts) = @_;
+# The profile written piece by piece with $put, gzipped as it goes.
+# $threads: [{tid, each_sample}], each_sample calling its argument with
+# each sample's frames (outermost first), calls and Ir, in order.  The
+# sample types come first, then each sample as it is given, then the
+# tables the samples refer to (mapping, locations, functions, strings):
+# profile.proto's readers resolve ids after reading the whole message
+# (a message's fields may come in any order, repeated ones interleaved).
+# Memory is the tables', bounded by the distinct functions.
+sub write_file {
+    my ($data, $threads, $put) = @_;
+    my $z = gzip_stream($put);
     my $S = new_strings();
-    my (%fid, @functions);
-    my $function_id = sub {
-        my ($name) = @_;
-        return $fid{$name} if $fid{$name};
-        my $src = $data->{sources}{$name} // {};
-        my $id = @functions + 1;
-        push @functions, f_int(1, $id) . f_int(2, str_id($S, $name)) . f_int(3, str_id($S, $name))
-            . f_int(4, str_id($S, $src->{file} // '')) . f_int(5, $src->{line} // 0);
-        return $fid{$name} = $id;
+    my $value_type = sub { f_int(1, str_id($S, $_[0])) . f_int(2, str_id($S, $_[1])) };
+    $z->(f_bytes($PROFILE{sample_type}, $value_type->('calls', 'count'))
+         . f_bytes($PROFILE{sample_type}, $value_type->('Ir', 'count')));
+    # one function and one location per name, with the same id; a
+    # location's id kept as its varint (the samples repeat it)
+    my (%location, @names);
+    my $location = sub {
+        push @names, $_[0];
+        return $location{$_[0]} = varint(scalar @names);
     };
-    my @samples;
-    for my $t (@{$data->{threads}}) {
+    for my $t (@$threads) {
         my $labels = f_bytes(3, f_int(1, str_id($S, 'thread')) . f_int(2, str_id($S, "$t->{tid}")))
                    . f_bytes(3, f_int(1, str_id($S, 'k')) . f_int(2, str_id($S, "$data->{k}")));
-        for my $c (@{$t->{contexts}}) {
-            my @loc = reverse map { $function_id->($_) } @{frames_of($data, $c->{path})};
-            push @samples, f_packed(1, @loc) . f_packed(2, $c->{calls}, $c->{Ir}) . $labels;
-        }
+        $t->{each_sample}->(sub {
+            my ($path, $calls, $ir) = @_;
+            my @loc = map { $location{$_} // $location->($_) } @{frames_of($data, $path)};
+            $z->(f_bytes($PROFILE{sample}, f_bytes(1, join('', reverse @loc)) . f_packed(2, $calls, $ir) . $labels));
+        });
     }
-    # one location per function, same id
-    my @locations = map {
-        my $src = $data->{sources}{$_} // {};
-        f_int(1, $fid{$_}) . f_int(2, 1) . f_bytes(4, f_int(1, $fid{$_}) . f_int(2, $src->{line} // 0))
-    } sort { $fid{$a} <=> $fid{$b} } keys %fid;
-    my $mapping = f_int(1, 1) . f_int(5, str_id($S, $data->{program} // '')) . f_int(7, 1) . f_int(8, 1)
-                . f_int(9, 1);
-    my $value_type = sub { f_int(1, str_id($S, $_[0])) . f_int(2, str_id($S, $_[1])) };
-    my $sample_types = f_bytes($PROFILE{sample_type}, $value_type->('calls', 'count'))
-                     . f_bytes($PROFILE{sample_type}, $value_type->('Ir', 'count'));
-    my $period_type = f_bytes($PROFILE{period_type}, $value_type->('Ir', 'count'));
+    $z->(f_bytes($PROFILE{mapping}, f_int(1, 1) . f_int(5, str_id($S, $data->{program} // '')) . f_int(7, 1)
+                 . f_int(8, 1) . f_int(9, 1)));
+    my @src = map { $data->{sources}{$_} // {} } @names;
+    $z->(f_bytes($PROFILE{location}, f_int(1, $_) . f_int(2, 1)
+                 . f_bytes(4, f_int(1, $_) . f_int(2, $src[$_ - 1]{line} // 0)))) for 1 .. @names;
+    $z->(f_bytes($PROFILE{function}, function($S, $_, $names[$_ - 1], $src[$_ - 1]))) for 1 .. @names;
     my @comments = map { str_id($S, $_) } @{$data->{comments} // []};
     my $default = str_id($S, 'Ir');
-    my $raw = $sample_types
-        . join('', map { f_bytes($PROFILE{sample}, $_) } @samples)
-        . f_bytes($PROFILE{mapping}, $mapping)
-        . join('', map { f_bytes($PROFILE{location}, $_) } @locations)
-        . join('', map { f_bytes($PROFILE{function}, $_) } @functions)
-        . join('', map { f_bytes($PROFILE{string_table}, $_) } @{$S->{list}})
-        . $period_type . f_int($PROFILE{period}, 1)
-        . (@comments ? f_packed($PROFILE{comment}, @comments) : '')
-        . f_int($PROFILE{default_sample_type}, $default);
-    my $gz;
-    gzip(\$raw => \$gz) or die "gzip: $GzipError\n";
-    print $fh $gz;
+    my $period_type = $value_type->('Ir', 'count');
+    $z->(f_bytes($PROFILE{string_table}, $_)) for @{$S->{list}};    # every string is known now
+    $z->(f_bytes($PROFILE{period_type}, $period_type) . f_int($PROFILE{period}, 1)
+         . (@comments ? f_packed($PROFILE{comment}, @comments) : '')
+         . f_int($PROFILE{default_sample_type}, $default));
+    $z->(undef);
+}
+
+# A function message: id, name (also as system name), file, first line.
+sub function {
+    my ($S, $id, $name, $src) = @_;
+    return f_int(1, $id) . f_int(2, str_id($S, $name)) . f_int(3, str_id($S, $name))
+         . f_int(4, str_id($S, $src->{file} // '')) . f_int(5, $src->{line} // 0);
+}
+
+# A writer of one gzip stream through $put: called with bytes, then with
+# undef to end the stream.  Deflated in pieces of $GZIP_PIECE bytes (each
+# call to zlib has a cost); the header's time is 0, so the output is
+# reproducible.
+my $GZIP_PIECE = 1 << 16;
+sub gzip_stream {
+    my ($put) = @_;
+    my ($zlib, $status) = Compress::Raw::Zlib::Deflate->new(-WindowBits => WANT_GZIP, -AppendOutput => 0);
+    die "gzip: $status\n" unless $status == Z_OK;
+    my $raw = '';
+    return sub {
+        $raw .= $_[0] if defined $_[0];
+        return if defined $_[0] && length $raw < $GZIP_PIECE;
+        my ($out, $end) = ('', '');
+        $zlib->deflate($raw, $out) == Z_OK or die "gzip: " . $zlib->msg . "\n";
+        $raw = '';
+        unless (defined $_[0]) { $zlib->flush($end) == Z_OK or die "gzip: " . $zlib->msg . "\n" }
+        $put->($out . $end) if length $out || length $end;
+    };
 }
 
 1;
