@@ -329,10 +329,9 @@ BlockInfo* position_block(Addr at)
    b->fn = loc.fn;
    if (clo.dump_instr) {   // per-instruction positions (the block modes: always)
       b->n_instrs = 1;
-      b->instrs = (InstrPos*)alloc_permanent(sizeof(InstrPos));
+      b->instrs = (InstrPos*)alloc_permanent(sizeof(InstrPos) + sizeof(FlushPoint));
       *b->instrs = { at, line, 0, 0, False };
-      b->points = (FlushPoint*)alloc_permanent(sizeof(FlushPoint));
-      *b->points = { 0, 0 };
+      *b->points() = { 0, 0 };
    } else {
       b->n_runs = 1;
       b->runs = (LineRun*)alloc_permanent(sizeof(LineRun));
@@ -633,7 +632,7 @@ static UWord superblock_jumps(const ForestNode* ctx, const BlockInfo* blk, const
    UWord n = 0;
    UInt points = flush_points(blk);
    for (UInt j = 0; j < points; j++) {
-      const FlushPoint& p = blk->points[j];
+      const FlushPoint& p = blk->points()[j];
       if (!p.jump_target) continue;
       ULong taken = counters[j] - (j + 1 < points ? counters[j + 1] : 0);
       if (!taken) continue;
@@ -652,7 +651,7 @@ UWord collect_jumps(ContextJump** out)
    ContextJump* all = (ContextJump*)kg::alloc((cap + 1) * sizeof(ContextJump));
    block_counters.for_each([&](const ContextBlocks* c, CountersRef ref) {
       const BlockInfo* blk = block_by_id(ref_block_id(ref));
-      if (blk->points) n += superblock_jumps((const ForestNode*)c->a, blk, counter_store.at(ref_offset(ref)), all + n);
+      if (clo.dump_instr) n += superblock_jumps((const ForestNode*)c->a, blk, counter_store.at(ref_offset(ref)), all + n);
    });
    indirect_jumps.for_each([&](IndirectJumps* e) {
       const BlockInfo* blk = (const BlockInfo*)e->b;

@@ -69,7 +69,6 @@ struct BlockInfo {
       LineRun* runs;              // per line (function mode): n_runs
       InstrPos* instrs;           // per instruction (--dump-instr): n_instrs
    };
-   FlushPoint* points;            // per instruction: n_slots of them
    // The counts and flags together: one per translation, so padding costs.
    UInt n_slots;                  // counters: flush points
    union {
@@ -89,8 +88,12 @@ struct BlockInfo {
    // The block's distinct source lines, stored right after it (a pointer
    // to them was 1.6 MB on cc1plus).
    SourceLine* const* lines() const { return (SourceLine* const*)(this + 1); }
+   // Per instruction: the flush points (one before each counted side exit,
+   // one at the end), stored right after the instructions (a pointer to them
+   // was 1.6 MB on cc1plus, where function mode has none).
+   FlushPoint* points() const { return (FlushPoint*)(instrs + n_instrs); }
 };
-static_assert(sizeof(BlockInfo) <= 88 && sizeof(BlockInfo) % sizeof(SourceLine*) == 0,
+static_assert(sizeof(BlockInfo) <= 80 && sizeof(BlockInfo) % sizeof(SourceLine*) == 0,
               "one BlockInfo per translation: keep it small; its lines follow it");
 
 // The interned source line for a location.

@@ -122,6 +122,17 @@ public:
    {
       return tmp(IRExpr_Binop(o, x, y), ty);
    }
+   // A condition (x `cmp` y) whose 1-bit temporary is made afresh at each
+   // use (test): VEX folds a temporary used once into its guarded store's
+   // or call's compare (cmpq $0, %reg: 4 bytes), while one used by several
+   // guards becomes a setcc (11 bytes) and a testq $1 (7 bytes) at each.
+   // cmp Iop_INVALID: x is the 1-bit value itself, used as it is.
+   struct Cond {
+      IROp cmp;
+      IRExpr* x;
+      IRExpr* y;
+   };
+   IRExpr* test(const Cond& c) { return c.cmp == Iop_INVALID ? c.x : op(c.cmp, c.x, c.y, Ity_I1); }
    // bit ? x : y
    IRExpr* ite(IRExpr* bit, IRExpr* x, IRExpr* y, IRType ty = Ity_I64) { return tmp(IRExpr_ITE(bit, x, y), ty); }
    IRExpr* load(IRType ty, IRExpr* addr)
@@ -252,10 +263,10 @@ public:
       since_point_++;
    }
 
-   // A flush point: a side exit (guard: when it is taken; used when
-   // leaving) or the end (guard nullptr). Records which lines' instructions
+   // A flush point: a side exit (taken: when it is taken; used when
+   // leaving) or the end (taken nullptr). Records which lines' instructions
    // the point counts (function mode: LineRun).
-   void flush(IRBuilder& b, IRExpr* counters, IRExpr* guard)
+   void flush(IRBuilder& b, IRExpr* counters, const IRBuilder::Cond* taken)
    {
       UInt point = point_++;
       for (UInt i = 0; i < kMaxSlots; i++) {
@@ -271,9 +282,9 @@ public:
             b.store64(&kg_now->ir, ir_);
          }
       } else {
-         b.add_if(guard, b.place(counters, 8 * point), IRBuilder::u64(1));
+         b.add_if(taken ? b.test(*taken) : nullptr, b.place(counters, 8 * point), IRBuilder::u64(1));
          ir_ = ir_now(b);
-         b.store_if(guard, b.at(&kg_now->ir), ir_);
+         b.store_if(taken ? b.test(*taken) : nullptr, b.at(&kg_now->ir), ir_);
       }
       since_point_ = 0;
    }
@@ -441,21 +452,21 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculat
    IRExpr* wrong_bits = b.op(Iop_Or64, b.op(Iop_Or64, mismatch,
                                             b.op(Iop_Xor64, ctx_before, IRBuilder::u64((HWord)kCallPending))),
                              no_room);
-   IRExpr* predicted = b.op(Iop_CmpEQ64, wrong_bits, IRBuilder::u64(0), Ity_I1);
+   IRBuilder::Cond predicted = { Iop_CmpEQ64, wrong_bits, IRBuilder::u64(0) };
    // The push's stores: always (speculative) or only when predicted.
-   IRExpr* guard = speculative ? nullptr : predicted;
+   auto guard = [&]() { return speculative ? nullptr : b.test(predicted); };
    IRExpr* one = IRBuilder::u64(1);
 
    b.store64(b.field(next, offsetof(Frame, sp)), sp);   // the spare slot: never in use
    b.store64(b.field(next, offsetof(Frame, ir_at_entry)), b.load64(&kg_now->ir));
    b.store64(b.field(next, offsetof(Frame, tr)), tr);
-   b.add_if(guard, b.place(tr, offsetof(Transition, calls)), one);
-   b.add_if(guard, b.place(b.load_field(tr, offsetof(Transition, active)), 0), one);
-   b.store_if(guard, b.at(&kg_now->top), next);
-   b.store_if(guard, b.at(&kg_now->top_sp), sp);
+   b.add_if(guard(), b.place(tr, offsetof(Transition, calls)), one);
+   b.add_if(guard(), b.place(b.load_field(tr, offsetof(Transition, active)), 0), one);
+   b.store_if(guard(), b.at(&kg_now->top), next);
+   b.store_if(guard(), b.at(&kg_now->top_sp), sp);
    // No call is pending any more.
    IRExpr* ctx = b.load_field(tr, offsetof(Transition, ctx));
-   b.store_if(guard, b.at(&kg_now->ctx), ctx);
+   b.store_if(guard(), b.at(&kg_now->ctx), ctx);
 
    IRExpr** args = mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), sp, ctx_before);
    IRExpr* wrong = b.op(Iop_CmpNE64, wrong_bits, IRBuilder::u64(0), Ity_I1);
@@ -588,13 +599,13 @@ void add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir)
    IRExpr* not_popped = b.op(Iop_Or64, b.op(Iop_Xor64, sp, b.op(Iop_Add64, b.load_field(top, offsetof(Frame, sp)),
                                                               IRBuilder::u64(sizeof(Addr)))),
                              b.load_u32_field(tr, offsetof(Transition, kind)));
-   IRExpr* pop = b.op(Iop_CmpEQ64, not_popped, IRBuilder::u64(0), Ity_I1);
+   IRBuilder::Cond pop = { Iop_CmpEQ64, not_popped, IRBuilder::u64(0) };
 
    IRExpr* incl = b.op(Iop_Sub64, ir ? ir : b.load64(&kg_now->ir), b.load_field(top, offsetof(Frame, ir_at_entry)));
-   b.add_if(pop, b.place(tr, offsetof(Transition, edge_incl)), incl);
+   b.add_if(b.test(pop), b.place(tr, offsetof(Transition, edge_incl)), incl);
    IRExpr* active = b.load_field(tr, offsetof(Transition, active));
    IRExpr* still_active = b.op(Iop_Sub64, b.load64(active), IRBuilder::u64(1));
-   b.store_if(pop, active, still_active);
+   b.store_if(b.test(pop), active, still_active);
    // A recursive activation's cost is already in the outermost one's
    // (where ActNodes are node payloads, the transition knows which it has:
    // Transition::parent_in_node).
@@ -605,10 +616,10 @@ void add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir)
    }
 
    IRExpr* below = b.op(Iop_Sub64, top, IRBuilder::u64(sizeof(Frame)));
-   b.store_if(pop, b.at(&kg_now->top), below);
-   b.store_if(pop, b.at(&kg_now->top_sp), b.load_field(below, offsetof(Frame, sp)));
+   b.store_if(b.test(pop), b.at(&kg_now->top), below);
+   b.store_if(b.test(pop), b.at(&kg_now->top_sp), b.load_field(below, offsetof(Frame, sp)));
    IRExpr* below_tr = b.load_field(below, offsetof(Frame, tr));
-   b.store_if(pop, b.at(&kg_now->ctx), b.load_field(below_tr, offsetof(Transition, ctx)));
+   b.store_if(b.test(pop), b.at(&kg_now->ctx), b.load_field(below_tr, offsetof(Transition, ctx)));
 }
 
 // Frames die only when SP rises above them, and SP changes only where a
@@ -844,6 +855,38 @@ Addr exit_target(const InstrPos& x, IRJumpKind jk, Addr target)
    return jk == Ijk_Boring ? jump_target(x, target, False) : 0;
 }
 
+// The expression that temporary t got before sb_in->stmts[before], or nullptr.
+IRExpr* tmp_definition(const IRSB* sb_in, Int before, IRTemp t)
+{
+   for (Int i = before - 1; i >= 0; i--) {
+      const IRStmt* st = sb_in->stmts[i];
+      if (st && st->tag == Ist_WrTmp && st->Ist.WrTmp.tmp == t) return st->Ist.WrTmp.data;
+   }
+   return nullptr;
+}
+
+// The guard of side exit sb_in->stmts[exit] as a condition that each
+// guarded store computes afresh (IRBuilder::Cond) when the guest code
+// computed it by one comparison of atoms (seen through the guest's
+// 64to1(1Uto64(bit)) round trip): VEX then folds each compare into its
+// store (and the exit's into its jump) instead of testing a setcc'd bit at
+// each, about 20 bytes less for each copy of an unrolled loop's body.
+IRBuilder::Cond exit_condition(const IRSB* sb_in, Int exit)
+{
+   IRExpr* guard = sb_in->stmts[exit]->Ist.Exit.guard;
+   IRExpr* e = guard;
+   while (e && e->tag == Iex_RdTmp) {
+      e = tmp_definition(sb_in, exit, e->Iex.RdTmp.tmp);
+      if (e && e->tag == Iex_Unop && e->Iex.Unop.op == Iop_64to1 && e->Iex.Unop.arg->tag == Iex_RdTmp) {
+         IRExpr* wide = tmp_definition(sb_in, exit, e->Iex.Unop.arg->Iex.RdTmp.tmp);
+         if (wide && wide->tag == Iex_Unop && wide->Iex.Unop.op == Iop_1Uto64) e = wide->Iex.Unop.arg;
+      }
+   }
+   if (e && e->tag == Iex_Binop && isIRAtom(e->Iex.Binop.arg1) && isIRAtom(e->Iex.Binop.arg2))
+      return { e->Iex.Binop.op, e->Iex.Binop.arg1, e->Iex.Binop.arg2 };
+   return { Iop_INVALID, guard, nullptr };
+}
+
 // Is there a flush point before this side exit? Before every one in the
 // block modes; function mode skips exits that only a fault takes.
 Bool flushes_before(const IRStmt* exit, Bool blocks)
@@ -865,9 +908,9 @@ void describe_positions(IRSB* sb_in, BlockInfo* blk, Bool blocks)
       if (st && st->tag == Ist_Exit && flushes_before(st, blocks)) n_exits++;
    }
    blk->n_instrs = n_instrs;
-   blk->instrs = (InstrPos*)alloc_permanent(n_instrs * sizeof(InstrPos));
+   blk->instrs = (InstrPos*)alloc_permanent(n_instrs * sizeof(InstrPos) + (n_exits + 1) * sizeof(FlushPoint));
    blk->n_slots = n_exits + 1;
-   blk->points = (FlushPoint*)alloc_permanent((n_exits + 1) * sizeof(FlushPoint));
+   FlushPoint* points = blk->points();
    Int instr = -1;
    UInt point = 0;
    for (Int i = guest_code_start(sb_in); i < sb_in->stmts_used; i++) {
@@ -886,8 +929,8 @@ void describe_positions(IRSB* sb_in, BlockInfo* blk, Bool blocks)
          if (instr >= 0) {
             InstrPos& x = blk->instrs[instr];
             if (st->Ist.Exit.jk == Ijk_Boring) x.cond = True;
-            blk->points[point].instr = instr;
-            blk->points[point].jump_target = exit_target(x, st->Ist.Exit.jk, const_target(st->Ist.Exit.dst));
+            points[point].instr = instr;
+            points[point].jump_target = exit_target(x, st->Ist.Exit.jk, const_target(st->Ist.Exit.dst));
          }
          point++;
       }
@@ -895,8 +938,8 @@ void describe_positions(IRSB* sb_in, BlockInfo* blk, Bool blocks)
    if (instr < 0) return;
    const IRExpr* next = sb_in->next;
    Addr target = next->tag == Iex_Const ? const_target(next->Iex.Const.con) : 0;
-   blk->points[n_exits].instr = instr;
-   blk->points[n_exits].jump_target = exit_target(blk->instrs[instr], sb_in->jumpkind, target);
+   points[n_exits].instr = instr;
+   points[n_exits].jump_target = exit_target(blk->instrs[instr], sb_in->jumpkind, target);
 }
 
 // Block modes, at a block start: the run is recorded in the block trace
@@ -1094,7 +1137,10 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          pending.add(slot_of_instr[instr++]);
          break;
       case Ist_Exit:
-         if (flushes_before(st, blocks)) pending.flush(b, counters, st->Ist.Exit.guard);
+         if (flushes_before(st, blocks)) {
+            IRBuilder::Cond taken = exit_condition(sb_in, i);
+            pending.flush(b, counters, &taken);
+         }
          if (sp.may_have_risen()) add_unwind_check(b, sp.value(b), leaving ? pending.ir_now(b) : nullptr);
          if (st->Ist.Exit.jk == Ijk_Boring)
             add_tail_call(b, blk, const_target(st->Ist.Exit.dst), last_instr, st->Ist.Exit.guard);
