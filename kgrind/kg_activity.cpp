@@ -342,8 +342,8 @@ Bool rolled(const Transition* tr) { return parent_activation(tr) == child_of(tr)
 // The part of tr's edge_incl in outermost activations of its child's
 // context. Where ActNodes are node payloads a thread's frames in one node
 // on its running stack are rolled ones above an outermost one (a node is
-// its whole call chain), so that is all of it unless tr is rolled;
-// close_frame corrects the node for the other frames.
+// its whole call chain), so that is all of it unless tr is rolled
+// (close_frame).
 ULong outermost_incl(const Transition* tr)
 {
    if (!acts_in_nodes()) return tr->ctx_incl;
@@ -504,9 +504,13 @@ void close_frame(Transition* tr, ULong incl)
       if (outermost) tr->ctx_incl += incl;
       return;
    }
-   // Where outermost_incl is wrong: a stack's frame settled while another
-   // stack has one in the same node (not counted at all while counting is
-   // off: the transition's counts since are discarded).
+   // Frames close one stack at a time (pops on the running stack,
+   // settle_thread stack by stack), and a stack's frames in one node are an
+   // outermost one with rolled ones above it: outermost is !rolled(tr), as
+   // outermost_incl assumes. Should a frame ever close otherwise, its node
+   // is corrected here (not counted at all while counting is off: the
+   // transition's counts since are discarded). No known case since
+   // settle_thread settles each stack alone (session 16).
    if (outermost == rolled(tr) && kg_counting) ctx_of(child_of(tr))->incl += outermost ? incl : -incl;
 }
 
@@ -1111,23 +1115,21 @@ template <typename F> static void for_each_stack(ThreadState* t, F f)
    for (ShadowStack* s = t->suspended; s; s = s->next) f(s, s->top);
 }
 
-// Adds the inclusive cost that frames first..top have run up to `now`, as
-// their pops would (a recursive context's only in its outermost frame), and
-// starts their clocks at now. A suspended stack's frames are not counted in
-// `active` (suspend_stack): they are counted in while they settle.
-static void settle_frames(Frame* first, Frame* top, ULong now, Bool suspended)
+// Adds the inclusive cost that frames first..top of one stack have run up
+// to `now`, as their pops would (a recursive context's only in its
+// outermost frame), and starts their clocks at now. The stack's frames are
+// not counted in `active` (as a suspended stack's: suspend_stack) and are
+// counted in only while they settle.
+static void settle_frames(Frame* first, Frame* top, ULong now)
 {
-   for (Frame* f = first; suspended && f <= top; f++)
+   for (Frame* f = first; f <= top; f++)
       if (f->tr->kind == kActivation) ++*f->tr->active;
    for (Frame* f = top; f >= first; f--) {
       Transition* tr = f->tr;
       if (tr->kind != kActivation) continue;
       close_frame(tr, now - f->ir_at_entry);
    }
-   for (Frame* f = first; f <= top; f++) {
-      f->ir_at_entry = now;
-      if (f->tr->kind == kActivation && !suspended) ++*f->tr->active;
-   }
+   for (Frame* f = first; f <= top; f++) f->ir_at_entry = now;
 }
 
 // As close_thread does for __root__, then its clock restarts.
@@ -1140,13 +1142,23 @@ static void settle_root(ThreadState* t, ULong now)
    root.ir_at_entry = now;
 }
 
+// Each stack is settled as its own pops would close its frames: with only
+// its frames counted in `active`, so a suspended stack's frame in a node
+// where the running stack has one too is outermost on its stack and counts
+// what it ran (the running stack's frames are counted out meanwhile, as a
+// switch away from it would).
 static void settle_thread(ThreadState* t)
 {
    ULong ir = now_of(t).ir;
+   Frame* running_top = now_of(t).top;
+   Frame* running_first = t->stack->frames + 1;
+   for (Frame* f = running_first; f <= running_top; f++)
+      if (f->tr->kind == kActivation) --*f->tr->active;
    for_each_stack(t, [&](ShadowStack* s, Frame* top) {
-      Bool suspended = s != t->stack;
-      settle_frames(s->frames + 1, top, suspended ? s->suspended_at : ir, suspended);
+      settle_frames(s->frames + 1, top, s == t->stack ? ir : s->suspended_at);
    });
+   for (Frame* f = running_first; f <= running_top; f++)
+      if (f->tr->kind == kActivation) ++*f->tr->active;
    settle_root(t, ir);
 }
 
