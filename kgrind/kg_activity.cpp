@@ -500,18 +500,12 @@ void close_frame(Transition* tr, ULong incl)
 {
    tr->edge_incl += incl;
    Bool outermost = --*tr->active == 0;
-   if (!acts_in_nodes()) {
-      if (outermost) tr->ctx_incl += incl;
-      return;
-   }
-   // Frames close one stack at a time (pops on the running stack,
-   // settle_thread stack by stack), and a stack's frames in one node are an
-   // outermost one with rolled ones above it: outermost is !rolled(tr), as
-   // outermost_incl assumes. Should a frame ever close otherwise, its node
-   // is corrected here (not counted at all while counting is off: the
-   // transition's counts since are discarded). No known case since
-   // settle_thread settles each stack alone (session 16).
-   if (outermost == rolled(tr) && kg_counting) ctx_of(child_of(tr))->incl += outermost ? incl : -incl;
+   // Where ActNodes are node payloads the node's inclusive cost comes from
+   // the transitions that are not rolled (outermost_incl): frames close one
+   // stack at a time (pops on the running stack, settle_thread stack by
+   // stack), and a stack's frames in one node are an outermost one with
+   // rolled ones above it.
+   if (!acts_in_nodes() && outermost) tr->ctx_incl += incl;
 }
 
 // A new top frame (the stack grows when full).
