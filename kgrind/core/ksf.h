@@ -29,7 +29,7 @@ static constexpr uint32_t kInfinity = 0xFFFFFFFFu;  // k = infinity (CCT)
 //   nkids == 0: kids == nullptr
 //   nkids == 1: kids is the only child (Node*)
 //   nkids >= 2: kids is an open-addressing table of ChildEntry, capacity
-//               child_table_cap(nkids) (power of two), empty slot = node null.
+//               1 << child_table_bits(nkids), empty slot = 0.
 // Field order: what enter() touches (label, nkids, kids, calls, and excl
 // for the caller's cost attribution) comes first, in 32 bytes.
 struct Node {
@@ -43,12 +43,18 @@ struct Node {
 };
 static_assert(sizeof(Node) == 48, "Node must stay 48 bytes");
 
+// A child table's slot: the child's address with 16 bits of its label above
+// it (addresses fit in 48 bits), so that a probe follows the pointer only
+// when the tag matches: 8 bytes instead of a (label, node) pair's 16 (at
+// k=inf on cc1plus, 33 MB less).
 struct ChildEntry {
-  uint32_t label;
-  uint32_t pad;
-  Node* node;
+  uint64_t word;  // 0: empty
+  static uint64_t tag_of(uint32_t label) { return static_cast<uint64_t>(label & 0xFFFFu) << 48; }
+  Node* node() const { return reinterpret_cast<Node*>(word & ((uint64_t(1) << 48) - 1)); }
+  bool may_be(uint32_t label) const { return (word & ~((uint64_t(1) << 48) - 1)) == tag_of(label); }
+  void set(Node* n, uint32_t label) { word = reinterpret_cast<uint64_t>(n) | tag_of(label); }
 };
-static_assert(sizeof(ChildEntry) == 16, "ChildEntry is 16 bytes");
+static_assert(sizeof(ChildEntry) == 8, "ChildEntry is 8 bytes");
 
 // Capacity (power of two) of the child table for n >= 2 children:
 // nextpow2(n + n/2), i.e. load factor <= 2/3, minimum 4.
@@ -68,7 +74,7 @@ inline void for_each_child(const Node* n, F f) {
   const ChildEntry* t = static_cast<const ChildEntry*>(n->kids);
   uint32_t cap = 1u << child_table_bits(n->nkids);
   for (uint32_t i = 0; i < cap; ++i)
-    if (t[i].node) f(t[i].node);
+    if (t[i].word) f(t[i].node());
 }
 
 // Child lookup; nullptr if absent.
@@ -85,8 +91,8 @@ inline Node* find_child(const Node* n, uint32_t label) {
   uint32_t i = hash_label(label, bits);
   for (;;) {
     const ChildEntry& e = t[i];
-    if (e.node == nullptr) return nullptr;
-    if (e.label == label) return e.node;
+    if (e.word == 0) return nullptr;
+    if (e.may_be(label) && e.node()->label == label) return e.node();
     i = (i + 1) & mask;
   }
 }
@@ -312,7 +318,7 @@ class Forest {
         ChildEntry* nt = new_table(nbits);
         uint32_t cap = 1u << bits;
         for (uint32_t i = 0; i < cap; ++i)
-          if (t[i].node) table_put(nt, nbits, t[i].node);
+          if (t[i].word) table_put(nt, nbits, t[i].node());
         pool_.release_block(t, sizeof(ChildEntry) << bits);
         table_bytes_ -= sizeof(ChildEntry) << bits;
         t = nt;
@@ -381,20 +387,15 @@ class Forest {
     size_t bytes = sizeof(ChildEntry) << bits;
     ChildEntry* t = static_cast<ChildEntry*>(pool_.alloc_block(bytes));
     uint32_t cap = 1u << bits;
-    for (uint32_t i = 0; i < cap; ++i) {
-      t[i].label = 0;
-      t[i].pad = 0;
-      t[i].node = nullptr;
-    }
+    for (uint32_t i = 0; i < cap; ++i) t[i].word = 0;
     table_bytes_ += bytes;
     return t;
   }
   static void table_put(ChildEntry* t, uint32_t bits, Node* c) {
     uint32_t mask = (1u << bits) - 1;
     uint32_t i = hash_label(c->label, bits);
-    while (t[i].node) i = (i + 1) & mask;
-    t[i].label = c->label;
-    t[i].node = c;
+    while (t[i].word) i = (i + 1) & mask;
+    t[i].set(c, c->label);
   }
 
   Allocator al_;
