@@ -38,10 +38,15 @@ static_assert(offsetof(Now, bb_state) <= 64, "function mode's part of Now fits o
 
 // What a transition's empty kid slots hold: a transition that matches no
 // function, so that inline IR may read through it.
-static UWord unused_active;
+// Where ActNodes are node payloads, inline IR reads a kid's function as the
+// label of the node before its `active` (a label no function has here).
+static struct {
+   ForestNode node;
+   ActNode act;
+} no_node;
 static Transition* no_kids[kKidSlots];
-static Transition no_transition = { 0, 0, 0, &unused_active, nullptr, 0, nullptr, kActivation, 0,
-                                    no_kids, nullptr, nullptr };
+static Transition no_transition = { 0, {0}, {0}, &no_node.act.own_active, nullptr, 0, kActivation, 0,
+                                    no_kids, nullptr, nullptr, nullptr };
 
 
 Bool acts_in_nodes() { return clo.k == kInfiniteK && !clo.join_threads; }
@@ -218,7 +223,7 @@ Bool child_from_active() { return clo.k == kInfiniteK; }
 // A transition's bytes: the fields that its mode has (Transition).
 UWord transition_bytes()
 {
-   if (acts_in_nodes()) return offsetof(Transition, parent);
+   if (acts_in_nodes()) return offsetof(Transition, fn);
    return child_from_active() ? offsetof(Transition, child) : sizeof(Transition);
 }
 
@@ -229,6 +234,17 @@ static ActNode* child_of(const Transition* tr)
 {
    if (child_from_active()) return (ActNode*)((char*)tr->active - offsetof(ActNode, own_active));
    return tr->child;
+}
+
+// Where ActNodes are node payloads a transition keeps no function: an
+// activation's is its node's (label = id + 1), an untraced function's frame
+// keeps it in `site`, as a fence does its interrupted function's.
+FnInfo* frame_fn(const Transition* tr)
+{
+   if (!acts_in_nodes()) return tr->fn;
+   if (tr->kind != kActivation) return (FnInfo*)tr->site;
+   if (!parent_of(tr)) return nullptr;   // a thread's root
+   return function_by_id(((const ForestNode*)tr->active - 1)->label - 1);
 }
 
 namespace {
@@ -258,7 +274,8 @@ void set_child(ThreadState* t, Transition* tr, ActNode* child, FnInfo* fn, Frame
    if (!child_from_active()) tr->child = child;
    tr->ctx = view_ctx_of(child);
    tr->active = active_count(t, child);
-   tr->fn = fn;
+   if (!acts_in_nodes()) tr->fn = fn;
+   else if (kind != kActivation) tr->site = (Addr)fn;
    tr->kind = kind;
 }
 
@@ -282,8 +299,8 @@ PairMap<SiteCallee> site_callees;
 static const void* transition_key(const Transition* tr)
 {
    switch (tr->kind) {
-   case kActivation: return tr->fn ? site_callees.find((const void*)tr->site, tr->fn) : nullptr;
-   case kTransparent: return tr->fn;
+   case kActivation: return frame_fn(tr) ? site_callees.find((const void*)tr->site, frame_fn(tr)) : nullptr;
+   case kTransparent: return frame_fn(tr);
    default: return (const void*)(UWord)tr->kind;
    }
 }
@@ -333,7 +350,7 @@ Transition* transparent_transition(ThreadState* t, ActNode* parent, FnInfo* fn)
 Transition* fence_transition(ThreadState* t, Transition* top, FrameKind kind)
 {
    return transition(t, top, (const void*)(UWord)kind,
-                     [&](Transition* tr) { set_child(t, tr, child_of(top), top->fn, kind); });
+                     [&](Transition* tr) { set_child(t, tr, child_of(top), frame_fn(top), kind); });
 }
 
 // Whether tr enters its parent's own context (rolled simple recursion).
@@ -352,6 +369,7 @@ ULong outermost_incl(const Transition* tr)
 
 void zero_counts(Transition* tr)
 {
+   if (tr->kind != kActivation) return;   // no counts (a fence's interrupted instruction)
    tr->calls = tr->edge_incl = 0;
    if (!acts_in_nodes()) tr->ctx_incl = 0;
 }
@@ -564,7 +582,7 @@ void pop_dead_frames(ThreadState* t, Addr sp)
       popped = f.tr;
       pop_frame(t);
    }
-   if (popped && popped->fn && popped->fn->resolver &&
+   if (popped && frame_fn(popped) && frame_fn(popped)->resolver &&
        (popped->kind == kActivation || popped->kind == kTransparent)) {
       // ld.so's trampoline dies at its jump to the function it resolved:
       // the call that entered it goes on there.
@@ -668,8 +686,8 @@ ShadowStack* stack_landed_on(ThreadState* t, Addr sp)
 Bool coroutine_ended(const ThreadState* t)
 {
    const ShadowStack* s = t->stack;
-   return s != t->own && kg_now->top > s->frames && s->frames[1].tr->fn &&
-          s->frames[1].tr->fn->context_start;
+   return s != t->own && kg_now->top > s->frames && frame_fn(s->frames[1].tr) &&
+          frame_fn(s->frames[1].tr)->context_start;
 }
 
 // SP left the running stack's memory: the thread switched stacks.
@@ -738,7 +756,7 @@ void grow_kids(Transition* tr)
    tr->kids = new_kids(slots * 2);
    tr->kid_mask = (UInt)((slots * 2 - 1) * sizeof(void*));
    for (UInt s = 0; s < slots; s++)
-      if (old[s] != &no_transition) tr->kids[kid_slot(old[s]->fn, old[s]->site, tr->kid_mask)] = old[s];
+      if (old[s] != &no_transition) tr->kids[kid_slot(frame_fn(old[s]), old[s]->site, tr->kid_mask)] = old[s];
    release_kids(old, slots);
 }
 
@@ -780,7 +798,7 @@ void add_kid(Transition* top, Transition* kid)
       top->kid_mask = (UInt)((slots - 1) * sizeof(void*));
    }
    for (;;) {
-      Transition*& slot = top->kids[kid_slot(kid->fn, kid->site, top->kid_mask)];
+      Transition*& slot = top->kids[kid_slot(frame_fn(kid), kid->site, top->kid_mask)];
       if (slot == &no_transition || kid_slots(top) == kKidSlots) {
          slot = kid;
          return;
@@ -797,7 +815,7 @@ Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, Addr 
 {
    Transition* top = kg_now->top->tr;
    Transition* kid = top->kids[kid_slot(fn, call_site, top->kid_mask)];
-   if (kid->fn == fn && kid->site == call_site) return kid;
+   if (frame_fn(kid) == fn && kid->site == call_site) return kid;
    kid = activation_transition(t, child_of(top), fn, blk, call_site);
    add_kid(top, kid);
    return kid;
@@ -814,7 +832,7 @@ void push_activation(ThreadState* t, FnInfo* fn, Addr sp, BlockInfo* blk, Addr c
 }
 
 // The function the thread is running now (the top frame's).
-FnInfo* running_function() { return kg_now->top->tr->fn; }
+FnInfo* running_function() { return frame_fn(kg_now->top->tr); }
 
 } // namespace
 
@@ -930,7 +948,7 @@ extern "C" void VG_REGPARM(1) kg_sigreturn_code(BlockInfo* blk)
    }
    // A handler returned into the restorer: as a PLT stub's instructions
    // are charged to its call, these go to the interrupted instruction.
-   BlockInfo* at = position_block(top->site);
+   BlockInfo* at = position_block(top->interrupted);
    point_block_at(at, top->ctx);
    at->ways[0].counters[0] += block_instructions(blk);
 }
@@ -989,7 +1007,7 @@ extern "C" void VG_REGPARM(2) kg_block_intra(BBInfo* b, UWord n)
    ThreadState* t = current;
    UInt d = depth(t) - 1;
    const Frame& f = *kg_now->top;
-   FnInfo* fn = f.tr->fn;
+   FnInfo* fn = frame_fn(f.tr);
    // Only blocks run by an activation of a traced function are recorded.
    if (f.tr->kind != kActivation || !fn) return;
    if (d >= t->bb_cap) {
@@ -1314,7 +1332,7 @@ void signal_delivered(ThreadId tid, Int sig, Bool alt_stack)
    ThreadState* t = current;
    FrameKind kind = alt_stack ? kAltSignalFence : kSignalFence;
    Transition* tr = fence_transition(t, kg_now->top->tr, kind);
-   tr->site = VG_(get_IP)(tid);   // where the signal restorer is charged
+   tr->interrupted = VG_(get_IP)(tid);   // where the signal restorer is charged
    Frame* f = push_frame(t, VG_(get_SP)(tid), tr);
    if (alt_stack) t->stack->alt_fences++;
    // The handler's first block is entered by the core, not by a call:

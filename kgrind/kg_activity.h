@@ -84,7 +84,12 @@ inline UInt kid_slot(const FnInfo* fn, Addr site, UWord kid_mask)
 }
 struct Transition {
    ULong calls;         // activations since the last flush
-   ULong edge_incl;     // their inclusive cost
+   union {
+      ULong edge_incl;  // their inclusive cost
+      // A signal fence's: the instruction the signal interrupted (where the
+      // signal restorer is charged).
+      Addr interrupted;
+   };
    union {
       // The part of edge_incl in outermost activations of the child's
       // context.
@@ -97,8 +102,10 @@ struct Transition {
    };
    UWord* active;       // frames now in child->ctx() (active_count)
    ForestNode* ctx;     // child->view->ctx(): the context of the block counters
-   Addr site;           // the call site (instruction) of an activation's frame
-   FnInfo* fn;          // the function running in the frame
+   // The call site (instruction) of an activation's frame. Where ActNodes
+   // are node payloads, the function of an untraced function's frame or of
+   // a fence (frame_fn).
+   Addr site;
    UInt kind;           // FrameKind (inline IR reads these two as 32 bits)
    UInt kid_mask;       // (slots of kids - 1) * sizeof(void*)
    // The transitions this frame's calls pushed, by callee and call site:
@@ -111,6 +118,10 @@ struct Transition {
    // a traced function: half of a deep forest's nodes never call one
    // (cc1plus at k=inf: 1.53 M of 3.0 M).
    Transition** kids;
+   // The function running in the frame (frame_fn). Not where ActNodes are
+   // node payloads: an activation's is its node's label's, and transitions
+   // end before this field there (64 bytes).
+   FnInfo* fn;
    // Not read by inline IR.
    // The parent ActNode (a Transition for fences). With a key of the
    // transition's own fields (transition_key) it is the transition's key in
@@ -120,9 +131,12 @@ struct Transition {
    // the counters are flushed, not kept here (8 bytes a k-SF node at k=inf).
    // The frame's activation (child_of). Not at k = inf, where `active` is
    // its own_active: transitions end before this field there (80 bytes
-   // with joined threads, else 72: parent_in_node).
+   // with joined threads, else 64: parent_in_node, no fn).
    ActNode* child;
 };
+
+// The function running in tr's frames (none for a thread's root).
+FnInfo* frame_fn(const Transition* tr);
 
 struct Frame {
    Addr sp;             // SP at entry, just after the call pushed the return address

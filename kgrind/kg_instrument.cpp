@@ -387,6 +387,31 @@ void make_call_pending(IRBuilder& b, Addr call_instr, IRExpr* guard)
    b.store_if(guard, b.at(&kg_now->ctx), IRBuilder::u64((HWord)kCallPending));
 }
 
+// Non-zero unless kid tr is into fn: its `fn`, or where ActNodes
+// are node payloads its node's label (id + 1), the 32-bit word before the
+// `active` count it points to (an activation's transition, or
+// no_transition's).
+IRExpr* kid_function_mismatch(IRBuilder& b, IRExpr* tr, const FnInfo* fn)
+{
+   if (!acts_in_nodes()) return b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, fn)), IRBuilder::u64((HWord)fn));
+   IRExpr* label = b.load_u32_field(b.load_field(tr, offsetof(Transition, active)),
+                                    -(UWord)(sizeof(ForestNode) - offsetof(ForestNode, label)));
+   return b.op(Iop_Xor64, label, IRBuilder::u64(fn->id + 1));
+}
+
+// Non-zero unless tr's frames run fn (frame_fn): as kid_function_mismatch
+// for an activation; where ActNodes are node payloads another frame's
+// function is in `site`.
+IRExpr* function_mismatch(IRBuilder& b, IRExpr* tr, const FnInfo* fn)
+{
+   IRExpr* activation_mismatch = kid_function_mismatch(b, tr, fn);
+   if (!acts_in_nodes()) return activation_mismatch;
+   IRExpr* other_mismatch = b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, site)), IRBuilder::u64((HWord)fn));
+   IRExpr* is_activation = b.op(Iop_CmpEQ64, b.load_u32_field(tr, offsetof(Transition, kind)),
+                                IRBuilder::u64(kActivation), Ity_I1);
+   return b.ite(is_activation, activation_mismatch, other_mismatch);
+}
+
 // A direct jump of blk to `target` (when guard holds; nullptr: always) is a
 // tail call if the target is another function's first instruction (one
 // that starts a block with fn_entry) or a PLT stub: the jump makes the call
@@ -403,9 +428,8 @@ void add_tail_call(IRBuilder& b, const BlockInfo* blk, Addr target, Addr jump_in
       SourceLoc loc;
       source_loc(target, &loc);
       if (loc.fn == blk->fn || !function_entry(target, loc)) return;
-      IRExpr* running = b.load_field(b.load_field(b.load64(&kg_now->top), offsetof(Frame, tr)),
-                                     offsetof(Transition, fn));
-      IRExpr* other = b.op(Iop_CmpNE64, running, IRBuilder::u64((HWord)loc.fn), Ity_I1);
+      IRExpr* running = b.load_field(b.load64(&kg_now->top), offsetof(Frame, tr));
+      IRExpr* other = b.op(Iop_CmpNE64, function_mismatch(b, running, loc.fn), IRBuilder::u64(0), Ity_I1);
       guard = guard ? b.op(Iop_And1, guard, other, Ity_I1) : other;
    }
    make_call_pending(b, jump_instr, guard);
@@ -442,7 +466,7 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculat
    IRExpr* kids = b.load_field(top_tr, offsetof(Transition, kids));
    IRExpr* tr = b.load_field(b.op(Iop_Add64, kids, kid_offset), 0);
    IRExpr* mismatch = b.op(Iop_Or64,
-                           b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, fn)), IRBuilder::u64((HWord)callee)),
+                           kid_function_mismatch(b, tr, callee),
                            b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, site)), site));
    // Zero when: the kid is into this function from this site, a call is
    // pending, and next <= frames_last (frames are one array: the sign bit of
