@@ -45,18 +45,14 @@ static struct {
    ActNode act;
 } no_node;
 static Transition* no_kids[kKidSlots];
-static Transition no_transition = { 0, {0}, {0}, &no_node.act.own_active, nullptr, 0, kActivation, 0,
-                                    no_kids, nullptr, nullptr, nullptr };
+static Transition no_transition = { {0}, {0}, &no_node.act.own_active, nullptr, 0, kActivation, 0, False, 0,
+                                    no_kids, 0, nullptr, nullptr, nullptr };
 
 
 Bool acts_in_nodes() { return clo.k == kInfiniteK && !clo.join_threads; }
 
-// A transition's parent ActNode (a Transition for fences): in parent_in_node
-// where ActNodes are node payloads.
-static const void* parent_of(const Transition* tr)
-{
-   return acts_in_nodes() ? tr->parent_in_node : tr->parent;
-}
+// A transition's parent ActNode (a Transition for fences).
+static const void* parent_of(const Transition* tr);
 
 // A transition's index key besides its parent (see transition_key).
 static const void* transition_key(const Transition* tr);
@@ -223,7 +219,7 @@ Bool child_from_active() { return clo.k == kInfiniteK; }
 // A transition's bytes: the fields that its mode has (Transition).
 UWord transition_bytes()
 {
-   if (acts_in_nodes()) return offsetof(Transition, fn);
+   if (acts_in_nodes()) return offsetof(Transition, ctx_incl);
    return child_from_active() ? offsetof(Transition, child) : sizeof(Transition);
 }
 
@@ -236,6 +232,25 @@ static ActNode* child_of(const Transition* tr)
    return tr->child;
 }
 
+// Where ActNodes are node payloads a transition keeps no parent: a node is
+// its whole call chain, so an activation's parent is its node's parent's
+// (none for a thread's root), or its own node's when it is rolled in; an
+// untraced function's frame's is its child (set_child); a fence's is kept
+// in fence_parent.
+static const void* parent_of(const Transition* tr)
+{
+   if (!acts_in_nodes()) return tr->parent;
+   switch (tr->kind) {
+   case kActivation: {
+      if (tr->rolled_in) return child_of(tr);
+      ForestNode* up = ctx_of(child_of(tr))->parent;
+      return up ? core::Forest::payload(up) : nullptr;
+   }
+   case kTransparent: return child_of(tr);
+   default: return tr->fence_parent;
+   }
+}
+
 // Where ActNodes are node payloads a transition keeps no function: an
 // activation's is its node's (label = id + 1), an untraced function's frame
 // keeps it in `site`, as a fence does its interrupted function's.
@@ -243,8 +258,8 @@ FnInfo* frame_fn(const Transition* tr)
 {
    if (!acts_in_nodes()) return tr->fn;
    if (tr->kind != kActivation) return (FnInfo*)tr->site;
-   if (!parent_of(tr)) return nullptr;   // a thread's root
-   return function_by_id(((const ForestNode*)tr->active - 1)->label - 1);
+   UInt label = ctx_of(child_of(tr))->label;
+   return label == kRootLabel ? nullptr : function_by_id(label - 1);
 }
 
 namespace {
@@ -258,13 +273,12 @@ Transition* transition(ThreadState* t, const void* parent, const void* key, Init
    Transition* tr = t->transitions.find(parent, key);
    if (tr) return tr;
    tr = (Transition*)alloc_permanent(transition_bytes());
-   if (acts_in_nodes())
-      tr->parent_in_node = parent;
-   else
-      tr->parent = parent;
    tr->kids = no_kids;
    init(tr);
-   tl_assert(transition_key(tr) == key);
+   if (!acts_in_nodes()) tr->parent = parent;
+   else if (tr->kind == kActivation) tr->rolled_in = child_of(tr) == parent;
+   else if (tr->kind != kTransparent) tr->fence_parent = (const Transition*)parent;
+   tl_assert(parent_of(tr) == parent && transition_key(tr) == key);
    t->transitions.insert(tr);
    return tr;
 }
@@ -354,7 +368,7 @@ Transition* fence_transition(ThreadState* t, Transition* top, FrameKind kind)
 }
 
 // Whether tr enters its parent's own context (rolled simple recursion).
-Bool rolled(const Transition* tr) { return parent_activation(tr) == child_of(tr); }
+Bool rolled(const Transition* tr) { return acts_in_nodes() ? tr->rolled_in : parent_activation(tr) == child_of(tr); }
 
 // The part of tr's edge_incl in outermost activations of its child's
 // context. Where ActNodes are node payloads a thread's frames in one node
@@ -754,7 +768,7 @@ void grow_kids(Transition* tr)
    UInt slots = kid_slots(tr);
    Transition** old = tr->kids;
    tr->kids = new_kids(slots * 2);
-   tr->kid_mask = (UInt)((slots * 2 - 1) * sizeof(void*));
+   tr->kid_mask = (UChar)((slots * 2 - 1) * sizeof(void*));
    for (UInt s = 0; s < slots; s++)
       if (old[s] != &no_transition) tr->kids[kid_slot(frame_fn(old[s]), old[s]->site, tr->kid_mask)] = old[s];
    release_kids(old, slots);
@@ -795,7 +809,7 @@ void add_kid(Transition* top, Transition* kid)
    if (top->kids == no_kids) {
       UInt slots = kids_grow() ? 1 : kKidSlots;
       top->kids = kids_grow() || !child_of(top) ? new_kids(slots) : shared_kids(child_of(top));
-      top->kid_mask = (UInt)((slots - 1) * sizeof(void*));
+      top->kid_mask = (UChar)((slots - 1) * sizeof(void*));
    }
    for (;;) {
       Transition*& slot = top->kids[kid_slot(frame_fn(kid), kid->site, top->kid_mask)];

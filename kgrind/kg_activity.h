@@ -83,22 +83,17 @@ inline UInt kid_slot(const FnInfo* fn, Addr site, UWord kid_mask)
    return (UInt)(((site ^ ((Addr)fn->id << 3)) & kid_mask) / sizeof(void*));
 }
 struct Transition {
-   ULong calls;         // activations since the last flush
+   union {
+      ULong calls;      // activations since the last flush
+      // A fence's parent (the interrupted frame's transition) where
+      // ActNodes are node payloads (parent_of).
+      const Transition* fence_parent;
+   };
    union {
       ULong edge_incl;  // their inclusive cost
       // A signal fence's: the instruction the signal interrupted (where the
       // signal restorer is charged).
       Addr interrupted;
-   };
-   union {
-      // The part of edge_incl in outermost activations of the child's
-      // context.
-      ULong ctx_incl;
-      // Where ActNodes are node payloads (acts_in_nodes) a transition into
-      // the parent's own context (rolled recursion) has only inner
-      // activations and any other only outermost ones (parent_of): the word
-      // holds the parent and the transition ends before `parent` (72 bytes).
-      const void* parent_in_node;
    };
    UWord* active;       // frames now in child->ctx() (active_count)
    ForestNode* ctx;     // child->view->ctx(): the context of the block counters
@@ -106,8 +101,14 @@ struct Transition {
    // are node payloads, the function of an untraced function's frame or of
    // a fence (frame_fn).
    Addr site;
-   UInt kind;           // FrameKind (inline IR reads these two as 32 bits)
-   UInt kid_mask;       // (slots of kids - 1) * sizeof(void*)
+   UInt kind;           // FrameKind (inline IR reads it as 32 bits)
+   // (slots of kids - 1) * sizeof(void*): at most 120 (inline IR at k = inf
+   // reads this byte alone).
+   UChar kid_mask;
+   // Where ActNodes are node payloads: an activation's transition into its
+   // parent's own context (rolled simple recursion; parent_of).
+   Bool rolled_in;
+   UShort unused;
    // The transitions this frame's calls pushed, by callee and call site:
    // kids[s] is the last one whose (function, site) has slot s (kid_slot),
    // or no transition. A traced function's first block pushes the top
@@ -118,9 +119,14 @@ struct Transition {
    // a traced function: half of a deep forest's nodes never call one
    // (cc1plus at k=inf: 1.53 M of 3.0 M).
    Transition** kids;
-   // The function running in the frame (frame_fn). Not where ActNodes are
-   // node payloads: an activation's is its node's label's, and transitions
-   // end before this field there (64 bytes).
+   // Where ActNodes are node payloads a transition ends here (56 bytes): a
+   // node is its whole call chain, so the parent is found from the child
+   // (parent_of) and the part of edge_incl in outermost activations is all
+   // of it unless the transition is rolled_in (outermost_incl); the
+   // function is the node's (frame_fn).
+   // The part of edge_incl in outermost activations of the child's context.
+   ULong ctx_incl;
+   // The function running in the frame (frame_fn).
    FnInfo* fn;
    // Not read by inline IR.
    // The parent ActNode (a Transition for fences). With a key of the
@@ -131,7 +137,7 @@ struct Transition {
    // the counters are flushed, not kept here (8 bytes a k-SF node at k=inf).
    // The frame's activation (child_of). Not at k = inf, where `active` is
    // its own_active: transitions end before this field there (80 bytes
-   // with joined threads, else 64: parent_in_node, no fn).
+   // with joined threads).
    ActNode* child;
 };
 

@@ -118,6 +118,11 @@ public:
    {
       return tmp(IRExpr_Unop(Iop_32Uto64, load(Ity_I32, field(base, offset))), Ity_I64);
    }
+   // The same for a byte.
+   IRExpr* load_u8_field(IRExpr* base, UWord offset)
+   {
+      return tmp(IRExpr_Unop(Iop_8Uto64, load(Ity_I8, field(base, offset))), Ity_I64);
+   }
    IRExpr* op(IROp o, IRExpr* x, IRExpr* y, IRType ty = Ity_I64)
    {
       return tmp(IRExpr_Binop(o, x, y), ty);
@@ -461,7 +466,7 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculat
    // The kid of (this function, the pending call's site): kid_slot's offset.
    IRExpr* site = b.load64(&kg_now->call_site);
    IRExpr* kid_offset = b.op(Iop_And64, b.op(Iop_Xor64, site, IRBuilder::u64((ULong)callee->id << 3)),
-                             kids_grow() ? b.load_u32_field(top_tr, offsetof(Transition, kid_mask))
+                             kids_grow() ? b.load_u8_field(top_tr, offsetof(Transition, kid_mask))
                                          : IRBuilder::u64(kKidOffsetMask));
    IRExpr* kids = b.load_field(top_tr, offsetof(Transition, kids));
    IRExpr* tr = b.load_field(b.op(Iop_Add64, kids, kid_offset), 0);
@@ -632,7 +637,7 @@ void add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir)
    b.store_if(b.test(pop), active, still_active);
    // A recursive activation's cost is already in the outermost one's
    // (where ActNodes are node payloads, the transition knows which it has:
-   // Transition::parent_in_node).
+   // Transition::rolled_in).
    if (!acts_in_nodes()) {
       IRExpr* popped_outermost =
          b.op(Iop_CmpEQ64, b.op(Iop_Or64, not_popped, still_active), IRBuilder::u64(0), Ity_I1);
