@@ -40,13 +40,15 @@ static_assert(offsetof(Now, bb_state) <= 64, "function mode's part of Now fits o
 // function, so that inline IR may read through it.
 // Where ActNodes are node payloads, inline IR reads a kid's function as the
 // label of the node before its `active` (a label no function has here).
+// Its view pair, for inline IR that reads the context through it.
+static ActEntry no_view_pair;
 static struct {
    ForestNode node;
    ActNode act;
-} no_node;
+} no_node = { {}, { 0, { &no_view_pair } } };
 static Transition* no_kids[kKidSlots];
-static Transition no_transition = { {0}, {0}, &no_node.act.own_active, nullptr, 0, kActivation, 0, False, 0,
-                                    no_kids, 0, nullptr, nullptr, nullptr };
+static Transition no_transition = { {0}, {0}, &no_node.act.own_active, 0, kActivation, 0, False, 0,
+                                    no_kids, nullptr, 0, nullptr, nullptr, nullptr };
 
 
 Bool acts_in_nodes() { return clo.k == kInfiniteK && !clo.join_threads; }
@@ -153,7 +155,7 @@ void update_now_from_top()
    kg_now->top_sp = top->sp;
    // A pending call stays pending (the resolver's frame dies before the
    // call reaches the resolved function).
-   if (kg_now->ctx != kCallPending) kg_now->ctx = top->tr->ctx;
+   if (kg_now->ctx != kCallPending) kg_now->ctx = transition_ctx(top->tr);
 }
 
 const ActEntry* entry_of(const ActNode* n)
@@ -199,6 +201,7 @@ ActNode* act_node(ThreadState* t, const Activation& act, const Activation& view_
       ActEntry* v = t->view_acts.get(view_act.top, view_act.bottom);
       v->depth = view_act.depth;
       v->phase = view_act.phase;
+      v->node.view_ctx = v->ctx();
       n->view = v;
    }
    return n;
@@ -219,7 +222,7 @@ Bool child_from_active() { return clo.k == kInfiniteK; }
 // A transition's bytes: the fields that its mode has (Transition).
 UWord transition_bytes()
 {
-   if (acts_in_nodes()) return offsetof(Transition, ctx_incl);
+   if (acts_in_nodes()) return offsetof(Transition, ctx);
    return child_from_active() ? offsetof(Transition, child) : sizeof(Transition);
 }
 
@@ -249,6 +252,13 @@ static const void* parent_of(const Transition* tr)
    case kTransparent: return child_of(tr);
    default: return tr->fence_parent;
    }
+}
+
+// Where ActNodes are node payloads a transition keeps no context: its
+// child's view context (the view pair's view_ctx, or the node itself).
+ForestNode* transition_ctx(const Transition* tr)
+{
+   return acts_in_nodes() ? view_ctx_of(child_of(tr)) : tr->ctx;
 }
 
 // Where ActNodes are node payloads a transition keeps no function: an
@@ -286,7 +296,7 @@ Transition* transition(ThreadState* t, const void* parent, const void* key, Init
 void set_child(ThreadState* t, Transition* tr, ActNode* child, FnInfo* fn, FrameKind kind)
 {
    if (!child_from_active()) tr->child = child;
-   tr->ctx = view_ctx_of(child);
+   if (!acts_in_nodes()) tr->ctx = view_ctx_of(child);
    tr->active = active_count(t, child);
    if (!acts_in_nodes()) tr->fn = fn;
    else if (kind != kActivation) tr->site = (Addr)fn;
@@ -335,7 +345,7 @@ Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, B
       Activation view_act = t->view == t->forest ? act : forest_enter(t->view, view_act_of(parent), fn->id + 1);
       set_child(t, tr, act_node(t, act, view_act), fn, kActivation);
       tr->site = site;
-      CallEdge* edge = call_edge(view_ctx_of(parent), tr->ctx, site);
+      CallEdge* edge = call_edge(view_ctx_of(parent), transition_ctx(tr), site);
       // The calls= target position of the block modes' body.
       if (!edge->target) edge->target = blk->addr;
    });
@@ -350,7 +360,7 @@ const ActNode* parent_activation(const Transition* tr)
 // The call edge of an activation's transition, made when the transition was.
 CallEdge* transition_edge(const Transition* tr)
 {
-   return call_edge(view_ctx_of(parent_activation(tr)), tr->ctx, tr->site);
+   return call_edge(view_ctx_of(parent_activation(tr)), transition_ctx(tr), tr->site);
 }
 
 // A frame of an untraced function: costs stay in the parent activation's.
@@ -499,7 +509,7 @@ ThreadState* thread_state(ThreadId tid)
    t->own = t->stack = new_shadow_stack(root, lo, hi);
    t->own->frames[0].ir_at_entry = 0;
    Frame* frames = t->own->frames;
-   t->saved = { ~(Addr)0, 0, root->ctx, 0, frames, frames + t->own->cap - 1 };
+   t->saved = { ~(Addr)0, 0, transition_ctx(root), 0, frames, frames + t->own->cap - 1 };
    if (clo.mode == kModeInter) {
       if (clo.join_threads) {
          if (!joined_inter_forest) joined_inter_forest = block_forest_new(nullptr, 0, 0);
@@ -562,7 +572,7 @@ Frame* push_frame(ThreadState* t, Addr sp, Transition* tr)
       tr->calls++;
       ++*tr->active;
    }
-   kg_now->ctx = tr->ctx;
+   kg_now->ctx = transition_ctx(tr);
    return f;
 }
 
@@ -963,14 +973,14 @@ extern "C" void VG_REGPARM(1) kg_sigreturn_code(BlockInfo* blk)
    // A handler returned into the restorer: as a PLT stub's instructions
    // are charged to its call, these go to the interrupted instruction.
    BlockInfo* at = position_block(top->interrupted);
-   point_block_at(at, top->ctx);
+   point_block_at(at, transition_ctx(top));
    at->ways[0].counters[0] += block_instructions(blk);
 }
 
 extern "C" void VG_REGPARM(1) kg_plt_start(BlockInfo* blk)
 {
    unwind_at_block_start();
-   point_block_at(blk, kg_now->top->tr->ctx);
+   point_block_at(blk, transition_ctx(kg_now->top->tr));
 }
 
 // ---- Block modes ------------------------------------------------------------

@@ -35,10 +35,15 @@ struct ActNode {
    // one activation pair (else a count shared by the node's pairs: the
    // transitions' `active`).
    UWord own_active;
-   // The same activation in the view forest (the body's contexts at
-   // --view-k, shared by many k-SF activations), or none when the view is
-   // the k-SF.
-   const ActEntry* view;
+   union {
+      // The same activation in the view forest (the body's contexts at
+      // --view-k, shared by many k-SF activations), or none when the view
+      // is the k-SF.
+      const ActEntry* view;
+      // A view pair's own: its ctx(), which inline IR reads through `view`
+      // where transitions keep no ctx (transition_ctx).
+      ForestNode* view_ctx;
+   };
 };
 
 static_assert(sizeof(ActNode) == 16, "a k-SF node's payload at k = inf");
@@ -96,7 +101,6 @@ struct Transition {
       Addr interrupted;
    };
    UWord* active;       // frames now in child->ctx() (active_count)
-   ForestNode* ctx;     // child->view->ctx(): the context of the block counters
    // The call site (instruction) of an activation's frame. Where ActNodes
    // are node payloads, the function of an untraced function's frame or of
    // a fence (frame_fn).
@@ -119,11 +123,13 @@ struct Transition {
    // a traced function: half of a deep forest's nodes never call one
    // (cc1plus at k=inf: 1.53 M of 3.0 M).
    Transition** kids;
-   // Where ActNodes are node payloads a transition ends here (56 bytes): a
+   // Where ActNodes are node payloads a transition ends here (48 bytes): a
    // node is its whole call chain, so the parent is found from the child
    // (parent_of) and the part of edge_incl in outermost activations is all
    // of it unless the transition is rolled_in (outermost_incl); the
-   // function is the node's (frame_fn).
+   // function is the node's (frame_fn) and the context the child's
+   // (transition_ctx).
+   ForestNode* ctx;     // child->view->ctx(): the context of the block counters
    // The part of edge_incl in outermost activations of the child's context.
    ULong ctx_incl;
    // The function running in the frame (frame_fn).
@@ -143,6 +149,8 @@ struct Transition {
 
 // The function running in tr's frames (none for a thread's root).
 FnInfo* frame_fn(const Transition* tr);
+// The context of tr's block counters: its child's view context.
+ForestNode* transition_ctx(const Transition* tr);
 
 struct Frame {
    Addr sp;             // SP at entry, just after the call pushed the return address

@@ -392,16 +392,37 @@ void make_call_pending(IRBuilder& b, Addr call_instr, IRExpr* guard)
    b.store_if(guard, b.at(&kg_now->ctx), IRBuilder::u64((HWord)kCallPending));
 }
 
+// Where ActNodes are node payloads (acts_in_nodes) a transition's child
+// node and its ActNode are found from `active`, which points to the
+// ActNode's first word (own_active); `active` is tr's when null.
+IRExpr* child_active(IRBuilder& b, IRExpr* tr, IRExpr* active)
+{
+   static_assert(offsetof(ActNode, own_active) == 0, "active points to the ActNode");
+   return active ? active : b.load_field(tr, offsetof(Transition, active));
+}
+
 // Non-zero unless kid tr is into fn: its `fn`, or where ActNodes
 // are node payloads its node's label (id + 1), the 32-bit word before the
 // `active` count it points to (an activation's transition, or
 // no_transition's).
-IRExpr* kid_function_mismatch(IRBuilder& b, IRExpr* tr, const FnInfo* fn)
+IRExpr* kid_function_mismatch(IRBuilder& b, IRExpr* tr, const FnInfo* fn, IRExpr* active = nullptr)
 {
    if (!acts_in_nodes()) return b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, fn)), IRBuilder::u64((HWord)fn));
-   IRExpr* label = b.load_u32_field(b.load_field(tr, offsetof(Transition, active)),
+   IRExpr* label = b.load_u32_field(child_active(b, tr, active),
                                     -(UWord)(sizeof(ForestNode) - offsetof(ForestNode, label)));
    return b.op(Iop_Xor64, label, IRBuilder::u64(fn->id + 1));
+}
+
+// The context of tr's block counters (transition_ctx): its `ctx`, or where
+// ActNodes are node payloads the child's view pair's view_ctx (through the
+// child ActNode's `view`), or the child node itself when the view is the
+// k-SF.
+IRExpr* load_transition_ctx(IRBuilder& b, IRExpr* tr, IRExpr* active = nullptr)
+{
+   if (!acts_in_nodes()) return b.load_field(tr, offsetof(Transition, ctx));
+   if (!separate_view()) return b.op(Iop_Sub64, child_active(b, tr, active), IRBuilder::u64(sizeof(ForestNode)));
+   IRExpr* view = b.load_field(child_active(b, tr, active), offsetof(ActNode, view));
+   return b.load_field(view, offsetof(ActEntry, node) + offsetof(ActNode, view_ctx));
 }
 
 // Non-zero unless tr's frames run fn (frame_fn): as kid_function_mismatch
@@ -470,8 +491,10 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculat
                                          : IRBuilder::u64(kKidOffsetMask));
    IRExpr* kids = b.load_field(top_tr, offsetof(Transition, kids));
    IRExpr* tr = b.load_field(b.op(Iop_Add64, kids, kid_offset), 0);
+   // Read once where the function and context are found from the child.
+   IRExpr* active = acts_in_nodes() ? b.load_field(tr, offsetof(Transition, active)) : nullptr;
    IRExpr* mismatch = b.op(Iop_Or64,
-                           kid_function_mismatch(b, tr, callee),
+                           kid_function_mismatch(b, tr, callee, active),
                            b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, site)), site));
    // Zero when: the kid is into this function from this site, a call is
    // pending, and next <= frames_last (frames are one array: the sign bit of
@@ -490,11 +513,11 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculat
    b.store64(b.field(next, offsetof(Frame, ir_at_entry)), b.load64(&kg_now->ir));
    b.store64(b.field(next, offsetof(Frame, tr)), tr);
    b.add_if(guard(), b.place(tr, offsetof(Transition, calls)), one);
-   b.add_if(guard(), b.place(b.load_field(tr, offsetof(Transition, active)), 0), one);
+   b.add_if(guard(), b.place(child_active(b, tr, active), 0), one);
    b.store_if(guard(), b.at(&kg_now->top), next);
    b.store_if(guard(), b.at(&kg_now->top_sp), sp);
    // No call is pending any more.
-   IRExpr* ctx = b.load_field(tr, offsetof(Transition, ctx));
+   IRExpr* ctx = load_transition_ctx(b, tr, active);
    b.store_if(guard(), b.at(&kg_now->ctx), ctx);
 
    IRExpr** args = mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), sp, ctx_before);
@@ -558,8 +581,7 @@ ULong plt_scratch;
 // used.
 IRExpr* add_plt_prologue(IRBuilder& b, BlockInfo* blk, UInt instrs, IRExpr** counted_out)
 {
-   IRExpr* caller = b.load_field(b.load_field(b.load64(&kg_now->top), offsetof(Frame, tr)),
-                                 offsetof(Transition, ctx));
+   IRExpr* caller = load_transition_ctx(b, b.load_field(b.load64(&kg_now->top), offsetof(Frame, tr)));
    IRExpr* miss = context_missed(b, blk, caller);
    IRExpr* counted = nullptr;
    IRExpr* scratch = nullptr;
@@ -648,7 +670,7 @@ void add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir)
    b.store_if(b.test(pop), b.at(&kg_now->top), below);
    b.store_if(b.test(pop), b.at(&kg_now->top_sp), b.load_field(below, offsetof(Frame, sp)));
    IRExpr* below_tr = b.load_field(below, offsetof(Frame, tr));
-   b.store_if(b.test(pop), b.at(&kg_now->ctx), b.load_field(below_tr, offsetof(Transition, ctx)));
+   b.store_if(b.test(pop), b.at(&kg_now->ctx), load_transition_ctx(b, below_tr));
 }
 
 // Frames die only when SP rises above them, and SP changes only where a
