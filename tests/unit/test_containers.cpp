@@ -160,6 +160,25 @@ TEST(ChildTable, ManyChildrenLookups) {
   EXPECT_EQ(st.live, 0);
 }
 
+// A slot keeps 16 bits of its child's label: labels equal in those bits are
+// told apart by the child's own label.
+TEST(ChildTable, LabelsEqualInTheirTagBits) {
+  oracle::AllocStats st;
+  Forest f;
+  f.init(oracle::allocator(&st), kInfinity, 0);
+  Node* r = f.first_tree();
+  std::vector<Node*> kids;
+  for (uint32_t i = 0; i < 6; ++i) kids.push_back(f.child(r, 5 + (i << 16)));
+  for (uint32_t i = 0; i < 6; ++i) {
+    ASSERT_EQ(find_child(r, 5 + (i << 16)), kids[i]);
+    ASSERT_EQ(kids[i]->label, 5 + (i << 16));
+  }
+  EXPECT_EQ(find_child(r, 5 + (6u << 16)), nullptr);
+  EXPECT_EQ(find_child(r, 6), nullptr);
+  f.destroy();
+  EXPECT_EQ(st.live, 0);
+}
+
 TEST(ChildTable, CapacityRule) {
   EXPECT_EQ(child_table_bits(2), 2u);  // 4 slots
   EXPECT_EQ(child_table_bits(3), 2u);  // n + n/2 = 4 -> 4 slots
