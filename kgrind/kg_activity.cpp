@@ -47,7 +47,7 @@ static struct {
    ActNode act;
 } no_node = { {}, { 0, { &no_view_pair } } };
 static Transition* no_kids[kKidSlots];
-static Transition no_transition = { {0}, {0}, &no_node.act.own_active, 0, kActivation, 0, False, 0,
+static Transition no_transition = { {0}, {0}, &no_node.act.own_active, 0, kActivation, False, 0, 0, kNoFunction,
                                     no_kids, nullptr, 0, nullptr, nullptr, nullptr };
 
 
@@ -261,15 +261,12 @@ ForestNode* transition_ctx(const Transition* tr)
    return acts_in_nodes() ? view_ctx_of(child_of(tr)) : tr->ctx;
 }
 
-// Where ActNodes are node payloads a transition keeps no function: an
-// activation's is its node's (label = id + 1), an untraced function's frame
-// keeps it in `site`, as a fence does its interrupted function's.
+// Where ActNodes are node payloads a transition keeps its function's id
+// only (fn_id).
 FnInfo* frame_fn(const Transition* tr)
 {
    if (!acts_in_nodes()) return tr->fn;
-   if (tr->kind != kActivation) return (FnInfo*)tr->site;
-   UInt label = ctx_of(child_of(tr))->label;
-   return label == kRootLabel ? nullptr : function_by_id(label - 1);
+   return tr->fn_id == kNoFunction ? nullptr : function_by_id(tr->fn_id);
 }
 
 namespace {
@@ -299,8 +296,8 @@ void set_child(ThreadState* t, Transition* tr, ActNode* child, FnInfo* fn, Frame
    if (!acts_in_nodes()) tr->ctx = view_ctx_of(child);
    tr->active = active_count(t, child);
    if (!acts_in_nodes()) tr->fn = fn;
-   else if (kind != kActivation) tr->site = (Addr)fn;
-   tr->kind = kind;
+   tr->fn_id = fn ? fn->id : kNoFunction;
+   tr->kind = (UChar)kind;
 }
 
 // A call site and the function it called: with the parent activation, the
@@ -750,7 +747,9 @@ void unwind_to_sp(ThreadState* t, Addr sp)
 // linked through their first slot.
 Transition** free_kids[4];
 
-UInt kid_slots(const Transition* tr) { return (UInt)(tr->kid_mask / sizeof(void*)) + 1; }
+// The byte offsets' mask of tr's kid array (Transition::kid_mask).
+UWord kid_mask_of(const Transition* tr) { return kids_grow() ? tr->kid_mask : kKidOffsetMask; }
+UInt kid_slots(const Transition* tr) { return (UInt)(kid_mask_of(tr) / sizeof(void*)) + 1; }
 
 // free_kids' list for arrays of `slots` slots (a power of two).
 UInt kids_size_class(UInt slots) { return (UInt)__builtin_ctz(slots); }
@@ -780,7 +779,7 @@ void grow_kids(Transition* tr)
    tr->kids = new_kids(slots * 2);
    tr->kid_mask = (UChar)((slots * 2 - 1) * sizeof(void*));
    for (UInt s = 0; s < slots; s++)
-      if (old[s] != &no_transition) tr->kids[kid_slot(frame_fn(old[s]), old[s]->site, tr->kid_mask)] = old[s];
+      if (old[s] != &no_transition) tr->kids[kid_slot(old[s]->fn_id, old[s]->site, kid_mask_of(tr))] = old[s];
    release_kids(old, slots);
 }
 
@@ -819,10 +818,10 @@ void add_kid(Transition* top, Transition* kid)
    if (top->kids == no_kids) {
       UInt slots = kids_grow() ? 1 : kKidSlots;
       top->kids = kids_grow() || !child_of(top) ? new_kids(slots) : shared_kids(child_of(top));
-      top->kid_mask = (UChar)((slots - 1) * sizeof(void*));
+      if (kids_grow()) top->kid_mask = (UChar)((slots - 1) * sizeof(void*));
    }
    for (;;) {
-      Transition*& slot = top->kids[kid_slot(frame_fn(kid), kid->site, top->kid_mask)];
+      Transition*& slot = top->kids[kid_slot(kid->fn_id, kid->site, kid_mask_of(top))];
       if (slot == &no_transition || kid_slots(top) == kKidSlots) {
          slot = kid;
          return;
@@ -838,8 +837,8 @@ void add_kid(Transition* top, Transition* kid)
 Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, Addr call_site)
 {
    Transition* top = kg_now->top->tr;
-   Transition* kid = top->kids[kid_slot(fn, call_site, top->kid_mask)];
-   if (frame_fn(kid) == fn && kid->site == call_site) return kid;
+   Transition* kid = top->kids[kid_slot(fn->id, call_site, kid_mask_of(top))];
+   if (kid->fn_id == fn->id && kid->site == call_site) return kid;
    kid = activation_transition(t, child_of(top), fn, blk, call_site);
    add_kid(top, kid);
    return kid;

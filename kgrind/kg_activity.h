@@ -78,14 +78,14 @@ Bool kids_grow();
 // Whether a thread's k-SF ActNodes are its forest nodes' payloads (k = inf:
 // one activation pair a node; a joined forest's nodes are several threads').
 Bool acts_in_nodes();
-// The kid slot of a call of fn from site in an array whose slots' byte
+// The kid slot of a call of function fn_id from site in an array whose slots' byte
 // offsets are masked by kid_mask: inline IR computes it from the pending
 // call's site as ((site ^ (fn->id << 3)) & kid_mask), the slot's byte
 // offset. A bigger array keeps every kid's slot distinct (its mask has the
 // smaller one's bits).
-inline UInt kid_slot(const FnInfo* fn, Addr site, UWord kid_mask)
+inline UInt kid_slot(UInt fn_id, Addr site, UWord kid_mask)
 {
-   return (UInt)(((site ^ ((Addr)fn->id << 3)) & kid_mask) / sizeof(void*));
+   return (UInt)(((site ^ ((Addr)fn_id << 3)) & kid_mask) / sizeof(void*));
 }
 struct Transition {
    union {
@@ -101,18 +101,22 @@ struct Transition {
       Addr interrupted;
    };
    UWord* active;       // frames now in child->ctx() (active_count)
-   // The call site (instruction) of an activation's frame. Where ActNodes
-   // are node payloads, the function of an untraced function's frame or of
-   // a fence (frame_fn).
-   Addr site;
-   UInt kind;           // FrameKind (inline IR reads it as 32 bits)
-   // (slots of kids - 1) * sizeof(void*): at most 120 (inline IR at k = inf
-   // reads this byte alone).
-   UChar kid_mask;
+   Addr site;           // the call site (instruction) of an activation's frame
+   // FrameKind. Inline IR reads it with the next three bytes as 32 bits at
+   // finite k (where they are 0), alone at k = inf.
+   UChar kind;
    // Where ActNodes are node payloads: an activation's transition into its
    // parent's own context (rolled simple recursion; parent_of).
    Bool rolled_in;
-   UShort unused;
+   // At k = inf (kids_grow): (slots of kids - 1) * sizeof(void*), at most
+   // 120; 0 at finite k, where every array has kKidSlots (kid_mask_of).
+   UChar kid_mask;
+   UChar unused;
+   // The id of the function running in the frame (kNoFunction for a
+   // thread's root and no_transition): where ActNodes are node payloads
+   // frame_fn finds the function from it, and inline IR compares it with
+   // its function's (32 bits, next to `kind`).
+   UInt fn_id;
    // The transitions this frame's calls pushed, by callee and call site:
    // kids[s] is the last one whose (function, site) has slot s (kid_slot),
    // or no transition. A traced function's first block pushes the top
@@ -147,6 +151,7 @@ struct Transition {
    ActNode* child;
 };
 
+const UInt kNoFunction = ~0u;
 // The function running in tr's frames (none for a thread's root).
 FnInfo* frame_fn(const Transition* tr);
 // The context of tr's block counters: its child's view context.

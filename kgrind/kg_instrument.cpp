@@ -401,16 +401,12 @@ IRExpr* child_active(IRBuilder& b, IRExpr* tr, IRExpr* active)
    return active ? active : b.load_field(tr, offsetof(Transition, active));
 }
 
-// Non-zero unless kid tr is into fn: its `fn`, or where ActNodes
-// are node payloads its node's label (id + 1), the 32-bit word before the
-// `active` count it points to (an activation's transition, or
-// no_transition's).
-IRExpr* kid_function_mismatch(IRBuilder& b, IRExpr* tr, const FnInfo* fn, IRExpr* active = nullptr)
+// Non-zero unless tr's frames run fn (frame_fn): its `fn`, or where
+// ActNodes are node payloads its 32-bit `fn_id`.
+IRExpr* function_mismatch(IRBuilder& b, IRExpr* tr, const FnInfo* fn)
 {
    if (!acts_in_nodes()) return b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, fn)), IRBuilder::u64((HWord)fn));
-   IRExpr* label = b.load_u32_field(child_active(b, tr, active),
-                                    -(UWord)(sizeof(ForestNode) - offsetof(ForestNode, label)));
-   return b.op(Iop_Xor64, label, IRBuilder::u64(fn->id + 1));
+   return b.op(Iop_Xor64, b.load_u32_field(tr, offsetof(Transition, fn_id)), IRBuilder::u64(fn->id));
 }
 
 // The context of tr's block counters (transition_ctx): its `ctx`, or where
@@ -423,19 +419,6 @@ IRExpr* load_transition_ctx(IRBuilder& b, IRExpr* tr, IRExpr* active = nullptr)
    if (!separate_view()) return b.op(Iop_Sub64, child_active(b, tr, active), IRBuilder::u64(sizeof(ForestNode)));
    IRExpr* view = b.load_field(child_active(b, tr, active), offsetof(ActNode, view));
    return b.load_field(view, offsetof(ActEntry, node) + offsetof(ActNode, view_ctx));
-}
-
-// Non-zero unless tr's frames run fn (frame_fn): as kid_function_mismatch
-// for an activation; where ActNodes are node payloads another frame's
-// function is in `site`.
-IRExpr* function_mismatch(IRBuilder& b, IRExpr* tr, const FnInfo* fn)
-{
-   IRExpr* activation_mismatch = kid_function_mismatch(b, tr, fn);
-   if (!acts_in_nodes()) return activation_mismatch;
-   IRExpr* other_mismatch = b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, site)), IRBuilder::u64((HWord)fn));
-   IRExpr* is_activation = b.op(Iop_CmpEQ64, b.load_u32_field(tr, offsetof(Transition, kind)),
-                                IRBuilder::u64(kActivation), Ity_I1);
-   return b.ite(is_activation, activation_mismatch, other_mismatch);
 }
 
 // A direct jump of blk to `target` (when guard holds; nullptr: always) is a
@@ -494,7 +477,7 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculat
    // Read once where the function and context are found from the child.
    IRExpr* active = acts_in_nodes() ? b.load_field(tr, offsetof(Transition, active)) : nullptr;
    IRExpr* mismatch = b.op(Iop_Or64,
-                           kid_function_mismatch(b, tr, callee, active),
+                           function_mismatch(b, tr, callee),
                            b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, site)), site));
    // Zero when: the kid is into this function from this site, a call is
    // pending, and next <= frames_last (frames are one array: the sign bit of
@@ -633,6 +616,15 @@ IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout,
    return cached_counters(b, blk);
 }
 
+// tr's kind, zero-extended: at finite k with the three bytes after it (zero
+// there) as one 32-bit load; at k = inf, where they are rolled_in and
+// kid_mask, alone.
+IRExpr* kind_word(IRBuilder& b, IRExpr* tr)
+{
+   if (kids_grow()) return b.load_u8_field(tr, offsetof(Transition, kind));
+   return b.load_u32_field(tr, offsetof(Transition, kind));
+}
+
 // A block ending in a return pops the top frame inline in the common case,
 // as pop_frame() does: a `ret` leaves SP just above the return address that
 // the call pushed (top.sp + 8), and the top frame is an activation. The
@@ -649,7 +641,7 @@ void add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir)
    static_assert(kActivation == 0, "the pop test ors in the frame kind");
    IRExpr* not_popped = b.op(Iop_Or64, b.op(Iop_Xor64, sp, b.op(Iop_Add64, b.load_field(top, offsetof(Frame, sp)),
                                                               IRBuilder::u64(sizeof(Addr)))),
-                             b.load_u32_field(tr, offsetof(Transition, kind)));
+                             kind_word(b, tr));
    IRBuilder::Cond pop = { Iop_CmpEQ64, not_popped, IRBuilder::u64(0) };
 
    IRExpr* incl = b.op(Iop_Sub64, ir ? ir : b.load64(&kg_now->ir), b.load_field(top, offsetof(Frame, ir_at_entry)));
