@@ -603,8 +603,8 @@ void pop_dead_frames(ThreadState* t, Addr sp)
       popped = f.tr;
       pop_frame(t);
    }
-   if (popped && frame_fn(popped) && frame_fn(popped)->resolver &&
-       (popped->kind == kActivation || popped->kind == kTransparent)) {
+   if (popped && (popped->kind == kActivation || popped->kind == kTransparent) && frame_fn(popped) &&
+       frame_fn(popped)->resolver) {
       // ld.so's trampoline dies at its jump to the function it resolved:
       // the call that entered it goes on there.
       kg_now->ctx = kCallPending;
@@ -854,8 +854,8 @@ void push_activation(ThreadState* t, FnInfo* fn, Addr sp, BlockInfo* blk, Addr c
    kg_now->top_sp = sp;
 }
 
-// The function the thread is running now (the top frame's).
-FnInfo* running_function() { return frame_fn(kg_now->top->tr); }
+// Whether tr's frames run fn (frame_fn(tr) == fn, with no lookup).
+Bool runs(const Transition* tr, const FnInfo* fn) { return tr->fn_id == fn->id; }
 
 } // namespace
 
@@ -888,7 +888,7 @@ static void block_entry(BlockInfo* blk, Addr sp, UWord after_call)
    ThreadState* t = current;
    if (after_call) {
       push_activation(t, activated_function(blk), sp, blk, kg_now->call_site);
-   } else if (blk->fn_entry && running_function() != blk->fn) {
+   } else if (blk->fn_entry && !runs(kg_now->top->tr, blk->fn)) {
       // A jump to a function's first instruction from another function is a
       // tail call; a jump back to its own entry is a loop. (Direct jumps
       // left the call pending: kg_instrument.cpp, add_tail_call.) Here by an
