@@ -79,6 +79,13 @@ public:
 
    // The address of tool data (see data_bases).
    IRExpr* at(const void* p) { return address(place(p)); }
+   // The address of a record that several statements of the superblock
+   // use, in a register of its own: a block's prologue reads two fields of
+   // its BlockInfo and passes it to a helper, which from one register are
+   // loads with no or an 8-bit displacement (3-5 bytes) and a register move,
+   // instead of a 32-bit displacement from the base at each load (7 bytes)
+   // and a 10-byte constant for the argument.
+   IRExpr* shared_at(const void* p) { return tmp(at(p), Ity_I64); }
 
    // The value of data base `base`, read once per superblock.
    IRExpr* base_register(UInt base)
@@ -427,7 +434,7 @@ void add_tail_call(IRBuilder& b, const BlockInfo* blk, Addr target, Addr jump_in
 // costs about three host instructions per link. A mismatch is a non-zero
 // word: (x ^ y) | ...
 // Returns the context the block runs in after it, for its counters' check.
-IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative)
+IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* blk_at, IRExpr* sp, Bool speculative)
 {
    IRExpr* ctx_before = b.load64(&kg_now->ctx);
    IRExpr* top = b.load64(&kg_now->top);
@@ -468,7 +475,7 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculat
    IRExpr* ctx = b.load_field(tr, offsetof(Transition, ctx));
    b.store_if(guard(), b.at(&kg_now->ctx), ctx);
 
-   IRExpr** args = mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), sp, ctx_before);
+   IRExpr** args = mkIRExprVec_3(blk_at, sp, ctx_before);
    IRExpr* wrong = b.op(Iop_CmpNE64, wrong_bits, IRBuilder::u64(0), Ity_I1);
    if (speculative) {
       b.call("kg_entry_fixup", (void*)kg_entry_fixup, 3, args, wrong);
@@ -490,15 +497,17 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculat
 // ways on a hit there (point_block_at) and leaves way 0 the current context.
 // (Checking both ways inline cost more in every block than the helper
 // calls it saved: bench numbers in docs/function-mode.md.)
-IRExpr* context_missed(IRBuilder& b, BlockInfo* blk, IRExpr* ctx)
+// blk_at: the BlockInfo's address (IRBuilder::shared_at).
+IRExpr* context_missed(IRBuilder& b, IRExpr* blk_at, IRExpr* ctx)
 {
-   return b.op(Iop_CmpNE64, ctx, b.load64(&blk->ways[0].ctx), Ity_I1);
+   static_assert(offsetof(BlockInfo, ways) == 0, "way 0 is at the block's address");
+   return b.op(Iop_CmpNE64, ctx, b.load64(blk_at), Ity_I1);
 }
 
 // The counters of the block's current context (after the guard's helper).
-IRExpr* cached_counters(IRBuilder& b, BlockInfo* blk)
+IRExpr* cached_counters(IRBuilder& b, IRExpr* blk_at)
 {
-   return b.load64(&blk->ways[0].counters);
+   return b.load_field(blk_at, offsetof(CounterWay, counters));
 }
 
 // Direct call targets seen so far: blocks there may start activations.
@@ -531,7 +540,8 @@ IRExpr* add_plt_prologue(IRBuilder& b, BlockInfo* blk, UInt instrs, IRExpr** cou
 {
    IRExpr* caller = b.load_field(b.load_field(b.load64(&kg_now->top), offsetof(Frame, tr)),
                                  offsetof(Transition, ctx));
-   IRExpr* miss = context_missed(b, blk, caller);
+   IRExpr* blk_at = b.shared_at(blk);
+   IRExpr* miss = context_missed(b, blk_at, caller);
    IRExpr* counted = nullptr;
    IRExpr* scratch = nullptr;
    if (instrs) {
@@ -541,8 +551,8 @@ IRExpr* add_plt_prologue(IRBuilder& b, BlockInfo* blk, UInt instrs, IRExpr** cou
       b.add_to(b.place(b.ite(counted, b.load64(&kg_now->plt_counter), scratch), 0), IRBuilder::u64(instrs));
    }
    *counted_out = counted;
-   b.call_reading_sp("kg_plt_start", (void*)kg_plt_start, mkIRExpr_HWord((HWord)blk), miss);
-   IRExpr* counters = cached_counters(b, blk);   // after the helper, which may re-point way 0
+   b.call_reading_sp("kg_plt_start", (void*)kg_plt_start, blk_at, miss);
+   IRExpr* counters = cached_counters(b, blk_at);   // after the helper, which may re-point way 0
    return counted ? b.ite(counted, scratch, counters) : counters;
 }
 
@@ -570,16 +580,16 @@ IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout,
       // kg_now->ctx is kCallPending after a call, so one guard covers a
       // pending call and a context change. (An untraced function's first
       // block always calls the helper: tail calls.)
-      IRExpr* miss = context_missed(b, blk, b.load64(&kg_now->ctx));
-      b.call_reading_sp("kg_block_start", (void*)kg_block_start, mkIRExpr_HWord((HWord)blk),
-                        blk->fn_entry ? nullptr : miss);
-      return cached_counters(b, blk);
+      IRExpr* blk_at = b.shared_at(blk);
+      IRExpr* miss = context_missed(b, blk_at, b.load64(&kg_now->ctx));
+      b.call_reading_sp("kg_block_start", (void*)kg_block_start, blk_at, blk->fn_entry ? nullptr : miss);
+      return cached_counters(b, blk_at);
    }
-   IRExpr* ctx = add_inline_entry(b, blk, b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64), entry);
-   IRExpr* miss = context_missed(b, blk, ctx);
-   b.call("kg_refresh_counters", (void*)kg_refresh_counters, 1,
-          mkIRExprVec_1(mkIRExpr_HWord((HWord)blk)), miss);
-   return cached_counters(b, blk);
+   IRExpr* blk_at = b.shared_at(blk);
+   IRExpr* ctx = add_inline_entry(b, blk, blk_at, b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64), entry);
+   IRExpr* miss = context_missed(b, blk_at, ctx);
+   b.call("kg_refresh_counters", (void*)kg_refresh_counters, 1, mkIRExprVec_1(blk_at), miss);
+   return cached_counters(b, blk_at);
 }
 
 // A block ending in a return pops the top frame inline in the common case,
