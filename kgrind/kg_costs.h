@@ -64,7 +64,6 @@ struct BlockInfo {
    CounterWay ways[kCounterWays];
    Addr addr;
    FnInfo* fn;                    // function of the first instruction
-   FnInfo* entry_fn;              // code without symbols: the function named by addr, once called
    union {
       LineRun* runs;              // per line (function mode): n_runs
       InstrPos* instrs;           // per instruction (--dump-instr): n_instrs
@@ -93,7 +92,7 @@ struct BlockInfo {
    // was 1.6 MB on cc1plus, where function mode has none).
    FlushPoint* points() const { return (FlushPoint*)(instrs + n_instrs); }
 };
-static_assert(sizeof(BlockInfo) <= 80 && sizeof(BlockInfo) % sizeof(SourceLine*) == 0,
+static_assert(sizeof(BlockInfo) <= 72 && sizeof(BlockInfo) % sizeof(SourceLine*) == 0,
               "one BlockInfo per translation: keep it small; its lines follow it");
 
 // The interned source line for a location.
