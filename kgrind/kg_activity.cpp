@@ -924,7 +924,7 @@ static UWord block_instructions(const BlockInfo* blk)
 {
    if (clo.dump_instr) return blk->n_instrs;   // per-instruction positions
    UWord n = 0;
-   for (UInt i = 0; i < blk->n_runs; i++) n += blk->runs[i].n;
+   for (UInt i = 0; i < blk->n_runs; i++) n += blk->runs()[i].n;
    return n;
 }
 

@@ -322,9 +322,8 @@ public:
    {
       blk->n_slots = point_;
       if (per_instruction_) return;
-      blk->n_runs = n_runs_;
-      blk->runs = (LineRun*)alloc_permanent(n_runs_ * sizeof(LineRun));
-      VG_(memcpy)(blk->runs, runs_, n_runs_ * sizeof(LineRun));
+      block_info_trim_runs(blk, n_runs_);
+      VG_(memcpy)(blk->runs(), runs_, n_runs_ * sizeof(LineRun));
    }
 
 private:
@@ -350,11 +349,18 @@ Bool function_entry(Addr a, const SourceLoc& loc)
    return loc.fn && !loc.fn->no_symbol && VG_(get_fnname_if_entry)(VG_(current_DiEpoch)(), a, &name);
 }
 
+void count_positions(const IRSB* sb_in, Bool blocks, UInt* n_instrs, UInt* n_exits);
+
 // Static facts about the block: its instructions' source lines (one slot per
 // distinct line), function, entry and PLT status. With a PLT stub it may
 // call (stub), *stub_slot is the slot of the calling instruction's line,
 // where the stub's instructions are charged (as callgrind does).
-BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs, Bool stub, UInt* stub_slot)
+// Room after the block: per instruction (positions) for its instructions
+// and flush points, else for as many line runs as it may have (each run
+// counts at least one instruction, and a called stub has one more:
+// PendingCounts::finish gives back the rest).
+BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs, Bool stub, UInt* stub_slot,
+                          Bool positions, Bool blocks)
 {
    SourceLine* slots[kMaxSlots];
    UInt n_slots = 0;
@@ -380,7 +386,13 @@ BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs, Bool 
       slot_of_instr[(*n_instrs)++] = s;
    }
    if (stub && *n_instrs) *stub_slot = slot_of_instr[*n_instrs - 1];
-   BlockInfo* blk = block_info_new(first, n_slots, slots);
+   UInt n_positions, n_exits;
+   count_positions(sb_in, blocks, &n_positions, &n_exits);
+   UInt max_runs = *n_instrs + 1;
+   BlockInfo* blk = block_info_new(first, n_slots, slots,
+                                   positions ? n_positions * sizeof(InstrPos) + (n_exits + 1) * sizeof(FlushPoint)
+                                             : max_runs * sizeof(LineRun));
+   if (!positions) blk->n_runs = (UShort)max_runs;
    blk->fn = first_loc.fn;
    blk->fn_entry = function_entry(first, first_loc);
    blk->in_plt = is_plt_stub(first);
@@ -904,6 +916,19 @@ Bool flushes_before(const IRStmt* exit, Bool blocks)
    return blocks || !faults_only(exit->Ist.Exit.jk);
 }
 
+// Per-instruction positions (describe_positions): the superblock's
+// instructions and its flush points (one before each side exit that
+// flushes_before, one at the end).
+void count_positions(const IRSB* sb_in, Bool blocks, UInt* n_instrs, UInt* n_exits)
+{
+   *n_instrs = *n_exits = 0;
+   for (Int i = guest_code_start(sb_in); i < sb_in->stmts_used; i++) {
+      const IRStmt* st = sb_in->stmts[i];
+      if (st && st->tag == Ist_IMark) (*n_instrs)++;
+      if (st && st->tag == Ist_Exit && flushes_before(st, blocks)) (*n_exits)++;
+   }
+}
+
 // Per-instruction positions (--dump-instr; the block modes always): the
 // superblock's instructions and flush points (one before each side exit
 // that flushes_before, one at the end), for per-instruction costs and
@@ -911,15 +936,10 @@ Bool flushes_before(const IRStmt* exit, Bool blocks)
 // add_stub_counter).
 void describe_positions(IRSB* sb_in, BlockInfo* blk, Bool blocks)
 {
-   UInt n_instrs = 0, n_exits = 0;
-   for (Int i = guest_code_start(sb_in); i < sb_in->stmts_used; i++) {
-      IRStmt* st = sb_in->stmts[i];
-      if (st && st->tag == Ist_IMark) n_instrs++;
-      if (st && st->tag == Ist_Exit && flushes_before(st, blocks)) n_exits++;
-   }
-   blk->n_instrs = n_instrs;
-   blk->instrs = (InstrPos*)alloc_permanent(n_instrs * sizeof(InstrPos) + (n_exits + 1) * sizeof(FlushPoint));
-   blk->n_slots = n_exits + 1;
+   UInt n_instrs, n_exits;
+   count_positions(sb_in, blocks, &n_instrs, &n_exits);   // as describe_block made room for
+   blk->n_instrs = (UShort)n_instrs;
+   blk->n_slots = (UShort)(n_exits + 1);
    FlushPoint* points = blk->points();
    Int instr = -1;
    UInt point = 0;
@@ -927,7 +947,7 @@ void describe_positions(IRSB* sb_in, BlockInfo* blk, Bool blocks)
       IRStmt* st = sb_in->stmts[i];
       if (!st || (st->tag == Ist_Exit && !flushes_before(st, blocks))) continue;
       if (st->tag == Ist_IMark) {
-         InstrPos& x = blk->instrs[++instr];
+         InstrPos& x = blk->instrs()[++instr];
          SourceLoc loc;
          x.addr = (Addr)st->Ist.IMark.addr;
          x.len = st->Ist.IMark.len;
@@ -937,7 +957,7 @@ void describe_positions(IRSB* sb_in, BlockInfo* blk, Bool blocks)
       } else if (st->tag == Ist_Exit) {
          // One flush point per exit, as instrument() flushes.
          if (instr >= 0) {
-            InstrPos& x = blk->instrs[instr];
+            InstrPos& x = blk->instrs()[instr];
             if (st->Ist.Exit.jk == Ijk_Boring) x.cond = True;
             points[point].instr = instr;
             points[point].jump_target = exit_target(x, st->Ist.Exit.jk, const_target(st->Ist.Exit.dst));
@@ -949,7 +969,7 @@ void describe_positions(IRSB* sb_in, BlockInfo* blk, Bool blocks)
    const IRExpr* next = sb_in->next;
    Addr target = next->tag == Iex_Const ? const_target(next->Iex.Const.con) : 0;
    points[n_exits].instr = instr;
-   points[n_exits].jump_target = exit_target(blk->instrs[instr], sb_in->jumpkind, target);
+   points[n_exits].jump_target = exit_target(blk->instrs()[instr], sb_in->jumpkind, target);
 }
 
 // Block modes, at a block start: the run is recorded in the block trace
@@ -1100,17 +1120,17 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    Addr stub = called_plt_stub(sb_in);
    Bool may_call_stub = stub || ends_in_indirect_call(sb_in);
    UInt stub_slot = 0;
-   BlockInfo* blk = describe_block(sb_in, slot_of_instr, &n_instrs, may_call_stub, &stub_slot);
+   Bool blocks = block_mode();
+   Bool per_instruction = clo.dump_instr;   // the block modes: always
+   BlockInfo* blk = describe_block(sb_in, slot_of_instr, &n_instrs, may_call_stub, &stub_slot, per_instruction, blocks);
    UInt stub_instrs = stub_instructions(sb_in, blk, n_instrs);
    Bool sigreturn = counts_as_sigreturn_code(sb_in, blk);
    static BBInfo* block_of[4096];
    static UInt block_len[4096];
-   Bool blocks = block_mode();
    if (blocks) {
       if (ends_in_call(sb_in)) note_return_site(end_of_last_instruction(sb_in));
       find_blocks(sb_in, blk, block_of, block_len);
    }
-   Bool per_instruction = clo.dump_instr;   // the block modes: always
    if (per_instruction) describe_positions(sb_in, blk, blocks);
    void* block_helper = clo.mode == kModeIntra ? (void*)kg_block_intra : (void*)kg_block_inter;
    const HChar* block_helper_name = clo.mode == kModeIntra ? "kg_block_intra" : "kg_block_inter";
