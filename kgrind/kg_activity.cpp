@@ -840,9 +840,9 @@ static PairTable<NamedEntry, 64> named_entries;
 
 FnInfo* activated_function(BlockInfo* blk)
 {
-   if (!blk->fn->no_symbol) return blk->fn;
+   if (!blk->fn()->no_symbol) return blk->fn();
    NamedEntry* e = named_entries.get((const void*)blk->addr, nullptr);
-   if (!e->fn) e->fn = function_named_by_address(blk->addr, blk->fn);
+   if (!e->fn) e->fn = function_named_by_address(blk->addr, blk->fn());
    return e->fn;
 }
 
@@ -857,13 +857,13 @@ static void block_entry(BlockInfo* blk, Addr sp, UWord after_call)
    ThreadState* t = current;
    if (after_call) {
       push_activation(t, activated_function(blk), sp, blk, kg_now->call_site);
-   } else if (blk->fn_entry && running_function() != blk->fn) {
+   } else if (blk->fn_entry && running_function() != blk->fn()) {
       // A jump to a function's first instruction from another function is a
       // tail call; a jump back to its own entry is a loop. (Direct jumps
       // left the call pending: kg_instrument.cpp, add_tail_call.) Here by an
       // indirect jump, or by a signal's delivery (its site then: the
       // interrupted instruction, signal_delivered).
-      push_activation(t, blk->fn, sp, blk, kg_now->jump_site);
+      push_activation(t, blk->fn(), sp, blk, kg_now->jump_site);
    }
    kg_now->jump_site = 0;
    kg_refresh_counters(blk);

@@ -307,6 +307,7 @@ static SizeT block_info_bytes(UInt n_lines, UInt tail_bytes)
 
 BlockInfo* block_info_new(Addr addr, UInt n_lines, SourceLine** lines, UInt tail_bytes)
 {
+   tl_assert(n_lines > 0);   // every superblock has an instruction: fn() is its first line's
    BlockInfo* b = (BlockInfo*)alloc_permanent(block_info_bytes(n_lines, tail_bytes));
    remember_block(b);
    b->addr = addr;
@@ -333,7 +334,6 @@ BlockInfo* position_block(Addr at)
    SourceLine* line = source_line(loc);
    // Per-instruction positions (the block modes: always), or per line.
    BlockInfo* b = block_info_new(at, 1, &line, clo.dump_instr ? sizeof(InstrPos) + sizeof(FlushPoint) : sizeof(LineRun));
-   b->fn = loc.fn;
    if (clo.dump_instr) {
       b->n_instrs = 1;
       *b->instrs() = { at, line, 0, 0, False };

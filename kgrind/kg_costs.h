@@ -63,7 +63,6 @@ struct BlockInfo {
    // from several places).
    CounterWay ways[kCounterWays];
    Addr addr;
-   FnInfo* fn;                    // function of the first instruction
    // The counts and flags together: one per translation, so padding costs.
    // (A superblock has at most a few hundred instructions.)
    UShort n_slots;                // counters: flush points
@@ -88,11 +87,14 @@ struct BlockInfo {
    // (--dump-instr) its instructions and then its flush points (one before
    // each counted side exit, one at the end).
    SourceLine* const* lines() const { return (SourceLine* const*)(this + 1); }
+   // The function of the first instruction, whose line is the first (a
+   // field was 1.6 MB on cc1plus).
+   FnInfo* fn() const { return lines()[0]->fn; }
    LineRun* runs() const { return (LineRun*)(lines() + n_lines); }
    InstrPos* instrs() const { return (InstrPos*)(lines() + n_lines); }
    FlushPoint* points() const { return (FlushPoint*)(instrs() + n_instrs); }
 };
-static_assert(sizeof(BlockInfo) <= 64 && sizeof(BlockInfo) % sizeof(SourceLine*) == 0 &&
+static_assert(sizeof(BlockInfo) <= 56 && sizeof(BlockInfo) % sizeof(SourceLine*) == 0 &&
                  sizeof(LineRun) % sizeof(SourceLine*) == 0 && sizeof(InstrPos) % sizeof(SourceLine*) == 0,
               "one BlockInfo per translation: keep it small; what follows it stays aligned");
 

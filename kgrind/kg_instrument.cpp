@@ -393,7 +393,6 @@ BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs, Bool 
                                    positions ? n_positions * sizeof(InstrPos) + (n_exits + 1) * sizeof(FlushPoint)
                                              : max_runs * sizeof(LineRun));
    if (!positions) blk->n_runs = (UShort)max_runs;
-   blk->fn = first_loc.fn;
    blk->fn_entry = function_entry(first, first_loc);
    blk->in_plt = is_plt_stub(first);
    return blk;
@@ -421,7 +420,7 @@ void add_tail_call(IRBuilder& b, const BlockInfo* blk, Addr target, Addr jump_in
    if (!is_plt_stub(target)) {
       SourceLoc loc;
       source_loc(target, &loc);
-      if (loc.fn == blk->fn || !function_entry(target, loc)) return;
+      if (loc.fn == blk->fn() || !function_entry(target, loc)) return;
       IRExpr* running = b.load_field(b.load_field(b.load64(&kg_now->top), offsetof(Frame, tr)),
                                      offsetof(Transition, fn));
       IRExpr* other = b.op(Iop_CmpNE64, running, IRBuilder::u64((HWord)loc.fn), Ity_I1);
@@ -585,7 +584,7 @@ IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout,
    if (blk->in_plt) return add_plt_prologue(b, blk, stub_instrs, stub_counted);
    // ld.so's lazy-binding trampoline enters by the helper, which notes the
    // call it resolves (push_activation).
-   Bool entry = blk->fn_entry && fn_traced(blk->fn) && !blk->fn->resolver;
+   Bool entry = blk->fn_entry && fn_traced(blk->fn()) && !blk->fn()->resolver;
    Bool called_entry = !blk->fn_entry && call_targets.find((void*)blk->addr, nullptr) &&
                        fn_traced(activated_function(blk));
    if (!entry && !called_entry) {
@@ -1070,7 +1069,7 @@ void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, cons
                    IRExpr* flushed_ir)
 {
    Bool computed_jump = sb->jumpkind == Ijk_Boring && sb->next->tag != Iex_Const && !blk->in_plt;
-   if (computed_jump && clo.collect_jumps && blocks_traced(blk->fn)) {
+   if (computed_jump && clo.collect_jumps && blocks_traced(blk->fn())) {
       // A switch table: its targets are counted at run time.
       b.call("kg_indirect_jump", (void*)kg_indirect_jump, 2,
              mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sb->next), nullptr);
@@ -1146,7 +1145,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    SpTracker sp(sb_in, layout);
    // --toggle-collect and the like: helpers in the named functions' first
    // and returning blocks only (kg_regions.cpp).
-   Bool region = !blocks && region_function(blk->fn);
+   Bool region = !blocks && region_function(blk->fn());
    Bool region_entry = region && blk->fn_entry;
 
    Int start = guest_code_start(sb_in);
