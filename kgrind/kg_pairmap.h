@@ -41,17 +41,6 @@ protected:
    }
    // One more entry needs a bigger array.
    Bool full() const { return (used_ + 1) * 8 >= cap_ * kMaxLoad; }
-   // Capacities grow by half or a third (1024, 1536, 2048, 3072, ...), not
-   // double: a big index is at its largest load more of the time (cc1plus
-   // k=2: 236 k transitions in 393 k slots, not 524 k). A hash's first slot
-   // is its low 32 bits scaled to the capacity; probes wrap at the end.
-   static UWord grown(UWord cap, UWord first)
-   {
-      tl_assert(first >= 2);   // 1 would never grow
-      return !cap ? first : cap & (cap - 1) ? cap + cap / 3 : cap + cap / 2;
-   }
-   static UWord home(UWord h, UWord cap) { return (UWord)(UInt)h * cap >> 32; }
-   static UWord next(UWord i, UWord cap) { return i + 1 == cap ? 0 : i + 1; }
 
    Slot* slots_ = nullptr;
    UWord cap_ = 0;
@@ -66,9 +55,6 @@ template <typename Entry, UWord kFirstCap = 1024>
 class PairTable : public PairSlots<Entry> {
    using Base = PairSlots<Entry>;
    using Base::hash;
-   using Base::home;
-   using Base::next;
-   using Base::grown;
    using Base::slots_;
    using Base::cap_;
    using Base::used_;
@@ -79,8 +65,8 @@ public:
    Entry* get(const void* a, const void* b)
    {
       if (this->full()) grow();
-      UWord i = home(hash(a, b), cap_);
-      for (; !is_free(slots_[i]); i = next(i, cap_))
+      UWord i = hash(a, b) & (cap_ - 1);
+      for (; !is_free(slots_[i]); i = (i + 1) & (cap_ - 1))
          if (slots_[i].a == a && slots_[i].b == b) return &slots_[i];
       VG_(memset)(&slots_[i], 0, sizeof(Entry));
       slots_[i].a = a;
@@ -93,7 +79,7 @@ public:
    Entry* find(const void* a, const void* b) const
    {
       if (!cap_) return nullptr;
-      for (UWord i = home(hash(a, b), cap_); !is_free(slots_[i]); i = next(i, cap_))
+      for (UWord i = hash(a, b) & (cap_ - 1); !is_free(slots_[i]); i = (i + 1) & (cap_ - 1))
          if (slots_[i].a == a && slots_[i].b == b) return &slots_[i];
       return nullptr;
    }
@@ -112,13 +98,13 @@ private:
    {
       UWord old_cap = cap_;
       Entry* old = slots_;
-      cap_ = grown(cap_, kFirstCap);
+      cap_ = cap_ ? cap_ * 2 : kFirstCap;
       slots_ = (Entry*)kg::alloc(cap_ * sizeof(Entry), "kg.pairmap");
       for (UWord i = 0; i < cap_; i++) slots_[i].a = free_key();
       for (UWord i = 0; i < old_cap; i++) {
          if (is_free(old[i])) continue;
-         UWord j = home(hash(old[i].a, old[i].b), cap_);
-         while (!is_free(slots_[j])) j = next(j, cap_);
+         UWord j = hash(old[i].a, old[i].b) & (cap_ - 1);
+         while (!is_free(slots_[j])) j = (j + 1) & (cap_ - 1);
          slots_[j] = old[i];
       }
       release(old);
@@ -142,9 +128,6 @@ template <typename Entry, typename Keys = MemberKeys<Entry>, UWord kFirstCap = 1
 class PairIndex : public PairSlots<UWord, kMaxLoad> {
    using Base = PairSlots<UWord, kMaxLoad>;
    using Base::hash;
-   using Base::home;
-   using Base::next;
-   using Base::grown;
    using Base::slots_;
    using Base::cap_;
    using Base::used_;
@@ -155,7 +138,7 @@ public:
       if (!cap_) return nullptr;
       UWord h = hash(a, b);
       UWord tag = h & kTagMask;
-      for (UWord i = home(h, cap_); slots_[i]; i = next(i, cap_)) {
+      for (UWord i = h & (cap_ - 1); slots_[i]; i = (i + 1) & (cap_ - 1)) {
          if ((slots_[i] & kTagMask) != tag) continue;
          Entry* e = (Entry*)(slots_[i] & ~kTagMask);
          if (Keys::a(e) == a && Keys::b(e) == b) return e;
@@ -200,14 +183,14 @@ private:
    static void put(UWord* slots, UWord cap, Entry* e)
    {
       UWord h = hash(Keys::a(e), Keys::b(e));
-      UWord i = home(h, cap);
-      while (slots[i]) i = next(i, cap);
+      UWord i = h & (cap - 1);
+      while (slots[i]) i = (i + 1) & (cap - 1);
       slots[i] = (h & kTagMask) | (UWord)e;
    }
 
    void grow()
    {
-      UWord new_cap = grown(cap_, kFirstCap);
+      UWord new_cap = cap_ ? cap_ * 2 : kFirstCap;
       UWord* bigger = (UWord*)alloc_zeroed(new_cap * sizeof(UWord), "kg.pairmap");
       for_each([&](Entry* e) { put(bigger, new_cap, e); });
       release(slots_);
