@@ -1049,9 +1049,8 @@ UInt block_forests(BlockForest** out, UInt max)
       return n;
    }
    // Oldest thread first.
-   UInt threads = 0;
-   for (ThreadState* t = all_threads; t; t = t->next) threads++;
-   for (UInt serial = 1; serial <= threads; serial++) {
+   // Serials have gaps in a fork child (forget_other_threads).
+   for (UInt serial = 1; serial <= thread_serials; serial++) {
       for (ThreadState* t = all_threads; t; t = t->next) {
          if (t->serial != serial) continue;
          if (clo.mode == kModeInter) add(t->inter_forest);
@@ -1339,8 +1338,20 @@ void signal_returned(ThreadId tid, Int sig)
    update_now_from_top();
 }
 
+// A fork child runs only the thread that forked: the parent's other threads,
+// finished or running, are not the child's and leave its profile.
+static void forget_other_threads(ThreadId tid)
+{
+   switch_to(tid);
+   for (UInt i = 0; i < VG_N_THREADS; i++)
+      if (by_tid[i] != current) by_tid[i] = nullptr;
+   current->next = nullptr;
+   all_threads = current;
+}
+
 void fork_child(ThreadId tid)
 {
+   forget_other_threads(tid);
    // The child starts from zero: forests, line costs, call edges, and the
    // clocks (this runs between superblocks: no temporary holds them).
    for (ThreadState* t = all_threads; t; t = t->next) now_of(t).ir = 0;

@@ -6,6 +6,8 @@ import collections
 import re
 import subprocess
 
+import pytest
+
 import callgrind_format
 import ksf_records
 from conftest import PROGS
@@ -287,6 +289,46 @@ def test_fork_child_forest_starts_at_zero(tools):
     assert child[('__root__', 'main', 'child_work')] == 1
     assert child.get(('__root__', 'main', 'before_fork'), 0) == 0
     assert child.get(('__root__', 'main'), 0) == 0
+
+
+FORK_THREAD_WORK = {'finished_work': '2', 'blocked_work': '3', 'forker_work': '4', 'child_thread_work': '5'}
+
+
+@pytest.mark.parametrize('opts', [['--k=2'], ['--k=inf'], ['--join-threads=yes', '--k=3'],
+                                  ['--mode=inter', '--k=2'], ['--mode=intra', '--k=2']],
+                         ids=['k2', 'kinf', 'joined', 'inter', 'intra'])
+def test_fork_child_profiles_only_its_own_threads(tools, opts):
+    """A fork child has one thread, the one that forked (here not the main
+    thread, while another thread of the parent is blocked and one has
+    finished), plus those it starts: its profile has their forests only
+    (tests/progs/fork_threads.c: threads 4 and 5), and the parent's all four.
+    Each work function runs once, in the thread and the process the program
+    says; the parent's threads' work is not in the child's profile."""
+    exe = tools.compile('fork_threads.c', '-O1')
+    native = tools.native(exe)
+    kg = tools.kgrind(exe, opts=opts, out='kg.%p')
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    child_pid = re.search(r'forker: child (\d+) exit 5', kg.stdout).group(1)
+    assert re.sub(r'child \d+ exit', 'child exit', kg.stdout) == re.sub(r'child \d+ exit', 'child exit', native.stdout)
+    profiles = {('child' if path.name == f'kg.{child_pid}' else 'parent'): ksf_records.parse(path)
+                for path in tools.dir.glob('kg.*')}
+    assert len(profiles) == 2
+    joined = '--join-threads=yes' in opts
+    expected = {'parent': ['1', '2', '3', '4'], 'child': ['4', '5']}
+    for role, prof in profiles.items():
+        threads = sorted({forest.tid for forest in prof.forests})
+        assert threads == (['all'] if joined else expected[role]), role
+    if opts[0].startswith('--mode'):
+        return
+    ran_in = {role: collections.defaultdict(set) for role in profiles}
+    for role, prof in profiles.items():
+        for forest in prof.forests:
+            for path, calls in ksf_records.kccf(forest, ksf_records.k_of(prof), 0).items():
+                if calls and path[-1] in FORK_THREAD_WORK:
+                    ran_in[role][path[-1]].add(forest.tid)
+    where = (lambda fn: {'all'}) if joined else (lambda fn: {FORK_THREAD_WORK[fn]})
+    assert ran_in['parent'] == {fn: where(fn) for fn in ('finished_work', 'blocked_work')}
+    assert ran_in['child'] == {fn: where(fn) for fn in ('forker_work', 'child_thread_work')}
 
 
 def test_same_context_in_several_threads_sums_like_callgrind(tools):
