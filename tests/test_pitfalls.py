@@ -331,6 +331,54 @@ def test_fork_child_profiles_only_its_own_threads(tools, opts):
     assert ran_in['child'] == {fn: where(fn) for fn in ('forker_work', 'child_thread_work')}
 
 
+def split_stack_leaf_paths(prof):
+    """Per thread: {path to leaf from its thread's first function, with
+    libgcc's __morestack frames left out and rolled recursion folded: calls}
+    for leaf's activations entered by its callers (not the continuations of
+    leaf's own body that __morestack calls when leaf's prologue switched
+    segments)."""
+    out = {}
+    for forest in prof.forests:
+        paths = collections.Counter()
+        for path, calls in ksf_records.kccf(forest, ksf_records.k_of(prof), None).items():
+            if path[-1] != 'leaf' or path[-2] == '__morestack':
+                continue
+            folded = []
+            for fn in path:
+                if fn in ('main', 'worker', 'rec', 'leaf') and (not folded or folded[-1] != fn):
+                    folded.append(fn)
+            paths[tuple(folded)] += calls
+        out[forest.tid] = paths
+    return out
+
+
+def test_split_stack_segments_continue_the_stack(tools):
+    """-fsplit-stack code (gccgo's, or C built with it) runs out of its stack
+    segment in a function's prologue: libgcc's __morestack moves SP to a new
+    segment and calls the rest of the function there. That continues the
+    stack, not a new one (a coroutine): until session 17 every segment
+    started over at __root__. With __morestack left out, the contexts are
+    those of the same program built without -fsplit-stack, on the main
+    thread and on another, and leaf's calls are the program's own count."""
+    plain = tools.compile('split_stack.c', '-O1', out='plain')
+    split = tools.compile('split_stack.c', '-O1', '-fsplit-stack', out='split')
+    native = tools.native(split)
+    expected_calls = int(re.search(r'leaf calls (\d+)', native.stdout).group(1))
+    assert expected_calls == 4 * 501 + 3 * 301
+    profiles = {}
+    for exe in (plain, split):
+        kg = tools.kgrind(exe, opts=['--k=inf'], out=f'kg.{exe.name}')
+        assert kg.returncode == 0 and kg.stdout == native.stdout, kg.stderr
+        profiles[exe.name] = ksf_records.parse(kg.profile_path)
+    paths = cct_paths(profiles['split'])
+    segments = sum(n for p, n in paths.items() if p[-1] == '__morestack')
+    assert segments > 50     # the test runs what it means to test
+    assert all('main' in p or 'worker' in p for p in paths if 'rec' in p or 'leaf' in p)
+    leaf_paths = split_stack_leaf_paths(profiles['split'])
+    assert leaf_paths == split_stack_leaf_paths(profiles['plain'])
+    assert leaf_paths == {'1': {('main', 'rec', 'leaf'): 4 * 501}, '2': {('worker', 'rec', 'leaf'): 3 * 301}}
+
+
 def test_same_context_in_several_threads_sums_like_callgrind(tools):
     """Each thread has its own forest; the body reports a context once,
     summed over the threads that reached it (kg_output.cpp, ExitCosts'
