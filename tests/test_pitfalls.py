@@ -291,6 +291,37 @@ def test_fork_child_forest_starts_at_zero(tools):
     assert child.get(('__root__', 'main'), 0) == 0
 
 
+def test_fork_child_without_pid_in_the_file_name_keeps_its_own_profile(tools):
+    """--kgrind-out-file without %p: the fork child writes <name>.<pid> and
+    says so, instead of its parent's file (whichever exited last overwrote
+    the other's profile); the parent's file is its own."""
+    exe = tools.compile('forker.c', '-O1')
+    kg = tools.kgrind(exe, opts=['--k=inf', '--funcs=main,before_fork,child_work,parent_work'], out='kg.out')
+    assert kg.returncode == 0, kg.stderr
+    children = list(tools.dir.glob('kg.out.*'))
+    assert len(children) == 1 and children[0].suffix[1:].isdigit()
+    child_pid = children[0].suffix[1:]
+    assert (f'kgrind: --kgrind-out-file has no %p: this fork child writes {children[0]}, '
+            f"not its parent's {tools.dir / 'kg.out'}") in kg.stderr
+    parent, child = cct_paths(ksf_records.parse(tools.dir / 'kg.out')), cct_paths(ksf_records.parse(children[0]))
+    assert parent[('__root__', 'main', 'parent_work')] == 1 and not paths_ending(parent, 'child_work')
+    assert child[('__root__', 'main', 'child_work')] == 1 and not paths_ending(child, 'parent_work')
+    assert f'pid: {child_pid}' in children[0].read_text()
+
+
+def test_traced_children_sharing_one_file_name_are_warned_about(tools):
+    """--trace-children=yes with a file name without %p: every process says
+    that the last one to exit overwrites the others' profiles."""
+    script = '/bin/echo hi; /bin/echo there'
+    r = tools.kgrind('/bin/sh', '-c', script, opts=['--trace-children=yes'], out='one.out')
+    assert r.returncode == 0 and r.stdout == 'hi\nthere\n', r.stderr
+    warning = 'kgrind: warning: --trace-children=yes with --kgrind-out-file='
+    processes = r.stderr.count(warning)      # the shell and at least one echo
+    assert processes >= 2
+    r = tools.kgrind('/bin/sh', '-c', script, opts=['--trace-children=yes'], out='each.%p')
+    assert warning not in r.stderr and len(list(tools.dir.glob('each.*'))) == processes
+
+
 FORK_THREAD_WORK = {'finished_work': '2', 'blocked_work': '3', 'forker_work': '4', 'child_thread_work': '5'}
 
 
