@@ -918,11 +918,13 @@ void activity_init()
 Bool kids_grow() { return clo.k == kInfiniteK; }
 
 // Code without symbols: the function is named by the address it was called
-// at, found again by that address (a field in every BlockInfo was 1.6 MB on
-// cc1plus, whose few called entries this table holds).
+// at, found again by that address and the code's own (object's) function,
+// which tells apart objects mapped at one address in turn (a field in every
+// BlockInfo was 1.6 MB on cc1plus, whose few called entries this table
+// holds).
 struct NamedEntry {
    const void* a;   // the address
-   const void* b;   // unused
+   const void* b;   // the block's FnInfo (no symbol)
    FnInfo* fn;
 };
 static PairTable<NamedEntry, 64> named_entries;
@@ -930,7 +932,7 @@ static PairTable<NamedEntry, 64> named_entries;
 FnInfo* activated_function(BlockInfo* blk)
 {
    if (!blk->fn()->no_symbol) return blk->fn();
-   NamedEntry* e = named_entries.get((const void*)blk->addr, nullptr);
+   NamedEntry* e = named_entries.get((const void*)blk->addr, blk->fn());
    if (!e->fn) e->fn = function_named_by_address(blk->addr, blk->fn());
    return e->fn;
 }
