@@ -89,23 +89,16 @@ for my $b (0 .. 127) {
 # the shapes' last bytes of a line's nodes, in the string of the integers' last bytes
 my $NODE_SHAPES = qr/(?|([$LENGTH_CLASS[0]]).|([$LENGTH_CLASS[1]])..|([$LENGTH_CLASS[2]])...|([$LENGTH_CLASS[3]])....)/s;
 
-# The six values of each node of a line's bytes (holding whole BER
-# integers), or undef when the last node is cut.
-sub node_fields {
+# The unpack template that reads a line's bytes (holding whole BER
+# integers) into six values a node, or undef when its last node is cut.
+sub node_template {
     my ($bytes) = @_;
     (my $last_bytes = $bytes) =~ tr/\x80-\xff//d;    # one byte an integer
     my $template = join '', @SHAPE_FIELDS{$last_bytes =~ /$NODE_SHAPES/g};
-    return undef if ($template =~ tr/w//) - ($template =~ tr/@//) != length $last_bytes;
-    return [unpack($template, $bytes)];
+    return ($template =~ tr/w//) - ($template =~ tr/@//) == length $last_bytes ? $template : undef;
 }
-
-# The six columns of n nodes' values (slices with cached index lists).
-my @FIELD_INDEX;
-sub field_columns {
-    my ($w, $n) = @_;
-    my $index = $FIELD_INDEX[$n] //= [map { my $f = $_; [map { 6 * $_ + $f } 0 .. $n - 1] } 0 .. 5];
-    return map { [@$w[@$_]] } @$index;
-}
+# [n][f]: where field f of each of n nodes is among their values
+our @FIELD_AT;
 
 # A line whose last node is cut: the error the node-by-node reading meets
 # first (a number too large, a node both opening and closing lists or
@@ -229,12 +222,14 @@ sub read_profile {
     # node's children follow; shape >> 6 lists close after it). Siblings come
     # in increasing order of label; a label is written less the previous
     # sibling's (a first child and a tree root as it is). The state carries
-    # over to the next line: $depth lists are open, $parent_at->[d] is the
-    # parent + 1 of the nodes at depth d (0 for roots), $label_at->[d] the
+    # over to the next line: $depth lists are open, $parent_at[d] is the
+    # parent + 1 of the nodes at depth d (0 for roots), $label_at[d] the
     # label of the last node at depth d (0 after a list opens: a first
     # child's label is written as it is; roots always 0), $opened whether
     # the line's last node opened a list.
-    my ($depth, $parent_at, $label_at, $opened) = (0, [0], [0], 0);
+    my ($depth, $opened, @parent_at, @label_at);
+    my $stream_start = sub { ($depth, $opened) = (0, 0); @parent_at = @label_at = (0) };
+    $stream_start->();
     my $node_stream = sub {
         my ($l, $ln) = @_;
         my $b64 = substr($l, 12);
@@ -243,30 +238,31 @@ sub read_profile {
         my $bytes = MIME::Base64::decode_base64($b64);
         ferr($file, $ln, "ksf-nodes: the line ends inside a number") if ord(substr($bytes, -1)) >= 128;
         push @$nline, $nnodes, $ln;
-        my $w = node_fields($bytes);
-        stream_error($file, $ln, $bytes, $nnodes, $depth) unless $w;    # a node cut by the line's end
-        ferr($file, $ln, "ksf-nodes: a number above 10^18") if List::Util::max(@$w) >= 1e18;
-        my $n = @$w / 6;
-        my ($shape, $calls, $delta, $extra, $excl, $incl) = field_columns($w, $n);
-        for my $j (grep { $extra->[$_] } 0 .. $n - 1) { $calls->[$j] += $extra->[$j] }    # calls = 7 + (calls - 7)
+        my $template = node_template($bytes);
+        stream_error($file, $ln, $bytes, $nnodes, $depth) unless defined $template;    # a node cut by the line's end
+        my @w = unpack($template, $bytes);
+        ferr($file, $ln, "ksf-nodes: a number above 10^18") if List::Util::max(@w) >= 1e18;
+        my $n = @w / 6;
+        my $at = $FIELD_AT[$n] //= [map { my $f = $_; [map { 6 * $_ + $f } 0 .. $n - 1] } 0 .. 5];
+        my ($shape, $delta, $calls) = map { [@w[@{$at->[$_]}]] } 0, 2, 1;
+        for my $i (grep { $w[$_] } @{$at->[3]}) { $calls->[($i - 3) / 6] += $w[$i] }    # calls = 7 + (calls - 7)
         my (@par, @fn, @dep);
-        my ($d, $pa, $la, $id) = ($depth, $parent_at, $label_at, $nnodes + 1);
-        for my $j (0 .. $n - 1) {
-            $par[$j] = $pa->[$d];
-            $dep[$j] = $d;
-            $fn[$j] = $la->[$d] += $delta->[$j];
-            my $s = $shape->[$j];
+        my ($d, $j, $id) = ($depth, 0, $nnodes);
+        for my $s (@$shape) {
+            push @par, $parent_at[$d];
+            push @dep, $d;
+            push @fn, $label_at[$d] += $delta->[$j++];
             if ($s & 32) {
                 ferr($file, $ln, "ksf-nodes: node " . ($id + $j - 1) . " both has children and closes lists") if $s >= 64;
-                $pa->[++$d] = $id + $j;
-                $la->[$d] = 0;
+                $parent_at[++$d] = $id + $j;
+                $label_at[$d] = 0;
             } elsif ($s >= 64) {
                 ferr($file, $ln, "ksf-nodes: node " . ($id + $j - 1) . " closes " . ($s >> 6) . " lists, $d are open")
                     if $s >> 6 > $d;
                 $d -= $s >> 6;
-                $la->[0] = 0 unless $d;
+                $label_at[0] = 0 unless $d;
             } elsif (!$d) {
-                $la->[0] = 0;
+                $label_at[0] = 0;
             }
         }
         # the first node repeating its previous sibling's label (a delta of
@@ -285,8 +281,8 @@ sub read_profile {
         $in_thread->{fn} .= pack('N*', @fn);
         $in_thread->{depth} .= pack('N*', @dep);
         $in_thread->{calls} .= pack('Q>*', @$calls);
-        $in_thread->{excl} .= pack('Q>*', @$excl);
-        $in_thread->{incl} .= pack('Q>*', @$incl);
+        $in_thread->{excl} .= pack('Q>*', @w[@{$at->[4]}]);
+        $in_thread->{incl} .= pack('Q>*', @w[@{$at->[5]}]);
         $nnodes += $n;
     };
     my $node_lists = sub {
@@ -543,7 +539,7 @@ sub read_profile {
                                calls => '', excl => '', incl => '', preorder => 1, line => $ln, (defined $tfname ? (fname => $tfname) : ()) };
                 $nnodes = 0;
                 ($open, $last, $nline) = ([], '', []);
-                ($depth, $parent_at, $label_at, $opened) = (0, [0], [0], 0);
+                $stream_start->();
             } elsif ($l =~ /^# ksf-end-thread (\d+|all)$/) {
                 ferr($file, $ln, "ksf-end-thread $1 without ksf-thread") unless $in_thread;
                 ferr($file, $ln, "ksf-end-thread $1 closes thread $in_thread->{tid}") if $1 ne $in_thread->{tid};
