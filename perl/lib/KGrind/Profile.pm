@@ -857,7 +857,8 @@ sub check_read_forest {
     chunks($F, [qw(fn depth)], sub {
         my ($s, $fn, $depth) = @_;
         my @g = @$labmap[@$fn];
-        for my $i (grep { !defined $g[$_] } 0 .. $#g) {
+        # every id below the table's size has a label
+        for my $i (List::Util::max(@$fn) < @$labmap ? () : grep { !defined $g[$_] } 0 .. $#g) {
             $bad->($s + $i, $blocks ? ": block label $fn->[$i] has no ksf-block record" : ": unknown function id $fn->[$i]");
         }
         for my $i (grep { !$depth->[$_] } 0 .. $#$depth) {
