@@ -97,8 +97,10 @@ sub node_template {
     my $template = join '', @SHAPE_FIELDS{$last_bytes =~ /$NODE_SHAPES/g};
     return ($template =~ tr/w//) - ($template =~ tr/@//) == length $last_bytes ? $template : undef;
 }
-# [n][f]: where field f of each of n nodes is among their values
+# [f]: where field f of each of n nodes is among their values; cached for
+# the line lengths the tool writes (a few hundred nodes)
 our @FIELD_AT;
+sub field_at { my ($n) = @_; [map { my $f = $_; [map { 6 * $_ + $f } 0 .. $n - 1] } 0 .. 5] }
 
 # A line whose last node is cut: the error the node-by-node reading meets
 # first (a number too large, a node both opening and closing lists or
@@ -243,7 +245,7 @@ sub read_profile {
         my @w = unpack($template, $bytes);
         ferr($file, $ln, "ksf-nodes: a number above 10^18") if List::Util::max(@w) >= 1e18;
         my $n = @w / 6;
-        my $at = $FIELD_AT[$n] //= [map { my $f = $_; [map { 6 * $_ + $f } 0 .. $n - 1] } 0 .. 5];
+        my $at = $n <= 4096 ? ($FIELD_AT[$n] //= field_at($n)) : field_at($n);
         my ($shape, $delta, $calls) = map { [@w[@{$at->[$_]}]] } 0, 2, 1;
         for my $i (grep { $w[$_] } @{$at->[3]}) { $calls->[($i - 3) / 6] += $w[$i] }    # calls = 7 + (calls - 7)
         my (@par, @fn, @dep);
