@@ -97,10 +97,15 @@ sub node_template {
     my $template = join '', @SHAPE_FIELDS{$last_bytes =~ /$NODE_SHAPES/g};
     return ($template =~ tr/w//) - ($template =~ tr/@//) == length $last_bytes ? $template : undef;
 }
-# [f]: where field f of each of n nodes is among their values; cached for
-# the line lengths the tool writes (a few hundred nodes)
-our @FIELD_AT;
-sub field_at { my ($n) = @_; [map { my $f = $_; [map { 6 * $_ + $f } 0 .. $n - 1] } 0 .. 5] }
+# Where field f of node i is among a line's values (6 i + f): six lists
+# for at least n nodes (made for the most nodes a line had so far; a line
+# uses their first n).
+our @FIELD_AT = ([]) x 6;
+sub field_at {
+    my ($n) = @_;
+    @FIELD_AT = map { my $f = $_; [map { 6 * $_ + $f } 0 .. $n - 1] } 0 .. 5 if @{$FIELD_AT[0]} < $n;
+    return @FIELD_AT;
+}
 
 # A line whose last node is cut: the error the node-by-node reading meets
 # first (a number too large, a node both opening and closing lists or
@@ -245,9 +250,9 @@ sub read_profile {
         my @w = unpack($template, $bytes);
         ferr($file, $ln, "ksf-nodes: a number above 10^18") if List::Util::max(@w) >= 1e18;
         my $n = @w / 6;
-        my $at = $n <= 4096 ? ($FIELD_AT[$n] //= field_at($n)) : field_at($n);
-        my ($shape, $delta, $calls) = map { [@w[@{$at->[$_]}]] } 0, 2, 1;
-        for my $i (grep { $w[$_] } @{$at->[3]}) { $calls->[($i - 3) / 6] += $w[$i] }    # calls = 7 + (calls - 7)
+        my @at = field_at($n);
+        my ($shape, $delta, $calls) = map { [@w[@$_[0 .. $n - 1]]] } @at[0, 2, 1];
+        for my $i (grep { $w[$_] } @{$at[3]}[0 .. $n - 1]) { $calls->[($i - 3) / 6] += $w[$i] }    # calls = 7 + (calls - 7)
         my (@par, @fn, @dep);
         my ($d, $j, $id) = ($depth, 0, $nnodes);
         for my $s (@$shape) {
@@ -283,8 +288,8 @@ sub read_profile {
         $in_thread->{fn} .= pack('N*', @fn);
         $in_thread->{depth} .= pack('N*', @dep);
         $in_thread->{calls} .= pack('Q>*', @$calls);
-        $in_thread->{excl} .= pack('Q>*', @w[@{$at->[4]}]);
-        $in_thread->{incl} .= pack('Q>*', @w[@{$at->[5]}]);
+        $in_thread->{excl} .= pack('Q>*', @w[@{$at[4]}[0 .. $n - 1]]);
+        $in_thread->{incl} .= pack('Q>*', @w[@{$at[5]}[0 .. $n - 1]]);
         $nnodes += $n;
     };
     my $node_lists = sub {
