@@ -76,6 +76,14 @@ struct BlockFrame {
 
 } // namespace
 
+// Memory that -fsplit-stack code continues a stack in (__morestack's new
+// segment), above a kStackSegment fence; outer: the one it came from, if it
+// is a segment too.
+struct StackSegment {
+   Addr lo, hi;
+   StackSegment* outer;
+};
+
 // One stack of a thread (see the top of this file).
 struct ShadowStack {
    Frame* frames;           // frames[0] the base, frames[-1] a sentinel
@@ -84,8 +92,14 @@ struct ShadowStack {
    Addr lo, hi;             // the memory the stack lies in
    ULong suspended_at;      // the thread's Ir when it was left
    UInt alt_fences;         // handlers running on an alternate signal stack
+   StackSegment* segment;   // the innermost -fsplit-stack segment it runs on
    ShadowStack* next;       // the thread's suspended stacks
 };
+
+// The memory a stack runs in now: its innermost segment's, else its own.
+static Addr memory_lo(const ShadowStack* s) { return s->segment ? s->segment->lo : s->lo; }
+static Addr memory_hi(const ShadowStack* s) { return s->segment ? s->segment->hi : s->hi; }
+static Bool in_memory_of(const ShadowStack* s, Addr sp) { return sp >= memory_lo(s) && sp <= memory_hi(s); }
 
 struct ThreadState {
    ThreadId tid;
@@ -544,6 +558,10 @@ void pop_frame(ThreadState* t)
       close_frame(tr, kg_now->ir - f->ir_at_entry);
    } else if (tr->kind == kAltSignalFence) {
       t->stack->alt_fences--;
+   } else if (tr->kind == kStackSegment) {
+      StackSegment* left = t->stack->segment;
+      t->stack->segment = left->outer;
+      kg::release(left);
    }
    kg_now->top--;
 }
@@ -557,7 +575,9 @@ void pop_dead_frames(ThreadState* t, Addr sp)
       if (f.tr->kind == kAltSignalFence) {
          // The handler runs on another stack: only a return to the
          // interrupted stack's memory, above the interrupted point, ends it.
-         if (!(sp > f.sp && sp <= t->stack->hi)) break;
+         if (!(sp > f.sp && sp <= memory_hi(t->stack))) break;
+      } else if (f.tr->kind == kStackSegment) {
+         break;   // its segment ends when SP leaves it (leave_segments)
       } else if (sp <= f.sp) {
          break;
       }
@@ -574,13 +594,12 @@ void pop_dead_frames(ThreadState* t, Addr sp)
    }
    update_now_from_top();
    // Above the top frame (the base, or a handler's fence on an alternate
-   // stack): stop checking until a new frame is pushed.
-   if (sp > kg_now->top_sp) kg_now->top_sp = ~(Addr)0;
+   // stack): stop checking until a new frame is pushed. A segment's fence
+   // (SP 0) keeps every rise checked: one leaves the segment.
+   if (sp > kg_now->top_sp && kg_now->top->tr->kind != kStackSegment) kg_now->top_sp = ~(Addr)0;
 }
 
 // ---- Stack switches ---------------------------------------------------------
-
-Bool in_memory_of(const ShadowStack* s, Addr sp) { return sp >= s->lo && sp <= s->hi; }
 
 // Leaves the running stack: its frames' clocks and activity pause.
 void suspend_stack(ThreadState* t)
@@ -672,9 +691,79 @@ Bool coroutine_ended(const ThreadState* t)
           s->frames[1].tr->fn->context_start;
 }
 
-// SP left the running stack's memory: the thread switched stacks.
+// -fsplit-stack code ran out of stack: __morestack moved SP to a new
+// segment (other memory) and goes on there, calling its caller's body. The
+// segment continues the stack: a fence over __morestack's frame marks where
+// it starts, below the frames pushed there before a helper saw SP move
+// (inline pushes), and the frames above it compare SPs in its memory only.
+Bool enter_segment(ThreadState* t, Addr sp)
+{
+   ShadowStack* s = t->stack;
+   Frame* below = kg_now->top;
+   while (below > s->frames && !in_memory_of(s, below->sp)) below--;
+   Transition* morestack = below->tr;
+   if (below == s->frames || !morestack->fn || !morestack->fn->stack_segment ||
+       (morestack->kind != kActivation && morestack->kind != kTransparent))
+      return False;
+   UWord at = (UWord)(below - s->frames) + 1;
+   ForestNode* ctx = kg_now->ctx;   // a pending call stays pending
+   Frame fence = *push_frame(t, 0, fence_transition(t, morestack, kStackSegment));
+   Frame* f = s->frames + at;       // push_frame may have moved the frames
+   VG_(memmove)(f + 1, f, (SizeT)(kg_now->top - f) * sizeof(Frame));
+   *f = fence;
+   // The segment reaches up to the SP __morestack switched to (its first
+   // call pushed just below it) and down without a bound but the memory it
+   // came from: Valgrind places adjacent mmaps, and merges them into one
+   // mapping, so the mapping does not tell segments apart.
+   StackSegment* g = (StackSegment*)kg::alloc(sizeof(StackSegment));
+   Addr first_sp = sp;
+   for (const Frame* above = f + 1; above <= kg_now->top; above++)
+      if (above->sp > first_sp) first_sp = above->sp;
+   g->lo = 0;
+   g->hi = first_sp + sizeof(Addr);
+   Addr outer_lo = memory_lo(s), outer_hi = memory_hi(s);
+   if (sp > outer_hi) g->lo = outer_hi + 1;
+   if (sp < outer_lo && g->hi >= outer_lo) g->hi = outer_lo - 1;
+   g->outer = s->segment;
+   s->segment = g;
+   kg_now->ctx = ctx;
+   update_now_from_top();
+   return True;
+}
+
+// Is SP back in memory the running stack's innermost segment came from (a
+// return from __morestack's call, or a longjmp out of the segment)?
+Bool returned_to_outer_memory(const ShadowStack* s, Addr sp)
+{
+   if (!s->segment) return False;
+   for (const StackSegment* g = s->segment->outer; g; g = g->outer)
+      if (sp >= g->lo && sp <= g->hi) return True;
+   return sp >= s->lo && sp <= s->hi;
+}
+
+// Ends the segments SP left: their frames, then their fences.
+void leave_segments(ThreadState* t, Addr sp)
+{
+   while (!in_memory_of(t->stack, sp)) {
+      while (kg_now->top->tr->kind != kStackSegment) pop_frame(t);
+      pop_frame(t);
+   }
+   update_now_from_top();
+}
+
+// SP left the running stack's memory: the thread switched stacks, or
+// -fsplit-stack code entered or left a segment of it.
 void switch_stack(ThreadState* t, Addr sp)
 {
+   if (returned_to_outer_memory(t->stack, sp)) {
+      leave_segments(t, sp);
+      pop_dead_frames(t, sp);
+      return;
+   }
+   if (enter_segment(t, sp)) {
+      pop_dead_frames(t, sp);
+      return;
+   }
    if (coroutine_ended(t))
       while (kg_now->top > base_frame(t)) pop_frame(t);
    suspend_stack(t);
@@ -1049,9 +1138,8 @@ UInt block_forests(BlockForest** out, UInt max)
       return n;
    }
    // Oldest thread first.
-   UInt threads = 0;
-   for (ThreadState* t = all_threads; t; t = t->next) threads++;
-   for (UInt serial = 1; serial <= threads; serial++) {
+   // Serials have gaps in a fork child (forget_other_threads).
+   for (UInt serial = 1; serial <= thread_serials; serial++) {
       for (ThreadState* t = all_threads; t; t = t->next) {
          if (t->serial != serial) continue;
          if (clo.mode == kModeInter) add(t->inter_forest);
@@ -1339,8 +1427,20 @@ void signal_returned(ThreadId tid, Int sig)
    update_now_from_top();
 }
 
+// A fork child runs only the thread that forked: the parent's other threads,
+// finished or running, are not the child's and leave its profile.
+static void forget_other_threads(ThreadId tid)
+{
+   switch_to(tid);
+   for (UInt i = 0; i < VG_N_THREADS; i++)
+      if (by_tid[i] != current) by_tid[i] = nullptr;
+   current->next = nullptr;
+   all_threads = current;
+}
+
 void fork_child(ThreadId tid)
 {
+   forget_other_threads(tid);
    // The child starts from zero: forests, line costs, call edges, and the
    // clocks (this runs between superblocks: no temporary holds them).
    for (ThreadState* t = all_threads; t; t = t->next) now_of(t).ir = 0;

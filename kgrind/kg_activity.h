@@ -20,6 +20,7 @@ enum FrameKind : UInt {
    kTransparent,      // an untraced function: costs go to the caller's activation
    kSignalFence,      // the interrupted code's boundary while a handler runs
    kAltSignalFence,   // the same, with the handler on an alternate stack
+   kStackSegment,     // -fsplit-stack: the frames above run on a new segment
 };
 
 // An activation of a thread's forest: a unique object per thread and

@@ -14,6 +14,8 @@
 extern "C" {
 #include "pub_tool_gdbserver.h"
 #include "pub_tool_clreq.h"
+#include "pub_tool_clientstate.h"
+#include "pub_tool_xarray.h"
 }
 
 namespace kg {
@@ -104,6 +106,35 @@ const HChar* base_file_name()
 {
    if (!base_file_name_cache) base_file_name_cache = output_file_name();
    return base_file_name_cache;
+}
+
+Bool name_has_pid() { return VG_(strstr)(clo.out_file, "%p") != nullptr; }
+
+// --trace-children's value (the core keeps it from tools): the last of
+// Valgrind's arguments (.valgrindrc, VALGRIND_OPTS, the command line) says.
+Bool tracing_children()
+{
+   Bool on = False;
+   for (Word i = 0; i < VG_(sizeXA)(VG_(args_for_valgrind)); i++) {
+      const HChar* arg = *(const HChar**)VG_(indexXA)(VG_(args_for_valgrind), i);
+      if (VG_(strncmp)(arg, "--trace-children=", 17) == 0) on = VG_STREQ(arg + 17, "yes");
+   }
+   return on;
+}
+
+// Set in a fork child that writes its own file instead of its parent's.
+const HChar* parents_file_name = nullptr;
+
+// A fork child whose file name has no %p would write its parent's file
+// (the one written last wins): it writes "<name>.<pid>" instead, and says so.
+void give_fork_child_its_own_file()
+{
+   if (name_has_pid()) return;
+   const HChar* parents = output_file_name();
+   HChar* own = (HChar*)kg::alloc(VG_(strlen)(parents) + 16, "kg.out");
+   VG_(sprintf)(own, "%s.%d", parents, VG_(getpid)());
+   base_file_name_cache = own;
+   parents_file_name = parents;
 }
 
 // "<base>.<n>": callgrind's numbering of the files of one run.
@@ -315,6 +346,10 @@ void regions_init()
                            " --toggle-collect, --dump-*, --zero-before) need --mode=func\n");
       VG_(exit)(1);
    }
+   if (tracing_children() && !name_has_pid())
+      VG_(umsg)("kgrind: warning: --trace-children=yes with --kgrind-out-file=%s (no %%p): every"
+                " process of the run writes that file, and the last one to exit overwrites the others'\n",
+                clo.out_file);
    instr_on = instr_atstart;
    collect_on = collect_atstart;
    apply_counting();
@@ -534,6 +569,7 @@ void regions_fork_child()
    dumps_written = 0;
    ir_at_last_zero = 0;
    base_file_name_cache = nullptr;   // %p is the child's pid
+   give_fork_child_its_own_file();
 }
 
 // ---- The end of the run ------------------------------------------------------------
@@ -546,6 +582,9 @@ const HChar* final_output_file_name()
 Bool write_final_profile(const HChar* path)
 {
    DumpInfo info = { "Program termination", ir_at_last_zero, ir_elapsed(), False };
+   if (parents_file_name)
+      VG_(umsg)("kgrind: --kgrind-out-file has no %%p: this fork child writes %s, not its parent's %s\n",
+                path, parents_file_name);
    return write_profile(path, info);
 }
 

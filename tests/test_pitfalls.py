@@ -6,6 +6,8 @@ import collections
 import re
 import subprocess
 
+import pytest
+
 import callgrind_format
 import ksf_records
 from conftest import PROGS
@@ -287,6 +289,125 @@ def test_fork_child_forest_starts_at_zero(tools):
     assert child[('__root__', 'main', 'child_work')] == 1
     assert child.get(('__root__', 'main', 'before_fork'), 0) == 0
     assert child.get(('__root__', 'main'), 0) == 0
+
+
+def test_fork_child_without_pid_in_the_file_name_keeps_its_own_profile(tools):
+    """--kgrind-out-file without %p: the fork child writes <name>.<pid> and
+    says so, instead of its parent's file (whichever exited last overwrote
+    the other's profile); the parent's file is its own."""
+    exe = tools.compile('forker.c', '-O1')
+    kg = tools.kgrind(exe, opts=['--k=inf', '--funcs=main,before_fork,child_work,parent_work'], out='kg.out')
+    assert kg.returncode == 0, kg.stderr
+    children = list(tools.dir.glob('kg.out.*'))
+    assert len(children) == 1 and children[0].suffix[1:].isdigit()
+    child_pid = children[0].suffix[1:]
+    assert (f'kgrind: --kgrind-out-file has no %p: this fork child writes {children[0]}, '
+            f"not its parent's {tools.dir / 'kg.out'}") in kg.stderr
+    parent, child = cct_paths(ksf_records.parse(tools.dir / 'kg.out')), cct_paths(ksf_records.parse(children[0]))
+    assert parent[('__root__', 'main', 'parent_work')] == 1 and not paths_ending(parent, 'child_work')
+    assert child[('__root__', 'main', 'child_work')] == 1 and not paths_ending(child, 'parent_work')
+    assert f'pid: {child_pid}' in children[0].read_text()
+
+
+def test_traced_children_sharing_one_file_name_are_warned_about(tools):
+    """--trace-children=yes with a file name without %p: every process says
+    that the last one to exit overwrites the others' profiles."""
+    script = '/bin/echo hi; /bin/echo there'
+    r = tools.kgrind('/bin/sh', '-c', script, opts=['--trace-children=yes'], out='one.out')
+    assert r.returncode == 0 and r.stdout == 'hi\nthere\n', r.stderr
+    warning = 'kgrind: warning: --trace-children=yes with --kgrind-out-file='
+    processes = r.stderr.count(warning)      # the shell and at least one echo
+    assert processes >= 2
+    r = tools.kgrind('/bin/sh', '-c', script, opts=['--trace-children=yes'], out='each.%p')
+    assert warning not in r.stderr and len(list(tools.dir.glob('each.*'))) == processes
+
+
+FORK_THREAD_WORK = {'finished_work': '2', 'blocked_work': '3', 'forker_work': '4', 'child_thread_work': '5'}
+
+
+@pytest.mark.parametrize('opts', [['--k=2'], ['--k=inf'], ['--join-threads=yes', '--k=3'],
+                                  ['--mode=inter', '--k=2'], ['--mode=intra', '--k=2']],
+                         ids=['k2', 'kinf', 'joined', 'inter', 'intra'])
+def test_fork_child_profiles_only_its_own_threads(tools, opts):
+    """A fork child has one thread, the one that forked (here not the main
+    thread, while another thread of the parent is blocked and one has
+    finished), plus those it starts: its profile has their forests only
+    (tests/progs/fork_threads.c: threads 4 and 5), and the parent's all four.
+    Each work function runs once, in the thread and the process the program
+    says; the parent's threads' work is not in the child's profile."""
+    exe = tools.compile('fork_threads.c', '-O1')
+    native = tools.native(exe)
+    kg = tools.kgrind(exe, opts=opts, out='kg.%p')
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    child_pid = re.search(r'forker: child (\d+) exit 5', kg.stdout).group(1)
+    assert re.sub(r'child \d+ exit', 'child exit', kg.stdout) == re.sub(r'child \d+ exit', 'child exit', native.stdout)
+    profiles = {('child' if path.name == f'kg.{child_pid}' else 'parent'): ksf_records.parse(path)
+                for path in tools.dir.glob('kg.*')}
+    assert len(profiles) == 2
+    joined = '--join-threads=yes' in opts
+    expected = {'parent': ['1', '2', '3', '4'], 'child': ['4', '5']}
+    for role, prof in profiles.items():
+        threads = sorted({forest.tid for forest in prof.forests})
+        assert threads == (['all'] if joined else expected[role]), role
+    if opts[0].startswith('--mode'):
+        return
+    ran_in = {role: collections.defaultdict(set) for role in profiles}
+    for role, prof in profiles.items():
+        for forest in prof.forests:
+            for path, calls in ksf_records.kccf(forest, ksf_records.k_of(prof), 0).items():
+                if calls and path[-1] in FORK_THREAD_WORK:
+                    ran_in[role][path[-1]].add(forest.tid)
+    where = (lambda fn: {'all'}) if joined else (lambda fn: {FORK_THREAD_WORK[fn]})
+    assert ran_in['parent'] == {fn: where(fn) for fn in ('finished_work', 'blocked_work')}
+    assert ran_in['child'] == {fn: where(fn) for fn in ('forker_work', 'child_thread_work')}
+
+
+def split_stack_leaf_paths(prof):
+    """Per thread: {path to leaf from its thread's first function, with
+    libgcc's __morestack frames left out and rolled recursion folded: calls}
+    for leaf's activations entered by its callers (not the continuations of
+    leaf's own body that __morestack calls when leaf's prologue switched
+    segments)."""
+    out = {}
+    for forest in prof.forests:
+        paths = collections.Counter()
+        for path, calls in ksf_records.kccf(forest, ksf_records.k_of(prof), None).items():
+            if path[-1] != 'leaf' or path[-2] == '__morestack':
+                continue
+            folded = []
+            for fn in path:
+                if fn in ('main', 'worker', 'rec', 'leaf') and (not folded or folded[-1] != fn):
+                    folded.append(fn)
+            paths[tuple(folded)] += calls
+        out[forest.tid] = paths
+    return out
+
+
+def test_split_stack_segments_continue_the_stack(tools):
+    """-fsplit-stack code (gccgo's, or C built with it) runs out of its stack
+    segment in a function's prologue: libgcc's __morestack moves SP to a new
+    segment and calls the rest of the function there. That continues the
+    stack, not a new one (a coroutine): until session 17 every segment
+    started over at __root__. With __morestack left out, the contexts are
+    those of the same program built without -fsplit-stack, on the main
+    thread and on another, and leaf's calls are the program's own count."""
+    plain = tools.compile('split_stack.c', '-O1', out='plain')
+    split = tools.compile('split_stack.c', '-O1', '-fsplit-stack', out='split')
+    native = tools.native(split)
+    expected_calls = int(re.search(r'leaf calls (\d+)', native.stdout).group(1))
+    assert expected_calls == 4 * 501 + 3 * 301
+    profiles = {}
+    for exe in (plain, split):
+        kg = tools.kgrind(exe, opts=['--k=inf'], out=f'kg.{exe.name}')
+        assert kg.returncode == 0 and kg.stdout == native.stdout, kg.stderr
+        profiles[exe.name] = ksf_records.parse(kg.profile_path)
+    paths = cct_paths(profiles['split'])
+    segments = sum(n for p, n in paths.items() if p[-1] == '__morestack')
+    assert segments > 50     # the test runs what it means to test
+    assert all('main' in p or 'worker' in p for p in paths if 'rec' in p or 'leaf' in p)
+    leaf_paths = split_stack_leaf_paths(profiles['split'])
+    assert leaf_paths == split_stack_leaf_paths(profiles['plain'])
+    assert leaf_paths == {'1': {('main', 'rec', 'leaf'): 4 * 501}, '2': {('worker', 'rec', 'leaf'): 3 * 301}}
 
 
 def test_same_context_in_several_threads_sums_like_callgrind(tools):
