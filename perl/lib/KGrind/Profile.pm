@@ -794,23 +794,12 @@ sub check_forest {
     push @KEEP, \%child;
     chunks($F, [qw(par fn)], sub {
         my ($s, $par, $fn) = @_;
-        my @g = @$labmap[@$fn];
-        for my $i (grep { !defined $g[$_] } 0 .. $#g) {
-            $bad->($s + $i, $blocks ? ": block label $fn->[$i] has no ksf-block record" : ": unknown function id $fn->[$i]");
-        }
+        my @g = map_labels($labmap, $fn, $s, $blocks, $bad);
         my @d;
         for my $i (0 .. $#$par) {
             my ($v, $p, $g) = ($s + $i, $par->[$i] - 1, $g[$i]);
             if ($p < 0) {
-                if ($v == 0 && $intra) {
-                    # intra forests: the first tree is rooted at the function's first block
-                    $bad->($v, ": an intra-mode forest cannot be rooted at $ROOT_NAME") if $g == $ROOT;
-                } else {
-                    $bad->($v, " must be the root of the first tree, labelled $ROOT_NAME") if $v == 0 && $g != $ROOT;
-                    $bad->($v, ": only the first tree may be rooted at $ROOT_NAME") if $v != 0 && $g == $ROOT;
-                    $bad->($v, ": a second tree rooted at '$LNAME[$g]'") if defined $rootlab{$g};
-                    $rootlab{$g} = $v if $v != 0;
-                }
+                check_root($v, $g, $intra, \%rootlab, $bad);
                 $d[$i] = 0;
                 $roots++;
             } else {
@@ -853,6 +842,34 @@ sub check_forest {
     return (\%child, \%rootlab);
 }
 
+# The global labels of nodes s, s + 1, ... labelled @$fn in the file; an
+# id the table does not have is an error.
+sub map_labels {
+    my ($labmap, $fn, $s, $blocks, $bad) = @_;
+    my @g = @$labmap[@$fn];
+    return @g if List::Util::max(@$fn) < @$labmap;    # every id below the table's size has a label
+    for my $i (grep { !defined $g[$_] } 0 .. $#g) {
+        $bad->($s + $i, $blocks ? ": block label $fn->[$i] has no ksf-block record" : ": unknown function id $fn->[$i]");
+    }
+    return @g;
+}
+
+# The checks of a tree's root v labelled g: __root__ at the first tree's
+# root only (intra forests: nowhere), each other root label once
+# ($rootlab: label -> root).
+sub check_root {
+    my ($v, $g, $intra, $rootlab, $bad) = @_;
+    if ($v == 0 && $intra) {
+        # intra forests: the first tree is rooted at the function's first block
+        $bad->($v, ": an intra-mode forest cannot be rooted at $ROOT_NAME") if $g == $ROOT;
+        return;
+    }
+    $bad->($v, " must be the root of the first tree, labelled $ROOT_NAME") if $v == 0 && $g != $ROOT;
+    $bad->($v, ": only the first tree may be rooted at $ROOT_NAME") if $v != 0 && $g == $ROOT;
+    $bad->($v, ": a second tree rooted at '$LNAME[$g]'") if defined $rootlab->{$g};
+    $rootlab->{$g} = $v if $v != 0;
+}
+
 # check_forest for a forest whose reader set the depths and found the
 # first node with a sibling's label ($repeat: version 3, where
 # siblings come in increasing order of label, so that a repeated label
@@ -863,21 +880,9 @@ sub check_read_forest {
     my ($fnout, $roots, %rootlab) = ('', 0);
     chunks($F, [qw(fn depth)], sub {
         my ($s, $fn, $depth) = @_;
-        my @g = @$labmap[@$fn];
-        # every id below the table's size has a label
-        for my $i (List::Util::max(@$fn) < @$labmap ? () : grep { !defined $g[$_] } 0 .. $#g) {
-            $bad->($s + $i, $blocks ? ": block label $fn->[$i] has no ksf-block record" : ": unknown function id $fn->[$i]");
-        }
+        my @g = map_labels($labmap, $fn, $s, $blocks, $bad);
         for my $i (grep { !$depth->[$_] } 0 .. $#$depth) {
-            my ($v, $g) = ($s + $i, $g[$i]);
-            if ($v == 0 && $intra) {
-                $bad->($v, ": an intra-mode forest cannot be rooted at $ROOT_NAME") if $g == $ROOT;
-            } else {
-                $bad->($v, " must be the root of the first tree, labelled $ROOT_NAME") if $v == 0 && $g != $ROOT;
-                $bad->($v, ": only the first tree may be rooted at $ROOT_NAME") if $v != 0 && $g == $ROOT;
-                $bad->($v, ": a second tree rooted at '$LNAME[$g]'") if defined $rootlab{$g};
-                $rootlab{$g} = $v if $v != 0;
-            }
+            check_root($s + $i, $g[$i], $intra, \%rootlab, $bad);
             $roots++;
         }
         $fnout .= pack('N*', @g);
