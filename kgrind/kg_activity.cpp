@@ -917,12 +917,24 @@ void activity_init()
 
 Bool kids_grow() { return clo.k == kInfiniteK; }
 
-// Code without symbols: the function is named by the address it was called at.
+// Code without symbols: the function is named by the address it was called
+// at, found again by that address and the code's own (object's) function,
+// which tells apart objects mapped at one address in turn (a field in every
+// BlockInfo was 1.6 MB on cc1plus, whose few called entries this table
+// holds).
+struct NamedEntry {
+   const void* a;   // the address
+   const void* b;   // the block's FnInfo (no symbol)
+   FnInfo* fn;
+};
+static PairTable<NamedEntry, 64> named_entries;
+
 FnInfo* activated_function(BlockInfo* blk)
 {
-   if (!blk->fn->no_symbol) return blk->fn;
-   if (!blk->entry_fn) blk->entry_fn = function_named_by_address(blk->addr, blk->fn);
-   return blk->entry_fn;
+   if (!blk->fn()->no_symbol) return blk->fn();
+   NamedEntry* e = named_entries.get((const void*)blk->addr, blk->fn());
+   if (!e->fn) e->fn = function_named_by_address(blk->addr, blk->fn());
+   return e->fn;
 }
 
 extern "C" void VG_REGPARM(1) kg_unwind(Addr sp)
@@ -936,13 +948,13 @@ static void block_entry(BlockInfo* blk, Addr sp, UWord after_call)
    ThreadState* t = current;
    if (after_call) {
       push_activation(t, activated_function(blk), sp, blk, kg_now->call_site);
-   } else if (blk->fn_entry && running_function() != blk->fn) {
+   } else if (blk->fn_entry && running_function() != blk->fn()) {
       // A jump to a function's first instruction from another function is a
       // tail call; a jump back to its own entry is a loop. (Direct jumps
       // left the call pending: kg_instrument.cpp, add_tail_call.) Here by an
       // indirect jump, or by a signal's delivery (its site then: the
       // interrupted instruction, signal_delivered).
-      push_activation(t, blk->fn, sp, blk, kg_now->jump_site);
+      push_activation(t, blk->fn(), sp, blk, kg_now->jump_site);
    }
    kg_now->jump_site = 0;
    kg_refresh_counters(blk);
@@ -1003,7 +1015,7 @@ static UWord block_instructions(const BlockInfo* blk)
 {
    if (clo.dump_instr) return blk->n_instrs;   // per-instruction positions
    UWord n = 0;
-   for (UInt i = 0; i < blk->n_runs; i++) n += blk->runs[i].n;
+   for (UInt i = 0; i < blk->n_runs; i++) n += blk->runs()[i].n;
    return n;
 }
 

@@ -300,12 +300,19 @@ static ULong* uncounted_counters(UInt n_slots)
    return sink;
 }
 
-BlockInfo* block_info_new(Addr addr, UInt n_lines, SourceLine** lines)
+static SizeT block_info_bytes(UInt n_lines, UInt tail_bytes)
 {
-   BlockInfo* b = (BlockInfo*)alloc_permanent(sizeof(BlockInfo) + n_lines * sizeof(SourceLine*));
+   return sizeof(BlockInfo) + n_lines * sizeof(SourceLine*) + tail_bytes;
+}
+
+BlockInfo* block_info_new(Addr addr, UInt n_lines, SourceLine** lines, UInt tail_bytes)
+{
+   tl_assert(n_lines > 0);   // every superblock has an instruction: fn() is its first line's
+   BlockInfo* b = (BlockInfo*)alloc_permanent(block_info_bytes(n_lines, tail_bytes));
    remember_block(b);
    b->addr = addr;
-   b->n_slots = n_lines;
+   b->n_slots = (UShort)n_lines;
+   b->n_lines = (UShort)n_lines;
    SourceLine** after = (SourceLine**)(b + 1);
    for (UInt i = 0; i < n_lines; i++) after[i] = lines[i];
    return b;
@@ -325,20 +332,26 @@ BlockInfo* position_block(Addr at)
    SourceLoc loc;
    source_loc(at, &loc);
    SourceLine* line = source_line(loc);
-   BlockInfo* b = block_info_new(at, 1, &line);
-   b->fn = loc.fn;
-   if (clo.dump_instr) {   // per-instruction positions (the block modes: always)
+   // Per-instruction positions (the block modes: always), or per line.
+   BlockInfo* b = block_info_new(at, 1, &line, clo.dump_instr ? sizeof(InstrPos) + sizeof(FlushPoint) : sizeof(LineRun));
+   if (clo.dump_instr) {
       b->n_instrs = 1;
-      b->instrs = (InstrPos*)alloc_permanent(sizeof(InstrPos) + sizeof(FlushPoint));
-      *b->instrs = { at, line, 0, 0, False };
+      *b->instrs() = { at, line, 0, 0, False };
       *b->points() = { 0, 0 };
    } else {
       b->n_runs = 1;
-      b->runs = (LineRun*)alloc_permanent(sizeof(LineRun));
-      *b->runs = { 0, 0, 1 };
+      *b->runs() = { 0, 0, 1 };
    }
    e->blk = b;
    return b;
+}
+
+void block_info_trim_runs(BlockInfo* blk, UInt n_runs)
+{
+   tl_assert(n_runs <= blk->n_runs);
+   shrink_permanent(blk, block_info_bytes(blk->n_lines, blk->n_runs * sizeof(LineRun)),
+                    block_info_bytes(blk->n_lines, n_runs * sizeof(LineRun)));
+   blk->n_runs = (UShort)n_runs;
 }
 
 void point_block_at_table(BlockInfo* blk, ForestNode* ctx)
@@ -390,7 +403,7 @@ extern "C" void VG_REGPARM(2) kg_indirect_jump(BlockInfo* blk, Addr target)
       kg::release(e->targets);
       e->targets = bigger;
    }
-   const InstrPos& x = blk->instrs[blk->n_instrs - 1];
+   const InstrPos& x = blk->instrs()[blk->n_instrs - 1];
    e->targets[e->n++] = { target, 1, jump_target(x, target, True) != 0 };
 }
 
@@ -463,17 +476,17 @@ static void for_each_cost(const CountedBlock& e, Bool per_instruction, F f)
    const ULong* reached = e.counters;
    if (!per_instruction) {
       for (UInt i = 0; i < blk->n_runs; i++) {
-         const LineRun& r = blk->runs[i];
+         const LineRun& r = blk->runs()[i];
          if (reached[r.point]) f(blk->lines()[r.line], (Addr)0, reached[r.point] * r.n);
       }
       return;
    }
    for (UInt i = 0; i < blk->n_instrs; i++) {
-      const InstrPos& in = blk->instrs[i];
+      const InstrPos& in = blk->instrs()[i];
       if (reached[in.point]) f(in.line, in.addr, reached[in.point]);
    }
    // A called PLT stub's instructions, at the call (as callgrind charges them).
-   const InstrPos& call = blk->instrs[blk->n_instrs - 1];
+   const InstrPos& call = blk->instrs()[blk->n_instrs - 1];
    if (blk->stub_counter && reached[blk->n_slots - 1]) f(call.line, call.addr, reached[blk->n_slots - 1]);
 }
 
@@ -636,7 +649,7 @@ static UWord superblock_jumps(const ForestNode* ctx, const BlockInfo* blk, const
       if (!p.jump_target) continue;
       ULong taken = counters[j] - (j + 1 < points ? counters[j + 1] : 0);
       if (!taken) continue;
-      const InstrPos& x = blk->instrs[p.instr];
+      const InstrPos& x = blk->instrs()[p.instr];
       ULong executed = x.cond ? counters[x.point] : taken;
       out[n++] = { (ForestNode*)ctx, x.addr, x.line, p.jump_target, x.cond, taken, executed };
    }
@@ -655,7 +668,7 @@ UWord collect_jumps(ContextJump** out)
    });
    indirect_jumps.for_each([&](IndirectJumps* e) {
       const BlockInfo* blk = (const BlockInfo*)e->b;
-      const InstrPos& x = blk->instrs[blk->n_instrs - 1];
+      const InstrPos& x = blk->instrs()[blk->n_instrs - 1];
       for (UInt i = 0; i < e->n; i++) {
          const IndirectTarget& t = e->targets[i];
          if (t.jump && t.count) all[n++] = { (ForestNode*)e->a, x.addr, x.line, t.target, False, t.count, t.count };

@@ -63,18 +63,14 @@ struct BlockInfo {
    // from several places).
    CounterWay ways[kCounterWays];
    Addr addr;
-   FnInfo* fn;                    // function of the first instruction
-   FnInfo* entry_fn;              // code without symbols: the function named by addr, once called
-   union {
-      LineRun* runs;              // per line (function mode): n_runs
-      InstrPos* instrs;           // per instruction (--dump-instr): n_instrs
-   };
    // The counts and flags together: one per translation, so padding costs.
-   UInt n_slots;                  // counters: flush points
+   // (A superblock has at most a few hundred instructions.)
+   UShort n_slots;                // counters: flush points
    union {
-      UInt n_runs;                // per line
-      UInt n_instrs;              // per instruction
+      UShort n_runs;              // per line
+      UShort n_instrs;            // per instruction
    };
+   UShort n_lines;
    Bool fn_entry;                 // addr is fn's first instruction
    Bool in_plt;                   // a PLT stub: calls pass through it
    // A point's counter counts the runs that left the block there (made
@@ -85,22 +81,33 @@ struct BlockInfo {
    // instruction (block modes; function mode has a LineRun for it).
    Bool stub_counter;
    UInt id;                       // 1, 2, ...: in the order made (the counters' tables key on it)
-   // The block's distinct source lines, stored right after it (a pointer
-   // to them was 1.6 MB on cc1plus).
+   // What varies in size is stored right after the block, not pointed to
+   // (each pointer was 1.6 MB on cc1plus): its distinct source lines, then
+   // per line (function mode) its line runs, or per instruction
+   // (--dump-instr) its instructions and then its flush points (one before
+   // each counted side exit, one at the end).
    SourceLine* const* lines() const { return (SourceLine* const*)(this + 1); }
-   // Per instruction: the flush points (one before each counted side exit,
-   // one at the end), stored right after the instructions (a pointer to them
-   // was 1.6 MB on cc1plus, where function mode has none).
-   FlushPoint* points() const { return (FlushPoint*)(instrs + n_instrs); }
+   // The function of the first instruction, whose line is the first (a
+   // field was 1.6 MB on cc1plus).
+   FnInfo* fn() const { return lines()[0]->fn; }
+   LineRun* runs() const { return (LineRun*)(lines() + n_lines); }
+   InstrPos* instrs() const { return (InstrPos*)(lines() + n_lines); }
+   FlushPoint* points() const { return (FlushPoint*)(instrs() + n_instrs); }
 };
-static_assert(sizeof(BlockInfo) <= 80 && sizeof(BlockInfo) % sizeof(SourceLine*) == 0,
-              "one BlockInfo per translation: keep it small; its lines follow it");
+static_assert(sizeof(BlockInfo) <= 56 && sizeof(BlockInfo) % sizeof(SourceLine*) == 0 &&
+                 sizeof(LineRun) % sizeof(SourceLine*) == 0 && sizeof(InstrPos) % sizeof(SourceLine*) == 0,
+              "one BlockInfo per translation: keep it small; what follows it stays aligned");
 
 // The interned source line for a location.
 SourceLine* source_line(const SourceLoc& loc);
 
-// A block of the n_lines lines `lines` (its counters: n_slots, set later).
-BlockInfo* block_info_new(Addr addr, UInt n_lines, SourceLine** lines);
+// A block of the n_lines lines `lines` (its counters: n_slots, set later),
+// with tail_bytes after them for its runs or instructions and points.
+BlockInfo* block_info_new(Addr addr, UInt n_lines, SourceLine** lines, UInt tail_bytes);
+// The block's line runs are its first n_runs (of the n_runs it was made with
+// room for): the rest of its memory is given back if nothing was allocated
+// since.
+void block_info_trim_runs(BlockInfo* blk, UInt n_runs);
 
 // A block of one position, the instruction at `at` (its line, and in the
 // block modes the instruction itself), whose one counter holds instructions

@@ -79,6 +79,13 @@ public:
 
    // The address of tool data (see data_bases).
    IRExpr* at(const void* p) { return address(place(p)); }
+   // The address of a record that several statements of the superblock
+   // use, in a register of its own: a block's prologue reads two fields of
+   // its BlockInfo and passes it to a helper, which from one register are
+   // loads with no or an 8-bit displacement (3-5 bytes) and a register move,
+   // instead of a 32-bit displacement from the base at each load (7 bytes)
+   // and a 10-byte constant for the argument.
+   IRExpr* shared_at(const void* p) { return tmp(at(p), Ity_I64); }
 
    // The value of data base `base`, read once per superblock.
    IRExpr* base_register(UInt base)
@@ -315,9 +322,8 @@ public:
    {
       blk->n_slots = point_;
       if (per_instruction_) return;
-      blk->n_runs = n_runs_;
-      blk->runs = (LineRun*)alloc_permanent(n_runs_ * sizeof(LineRun));
-      VG_(memcpy)(blk->runs, runs_, n_runs_ * sizeof(LineRun));
+      block_info_trim_runs(blk, n_runs_);
+      VG_(memcpy)(blk->runs(), runs_, n_runs_ * sizeof(LineRun));
    }
 
 private:
@@ -343,11 +349,18 @@ Bool function_entry(Addr a, const SourceLoc& loc)
    return loc.fn && !loc.fn->no_symbol && VG_(get_fnname_if_entry)(VG_(current_DiEpoch)(), a, &name);
 }
 
+void count_positions(const IRSB* sb_in, Bool blocks, UInt* n_instrs, UInt* n_exits);
+
 // Static facts about the block: its instructions' source lines (one slot per
 // distinct line), function, entry and PLT status. With a PLT stub it may
 // call (stub), *stub_slot is the slot of the calling instruction's line,
 // where the stub's instructions are charged (as callgrind does).
-BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs, Bool stub, UInt* stub_slot)
+// Room after the block: per instruction (positions) for its instructions
+// and flush points, else for as many line runs as it may have (each run
+// counts at least one instruction, and a called stub has one more:
+// PendingCounts::finish gives back the rest).
+BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs, Bool stub, UInt* stub_slot,
+                          Bool positions, Bool blocks)
 {
    SourceLine* slots[kMaxSlots];
    UInt n_slots = 0;
@@ -373,8 +386,13 @@ BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs, Bool 
       slot_of_instr[(*n_instrs)++] = s;
    }
    if (stub && *n_instrs) *stub_slot = slot_of_instr[*n_instrs - 1];
-   BlockInfo* blk = block_info_new(first, n_slots, slots);
-   blk->fn = first_loc.fn;
+   UInt n_positions, n_exits;
+   count_positions(sb_in, blocks, &n_positions, &n_exits);
+   UInt max_runs = *n_instrs + 1;
+   BlockInfo* blk = block_info_new(first, n_slots, slots,
+                                   positions ? n_positions * sizeof(InstrPos) + (n_exits + 1) * sizeof(FlushPoint)
+                                             : max_runs * sizeof(LineRun));
+   if (!positions) blk->n_runs = (UShort)max_runs;
    blk->fn_entry = function_entry(first, first_loc);
    blk->in_plt = is_plt_stub(first);
    return blk;
@@ -402,7 +420,7 @@ void add_tail_call(IRBuilder& b, const BlockInfo* blk, Addr target, Addr jump_in
    if (!is_plt_stub(target)) {
       SourceLoc loc;
       source_loc(target, &loc);
-      if (loc.fn == blk->fn || !function_entry(target, loc)) return;
+      if (loc.fn == blk->fn() || !function_entry(target, loc)) return;
       IRExpr* running = b.load_field(b.load_field(b.load64(&kg_now->top), offsetof(Frame, tr)),
                                      offsetof(Transition, fn));
       IRExpr* other = b.op(Iop_CmpNE64, running, IRBuilder::u64((HWord)loc.fn), Ity_I1);
@@ -427,7 +445,7 @@ void add_tail_call(IRBuilder& b, const BlockInfo* blk, Addr target, Addr jump_in
 // costs about three host instructions per link. A mismatch is a non-zero
 // word: (x ^ y) | ...
 // Returns the context the block runs in after it, for its counters' check.
-IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculative)
+IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* blk_at, IRExpr* sp, Bool speculative)
 {
    IRExpr* ctx_before = b.load64(&kg_now->ctx);
    IRExpr* top = b.load64(&kg_now->top);
@@ -468,7 +486,7 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculat
    IRExpr* ctx = b.load_field(tr, offsetof(Transition, ctx));
    b.store_if(guard(), b.at(&kg_now->ctx), ctx);
 
-   IRExpr** args = mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), sp, ctx_before);
+   IRExpr** args = mkIRExprVec_3(blk_at, sp, ctx_before);
    IRExpr* wrong = b.op(Iop_CmpNE64, wrong_bits, IRBuilder::u64(0), Ity_I1);
    if (speculative) {
       b.call("kg_entry_fixup", (void*)kg_entry_fixup, 3, args, wrong);
@@ -490,15 +508,17 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* sp, Bool speculat
 // ways on a hit there (point_block_at) and leaves way 0 the current context.
 // (Checking both ways inline cost more in every block than the helper
 // calls it saved: bench numbers in docs/function-mode.md.)
-IRExpr* context_missed(IRBuilder& b, BlockInfo* blk, IRExpr* ctx)
+// blk_at: the BlockInfo's address (IRBuilder::shared_at).
+IRExpr* context_missed(IRBuilder& b, IRExpr* blk_at, IRExpr* ctx)
 {
-   return b.op(Iop_CmpNE64, ctx, b.load64(&blk->ways[0].ctx), Ity_I1);
+   static_assert(offsetof(BlockInfo, ways) == 0, "way 0 is at the block's address");
+   return b.op(Iop_CmpNE64, ctx, b.load64(blk_at), Ity_I1);
 }
 
 // The counters of the block's current context (after the guard's helper).
-IRExpr* cached_counters(IRBuilder& b, BlockInfo* blk)
+IRExpr* cached_counters(IRBuilder& b, IRExpr* blk_at)
 {
-   return b.load64(&blk->ways[0].counters);
+   return b.load_field(blk_at, offsetof(CounterWay, counters));
 }
 
 // Direct call targets seen so far: blocks there may start activations.
@@ -531,7 +551,8 @@ IRExpr* add_plt_prologue(IRBuilder& b, BlockInfo* blk, UInt instrs, IRExpr** cou
 {
    IRExpr* caller = b.load_field(b.load_field(b.load64(&kg_now->top), offsetof(Frame, tr)),
                                  offsetof(Transition, ctx));
-   IRExpr* miss = context_missed(b, blk, caller);
+   IRExpr* blk_at = b.shared_at(blk);
+   IRExpr* miss = context_missed(b, blk_at, caller);
    IRExpr* counted = nullptr;
    IRExpr* scratch = nullptr;
    if (instrs) {
@@ -541,8 +562,8 @@ IRExpr* add_plt_prologue(IRBuilder& b, BlockInfo* blk, UInt instrs, IRExpr** cou
       b.add_to(b.place(b.ite(counted, b.load64(&kg_now->plt_counter), scratch), 0), IRBuilder::u64(instrs));
    }
    *counted_out = counted;
-   b.call_reading_sp("kg_plt_start", (void*)kg_plt_start, mkIRExpr_HWord((HWord)blk), miss);
-   IRExpr* counters = cached_counters(b, blk);   // after the helper, which may re-point way 0
+   b.call_reading_sp("kg_plt_start", (void*)kg_plt_start, blk_at, miss);
+   IRExpr* counters = cached_counters(b, blk_at);   // after the helper, which may re-point way 0
    return counted ? b.ite(counted, scratch, counters) : counters;
 }
 
@@ -563,23 +584,23 @@ IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout,
    if (blk->in_plt) return add_plt_prologue(b, blk, stub_instrs, stub_counted);
    // ld.so's lazy-binding trampoline enters by the helper, which notes the
    // call it resolves (push_activation).
-   Bool entry = blk->fn_entry && fn_traced(blk->fn) && !blk->fn->resolver;
+   Bool entry = blk->fn_entry && fn_traced(blk->fn()) && !blk->fn()->resolver;
    Bool called_entry = !blk->fn_entry && call_targets.find((void*)blk->addr, nullptr) &&
                        fn_traced(activated_function(blk));
    if (!entry && !called_entry) {
       // kg_now->ctx is kCallPending after a call, so one guard covers a
       // pending call and a context change. (An untraced function's first
       // block always calls the helper: tail calls.)
-      IRExpr* miss = context_missed(b, blk, b.load64(&kg_now->ctx));
-      b.call_reading_sp("kg_block_start", (void*)kg_block_start, mkIRExpr_HWord((HWord)blk),
-                        blk->fn_entry ? nullptr : miss);
-      return cached_counters(b, blk);
+      IRExpr* blk_at = b.shared_at(blk);
+      IRExpr* miss = context_missed(b, blk_at, b.load64(&kg_now->ctx));
+      b.call_reading_sp("kg_block_start", (void*)kg_block_start, blk_at, blk->fn_entry ? nullptr : miss);
+      return cached_counters(b, blk_at);
    }
-   IRExpr* ctx = add_inline_entry(b, blk, b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64), entry);
-   IRExpr* miss = context_missed(b, blk, ctx);
-   b.call("kg_refresh_counters", (void*)kg_refresh_counters, 1,
-          mkIRExprVec_1(mkIRExpr_HWord((HWord)blk)), miss);
-   return cached_counters(b, blk);
+   IRExpr* blk_at = b.shared_at(blk);
+   IRExpr* ctx = add_inline_entry(b, blk, blk_at, b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64), entry);
+   IRExpr* miss = context_missed(b, blk_at, ctx);
+   b.call("kg_refresh_counters", (void*)kg_refresh_counters, 1, mkIRExprVec_1(blk_at), miss);
+   return cached_counters(b, blk_at);
 }
 
 // A block ending in a return pops the top frame inline in the common case,
@@ -894,6 +915,19 @@ Bool flushes_before(const IRStmt* exit, Bool blocks)
    return blocks || !faults_only(exit->Ist.Exit.jk);
 }
 
+// Per-instruction positions (describe_positions): the superblock's
+// instructions and its flush points (one before each side exit that
+// flushes_before, one at the end).
+void count_positions(const IRSB* sb_in, Bool blocks, UInt* n_instrs, UInt* n_exits)
+{
+   *n_instrs = *n_exits = 0;
+   for (Int i = guest_code_start(sb_in); i < sb_in->stmts_used; i++) {
+      const IRStmt* st = sb_in->stmts[i];
+      if (st && st->tag == Ist_IMark) (*n_instrs)++;
+      if (st && st->tag == Ist_Exit && flushes_before(st, blocks)) (*n_exits)++;
+   }
+}
+
 // Per-instruction positions (--dump-instr; the block modes always): the
 // superblock's instructions and flush points (one before each side exit
 // that flushes_before, one at the end), for per-instruction costs and
@@ -901,15 +935,10 @@ Bool flushes_before(const IRStmt* exit, Bool blocks)
 // add_stub_counter).
 void describe_positions(IRSB* sb_in, BlockInfo* blk, Bool blocks)
 {
-   UInt n_instrs = 0, n_exits = 0;
-   for (Int i = guest_code_start(sb_in); i < sb_in->stmts_used; i++) {
-      IRStmt* st = sb_in->stmts[i];
-      if (st && st->tag == Ist_IMark) n_instrs++;
-      if (st && st->tag == Ist_Exit && flushes_before(st, blocks)) n_exits++;
-   }
-   blk->n_instrs = n_instrs;
-   blk->instrs = (InstrPos*)alloc_permanent(n_instrs * sizeof(InstrPos) + (n_exits + 1) * sizeof(FlushPoint));
-   blk->n_slots = n_exits + 1;
+   UInt n_instrs, n_exits;
+   count_positions(sb_in, blocks, &n_instrs, &n_exits);   // as describe_block made room for
+   blk->n_instrs = (UShort)n_instrs;
+   blk->n_slots = (UShort)(n_exits + 1);
    FlushPoint* points = blk->points();
    Int instr = -1;
    UInt point = 0;
@@ -917,7 +946,7 @@ void describe_positions(IRSB* sb_in, BlockInfo* blk, Bool blocks)
       IRStmt* st = sb_in->stmts[i];
       if (!st || (st->tag == Ist_Exit && !flushes_before(st, blocks))) continue;
       if (st->tag == Ist_IMark) {
-         InstrPos& x = blk->instrs[++instr];
+         InstrPos& x = blk->instrs()[++instr];
          SourceLoc loc;
          x.addr = (Addr)st->Ist.IMark.addr;
          x.len = st->Ist.IMark.len;
@@ -927,7 +956,7 @@ void describe_positions(IRSB* sb_in, BlockInfo* blk, Bool blocks)
       } else if (st->tag == Ist_Exit) {
          // One flush point per exit, as instrument() flushes.
          if (instr >= 0) {
-            InstrPos& x = blk->instrs[instr];
+            InstrPos& x = blk->instrs()[instr];
             if (st->Ist.Exit.jk == Ijk_Boring) x.cond = True;
             points[point].instr = instr;
             points[point].jump_target = exit_target(x, st->Ist.Exit.jk, const_target(st->Ist.Exit.dst));
@@ -939,7 +968,7 @@ void describe_positions(IRSB* sb_in, BlockInfo* blk, Bool blocks)
    const IRExpr* next = sb_in->next;
    Addr target = next->tag == Iex_Const ? const_target(next->Iex.Const.con) : 0;
    points[n_exits].instr = instr;
-   points[n_exits].jump_target = exit_target(blk->instrs[instr], sb_in->jumpkind, target);
+   points[n_exits].jump_target = exit_target(blk->instrs()[instr], sb_in->jumpkind, target);
 }
 
 // Block modes, at a block start: the run is recorded in the block trace
@@ -1040,7 +1069,7 @@ void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, cons
                    IRExpr* flushed_ir)
 {
    Bool computed_jump = sb->jumpkind == Ijk_Boring && sb->next->tag != Iex_Const && !blk->in_plt;
-   if (computed_jump && clo.collect_jumps && blocks_traced(blk->fn)) {
+   if (computed_jump && clo.collect_jumps && blocks_traced(blk->fn())) {
       // A switch table: its targets are counted at run time.
       b.call("kg_indirect_jump", (void*)kg_indirect_jump, 2,
              mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sb->next), nullptr);
@@ -1090,17 +1119,17 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    Addr stub = called_plt_stub(sb_in);
    Bool may_call_stub = stub || ends_in_indirect_call(sb_in);
    UInt stub_slot = 0;
-   BlockInfo* blk = describe_block(sb_in, slot_of_instr, &n_instrs, may_call_stub, &stub_slot);
+   Bool blocks = block_mode();
+   Bool per_instruction = clo.dump_instr;   // the block modes: always
+   BlockInfo* blk = describe_block(sb_in, slot_of_instr, &n_instrs, may_call_stub, &stub_slot, per_instruction, blocks);
    UInt stub_instrs = stub_instructions(sb_in, blk, n_instrs);
    Bool sigreturn = counts_as_sigreturn_code(sb_in, blk);
    static BBInfo* block_of[4096];
    static UInt block_len[4096];
-   Bool blocks = block_mode();
    if (blocks) {
       if (ends_in_call(sb_in)) note_return_site(end_of_last_instruction(sb_in));
       find_blocks(sb_in, blk, block_of, block_len);
    }
-   Bool per_instruction = clo.dump_instr;   // the block modes: always
    if (per_instruction) describe_positions(sb_in, blk, blocks);
    void* block_helper = clo.mode == kModeIntra ? (void*)kg_block_intra : (void*)kg_block_inter;
    const HChar* block_helper_name = clo.mode == kModeIntra ? "kg_block_intra" : "kg_block_inter";
@@ -1116,7 +1145,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    SpTracker sp(sb_in, layout);
    // --toggle-collect and the like: helpers in the named functions' first
    // and returning blocks only (kg_regions.cpp).
-   Bool region = !blocks && region_function(blk->fn);
+   Bool region = !blocks && region_function(blk->fn());
    Bool region_entry = region && blk->fn_entry;
 
    Int start = guest_code_start(sb_in);

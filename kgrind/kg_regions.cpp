@@ -262,7 +262,7 @@ Bool region_function(const FnInfo* fn)
 extern "C" void VG_REGPARM(1) kg_region_enter(BlockInfo* blk)
 {
    if (kg_now->ctx != kCallPending) return;   // a jump back to the entry: a loop
-   const FnInfo* fn = blk->fn;
+   const FnInfo* fn = blk->fn();
    UInt actions = actions_of(fn);
    if (actions & kZeroBefore) zero();
    if (actions & kDumpBefore) dump(trigger_text("--dump-before", fn));

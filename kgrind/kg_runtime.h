@@ -17,6 +17,9 @@ inline void release(void* p) { if (p) VG_(free)(p); }
 // headers and red zones to every block (sqlite3 made 110 k such blocks: 3.5
 // MB of the core arena). Never freed.
 void* alloc_permanent(SizeT n, SizeT align = 8);
+// The permanent block p of n bytes keeps only its first m: the rest is given
+// back if nothing was allocated after it (else it stays unused).
+void shrink_permanent(void* p, SizeT n, SizeT m);
 
 // A copy of a C string on the tool heap; never freed for interned names.
 HChar* strdup(const HChar* s);
