@@ -483,10 +483,14 @@ sub print_tree {
 # nothing; memory is then that of the forests, not of the output.
 # ---------------------------------------------------------------------------
 my $OUT = '';             # not written yet
+my $OUT_LENGTH = 0;       # its length: `length $OUT` counts a character string's characters, O(n)
 my $OUT_CLEAN = 0;        # names' bytes made UTF-8 (text and folded: their pieces are whole lines)
 sub out {
-    $OUT .= $_ for @_;
-    flush_out() if length $OUT >= 1 << 20;
+    for (@_) {
+        $OUT .= $_;
+        $OUT_LENGTH += length;
+    }
+    flush_out() if $OUT_LENGTH >= 1 << 20;
 }
 
 sub flush_out {
@@ -497,6 +501,7 @@ sub flush_out {
         fail("cannot write the output: $!");
     }
     $OUT = '';
+    $OUT_LENGTH = 0;
 }
 
 sub pct { my ($a, $b) = @_; $b ? sprintf('%.2f%%', 100 * $a / $b) : '-' }
