@@ -12,6 +12,7 @@ no warnings 'recursion';
 no warnings 'portable';    # 64-bit vec on packed columns
 use Getopt::Long qw(GetOptionsFromArray :config no_ignore_case bundling no_auto_abbrev);
 use File::Spec;
+use List::Util ();
 # The modules: next to the script (perl/lib in the source tree, a link to it
 # in the build tree), else where `make install` put them.
 use FindBin ();
@@ -306,19 +307,20 @@ sub key_arrays {
                 : col($C, $sort eq 'calls' ? 'calls' : $sort eq 'inclusive' ? 'incl' : 'excl');
 }
 
-# Calls $each->([keys], [their context ids]) over all contexts, in chunks
-# (a CCT's packed column is never unpacked whole).
+# Calls $each->([keys], ids) over all contexts, in chunks (a CCT's packed
+# column is never unpacked whole); ids are the keys' context ids, or for a
+# packed column the first key's (the others follow).
 sub each_key {
     my ($C, $key, $each) = @_;
     return $each->([@$key[@{$C->{ctx}}]], $C->{ctx}) if ref $key;
     my $n = $C->{nctx};
     for (my $s = 0; $s < $n; $s += 65536) {
         my $len = $n - $s < 65536 ? $n - $s : 65536;
-        $each->([unpack('Q>*', substr($key, 8 * $s, 8 * $len))], [$s .. $s + $len - 1]);
+        $each->([unpack('Q>*', substr($key, 8 * $s, 8 * $len))], $s);
     }
 }
 
-sub key_sum { my ($C, $key) = @_; my $sum = 0; each_key($C, $key, sub { $sum += $_ for @{$_[0]} }); $sum }
+sub key_sum { my ($C, $key) = @_; my $sum = 0; each_key($C, $key, sub { $sum += List::Util::sum0(@{$_[0]}) }); $sum }
 
 # The contexts that can be among the first `limit` by key: those whose key
 # is at least the limit-th largest, found in one pass with a buffer of the
@@ -327,19 +329,16 @@ sub top_candidates {
     my ($C, $key, $limit) = @_;
     my ($min, @buf) = (-1);
     each_key($C, $key, sub {
-        for (@{$_[0]}) {
-            next if $_ <= $min;
-            push @buf, $_;
-            next if @buf < 4 * $limit;
-            @buf = (sort { $b <=> $a } @buf)[0 .. $limit - 1];
-            $min = $buf[-1];
-        }
+        push @buf, grep { $_ > $min } @{$_[0]};
+        return if @buf < 4 * $limit;
+        @buf = (sort { $b <=> $a } @buf)[0 .. $limit - 1];
+        $min = $buf[-1];
     });
     my $cut = @buf >= $limit ? (sort { $b <=> $a } @buf)[$limit - 1] : -1;
     my @ids;
     each_key($C, $key, sub {
-        my ($keys, $cids) = @_;
-        push @ids, map { $cids->[$_] } grep { $keys->[$_] >= $cut } 0 .. $#$keys;
+        my ($keys, $ids) = @_;
+        push @ids, map { ref $ids ? $ids->[$_] : $ids + $_ } grep { $keys->[$_] >= $cut } 0 .. $#$keys;
     });
     return \@ids;
 }
@@ -484,10 +483,14 @@ sub print_tree {
 # nothing; memory is then that of the forests, not of the output.
 # ---------------------------------------------------------------------------
 my $OUT = '';             # not written yet
+my $OUT_LENGTH = 0;       # its length: `length $OUT` counts a character string's characters, O(n)
 my $OUT_CLEAN = 0;        # names' bytes made UTF-8 (text and folded: their pieces are whole lines)
 sub out {
-    $OUT .= $_ for @_;
-    flush_out() if length $OUT >= 1 << 20;
+    for (@_) {
+        $OUT .= $_;
+        $OUT_LENGTH += length;
+    }
+    flush_out() if $OUT_LENGTH >= 1 << 20;
 }
 
 sub flush_out {
@@ -498,6 +501,7 @@ sub flush_out {
         fail("cannot write the output: $!");
     }
     $OUT = '';
+    $OUT_LENGTH = 0;
 }
 
 sub pct { my ($a, $b) = @_; $b ? sprintf('%.2f%%', 100 * $a / $b) : '-' }

@@ -508,12 +508,59 @@ V3_FIRST = ksf_records.node_stream(ksf_records.parse(THESIS_V3).forests[0])[:4] 
     (V3_NODES, v3_nodes(V3_FIRST), ':99: ksf-nodes: 1 list(s) not closed'),
     # two children 'a' (label 1, then a difference of 0): the forest check names it
     (V3_NODES, v3_nodes(V3_FIRST + [2, 1, 1 << 6 | 2, 0]), "'a' appears twice among the children of node 0"),
+    # the same twin on the next line: named at its own line
+    (V3_NODES, v3_nodes(V3_FIRST + [2, 1]) + '\n' + v3_nodes([1 << 6 | 2, 0]),
+     ":99: ksf-nodes: node 2: 'a' appears twice among the children of node 0"),
+    # whole nodes, then one cut after its shape: the cut node is named
+    (V3_NODES, v3_nodes(V3_FIRST + [2, 1, 8]), ':98: ksf-nodes: the line ends inside node 2'),
+    # a later node closing more lists than the line's first opened
+    (V3_NODES, v3_nodes(V3_FIRST + [2 << 6 | 2, 1]), ':98: ksf-nodes: node 1 closes 2 lists, 1 are open'),
+    # a first child's label is written as it is (0 here: not a difference
+    # of 0 from a sibling, even when its parent ends the line before)
+    (V3_NODES, v3_nodes(V3_FIRST + [32 | 2, 1]) + '\n' + v3_nodes([2 << 6 | 2, 0]), ':100: thread all declares nodes=20 but has 3 nodes'),
     ('\t@4\t', '\t@99\t', ":96: ksf-fns: '@99' names no function of the callgrind body"),
     ('\t@4\t', '\t@x4\t', ":96: ksf-fns: '@x4' names no function of the callgrind body"),
     ('# ksf-version: 3', '# ksf-version: 4', 'unsupported k-SF record version 4'),
 ])
 def test_bad_corrupted_version_3(annotate, tmp_path, old, new, needle):
     corrupt(annotate, tmp_path, THESIS_V3, old, new, needle)
+
+
+def test_version_3_nodes_read_alike_however_split_into_lines(annotate, tmp_path):
+    """The reader decodes a ksf-nodes line at a time, its state (open lists,
+    parents, the previous sibling's label) carrying over to the next line:
+    the thesis forest one node a line, and in random runs of nodes, reads
+    as the one-line file does."""
+    groups = ksf_records.node_groups(ksf_records.parse(THESIS_V3).forests[0])
+    rng = random.Random(3)
+    splits = [[[x for g in groups[i:i + 1] for x in g] for i in range(len(groups))]]
+    for _ in range(4):
+        cuts = sorted(rng.sample(range(1, len(groups)), rng.randint(1, 6)))
+        splits.append([[x for g in groups[a:b] for x in g] for a, b in zip([0] + cuts, cuts + [len(groups)])])
+    text = THESIS_V3.read_text()
+    for lines in splits:
+        p = tmp_path / THESIS_V3.name
+        p.write_text(text.replace(V3_NODES, '\n'.join(v3_nodes(numbers) for numbers in lines)))
+        for opts in (['--ksf', '--kccf'], ['--format=json'], ['--k=1'], ['--format=folded']):
+            assert ok(annotate(*opts, p)).out.replace(str(p), str(THESIS_V3)) == ok(annotate(*opts, THESIS_V3)).out
+
+
+@pytest.mark.parametrize('new,needle', [
+    (v3_nodes(V3_FIRST + [2, 1, 1 << 6 | 2, 0]), ":98: ksf-nodes: node 2: 'a' appears twice among the children of node 0"),
+    (v3_nodes(V3_FIRST + [2, 1]) + '\n' + v3_nodes([1 << 6 | 2, 0]),
+     ":99: ksf-nodes: node 2: 'a' appears twice among the children of node 0"),
+    (v3_nodes(V3_FIRST + [32 | 2, 1]) + '\n' + v3_nodes([2 << 6 | 2, 0]), ':100: thread all declares nodes=20 but has 3 nodes'),
+    (v3_nodes(V3_FIRST + [1 << 6 | 2, 1, 2, 1, 2, 1]), ":98: ksf-nodes: node 3: a second tree rooted at 'a'"),
+    (v3_nodes(V3_FIRST + [1 << 6 | 2, 1, 2, 0]), ':98: ksf-nodes: node 2: only the first tree may be rooted at __root__'),
+])
+def test_bad_version_3_forest_at_k_inf(annotate, tmp_path, new, needle):
+    """At k = inf the reader finds a repeated sibling label itself (a
+    difference of 0 after a sibling); the forest check names it as at
+    finite k, after the roots' errors."""
+    kinf = tmp_path / 'kinf.out'
+    kinf.write_text(THESIS_V3.read_text().replace('k=2 mode=func', 'k=inf mode=func').replace('desc: k: 2\n', 'desc: k: inf\n'))
+    assert 'K value:              inf' in ok(annotate(kinf)).out
+    corrupt(annotate, tmp_path, kinf, V3_NODES, new, needle)
 
 
 def test_version_3_names_starting_with_at(annotate, tmp_path):

@@ -72,6 +72,65 @@ my %NAME_SPACE = (ob => 'ob', cob => 'ob', fl => 'fl', fi => 'fl', fe => 'fl', c
 my %HEADER_KEYS = map { $_ => 1 } qw(version creator pid cmd part thread desc
     positions events summary totals);
 
+# Version 3 ksf-nodes lines are decoded a line at a time with regex, pack
+# and unpack, which work in C, so that the per-node Perl left is the tree
+# structure (docs/annotate.md, "Reading version 3 records"). A node's
+# shape decides which integers follow its label, and the last byte of a
+# BER integer holds its low 7 bits, so the shapes' last bytes give each
+# node's length and an unpack template that reads every node into six
+# values: shape, calls & 7, label, calls - 7 (or 0), excl, incl.
+my (%SHAPE_FIELDS, @LENGTH_CLASS);
+for my $b (0 .. 127) {
+    my ($c7, $e, $i) = (($b & 7) == 7, $b & 8, $b & 16);
+    $LENGTH_CLASS[!!$c7 + !!$e + !!$i] .= sprintf('\\x%02x', $b);
+    # ".0" reads 0; "(w@0w)" reads excl twice (incl = excl); "X%3C" the shape's last byte mod 8
+    $SHAPE_FIELDS{chr $b} = 'wX%3Cw' . ($c7 ? 'w' : '.0') . ($e ? ($i ? 'ww' : '(w@0w)') : ($i ? '.0w' : '.0.0'));
+}
+# the shapes' last bytes of a line's nodes, in the string of the integers' last bytes
+my $NODE_SHAPES = qr/(?|([$LENGTH_CLASS[0]]).|([$LENGTH_CLASS[1]])..|([$LENGTH_CLASS[2]])...|([$LENGTH_CLASS[3]])....)/s;
+
+# The unpack template that reads a line's bytes (holding whole BER
+# integers) into six values a node, or undef when its last node is cut.
+sub node_template {
+    my ($bytes) = @_;
+    (my $last_bytes = $bytes) =~ tr/\x80-\xff//d;    # one byte an integer
+    my $template = join '', @SHAPE_FIELDS{$last_bytes =~ /$NODE_SHAPES/g};
+    return ($template =~ tr/w//) - ($template =~ tr/@//) == length $last_bytes ? $template : undef;
+}
+# Where field f of node i is among a line's values (6 i + f): six lists
+# for at least n nodes (made for the most nodes a line had so far; a line
+# uses their first n).
+our @FIELD_AT = ([]) x 6;
+sub field_at {
+    my ($n) = @_;
+    @FIELD_AT = map { my $f = $_; [map { 6 * $_ + $f } 0 .. $n - 1] } 0 .. 5 if @{$FIELD_AT[0]} < $n;
+    return @FIELD_AT;
+}
+
+# A line whose last node is cut: the error the node-by-node reading meets
+# first (a number too large, a node both opening and closing lists or
+# closing more than are open, then the cut node), with $open lists open.
+sub stream_error {
+    my ($file, $ln, $bytes, $nnodes, $open) = @_;
+    my @v = unpack('w*', $bytes);
+    ferr($file, $ln, "ksf-nodes: a number above 10^18") if List::Util::max(@v) >= 1e18;
+    my $i = 0;
+    while ($i < @v) {
+        my $shape = $v[$i];
+        $i += 2 + (($shape & 7) == 7) + ($shape & 8 ? 1 : 0) + ($shape & 16 ? 1 : 0);
+        if ($shape & 32) {
+            ferr($file, $ln, "ksf-nodes: node $nnodes both has children and closes lists") if $shape >= 64;
+            $open++;
+        } elsif ($shape >= 64) {
+            my $closes = $shape >> 6;
+            ferr($file, $ln, "ksf-nodes: node $nnodes closes $closes lists, $open are open") if $closes > $open;
+            $open -= $closes;
+        }
+        $nnodes++;
+    }
+    ferr($file, $ln, "ksf-nodes: the line ends inside node " . ($nnodes - 1));
+}
+
 # The syntax of a version 2 ksf-nodes line's tokens (their order is checked
 # by the reader).
 my $NODE_TOKEN = qr{[() ]|\d{1,18}(?:\*\d{1,18})?(?:=\d{1,18}(?:/\d{1,18})?)?};
@@ -112,7 +171,6 @@ sub read_profile {
     # for the whole line at once, their order one by one; labels, roots and
     # siblings by check_forest at the thread's end.
     my ($open, $last, $nline) = ([], '', []);
-    my ($open_label, $prev_label) = ([], -1);    # version 3
     my $flush_nodes = sub {
         return unless @bpar;
         # a label past 32 bits is no known label (check_forest says so)
@@ -168,10 +226,17 @@ sub read_profile {
     # A version 3 "# ksf-nodes" line: base64 of whole nodes, each the BER
     # integers "shape label [calls - 7] [excl] [incl]" (shape: bits 0-2 the
     # calls, 7 if calls - 7 follows; bit 3 excl, bit 4 incl follow; bit 5 the
-    # node's children follow; shape >> 6 lists close after it). Siblings come in increasing order of label; a
-    # label is written less the previous sibling's ($prev_label, -1 for a
-    # first child or a tree root; @$open_label: the labels of @$open's
-    # nodes). These carry over to the next line.
+    # node's children follow; shape >> 6 lists close after it). Siblings come
+    # in increasing order of label; a label is written less the previous
+    # sibling's (a first child and a tree root as it is). The state carries
+    # over to the next line: $depth lists are open, $parent_at[d] is the
+    # parent + 1 of the nodes at depth d (0 for roots), $label_at[d] the
+    # label of the last node at depth d (0 after a list opens: a first
+    # child's label is written as it is; roots always 0), $opened whether
+    # the line's last node opened a list.
+    my ($depth, $opened, @parent_at, @label_at);
+    my $stream_start = sub { ($depth, $opened) = (0, 0); @parent_at = @label_at = (0) };
+    $stream_start->();
     my $node_stream = sub {
         my ($l, $ln) = @_;
         my $b64 = substr($l, 12);
@@ -179,44 +244,53 @@ sub read_profile {
             if $b64 eq '' || length($b64) % 4 || $b64 !~ m{\A[A-Za-z0-9+/]+={0,2}\z};
         my $bytes = MIME::Base64::decode_base64($b64);
         ferr($file, $ln, "ksf-nodes: the line ends inside a number") if ord(substr($bytes, -1)) >= 128;
-        my @v = unpack('w*', $bytes);
-        ferr($file, $ln, "ksf-nodes: a number above 10^18") if List::Util::max(@v) >= 1e18;
         push @$nline, $nnodes, $ln;
-        my ($i, $n) = (0, scalar @v);
-        my $top = @$open ? $open->[-1] + 1 : 0;
-        # a node cut by the line's end reads undef fields: found after the loop
-        no warnings 'uninitialized';
-        while ($i < $n) {
-            my $shape = $v[$i];
-            my $calls = $shape & 7;
-            my $label = $v[$i + 1];
-            $label += $prev_label if $prev_label >= 0;
-            push @bpar, $top;
-            push @bfn, $label;
-            $i += 2;
-            push @bcal, $calls == 7 ? 7 + $v[$i++] : $calls;
-            my $x = $shape & 8 ? $v[$i++] : 0;
-            push @bexc, $x;
-            push @binc, $shape & 16 ? $v[$i++] : $x;
-            if ($shape & 32) {
-                ferr($file, $ln, "ksf-nodes: node $nnodes both has children and closes lists") if $shape >= 64;
-                push @$open, $nnodes;
-                push @$open_label, $label;
-                ($top, $prev_label) = ($nnodes + 1, -1);
-            } elsif ($shape >= 64) {
-                my $closes = $shape >> 6;
-                ferr($file, $ln, "ksf-nodes: node $nnodes closes $closes lists, " . scalar(@$open) . " are open")
-                    if $closes > @$open;
-                splice(@$open, -$closes);
-                my ($outer) = splice(@$open_label, -$closes);
-                ($top, $prev_label) = @$open ? ($open->[-1] + 1, $outer) : (0, -1);
-            } else {
-                $prev_label = @$open ? $label : -1;
+        my $template = node_template($bytes);
+        stream_error($file, $ln, $bytes, $nnodes, $depth) unless defined $template;    # a node cut by the line's end
+        my @w = unpack($template, $bytes);
+        ferr($file, $ln, "ksf-nodes: a number above 10^18") if List::Util::max(@w) >= 1e18;
+        my $n = @w / 6;
+        my @at = field_at($n);
+        my ($shape, $delta, $calls) = map { [@w[@$_[0 .. $n - 1]]] } @at[0, 2, 1];
+        for my $i (grep { $w[$_] } @{$at[3]}[0 .. $n - 1]) { $calls->[($i - 3) / 6] += $w[$i] }    # calls = 7 + (calls - 7)
+        my (@par, @fn, @dep);
+        my ($d, $j, $id) = ($depth, 0, $nnodes);
+        for my $s (@$shape) {
+            push @par, $parent_at[$d];
+            push @dep, $d;
+            push @fn, $label_at[$d] += $delta->[$j++];
+            if ($s & 32) {
+                ferr($file, $ln, "ksf-nodes: node " . ($id + $j - 1) . " both has children and closes lists") if $s >= 64;
+                $parent_at[++$d] = $id + $j;
+                $label_at[$d] = 0;
+            } elsif ($s >= 64) {
+                ferr($file, $ln, "ksf-nodes: node " . ($id + $j - 1) . " closes " . ($s >> 6) . " lists, $d are open")
+                    if $s >> 6 > $d;
+                $d -= $s >> 6;
+                $label_at[0] = 0 unless $d;
+            } elsif (!$d) {
+                $label_at[0] = 0;
             }
-            $nnodes++;
         }
-        ferr($file, $ln, "ksf-nodes: the line ends inside node " . ($nnodes - 1)) if $i > $n;
-        $flush_nodes->() if @bpar >= 65536;
+        # the first node repeating its previous sibling's label (a delta of
+        # 0 after a sibling: not a root, not a first child), for check_forest
+        if (!defined $in_thread->{repeat}) {
+            for my $j (grep { !$delta->[$_] && $dep[$_] } 0 .. $n - 1) {
+                next if $j ? $shape->[$j - 1] & 32 : $opened;
+                $in_thread->{repeat} = $nnodes + $j;
+                last;
+            }
+        }
+        ($depth, $opened) = ($d, $shape->[-1] & 32);
+        # a label past 32 bits is no known label (check_forest says so)
+        @fn = map { $_ > 0xFFFFFFFF ? 0xFFFFFFFF : $_ } @fn if List::Util::max(@fn) > 0xFFFFFFFF;
+        $in_thread->{par} .= pack('N*', @par);
+        $in_thread->{fn} .= pack('N*', @fn);
+        $in_thread->{depth} .= pack('N*', @dep);
+        $in_thread->{calls} .= pack('Q>*', @$calls);
+        $in_thread->{excl} .= pack('Q>*', @w[@{$at[4]}[0 .. $n - 1]]);
+        $in_thread->{incl} .= pack('Q>*', @w[@{$at[5]}[0 .. $n - 1]]);
+        $nnodes += $n;
     };
     my $node_lists = sub {
         my ($l, $ln) = @_;
@@ -472,12 +546,13 @@ sub read_profile {
                                calls => '', excl => '', incl => '', preorder => 1, line => $ln, (defined $tfname ? (fname => $tfname) : ()) };
                 $nnodes = 0;
                 ($open, $last, $nline) = ([], '', []);
-                ($open_label, $prev_label) = ([], -1);
+                $stream_start->();
             } elsif ($l =~ /^# ksf-end-thread (\d+|all)$/) {
                 ferr($file, $ln, "ksf-end-thread $1 without ksf-thread") unless $in_thread;
                 ferr($file, $ln, "ksf-end-thread $1 closes thread $in_thread->{tid}") if $1 ne $in_thread->{tid};
-                ferr($file, $ln, "ksf-nodes: " . scalar(@$open) . " list(s) not closed" . ($version < 3 ? " with ')'" : ''))
-                    if @$open;
+                my $unclosed = $version >= 3 ? $depth : @$open;
+                ferr($file, $ln, "ksf-nodes: $unclosed list(s) not closed" . ($version < 3 ? " with ')'" : ''))
+                    if $unclosed;
                 $flush_nodes->();
                 $in_thread->{n} = $nnodes;
                 # where node v was read: version 1, one line a node; version 2,
@@ -713,27 +788,18 @@ sub chunks {
 # (parent, label) pairs, which takes less memory than a hash.
 sub check_forest {
     my ($F, $labmap, $intra, $blocks, $bad, $slabs) = @_;
+    my $repeat = delete $F->{repeat};
+    return check_read_forest(@_, $repeat) if defined $F->{depth} && !$slabs && one_to_one($labmap);
     my ($depth, $fnout, $roots, %child, %rootlab, @pairs) = ('', '', 0);
     push @KEEP, \%child;
     chunks($F, [qw(par fn)], sub {
         my ($s, $par, $fn) = @_;
-        my @g = @$labmap[@$fn];
-        for my $i (grep { !defined $g[$_] } 0 .. $#g) {
-            $bad->($s + $i, $blocks ? ": block label $fn->[$i] has no ksf-block record" : ": unknown function id $fn->[$i]");
-        }
+        my @g = map_labels($labmap, $fn, $s, $blocks, $bad);
         my @d;
         for my $i (0 .. $#$par) {
             my ($v, $p, $g) = ($s + $i, $par->[$i] - 1, $g[$i]);
             if ($p < 0) {
-                if ($v == 0 && $intra) {
-                    # intra forests: the first tree is rooted at the function's first block
-                    $bad->($v, ": an intra-mode forest cannot be rooted at $ROOT_NAME") if $g == $ROOT;
-                } else {
-                    $bad->($v, " must be the root of the first tree, labelled $ROOT_NAME") if $v == 0 && $g != $ROOT;
-                    $bad->($v, ": only the first tree may be rooted at $ROOT_NAME") if $v != 0 && $g == $ROOT;
-                    $bad->($v, ": a second tree rooted at '$LNAME[$g]'") if defined $rootlab{$g};
-                    $rootlab{$g} = $v if $v != 0;
-                }
+                check_root($v, $g, $intra, \%rootlab, $bad);
                 $d[$i] = 0;
                 $roots++;
             } else {
@@ -774,6 +840,67 @@ sub check_forest {
     $F->{depth} = $depth;
     $F->{roots} = $roots;
     return (\%child, \%rootlab);
+}
+
+# The global labels of nodes s, s + 1, ... labelled @$fn in the file; an
+# id the table does not have is an error.
+sub map_labels {
+    my ($labmap, $fn, $s, $blocks, $bad) = @_;
+    my @g = @$labmap[@$fn];
+    return @g if List::Util::max(@$fn) < @$labmap;    # every id below the table's size has a label
+    for my $i (grep { !defined $g[$_] } 0 .. $#g) {
+        $bad->($s + $i, $blocks ? ": block label $fn->[$i] has no ksf-block record" : ": unknown function id $fn->[$i]");
+    }
+    return @g;
+}
+
+# The checks of a tree's root v labelled g: __root__ at the first tree's
+# root only (intra forests: nowhere), each other root label once
+# ($rootlab: label -> root).
+sub check_root {
+    my ($v, $g, $intra, $rootlab, $bad) = @_;
+    if ($v == 0 && $intra) {
+        # intra forests: the first tree is rooted at the function's first block
+        $bad->($v, ": an intra-mode forest cannot be rooted at $ROOT_NAME") if $g == $ROOT;
+        return;
+    }
+    $bad->($v, " must be the root of the first tree, labelled $ROOT_NAME") if $v == 0 && $g != $ROOT;
+    $bad->($v, ": only the first tree may be rooted at $ROOT_NAME") if $v != 0 && $g == $ROOT;
+    $bad->($v, ": a second tree rooted at '$LNAME[$g]'") if defined $rootlab->{$g};
+    $rootlab->{$g} = $v if $v != 0;
+}
+
+# check_forest for a forest whose reader set the depths and found the
+# first node with a sibling's label ($repeat: version 3, where
+# siblings come in increasing order of label, so that a repeated label
+# follows its twin): the same checks in the same order, per node only the
+# labels' mapping; the roots one by one.
+sub check_read_forest {
+    my ($F, $labmap, $intra, $blocks, $bad, $slabs, $repeat) = @_;
+    my ($fnout, $roots, %rootlab) = ('', 0);
+    chunks($F, [qw(fn depth)], sub {
+        my ($s, $fn, $depth) = @_;
+        my @g = map_labels($labmap, $fn, $s, $blocks, $bad);
+        for my $i (grep { !$depth->[$_] } 0 .. $#$depth) {
+            check_root($s + $i, $g[$i], $intra, \%rootlab, $bad);
+            $roots++;
+        }
+        $fnout .= pack('N*', @g);
+    });
+    if (defined $repeat) {
+        my $g = vec($fnout, $repeat, 32);
+        $bad->($repeat, ": '$LNAME[$g]' appears twice among the children of node " . (vec($F->{par}, $repeat, 32) - 1));
+    }
+    $F->{fn} = $fnout;
+    $F->{roots} = $roots;
+    return ({}, \%rootlab);
+}
+
+# Whether no two of a label map's ids are the same label.
+sub one_to_one {
+    my ($labmap) = @_;
+    my %seen;
+    return !grep { defined && $seen{$_}++ } @$labmap;
 }
 
 # The numbers a forest states twice must agree (docs/output-format.md,
