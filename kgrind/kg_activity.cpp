@@ -832,13 +832,20 @@ void unwind_to_sp(ThreadState* t, Addr sp)
    if (kg_region_watching) region_stack_rose(t->tid, sp);
 }
 
-// Kid arrays that grew, for reuse: free_kids[i] lists arrays of 2^i slots,
-// linked through their first slot.
-Transition** free_kids[4];
+// Kid arrays given up (grown or laid out again), for reuse: free_kids[i]
+// lists arrays of 2^i slots, linked through their first slot.
+const UInt kKidSizeClasses = 5;   // 1 to kKidSlots slots
+static_assert(kKidSlots == 1u << (kKidSizeClasses - 1), "a size class per array size");
+Transition** free_kids[kKidSizeClasses];
 
 // The byte offsets' mask of tr's kid array (Transition::kid_mask).
 UWord kid_mask_of(const Transition* tr) { return kids_grow() ? tr->kid_mask : kKidOffsetMask; }
 UInt kid_slots(const Transition* tr) { return (UInt)(kid_mask_of(tr) / sizeof(void*)) + 1; }
+// The slot of tr's kid array for a call of fn_id from site.
+UInt kid_slot_in(const Transition* tr, UInt fn_id, Addr site)
+{
+   return kid_slot(fn_id, site, kid_mask_of(tr), tr->kid_shift);
+}
 
 // free_kids' list for arrays of `slots` slots (a power of two).
 UInt kids_size_class(UInt slots) { return (UInt)__builtin_ctz(slots); }
@@ -846,7 +853,7 @@ UInt kids_size_class(UInt slots) { return (UInt)__builtin_ctz(slots); }
 Transition** new_kids(UInt slots)
 {
    UInt i = kids_size_class(slots);
-   Transition** kids = i < 4 ? free_kids[i] : nullptr;
+   Transition** kids = free_kids[i];
    if (kids) free_kids[i] = (Transition**)kids[0];
    else kids = (Transition**)alloc_permanent(slots * sizeof(Transition*));
    for (UInt s = 0; s < slots; s++) kids[s] = &no_transition;
@@ -860,16 +867,71 @@ void release_kids(Transition** kids, UInt slots)
    free_kids[i] = kids;
 }
 
-// Twice the slots; each kid keeps a slot of its own.
-void grow_kids(Transition* tr)
+// A kid array's layout: its slots and kid_slot's shift.
+struct KidLayout {
+   UInt slots;
+   UInt shift;
+};
+
+// Whether the kids (fn_id, site) all have distinct slots in layout l.
+Bool separates(const Transition* const* kids, UInt n, KidLayout l)
 {
-   UInt slots = kid_slots(tr);
+   UWord mask = (l.slots - 1) * sizeof(void*);
+   UInt used = 0;
+   for (UInt i = 0; i < n; i++) {
+      UInt bit = 1u << kid_slot(kids[i]->fn_id, kids[i]->site, mask, l.shift);
+      if (used & bit) return False;
+      used |= bit;
+   }
+   return True;
+}
+
+// The layout of the fewest slots (at least `slots`), then the smallest
+// shift, that gives the n kids distinct slots: a kid array grows only when no
+// shift separates its kids (cc1plus at k=inf: two kids collide in one in
+// four shifts' slots, and grown arrays were 4.4 slots for 1.9 kids).
+// False if there is none up to kKidSlots.
+Bool separating_layout(const Transition* const* kids, UInt n, UInt slots, KidLayout* out)
+{
+   for (; slots <= kKidSlots; slots *= 2) {
+      if (n > slots) continue;
+      for (UInt shift = 0; shift <= kMaxKidShift; shift++)
+         if (separates(kids, n, { slots, shift })) {
+            *out = { slots, shift };
+            return True;
+         }
+   }
+   return False;
+}
+
+// tr's kids and kid in a new array of layout l.
+void lay_out_kids(Transition* tr, Transition* kid, KidLayout l)
+{
+   UInt old_slots = kid_slots(tr);
    Transition** old = tr->kids;
-   tr->kids = new_kids(slots * 2);
-   tr->kid_mask = (UChar)((slots * 2 - 1) * sizeof(void*));
+   tr->kids = new_kids(l.slots);
+   tr->kid_mask = (UChar)((l.slots - 1) * sizeof(void*));
+   tr->kid_shift = (UChar)l.shift;
+   for (UInt s = 0; s < old_slots; s++)
+      if (old[s] != &no_transition) tr->kids[kid_slot_in(tr, old[s]->fn_id, old[s]->site)] = old[s];
+   tr->kids[kid_slot_in(tr, kid->fn_id, kid->site)] = kid;
+   release_kids(old, old_slots);
+}
+
+// kid joins tr's growing kid array, whose slot for it is another kid's: in
+// a layout that separates them all, else (kKidSlots kids that no shift
+// separates) in place of the other.
+void add_colliding_kid(Transition* tr, Transition* kid)
+{
+   const Transition* kids[kKidSlots + 1];
+   UInt n = 0;
+   UInt slots = kid_slots(tr);
    for (UInt s = 0; s < slots; s++)
-      if (old[s] != &no_transition) tr->kids[kid_slot(old[s]->fn_id, old[s]->site, kid_mask_of(tr))] = old[s];
-   release_kids(old, slots);
+      if (tr->kids[s] != &no_transition) kids[n++] = tr->kids[s];
+   kids[n++] = kid;
+   KidLayout l;
+   if (separating_layout(kids, n, slots, &l)) lay_out_kids(tr, kid, l);
+   else tr->kids[kid_slot_in(tr, kid->fn_id, kid->site)] = kid;
 }
 
 // A transition's kids are the transitions from its child activation (they
@@ -900,8 +962,9 @@ Transition** shared_kids(const ActNode* child)
    return s->kids;
 }
 
-// kid becomes top's kid in its slot: the array grows while another kid has
-// that slot, up to kKidSlots (then kid replaces it).
+// kid becomes top's kid in its slot: at k = inf, where another kid has that
+// slot, the array is laid out again (add_colliding_kid); at finite k kid
+// replaces it.
 void add_kid(Transition* top, Transition* kid)
 {
    if (top->kids == no_kids) {
@@ -909,14 +972,9 @@ void add_kid(Transition* top, Transition* kid)
       top->kids = kids_grow() || !child_of(top) ? new_kids(slots) : shared_kids(child_of(top));
       if (kids_grow()) top->kid_mask = (UChar)((slots - 1) * sizeof(void*));
    }
-   for (;;) {
-      Transition*& slot = top->kids[kid_slot(kid->fn_id, kid->site, kid_mask_of(top))];
-      if (slot == &no_transition || kid_slots(top) == kKidSlots) {
-         slot = kid;
-         return;
-      }
-      grow_kids(top);
-   }
+   Transition*& slot = top->kids[kid_slot_in(top, kid->fn_id, kid->site)];
+   if (slot == &no_transition || !kids_grow()) slot = kid;
+   else add_colliding_kid(top, kid);
 }
 
 // The transition into traced fn from the top frame at call_site (0: not
@@ -926,7 +984,7 @@ void add_kid(Transition* top, Transition* kid)
 Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, Addr call_site)
 {
    Transition* top = kg_now->top->tr;
-   Transition* kid = top->kids[kid_slot(fn->id, call_site, kid_mask_of(top))];
+   Transition* kid = top->kids[kid_slot_in(top, fn->id, call_site)];
    if (kid->fn_id == fn->id && kid->site == call_site) return kid;
    kid = activation_transition(t, child_of(top), fn, blk, call_site);
    add_kid(top, kid);

@@ -80,14 +80,17 @@ Bool kids_grow();
 // one activation pair a node; a joined forest's nodes are several threads').
 Bool acts_in_nodes();
 // The kid slot of a call of function fn_id from site in an array whose slots' byte
-// offsets are masked by kid_mask: inline IR computes it from the pending
-// call's site as ((site ^ (fn->id << 3)) & kid_mask), the slot's byte
-// offset. A bigger array keeps every kid's slot distinct (its mask has the
-// smaller one's bits).
-inline UInt kid_slot(UInt fn_id, Addr site, UWord kid_mask)
+// offsets are masked by kid_mask after a right shift by kid_shift: inline IR
+// computes it from the pending call's site as
+// (((site ^ (fn->id << 3)) >> kid_shift) & kid_mask), the slot's byte offset.
+// At k = inf each array has the shift that gives its kids distinct slots in
+// the fewest slots (add_kid); at finite k the shift is 0.
+inline UInt kid_slot(UInt fn_id, Addr site, UWord kid_mask, UInt kid_shift)
 {
-   return (UInt)(((site ^ ((Addr)fn_id << 3)) & kid_mask) / sizeof(void*));
+   return (UInt)((((site ^ ((Addr)fn_id << 3)) >> kid_shift) & kid_mask) / sizeof(void*));
 }
+// The largest kid_shift tried: the slots come from key bits 3 to 3 + kid_shift + 4.
+const UInt kMaxKidShift = 15;
 struct Transition {
    union {
       ULong calls;      // activations since the last flush
@@ -112,7 +115,8 @@ struct Transition {
    // At k = inf (kids_grow): (slots of kids - 1) * sizeof(void*), at most
    // 120; 0 at finite k, where every array has kKidSlots (kid_mask_of).
    UChar kid_mask;
-   UChar unused;
+   // At k = inf: kid_slot's shift for this array (0 at finite k).
+   UChar kid_shift;
    // The id of the function running in the frame (kNoFunction for a
    // thread's root and no_transition): where ActNodes are node payloads
    // frame_fn finds the function from it, and inline IR compares it with

@@ -487,9 +487,13 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* blk_at, IRExpr* s
    FnInfo* callee = activated_function(blk);
    // The kid of (this function, the pending call's site): kid_slot's offset.
    IRExpr* site = b.load64(&kg_now->call_site);
-   IRExpr* kid_offset = b.op(Iop_And64, b.op(Iop_Xor64, site, IRBuilder::u64((ULong)callee->id << 3)),
-                             kids_grow() ? b.load_u8_field(top_tr, offsetof(Transition, kid_mask))
-                                         : IRBuilder::u64(kKidOffsetMask));
+   IRExpr* kid_offset = b.op(Iop_Xor64, site, IRBuilder::u64((ULong)callee->id << 3));
+   if (kids_grow())
+      kid_offset = b.op(Iop_And64,
+                        b.op(Iop_Shr64, kid_offset, b.load(Ity_I8, b.field(top_tr, offsetof(Transition, kid_shift)))),
+                        b.load_u8_field(top_tr, offsetof(Transition, kid_mask)));
+   else
+      kid_offset = b.op(Iop_And64, kid_offset, IRBuilder::u64(kKidOffsetMask));
    IRExpr* kids = b.load_field(top_tr, offsetof(Transition, kids));
    IRExpr* tr = b.load_field(b.op(Iop_Add64, kids, kid_offset), 0);
    // Read once where the function and context are found from the child.
