@@ -45,9 +45,9 @@ static ActEntry no_view_pair;
 static struct {
    ForestNode node;
    ActNode act;
-} no_node = { {}, { 0, { &no_view_pair } } };
+} no_node = { {}, { { &no_view_pair }, 0 } };
 static Transition* no_kids[kKidSlots];
-static Transition no_transition = { {0}, {0}, &no_node.act.own_active, 0, kActivation, False, 0, 0, kNoFunction,
+static Transition no_transition = { {0}, {0}, nullptr /* activity_init */, 0, kActivation, False, 0, 0, kNoFunction,
                                     no_kids, nullptr, 0, nullptr, nullptr, nullptr };
 
 
@@ -229,6 +229,25 @@ UWord* active_count(ThreadState* t, ActNode* n)
    return clo.k == kInfiniteK ? &n->own_active : &active_counts.get(ctx_of(n), t)->n;
 }
 
+// A transition's `active`: the count of frames in its child's context, or
+// where ActNodes are node payloads (nothing is counted) the child itself.
+UWord* active_of(ThreadState* t, ActNode* child)
+{
+   return acts_in_nodes() ? (UWord*)child : active_count(t, child);
+}
+
+// A frame of tr's enters (leaves) its child's context: the count of frames
+// there, where one is kept (after a leave: whether the frame was the
+// outermost one).
+void count_in(const Transition* tr)
+{
+   if (!acts_in_nodes()) ++*tr->active;
+}
+Bool count_out(const Transition* tr)
+{
+   return !acts_in_nodes() && --*tr->active == 0;
+}
+
 // Whether a transition's child is found from its `active` (k = inf: the
 // child's own_active), with no `child` field.
 Bool child_from_active() { return clo.k == kInfiniteK; }
@@ -246,15 +265,16 @@ UWord transition_bytes()
 // 3.21 M transitions for 2.89 M nodes), so most transitions need no block
 // and no index slot of their own; they are found as their child's
 // (find_first_transition). The others are in the thread's index.
-Transition* first_transition(ActNode* n) { return (Transition*)(n + 1); }
+Transition* first_transition(ActNode* n) { return (Transition*)((char*)n + kPayloadActBytes); }
 Bool has_first_transition(ActNode* n) { return first_transition(n)->active != nullptr; }
-UInt node_payload_bytes() { return acts_in_nodes() ? sizeof(ActNode) + transition_bytes() : 0; }
+UInt node_payload_bytes() { return acts_in_nodes() ? kPayloadActBytes + transition_bytes() : 0; }
 
 } // namespace
 
 // The activation of tr's frames.
 static ActNode* child_of(const Transition* tr)
 {
+   if (acts_in_nodes()) return (ActNode*)tr->active;
    if (child_from_active()) return (ActNode*)((char*)tr->active - offsetof(ActNode, own_active));
    return tr->child;
 }
@@ -347,7 +367,7 @@ void set_child(ThreadState* t, Transition* tr, ActNode* child, FnInfo* fn, Frame
 {
    if (!child_from_active()) tr->child = child;
    if (!acts_in_nodes()) tr->ctx = view_ctx_of(child);
-   tr->active = active_count(t, child);
+   tr->active = active_of(t, child);
    if (!acts_in_nodes()) tr->fn = fn;
    tr->fn_id = fn ? fn->id : kNoFunction;
    tr->kind = (UChar)kind;
@@ -592,7 +612,7 @@ void switch_to(ThreadId tid)
 void close_frame(Transition* tr, ULong incl)
 {
    tr->edge_incl += incl;
-   Bool outermost = --*tr->active == 0;
+   Bool outermost = count_out(tr);
    // Where ActNodes are node payloads the node's inclusive cost comes from
    // the transitions that are not rolled (outermost_incl): frames close one
    // stack at a time (pops on the running stack, settle_thread stack by
@@ -621,7 +641,7 @@ Frame* push_frame(ThreadState* t, Addr sp, Transition* tr)
    f->tr = tr;
    if (tr->kind == kActivation) {
       tr->calls++;
-      ++*tr->active;
+      count_in(tr);
    }
    kg_now->ctx = transition_ctx(tr);
    return f;
@@ -687,7 +707,7 @@ void suspend_stack(ThreadState* t)
    s->top = kg_now->top;
    s->suspended_at = kg_now->ir;
    for (Frame* f = s->frames + 1; f <= s->top; f++)
-      if (f->tr->kind == kActivation) --*f->tr->active;
+      if (f->tr->kind == kActivation) count_out(f->tr);
    s->next = t->suspended;
    t->suspended = s;
 }
@@ -717,7 +737,7 @@ void resume_stack(ThreadState* t, ShadowStack* s)
    ULong paused = kg_now->ir - s->suspended_at;
    for (Frame* f = s->frames + 1; f <= s->top; f++) {
       f->ir_at_entry += paused;
-      if (f->tr->kind == kActivation) ++*f->tr->active;
+      if (f->tr->kind == kActivation) count_in(f->tr);
    }
    run_on(t, s);
 }
@@ -1051,6 +1071,7 @@ void activity_init()
    by_tid = (ThreadState**)alloc_zeroed(VG_N_THREADS * sizeof(ThreadState*));
    kg_now = (Now*)alloc_permanent(sizeof(Now), 64);
    for (UInt i = 0; i < kKidSlots; i++) no_kids[i] = &no_transition;
+   no_transition.active = acts_in_nodes() ? (UWord*)&no_node.act : &no_node.act.own_active;
    kg_now->top_sp = ~(Addr)0;
 }
 
@@ -1111,7 +1132,7 @@ extern "C" void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, ForestNode
 {
    Transition* tr = kg_now->top->tr;
    tr->calls--;
-   --*tr->active;
+   count_out(tr);
    kg_now->top--;
    kg_now->ctx = ctx_before;
    update_now_from_top();
@@ -1356,7 +1377,7 @@ template <typename F> static void for_each_stack(ThreadState* t, F f)
 static void settle_frames(Frame* first, Frame* top, ULong now)
 {
    for (Frame* f = first; f <= top; f++)
-      if (f->tr->kind == kActivation) ++*f->tr->active;
+      if (f->tr->kind == kActivation) count_in(f->tr);
    for (Frame* f = top; f >= first; f--) {
       Transition* tr = f->tr;
       if (tr->kind != kActivation) continue;
@@ -1386,12 +1407,12 @@ static void settle_thread(ThreadState* t)
    Frame* running_top = now_of(t).top;
    Frame* running_first = t->stack->frames + 1;
    for (Frame* f = running_first; f <= running_top; f++)
-      if (f->tr->kind == kActivation) --*f->tr->active;
+      if (f->tr->kind == kActivation) count_out(f->tr);
    for_each_stack(t, [&](ShadowStack* s, Frame* top) {
       settle_frames(s->frames + 1, top, s == t->stack ? ir : s->suspended_at);
    });
    for (Frame* f = running_first; f <= running_top; f++)
-      if (f->tr->kind == kActivation) ++*f->tr->active;
+      if (f->tr->kind == kActivation) count_in(f->tr);
    settle_root(t, ir);
 }
 

@@ -26,16 +26,13 @@ enum FrameKind : UInt {
 // An activation of a thread's forest: a unique object per thread and
 // activation pair (top, bottom), so that "same parent activation" is one
 // pointer comparison. At k = inf (threads not joined) a node has one
-// activation pair, (node, none): its ActNode is the forest node's payload
-// (core::Forest::payload), with no index and no pair of its own (16 bytes
-// instead of 40 and an index slot: 36 bytes a node). Otherwise it follows
-// its pair in an ActEntry, the entry of the thread's (top, bottom) index.
+// activation pair, (node, none): its ActNode is the first word (`view`) of
+// the forest node's payload (core::Forest::payload), with no index, no pair
+// and no count of its own (8 bytes instead of 40 and an index slot).
+// Otherwise it follows its pair in an ActEntry, the entry of the thread's
+// (top, bottom) index.
 struct ActEntry;
 struct ActNode {
-   // Frames of this thread now in its context at k = inf, where a node has
-   // one activation pair (else a count shared by the node's pairs: the
-   // transitions' `active`).
-   UWord own_active;
    union {
       // The same activation in the view forest (the body's contexts at
       // --view-k, shared by many k-SF activations), or none when the view
@@ -45,9 +42,16 @@ struct ActNode {
       // where transitions keep no ctx (transition_ctx).
       ForestNode* view_ctx;
    };
+   // Frames of this thread now in its context at k = inf with joined
+   // threads, where a node has one activation pair of the thread (else a
+   // count shared by the node's pairs: the transitions' `active`). Not in
+   // a node's payload, where nothing reads a count: the node's inclusive
+   // cost comes from its transitions (outermost_incl).
+   UWord own_active;
 };
 
-static_assert(sizeof(ActNode) == 16, "a k-SF node's payload at k = inf");
+// The bytes of an ActNode in a k-SF node's payload (acts_in_nodes).
+const UInt kPayloadActBytes = offsetof(ActNode, own_active);
 
 // An ActNode with its activation pair: the entry of a (top, bottom) index.
 struct ActEntry {
@@ -104,7 +108,9 @@ struct Transition {
       // signal restorer is charged).
       Addr interrupted;
    };
-   UWord* active;       // frames now in child->ctx() (active_count)
+   // Frames now in child->ctx() (active_count); where ActNodes are node
+   // payloads, the child ActNode itself (no frames are counted there).
+   UWord* active;
    Addr site;           // the call site (instruction) of an activation's frame
    // FrameKind. Inline IR reads it with the next three bytes as 32 bits at
    // finite k (where they are 0), alone at k = inf.

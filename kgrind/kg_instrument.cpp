@@ -412,10 +412,9 @@ void make_call_pending(IRBuilder& b, Addr call_instr, IRExpr* guard)
 
 // Where ActNodes are node payloads (acts_in_nodes) a transition's child
 // node and its ActNode are found from `active`, which points to the
-// ActNode's first word (own_active); `active` is tr's when null.
+// ActNode; `active` is tr's when null.
 IRExpr* child_active(IRBuilder& b, IRExpr* tr, IRExpr* active)
 {
-   static_assert(offsetof(ActNode, own_active) == 0, "active points to the ActNode");
    return active ? active : b.load_field(tr, offsetof(Transition, active));
 }
 
@@ -518,7 +517,9 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* blk_at, IRExpr* s
    b.store64(b.field(next, offsetof(Frame, ir_at_entry)), b.load64(&kg_now->ir));
    b.store64(b.field(next, offsetof(Frame, tr)), tr);
    b.add_if(guard(), b.place(tr, offsetof(Transition, calls)), one);
-   b.add_if(guard(), b.place(child_active(b, tr, active), 0), one);
+   // The count of frames in the child's context (none where ActNodes are
+   // node payloads).
+   if (!acts_in_nodes()) b.add_if(guard(), b.place(b.load_field(tr, offsetof(Transition, active)), 0), one);
    b.store_if(guard(), b.at(&kg_now->top), next);
    b.store_if(guard(), b.at(&kg_now->top_sp), sp);
    // No call is pending any more.
@@ -671,13 +672,13 @@ void add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir)
 
    IRExpr* incl = b.op(Iop_Sub64, ir ? ir : b.load64(&kg_now->ir), b.load_field(top, offsetof(Frame, ir_at_entry)));
    b.add_if(b.test(pop), b.place(tr, offsetof(Transition, edge_incl)), incl);
-   IRExpr* active = b.load_field(tr, offsetof(Transition, active));
-   IRExpr* still_active = b.op(Iop_Sub64, b.load64(active), IRBuilder::u64(1));
-   b.store_if(b.test(pop), active, still_active);
    // A recursive activation's cost is already in the outermost one's
    // (where ActNodes are node payloads, the transition knows which it has:
-   // Transition::rolled_in).
+   // Transition::rolled_in, and no frames are counted).
    if (!acts_in_nodes()) {
+      IRExpr* active = b.load_field(tr, offsetof(Transition, active));
+      IRExpr* still_active = b.op(Iop_Sub64, b.load64(active), IRBuilder::u64(1));
+      b.store_if(b.test(pop), active, still_active);
       IRExpr* popped_outermost =
          b.op(Iop_CmpEQ64, b.op(Iop_Or64, not_popped, still_active), IRBuilder::u64(0), Ity_I1);
       b.add_if(popped_outermost, b.place(tr, offsetof(Transition, ctx_incl)), incl);

@@ -73,9 +73,11 @@ struct Pool {
   }
 
   // Bump allocation with no free list (for objects never released
-  // individually, e.g. nodes).  bytes is rounded up to 16.
-  void* bump(size_t bytes) {
-    bytes = (bytes + 15) & ~size_t(15);
+  // individually, e.g. nodes).  bytes is rounded up to granule (16 or 8):
+  // blocks and bumps are 16-aligned until a bump of an 8-byte granule,
+  // then 8-aligned (a node with its payload needs no more).
+  void* bump(size_t bytes, size_t granule = 16) {
+    bytes = (bytes + granule - 1) & ~(granule - 1);
     if (static_cast<size_t>(end_ - cur_) < bytes) new_chunk(bytes);
     void* p = cur_;
     cur_ += bytes;

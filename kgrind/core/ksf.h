@@ -130,8 +130,7 @@ class Forest {
   // root_label: label of the first tree's root (e.g. the id of __root__).
   // payload_bytes (a multiple of 8): zeroed bytes of the user's right after
   // every node (payload()), for a record per node without an index of its
-  // own. A node and its payload take a multiple of 16 bytes (Pool::bump):
-  // 16 or 32 fit exactly.
+  // own. A node and its payload take a multiple of 8 bytes (Pool::bump).
   void init(const Allocator& al, uint32_t k, uint32_t root_label,
             uint32_t flags = kRollSimpleRecursion, uint32_t payload_bytes = 0) {
     init_common(al, k, kSlabForest, flags);
@@ -370,7 +369,7 @@ class Forest {
     table_bytes_ = 0;
   }
   Node* new_node(uint32_t label, Node* parent) {
-    Node* n = static_cast<Node*>(pool_.bump(sizeof(Node) + payload_bytes_));
+    Node* n = static_cast<Node*>(pool_.bump(sizeof(Node) + payload_bytes_, payload_bytes_ % 16 ? 8 : 16));
     uint64_t* payload_words = static_cast<uint64_t*>(payload(n));
     for (uint32_t i = 0; i < payload_bytes_ / 8; ++i) payload_words[i] = 0;
     n->label = label;
