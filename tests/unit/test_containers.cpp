@@ -180,14 +180,41 @@ TEST(ChildTable, LabelsEqualInTheirTagBits) {
 }
 
 TEST(ChildTable, CapacityRule) {
-  EXPECT_EQ(child_table_bits(2), 2u);  // 4 slots
-  EXPECT_EQ(child_table_bits(3), 2u);  // n + n/2 = 4 -> 4 slots
-  EXPECT_EQ(child_table_bits(4), 3u);  // 6 -> 8 slots
-  EXPECT_EQ(child_table_bits(5), 3u);  // 7 -> 8
-  EXPECT_EQ(child_table_bits(6), 4u);  // 9 -> 16
+  EXPECT_EQ(child_table_bits(2), 1u);  // full tables up to 8 children: 2 slots
+  EXPECT_EQ(child_table_bits(3), 2u);  // 4 slots
+  EXPECT_EQ(child_table_bits(4), 2u);  // 4
+  EXPECT_EQ(child_table_bits(5), 3u);  // 8
+  EXPECT_EQ(child_table_bits(8), 3u);  // 8
+  EXPECT_EQ(child_table_bits(9), 4u);  // n + n/2 = 13 -> 16
   for (uint32_t n = 2; n < 100000; ++n) {
     uint32_t cap = 1u << child_table_bits(n);
-    ASSERT_GT(cap, n);            // at least one empty slot
-    ASSERT_LE(3 * n, 2 * cap + 2); // load <= ~2/3
+    if (n <= 8) {
+      ASSERT_GE(cap, n);             // the smallest power of two that holds them
+      ASSERT_LT(cap, 2 * n);
+    } else {
+      ASSERT_GT(cap, n);             // at least one empty slot
+      ASSERT_LE(3 * n, 2 * cap + 2); // load <= ~2/3
+      ASSERT_LT(cap, 3 * n);
+    }
+  }
+}
+
+// A full table (2, 4 or 8 children, no empty slot) finds each child and
+// answers "absent" for other labels, with colliding tags too.
+TEST(ChildTable, FullTablesFindEveryChildAndNoOther) {
+  for (uint32_t n : {2u, 4u, 8u}) {
+    oracle::AllocStats st;
+    Forest f;
+    f.init(oracle::allocator(&st), kInfinity, 0);
+    Node* r = f.first_tree();
+    Node* kids[8];
+    for (uint32_t i = 0; i < n; ++i) kids[i] = f.child(r, 1 + i * (1u << 16));
+    ASSERT_EQ(r->nkids, n);
+    for (uint32_t i = 0; i < n; ++i) EXPECT_EQ(find_child(r, 1 + i * (1u << 16)), kids[i]);
+    EXPECT_EQ(find_child(r, 1 + n * (1u << 16)), nullptr);   // the same tag bits as every child
+    EXPECT_EQ(find_child(r, 2), nullptr);
+    EXPECT_EQ(oracle::check_structure(f), "");
+    f.destroy();
+    EXPECT_EQ(st.live, 0);
   }
 }
