@@ -84,17 +84,21 @@ Bool kids_grow();
 // one activation pair a node; a joined forest's nodes are several threads').
 Bool acts_in_nodes();
 // The kid slot of a call of function fn_id from site in an array whose slots' byte
-// offsets are masked by kid_mask after a right shift by kid_shift: inline IR
-// computes it from the pending call's site as
-// (((site ^ (fn->id << 3)) >> kid_shift) & kid_mask), the slot's byte offset.
-// At k = inf each array has the shift that gives its kids distinct slots in
-// the fewest slots (add_kid); at finite k the shift is 0.
+// offsets are masked by kid_mask after a right shift by kid_shift of the key
+// (site ^ (fn_id << 3)) << 3: inline IR at k = inf computes the slot's byte
+// offset from the pending call's site as
+// ((((site ^ (fn->id << 3)) << 3) >> kid_shift) & kid_mask), where each
+// array has the shift that gives its kids distinct slots in the fewest
+// slots (add_kid); at finite k it computes ((site ^ (fn->id << 3)) &
+// kKidOffsetMask), the same with the shift kFiniteKidShift.
 inline UInt kid_slot(UInt fn_id, Addr site, UWord kid_mask, UInt kid_shift)
 {
-   return (UInt)((((site ^ ((Addr)fn_id << 3)) >> kid_shift) & kid_mask) / sizeof(void*));
+   return (UInt)(((((site ^ ((Addr)fn_id << 3)) << 3) >> kid_shift) & kid_mask) / sizeof(void*));
 }
-// The largest kid_shift tried: the slots come from key bits 3 to 3 + kid_shift + 4.
-const UInt kMaxKidShift = 15;
+const UInt kFiniteKidShift = 3;
+// The largest kid_shift tried: the slots come from key bits kid_shift - 3
+// to kid_shift + 1 (key bits 0-2 tell apart calls 5 bytes apart).
+const UInt kMaxKidShift = 18;
 struct Transition {
    union {
       ULong calls;      // activations since the last flush
