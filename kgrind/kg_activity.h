@@ -70,9 +70,11 @@ struct ActEntry {
 // edge at that site is deferred (flush_transitions), so that a frame push
 // or pop touches one record. Frames of other kinds (fences, untraced
 // functions) have one too (site 0).
-// At k = inf a transition's kid array has 1, 2, 4, 8 or kKidSlots slots: it
-// doubles when a new kid's slot is taken (most deep forests' transitions call one or
-// two callees: cc1plus at k=inf, 57 % of 1.58 M arrays hold one kid).
+// At k = inf a transition's kid array has 1, 2, 4, 8 or kKidSlots slots: when a
+// new kid's slot is taken it is laid out again with a shift of the key that
+// separates its kids, growing only when no shift does (most deep forests'
+// transitions call one or two callees: cc1plus at k=inf, 57 % of 1.58 M
+// arrays hold one kid).
 // At finite k the arrays have kKidSlots from the first kid on, and inline IR
 // masks with the constant kKidOffsetMask (cppvirt k=2 ran 4-6 % slower
 // with the mask loaded from the transition).
