@@ -31,11 +31,17 @@ enum FrameKind : UInt {
 // instead of 40 and an index slot: 36 bytes a node). Otherwise it follows
 // its pair in an ActEntry, the entry of the thread's (top, bottom) index.
 struct ActEntry;
+struct Transition;
 struct ActNode {
-   // Frames of this thread now in its context at k = inf, where a node has
-   // one activation pair (else a count shared by the node's pairs: the
-   // transitions' `active`).
-   UWord own_active;
+   union {
+      // Frames of this thread now in its context at k = inf, where a node
+      // has one activation pair (else a count shared by the node's pairs:
+      // the transitions' `active`).
+      UWord own_active;
+      // At finite k: the kid array of the transitions into this activation
+      // (shared_kids), null until one of them calls a traced function.
+      Transition** shared_kids;
+   };
    union {
       // The same activation in the view forest (the body's contexts at
       // --view-k, shared by many k-SF activations), or none when the view
