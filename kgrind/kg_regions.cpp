@@ -155,12 +155,19 @@ void zero()
 // Writes what was counted since the last dump or zeroing to the next
 // numbered file, then zeroes the counters. A file that cannot be written
 // is reported and its counts stay for the next dump: the run goes on.
-Bool dump(const HChar* trigger)
+// The profile of what was counted since the last dump or zeroing, the open
+// frames' inclusive costs up to now included; the counters stay as they are.
+Bool write_counted_so_far(const HChar* path, const HChar* trigger)
 {
    settle_open_frames();
    DumpInfo info = { trigger, ir_at_last_zero, ir_elapsed(), True };
+   return write_profile(path, info);
+}
+
+Bool dump(const HChar* trigger)
+{
    const HChar* path = numbered_file_name(dumps_written + 1);
-   Bool ok = write_profile(path, info);
+   Bool ok = write_counted_so_far(path, trigger);
    if (ok) {
       // The start-up placeholder would stay "incomplete": the run's
       // profiles are the numbered files now.
@@ -570,6 +577,82 @@ void regions_fork_child()
    ir_at_last_zero = 0;
    base_file_name_cache = nullptr;   // %p is the child's pid
    give_fork_child_its_own_file();
+}
+
+// ---- Exec ------------------------------------------------------------------------
+
+namespace {
+
+// The file written for the exec under way (null: none).
+const HChar* exec_file = nullptr;
+
+// Whether the file at path is a profile this process wrote (its pid: line).
+Bool written_by_this_process(const HChar* path)
+{
+   SysRes fd = VG_(open)(path, VKI_O_RDONLY, 0);
+   if (sr_isError(fd)) return False;
+   HChar head[256];
+   Int n = VG_(read)(sr_Res(fd), head, sizeof head - 1);
+   VG_(close)(sr_Res(fd));
+   if (n <= 0) return False;
+   head[n] = '\0';
+   HChar pid_line[32];
+   VG_(sprintf)(pid_line, "\npid: %d\n", VG_(getpid)());
+   return VG_(strstr)(head, pid_line) != nullptr;
+}
+
+// "<base>.exec-<n>": the n-th image of this process that exec'd. A file of
+// that name from another process (an earlier run) is overwritten; one of
+// this process is an earlier image's.
+const HChar* exec_file_name()
+{
+   const HChar* base = base_file_name();
+   HChar* name = (HChar*)kg::alloc(VG_(strlen)(base) + 24, "kg.out");
+   for (UInt n = 1;; n++) {
+      VG_(sprintf)(name, "%s.exec-%u", base, n);
+      if (!written_by_this_process(name)) return name;
+   }
+}
+
+// Frees a name from exec_file_name or final_output_file_name.
+void release_file_name(const HChar* path)
+{
+   if (path != base_file_name()) kg::release((void*)path);
+}
+
+} // namespace
+
+void regions_exec_starts(const HChar* what)
+{
+   // With --trace-children=yes the exec'd program is profiled in this
+   // process and writes this process's file (it cannot know of this one).
+   Bool traced = tracing_children();
+   const HChar* path = traced ? exec_file_name() : final_output_file_name();
+   HChar trigger[600];
+   VG_(snprintf)(trigger, sizeof trigger, "Exec: %s", what);
+   if (!write_counted_so_far(path, trigger)) {
+      release_file_name(path);
+      return;
+   }
+   exec_file = path;
+   // The start-up placeholder is the exec'd image's to write, or (an
+   // untraced program, --trace-children-skip) nobody's: the profile is here.
+   if (traced && dumps_written == 0) VG_(unlink)(base_file_name());
+   if (VG_(clo_verbosity) > 0) VG_(umsg)("kgrind: exec of %s: profile written to %s\n", what, path);
+}
+
+void regions_exec_failed()
+{
+   if (!exec_file) return;
+   // The run goes on with the counters untouched: its profile at exit is
+   // the whole run's. Until then the file says what the process did not do.
+   VG_(unlink)(exec_file);
+   if (dumps_written == 0) create_output_file(base_file_name());
+   if (VG_(clo_verbosity) > 0)
+      VG_(umsg)("kgrind: the exec failed: the run goes on, and its profile is written at exit"
+                " (%s taken back)\n", exec_file);
+   release_file_name(exec_file);
+   exec_file = nullptr;
 }
 
 // ---- The end of the run ------------------------------------------------------------
