@@ -1,0 +1,155 @@
+"""A program that execs (docs/function-mode.md, "Exec"): the image that
+calls execve writes its profile first, complete (all threads, open frames'
+inclusive costs); with --trace-children=yes it goes to <file>.exec-<n> and
+the exec'd image's profile to the process's file; a failed exec takes it
+back and the profile at exit is the whole run's. Checked against the
+program's own counts (tests/progs/exec_work.c prints its calls of work per
+caller) and the k=inf calling context tree's own sums."""
+import collections
+import re
+
+import pytest
+
+import callgrind_format
+import ksf_records
+from test_function_mode import canonical_exclusive
+from test_regions import desc
+from test_stacks import subtree_exclusive
+
+K_OPTS = pytest.mark.parametrize('k', ['2', 'inf'])
+
+
+def build(tools):
+    # Bound at load time: a failing exec's lazy binding of execv would be
+    # the one difference to the run that does not exec.
+    return tools.compile('exec_work.c', '-O1', libs=['-Wl,-z,now'])
+
+
+def own_calls(stdout):
+    """The program's counts, {(caller, 'work'): calls}."""
+    out = collections.Counter()
+    for caller, callee, n in re.findall(r'^calls: (\S+) (\S+) (\d+)$', stdout, re.M):
+        out[(caller, callee)] += int(n)
+    return out
+
+
+def work_calls(forests, k):
+    """{(caller, 'work'): calls} of the forests' k-contexts (k=inf: whole paths)."""
+    out = collections.Counter()
+    for forest in forests:
+        for ctx, n in ksf_records.kccf(forest, None if k == 'inf' else int(k), 1).items():
+            if ctx[-1] == 'work':
+                out[ctx] += n
+    return out
+
+
+def assert_exact_sums(path):
+    """Each thread's Ir is its first root's inclusive Ir and its canonical
+    nodes' exclusive Ir, the threads' Ir the body's; at k=inf every node's
+    inclusive Ir is its subtree's exclusive Ir (an open frame settled twice
+    would count more)."""
+    prof = ksf_records.parse(path)
+    k = ksf_records.k_of(prof)
+    for forest in prof.forests:
+        assert forest.nodes[forest.roots[0]][4] == canonical_exclusive(forest, k) == forest.ir
+        if k is None:
+            sums = subtree_exclusive(forest)
+            for nid, (_parent, _label, _calls, _excl, incl) in forest.nodes.items():
+                assert incl == sums[nid], (forest.tid, forest.root_path(nid))
+    body = callgrind_format.parse(path)
+    assert sum(f.ir for f in prof.forests) == body.summary == body.total()
+    return prof
+
+
+def pre_exec_calls(stdout):
+    """What the program counted before the exec (its lines before after_exec's)."""
+    return own_calls(stdout.split('calls: after_exec')[0])
+
+
+@K_OPTS
+def test_exec_writes_the_profile_so_far(tools, k):
+    exe = build(tools)
+    native = tools.native(exe, 'main', exe)
+    kg = tools.kgrind(exe, 'main', exe, opts=[f'--k={k}'])
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout
+    assert f'kgrind: exec of {exe} (argv: exec_work after): profile written to {kg.profile_path}' in kg.stderr
+    assert desc(kg.profile_path, 'Trigger') == f'Exec: {exe} (argv: exec_work after)'
+    prof = assert_exact_sums(kg.profile_path)
+    assert work_calls(prof.forests, k) == pre_exec_calls(kg.stdout) == {('phase_a', 'work'): 3,
+                                                                       ('phase_b', 'work'): 5}
+
+
+@K_OPTS
+def test_traced_exec_keeps_the_profiles_of_both_images(tools, k):
+    """The pre-exec image's profile is <file>.exec-1, the exec'd image's the
+    process's file; each has its own image's calls only."""
+    exe = build(tools)
+    native = tools.native(exe, 'main', exe)
+    kg = tools.kgrind(exe, 'main', exe, opts=[f'--k={k}', '--trace-children=yes'], out='kg.%p')
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout
+    pid = re.search(r'==(\d+)== Command:', kg.stderr).group(1)
+    assert sorted(p.name for p in tools.dir.glob('kg.*')) == [f'kg.{pid}', f'kg.{pid}.exec-1']
+    before, after = tools.dir / f'kg.{pid}.exec-1', tools.dir / f'kg.{pid}'
+    assert f'profile written to {before}' in kg.stderr
+    assert work_calls(assert_exact_sums(before).forests, k) == pre_exec_calls(kg.stdout)
+    assert work_calls(assert_exact_sums(after).forests, k) == {('after_exec', 'work'): 7}
+    assert desc(after, 'Trigger') == 'Program termination'
+    assert callgrind_format.parse(after).header['cmd'] == f'{exe} after'
+
+
+def paths_without_exec(path):
+    """The k=inf paths' calls, but those through execv (the exec attempt)."""
+    out = collections.Counter()
+    for forest in ksf_records.parse(path).forests:
+        for ctx, n in ksf_records.kccf(forest, None, None).items():
+            if 'execv' not in ctx:
+                out[ctx] += n
+    return out
+
+
+@pytest.mark.parametrize('opts', [['--k=2'], ['--k=inf'], ['--k=inf', '--trace-children=yes']],
+                         ids=['k2', 'kinf', 'kinf-traced'])
+def test_failed_execs_continue_the_profile(tools, opts):
+    """Execs that fail (a missing program: no file is written for it; then
+    a file that is no program: its file is written and taken back) leave the
+    run's profile what it would have been without them: the calls before
+    them once, those after them, the same calling context tree but the
+    execv calls'; no other file stays."""
+    exe = build(tools)
+    missing, not_a_program = tools.dir / 'no-such-program', tools.dir / 'not-a-program'
+    not_a_program.write_text('not a program\n')
+    native = tools.native(exe, 'main', missing, not_a_program)
+    kg = tools.kgrind(exe, 'main', missing, not_a_program, opts=opts)
+    reference = tools.kgrind(exe, 'main', opts=opts, out='reference.out')
+    assert kg.returncode == native.returncode == reference.returncode == 3, kg.stderr
+    assert kg.stdout == native.stdout == reference.stdout
+    assert kg.stderr.count('kgrind: exec of ') == 1 and f'exec of {not_a_program} ' in kg.stderr
+    assert kg.stderr.count('kgrind: the exec failed: the run goes on') == 1
+    assert sorted(p.name for p in tools.dir.glob('*.out*')) == ['kgrind.out', 'reference.out']
+    assert desc(kg.profile_path, 'Trigger') == 'Program termination'
+    k = opts[0].split('=')[1]
+    prof = assert_exact_sums(kg.profile_path)
+    assert work_calls(prof.forests, k) == own_calls(kg.stdout) == {
+        ('phase_a', 'work'): 3, ('phase_b', 'work'): 5, ('phase_c', 'work'): 2}
+    assert paths_without_exec(kg.profile_path) == paths_without_exec(reference.profile_path)
+
+
+@K_OPTS
+def test_exec_from_a_second_thread_keeps_every_threads_profile(tools, k):
+    """The second thread execs while the main thread waits in pthread_join:
+    both threads' calls are in the profile, the main thread's open frames
+    (main, blocked_main, pthread_join) with their inclusive costs."""
+    exe = build(tools)
+    native = tools.native(exe, 'thread', exe)
+    kg = tools.kgrind(exe, 'thread', exe, opts=[f'--k={k}'])
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout
+    prof = assert_exact_sums(kg.profile_path)
+    by_thread = {f.tid: f for f in prof.forests}
+    assert sorted(by_thread) == ['1', '2']
+    assert work_calls([by_thread['1']], k) == {('phase_a', 'work'): 3}
+    assert work_calls([by_thread['2']], k) == {('phase_b', 'work'): 5}
+    main_paths = ksf_records.kccf(by_thread['1'], None if k == 'inf' else int(k), 1)
+    assert main_paths[('main', 'blocked_main')] == 1
