@@ -160,7 +160,7 @@ void write_placeholder(FileWriter& out)
    write_identity(out);
    out.put("desc: Incomplete profile: no data: the process did not exit normally under kgrind"
            " (killed by a signal that cannot be caught, such as SIGKILL, or replaced by exec"
-           " without --trace-children=yes)\n");
+           " in a block mode)\n");
    out.put("positions: line\nevents: Ir\n");
 }
 
