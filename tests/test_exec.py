@@ -99,6 +99,27 @@ def test_traced_exec_keeps_the_profiles_of_both_images(tools, k):
     assert callgrind_format.parse(after).header['cmd'] == f'{exe} after'
 
 
+def test_each_exec_of_a_process_gets_its_own_file(tools):
+    """Three images in one process (exec_work, sh, exec_work again): the
+    first two write <file>.exec-1 and .exec-2, the last the file; a stale
+    .exec-1 of another process (an earlier run) is overwritten, not skipped."""
+    exe = build(tools)
+    stale = tools.dir / 'kg.out.exec-1'
+    stale.write_text('# callgrind format\nversion: 1\npid: 999999999\n')
+    kg = tools.kgrind(exe, 'shell', opts=['--k=2', '--trace-children=yes'], out='kg.out')
+    native = tools.native(exe, 'shell')
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout
+    files = {p.name: callgrind_format.parse(p).header for p in tools.dir.glob('kg.out*')}
+    assert sorted(files) == ['kg.out', 'kg.out.exec-1', 'kg.out.exec-2']
+    assert len({h['pid'] for h in files.values()}) == 1
+    assert files['kg.out.exec-1']['cmd'] == f'{exe} shell'
+    assert files['kg.out.exec-2']['cmd'].startswith('/bin/sh -c ')
+    assert files['kg.out']['cmd'] == f'{exe} after'
+    assert work_calls(assert_exact_sums(tools.dir / 'kg.out.exec-1').forests, '2') == {('phase_a', 'work'): 3}
+    assert desc(tools.dir / 'kg.out.exec-2', 'Trigger') == f'Exec: {exe} (argv: {exe} after)'
+
+
 def paths_without_exec(path):
     """The k=inf paths' calls, but those through execv (the exec attempt)."""
     out = collections.Counter()

@@ -8,6 +8,8 @@
  *   thread: phase_a, then a second thread runs phase_b and execs TARGET
  *           while the main thread waits in pthread_join (in blocked_main);
  *           if the execs fail the thread ends, then phase_c.
+ *   shell:  phase_a, then execs /bin/sh, which execs "exec_work after"
+ *           (three images in one process).
  *   after:  the exec'd image: after_exec.
  * Each phase prints how often it called work: "calls: <caller> work <n>". */
 #include <pthread.h>
@@ -70,6 +72,11 @@ int main(int argc, char** argv)
       return 0;
    }
    phase_a();
+   if (strcmp(mode, "shell") == 0) {
+      fflush(stdout);
+      execl("/bin/sh", "sh", "-c", "exec \"$0\" after", argv[0], (char*)NULL);
+      return 1;
+   }
    if (strcmp(mode, "thread") == 0) {
       pthread_t t;
       pthread_create(&t, NULL, thread_main, NULL);
