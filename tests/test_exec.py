@@ -174,3 +174,14 @@ def test_exec_from_a_second_thread_keeps_every_threads_profile(tools, k):
     assert work_calls([by_thread['2']], k) == {('phase_b', 'work'): 5}
     main_paths = ksf_records.kccf(by_thread['1'], None if k == 'inf' else int(k), 1)
     assert main_paths[('main', 'blocked_main')] == 1
+
+
+def test_block_modes_say_that_they_write_no_profile_at_exec(tools):
+    """--mode=inter cannot write a profile during the run: it says so at
+    the exec, and the file stays the start-up placeholder."""
+    exe = build(tools)
+    kg = tools.kgrind(exe, 'main', exe, opts=['--mode=inter', '--k=2'])
+    assert kg.returncode == 0, kg.stderr
+    assert (f'kgrind: exec of {exe}: --mode=inter writes no profile at exec (only --mode=func does):'
+            ' this image\'s file stays incomplete') in kg.stderr
+    assert desc(kg.profile_path, 'Incomplete profile').startswith('no data: the process did not exit normally')
