@@ -152,9 +152,6 @@ void zero()
    ir_at_last_zero = ir_elapsed();
 }
 
-// Writes what was counted since the last dump or zeroing to the next
-// numbered file, then zeroes the counters. A file that cannot be written
-// is reported and its counts stay for the next dump: the run goes on.
 // The profile of what was counted since the last dump or zeroing, the open
 // frames' inclusive costs up to now included; the counters stay as they are.
 Bool write_counted_so_far(const HChar* path, const HChar* trigger)
@@ -164,6 +161,9 @@ Bool write_counted_so_far(const HChar* path, const HChar* trigger)
    return write_profile(path, info);
 }
 
+// Writes what was counted since the last dump or zeroing to the next
+// numbered file, then zeroes the counters. A file that cannot be written
+// is reported and its counts stay for the next dump: the run goes on.
 Bool dump(const HChar* trigger)
 {
    const HChar* path = numbered_file_name(dumps_written + 1);
