@@ -120,6 +120,48 @@ def test_each_exec_of_a_process_gets_its_own_file(tools):
     assert desc(tools.dir / 'kg.out.exec-2', 'Trigger') == f'Exec: {exe} (argv: {exe} after)'
 
 
+@pytest.mark.parametrize('traced', [False, True], ids=['untraced', 'traced'])
+def test_dumps_before_an_exec_keep_their_files(tools, traced):
+    """A dump (--dump-before=phase_b) before the exec: the exec's file is
+    the image's next numbered file. Traced, the image's files move to
+    <file>.exec-1.<n> before the exec'd image, which dumps too
+    (--dump-before=after_exec), writes <file>.<n>: no file is overwritten,
+    and each image's files hold its own calls once."""
+    exe = build(tools)
+    opts = ['--k=2', '--dump-before=phase_b', '--dump-before=after_exec'] + (['--trace-children=yes'] if traced else [])
+    kg = tools.kgrind(exe, 'main', exe, opts=opts, out='kg.out')
+    native = tools.native(exe, 'main', exe)
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout
+    before = ['kg.out.exec-1.1', 'kg.out.exec-1.2'] if traced else ['kg.out.1', 'kg.out.2']
+    after = ['kg.out.1', 'kg.out.2'] if traced else []
+    assert sorted(p.name for p in tools.dir.glob('kg.out*')) == sorted(before + after)
+    assert f'profile written to {tools.dir / before[1]}' in kg.stderr
+    assert [desc(tools.dir / name, 'Trigger') for name in before] == [
+        '--dump-before=phase_b', f'Exec: {exe} (argv: exec_work after)']
+    calls = [work_calls(assert_exact_sums(tools.dir / name).forests, '2') for name in before]
+    assert calls == [{('phase_a', 'work'): 3}, {('phase_b', 'work'): 5}]
+    if traced:
+        assert work_calls(assert_exact_sums(tools.dir / after[1]).forests, '2') == {('after_exec', 'work'): 7}
+        assert callgrind_format.parse(tools.dir / after[0]).header['cmd'] == f'{exe} after'
+
+
+def test_failed_traced_exec_after_a_dump_moves_the_dump_back(tools):
+    """Traced, the exec moved the image's dump to <file>.exec-1.1; the exec
+    fails and it moves back: the run's files are <file>.1 and <file>.2, as
+    without the attempt, with each call once."""
+    exe = build(tools)
+    not_a_program = tools.dir / 'not-a-program'
+    not_a_program.write_text('not a program\n')
+    opts = ['--k=2', '--trace-children=yes', '--dump-before=phase_b']
+    kg = tools.kgrind(exe, 'main', not_a_program, opts=opts, out='kg.out')
+    assert kg.returncode == 3 and 'kgrind: the exec failed' in kg.stderr, kg.stderr
+    assert sorted(p.name for p in tools.dir.glob('kg.out*')) == ['kg.out.1', 'kg.out.2']
+    calls = [work_calls(assert_exact_sums(tools.dir / name).forests, '2') for name in ['kg.out.1', 'kg.out.2']]
+    assert calls == [{('phase_a', 'work'): 3}, {('phase_b', 'work'): 5, ('phase_c', 'work'): 2}]
+    assert desc(tools.dir / 'kg.out.2', 'Trigger') == 'Program termination'
+
+
 def paths_without_exec(path):
     """The k=inf paths' calls, but those through execv (the exec attempt)."""
     out = collections.Counter()
