@@ -133,10 +133,7 @@ void fini(Int exit_code)
    const HChar* path = final_output_file_name();
    Bool ok = write_final_profile(path);
    warn_unmatched_patterns();
-   if (VG_(clo_verbosity) == 0) return;
-   VG_(umsg)("\n");
-   VG_(umsg)("I   refs:      %'llu\n", total_ir());
-   if (ok) VG_(umsg)("Output written to %s\n", path);
+   report_profile_written(ok ? path : nullptr, nullptr);
 }
 
 void pre_clo_init()

@@ -950,6 +950,15 @@ Bool create_output_file(const HChar* path)
    return ok;
 }
 
+void report_profile_written(const HChar* path, const HChar* ended_by)
+{
+   if (VG_(clo_verbosity) == 0) return;
+   VG_(umsg)("\n");
+   if (ended_by) VG_(umsg)("Exec of %s\n", ended_by);
+   VG_(umsg)("I   refs:      %'llu\n", total_ir());
+   if (path) VG_(umsg)("Output written to %s\n", path);
+}
+
 Bool write_profile(const HChar* path, const DumpInfo& dump)
 {
    Writer* w = (Writer*)alloc_zeroed(sizeof(Writer));   // the file buffer: not on the stack

@@ -29,4 +29,8 @@ struct DumpInfo {
 // Writes the profile; reports failures by name with the reason.
 Bool write_profile(const HChar* path, const DumpInfo& dump);
 
+// The end of an image's log: the total Ir and the file its profile went
+// to, after `ended_by` if not null ("Exec of ..."). Nothing with -q.
+void report_profile_written(const HChar* path, const HChar* ended_by);
+
 } // namespace kg

@@ -684,7 +684,7 @@ void regions_exec_starts(const HChar* what)
    // The start-up placeholder is the exec'd image's to write, or (an
    // untraced program, --trace-children-skip) nobody's: the profile is here.
    if (traced && dumps_written == 0) VG_(unlink)(base_before_exec);
-   if (VG_(clo_verbosity) > 0) VG_(umsg)("kgrind: exec of %s: profile written to %s\n", what, path);
+   report_profile_written(path, what);
 }
 
 void regions_exec_failed()
@@ -694,8 +694,8 @@ void regions_exec_failed()
    // the whole run's. Until then the files are what they were.
    VG_(unlink)(exec_file);
    if (VG_(clo_verbosity) > 0)
-      VG_(umsg)("kgrind: the exec failed: the run goes on, and its profile is written at exit"
-                " (%s taken back)\n", exec_file);
+      VG_(umsg)("Exec failed: the run goes on, and its profile is written at exit (%s taken back)\n",
+                exec_file);
    release_file_name(exec_file);
    exec_file = nullptr;
    undo_rename_for_exec();

@@ -73,7 +73,8 @@ def test_exec_writes_the_profile_so_far(tools, k):
     kg = tools.kgrind(exe, 'main', exe, opts=[f'--k={k}'])
     assert kg.returncode == native.returncode == 0, kg.stderr
     assert kg.stdout == native.stdout
-    assert f'kgrind: exec of {exe} (argv: exec_work after): profile written to {kg.profile_path}' in kg.stderr
+    assert re.search(rf'== Exec of {re.escape(str(exe))} \(argv: exec_work after\)\n==\d+== I   refs: .*\n'
+                     rf'==\d+== Output written to {re.escape(str(kg.profile_path))}\n', kg.stderr)
     assert desc(kg.profile_path, 'Trigger') == f'Exec: {exe} (argv: exec_work after)'
     prof = assert_exact_sums(kg.profile_path)
     assert work_calls(prof.forests, k) == pre_exec_calls(kg.stdout) == {('phase_a', 'work'): 3,
@@ -92,7 +93,7 @@ def test_traced_exec_keeps_the_profiles_of_both_images(tools, k):
     pid = re.search(r'==(\d+)== Command:', kg.stderr).group(1)
     assert sorted(p.name for p in tools.dir.glob('kg.*')) == [f'kg.{pid}', f'kg.{pid}.exec-1']
     before, after = tools.dir / f'kg.{pid}.exec-1', tools.dir / f'kg.{pid}'
-    assert f'profile written to {before}' in kg.stderr
+    assert f'Output written to {before}\n' in kg.stderr
     assert work_calls(assert_exact_sums(before).forests, k) == pre_exec_calls(kg.stdout)
     assert work_calls(assert_exact_sums(after).forests, k) == {('after_exec', 'work'): 7}
     assert desc(after, 'Trigger') == 'Program termination'
@@ -136,7 +137,7 @@ def test_dumps_before_an_exec_keep_their_files(tools, traced):
     before = ['kg.out.exec-1.1', 'kg.out.exec-1.2'] if traced else ['kg.out.1', 'kg.out.2']
     after = ['kg.out.1', 'kg.out.2'] if traced else []
     assert sorted(p.name for p in tools.dir.glob('kg.out*')) == sorted(before + after)
-    assert f'profile written to {tools.dir / before[1]}' in kg.stderr
+    assert f'Output written to {tools.dir / before[1]}\n' in kg.stderr
     assert [desc(tools.dir / name, 'Trigger') for name in before] == [
         '--dump-before=phase_b', f'Exec: {exe} (argv: exec_work after)']
     calls = [work_calls(assert_exact_sums(tools.dir / name).forests, '2') for name in before]
@@ -155,7 +156,7 @@ def test_failed_traced_exec_after_a_dump_moves_the_dump_back(tools):
     not_a_program.write_text('not a program\n')
     opts = ['--k=2', '--trace-children=yes', '--dump-before=phase_b']
     kg = tools.kgrind(exe, 'main', not_a_program, opts=opts, out='kg.out')
-    assert kg.returncode == 3 and 'kgrind: the exec failed' in kg.stderr, kg.stderr
+    assert kg.returncode == 3 and 'Exec failed: the run goes on' in kg.stderr, kg.stderr
     assert sorted(p.name for p in tools.dir.glob('kg.out*')) == ['kg.out.1', 'kg.out.2']
     calls = [work_calls(assert_exact_sums(tools.dir / name).forests, '2') for name in ['kg.out.1', 'kg.out.2']]
     assert calls == [{('phase_a', 'work'): 3}, {('phase_b', 'work'): 5, ('phase_c', 'work'): 2}]
@@ -188,8 +189,8 @@ def test_failed_execs_continue_the_profile(tools, opts):
     reference = tools.kgrind(exe, 'main', opts=opts, out='reference.out')
     assert kg.returncode == native.returncode == reference.returncode == 3, kg.stderr
     assert kg.stdout == native.stdout == reference.stdout
-    assert kg.stderr.count('kgrind: exec of ') == 1 and f'exec of {not_a_program} ' in kg.stderr
-    assert kg.stderr.count('kgrind: the exec failed: the run goes on') == 1
+    assert kg.stderr.count('== Exec of ') == 1 and f'== Exec of {not_a_program} ' in kg.stderr
+    assert kg.stderr.count('== Exec failed: the run goes on') == 1
     assert sorted(p.name for p in tools.dir.glob('*.out*')) == ['kgrind.out', 'reference.out']
     assert desc(kg.profile_path, 'Trigger') == 'Program termination'
     k = opts[0].split('=')[1]
