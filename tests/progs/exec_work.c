@@ -13,6 +13,7 @@
  *   after:  the exec'd image: after_exec.
  * Each phase prints how often it called work: "calls: <caller> work <n>". */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -51,15 +52,25 @@ __attribute__((noinline)) void try_exec(void)
    printf("exec did not happen\n");
 }
 
+static volatile int main_blocks;
+
 static void* thread_main(void* arg)
 {
    (void)arg;
    phase_b();
+   // The exec comes once the main thread is in blocked_main, and (after
+   // the pause) waiting in pthread_join.
+   while (!main_blocks) sched_yield();
+   usleep(50000);
    try_exec();
    return NULL;
 }
 
-__attribute__((noinline)) void blocked_main(pthread_t t) { pthread_join(t, NULL); }
+__attribute__((noinline)) void blocked_main(pthread_t t)
+{
+   main_blocks = 1;
+   pthread_join(t, NULL);
+}
 
 int main(int argc, char** argv)
 {
