@@ -285,13 +285,19 @@ FnInfo* frame_fn(const Transition* tr)
 
 namespace {
 
-// The transition of thread t for `key` (transition_key) from `parent` (an
-// ActNode, or a Transition for fences), or when there is none a new one
-// with zero counts, whose key fields (kind, function, site) init sets.
-template <typename Init>
-Transition* transition(ThreadState* t, const void* parent, const void* key, Init init)
+// Whether tr's frames run fn (frame_fn(tr) == fn, with no lookup).
+Bool runs(const Transition* tr, const FnInfo* fn) { return tr->fn_id == fn->id; }
+
+// The transition of thread t from `parent` (an ActNode, or a Transition for
+// fences) for which same(transition) holds, hashed by `key`
+// (transition_key), or when there is none a new one with zero counts, whose
+// key fields (kind, function, site) init sets.
+template <typename Same, typename Init>
+Transition* transition(ThreadState* t, const void* parent, const void* key, Same same, Init init)
 {
-   Transition* tr = t->transitions.find(parent, key);
+   Transition* tr = t->transitions.find_where(parent, key, [&](const Transition* x) {
+      return parent_of(x) == parent && same(x);
+   });
    if (tr) return tr;
    tr = (Transition*)alloc_permanent(transition_bytes());
    tr->kids = no_kids;
@@ -299,7 +305,7 @@ Transition* transition(ThreadState* t, const void* parent, const void* key, Init
    if (!acts_in_nodes()) tr->parent = parent;
    else if (tr->kind == kActivation) tr->rolled_in = child_of(tr) == parent;
    else if (tr->kind != kTransparent) tr->fence_parent = (const Transition*)parent;
-   tl_assert(parent_of(tr) == parent && transition_key(tr) == key);
+   tl_assert(parent_of(tr) == parent && transition_key(tr) == key && same(tr));
    t->transitions.insert(tr);
    return tr;
 }
@@ -314,27 +320,26 @@ void set_child(ThreadState* t, Transition* tr, ActNode* child, FnInfo* fn, Frame
    tr->kind = (UChar)kind;
 }
 
-// A call site and the function it called: with the parent activation, the
-// key of a transition. Interned (as many as the program's call sites and
-// their callees), so that a transition is found by two words and no
-// per-function record stands between a context and its sites' transitions
-// (at k=inf one for every k-SF node: 0.5 GB for cc1plus).
-struct SiteCallee {
-   const void* a;     // PairMap key: the call instruction, or 0 when not known
-   const void* b;     // PairMap key: FnInfo*
-};
-PairMap<SiteCallee> site_callees;
-
 } // namespace
 
+// The index key of an activation's transition from its call site and the
+// id of the function it calls: a hash of the two, not a unique word (the
+// lookups compare the fields themselves: transition()), so no table of
+// (site, callee) pairs is probed on the way (the kid-slot miss path: perl's
+// runloop calls hundreds of functions from one site).
+static const void* site_callee_key(Addr site, UInt fn_id)
+{
+   return (const void*)(site ^ ((UWord)fn_id * 0x9E3779B97F4A7C15ULL));
+}
+
 // A transition's key is found from its fields, not kept in it (8 bytes a
-// k-SF node at k=inf): an activation's is its interned (site, callee) (none
+// k-SF node at k=inf): an activation's is its site and callee's hash (none
 // for a thread's root), an untraced function's frame's its function, a
 // fence's its kind.
 static const void* transition_key(const Transition* tr)
 {
    switch (tr->kind) {
-   case kActivation: return frame_fn(tr) ? site_callees.find((const void*)tr->site, frame_fn(tr)) : nullptr;
+   case kActivation: return tr->fn_id == kNoFunction ? nullptr : site_callee_key(tr->site, tr->fn_id);
    case kTransparent: return frame_fn(tr);
    default: return (const void*)(UWord)tr->kind;
    }
@@ -347,7 +352,8 @@ namespace {
 // call edge of that site.
 Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, BlockInfo* blk, Addr site)
 {
-   return transition(t, parent, site_callees.get((const void*)site, fn), [&](Transition* tr) {
+   auto same = [&](const Transition* tr) { return tr->kind == kActivation && tr->site == site && runs(tr, fn); };
+   return transition(t, parent, site_callee_key(site, fn->id), same, [&](Transition* tr) {
       Activation act = forest_enter(t->forest, act_of(parent), fn->id + 1);
       // forest_enter counted this activation in top and bottom; transitions
       // count every activation themselves (flush_transitions).
@@ -377,14 +383,16 @@ CallEdge* transition_edge(const Transition* tr)
 // A frame of an untraced function: costs stay in the parent activation's.
 Transition* transparent_transition(ThreadState* t, ActNode* parent, FnInfo* fn)
 {
-   return transition(t, parent, fn, [&](Transition* tr) { set_child(t, tr, parent, fn, kTransparent); });
+   auto same = [&](const Transition* tr) { return tr->kind == kTransparent && runs(tr, fn); };
+   return transition(t, parent, fn, same, [&](Transition* tr) { set_child(t, tr, parent, fn, kTransparent); });
 }
 
 // A signal fence over the top frame (keyed by the top frame's transition,
 // whose function the handler interrupted).
 Transition* fence_transition(ThreadState* t, Transition* top, FrameKind kind)
 {
-   return transition(t, top, (const void*)(UWord)kind,
+   auto same = [&](const Transition* tr) { return tr->kind == kind; };
+   return transition(t, top, (const void*)(UWord)kind, same,
                      [&](Transition* tr) { set_child(t, tr, child_of(top), frame_fn(top), kind); });
 }
 
@@ -510,7 +518,8 @@ ThreadState* thread_state(ThreadId tid)
       t->view = separate_view() ? forest_new(clo.view_k) : t->forest;
    }
    // The root frame is the base of the thread's own stack.
-   Transition* root = transition(t, nullptr, nullptr, [t](Transition* tr) {
+   auto is_root = [](const Transition* tr) { return tr->kind == kActivation && tr->fn_id == kNoFunction; };
+   Transition* root = transition(t, nullptr, nullptr, is_root, [t](Transition* tr) {
       Activation root_act = forest_root(t->forest);
       Activation view_root = t->view == t->forest ? root_act : forest_root(t->view);
       set_child(t, tr, act_node(t, root_act, view_root), nullptr, kActivation);
@@ -942,9 +951,6 @@ void push_activation(ThreadState* t, FnInfo* fn, Addr sp, BlockInfo* blk, Addr c
    push_frame(t, sp, tr);
    kg_now->top_sp = sp;
 }
-
-// Whether tr's frames run fn (frame_fn(tr) == fn, with no lookup).
-Bool runs(const Transition* tr, const FnInfo* fn) { return tr->fn_id == fn->id; }
 
 } // namespace
 

@@ -135,13 +135,21 @@ class PairIndex : public PairSlots<UWord, kMaxLoad> {
 public:
    Entry* find(const void* a, const void* b) const
    {
+      return find_where(a, b, [a, b](const Entry* e) { return Keys::a(e) == a && Keys::b(e) == b; });
+   }
+
+   // The entry hashed as (a, b) for which same(entry) holds, or nullptr: for
+   // keys that are hashes of an entry's fields rather than unique words
+   // (same() compares the fields themselves).
+   template <typename Same> Entry* find_where(const void* a, const void* b, Same same) const
+   {
       if (!cap_) return nullptr;
       UWord h = hash(a, b);
       UWord tag = h & kTagMask;
       for (UWord i = h & (cap_ - 1); slots_[i]; i = (i + 1) & (cap_ - 1)) {
          if ((slots_[i] & kTagMask) != tag) continue;
          Entry* e = (Entry*)(slots_[i] & ~kTagMask);
-         if (Keys::a(e) == a && Keys::b(e) == b) return e;
+         if (same(e)) return e;
       }
       return nullptr;
    }
