@@ -132,13 +132,11 @@ struct Transition {
    // node is its whole call chain, so the parent is found from the child
    // (parent_of) and the part of edge_incl in outermost activations is all
    // of it unless the transition is rolled_in (outermost_incl); the
-   // function is the node's (frame_fn) and the context the child's
+   // function is fn_id's (frame_fn) and the context the child's
    // (transition_ctx).
    ForestNode* ctx;     // child->view->ctx(): the context of the block counters
    // The part of edge_incl in outermost activations of the child's context.
    ULong ctx_incl;
-   // The function running in the frame (frame_fn).
-   FnInfo* fn;
    // Not read by inline IR.
    // The parent ActNode (a Transition for fences). With a key of the
    // transition's own fields (transition_key) it is the transition's key in
@@ -147,7 +145,7 @@ struct Transition {
    // The call edge (parent view ctx -> child view ctx at site) is found when
    // the counters are flushed, not kept here (8 bytes a k-SF node at k=inf).
    // The frame's activation (child_of). Not at k = inf, where `active` is
-   // its own_active: transitions end before this field there (80 bytes
+   // its own_active: transitions end before this field there (72 bytes
    // with joined threads).
    ActNode* child;
 };
