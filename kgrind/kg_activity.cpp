@@ -971,12 +971,13 @@ FnInfo* activated_function(BlockInfo* blk)
 // An ended coroutine's __start_context called setcontext(uc_link), which
 // entered a function by its final ret: a coroutine that starts now, on a
 // stack that may share the ended one's mapping (adjacent mmaps merge), so
-// SP need not leave the running stack's memory. Only the call to
-// setcontext may be open: a handler's fence above it, or exit's calls, are
-// not this.
+// SP need not have left the running stack's memory. Only the call to
+// setcontext may be open: a handler's fence above it is not this.
 static Bool linked_to_new_coroutine(const ThreadState* t)
 {
-   return coroutine_ended(t) && kg_now->top == t->stack->frames + 2;
+   const Transition* top = kg_now->top->tr;
+   return coroutine_ended(t) && kg_now->top == t->stack->frames + 2 && frame_fn(top) &&
+          frame_fn(top)->context_set;
 }
 
 extern "C" void VG_REGPARM(1) kg_unwind(Addr sp)
