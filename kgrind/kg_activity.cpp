@@ -976,6 +976,18 @@ FnInfo* activated_function(BlockInfo* blk)
    return e->fn;
 }
 
+// An ended coroutine's __start_context called setcontext(uc_link), which
+// entered a function by its final ret: a coroutine that starts now, on a
+// stack that may share the ended one's mapping (adjacent mmaps merge), so
+// SP need not have left the running stack's memory. Only the call to
+// setcontext may be open: a handler's fence above it is not this.
+static Bool linked_to_new_coroutine(const ThreadState* t)
+{
+   const Transition* top = kg_now->top->tr;
+   return coroutine_ended(t) && kg_now->top == t->stack->frames + 2 && frame_fn(top) &&
+          frame_fn(top)->context_set;
+}
+
 extern "C" void VG_REGPARM(1) kg_unwind(Addr sp)
 {
    unwind_to_sp(current, sp);
@@ -988,6 +1000,7 @@ static void block_entry(BlockInfo* blk, Addr sp, UWord after_call)
    if (after_call) {
       push_activation(t, activated_function(blk), sp, blk, kg_now->call_site);
    } else if (blk->fn_entry && !runs(kg_now->top->tr, blk->fn())) {
+      if (linked_to_new_coroutine(t)) switch_stack(t, sp);
       // A jump to a function's first instruction from another function is a
       // tail call; a jump back to its own entry is a loop. (Direct jumps
       // left the call pending: kg_instrument.cpp, add_tail_call.) Here by an

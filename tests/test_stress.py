@@ -87,6 +87,13 @@ CASES = [
          callers={'exit_at': {'exiter': 1, 'exit_at': 40}, 'block_at': {'blocker': 1, 'block_at': 40}}),
     Case('threads-exit', 'threads', ('exit',), modes=ALL_MODES,
          callers={'exit_deep': {'exit_thread': 1, 'exit_deep': 20}}),
+    # pthread_cancel 30 frames deep through C++ frames with destructors (31
+    # Guards), and a throw from 30 deep caught at the top 5 times, while
+    # two other threads compute: each destructor is called by its own frame.
+    Case('cancel-destructors', 'cancel', modes=('k2', 'kinf', 'join', 'intra', 'inter'),
+         callers={'Guard::~Guard()': {'block_at(long)': 31, 'throw_at(long)': 5 * 31},
+                  'cleanup_work(long)': {'Guard::~Guard()': 6 * 31},
+                  'after_catch(long)': {'thrower(void*)': 5}, 'after_cancel()': {'main': 1}}),
     Case('threads-600', 'threads', ('many', '600'), modes=ALL_MODES, threads=601,
          reference_lines=True, callers={'middle': {'worker': 600}, 'leaf': {'middle': 12000}}),
     # The parent, 5 forked children that exit and a child whose exec fails;
