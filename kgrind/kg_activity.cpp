@@ -45,10 +45,10 @@ static ActEntry no_view_pair;
 static struct {
    ForestNode node;
    ActNode act;
-} no_node = { {}, { { &no_view_pair }, 0 } };
+} no_node = { {}, { { &no_view_pair }, { 0 } } };
 static Transition* no_kids[kKidSlots];
 static Transition no_transition = { {0}, {0}, nullptr /* activity_init */, 0, kActivation, False, 0, 0, kNoFunction,
-                                    no_kids, nullptr, 0, nullptr, nullptr, nullptr };
+                                    no_kids, nullptr, 0, nullptr, nullptr };
 
 
 Bool acts_in_nodes() { return clo.k == kInfiniteK && !clo.join_threads; }
@@ -221,12 +221,20 @@ ActNode* act_node(ThreadState* t, const Activation& act, const Activation& view_
    return n;
 }
 
+// Whether the count of a thread's frames in a context is the context's
+// forest node's payload: at finite k in a thread's own forest (8 bytes a
+// node instead of a table entry of 24 and its index slot: cc1plus k=2
+// 119 k entries, about 3 MB).
+Bool counts_in_nodes() { return clo.k != kInfiniteK && !clo.join_threads; }
+
 // The count of thread t's frames now in n's context.
 UWord* active_count(ThreadState* t, ActNode* n)
 {
    // At k = inf a node has one activation pair: no other pair of the
    // thread shares the count (3 M fewer table entries for cc1plus).
-   return clo.k == kInfiniteK ? &n->own_active : &active_counts.get(ctx_of(n), t)->n;
+   if (clo.k == kInfiniteK) return &n->own_active;
+   if (counts_in_nodes()) return (UWord*)core::Forest::payload(ctx_of(n));
+   return &active_counts.get(ctx_of(n), t)->n;
 }
 
 // A transition's `active`: the count of frames in its child's context, or
@@ -267,7 +275,13 @@ UWord transition_bytes()
 // (find_first_transition). The others are in the thread's index.
 Transition* first_transition(ActNode* n) { return (Transition*)((char*)n + kPayloadActBytes); }
 Bool has_first_transition(ActNode* n) { return first_transition(n)->active != nullptr; }
-UInt node_payload_bytes() { return acts_in_nodes() ? kPayloadActBytes + transition_bytes() : 0; }
+// A thread's own k-SF's node payload: at k = inf the ActNode and first
+// transition, at finite k the count of frames in the node (active_count).
+UInt node_payload_bytes()
+{
+   if (acts_in_nodes()) return kPayloadActBytes + transition_bytes();
+   return counts_in_nodes() ? sizeof(UWord) : 0;
+}
 
 } // namespace
 
@@ -305,11 +319,10 @@ ForestNode* transition_ctx(const Transition* tr)
    return acts_in_nodes() ? view_ctx_of(child_of(tr)) : tr->ctx;
 }
 
-// Where ActNodes are node payloads a transition keeps its function's id
-// only (fn_id).
+// A transition keeps its function's id only (fn_id: 8 bytes a transition,
+// 1.9 MB on cc1plus at k=2).
 FnInfo* frame_fn(const Transition* tr)
 {
-   if (!acts_in_nodes()) return tr->fn;
    return tr->fn_id == kNoFunction ? nullptr : function_by_id(tr->fn_id);
 }
 
@@ -374,7 +387,6 @@ void set_child(ThreadState* t, Transition* tr, ActNode* child, FnInfo* fn, Frame
    if (!child_from_active()) tr->child = child;
    if (!acts_in_nodes()) tr->ctx = view_ctx_of(child);
    tr->active = active_of(t, child);
-   if (!acts_in_nodes()) tr->fn = fn;
    tr->fn_id = fn ? fn->id : kNoFunction;
    tr->kind = (UChar)kind;
 }
@@ -1031,29 +1043,15 @@ void add_colliding_kid(Transition* tr, Transition* kid)
 // A transition's kids are the transitions from its child activation (they
 // are keyed by parent activation, call site and callee), whichever
 // transition entered that activation: at finite k, where arrays never grow,
-// the transitions into one activation share one array, found by its child
-// (cc1plus at k=2: 72 k arrays instead of 134 k, 7.4 MB less peak RSS;
-// docs/performance.md, session 16).
-struct SharedKids {
-   const ActNode* child;
-   Transition* kids[kKidSlots];
-};
-struct SharedKidsKeys {
-   static const void* a(const SharedKids* s) { return s->child; }
-   static const void* b(const SharedKids*) { return nullptr; }
-};
-PairIndex<SharedKids, SharedKidsKeys, 1024, kDenseLoad> shared_kids_by_child;
-
-Transition** shared_kids(const ActNode* child)
+// the transitions into one activation share one array, kept in the
+// activation (cc1plus at k=2: 72 k arrays instead of 134 k, 7.4 MB less peak
+// RSS, docs/performance.md, session 16; in the ActNode's unused
+// own_active rather than an index by child, 1.6 MB less, session 18).
+Transition** shared_kids(ActNode* child)
 {
-   SharedKids* s = shared_kids_by_child.find(child, nullptr);
-   if (!s) {
-      s = (SharedKids*)alloc_permanent(sizeof(SharedKids));
-      s->child = child;
-      for (UInt i = 0; i < kKidSlots; i++) s->kids[i] = &no_transition;
-      shared_kids_by_child.insert(s);
-   }
-   return s->kids;
+   tl_assert(!kids_grow());
+   if (!child->shared_kids) child->shared_kids = new_kids(kKidSlots);
+   return child->shared_kids;
 }
 
 // kid becomes top's kid in its slot: at k = inf, where another kid has that
@@ -1128,6 +1126,18 @@ FnInfo* activated_function(BlockInfo* blk)
    return e->fn;
 }
 
+// An ended coroutine's __start_context called setcontext(uc_link), which
+// entered a function by its final ret: a coroutine that starts now, on a
+// stack that may share the ended one's mapping (adjacent mmaps merge), so
+// SP need not have left the running stack's memory. Only the call to
+// setcontext may be open: a handler's fence above it is not this.
+static Bool linked_to_new_coroutine(const ThreadState* t)
+{
+   const Transition* top = kg_now->top->tr;
+   return coroutine_ended(t) && kg_now->top == t->stack->frames + 2 && frame_fn(top) &&
+          frame_fn(top)->context_set;
+}
+
 extern "C" void VG_REGPARM(1) kg_unwind(Addr sp)
 {
    unwind_to_sp(current, sp);
@@ -1140,6 +1150,7 @@ static void block_entry(BlockInfo* blk, Addr sp, UWord after_call)
    if (after_call) {
       push_activation(t, activated_function(blk), sp, blk, kg_now->call_site);
    } else if (blk->fn_entry && !runs(kg_now->top->tr, blk->fn())) {
+      if (linked_to_new_coroutine(t)) switch_stack(t, sp);
       // A jump to a function's first instruction from another function is a
       // tail call; a jump back to its own entry is a loop. (Direct jumps
       // left the call pending: kg_instrument.cpp, add_tail_call.) Here by an

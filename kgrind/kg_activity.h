@@ -32,6 +32,7 @@ enum FrameKind : UInt {
 // Otherwise it follows its pair in an ActEntry, the entry of the thread's
 // (top, bottom) index.
 struct ActEntry;
+struct Transition;
 struct ActNode {
    union {
       // The same activation in the view forest (the body's contexts at
@@ -42,13 +43,20 @@ struct ActNode {
       // where transitions keep no ctx (transition_ctx).
       ForestNode* view_ctx;
    };
-   // Frames of this thread now in its context at k = inf with joined
-   // threads, where a node has one activation pair of the thread (else a
-   // count shared by the node's pairs: the transitions' `active`). Not in
-   // a node's payload, where nothing reads a count: the node's inclusive
-   // cost comes from its transitions (outermost_incl).
-   UWord own_active;
+   union {
+      // Frames of this thread now in its context at k = inf with joined
+      // threads, where a node has one activation pair of the thread (else
+      // a count shared by the node's pairs: the transitions' `active`).
+      // Not in a node's payload, where nothing reads a count: the node's
+      // inclusive cost comes from its transitions (outermost_incl).
+      UWord own_active;
+      // At finite k: the kid array of the transitions into this activation
+      // (shared_kids), null until one of them calls a traced function.
+      Transition** shared_kids;
+   };
 };
+
+static_assert(sizeof(ActNode) == 16, "an ActEntry's ActNode");
 
 // The bytes of an ActNode in a k-SF node's payload (acts_in_nodes).
 const UInt kPayloadActBytes = offsetof(ActNode, own_active);
@@ -148,13 +156,11 @@ struct Transition {
    // node is its whole call chain, so the parent is found from the child
    // (parent_of) and the part of edge_incl in outermost activations is all
    // of it unless the transition is rolled_in (outermost_incl); the
-   // function is the node's (frame_fn) and the context the child's
+   // function is fn_id's (frame_fn) and the context the child's
    // (transition_ctx).
    ForestNode* ctx;     // child->view->ctx(): the context of the block counters
    // The part of edge_incl in outermost activations of the child's context.
    ULong ctx_incl;
-   // The function running in the frame (frame_fn).
-   FnInfo* fn;
    // Not read by inline IR.
    // The parent ActNode (a Transition for fences). With a key of the
    // transition's own fields (transition_key) it is the transition's key in
@@ -163,7 +169,7 @@ struct Transition {
    // The call edge (parent view ctx -> child view ctx at site) is found when
    // the counters are flushed, not kept here (8 bytes a k-SF node at k=inf).
    // The frame's activation (child_of). Not at k = inf, where `active` is
-   // its own_active: transitions end before this field there (80 bytes
+   // its own_active: transitions end before this field there (72 bytes
    // with joined threads).
    ActNode* child;
 };

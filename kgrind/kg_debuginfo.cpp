@@ -121,6 +121,7 @@ static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool n
    fn->no_symbol = no_symbol;
    fn->resolver = VG_(strncmp)(fn->name, "_dl_runtime_resolve", 19) == 0;
    fn->context_start = VG_STREQ(fn->name, "__start_context");
+   fn->context_set = VG_STREQ(fn->name, "setcontext") || VG_STREQ(fn->name, "__setcontext");
    fn->stack_segment = VG_STREQ(fn->name, "__morestack");
    fn->traced = block_mode() && clo.n_func_patterns == 0 ? object_is_main(object)
                                                          : name_is_traced(fn->name);

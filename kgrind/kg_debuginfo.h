@@ -16,6 +16,8 @@ struct FnInfo {
    Bool resolver;        // ld.so's lazy-binding trampoline (_dl_runtime_resolve*)
    Bool context_start;   // where a makecontext coroutine's function returns to
                          // (glibc's __start_context): the coroutine has ended
+   Bool context_set;     // glibc's setcontext: from an ended coroutine's
+                         // __start_context it goes to uc_link, never back
    Bool stack_segment;   // libgcc's __morestack: -fsplit-stack code moves SP to
                          // a new stack segment there and goes on in it
 };

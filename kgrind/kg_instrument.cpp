@@ -418,11 +418,9 @@ IRExpr* child_active(IRBuilder& b, IRExpr* tr, IRExpr* active)
    return active ? active : b.load_field(tr, offsetof(Transition, active));
 }
 
-// Non-zero unless tr's frames run fn (frame_fn): its `fn`, or where
-// ActNodes are node payloads its 32-bit `fn_id`.
+// Non-zero unless tr's frames run fn (frame_fn): its 32-bit `fn_id`.
 IRExpr* function_mismatch(IRBuilder& b, IRExpr* tr, const FnInfo* fn)
 {
-   if (!acts_in_nodes()) return b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, fn)), IRBuilder::u64((HWord)fn));
    return b.op(Iop_Xor64, b.load_u32_field(tr, offsetof(Transition, fn_id)), IRBuilder::u64(fn->id));
 }
 

@@ -10,6 +10,9 @@
 #include "kg_output.h"
 #include "kg_regions.h"
 #include "kg_version.h"
+extern "C" {
+#include "pub_tool_vkiscnums.h"
+}
 
 namespace kg {
 
@@ -55,6 +58,74 @@ void child_after_fork(ThreadId tid)
    regions_fork_child();
 }
 
+// ---- exec ----
+
+// Copies the client's string at addr into buf (cut to fit), reading only
+// client memory that is mapped readable; False if there is none.
+Bool copy_client_string(Addr addr, HChar* buf, SizeT size)
+{
+   SizeT n = 0;
+   for (; n + 1 < size; n++) {
+      if (!VG_(am_is_valid_for_client)(addr + n, 1, VKI_PROT_READ)) break;
+      buf[n] = *(const HChar*)(addr + n);
+      if (!buf[n]) return True;
+   }
+   buf[n] = '\0';
+   return n > 0;
+}
+
+// "<path> (argv: a b c)", cut to fit in buf.
+void describe_exec(const HChar* path, Addr argv, HChar* buf, SizeT size)
+{
+   VG_(snprintf)(buf, size, "%s (argv:", path);
+   for (UInt i = 0; argv && VG_(am_is_valid_for_client)(argv + i * sizeof(Addr), sizeof(Addr), VKI_PROT_READ); i++) {
+      Addr arg = ((const Addr*)argv)[i];
+      SizeT used = VG_(strlen)(buf);
+      if (!arg || used + 2 >= size) break;
+      buf[used++] = ' ';
+      if (!copy_client_string(arg, buf + used, size - used - 1)) buf[used] = '\0';
+   }
+   SizeT used = VG_(strlen)(buf);
+   if (used + 1 < size) VG_(strcat)(buf, ")");
+}
+
+// A missing program fails the exec before anything happens (the C
+// library's PATH search tries several): no profile is written for it.
+// execveat's path may be relative to a directory descriptor: not probed.
+Bool exec_may_succeed(UInt sysno, const HChar* path)
+{
+   struct vg_stat st;
+   return sysno != __NR_execve || !sr_isError(VG_(stat)(path, &st));
+}
+
+Bool is_exec(UInt sysno) { return sysno == __NR_execve || sysno == __NR_execveat; }
+
+const HChar* mode_option() { return clo.mode == kModeIntra ? "intra" : "inter"; }
+
+// A successful exec does not return: the image's profile is written before
+// (all threads: the core ends the others only after this callback).
+void pre_syscall(ThreadId, UInt sysno, UWord* args, UInt)
+{
+   if (!is_exec(sysno)) return;
+   Bool at = sysno == __NR_execveat;
+   HChar path[512];
+   // An unreadable path fails the exec (EFAULT).
+   if (!copy_client_string(args[at ? 1 : 0], path, sizeof path) || !exec_may_succeed(sysno, path)) return;
+   if (block_mode()) {
+      VG_(umsg)("kgrind: exec of %s: --mode=%s writes no profile at exec (only --mode=func"
+                " does): this image's file stays incomplete\n", path, mode_option());
+      return;
+   }
+   HChar what[512];
+   describe_exec(path, args[at ? 2 : 1], what, sizeof what);
+   regions_exec_starts(what);
+}
+
+void post_syscall(ThreadId, UInt sysno, UWord*, UInt, SysRes res)
+{
+   if (is_exec(sysno) && sr_isError(res)) regions_exec_failed();
+}
+
 void fini(Int exit_code)
 {
    finish_all_threads();
@@ -62,10 +133,7 @@ void fini(Int exit_code)
    const HChar* path = final_output_file_name();
    Bool ok = write_final_profile(path);
    warn_unmatched_patterns();
-   if (VG_(clo_verbosity) == 0) return;
-   VG_(umsg)("\n");
-   VG_(umsg)("I   refs:      %'llu\n", total_ir());
-   if (ok) VG_(umsg)("Output written to %s\n", path);
+   report_profile_written(ok ? path : nullptr, nullptr);
 }
 
 void pre_clo_init()
@@ -80,6 +148,7 @@ void pre_clo_init()
    VG_(basic_tool_funcs)(post_clo_init, instrument, fini);
    VG_(needs_command_line_options)(process_option, print_usage, print_debug_usage);
    VG_(needs_client_requests)(handle_client_request);
+   VG_(needs_syscall_wrapper)(pre_syscall, post_syscall);
    VG_(track_start_client_code)(client_code_starts);
    VG_(track_pre_thread_ll_exit)(thread_exits);
    VG_(track_pre_deliver_signal)(signal_delivered);

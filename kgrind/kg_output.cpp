@@ -160,7 +160,7 @@ void write_placeholder(FileWriter& out)
    write_identity(out);
    out.put("desc: Incomplete profile: no data: the process did not exit normally under kgrind"
            " (killed by a signal that cannot be caught, such as SIGKILL, or replaced by exec"
-           " without --trace-children=yes)\n");
+           " in a block mode)\n");
    out.put("positions: line\nevents: Ir\n");
 }
 
@@ -948,6 +948,15 @@ Bool create_output_file(const HChar* path)
    }
    delete out;
    return ok;
+}
+
+void report_profile_written(const HChar* path, const HChar* ended_by)
+{
+   if (VG_(clo_verbosity) == 0) return;
+   VG_(umsg)("\n");
+   if (ended_by) VG_(umsg)("Exec of %s\n", ended_by);
+   VG_(umsg)("I   refs:      %'llu\n", total_ir());
+   if (path) VG_(umsg)("Output written to %s\n", path);
 }
 
 Bool write_profile(const HChar* path, const DumpInfo& dump)

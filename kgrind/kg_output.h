@@ -11,9 +11,9 @@ const HChar* output_file_name();
 // Creates the output file at start-up, so that the user learns of a bad path
 // before a long run (reports it and returns False). It holds a callgrind
 // header without costs whose desc: line says that the process did not exit
-// normally: what a run that is killed by SIGKILL, or that execs without
-// --trace-children=yes, leaves (nothing writes the profile then). The
-// profile replaces it at exit.
+// normally: what a run that is killed by SIGKILL, or that execs in a block
+// mode, leaves (nothing writes the profile then). The profile replaces it at
+// exit, or at an exec (docs/function-mode.md, "Exec").
 Bool create_output_file(const HChar* path);
 
 // Total Ir of all threads.
@@ -28,5 +28,9 @@ struct DumpInfo {
 
 // Writes the profile; reports failures by name with the reason.
 Bool write_profile(const HChar* path, const DumpInfo& dump);
+
+// The end of an image's log: the total Ir and the file its profile went
+// to, after `ended_by` if not null ("Exec of ..."). Nothing with -q.
+void report_profile_written(const HChar* path, const HChar* ended_by);
 
 } // namespace kg

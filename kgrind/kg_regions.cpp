@@ -138,13 +138,14 @@ void give_fork_child_its_own_file()
 }
 
 // "<base>.<n>": callgrind's numbering of the files of one run.
-const HChar* numbered_file_name(UInt n)
+const HChar* numbered_name(const HChar* base, UInt n)
 {
-   const HChar* base = base_file_name();
    HChar* name = (HChar*)kg::alloc(VG_(strlen)(base) + 16, "kg.out");
    VG_(sprintf)(name, "%s.%u", base, n);
    return name;
 }
+
+const HChar* numbered_file_name(UInt n) { return numbered_name(base_file_name(), n); }
 
 void zero()
 {
@@ -152,15 +153,22 @@ void zero()
    ir_at_last_zero = ir_elapsed();
 }
 
+// The profile of what was counted since the last dump or zeroing, the open
+// frames' inclusive costs up to now included; the counters stay as they are.
+Bool write_counted_so_far(const HChar* path, const HChar* trigger)
+{
+   settle_open_frames();
+   DumpInfo info = { trigger, ir_at_last_zero, ir_elapsed(), True };
+   return write_profile(path, info);
+}
+
 // Writes what was counted since the last dump or zeroing to the next
 // numbered file, then zeroes the counters. A file that cannot be written
 // is reported and its counts stay for the next dump: the run goes on.
 Bool dump(const HChar* trigger)
 {
-   settle_open_frames();
-   DumpInfo info = { trigger, ir_at_last_zero, ir_elapsed(), True };
    const HChar* path = numbered_file_name(dumps_written + 1);
-   Bool ok = write_profile(path, info);
+   Bool ok = write_counted_so_far(path, trigger);
    if (ok) {
       // The start-up placeholder would stay "incomplete": the run's
       // profiles are the numbered files now.
@@ -570,6 +578,128 @@ void regions_fork_child()
    ir_at_last_zero = 0;
    base_file_name_cache = nullptr;   // %p is the child's pid
    give_fork_child_its_own_file();
+}
+
+// ---- Exec ------------------------------------------------------------------------
+
+namespace {
+
+// The file written for the exec under way (null: none).
+const HChar* exec_file = nullptr;
+// With --trace-children=yes, the image's file name before the exec under
+// way moved its files to "<name>.exec-<n>" (null: none moved).
+const HChar* base_before_exec = nullptr;
+
+// Whether the file at path is a profile this process wrote (its pid: line).
+Bool written_by_this_process(const HChar* path)
+{
+   SysRes fd = VG_(open)(path, VKI_O_RDONLY, 0);
+   if (sr_isError(fd)) return False;
+   HChar head[256];
+   Int n = VG_(read)(sr_Res(fd), head, sizeof head - 1);
+   VG_(close)(sr_Res(fd));
+   if (n <= 0) return False;
+   head[n] = '\0';
+   HChar pid_line[32];
+   VG_(sprintf)(pid_line, "\npid: %d\n", VG_(getpid)());
+   return VG_(strstr)(head, pid_line) != nullptr;
+}
+
+// Whether an earlier image of this process wrote its profile, or its
+// first dump, under the file name `name`.
+Bool name_taken_by_this_process(const HChar* name)
+{
+   const HChar* first_dump = numbered_name(name, 1);
+   Bool taken = written_by_this_process(name) || written_by_this_process(first_dump);
+   kg::release((void*)first_dump);
+   return taken;
+}
+
+// "<base>.exec-<n>": the n-th image of this process that exec'd. A file of
+// that name from another process (an earlier run) is overwritten; one of
+// this process is an earlier image's.
+const HChar* exec_file_name()
+{
+   const HChar* base = base_file_name();
+   HChar* name = (HChar*)kg::alloc(VG_(strlen)(base) + 24, "kg.out");
+   for (UInt n = 1;; n++) {
+      VG_(sprintf)(name, "%s.exec-%u", base, n);
+      if (!name_taken_by_this_process(name)) return name;
+   }
+}
+
+// The dumps written so far, from "<from>.<i>" to "<to>.<i>".
+void move_dumps(const HChar* from, const HChar* to)
+{
+   for (UInt i = 1; i <= dumps_written; i++) {
+      const HChar* old_name = numbered_name(from, i);
+      const HChar* new_name = numbered_name(to, i);
+      VG_(rename)(old_name, new_name);
+      kg::release((void*)old_name);
+      kg::release((void*)new_name);
+   }
+}
+
+// With --trace-children=yes the exec'd program is profiled in this process
+// and writes this process's files (it cannot know of this image's): this
+// image's file name becomes "<name>.exec-<n>", its dumps move there.
+void rename_image_for_exec()
+{
+   base_before_exec = base_file_name();
+   const HChar* exec_base = exec_file_name();
+   move_dumps(base_before_exec, exec_base);
+   base_file_name_cache = exec_base;
+}
+
+void undo_rename_for_exec()
+{
+   if (!base_before_exec) return;
+   move_dumps(base_file_name_cache, base_before_exec);
+   kg::release((void*)base_file_name_cache);
+   base_file_name_cache = base_before_exec;
+   base_before_exec = nullptr;
+}
+
+// Frees a name from final_output_file_name.
+void release_file_name(const HChar* path)
+{
+   if (path != base_file_name()) kg::release((void*)path);
+}
+
+} // namespace
+
+void regions_exec_starts(const HChar* what)
+{
+   Bool traced = tracing_children();
+   if (traced) rename_image_for_exec();
+   const HChar* path = final_output_file_name();
+   HChar trigger[600];
+   VG_(snprintf)(trigger, sizeof trigger, "Exec: %s", what);
+   if (!write_counted_so_far(path, trigger)) {
+      release_file_name(path);
+      undo_rename_for_exec();
+      return;
+   }
+   exec_file = path;
+   // The start-up placeholder is the exec'd image's to write, or (an
+   // untraced program, --trace-children-skip) nobody's: the profile is here.
+   if (traced && dumps_written == 0) VG_(unlink)(base_before_exec);
+   report_profile_written(path, what);
+}
+
+void regions_exec_failed()
+{
+   if (!exec_file) return;
+   // The run goes on with the counters untouched: its profile at exit is
+   // the whole run's. Until then the files are what they were.
+   VG_(unlink)(exec_file);
+   if (VG_(clo_verbosity) > 0)
+      VG_(umsg)("Exec failed: the run goes on, and its profile is written at exit (%s taken back)\n",
+                exec_file);
+   release_file_name(exec_file);
+   exec_file = nullptr;
+   undo_rename_for_exec();
+   if (dumps_written == 0) create_output_file(base_file_name());
 }
 
 // ---- The end of the run ------------------------------------------------------------

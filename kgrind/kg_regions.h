@@ -38,6 +38,14 @@ void region_stack_rose(ThreadId tid, Addr sp);
 // After fork, in the child (after the counters were zeroed).
 void regions_fork_child();
 
+// An execve/execveat of `what` (path and arguments, for the profile's
+// header) is about to run: writes the profile so far and reports it as the
+// exit does (docs/function-mode.md, "Exec"). The counters stay: a failed
+// exec continues the run.
+void regions_exec_starts(const HChar* what);
+// The exec failed (the program goes on): its file is taken back.
+void regions_exec_failed();
+
 // The final profile's name: numbered after the dumps of the run.
 const HChar* final_output_file_name();
 // Writes the profile at the end of the run.

@@ -166,9 +166,44 @@ def test_suspended_coroutines_inclusive_costs_count_only_their_own_stack(tools):
     thread's instructions are all counted once."""
     exe = tools.compile('co_sched.c', '-O1')
     prof, _ = run_scheduler(tools, exe, 30, ['--k=inf', '--unroll-simple-rec=yes'])
-    forest = prof.forests[0]
+    assert_inclusive_is_subtree_exclusive(prof.forests[0])
+
+
+
+def assert_inclusive_is_subtree_exclusive(forest):
     sums = subtree_exclusive(forest)
     wrong = {tuple(forest.root_path(n)): (forest.nodes[n][4], s) for n, s in sums.items()
              if forest.nodes[n][4] != s}
     assert not wrong
     assert sums[forest.roots[0]] == forest.ir
+
+
+@pytest.mark.parametrize('k', ['2', 'inf'])
+def test_coroutine_linked_to_a_new_coroutine_below_it_starts_at_the_root(tools, k):
+    """uc_link into a coroutine that has not run yet, whose stack lies just
+    below the ended one's in one mapping: SP never leaves the running
+    stack's memory and moves down, as for a deeper call. Until session 18
+    each next coroutine nested under the ended one's __start_context >
+    setcontext (k=inf: `__start_context > setcontext` repeated 4 times above
+    the fifth body), and the first body's inclusive Ir held all five."""
+    exe = tools.compile('co_chain.c', '-O1')
+    kg = tools.kgrind(exe, 5, opts=[f'--k={k}'], out=f'chain.{k}')
+    native = tools.native(exe, 5)
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout
+    own = counts_printed(native.stdout)
+    prof = ksf_records.parse(kg.profile_path)
+    kk = None if k == 'inf' else int(k)
+    ends = collections.defaultdict(collections.Counter)
+    for forest in prof.forests:
+        for ctx, n in ksf_records.kccf(forest, kk, kk).items():
+            ends[ctx[-1]][ctx[:-1]] += n
+    assert ends['body'] == {('__root__',): own['body']}
+    assert ends['nest'] == {('__root__', 'body'): own['nest']}
+    assert sum(ends['handler_work'].values()) == own['handler_work']
+    assert [(ctx[-1], n) for ctx, n in ends['after_chain'].items()] == [('main', 1)]
+    if k == 'inf':
+        # The handler ran on the sigaltstack, in the deepest nest's context.
+        assert all(ctx[:3] == ('__root__', 'body', 'nest') for ctx in ends['handler_work'])
+        for forest in prof.forests:
+            assert_inclusive_is_subtree_exclusive(forest)

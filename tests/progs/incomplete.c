@@ -1,6 +1,7 @@
 /* A run that never reaches its end under Valgrind. "kill": prints its pid
  * and waits for the SIGKILL the test sends. "exec": replaces itself with
- * /bin/echo (without --trace-children=yes, Valgrind does not follow). */
+ * /bin/echo (without --trace-children=yes, Valgrind does not follow: the
+ * profile up to the exec is the file). */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
