@@ -175,7 +175,10 @@ def test_readers(tools, counted, annotate):
     def annotated_source(path):
         r = annotate('--auto=yes', path)
         assert r.rc == 0 and r.err == '', r.err
-        return r.out[r.out.index('-- Annotated source:'):]
+        # Every count compares exactly; the shares of the thread's total
+        # (the context comments' "(14.12%)") move with the loader's count
+        # above, which differs between the two runs by tens of Ir.
+        return re.sub(r'\(\d+(\.\d+)?%\)', '(share)', r.out[r.out.index('-- Annotated source:'):])
     text = annotated_source(kg.profile_path)
     assert 'counted_jumps.c' in text
     assert text == annotated_source(plain.profile_path)
