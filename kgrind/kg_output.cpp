@@ -159,8 +159,8 @@ void write_placeholder(FileWriter& out)
 {
    write_identity(out);
    out.put("desc: Incomplete profile: no data: the process did not exit normally under kgrind"
-           " (killed by a signal that cannot be caught, such as SIGKILL, or replaced by exec"
-           " in a block mode)\n");
+           " (killed by a signal that cannot be caught, such as SIGKILL, replaced by exec"
+           " in a block mode, or stopped by Valgrind itself, e.g. on an unsupported clone())\n");
    out.put("positions: line\nevents: Ir\n");
 }
 

@@ -195,6 +195,20 @@ def test_sigkill_leaves_an_incomplete_profile(tools, annotate):  # noqa: F811
     assert_incomplete_profile(path, pid, annotate)
 
 
+def test_unsupported_clone_leaves_an_incomplete_profile(tools, annotate):  # noqa: F811
+    """clone(CLONE_VM | SIGCHLD) natively runs and reaps its child; Valgrind's
+    core refuses it and exits with no tool fini: the start-up file stays and
+    both readers say why there is no data."""
+    exe = tools.compile('incomplete.c')
+    native = tools.native(exe, 'clone')
+    assert native.returncode == 0
+    kg = tools.kgrind(exe, 'clone')
+    assert kg.returncode != 0 and 'Unsupported clone() flags' in kg.stderr
+    pid = int(kg.stdout.split()[1])
+    assert_incomplete_profile(kg.profile_path, pid, annotate)
+    assert 'unsupported clone()' in annotate(kg.profile_path).err
+
+
 def test_exec_writes_the_profile_of_the_image_it_ends(tools, annotate):  # noqa: F811
     """Without --trace-children=yes the exec'd program runs natively: the
     file is the profile up to the exec (tests/test_exec.py checks its

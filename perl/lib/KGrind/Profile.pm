@@ -680,7 +680,8 @@ sub read_profile {
     if (!$seen_version) {
         # What kgrind writes at start-up, for the exit to replace.
         fail("$file: incomplete profile: the process did not exit normally under kgrind "
-             . "(killed, e.g. by SIGKILL, or it exec'd in a block mode), so it has no data")
+             . "(killed, e.g. by SIGKILL, it exec'd in a block mode, or Valgrind stopped it, "
+             . "e.g. on an unsupported clone()), so it has no data")
             if defined $P{desc}{'Incomplete profile'};
         if ($creator ne '' && $creator !~ /^kgrind/) {
             fail("$file: a profile written by $creator, not by kgrind: it has no k-SF records "
