@@ -338,8 +338,10 @@ Bool runs(const Transition* tr, const FnInfo* fn) { return tr->fn_id == fn->id; 
 template <typename Same, typename Init>
 Transition* transition(ThreadState* t, const void* parent, const void* key, Same same, Init init)
 {
+   // The fields first: parent_of is a call, and at k = inf it is found from
+   // the node.
    Transition* tr = t->transitions.find_where(parent, key, [&](const Transition* x) {
-      return parent_of(x) == parent && same(x);
+      return same(x) && parent_of(x) == parent;
    });
    if (tr) return tr;
    Transition made = {};
