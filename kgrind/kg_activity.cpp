@@ -63,6 +63,8 @@ struct TransitionKeys {
    static const void* b(const Transition* tr) { return transition_key(tr); }
 };
 
+static void settle_frames(Frame* first, Frame* top, ULong now);
+
 namespace {
 
 // Block modes, intra: the block activation of one function frame. It belongs
@@ -96,13 +98,50 @@ struct ShadowStack {
    ULong suspended_at;      // the thread's Ir when it was left
    UInt alt_fences;         // handlers running on an alternate signal stack
    StackSegment* segment;   // the innermost -fsplit-stack segment it runs on
+   Bool registered;         // lo, hi: a stack the program registered
    ShadowStack* next;       // the thread's suspended stacks
 };
 
 // The memory a stack runs in now: its innermost segment's, else its own.
 static Addr memory_lo(const ShadowStack* s) { return s->segment ? s->segment->lo : s->lo; }
 static Addr memory_hi(const ShadowStack* s) { return s->segment ? s->segment->hi : s->hi; }
-static Bool in_memory_of(const ShadowStack* s, Addr sp) { return sp >= memory_lo(s) && sp <= memory_hi(s); }
+
+// Stacks the program registered (VALGRIND_STACK_REGISTER): sorted by lo,
+// disjoint (a registration ends those it overlaps: their memory was freed,
+// and the core does not tell tools of VALGRIND_STACK_DEREGISTER).
+struct StackRange {
+   Addr lo, hi;
+};
+static StackRange* registered_stacks;
+static UInt n_registered_stacks, registered_stacks_cap;
+
+// The registered stack sp lies in, if any.
+static const StackRange* registered_stack_at(Addr sp)
+{
+   UInt lo = 0, hi = n_registered_stacks;   // the first range above sp is in [lo, hi]
+   while (lo < hi) {
+      UInt mid = (lo + hi) / 2;
+      if (registered_stacks[mid].lo <= sp) lo = mid + 1;
+      else hi = mid;
+   }
+   if (lo == 0 || registered_stacks[lo - 1].hi < sp) return nullptr;
+   return &registered_stacks[lo - 1];
+}
+
+// Is sp in a registered stack that is not s's (nor one holding all of s)?
+// A heap mapping, or a thread's stack, may hold registered coroutine stacks:
+// their memory is not the mapping's stack's.
+static Bool in_other_registered_stack(const ShadowStack* s, Addr sp)
+{
+   if (!n_registered_stacks || s->segment) return False;
+   const StackRange* r = registered_stack_at(sp);
+   return r && !(r->lo <= s->lo && r->hi >= s->hi);
+}
+
+static Bool in_memory_of(const ShadowStack* s, Addr sp)
+{
+   return sp >= memory_lo(s) && sp <= memory_hi(s) && !in_other_registered_stack(s, sp);
+}
 
 struct ThreadState {
    ThreadId tid;
@@ -561,9 +600,15 @@ void own_stack_memory(ThreadId tid, Addr* lo, Addr* hi)
    *hi = ~(Addr)0;
 }
 
-// The mapping SP lies in, as the memory of a stack it switched to.
-void mapping_of(Addr sp, Addr* lo, Addr* hi)
+// The memory of a stack SP switched to: the registered stack it lies in
+// (True), else its mapping.
+Bool stack_memory_at(Addr sp, Addr* lo, Addr* hi)
 {
+   if (const StackRange* r = n_registered_stacks ? registered_stack_at(sp) : nullptr) {
+      *lo = r->lo;
+      *hi = r->hi;
+      return True;
+   }
    const NSegment* seg = VG_(am_find_nsegment)(sp);
    if (seg) {
       *lo = seg->start;
@@ -571,6 +616,7 @@ void mapping_of(Addr sp, Addr* lo, Addr* hi)
    } else {
       *lo = *hi = sp;
    }
+   return False;
 }
 
 ThreadState* thread_state(ThreadId tid)
@@ -894,10 +940,57 @@ void switch_stack(ThreadState* t, Addr sp)
       resume_stack(t, s);
    } else {
       Addr lo, hi;
-      mapping_of(sp, &lo, &hi);
-      run_on(t, new_shadow_stack(t->own->frames[0].tr, lo, hi));
+      Bool registered = stack_memory_at(sp, &lo, &hi);
+      s = new_shadow_stack(t->own->frames[0].tr, lo, hi);
+      s->registered = registered;
+      run_on(t, s);
    }
    pop_dead_frames(t, sp);
+}
+
+// Does suspended stack s lie in memory [lo, hi] that was freed or given to
+// another stack? Its top frame does, or it is empty or a registered stack
+// whose memory overlaps.
+Bool stack_dies_with(const ShadowStack* s, Addr lo, Addr hi)
+{
+   if (s->top > s->frames) {
+      if (s->top->sp >= lo && s->top->sp <= hi) return True;
+      if (!s->registered) return False;
+   }
+   return s->lo <= hi && s->hi >= lo;
+}
+
+// Ends the suspended stacks of every thread that lay in [lo, hi]: their
+// frames close where they paused (as at the thread's end), so a new stack
+// in that memory does not resume them (a new coroutine would go on in the
+// dead one's frames).
+void end_stacks_in(Addr lo, Addr hi)
+{
+   for (ThreadState* t = all_threads; t; t = t->next) {
+      ShadowStack** link = &t->suspended;
+      while (ShadowStack* s = *link) {
+         if (s == t->own || !stack_dies_with(s, lo, hi)) {
+            link = &s->next;
+            continue;
+         }
+         *link = s->next;
+         settle_frames(s->frames + 1, s->top, s->suspended_at);
+         while (StackSegment* g = s->segment) {
+            s->segment = g->outer;
+            kg::release(g);
+         }
+         release_stack(s);
+      }
+   }
+}
+
+// Drops the registrations that overlap [lo, hi].
+void forget_registered_stacks(Addr lo, Addr hi)
+{
+   UInt kept = 0;
+   for (UInt i = 0; i < n_registered_stacks; i++)
+      if (registered_stacks[i].hi < lo || registered_stacks[i].lo > hi) registered_stacks[kept++] = registered_stacks[i];
+   n_registered_stacks = kept;
 }
 
 // Has SP left the running stack's memory? Not while a handler runs on an
@@ -1610,6 +1703,38 @@ void thread_exits(ThreadId tid)
    current->saved = *kg_now;
    by_tid[tid] = nullptr;
    current = nullptr;
+}
+
+void stack_registered(Addr start, Addr end)
+{
+   if (start > end) {   // as the core takes it
+      Addr swap = start;
+      start = end;
+      end = swap;
+   }
+   forget_registered_stacks(start, end);
+   end_stacks_in(start, end);
+   if (n_registered_stacks == registered_stacks_cap) {
+      registered_stacks_cap = registered_stacks_cap ? 2 * registered_stacks_cap : 16;
+      StackRange* grown = (StackRange*)kg::alloc(registered_stacks_cap * sizeof(StackRange));
+      if (n_registered_stacks) VG_(memcpy)(grown, registered_stacks, n_registered_stacks * sizeof(StackRange));
+      if (registered_stacks) kg::release(registered_stacks);
+      registered_stacks = grown;
+   }
+   UInt at = n_registered_stacks;
+   while (at > 0 && registered_stacks[at - 1].lo > start) {
+      registered_stacks[at] = registered_stacks[at - 1];
+      at--;
+   }
+   registered_stacks[at] = { start, end };
+   n_registered_stacks++;
+}
+
+void memory_unmapped(Addr a, SizeT len)
+{
+   if (!len) return;
+   forget_registered_stacks(a, a + len - 1);
+   end_stacks_in(a, a + len - 1);
 }
 
 void signal_delivered(ThreadId tid, Int sig, Bool alt_stack)
