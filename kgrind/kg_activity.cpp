@@ -948,6 +948,10 @@ void switch_stack(ThreadState* t, Addr sp)
    pop_dead_frames(t, sp);
 }
 
+// Do [a_lo, a_hi] and [b_lo, b_hi] share more than an end? Programs
+// register a stack as [base, base + size]: stacks side by side share one.
+static Bool overlap(Addr a_lo, Addr a_hi, Addr b_lo, Addr b_hi) { return a_lo < b_hi && b_lo < a_hi; }
+
 // Does suspended stack s lie in memory [lo, hi] that was freed or given to
 // another stack? Its top frame does, or it is empty or a registered stack
 // whose memory overlaps.
@@ -957,7 +961,7 @@ Bool stack_dies_with(const ShadowStack* s, Addr lo, Addr hi)
       if (s->top->sp >= lo && s->top->sp <= hi) return True;
       if (!s->registered) return False;
    }
-   return s->lo <= hi && s->hi >= lo;
+   return overlap(s->lo, s->hi, lo, hi);
 }
 
 // Ends the suspended stacks of every thread that lay in [lo, hi]: their
@@ -989,7 +993,7 @@ void forget_registered_stacks(Addr lo, Addr hi)
 {
    UInt kept = 0;
    for (UInt i = 0; i < n_registered_stacks; i++)
-      if (registered_stacks[i].hi < lo || registered_stacks[i].lo > hi) registered_stacks[kept++] = registered_stacks[i];
+      if (!overlap(registered_stacks[i].lo, registered_stacks[i].hi, lo, hi)) registered_stacks[kept++] = registered_stacks[i];
    n_registered_stacks = kept;
 }
 

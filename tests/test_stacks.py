@@ -234,15 +234,16 @@ def assert_ring_contexts(prof, own, rounds=20, gens=3):
 
 
 @pytest.mark.parametrize('switch', ['swap', 'asm'])
-@pytest.mark.parametrize('where', ['register', 'mmap'])
+@pytest.mark.parametrize('where', ['register', 'local', 'mmap'])
 def test_coroutines_switching_directly_keep_their_own_contexts(tools, where, switch):
     """Four coroutines switch to each other directly (swapcontext, or an
     asm switch as boost.context's), their stacks malloc'd in the heap's one
-    mapping and registered with VALGRIND_STACK_REGISTER, or each in an mmap
-    of its own; three generations, each's stacks freed and the next's
-    (smaller) in their memory. Until session 19 the heap's registered
-    coroutines nested in one another (`yield_ > swapcontext > nest >
-    yield_`), and the mmap ones of the second generation went on in the
+    mapping and registered with VALGRIND_STACK_REGISTER, or carved from an
+    array in main's frame and registered, or each in an mmap of its own;
+    three generations, each's stacks freed and the next's (smaller) in
+    their memory. Until session 19 the registered coroutines nested in one
+    another (`yield_ > swapcontext > nest > yield_`; the local ones under
+    main), and the mmap ones of the second generation went on in the
     frames of the first, whose memory had been unmapped (`yield_ >
     swapcontext > co_entry > co_main > ...`)."""
     prof, own = run_ring(tools, where, switch, ['--k=inf', '--unroll-simple-rec=yes'])

@@ -9,6 +9,8 @@
      register  malloc'd and told to Valgrind (VALGRIND_STACK_REGISTER, and
                VALGRIND_STACK_DEREGISTER before the free)
      mmap      an mmap each, below a PROT_NONE guard page: separate mappings
+     local     carved from an array in main's frame (the thread's own
+               stack), registered as "register" does
    and how they switch: swap (swapcontext) or asm (a minimal amd64 switch
    that saves the callee-saved registers and SP, as boost.context's
    jump_fcontext does). Prints how often each function ran. */
@@ -92,8 +94,13 @@ __attribute__((noinline)) void co_entry(void)
    abort();
 }
 
-static char* new_stack(const char* where, size_t size)
+static char* local_area;   /* local: COS stacks in main's frame */
+
+static int registers(const char* where) { return strcmp(where, "register") == 0 || strcmp(where, "local") == 0; }
+
+static char* new_stack(const char* where, size_t size, int i)
 {
+   if (strcmp(where, "local") == 0) return local_area + (size_t)i * STACK;
    if (strcmp(where, "mmap") != 0) return malloc(size);
    char* m = mmap(NULL, size + GUARD, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
    if (m == MAP_FAILED) return NULL;
@@ -103,9 +110,9 @@ static char* new_stack(const char* where, size_t size)
 
 static void free_stack(const char* where, Coroutine* c)
 {
-   if (strcmp(where, "register") == 0) VALGRIND_STACK_DEREGISTER(c->stack_id);
+   if (registers(where)) VALGRIND_STACK_DEREGISTER(c->stack_id);
    if (strcmp(where, "mmap") == 0) munmap(c->base - GUARD, c->size + GUARD);
-   else free(c->base);
+   else if (strcmp(where, "local") != 0) free(c->base);
 }
 
 /* The first switch to an asm coroutine pops zeroed registers and returns
@@ -122,9 +129,9 @@ static void prepare_asm(Coroutine* c)
 static int start(const char* where, Coroutine* c, size_t size)
 {
    c->size = size;
-   c->base = new_stack(where, size);
+   c->base = new_stack(where, size, (int)(c - co));
    if (!c->base) return 0;
-   if (strcmp(where, "register") == 0) c->stack_id = VALGRIND_STACK_REGISTER(c->base, c->base + size);
+   if (registers(where)) c->stack_id = VALGRIND_STACK_REGISTER(c->base, c->base + size);
    if (use_asm) {
       prepare_asm(c);
    } else {
@@ -145,6 +152,8 @@ int main(int argc, char** argv)
    const char* where = argv[3];
    use_asm = strcmp(argv[4], "asm") == 0;
    if (rounds < 1 || gens < 1 || gens > 8) return 2;
+   char local[COS * STACK];
+   local_area = local;
    for (long g = 0; g < gens; g++) {
       for (int i = 0; i < COS; i++)
          if (!start(where, &co[i], STACK - (size_t)g * 3 * 1024)) return 3;
