@@ -1709,6 +1709,22 @@ void thread_exits(ThreadId tid)
    current = nullptr;
 }
 
+// A thread that registers the stack it runs on (its own, or a coroutine's
+// seen before as part of a mapping) tells where that stack is: else SP
+// would seem to have left it for another stack.
+static void tie_running_stack(Addr start, Addr end)
+{
+   ThreadId tid = VG_(get_running_tid)();
+   if (tid == VG_INVALID_THREADID) return;
+   Addr sp = VG_(get_SP)(tid);
+   if (sp < start || sp > end) return;
+   switch_to(tid);
+   ShadowStack* s = current->stack;
+   s->lo = start;
+   s->hi = end;
+   s->registered = True;
+}
+
 void stack_registered(Addr start, Addr end)
 {
    if (start > end) {   // as the core takes it
@@ -1732,6 +1748,7 @@ void stack_registered(Addr start, Addr end)
    }
    registered_stacks[at] = { start, end };
    n_registered_stacks++;
+   tie_running_stack(start, end);
 }
 
 void memory_unmapped(Addr a, SizeT len)

@@ -255,3 +255,21 @@ def test_coroutines_switching_directly_keep_their_own_contexts(tools, where, swi
 def test_unregistered_heap_coroutines_switching_directly(tools):
     prof, own = run_ring(tools, 'heap', 'swap', ['--k=inf', '--unroll-simple-rec=yes'], gens=1)
     assert_ring_contexts(prof, own, gens=1)
+
+
+def test_registering_the_running_stack_keeps_its_frames(tools):
+    """A program may register the stack it runs on (a fiber library making
+    the main thread a fiber): until session 19 SP then seemed to be on
+    another stack, and `main` and its callers left every context."""
+    exe = tools.compile('register_running.c', '-O1')
+    paths = {}
+    for register in (0, 1):
+        kg = tools.kgrind(exe, register, opts=['--k=inf'], out=f'running.{register}')
+        native = tools.native(exe, register)
+        assert kg.returncode == native.returncode == 0, kg.stderr
+        assert kg.stdout == native.stdout
+        paths[register] = {p: n for p, n in full_paths(ksf_records.parse(kg.profile_path)).items()
+                           if p[-1] in ('outer', 'work')}
+    assert paths[1] == paths[0]
+    assert {p[-3:]: n for p, n in paths[1].items()} == {('(below main)', 'main', 'outer'): 1,
+                                                         ('main', 'outer', 'work'): 10}
