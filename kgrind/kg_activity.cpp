@@ -988,13 +988,22 @@ void end_stacks_in(Addr lo, Addr hi)
    }
 }
 
-// Drops the registrations that overlap [lo, hi].
-void forget_registered_stacks(Addr lo, Addr hi)
+// Drops the registrations that overlap [lo, hi] (they lie side by side in
+// the sorted array); returns where a range [lo, hi] goes.
+UInt forget_registered_stacks(Addr lo, Addr hi)
 {
-   UInt kept = 0;
-   for (UInt i = 0; i < n_registered_stacks; i++)
-      if (!overlap(registered_stacks[i].lo, registered_stacks[i].hi, lo, hi)) registered_stacks[kept++] = registered_stacks[i];
-   n_registered_stacks = kept;
+   UInt first = 0, end = n_registered_stacks;   // the first range ending above lo
+   while (first < end) {
+      UInt mid = (first + end) / 2;
+      if (registered_stacks[mid].hi <= lo) first = mid + 1;
+      else end = mid;
+   }
+   end = first;
+   while (end < n_registered_stacks && registered_stacks[end].lo < hi) end++;
+   VG_(memmove)(registered_stacks + first, registered_stacks + end,
+                (n_registered_stacks - end) * sizeof(StackRange));
+   n_registered_stacks -= end - first;
+   return first;
 }
 
 // Has SP left the running stack's memory? Not while a handler runs on an
@@ -1732,7 +1741,7 @@ void stack_registered(Addr start, Addr end)
       start = end;
       end = swap;
    }
-   forget_registered_stacks(start, end);
+   UInt at = forget_registered_stacks(start, end);
    end_stacks_in(start, end);
    if (n_registered_stacks == registered_stacks_cap) {
       registered_stacks_cap = registered_stacks_cap ? 2 * registered_stacks_cap : 16;
@@ -1741,11 +1750,8 @@ void stack_registered(Addr start, Addr end)
       if (registered_stacks) kg::release(registered_stacks);
       registered_stacks = grown;
    }
-   UInt at = n_registered_stacks;
-   while (at > 0 && registered_stacks[at - 1].lo > start) {
-      registered_stacks[at] = registered_stacks[at - 1];
-      at--;
-   }
+   VG_(memmove)(registered_stacks + at + 1, registered_stacks + at,
+                (n_registered_stacks - at) * sizeof(StackRange));
    registered_stacks[at] = { start, end };
    n_registered_stacks++;
    tie_running_stack(start, end);
