@@ -10,8 +10,9 @@
 //
 // A thread may run on several stacks (makecontext/swapcontext, coroutine
 // libraries): it has one shadow stack per stack it ran on, each tied to the
-// memory it lies in (the thread's own stack, or the mapping of the first SP
-// seen on it). When SP leaves the running stack's memory, the thread
+// memory it lies in (the thread's own stack, or the stack the program
+// registered there with VALGRIND_STACK_REGISTER, else the mapping of the
+// first SP seen on it). When SP leaves the running stack's memory, the thread
 // switched: the running shadow stack is suspended and the one whose frames
 // SP lands on (just below one of them) resumes, or a new one starts (a new
 // coroutine: its first function is a root of the thread's forest, as a
