@@ -4,6 +4,7 @@ check on Debian programs"): their output and exit status unchanged, the
 totals exact where the program is deterministic, each thread's work in its
 own forest where it is not, and every profile read by kgrind_annotate
 without a word on stderr. Skipped where a program is missing."""
+import os
 import shutil
 import subprocess
 
@@ -11,7 +12,12 @@ import pytest
 
 import callgrind_format
 import ksf_records
+from conftest import IN_PLACE_LIB, VG_IN_PLACE
 from test_annotate import annotate_cmd
+
+
+# The programs' hash seeds fixed: their runs are then deterministic.
+ENV = dict(os.environ, VALGRIND_LIB=str(IN_PLACE_LIB), PERL_HASH_SEED='0', PERL_PERTURB_KEYS='0')
 
 
 def program(name):
@@ -28,13 +34,35 @@ def text_file(path, lines):
     return path
 
 
-def run_unchanged(tools, exe, *args, opts=()):
-    """kgrind's run of exe, whose output and status are the native run's."""
-    native = tools.native(exe, *args)
-    kg = tools.kgrind(exe, *args, opts=opts)
-    assert kg.returncode == native.returncode, kg.stderr
-    assert kg.stdout == native.stdout
+class Run:
+    def __init__(self, argv, cwd, profile_path):
+        proc = subprocess.run(argv, capture_output=True, cwd=cwd, env=ENV, timeout=300)
+        self.status, self.stdout, self.stderr = proc.returncode, proc.stdout, proc.stderr
+        self.profile_path = profile_path
+
+    def profile(self):
+        return callgrind_format.parse(self.profile_path)
+
+
+def native(tools, *cmd):
+    return Run(cmd, tools.dir, None)
+
+
+def kgrind(tools, *cmd, opts=()):
+    """kgrind's run of cmd, whose output (bytes) and status are the native run's."""
+    path = tools.dir / 'kgrind.out'
+    kg = Run([str(VG_IN_PLACE), '--tool=kgrind', f'--kgrind-out-file={path}', *opts, *cmd], tools.dir, path)
+    ref = native(tools, *cmd)
+    assert (kg.status, kg.stdout) == (ref.status, ref.stdout), kg.stderr
     return kg
+
+
+def reference(tools, tool, *cmd):
+    """Valgrind's tool on cmd as kgrind translates (conftest's Toolbox.reference)."""
+    path = tools.dir / f'{tool}.out'
+    extra = ['--cache-sim=no'] if tool == 'cachegrind' else []
+    return Run(['valgrind', f'--tool={tool}', f'--{tool}-out-file={path}', '--vex-guest-chase=no', *extra, *cmd],
+               tools.dir, path)
 
 
 def read_cleanly(path):
@@ -58,8 +86,8 @@ def test_gzip_totals_equal_cachegrind(tools, k):
     """gzip is deterministic: its total Ir is cachegrind's, exactly."""
     gzip = program('gzip')
     data = text_file(tools.dir / 'data.txt', 4000)
-    kg = run_unchanged(tools, gzip, '-6', '-c', data, opts=[f'--k={k}'])
-    cg = tools.reference('cachegrind', gzip, '-6', '-c', data)
+    kg = kgrind(tools, gzip, '-6', '-c', data, opts=[f'--k={k}'])
+    cg = reference(tools, 'cachegrind', gzip, '-6', '-c', data)
     assert cg.stdout == kg.stdout
     prof = kg.profile()
     assert prof.total() == prof.totals == cg.profile().total()
@@ -77,10 +105,10 @@ def test_perl_die_in_eval_counts(tools):
     script.write_text('sub rec { my $d = shift; die "deep\\n" if $d == 0; return rec($d - 1); }\n'
                       f'my $n = 0; for my $i (1..{dies}) {{ eval {{ rec($i % 20) }}; '
                       '$n++ if $@ eq "deep\\n"; } print "$n\\n";\n')
-    kg = run_unchanged(tools, perl, script, opts=['--k=inf'])
-    assert kg.stdout == f'{dies}\n'
-    cg = tools.reference('cachegrind', perl, script)
-    cl = tools.reference('callgrind', perl, script)
+    kg = kgrind(tools, perl, script, opts=['--k=inf'])
+    assert kg.stdout == f'{dies}\n'.encode()
+    cg = reference(tools, 'cachegrind', perl, script)
+    cl = reference(tools, 'callgrind', perl, script)
     assert kg.profile().total() == cg.profile().total()
 
     def calls_into(prof, fn):
@@ -100,8 +128,8 @@ def test_xz_worker_threads(tools, opts):
     xz = program('xz')
     data = text_file(tools.dir / 'data.txt', 6000)
     args = ['-T2', '-1', '--block-size=40KiB', '-c', data]
-    kg = run_unchanged(tools, xz, *args, opts=opts)
-    cg = tools.reference('cachegrind', xz, *args)
+    kg = kgrind(tools, xz, *args, opts=opts)
+    cg = reference(tools, 'cachegrind', xz, *args)
     assert cg.stdout == kg.stdout
 
     def memcmp(by_function):
