@@ -162,6 +162,36 @@ def test_tail_call_through_plt_positions_match_callgrind(tools):
     assert mine == ref
 
 
+def test_tail_call_through_plt_got_stub_counts_as_a_call_of_its_target(tools):
+    """say() calls puts through a pointer, then tail-jumps to it through
+    puts's .plt.got stub, as sqlite3LeaveMutexAndCloseZombie calls
+    sqlite3_free on Debian 12 (kgrind 10 calls, callgrind 9 and one call of
+    the stub). kgrind counts the calls the program counts, at the call and
+    at the jump; callgrind makes the stub a function named by its address,
+    called at the jump ("Known limits and deviations")."""
+    exe = compiled_with(tools, 'tailcall_plt_got.c', 'say', r'jmp\s+[0-9a-f]+ <puts@plt>', '-O2')
+    disasm = subprocess.run(['objdump', '-d', str(exe)], capture_output=True, text=True).stdout
+    assert re.search(r'section \.plt\.got:\n\n[0-9a-f]+ <puts@plt>:', disasm)
+    say = disasm.split('<say>:')[1].split('\n\n')[0]
+    call_at = int(re.search(r'([0-9a-f]+):\s+(?:[0-9a-f]{2} )+\s*call\s+\*', say).group(1), 16)
+    jump_at = int(re.search(r'([0-9a-f]+):\s+(?:[0-9a-f]{2} )+\s*jmp\s+\S+ <puts@plt>', say).group(1), 16)
+    kg = tools.kgrind(exe, opts=['--k=1', '--dump-instr=yes'])
+    cl = tools.reference('callgrind', exe, opts=['--dump-instr=yes'])
+    assert kg.stdout == cl.stdout == 'x\n' * 12 + 'say called puts 12 times\n'
+
+    def calls_by_say(prof):
+        out = collections.Counter()
+        for (caller, target, addr), n in prof.call_instrs.items():
+            if callgrind_format.callee(caller) == 'say':
+                out[(callgrind_format.callee(target), addr)] += n
+        return out
+    assert calls_by_say(kg.profile()) == {('puts', call_at): 9, ('puts', jump_at): 3}
+    ref = calls_by_say(cl.profile())
+    stub = [fn for fn, addr in ref if addr == jump_at]
+    assert len(stub) == 1 and stub[0].startswith('0x'), ref
+    assert ref == {('puts', call_at): 9, (stub[0], jump_at): 3}
+
+
 def test_tail_jump_into_another_objects_code_without_symbol(tools):
     """jump_lib() tail-jumps (`jmp *%rax`) into libnosym.so's code without
     a symbol (found on Debian: libgcc's _Unwind_DeleteException into
