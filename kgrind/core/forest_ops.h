@@ -108,6 +108,38 @@ inline void visit_preorder(const Forest& f, F fn, bool sort_children = false) {
   visit_preorder_by(f, fn, [](const Node* n) { return n->label; }, sort_children);
 }
 
+// The nodes on a path to a count, for writers that leave out the subtrees
+// holding none (a fork child's zeroed copy of its parent's forest; what ran
+// while counting was paused or before the counters were zeroed).
+// keep[id - 1] := 1 (id: the preorder number of visit_preorder_by with the
+// same key and sort_children) if the node or a descendant is counted(node),
+// and for the first tree's root, so that a forest is never empty; else 0.
+// Returns how many nodes are kept.  Leaving out the others changes no
+// count, and no path of a kept node; a top-region node whose bottom-region
+// copy counts counts too (Fig. 3.8), so it stays.
+template <class C, class K>
+inline uint64_t mark_counted_paths(const Forest& f, C counted, K key, bool sort_children, Vec<uint8_t>& keep) {
+  Vec<uint64_t> path;  // path[level]: the ids of the current node's ancestors
+  path.init(f.allocator(), 64);
+  keep.clear();
+  uint64_t kept = 0;
+  auto mark = [&](uint64_t id) {
+    keep[id - 1] = 1;
+    ++kept;
+  };
+  visit_preorder_by(f, [&](const VisitInfo& v) {
+    keep.push_back(0);
+    path.resize(v.level + 1);
+    path[v.level] = v.id;
+    if (v.first_tree && v.level == 0) mark(v.id);
+    if (!counted(v.node)) return;
+    // Up to the first ancestor already kept: each node is marked once.
+    for (uint32_t l = v.level + 1; l-- > 0 && !keep[path[l] - 1];) mark(path[l]);
+  }, key, sort_children);
+  path.destroy();
+  return kept;
+}
+
 // Counter totals over canonical (non-cleared) nodes.  For a k-SF these are
 // the totals of the event stream: activations (incl. rolled ones and root
 // activations), exclusive cost, inclusive cost.
