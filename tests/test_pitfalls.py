@@ -10,7 +10,7 @@ import pytest
 
 import callgrind_format
 import ksf_records
-from conftest import PROGS
+from conftest import PROGS, ROOT
 
 
 def cct_paths(prof):
@@ -347,6 +347,101 @@ def test_fork_child_forest_starts_at_zero(tools):
     assert child[('__root__', 'main', 'child_work')] == 1
     assert child.get(('__root__', 'main', 'before_fork'), 0) == 0
     assert child.get(('__root__', 'main'), 0) == 0
+
+
+def subtree_counts(forest):
+    """{node id: calls + excl + incl summed over the node's subtree}."""
+    total = {}
+    for nid in sorted(forest.nodes, key=lambda n: -forest.depth_in_tree(n)):   # children first
+        _parent, _label, calls, excl, incl = forest.nodes[nid]
+        total[nid] = calls + excl + incl + sum(total[c] for c in forest.children[nid])
+    return total
+
+
+def slab_copies(forest, k):
+    """The top-region copies of the slab nodes (depth >= k) and their
+    ancestors: each slab node's path below its depth-k ancestor, in the
+    tree rooted at that ancestor's label (Fig. 3.8)."""
+    if k is None or k == 0:
+        return set()
+    root_of = {forest.name(r): r for r in forest.roots[1:]}
+    child_of = {(forest.nodes[n][0], forest.name(n)): n for n in forest.nodes}
+    copies = set()
+    for nid in forest.nodes:
+        path = forest.root_path(nid)      # names, the tree's root first
+        if len(path) <= k:
+            continue
+        copy = root_of[path[k]]
+        copies.add(copy)
+        for name in path[k + 1:]:
+            copy = child_of[(copy, name)]
+            copies.add(copy)
+    return copies
+
+
+FORK_FOREST_DEPTH, FORK_FOREST_LEAVES = 5, 10      # tests/progs/fork_forest.c
+OWN_FUNCTIONS = {'main', 'branch', 'b0', 'b1', 'b2', 'child_work', 'leaf'}
+
+
+@pytest.mark.parametrize('k', ['2', 'inf'])
+def test_fork_child_profile_leaves_out_its_parents_zeroed_forest(tools, k):
+    """A fork child's k-SF is its parent's with every counter zeroed; its
+    profile leaves out the subtrees that count nothing (and says so), keeps
+    every path to what the child counted, and loses no count. The parent's
+    profile keeps its whole forest: every branch/b* context the program's
+    structure makes, once each."""
+    exe = tools.compile('fork_forest.c', '-O1')
+    kg = tools.kgrind(exe, opts=[f'--k={k}'], out='kg.%p')
+    assert kg.returncode == 0 and kg.stdout == 'tree 2184 child exit 0\n', kg.stderr
+    profiles = {}
+    for path in tools.dir.glob('kg.*'):
+        text = path.read_text()
+        profiles['child' if 'child_work' in text else 'parent'] = (path, text, ksf_records.parse(path))
+    (ppath, ptext, parent), (cpath, ctext, child) = profiles['parent'], profiles['child']
+    for path, text, prof in profiles.values():
+        [forest] = prof.forests
+        summary = int(re.search(r'^summary: (\d+)$', text, re.M).group(1))
+        canonical_excl = sum(prof_excl for nid, (_, _, _, prof_excl, _) in forest.nodes.items()
+                             if forest.roots.index(ksf_records._tree_of(forest, nid)) == 0
+                             or k == 'inf' or forest.depth_in_tree(nid) >= int(k))
+        assert summary == forest.ir == canonical_excl > 0, path
+        assert re.search(rf'^desc: thread 1: k-SF nodes {len(forest.nodes)}$', text, re.M), path
+        report = subprocess.run(['perl', str(ROOT / 'perl' / 'kgrind_annotate.pl'), str(path)],
+                                capture_output=True, text=True)
+        assert report.returncode == 0 and report.stderr == '', report.stderr
+
+    [cforest] = child.forests
+    counts = subtree_counts(cforest)
+    # Only paths to counts: a node that counts nothing below is the first
+    # tree's root or the top-region copy of a slab node (Fig. 3.8).
+    zero = {n for n, c in counts.items() if c == 0} - {cforest.roots[0]}
+    assert zero <= slab_copies(cforest, None if k == 'inf' else int(k))
+    names = {cforest.name(n) for n in cforest.nodes}
+    assert not {'branch', 'b0', 'b1', 'b2'} & names
+    left_out = re.search(r'^desc: thread 1 left out: (\d+) k-SF nodes whose subtrees count nothing$', ctext, re.M)
+    # The parent's nodes of the tree it built before the fork are among them.
+    [pforest] = parent.forests
+    built = [n for n in pforest.nodes if pforest.name(n) in {'branch', 'b0', 'b1', 'b2'}]
+    assert left_out and int(left_out.group(1)) >= len(built) > 0
+    paths = cct_paths(child) if k == 'inf' else None
+    if paths is not None:
+        # The program's own functions in the child: main > child_work > leaf.
+        own = {p[p.index('main'):]: n for p, n in paths.items() if 'main' in p and set(p[p.index('main'):]) <= OWN_FUNCTIONS}
+        assert own == {('main', 'child_work'): 1, ('main', 'child_work', 'leaf'): FORK_FOREST_LEAVES}
+
+    # The parent: nothing left out, the whole tree of branch/b* contexts.
+    assert 'left out' not in ptext
+    if k == 'inf':
+        tree = {p[p.index('main'):]: n for p, n in cct_paths(parent).items()
+                if 'main' in p and set(p[p.index('main') + 1:]) & {'branch', 'b0', 'b1', 'b2'}}
+        expected = {}
+        level = [('main', 'branch')]
+        for depth in range(FORK_FOREST_DEPTH, -1, -1):
+            expected.update((p, 1) for p in level)
+            below = [p + (b,) for p in level for b in ('b0', 'b1', 'b2')]
+            expected.update((p, 1) for p in below)
+            level = [p + ('branch',) for p in below] if depth else []
+        assert tree == expected
 
 
 def test_fork_child_without_pid_in_the_file_name_keeps_its_own_profile(tools):

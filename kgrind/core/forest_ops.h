@@ -108,19 +108,62 @@ inline void visit_preorder(const Forest& f, F fn, bool sort_children = false) {
   visit_preorder_by(f, fn, [](const Node* n) { return n->label; }, sort_children);
 }
 
+namespace detail {
+// A slab node's copy (Fig. 3.8): the node whose root path is v's path below
+// its depth-k ancestor, in the tree rooted at that ancestor's label; null if
+// absent.  depth: v's level, at least k.
+inline const Node* slab_copy(const Forest& f, const Node* v, uint32_t depth, Vec<uint32_t>& labels) {
+  labels.clear();
+  for (; depth > f.k(); --depth, v = v->parent) labels.push_back(v->label);
+  const Node* copy = f.find_tree(v->label);
+  for (size_t i = labels.size(); copy && i-- > 0;) copy = find_child(copy, labels[i]);
+  return copy;
+}
+
+// Marks, in `extra`, the copies of a kept slab node v with no calls, the
+// copies' copies (a copy at depth >= k is a slab node too), and their
+// ancestors up to one that counted(node) (kept already, with its path).
+// A slab node with calls has counting copies: they are kept already.
+template <class C>
+inline void mark_slab_copies(const Forest& f, const Node* v, uint32_t depth, C counted, Vec<uint32_t>& labels,
+                             U64Map<uint8_t>& extra) {
+  while (depth >= f.k()) {
+    const Node* copy = slab_copy(f, v, depth, labels);
+    if (!copy) return;
+    for (const Node* a = copy; a && !counted(a); a = a->parent) {
+      bool inserted = false;
+      extra.insert(reinterpret_cast<uint64_t>(a), &inserted);
+      if (!inserted) break;
+    }
+    v = copy;
+    depth -= f.k();
+  }
+}
+}  // namespace detail
+
 // The nodes on a path to a count, for writers that leave out the subtrees
 // holding none (a fork child's zeroed copy of its parent's forest; what ran
 // while counting was paused or before the counters were zeroed).
 // keep[id - 1] := 1 (id: the preorder number of visit_preorder_by with the
 // same key and sort_children) if the node or a descendant is counted(node),
-// and for the first tree's root, so that a forest is never empty; else 0.
-// Returns how many nodes are kept.  Leaving out the others changes no
-// count, and no path of a kept node; a top-region node whose bottom-region
-// copy counts counts too (Fig. 3.8), so it stays.
+// for the first tree's root, so that a forest is never empty, and for the
+// top-region copies of kept slab nodes and their paths (a reader checks
+// that every slab node has its copy, Fig. 3.8; a slab node with calls has
+// counting copies, one without, e.g. a frame open at a fork, may not);
+// else 0.  Returns how many nodes are kept.  Leaving out the others changes
+// no count, and no path of a kept node.
 template <class C, class K>
 inline uint64_t mark_counted_paths(const Forest& f, C counted, K key, bool sort_children, Vec<uint8_t>& keep) {
   Vec<uint64_t> path;  // path[level]: the ids of the current node's ancestors
   path.init(f.allocator(), 64);
+  struct Uncalled {    // a slab node without calls, if kept: its copies too
+    const Node* node;
+    uint64_t id;
+    uint32_t level;
+  };
+  Vec<Uncalled> uncalled;
+  uncalled.init(f.allocator(), 0);
+  bool slabs = f.kind() == Forest::kSlabForest && f.k() != 0 && f.k() != kInfinity;
   keep.clear();
   uint64_t kept = 0;
   auto mark = [&](uint64_t id) {
@@ -132,11 +175,27 @@ inline uint64_t mark_counted_paths(const Forest& f, C counted, K key, bool sort_
     path.resize(v.level + 1);
     path[v.level] = v.id;
     if (v.first_tree && v.level == 0) mark(v.id);
+    if (slabs && v.level >= f.k() && !v.node->calls) uncalled.push_back(Uncalled{v.node, v.id, v.level});
     if (!counted(v.node)) return;
     // Up to the first ancestor already kept: each node is marked once.
     for (uint32_t l = v.level + 1; l-- > 0 && !keep[path[l] - 1];) mark(path[l]);
   }, key, sort_children);
   path.destroy();
+  U64Map<uint8_t> extra;
+  extra.init(f.allocator(), 0);
+  Vec<uint32_t> labels;
+  labels.init(f.allocator(), 16);
+  for (size_t i = 0; i < uncalled.size(); ++i)
+    if (keep[uncalled[i].id - 1])
+      detail::mark_slab_copies(f, uncalled[i].node, uncalled[i].level, counted, labels, extra);
+  if (extra.size()) {
+    visit_preorder_by(f, [&](const VisitInfo& v) {
+      if (!keep[v.id - 1] && extra.contains(reinterpret_cast<uint64_t>(v.node))) mark(v.id);
+    }, key, sort_children);
+  }
+  labels.destroy();
+  extra.destroy();
+  uncalled.destroy();
   return kept;
 }
 
