@@ -2,7 +2,9 @@
 // brute-force oracle, on many random event streams.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "oracle.h"
@@ -435,5 +437,103 @@ TEST(Serialisation, RecordsRebuildTheKCCF) {
       f.destroy();
       EXPECT_EQ(st.live, 0);
     }
+  }
+}
+
+// mark_counted_paths (the writer's pruning of zero subtrees): a stream
+// "forks" at a random event: every counter is zeroed and the open frames'
+// clocks restart (kgrind's fork_child), the rest of the stream counts.
+// The kept nodes hold every count, are closed under parents, hold the
+// top-region copy of every kept slab node (kgrind_annotate checks it), and
+// nothing else: each counts in its subtree, is the first tree's root, or
+// is on the path of such a copy.
+namespace {
+
+void run_with_fork(Forest& f, const Stream& s, size_t fork_at) {
+  oracle::Driver d;
+  d.st.push_back(oracle::Driver::Frame{f.enter_root(), false, d.now});
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i == fork_at) {
+      visit_preorder(f, [](const VisitInfo& v) {
+        Node* n = const_cast<Node*>(v.node);
+        n->calls = n->excl = n->incl = 0;
+      });
+      for (auto& fr : d.st) fr.start = d.now;
+    }
+    const oracle::Event& e = s[i];
+    if (e.op == oracle::ENTER) {
+      Activation a = f.enter(d.st.back().a, e.arg);
+      d.st.push_back(oracle::Driver::Frame{a, Forest::is_rolled(d.st.back().a, a), d.now});
+    } else if (e.op == oracle::LEAVE) {
+      for (uint32_t j = 0; j < e.arg && d.st.size() > 1; ++j) d.pop(f);
+    } else {
+      Forest::add_exclusive(d.st.back().a, e.arg);
+      d.now += e.arg;
+    }
+  }
+  while (!d.st.empty()) d.pop(f);
+}
+
+bool counts(const oracle::Counters& c) { return c.calls || c.excl || c.incl; }
+
+}  // namespace
+
+TEST(Pruning, KeepsEveryCountEveryPathAndEverySlabCopyOnly) {
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    std::mt19937_64 rng(seed * 31 + 5);
+    Stream s = oracle::gen_stream(rng, oracle::params_for(seed));
+    size_t fork_at = s.empty() ? 0 : rng() % s.size();
+    for (uint32_t k : kKs) {
+      SCOPED_TRACE("seed=" + std::to_string(seed) + " k=" + kname(k));
+      oracle::AllocStats st;
+      Forest f;
+      f.init(oracle::allocator(&st), k, 0, Forest::kRollSimpleRecursion);
+      run_with_fork(f, s, fork_at);
+      Vec<uint8_t> keep;
+      keep.init(f.allocator(), 0);
+      auto label = [](const Node* n) { return n->label; };
+      auto counted = [](const Node* n) { return n->calls || n->excl || n->incl; };
+      uint64_t kept = mark_counted_paths(f, counted, label, true, keep);
+      ASSERT_EQ(keep.size(), f.node_count());
+      // The kept nodes as the oracle's k-SF entries (first tree?, root path).
+      oracle::SF all = oracle::extract_sf(f), pruned;
+      std::map<uint64_t, oracle::Path> paths;
+      visit_preorder_by(f, [&](const VisitInfo& v) {
+        oracle::Path p = v.parent_id ? paths.at(v.parent_id) : oracle::Path{};
+        p.push_back(v.node->label);
+        paths[v.id] = p;
+        if (keep[v.id - 1]) pruned[{v.first_tree, p}] = {v.node->calls, v.node->excl, v.node->incl};
+      }, label, true);
+      EXPECT_EQ(pruned.size(), kept);
+      std::set<std::pair<bool, oracle::Path>> needed;   // counting subtrees, first root, slab copies
+      needed.insert({true, oracle::Path{0}});
+      for (const auto& [key, c] : all) {
+        if (!counts(c)) continue;
+        EXPECT_TRUE(pruned.count(key) && pruned.at(key) == c) << "a count left out";
+        for (size_t n = 1; n <= key.second.size(); ++n)
+          needed.insert({key.first, oracle::Path(key.second.begin(), key.second.begin() + n)});
+      }
+      bool slabs = k != 0 && k != kInfinity;
+      for (bool changed = true; changed;) {   // the copies of needed slab nodes, and their paths
+        changed = false;
+        for (const auto& key : std::set<std::pair<bool, oracle::Path>>(needed)) {
+          if (!slabs || key.second.size() <= k) continue;
+          oracle::Path copy(key.second.begin() + k, key.second.end());
+          for (size_t n = 1; n <= copy.size(); ++n)
+            changed |= needed.insert({false, oracle::Path(copy.begin(), copy.begin() + n)}).second;
+        }
+      }
+      for (const auto& [key, c] : pruned) {
+        EXPECT_TRUE(needed.count(key)) << "kept without need: " << oracle::fmt_path(key.second);
+        if (key.second.size() < 2) continue;
+        oracle::Path parent(key.second.begin(), key.second.end() - 1);
+        EXPECT_TRUE(pruned.count({key.first, parent})) << "parent left out";
+      }
+      for (const auto& key : needed) EXPECT_TRUE(pruned.count(key)) << "needed but left out: " << oracle::fmt_path(key.second);
+      keep.destroy();
+      f.destroy();
+      EXPECT_EQ(st.live, 0) << "leak";
+    }
+    if (HasFailure()) return;
   }
 }
