@@ -646,14 +646,28 @@ UInt written_label(const Writer& w, const ForestNode* n)
 ULong written_incl(const ForestNode* n, Bool incl_is_excl) { return incl_is_excl ? n->excl : n->incl; }
 
 // Which nodes of one forest its records hold (after order_labels: the
-// preorder ids follow the written labels).
+// preorder ids follow the written labels). Where every node counts (a
+// profile without fork, regions or zeroing), all, and keep stays empty:
+// that check skips the marking's sorted traversal.
 void select_written_nodes(const Writer& w, const core::Forest& sf, Bool incl_is_excl, WrittenNodes* out)
 {
-   out->keep.init(sf.allocator(), 64);
+   out->keep.init(sf.allocator(), 0);
    auto counted = [&](const ForestNode* n) { return n->calls || n->excl || written_incl(n, incl_is_excl); };
+   Bool all_count = True;
+   core::visit_preorder(sf, [&](const core::VisitInfo& v) { all_count = all_count && counted(v.node); });
+   out->left_out = 0;
+   if (all_count) {
+      out->count = sf.node_count();
+      return;
+   }
    auto key = [&](const ForestNode* n) { return written_label(w, n); };
    out->count = core::mark_counted_paths(sf, counted, key, True, out->keep);
    out->left_out = out->keep.size() - out->count;
+}
+
+Bool is_written(const WrittenNodes& selected, const core::VisitInfo& v)
+{
+   return selected.keep.empty() || selected.keep[v.id - 1];
 }
 
 // The selected nodes of one forest, in pre-order: a left-out node's
@@ -663,7 +677,7 @@ void write_forest_nodes(Writer& w, const core::Forest& sf, Bool incl_is_excl, co
    NodeStreamWriter list(w.out);
    auto key = [&](const ForestNode* n) { return written_label(w, n); };
    core::visit_preorder_by(sf, [&](const core::VisitInfo& v) {
-      if (!selected.keep[v.id - 1]) return;
+      if (!is_written(selected, v)) return;
       const ForestNode* n = v.node;
       list.node(v.level, written_label(w, n), n->calls, n->excl, written_incl(n, incl_is_excl));
    }, key, True);
