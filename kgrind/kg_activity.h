@@ -26,9 +26,10 @@ enum FrameKind : UInt {
 // An activation of a thread's forest: a unique object per thread and
 // activation pair (top, bottom), so that "same parent activation" is one
 // pointer comparison. At k = inf (threads not joined) a node has one
-// activation pair, (node, none): its ActNode is the first word (`view`) of
-// the forest node's payload (core::Forest::payload), with no index, no pair
-// and no count of its own (8 bytes instead of 40 and an index slot).
+// activation pair, (node, none): its ActNode is the address of the forest
+// node's payload (core::Forest::payload), whose bytes are the node's first
+// transition (first_transition), not an ActNode's fields: its view is that
+// transition's `active` (view_of), and no frames are counted there.
 // Otherwise it follows its pair in an ActEntry, the entry of the thread's
 // (top, bottom) index.
 struct ActEntry;
@@ -57,9 +58,6 @@ struct ActNode {
 };
 
 static_assert(sizeof(ActNode) == 16, "an ActEntry's ActNode");
-
-// The bytes of an ActNode in a k-SF node's payload (acts_in_nodes).
-const UInt kPayloadActBytes = offsetof(ActNode, own_active);
 
 // An ActNode with its activation pair: the entry of a (top, bottom) index.
 struct ActEntry {
@@ -123,15 +121,23 @@ struct Transition {
       Addr interrupted;
    };
    // Frames now in child->ctx() (active_count); where ActNodes are node
-   // payloads, the child ActNode itself (no frames are counted there).
+   // payloads (no frames are counted there), the child's view pair (its
+   // view_ctx is the context of the counters), or the child ActNode itself
+   // when the view is the k-SF (48 bytes after the context): inline IR
+   // finds the context with one load or none. The child is then the
+   // transition's own payload's node (in_payload) or the word before the
+   // transition (child_of).
    UWord* active;
    Addr site;           // the call site (instruction) of an activation's frame
    // FrameKind. Inline IR reads it with the next three bytes as 32 bits at
    // finite k (where they are 0), alone at k = inf.
    UChar kind;
    // Where ActNodes are node payloads: an activation's transition into its
-   // parent's own context (rolled simple recursion; parent_of).
-   Bool rolled_in;
+   // parent's own context (rolled simple recursion; parent_of), and whether
+   // the transition is its child node's payload (first_transition). Not
+   // read by inline IR.
+   UChar rolled_in : 1;
+   UChar in_payload : 1;
    // At k = inf (kids_grow): (slots of kids - 1) * sizeof(void*), at most
    // 120; 0 at finite k, where every array has kKidSlots (kid_mask_of).
    UChar kid_mask;
@@ -157,7 +163,8 @@ struct Transition {
    // (parent_of) and the part of edge_incl in outermost activations is all
    // of it unless the transition is rolled_in (outermost_incl); the
    // function is fn_id's (frame_fn) and the context the child's
-   // (transition_ctx).
+   // (transition_ctx). A transition there that is not a node's payload
+   // follows its child ActNode's address (child_of).
    ForestNode* ctx;     // child->view->ctx(): the context of the block counters
    // The part of edge_incl in outermost activations of the child's context.
    ULong ctx_incl;
