@@ -968,9 +968,9 @@ const UInt kKidSizeClasses = 5;   // 1 to kKidSlots slots
 static_assert(kKidSlots == 1u << (kKidSizeClasses - 1), "a size class per array size");
 Transition** free_kids[kKidSizeClasses];
 
-// The byte offsets' mask of tr's kid array (Transition::kid_mask).
-UWord kid_mask_of(const Transition* tr) { return kids_grow() ? tr->kid_mask : kKidOffsetMask; }
-UInt kid_slots(const Transition* tr) { return (UInt)(kid_mask_of(tr) / sizeof(void*)) + 1; }
+// The slot mask of tr's kid array (Transition::kid_mask).
+UWord kid_mask_of(const Transition* tr) { return kids_grow() ? tr->kid_mask : kKidSlots - 1; }
+UInt kid_slots(const Transition* tr) { return (UInt)kid_mask_of(tr) + 1; }
 // The slot of tr's kid array for a call of fn_id from site.
 UInt kid_slot_in(const Transition* tr, UInt fn_id, Addr site)
 {
@@ -1006,7 +1006,7 @@ struct KidLayout {
 // Whether the kids (fn_id, site) all have distinct slots in layout l.
 Bool separates(const Transition* const* kids, UInt n, KidLayout l)
 {
-   UWord mask = (l.slots - 1) * sizeof(void*);
+   UWord mask = l.slots - 1;
    UInt used = 0;
    for (UInt i = 0; i < n; i++) {
       UInt bit = 1u << kid_slot(kids[i]->fn_id, kids[i]->site, mask, l.shift);
@@ -1043,7 +1043,7 @@ KidLayout fullest_layout(const Transition* const* kids, UInt n)
    for (UInt shift = 0; shift <= kMaxKidShift; shift++) {
       UInt used = 0;
       for (UInt i = 0; i < n; i++)
-         used |= 1u << kid_slot(kids[i]->fn_id, kids[i]->site, (kKidSlots - 1) * sizeof(void*), shift);
+         used |= 1u << kid_slot(kids[i]->fn_id, kids[i]->site, kKidSlots - 1, shift);
       if ((UInt)__builtin_popcount(used) > best_used) {
          best_used = (UInt)__builtin_popcount(used);
          best = { kKidSlots, shift };
@@ -1058,7 +1058,7 @@ void lay_out_kids(Transition* tr, Transition* kid, KidLayout l)
    UInt old_slots = kid_slots(tr);
    Transition** old = tr->kids;
    tr->kids = new_kids(l.slots);
-   tr->kid_mask = (UChar)((l.slots - 1) * sizeof(void*));
+   tr->kid_mask = (UChar)(l.slots - 1);
    tr->kid_shift = (UChar)l.shift;
    for (UInt s = 0; s < old_slots; s++)
       if (old[s] != &no_transition) tr->kids[kid_slot_in(tr, old[s]->fn_id, old[s]->site)] = old[s];
@@ -1111,7 +1111,7 @@ void add_kid(Transition* top, Transition* kid)
    if (top->kids == no_kids) {
       UInt slots = kids_grow() ? 1 : kKidSlots;
       top->kids = kids_grow() || !child_of(top) ? new_kids(slots) : shared_kids(child_of(top));
-      if (kids_grow()) top->kid_mask = (UChar)((slots - 1) * sizeof(void*));
+      if (kids_grow()) top->kid_mask = (UChar)(slots - 1);
    }
    Transition*& slot = top->kids[kid_slot_in(top, kid->fn_id, kid->site)];
    if (slot == &no_transition || !kids_grow()) slot = kid;

@@ -91,21 +91,21 @@ Bool kids_grow();
 // Whether a thread's k-SF ActNodes are its forest nodes' payloads (k = inf:
 // one activation pair a node; a joined forest's nodes are several threads').
 Bool acts_in_nodes();
-// The kid slot of a call of function fn_id from site in an array whose slots' byte
-// offsets are masked by kid_mask after a right shift by kid_shift of the key
-// (site ^ (fn_id << 3)) << 3: inline IR at k = inf computes the slot's byte
-// offset from the pending call's site as
-// ((((site ^ (fn->id << 3)) << 3) >> kid_shift) & kid_mask), where each
-// array has the shift that gives its kids distinct slots in the fewest
-// slots (add_kid); at finite k it computes ((site ^ (fn->id << 3)) &
+// The kid slot of a call of function fn_id from site in an array of
+// kid_mask + 1 slots: the key site ^ (fn_id << 3) shifted right by
+// kid_shift, masked. Inline IR at k = inf computes the slot's byte offset
+// from the pending call's site as (((site ^ (fn->id << 3)) >> kid_shift) &
+// kid_mask) << 3, where the last shift is the load's address mode's scale,
+// and each array has the shift that gives its kids distinct slots in the
+// fewest slots (add_kid); at finite k it computes ((site ^ (fn->id << 3)) &
 // kKidOffsetMask), the same with the shift kFiniteKidShift.
 inline UInt kid_slot(UInt fn_id, Addr site, UWord kid_mask, UInt kid_shift)
 {
-   return (UInt)(((((site ^ ((Addr)fn_id << 3)) << 3) >> kid_shift) & kid_mask) / sizeof(void*));
+   return (UInt)(((site ^ ((Addr)fn_id << 3)) >> kid_shift) & kid_mask);
 }
 const UInt kFiniteKidShift = 3;
-// The largest kid_shift tried: the slots come from key bits kid_shift - 3
-// to kid_shift + 1 (key bits 0-2 tell apart calls 5 bytes apart).
+// The largest kid_shift tried: the slots come from key bits kid_shift and
+// up (key bits 0-2 tell apart calls 5 bytes apart).
 const UInt kMaxKidShift = 18;
 struct Transition {
    union {
@@ -138,8 +138,8 @@ struct Transition {
    // read by inline IR.
    UChar rolled_in : 1;
    UChar in_payload : 1;
-   // At k = inf (kids_grow): (slots of kids - 1) * sizeof(void*), at most
-   // 120; 0 at finite k, where every array has kKidSlots (kid_mask_of).
+   // At k = inf (kids_grow): slots of kids - 1, at most kKidSlots - 1; 0
+   // at finite k, where every array has kKidSlots (kid_mask_of).
    UChar kid_mask;
    // At k = inf: kid_slot's shift for this array (0 at finite k).
    UChar kid_shift;

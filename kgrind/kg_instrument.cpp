@@ -485,10 +485,11 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* blk_at, IRExpr* s
    IRExpr* site = b.load64(&kg_now->call_site);
    IRExpr* kid_offset = b.op(Iop_Xor64, site, IRBuilder::u64((ULong)callee->id << 3));
    if (kids_grow()) {
-      IRExpr* key = b.op(Iop_Shl64, kid_offset, IRExpr_Const(IRConst_U8(3)));
-      kid_offset = b.op(Iop_And64,
-                        b.op(Iop_Shr64, key, b.load(Ity_I8, b.field(top_tr, offsetof(Transition, kid_shift)))),
-                        b.load_u8_field(top_tr, offsetof(Transition, kid_mask)));
+      // The slot times 8 last: the load's address mode scales it.
+      IRExpr* slot = b.op(Iop_And64,
+                          b.op(Iop_Shr64, kid_offset, b.load(Ity_I8, b.field(top_tr, offsetof(Transition, kid_shift)))),
+                          b.load_u8_field(top_tr, offsetof(Transition, kid_mask)));
+      kid_offset = b.op(Iop_Shl64, slot, IRExpr_Const(IRConst_U8(3)));
    }
    else
       kid_offset = b.op(Iop_And64, kid_offset, IRBuilder::u64(kKidOffsetMask));
