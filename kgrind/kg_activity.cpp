@@ -10,8 +10,9 @@
 //
 // A thread may run on several stacks (makecontext/swapcontext, coroutine
 // libraries): it has one shadow stack per stack it ran on, each tied to the
-// memory it lies in (the thread's own stack, or the mapping of the first SP
-// seen on it). When SP leaves the running stack's memory, the thread
+// memory it lies in (the thread's own stack, or the stack the program
+// registered there with VALGRIND_STACK_REGISTER, else the mapping of the
+// first SP seen on it). When SP leaves the running stack's memory, the thread
 // switched: the running shadow stack is suspended and the one whose frames
 // SP lands on (just below one of them) resumes, or a new one starts (a new
 // coroutine: its first function is a root of the thread's forest, as a
@@ -61,6 +62,8 @@ struct TransitionKeys {
    static const void* b(const Transition* tr) { return transition_key(tr); }
 };
 
+static void settle_frames(Frame* first, Frame* top, ULong now);
+
 namespace {
 
 // Block modes, intra: the block activation of one function frame. It belongs
@@ -94,13 +97,50 @@ struct ShadowStack {
    ULong suspended_at;      // the thread's Ir when it was left
    UInt alt_fences;         // handlers running on an alternate signal stack
    StackSegment* segment;   // the innermost -fsplit-stack segment it runs on
+   Bool registered;         // lo, hi: a stack the program registered
    ShadowStack* next;       // the thread's suspended stacks
 };
 
 // The memory a stack runs in now: its innermost segment's, else its own.
 static Addr memory_lo(const ShadowStack* s) { return s->segment ? s->segment->lo : s->lo; }
 static Addr memory_hi(const ShadowStack* s) { return s->segment ? s->segment->hi : s->hi; }
-static Bool in_memory_of(const ShadowStack* s, Addr sp) { return sp >= memory_lo(s) && sp <= memory_hi(s); }
+
+// Stacks the program registered (VALGRIND_STACK_REGISTER): sorted by lo,
+// disjoint (a registration ends those it overlaps: their memory was freed,
+// and the core does not tell tools of VALGRIND_STACK_DEREGISTER).
+struct StackRange {
+   Addr lo, hi;
+};
+static StackRange* registered_stacks;
+static UInt n_registered_stacks, registered_stacks_cap;
+
+// The registered stack sp lies in, if any.
+static const StackRange* registered_stack_at(Addr sp)
+{
+   UInt lo = 0, hi = n_registered_stacks;   // the first range above sp is in [lo, hi]
+   while (lo < hi) {
+      UInt mid = (lo + hi) / 2;
+      if (registered_stacks[mid].lo <= sp) lo = mid + 1;
+      else hi = mid;
+   }
+   if (lo == 0 || registered_stacks[lo - 1].hi < sp) return nullptr;
+   return &registered_stacks[lo - 1];
+}
+
+// Is sp in a registered stack that is not s's (nor one holding all of s)?
+// A heap mapping, or a thread's stack, may hold registered coroutine stacks:
+// their memory is not the mapping's stack's.
+static Bool in_other_registered_stack(const ShadowStack* s, Addr sp)
+{
+   if (!n_registered_stacks || s->segment) return False;
+   const StackRange* r = registered_stack_at(sp);
+   return r && !(r->lo <= s->lo && r->hi >= s->hi);
+}
+
+static Bool in_memory_of(const ShadowStack* s, Addr sp)
+{
+   return sp >= memory_lo(s) && sp <= memory_hi(s) && !in_other_registered_stack(s, sp);
+}
 
 struct ThreadState {
    ThreadId tid;
@@ -608,9 +648,15 @@ void own_stack_memory(ThreadId tid, Addr* lo, Addr* hi)
    *hi = ~(Addr)0;
 }
 
-// The mapping SP lies in, as the memory of a stack it switched to.
-void mapping_of(Addr sp, Addr* lo, Addr* hi)
+// The memory of a stack SP switched to: the registered stack it lies in
+// (True), else its mapping.
+Bool stack_memory_at(Addr sp, Addr* lo, Addr* hi)
 {
+   if (const StackRange* r = n_registered_stacks ? registered_stack_at(sp) : nullptr) {
+      *lo = r->lo;
+      *hi = r->hi;
+      return True;
+   }
    const NSegment* seg = VG_(am_find_nsegment)(sp);
    if (seg) {
       *lo = seg->start;
@@ -618,6 +664,7 @@ void mapping_of(Addr sp, Addr* lo, Addr* hi)
    } else {
       *lo = *hi = sp;
    }
+   return False;
 }
 
 ThreadState* thread_state(ThreadId tid)
@@ -941,10 +988,70 @@ void switch_stack(ThreadState* t, Addr sp)
       resume_stack(t, s);
    } else {
       Addr lo, hi;
-      mapping_of(sp, &lo, &hi);
-      run_on(t, new_shadow_stack(t->own->frames[0].tr, lo, hi));
+      Bool registered = stack_memory_at(sp, &lo, &hi);
+      s = new_shadow_stack(t->own->frames[0].tr, lo, hi);
+      s->registered = registered;
+      run_on(t, s);
    }
    pop_dead_frames(t, sp);
+}
+
+// Do [a_lo, a_hi] and [b_lo, b_hi] share more than an end? Programs
+// register a stack as [base, base + size]: stacks side by side share one.
+static Bool overlap(Addr a_lo, Addr a_hi, Addr b_lo, Addr b_hi) { return a_lo < b_hi && b_lo < a_hi; }
+
+// Does suspended stack s lie in memory [lo, hi] that was freed or given to
+// another stack? Its top frame does, or it is empty or a registered stack
+// whose memory overlaps.
+Bool stack_dies_with(const ShadowStack* s, Addr lo, Addr hi)
+{
+   if (s->top > s->frames) {
+      if (s->top->sp >= lo && s->top->sp <= hi) return True;
+      if (!s->registered) return False;
+   }
+   return overlap(s->lo, s->hi, lo, hi);
+}
+
+// Ends the suspended stacks of every thread that lay in [lo, hi]: their
+// frames close where they paused (as at the thread's end), so a new stack
+// in that memory does not resume them (a new coroutine would go on in the
+// dead one's frames).
+void end_stacks_in(Addr lo, Addr hi)
+{
+   for (ThreadState* t = all_threads; t; t = t->next) {
+      ShadowStack** link = &t->suspended;
+      while (ShadowStack* s = *link) {
+         if (s == t->own || !stack_dies_with(s, lo, hi)) {
+            link = &s->next;
+            continue;
+         }
+         *link = s->next;
+         settle_frames(s->frames + 1, s->top, s->suspended_at);
+         while (StackSegment* g = s->segment) {
+            s->segment = g->outer;
+            kg::release(g);
+         }
+         release_stack(s);
+      }
+   }
+}
+
+// Drops the registrations that overlap [lo, hi] (they lie side by side in
+// the sorted array); returns where a range [lo, hi] goes.
+UInt forget_registered_stacks(Addr lo, Addr hi)
+{
+   UInt first = 0, end = n_registered_stacks;   // the first range ending above lo
+   while (first < end) {
+      UInt mid = (first + end) / 2;
+      if (registered_stacks[mid].hi <= lo) first = mid + 1;
+      else end = mid;
+   }
+   end = first;
+   while (end < n_registered_stacks && registered_stacks[end].lo < hi) end++;
+   VG_(memmove)(registered_stacks + first, registered_stacks + end,
+                (n_registered_stacks - end) * sizeof(StackRange));
+   n_registered_stacks -= end - first;
+   return first;
 }
 
 // Has SP left the running stack's memory? Not while a handler runs on an
@@ -1661,6 +1768,52 @@ void thread_exits(ThreadId tid)
    current->saved = *kg_now;
    by_tid[tid] = nullptr;
    current = nullptr;
+}
+
+// A thread that registers the stack it runs on (its own, or a coroutine's
+// seen before as part of a mapping) tells where that stack is: else SP
+// would seem to have left it for another stack.
+static void tie_running_stack(Addr start, Addr end)
+{
+   ThreadId tid = VG_(get_running_tid)();
+   if (tid == VG_INVALID_THREADID) return;
+   Addr sp = VG_(get_SP)(tid);
+   if (sp < start || sp > end) return;
+   switch_to(tid);
+   ShadowStack* s = current->stack;
+   s->lo = start;
+   s->hi = end;
+   s->registered = True;
+}
+
+void stack_registered(Addr start, Addr end)
+{
+   if (start > end) {   // as the core takes it
+      Addr swap = start;
+      start = end;
+      end = swap;
+   }
+   UInt at = forget_registered_stacks(start, end);
+   end_stacks_in(start, end);
+   if (n_registered_stacks == registered_stacks_cap) {
+      registered_stacks_cap = registered_stacks_cap ? 2 * registered_stacks_cap : 16;
+      StackRange* grown = (StackRange*)kg::alloc(registered_stacks_cap * sizeof(StackRange));
+      if (n_registered_stacks) VG_(memcpy)(grown, registered_stacks, n_registered_stacks * sizeof(StackRange));
+      if (registered_stacks) kg::release(registered_stacks);
+      registered_stacks = grown;
+   }
+   VG_(memmove)(registered_stacks + at + 1, registered_stacks + at,
+                (n_registered_stacks - at) * sizeof(StackRange));
+   registered_stacks[at] = { start, end };
+   n_registered_stacks++;
+   tie_running_stack(start, end);
+}
+
+void memory_unmapped(Addr a, SizeT len)
+{
+   if (!len) return;
+   forget_registered_stacks(a, a + len - 1);
+   end_stacks_in(a, a + len - 1);
 }
 
 void signal_delivered(ThreadId tid, Int sig, Bool alt_stack)

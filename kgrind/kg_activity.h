@@ -279,6 +279,11 @@ void thread_exits(ThreadId tid);
 void signal_delivered(ThreadId tid, Int sig, Bool alt_stack);
 void signal_returned(ThreadId tid, Int sig);
 void fork_child(ThreadId tid);
+// VALGRIND_STACK_REGISTER: [start, end] is a stack of its own (a coroutine's
+// in a heap or a larger mapping), and any stack that lay there ended.
+void stack_registered(Addr start, Addr end);
+// Stacks that lay in unmapped memory ended.
+void memory_unmapped(Addr a, SizeT len);
 
 // End of run: closes every open activation of every thread.
 void finish_all_threads();

@@ -153,6 +153,8 @@ void pre_clo_init()
    VG_(track_pre_thread_ll_exit)(thread_exits);
    VG_(track_pre_deliver_signal)(signal_delivered);
    VG_(track_post_deliver_signal)(signal_returned);
+   VG_(track_register_stack)(stack_registered);
+   VG_(track_die_mem_munmap)(memory_unmapped);
    VG_(atfork)(nullptr, nullptr, child_after_fork);
 
    VG_(clo_vex_control).guest_chase = False;

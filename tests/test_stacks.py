@@ -207,3 +207,69 @@ def test_coroutine_linked_to_a_new_coroutine_below_it_starts_at_the_root(tools, 
         assert all(ctx[:3] == ('__root__', 'body', 'nest') for ctx in ends['handler_work'])
         for forest in prof.forests:
             assert_inclusive_is_subtree_exclusive(forest)
+
+
+def run_ring(tools, where, switch, opts, rounds=20, gens=3):
+    exe = tools.compile('co_ring.c', '-O1')
+    args = (rounds, gens, where, switch)
+    kg = tools.kgrind(exe, *args, opts=opts, out=f'ring.{where}.{switch}')
+    native = tools.native(exe, *args)
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout
+    return ksf_records.parse(kg.profile_path), counts_printed(native.stdout)
+
+
+def assert_ring_contexts(prof, own, rounds=20, gens=3):
+    """What co_ring.c's source says: each coroutine is a root of the forest,
+    and coroutine `id` yields from 3 + id nested calls, `rounds` times in
+    each generation."""
+    paths = full_paths(prof)
+    assert callers_of(paths, 'co_entry') == {'__root__': own['entry']}
+    yields = {p: n for p, n in paths.items() if p[-1] == 'yield_'}
+    assert yields == {('__root__', 'co_entry', 'co_main') + ('nest',) * (3 + i) + ('yield_',): rounds * gens
+                      for i in range(4)}
+    assert sum(yields.values()) == own['yield']
+    for forest in prof.forests:
+        assert_inclusive_is_subtree_exclusive(forest)
+
+
+@pytest.mark.parametrize('switch', ['swap', 'asm'])
+@pytest.mark.parametrize('where', ['register', 'local', 'mmap'])
+def test_coroutines_switching_directly_keep_their_own_contexts(tools, where, switch):
+    """Four coroutines switch to each other directly (swapcontext, or an
+    asm switch as boost.context's), their stacks malloc'd in the heap's one
+    mapping and registered with VALGRIND_STACK_REGISTER, or carved from an
+    array in main's frame and registered, or each in an mmap of its own;
+    three generations, each's stacks freed and the next's (smaller) in
+    their memory. Until session 19 the registered coroutines nested in one
+    another (`yield_ > swapcontext > nest > yield_`; the local ones under
+    main), and the mmap ones of the second generation went on in the
+    frames of the first, whose memory had been unmapped (`yield_ >
+    swapcontext > co_entry > co_main > ...`)."""
+    prof, own = run_ring(tools, where, switch, ['--k=inf', '--unroll-simple-rec=yes'])
+    assert_ring_contexts(prof, own)
+
+
+@pytest.mark.xfail(strict=True, reason='known limit: unregistered coroutine stacks in one mapping '
+                   '(docs/function-mode.md, "Stack switches")')
+def test_unregistered_heap_coroutines_switching_directly(tools):
+    prof, own = run_ring(tools, 'heap', 'swap', ['--k=inf', '--unroll-simple-rec=yes'], gens=1)
+    assert_ring_contexts(prof, own, gens=1)
+
+
+def test_registering_the_running_stack_keeps_its_frames(tools):
+    """A program may register the stack it runs on (a fiber library making
+    the main thread a fiber): until session 19 SP then seemed to be on
+    another stack, and `main` and its callers left every context."""
+    exe = tools.compile('register_running.c', '-O1')
+    paths = {}
+    for register in (0, 1):
+        kg = tools.kgrind(exe, register, opts=['--k=inf'], out=f'running.{register}')
+        native = tools.native(exe, register)
+        assert kg.returncode == native.returncode == 0, kg.stderr
+        assert kg.stdout == native.stdout
+        paths[register] = {p: n for p, n in full_paths(ksf_records.parse(kg.profile_path)).items()
+                           if p[-1] in ('outer', 'work')}
+    assert paths[1] == paths[0]
+    assert {p[-3:]: n for p, n in paths[1].items()} == {('(below main)', 'main', 'outer'): 1,
+                                                         ('main', 'outer', 'work'): 10}
