@@ -38,7 +38,7 @@ struct ActNode {
    union {
       // The same activation in the view forest (the body's contexts at
       // --view-k, shared by many k-SF activations), or none when the view
-      // is the k-SF.
+      // is the k-SF. Where ActNodes are node payloads, view_of finds it.
       const ActEntry* view;
       // A view pair's own: its ctx(), which inline IR reads through `view`
       // where transitions keep no ctx (transition_ctx).
