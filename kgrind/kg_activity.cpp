@@ -39,12 +39,14 @@ static_assert(offsetof(Now, bb_state) <= 64, "function mode's part of Now fits o
 
 // What a transition's empty kid slots hold: a transition that matches no
 // function, so that inline IR may read through it.
-// Its view pair, for inline IR that reads the context through it.
+// Its `active` (activity_init): where ActNodes are node payloads a view
+// pair or an ActNode after a node, which inline IR reads the context
+// through before it knows the kid is the one.
 static ActEntry no_view_pair;
 static struct {
    ForestNode node;
    ActNode act;
-} no_node = { {}, { { &no_view_pair }, { 0 } } };
+} no_node = {};
 static Transition* no_kids[kKidSlots];
 static Transition no_transition = { {0}, {0}, nullptr /* activity_init */, 0, kActivation, 0, 0, 0, 0, kNoFunction,
                                     no_kids, nullptr, 0, nullptr, nullptr };
@@ -353,7 +355,6 @@ struct TransitionRecord {
    ActNode* child;
    Transition tr;
 };
-
 
 } // namespace
 
