@@ -1373,6 +1373,14 @@ extern "C" void VG_REGPARM(1) kg_block_start(BlockInfo* blk)
       point_block_at(blk, kg_now->ctx);
 }
 
+extern "C" void VG_REGPARM(2) kg_jump_out(Addr target, Addr jump_instr)
+{
+   // ld.so's resolver jumping to the function it resolved: already pending.
+   if (kg_now->ctx == kCallPending || !is_unnamed_object_code(target)) return;
+   kg_now->call_site = jump_instr;
+   kg_now->ctx = kCallPending;
+}
+
 // The instructions of a superblock with one flush point.
 static UWord block_instructions(const BlockInfo* blk)
 {

@@ -263,6 +263,10 @@ void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, ForestNode* ctx_befor
 // (It reads SP from the guest state: one argument less to compute in every
 // run of every block.)
 void VG_REGPARM(1) kg_block_start(BlockInfo* blk);
+// An indirect jump of a function with a symbol left its object: into code
+// without a symbol (a stripped library's static function, a .fini) it is a
+// tail call, which the target's block then starts as after a call.
+void VG_REGPARM(2) kg_jump_out(Addr target, Addr jump_instr);
 // A PLT stub's block, when SP rose or its counters are not its caller's:
 // the stub's instructions are the caller's, and a pending call stays
 // pending until the stub jumps to the real function.

@@ -335,6 +335,22 @@ static const DebugInfo* object_info(Addr a)
    return nullptr;
 }
 
+Bool object_text(Addr a, Addr* lo, Addr* hi)
+{
+   const DebugInfo* di = object_info(a);
+   if (!di || VG_(DebugInfo_get_text_size)(di) == 0) return False;
+   *lo = VG_(DebugInfo_get_text_avma)(di);
+   *hi = *lo + VG_(DebugInfo_get_text_size)(di);
+   return True;
+}
+
+Bool is_unnamed_object_code(Addr a)
+{
+   SourceLoc loc;
+   source_loc(a, &loc);
+   return loc.fn->no_symbol && loc.fn->object != 0 && !is_plt_stub(a);
+}
+
 Addr file_address(Addr a)
 {
    // Consecutive lookups are mostly in the same object: remember its text.

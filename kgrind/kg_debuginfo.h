@@ -42,6 +42,14 @@ FnInfo* function_named_by_address(Addr entry, const FnInfo* like);
 // and objdump shows them; a itself outside any object's text.
 Addr file_address(Addr a);
 
+// The text section [*lo, *hi) of the object holding a; False outside any
+// object (JIT code).
+Bool object_text(Addr a, Addr* lo, Addr* hi);
+
+// Code in an object that no symbol covers and that is no PLT stub: a
+// stripped library's static function, .init, .fini.
+Bool is_unnamed_object_code(Addr a);
+
 // A PLT stub of any kind, which calls pass through: code in .plt, or
 // without a symbol that is `[endbr64] [bnd] jmp *slot(%rip)` with the slot
 // in a GOT (.plt.sec, .plt.got, and such stubs wherever they are).

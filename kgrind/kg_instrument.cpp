@@ -458,6 +458,19 @@ void add_tail_call(IRBuilder& b, const BlockInfo* blk, Addr target, Addr jump_in
    make_call_pending(b, jump_instr, guard);
 }
 
+// A computed jump of a function with a symbol to outside its object's text
+// calls kg_jump_out, which makes a jump into code without a symbol there a
+// tail call (callgrind calls a jump into another object a call; a symbol's
+// first instruction is one already, kg_block_entry). Jumps within the
+// object (switch tables, computed gotos) pay one compare.
+void add_jump_out(IRBuilder& b, const BlockInfo* blk, IRExpr* target, Addr jump_instr)
+{
+   Addr lo, hi;
+   if (!object_text(blk->addr, &lo, &hi)) return;
+   IRExpr* outside = b.op(Iop_CmpLE64U, IRBuilder::u64(hi - lo), b.op(Iop_Sub64, target, IRBuilder::u64(lo)), Ity_I1);
+   b.call("kg_jump_out", (void*)kg_jump_out, 2, mkIRExprVec_2(target, mkIRExpr_HWord(jump_instr)), outside);
+}
+
 // A frame push in straight-line IR, as push_activation() does, of the top
 // frame's kid in this block's function's slot (the transition that frame's
 // calls into a function of that slot pushed last), if it is into this
@@ -1137,6 +1150,7 @@ void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, cons
    // After the inline pop: more frames died (longjmp, exceptions, tail
    // calls' returns), or SP rose some other way.
    if (sp.may_have_risen()) add_unwind_check(b, sp_now, nullptr);
+   if (computed_jump && !block_mode() && !blk->fn()->no_symbol) add_jump_out(b, blk, sb->next, last_instr);
    Addr target = sb->next->tag == Iex_Const ? const_target(sb->next->Iex.Const.con) : 0;
    if (sb->jumpkind == Ijk_Boring) add_tail_call(b, blk, target, last_instr, nullptr);
    if (ends_in_call(sb)) {

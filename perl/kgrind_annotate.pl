@@ -1363,7 +1363,7 @@ sub stream_pprof {
     my @name = map { utf8_clean(display_name($o, $_)) } @LNAME;
     my @threads = map {
         my $C = $_->{C};
-        { tid => $_->{tid}, each_sample => sub {
+        { tid => $_->{tid}, each_sample => $C->{cct} && !$o->{limited} ? cct_pprof_samples($C, \@name) : sub {
             my ($emit) = @_;
             $emit->([@name[@{ctx_labels($C, $_)}]], cval($C, 'xcalls', $_), cval($C, 'xexcl', $_))
                 for @{select_contexts($o, $C)};
@@ -1373,6 +1373,26 @@ sub stream_pprof {
     my $ok = eval { $module->can('write_file')->($head, \@threads, \&out); 1 };
     unless ($ok) { die $@ if ref $@; fail("pprof: " . (split /\n/, $@)[0]) }
     return undef;    # written
+}
+
+# Every context of a calling context tree as pprof samples, in preorder:
+# a node's stack is its location before its parent's stack, so each is
+# one concatenation (making every context's path was O(nodes x depth) in
+# Perl: 169 s for cc1plus's 2.9 M-node CCT).
+sub cct_pprof_samples {
+    my ($C, $name) = @_;
+    return sub {
+        my (undef, $emit_stack, $location_of) = @_;
+        my ($roots, $kids) = children_of(col($C->{F}, 'par'));
+        my $fn = col($C->{F}, 'fn');
+        my @todo = map { [$_, ''] } reverse @$roots;
+        while (my $e = pop @todo) {
+            my ($v, $callers) = @$e;
+            my $stack = $location_of->($name->[$fn->[$v]]) . $callers;
+            $emit_stack->($stack, cval($C, 'xcalls', $v), cval($C, 'xexcl', $v));
+            push @todo, map { [$_, $stack] } reverse @{$kids->[$v] // []};
+        }
+    };
 }
 
 sub run_exporter {

@@ -162,6 +162,34 @@ def test_tail_call_through_plt_positions_match_callgrind(tools):
     assert mine == ref
 
 
+def test_tail_jump_into_another_objects_code_without_symbol(tools):
+    """jump_lib() tail-jumps (`jmp *%rax`) into libnosym.so's code without
+    a symbol (found on Debian: libgcc's _Unwind_DeleteException into
+    libstdc++'s exception cleanup, ld.so's _dl_call_fini into a library's
+    _fini): a call of a function named by its address, as callgrind shows
+    it, so jump_lib keeps only its own instructions (cachegrind's count).
+    jump_here()'s jump into its own object's code without a symbol stays
+    jump_here's code, as callgrind counts it."""
+    n, times = 100, 10
+    lib = tools.dir / 'libnosym.so'
+    subprocess.run(['gcc', '-shared', '-fPIC', '-o', str(lib), str(PROGS / 'nosym_lib.c')], check=True)
+    exe = tools.compile('jump_out_nosym.c', '-O1', libs=[f'-L{tools.dir}', '-lnosym', f'-Wl,-rpath,{tools.dir}'])
+    kg, paths = run_cct(tools, exe)
+    mine = kg.profile().by_function()
+    cg = tools.reference('cachegrind', exe).profile()
+    cl = tools.reference('callgrind', exe).profile().by_function()
+    assert mine['jump_lib'] == cg.by_function()['jump_lib'] == cl['jump_lib'] == 3 * times
+    jumped_to = {p[-1] for p in paths if p[-2:-1] == ('jump_lib',)}
+    assert len(jumped_to) == 1, jumped_to
+    jumped_to = jumped_to.pop()
+    assert jumped_to.startswith('0x') and jumped_to.endswith(' [libnosym.so]'), jumped_to
+    # mov, n + 1 times dec and jnz, ret
+    assert mine[jumped_to] == times * (2 * (n + 1) + 2)
+    assert callers_of(paths, jumped_to) == {'jump_lib': times}
+    assert mine['jump_here'] == cl['jump_here'] == times * (3 + 2 * (n + 1) + 2)
+    assert sum(mine.values()) == cg.total()
+
+
 def test_exception_through_five_frames_then_more_calls(tools):
     exe = tools.compile('exceptions.cpp', '-O1')
     kg, paths = run_cct(tools, exe)

@@ -51,8 +51,11 @@ sub frames_of {
 }
 
 # The profile written piece by piece with $put, gzipped as it goes.
-# $threads: [{tid, each_sample}], each_sample calling its argument with
-# each sample's frames (outermost first), calls and Ir, in order.  The
+# $threads: [{tid, each_sample}], each_sample calling its first argument
+# with each sample's frames (outermost first), calls and Ir, in order; or,
+# for stacks that share their callers' part (a calling context tree), its
+# second with the stack already encoded, innermost first, each frame's
+# location by its third (a frame name's location id as a varint).  The
 # sample types come first, then each sample as it is given, then the
 # tables the samples refer to (mapping, locations, functions, strings):
 # profile.proto's readers resolve ids after reading the whole message
@@ -75,11 +78,15 @@ sub write_file {
     for my $t (@$threads) {
         my $labels = f_bytes(3, f_int(1, str_id($S, 'thread')) . f_int(2, str_id($S, "$t->{tid}")))
                    . f_bytes(3, f_int(1, str_id($S, 'k')) . f_int(2, str_id($S, "$data->{k}")));
+        my $emit_stack = sub {
+            my ($stack, $calls, $ir) = @_;
+            $z->(f_bytes($PROFILE{sample}, f_bytes(1, $stack) . f_packed(2, $calls, $ir) . $labels));
+        };
+        my $location_of = sub { $location{$_[0]} // $location->($_[0]) };
         $t->{each_sample}->(sub {
             my ($path, $calls, $ir) = @_;
-            my @loc = map { $location{$_} // $location->($_) } @{frames_of($data, $path)};
-            $z->(f_bytes($PROFILE{sample}, f_bytes(1, join('', reverse @loc)) . f_packed(2, $calls, $ir) . $labels));
-        });
+            $emit_stack->(join('', reverse map { $location_of->($_) } @{frames_of($data, $path)}), $calls, $ir);
+        }, $emit_stack, $location_of);
     }
     $z->(f_bytes($PROFILE{mapping}, f_int(1, 1) . f_int(5, str_id($S, $data->{program} // '')) . f_int(7, 1)
                  . f_int(8, 1) . f_int(9, 1)));

@@ -60,7 +60,7 @@ sub write_file {
         $put->($sep, '{"endValue":', $js->encode($sum + 0), ',"name":',
                $js->encode("thread $t->{tid} (k=$data->{k}, Ir)"), ',"samples":[');
         my $comma = '';
-        $t->{each_sample}->(sub { $put->($comma, '[', join(',', map { $fid{$_} } @{$_[0]}), ']'); $comma = ',' });
+        $t->{each_sample}->(sub { $put->($comma, '[', join(',', @fid{@{$_[0]}}), ']'); $comma = ',' });
         $put->('],"startValue":0,"type":"sampled","unit":"none","weights":[');
         $comma = '';
         $t->{each_sample}->(sub { $put->($comma, $_[1] + 0); $comma = ',' });
