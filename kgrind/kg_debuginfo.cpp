@@ -108,7 +108,49 @@ static Bool object_is_main(UInt object)
    return known[object] == 1;
 }
 
-static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool no_symbol)
+// A source file by debug info's directory and name: the full path, as
+// cachegrind and callgrind print it.
+static UInt intern_source_path(const HChar* dir, const HChar* file)
+{
+   if (!dir || !dir[0]) return intern_file(file);
+   SizeT n = VG_(strlen)(dir) + VG_(strlen)(file) + 2;
+   HChar* path = (HChar*)kg::alloc(n);
+   VG_(sprintf)(path, "%s/%s", dir, file);
+   UInt id = intern_file(path);
+   kg::release(path);
+   return id;
+}
+
+// The source file of the first instruction of the function holding a (which
+// has a symbol): the file readers show the function in, as callgrind binds
+// a function to the file of the first block it runs, normally its entry.
+// The first address kgrind looks up in a function need not be its entry
+// (libc's memchr resolver: memchr.c at +36, ifunc-evex.h at the entry).
+// Invalidates the name get_fnname returned.
+static UInt entry_file(Addr a, UInt file_at_a)
+{
+   DiEpoch ep = VG_(current_DiEpoch)();
+   const HChar* with_offset = nullptr;
+   if (!VG_(get_fnname_w_offset)(ep, a, &with_offset) || !with_offset) return file_at_a;
+   // "name+<decimal offset>", no suffix at the entry itself
+   const HChar* plus = VG_(strrchr)(with_offset, '+');
+   if (!plus || !plus[1]) return file_at_a;
+   ULong offset = 0;
+   for (const HChar* d = plus + 1; *d; d++) {
+      if (*d < '0' || *d > '9') return file_at_a;   // a '+' of the name (operator+)
+      offset = offset * 10 + (ULong)(*d - '0');
+   }
+   if (offset == 0 || offset > a) return file_at_a;
+   const HChar* file = nullptr;
+   const HChar* dir = nullptr;
+   UInt line = 0;
+   if (!VG_(get_filename_linenum)(ep, a - offset, &file, &dir, &line)) return file_at_a;
+   return intern_source_path(dir, file);
+}
+
+// at: the address the function was found at, whose entry's file it is bound
+// to (0: bind it to file).
+static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool no_symbol, Addr at = 0)
 {
    FnInfo probe = { 0, name, object, 0 };
    UWord key, val;
@@ -117,7 +159,7 @@ static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool n
    fn->id = function_count();
    fn->name = table_name(&fn_names, table_intern(&fn_names, name));
    fn->object = object;
-   fn->file = file;
+   fn->file = at && !no_symbol ? entry_file(at, file) : file;
    fn->no_symbol = no_symbol;
    fn->resolver = VG_(strncmp)(fn->name, "_dl_runtime_resolve", 19) == 0;
    fn->context_start = VG_STREQ(fn->name, "__start_context");
@@ -292,16 +334,7 @@ void source_loc(Addr a, SourceLoc* out)
    out->file = 0;
    out->line = 0;
    if (VG_(get_filename_linenum)(ep, a, &file, &dir, &line)) {
-      if (dir && dir[0]) {
-         // Full path, as cachegrind and callgrind print it.
-         SizeT n = VG_(strlen)(dir) + VG_(strlen)(file) + 2;
-         HChar* path = (HChar*)kg::alloc(n);
-         VG_(sprintf)(path, "%s/%s", dir, file);
-         out->file = intern_file(path);
-         kg::release(path);
-      } else {
-         out->file = intern_file(file);
-      }
+      out->file = intern_source_path(dir, file);
       out->line = line;
    }
    const HChar* obj = nullptr;
@@ -312,7 +345,7 @@ void source_loc(Addr a, SourceLoc* out)
    const HChar* fnname = nullptr;
    Bool no_symbol = !function_name(a, &fnname);
    if (no_symbol) fnname = kUnknown;
-   out->fn = intern_function(fnname, object, out->file, no_symbol);
+   out->fn = intern_function(fnname, object, out->file, no_symbol, a);
 }
 
 } // namespace kg

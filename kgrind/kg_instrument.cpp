@@ -1134,7 +1134,11 @@ void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, cons
                    IRExpr* flushed_ir)
 {
    Bool computed_jump = sb->jumpkind == Ijk_Boring && sb->next->tag != Iex_Const && !blk->in_plt;
-   if (computed_jump && clo.collect_jumps && blocks_traced(blk->fn())) {
+   // Function mode counts every function's jumps (a function without a
+   // symbol's too, as callgrind); the block modes those of the functions
+   // whose blocks they trace.
+   Bool jumps_counted = clo.collect_jumps && (!block_mode() || blocks_traced(blk->fn()));
+   if (computed_jump && jumps_counted) {
       // A switch table: its targets are counted at run time.
       b.call("kg_indirect_jump", (void*)kg_indirect_jump, 2,
              mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sb->next), nullptr);

@@ -34,6 +34,11 @@ void post_clo_init()
    if (VG_(clo_vex_control).iropt_unroll_thresh == kVexDefaultUnrollThresh)
       VG_(clo_vex_control).iropt_unroll_thresh = kUnrollThresh;
    check_options();
+   // Function mode counts jumps at superblock exits, and a loop unrolled
+   // into one superblock jumps back to its start inside it, where nothing
+   // counts the jump: no unrolling (callgrind never unrolls). The block
+   // modes count jumps from their block trace.
+   if (clo.collect_jumps && !block_mode()) VG_(clo_vex_control).iropt_unroll_thresh = 0;
    debuginfo_init();
    if (block_mode()) {
       blocks_init();

@@ -220,6 +220,32 @@ def test_every_context_in_its_functions_object(tools):
     assert mine.object_of("main'(below main)'__libc_start_main@@GLIBC_2.34") == str(exe)
 
 
+def test_every_context_in_its_functions_file(tools):
+    """Every context is bound to the object and source file plain callgrind
+    gives its function: the file of the function's first instruction, also
+    where kgrind first looks up another of its addresses (libc's ifunc
+    resolvers, run at start-up: memchr's entry is ifunc-evex.h, its later
+    lines memchr.c)."""
+    exe = tools.compile('plt_kinds.c', '-O1')
+    mine = tools.kgrind(exe, opts=['--k=2']).profile()
+    ref = tools.reference('callgrind', exe).profile()
+    ref_homes = {name: homes.copy().pop() for name, homes in ref.function_homes.items()
+                 if len(homes) == 1 and not name.startswith('0x')}
+    checked, wrong = set(), []
+    for ctx, homes in mine.function_homes.items():
+        m = QUALIFIED.match(callee(ctx))
+        fn = m.group(1) if m else callee(ctx)
+        if fn in ref_homes:
+            checked.add(fn)
+            if homes != {ref_homes[fn]}:
+                wrong.append((ctx, homes, ref_homes[fn]))
+    assert not wrong
+    assert {'main', 'work', 'printf', '_dl_start'} <= checked
+    # the entry's file differs from the rest of the function's for some
+    assert any(fl != fl2 for fn in checked for (ob, fl) in [ref_homes[fn]]
+               for (_ob, fl2, f, _l) in ref.lines if f == fn)
+
+
 def sticky_cob_objects(path):
     """{callee: {objects}} as gprof2dot reads calls (its CallgrindParser):
     a cob= holds until the caller's next cost line of its own (not for one
