@@ -39,16 +39,16 @@ static_assert(offsetof(Now, bb_state) <= 64, "function mode's part of Now fits o
 
 // What a transition's empty kid slots hold: a transition that matches no
 // function, so that inline IR may read through it.
-// Where ActNodes are node payloads, inline IR reads a kid's function as the
-// label of the node before its `active` (a label no function has here).
-// Its view pair, for inline IR that reads the context through it.
+// Its `active` (activity_init): where ActNodes are node payloads a view
+// pair or an ActNode after a node, which inline IR reads the context
+// through before it knows the kid is the one.
 static ActEntry no_view_pair;
 static struct {
    ForestNode node;
    ActNode act;
-} no_node = { {}, { { &no_view_pair }, { 0 } } };
+} no_node = {};
 static Transition* no_kids[kKidSlots];
-static Transition no_transition = { {0}, {0}, nullptr /* activity_init */, 0, kActivation, False, 0, 0, kNoFunction,
+static Transition no_transition = { {0}, {0}, nullptr /* activity_init */, 0, kActivation, 0, 0, 0, 0, kNoFunction,
                                     no_kids, nullptr, 0, nullptr, nullptr };
 
 
@@ -232,9 +232,32 @@ ForestNode* ctx_of(const ActNode* n)
    return acts_in_nodes() ? (ForestNode*)n - 1 : entry_of(n)->ctx();
 }
 
+// Where ActNodes are node payloads, the payload is the node's first
+// transition (if one was made), whatever fields an ActNode has.
+Transition* first_transition(const ActNode* n) { return (Transition*)n; }
+
+// n's view pair (none where the view is the k-SF): where ActNodes are node
+// payloads, the `active` of the node's payload transition, which act_node
+// sets before the transition is made (or for a root, which has none).
+const ActEntry* view_of(const ActNode* n)
+{
+   if (!acts_in_nodes()) return n->view;
+   return separate_view() ? (const ActEntry*)first_transition(n)->active : nullptr;
+}
+
 // n's activation in the view forest, and its context.
-Activation view_act_of(const ActNode* n) { return n->view ? n->view->act() : act_of(n); }
-ForestNode* view_ctx_of(const ActNode* n) { return n->view ? n->view->ctx() : ctx_of(n); }
+Activation view_act_of(const ActNode* n) { return view_of(n) ? view_of(n)->act() : act_of(n); }
+ForestNode* view_ctx_of(const ActNode* n) { return view_of(n) ? view_of(n)->ctx() : ctx_of(n); }
+
+// The view pair of view_act, made on first use.
+const ActEntry* view_pair(ThreadState* t, const Activation& view_act)
+{
+   ActEntry* v = t->view_acts.get(view_act.top, view_act.bottom);
+   v->depth = view_act.depth;
+   v->phase = view_act.phase;
+   v->node.view_ctx = v->ctx();
+   return v;
+}
 
 // The ActNode of act, made (zeroed) on first use: in acts, or the node's payload.
 ActNode* find_act_node(ThreadState* t, const Activation& act)
@@ -251,12 +274,12 @@ ActNode* find_act_node(ThreadState* t, const Activation& act)
 ActNode* act_node(ThreadState* t, const Activation& act, const Activation& view_act)
 {
    ActNode* n = find_act_node(t, act);
-   if (!n->view && t->view != t->forest) {
-      ActEntry* v = t->view_acts.get(view_act.top, view_act.bottom);
-      v->depth = view_act.depth;
-      v->phase = view_act.phase;
-      v->node.view_ctx = v->ctx();
-      n->view = v;
+   if (acts_in_nodes()) {
+      // What the transitions into n point to (Transition::active).
+      UWord*& active = first_transition(n)->active;
+      if (!active) active = separate_view() ? (UWord*)view_pair(t, view_act) : (UWord*)n;
+   } else if (!n->view && t->view != t->forest) {
+      n->view = view_pair(t, view_act);
    }
    return n;
 }
@@ -278,10 +301,11 @@ UWord* active_count(ThreadState* t, ActNode* n)
 }
 
 // A transition's `active`: the count of frames in its child's context, or
-// where ActNodes are node payloads (nothing is counted) the child itself.
+// where ActNodes are node payloads (nothing is counted) what inline IR finds
+// the child's context from (act_node).
 UWord* active_of(ThreadState* t, ActNode* child)
 {
-   return acts_in_nodes() ? (UWord*)child : active_count(t, child);
+   return acts_in_nodes() ? first_transition(child)->active : active_count(t, child);
 }
 
 // A frame of tr's enters (leaves) its child's context: the count of frames
@@ -308,27 +332,39 @@ UWord transition_bytes()
 }
 
 // Where ActNodes are node payloads, the first transition made into a node
-// from its parent node (not a rolled-in one) follows the node's ActNode in
-// its payload: at k = inf most nodes are entered from one call site (cc1plus:
-// 3.21 M transitions for 2.89 M nodes), so most transitions need no block
-// and no index slot of their own; they are found as their child's
-// (find_first_transition). The others are in the thread's index.
-Transition* first_transition(ActNode* n) { return (Transition*)((char*)n + kPayloadActBytes); }
-Bool has_first_transition(ActNode* n) { return first_transition(n)->active != nullptr; }
-// A thread's own k-SF's node payload: at k = inf the ActNode and first
-// transition, at finite k the count of frames in the node (active_count).
+// from its parent node (not a rolled-in one) is the node's payload: at
+// k = inf most nodes are entered from one call site (cc1plus: 3.21 M
+// transitions for 2.89 M nodes), so most transitions need no block and no
+// index slot of their own; they are found as their child's
+// (find_first_transition). The others are in the thread's index, each
+// after its child ActNode's address (TransitionRecord).
+// A made transition has kids (no_kids at least).
+Bool has_first_transition(const ActNode* n) { return first_transition(n)->kids != nullptr; }
+// A thread's own k-SF's node payload: at k = inf the first transition (the
+// node and it are 96 bytes), at finite k the count of frames in the node
+// (active_count).
 UInt node_payload_bytes()
 {
-   if (acts_in_nodes()) return kPayloadActBytes + transition_bytes();
+   if (acts_in_nodes()) return transition_bytes();
    return counts_in_nodes() ? sizeof(UWord) : 0;
 }
+
+// Where ActNodes are node payloads, a transition that is not a node's
+// payload and its child: child_of reads the word before the transition.
+struct TransitionRecord {
+   ActNode* child;
+   Transition tr;
+};
 
 } // namespace
 
 // The activation of tr's frames.
 static ActNode* child_of(const Transition* tr)
 {
-   if (acts_in_nodes()) return (ActNode*)tr->active;
+   if (acts_in_nodes()) {
+      if (tr->in_payload) return (ActNode*)tr;
+      return ((ActNode* const*)tr)[-1];
+   }
    if (child_from_active()) return (ActNode*)((char*)tr->active - offsetof(ActNode, own_active));
    return tr->child;
 }
@@ -384,17 +420,27 @@ Transition* transition(ThreadState* t, const void* parent, const void* key, Same
       return same(x) && parent_of(x) == parent;
    });
    if (tr) return tr;
-   Transition made = {};
+   TransitionRecord record = {};
+   Transition& made = record.tr;
    made.kids = no_kids;
    init(&made);
    if (!acts_in_nodes()) made.parent = parent;
    else if (made.kind == kActivation) made.rolled_in = child_of(&made) == parent;
    else if (made.kind != kTransparent) made.fence_parent = (const Transition*)parent;
    tl_assert(parent_of(&made) == parent && transition_key(&made) == key && same(&made));
-   ActNode* child = child_of(&made);
+   ActNode* child = acts_in_nodes() ? record.child : child_of(&made);
    Bool first = acts_in_nodes() && made.kind == kActivation && parent && !made.rolled_in
                 && !has_first_transition(child);
-   tr = first ? first_transition(child) : (Transition*)alloc_permanent(transition_bytes());
+   if (first) {
+      tr = first_transition(child);
+      made.in_payload = 1;
+   } else if (acts_in_nodes()) {
+      TransitionRecord* r = (TransitionRecord*)alloc_permanent(offsetof(TransitionRecord, tr) + transition_bytes());
+      r->child = child;
+      tr = &r->tr;
+   } else {
+      tr = (Transition*)alloc_permanent(transition_bytes());
+   }
    VG_(memcpy)(tr, &made, transition_bytes());
    if (!first) t->transitions.insert(tr);
    return tr;
@@ -424,9 +470,11 @@ void for_each_transition(ThreadState* t, F f)
    });
 }
 
+// tr is a TransitionRecord's where ActNodes are node payloads (transition).
 void set_child(ThreadState* t, Transition* tr, ActNode* child, FnInfo* fn, FrameKind kind)
 {
-   if (!child_from_active()) tr->child = child;
+   if (acts_in_nodes()) ((ActNode**)tr)[-1] = child;
+   else if (!child_from_active()) tr->child = child;
    if (!acts_in_nodes()) tr->ctx = view_ctx_of(child);
    tr->active = active_of(t, child);
    tr->fn_id = fn ? fn->id : kNoFunction;
@@ -1028,9 +1076,9 @@ const UInt kKidSizeClasses = 5;   // 1 to kKidSlots slots
 static_assert(kKidSlots == 1u << (kKidSizeClasses - 1), "a size class per array size");
 Transition** free_kids[kKidSizeClasses];
 
-// The byte offsets' mask of tr's kid array (Transition::kid_mask).
-UWord kid_mask_of(const Transition* tr) { return kids_grow() ? tr->kid_mask : kKidOffsetMask; }
-UInt kid_slots(const Transition* tr) { return (UInt)(kid_mask_of(tr) / sizeof(void*)) + 1; }
+// The slot mask of tr's kid array (Transition::kid_mask).
+UWord kid_mask_of(const Transition* tr) { return kids_grow() ? tr->kid_mask : kKidSlots - 1; }
+UInt kid_slots(const Transition* tr) { return (UInt)kid_mask_of(tr) + 1; }
 // The slot of tr's kid array for a call of fn_id from site.
 UInt kid_slot_in(const Transition* tr, UInt fn_id, Addr site)
 {
@@ -1066,7 +1114,7 @@ struct KidLayout {
 // Whether the kids (fn_id, site) all have distinct slots in layout l.
 Bool separates(const Transition* const* kids, UInt n, KidLayout l)
 {
-   UWord mask = (l.slots - 1) * sizeof(void*);
+   UWord mask = l.slots - 1;
    UInt used = 0;
    for (UInt i = 0; i < n; i++) {
       UInt bit = 1u << kid_slot(kids[i]->fn_id, kids[i]->site, mask, l.shift);
@@ -1103,7 +1151,7 @@ KidLayout fullest_layout(const Transition* const* kids, UInt n)
    for (UInt shift = 0; shift <= kMaxKidShift; shift++) {
       UInt used = 0;
       for (UInt i = 0; i < n; i++)
-         used |= 1u << kid_slot(kids[i]->fn_id, kids[i]->site, (kKidSlots - 1) * sizeof(void*), shift);
+         used |= 1u << kid_slot(kids[i]->fn_id, kids[i]->site, kKidSlots - 1, shift);
       if ((UInt)__builtin_popcount(used) > best_used) {
          best_used = (UInt)__builtin_popcount(used);
          best = { kKidSlots, shift };
@@ -1118,7 +1166,7 @@ void lay_out_kids(Transition* tr, Transition* kid, KidLayout l)
    UInt old_slots = kid_slots(tr);
    Transition** old = tr->kids;
    tr->kids = new_kids(l.slots);
-   tr->kid_mask = (UChar)((l.slots - 1) * sizeof(void*));
+   tr->kid_mask = (UChar)(l.slots - 1);
    tr->kid_shift = (UChar)l.shift;
    for (UInt s = 0; s < old_slots; s++)
       if (old[s] != &no_transition) tr->kids[kid_slot_in(tr, old[s]->fn_id, old[s]->site)] = old[s];
@@ -1171,7 +1219,7 @@ void add_kid(Transition* top, Transition* kid)
    if (top->kids == no_kids) {
       UInt slots = kids_grow() ? 1 : kKidSlots;
       top->kids = kids_grow() || !child_of(top) ? new_kids(slots) : shared_kids(child_of(top));
-      if (kids_grow()) top->kid_mask = (UChar)((slots - 1) * sizeof(void*));
+      if (kids_grow()) top->kid_mask = (UChar)(slots - 1);
    }
    Transition*& slot = top->kids[kid_slot_in(top, kid->fn_id, kid->site)];
    if (slot == &no_transition || !kids_grow()) slot = kid;
@@ -1209,7 +1257,11 @@ void activity_init()
    by_tid = (ThreadState**)alloc_zeroed(VG_N_THREADS * sizeof(ThreadState*));
    kg_now = (Now*)alloc_permanent(sizeof(Now), 64);
    for (UInt i = 0; i < kKidSlots; i++) no_kids[i] = &no_transition;
-   no_transition.active = acts_in_nodes() ? (UWord*)&no_node.act : &no_node.act.own_active;
+   // What inline IR reads the context through: as active_of's.
+   if (acts_in_nodes())
+      no_transition.active = separate_view() ? (UWord*)&no_view_pair : (UWord*)&no_node.act;
+   else
+      no_transition.active = &no_node.act.own_active;
    kg_now->top_sp = ~(Addr)0;
 }
 

@@ -26,9 +26,10 @@ enum FrameKind : UInt {
 // An activation of a thread's forest: a unique object per thread and
 // activation pair (top, bottom), so that "same parent activation" is one
 // pointer comparison. At k = inf (threads not joined) a node has one
-// activation pair, (node, none): its ActNode is the first word (`view`) of
-// the forest node's payload (core::Forest::payload), with no index, no pair
-// and no count of its own (8 bytes instead of 40 and an index slot).
+// activation pair, (node, none): its ActNode is the address of the forest
+// node's payload (core::Forest::payload), whose bytes are the node's first
+// transition (first_transition), not an ActNode's fields: its view is that
+// transition's `active` (view_of), and no frames are counted there.
 // Otherwise it follows its pair in an ActEntry, the entry of the thread's
 // (top, bottom) index.
 struct ActEntry;
@@ -37,7 +38,7 @@ struct ActNode {
    union {
       // The same activation in the view forest (the body's contexts at
       // --view-k, shared by many k-SF activations), or none when the view
-      // is the k-SF.
+      // is the k-SF. Where ActNodes are node payloads, view_of finds it.
       const ActEntry* view;
       // A view pair's own: its ctx(), which inline IR reads through `view`
       // where transitions keep no ctx (transition_ctx).
@@ -57,9 +58,6 @@ struct ActNode {
 };
 
 static_assert(sizeof(ActNode) == 16, "an ActEntry's ActNode");
-
-// The bytes of an ActNode in a k-SF node's payload (acts_in_nodes).
-const UInt kPayloadActBytes = offsetof(ActNode, own_active);
 
 // An ActNode with its activation pair: the entry of a (top, bottom) index.
 struct ActEntry {
@@ -93,21 +91,21 @@ Bool kids_grow();
 // Whether a thread's k-SF ActNodes are its forest nodes' payloads (k = inf:
 // one activation pair a node; a joined forest's nodes are several threads').
 Bool acts_in_nodes();
-// The kid slot of a call of function fn_id from site in an array whose slots' byte
-// offsets are masked by kid_mask after a right shift by kid_shift of the key
-// (site ^ (fn_id << 3)) << 3: inline IR at k = inf computes the slot's byte
-// offset from the pending call's site as
-// ((((site ^ (fn->id << 3)) << 3) >> kid_shift) & kid_mask), where each
-// array has the shift that gives its kids distinct slots in the fewest
-// slots (add_kid); at finite k it computes ((site ^ (fn->id << 3)) &
+// The kid slot of a call of function fn_id from site in an array of
+// kid_mask + 1 slots: the key site ^ (fn_id << 3) shifted right by
+// kid_shift, masked. Inline IR at k = inf computes the slot's byte offset
+// from the pending call's site as (((site ^ (fn->id << 3)) >> kid_shift) &
+// kid_mask) << 3, where the last shift is the load's address mode's scale,
+// and each array has the shift that gives its kids distinct slots in the
+// fewest slots (add_kid); at finite k it computes ((site ^ (fn->id << 3)) &
 // kKidOffsetMask), the same with the shift kFiniteKidShift.
 inline UInt kid_slot(UInt fn_id, Addr site, UWord kid_mask, UInt kid_shift)
 {
-   return (UInt)(((((site ^ ((Addr)fn_id << 3)) << 3) >> kid_shift) & kid_mask) / sizeof(void*));
+   return (UInt)(((site ^ ((Addr)fn_id << 3)) >> kid_shift) & kid_mask);
 }
 const UInt kFiniteKidShift = 3;
-// The largest kid_shift tried: the slots come from key bits kid_shift - 3
-// to kid_shift + 1 (key bits 0-2 tell apart calls 5 bytes apart).
+// The largest kid_shift tried: the slots come from key bits kid_shift and
+// up (key bits 0-2 tell apart calls 5 bytes apart).
 const UInt kMaxKidShift = 18;
 struct Transition {
    union {
@@ -123,17 +121,25 @@ struct Transition {
       Addr interrupted;
    };
    // Frames now in child->ctx() (active_count); where ActNodes are node
-   // payloads, the child ActNode itself (no frames are counted there).
+   // payloads (no frames are counted there), the child's view pair (its
+   // view_ctx is the context of the counters), or the child ActNode itself
+   // when the view is the k-SF (48 bytes after the context): inline IR
+   // finds the context with one load or none. The child is then the
+   // transition's own payload's node (in_payload) or the word before the
+   // transition (child_of).
    UWord* active;
    Addr site;           // the call site (instruction) of an activation's frame
    // FrameKind. Inline IR reads it with the next three bytes as 32 bits at
    // finite k (where they are 0), alone at k = inf.
    UChar kind;
    // Where ActNodes are node payloads: an activation's transition into its
-   // parent's own context (rolled simple recursion; parent_of).
-   Bool rolled_in;
-   // At k = inf (kids_grow): (slots of kids - 1) * sizeof(void*), at most
-   // 120; 0 at finite k, where every array has kKidSlots (kid_mask_of).
+   // parent's own context (rolled simple recursion; parent_of), and whether
+   // the transition is its child node's payload (first_transition). Not
+   // read by inline IR.
+   UChar rolled_in : 1;
+   UChar in_payload : 1;
+   // At k = inf (kids_grow): slots of kids - 1, at most kKidSlots - 1; 0
+   // at finite k, where every array has kKidSlots (kid_mask_of).
    UChar kid_mask;
    // At k = inf: kid_slot's shift for this array (0 at finite k).
    UChar kid_shift;
@@ -157,7 +163,8 @@ struct Transition {
    // (parent_of) and the part of edge_incl in outermost activations is all
    // of it unless the transition is rolled_in (outermost_incl); the
    // function is fn_id's (frame_fn) and the context the child's
-   // (transition_ctx).
+   // (transition_ctx). A transition there that is not a node's payload
+   // follows its child ActNode's address (child_of).
    ForestNode* ctx;     // child->view->ctx(): the context of the block counters
    // The part of edge_incl in outermost activations of the child's context.
    ULong ctx_incl;

@@ -410,9 +410,10 @@ void make_call_pending(IRBuilder& b, Addr call_instr, IRExpr* guard)
    b.store_if(guard, b.at(&kg_now->ctx), IRBuilder::u64((HWord)kCallPending));
 }
 
-// Where ActNodes are node payloads (acts_in_nodes) a transition's child
-// node and its ActNode are found from `active`, which points to the
-// ActNode; `active` is tr's when null.
+// Where ActNodes are node payloads (acts_in_nodes) a transition's context
+// is found from `active`, which points to the child's view pair (or the
+// child ActNode, 48 bytes after its node, when the view is the k-SF);
+// `active` is tr's when null.
 IRExpr* child_active(IRBuilder& b, IRExpr* tr, IRExpr* active)
 {
    return active ? active : b.load_field(tr, offsetof(Transition, active));
@@ -425,15 +426,13 @@ IRExpr* function_mismatch(IRBuilder& b, IRExpr* tr, const FnInfo* fn)
 }
 
 // The context of tr's block counters (transition_ctx): its `ctx`, or where
-// ActNodes are node payloads the child's view pair's view_ctx (through the
-// child ActNode's `view`), or the child node itself when the view is the
-// k-SF.
+// ActNodes are node payloads the child's view pair's view_ctx (`active`
+// points to the pair), or the child node itself when the view is the k-SF.
 IRExpr* load_transition_ctx(IRBuilder& b, IRExpr* tr, IRExpr* active = nullptr)
 {
    if (!acts_in_nodes()) return b.load_field(tr, offsetof(Transition, ctx));
    if (!separate_view()) return b.op(Iop_Sub64, child_active(b, tr, active), IRBuilder::u64(sizeof(ForestNode)));
-   IRExpr* view = b.load_field(child_active(b, tr, active), offsetof(ActNode, view));
-   return b.load_field(view, offsetof(ActEntry, node) + offsetof(ActNode, view_ctx));
+   return b.load_field(child_active(b, tr, active), offsetof(ActEntry, node) + offsetof(ActNode, view_ctx));
 }
 
 // A direct jump of blk to `target` (when guard holds; nullptr: always) is a
@@ -499,10 +498,11 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* blk_at, IRExpr* s
    IRExpr* site = b.load64(&kg_now->call_site);
    IRExpr* kid_offset = b.op(Iop_Xor64, site, IRBuilder::u64((ULong)callee->id << 3));
    if (kids_grow()) {
-      IRExpr* key = b.op(Iop_Shl64, kid_offset, IRExpr_Const(IRConst_U8(3)));
-      kid_offset = b.op(Iop_And64,
-                        b.op(Iop_Shr64, key, b.load(Ity_I8, b.field(top_tr, offsetof(Transition, kid_shift)))),
-                        b.load_u8_field(top_tr, offsetof(Transition, kid_mask)));
+      // The slot times 8 last: the load's address mode scales it.
+      IRExpr* slot = b.op(Iop_And64,
+                          b.op(Iop_Shr64, kid_offset, b.load(Ity_I8, b.field(top_tr, offsetof(Transition, kid_shift)))),
+                          b.load_u8_field(top_tr, offsetof(Transition, kid_mask)));
+      kid_offset = b.op(Iop_Shl64, slot, IRExpr_Const(IRConst_U8(3)));
    }
    else
       kid_offset = b.op(Iop_And64, kid_offset, IRBuilder::u64(kKidOffsetMask));
