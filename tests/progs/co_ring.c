@@ -37,8 +37,8 @@ typedef struct {
 static Coroutine main_co, co[COS];
 static int running, use_asm;
 static long rounds, yields_left;
-static long count_leaf, count_yield, count_nest, count_entry;
-static volatile long sink;
+static long count_yield, count_entry;
+#include "co_work.h"
 
 /* void co_switch(void** save_sp, void* to_sp) */
 void co_switch(void** save_sp, void* to_sp);
@@ -67,24 +67,6 @@ __attribute__((noinline)) void yield_(void)
    switch_to(from, to);
 }
 
-__attribute__((noinline)) void leaf(long i) { count_leaf++; sink += i; }
-
-__attribute__((noinline)) void nest(int depth, long i)
-{
-   count_nest++;
-   if (depth > 0) {
-      nest(depth - 1, i);
-      return;
-   }
-   leaf(i);
-   yield_();
-   leaf(i);
-}
-
-__attribute__((noinline)) void co_main(int id)
-{
-   for (long i = 0;; i++) nest(2 + id, i);   /* 3..6 levels of nest */
-}
 
 /* Entered by the first switch to a coroutine; never returns. */
 __attribute__((noinline)) void co_entry(void)

@@ -11,8 +11,8 @@
 static ucontext_t sched_ctx, co_ctx[COS];
 static int running;
 static long rounds;
-static long count_leaf, count_yield, count_nest;
-static volatile long sink;
+static long count_yield;
+#include "co_work.h"
 
 __attribute__((noinline)) void yield_(void)
 {
@@ -20,25 +20,6 @@ __attribute__((noinline)) void yield_(void)
    swapcontext(&co_ctx[running], &sched_ctx);
 }
 
-__attribute__((noinline)) void leaf(long i) { count_leaf++; sink += i; }
-
-/* depth more nested calls, then a leaf and a yield at the bottom. */
-__attribute__((noinline)) void nest(int depth, long i)
-{
-   count_nest++;
-   if (depth > 0) {
-      nest(depth - 1, i);
-      return;
-   }
-   leaf(i);
-   yield_();
-   leaf(i);
-}
-
-__attribute__((noinline)) void co_main(int id)
-{
-   for (long i = 0;; i++) nest(2 + id, i);   /* 3..6 levels of nest */
-}
 
 __attribute__((noinline)) void schedule(void)
 {
