@@ -96,6 +96,9 @@ struct Writer {
    UInt* name_rank;           // 0-based fn= id written for each name id - 1
    UInt* written_label;       // the records' id of each label, and the label
    UInt* label_written_at;    // of each id (function mode; null: the same)
+   UInt n_ordered_labels;     // the labels ordered: the functions known before
+                              // the body was written (it may name more: those
+                              // label no node and keep their own ids)
    WrittenNodes* thread_nodes; // function mode: what each thread's records hold
 };
 
@@ -477,7 +480,7 @@ void write_function_table(Writer& w)
    UInt* body_ids = body_names_of_labels(w);
    UInt line_len = 0;
    for (UInt id = 0; id <= function_count(); id++) {
-      UInt i = w.label_written_at ? w.label_written_at[id] : id;
+      UInt i = w.label_written_at && id < w.n_ordered_labels ? w.label_written_at[id] : id;
       const HChar* name = label_name(i);
       if (!*name) name = "???";   // an empty field would end the table's syntax
       HChar ref[16];
@@ -700,6 +703,7 @@ void order_labels(Writer& w, const ThreadProfile* threads, UInt n_threads)
    rank_by_use(use, n, &w.written_label);
    w.label_written_at = (UInt*)kg::alloc(n * sizeof(UInt));
    for (UInt id = 0; id < n; id++) w.label_written_at[id] = use[id].id;
+   w.n_ordered_labels = n;
    kg::release(use);
 }
 
