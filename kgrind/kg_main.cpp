@@ -21,24 +21,31 @@ namespace {
 const Int kVexDefaultUnrollThresh = 120;
 const Int kUnrollThresh = 400;
 
+// VEX's loop unrolling threshold.
+void choose_unroll_threshold()
+{
+   Int& thresh = VG_(clo_vex_control).iropt_unroll_thresh;
+   // Function mode counts jumps at superblock exits, and a loop unrolled
+   // into one superblock jumps back to its start inside it, where nothing
+   // counts the jump: no unrolling with --collect-jumps, whatever was asked
+   // (callgrind never unrolls). The block modes count jumps from their
+   // block trace.
+   if (clo.collect_jumps && !block_mode()) thresh = 0;
+   // Else unroll small loops more than VEX's default (120; 400 is its
+   // maximum): a run of an unrolled superblock pays the prologue and the
+   // counters' pointer once for more iterations (numeric 1.21 -> 1.16x none,
+   // bzip2 1.24 -> 1.20x, the others and the block modes unchanged; profiles
+   // identical: docs/function-mode.md). An explicit
+   // --vex-iropt-unroll-thresh other than the default is kept.
+   else if (thresh == kVexDefaultUnrollThresh) thresh = kUnrollThresh;
+}
+
 void post_clo_init()
 {
    // Chasing would fold calls and returns into the caller's superblock.
    VG_(clo_vex_control).guest_chase = False;
-   // Unroll small loops more than VEX's default (120; 400 is its maximum):
-   // a run of an unrolled superblock pays the prologue and the counters'
-   // pointer once for more iterations (numeric 1.21 -> 1.16x none, bzip2
-   // 1.24 -> 1.20x, the others and the block modes unchanged; profiles
-   // identical: docs/function-mode.md). An explicit
-   // --vex-iropt-unroll-thresh other than the default is kept.
-   if (VG_(clo_vex_control).iropt_unroll_thresh == kVexDefaultUnrollThresh)
-      VG_(clo_vex_control).iropt_unroll_thresh = kUnrollThresh;
    check_options();
-   // Function mode counts jumps at superblock exits, and a loop unrolled
-   // into one superblock jumps back to its start inside it, where nothing
-   // counts the jump: no unrolling (callgrind never unrolls). The block
-   // modes count jumps from their block trace.
-   if (clo.collect_jumps && !block_mode()) VG_(clo_vex_control).iropt_unroll_thresh = 0;
+   choose_unroll_threshold();
    debuginfo_init();
    if (block_mode()) {
       blocks_init();

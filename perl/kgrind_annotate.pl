@@ -1378,7 +1378,7 @@ sub stream_pprof {
 # Every context of a calling context tree as pprof samples, in preorder:
 # a node's stack is its location before its parent's stack, so each is
 # one concatenation (making every context's path was O(nodes x depth) in
-# Perl: 169 s for cc1plus's 2.9 M-node CCT).
+# Perl: 119.7 s against 32.7 s for cc1plus's 2.9 M-node CCT).
 sub cct_pprof_samples {
     my ($C, $name) = @_;
     return sub {
