@@ -619,9 +619,12 @@ sub out_text {
         . '--funcs (by default the main executable\'s); pass --funcs to trace library code.'
         if $BLOCKMODE && !grep { $_->{F}{n} > ($P0->{mode} eq 'inter' ? 1 : 0) } @{$S->{threads}};
     for my $t (@{$S->{threads}}) {
+        my $left_out = left_out_nodes($S, $t->{tid});
         push @out, sprintf('%-22s%s', "Thread $t->{tid}" . (defined $t->{fname} ? ", $t->{fname}: " : ':'),
             'Ir ' . commify($t->{ir})
-            . ", k-SF nodes $t->{F}{n}, " . kstr($S->{kk}) . '-CCF nodes ' . header_ccf_nodes($o, $t->{C}));
+            . ", k-SF nodes $t->{F}{n}"
+            . ($left_out ? ' (' . commify($left_out) . ' counting nothing left out by kgrind)' : '')
+            . ', ' . kstr($S->{kk}) . '-CCF nodes ' . header_ccf_nodes($o, $t->{C}));
     }
     my @hot;    # contexts shown, for source annotation
     for my $t (@{$S->{threads}}) {
@@ -1393,6 +1396,21 @@ sub cct_pprof_samples {
             push @todo, map { [$_, $stack] } reverse @{$kids->[$v] // []};
         }
     };
+}
+
+# The k-SF nodes kgrind left out of thread $tid's records (subtrees that
+# count nothing: a fork child's copy of its parent's forest, paused or
+# zeroed counting), summed over the profiles read; "all": every thread's.
+sub left_out_nodes {
+    my ($S, $tid) = @_;
+    my $n = 0;
+    for my $P (@{$S->{P}}) {
+        while (my ($key, $val) = each %{$P->{desc} // {}}) {
+            next unless $key =~ /^thread (\S+) left out$/ && ($tid eq 'all' || $1 eq $tid);
+            $n += $1 if $val =~ /^(\d+)/;
+        }
+    }
+    return $n;
 }
 
 sub run_exporter {

@@ -423,6 +423,12 @@ def test_fork_child_profile_leaves_out_its_parents_zeroed_forest(tools, k):
     [pforest] = parent.forests
     built = [n for n in pforest.nodes if pforest.name(n) in {'branch', 'b0', 'b1', 'b2'}]
     assert left_out and int(left_out.group(1)) >= len(built) > 0
+    # kgrind_annotate's report says so too.
+    report = subprocess.run(['perl', str(ROOT / 'perl' / 'kgrind_annotate.pl'), str(cpath)],
+                            capture_output=True, text=True)
+    assert re.search(rf'^Thread 1: +Ir [\d,]+, k-SF nodes {len(cforest.nodes)} '
+                     rf'\({int(left_out.group(1)):,} counting nothing left out by kgrind\),', report.stdout, re.M), \
+        report.stdout[:2000]
     paths = cct_paths(child) if k == 'inf' else None
     if paths is not None:
         # The program's own functions in the child: main > child_work > leaf.
