@@ -619,11 +619,9 @@ sub out_text {
         . '--funcs (by default the main executable\'s); pass --funcs to trace library code.'
         if $BLOCKMODE && !grep { $_->{F}{n} > ($P0->{mode} eq 'inter' ? 1 : 0) } @{$S->{threads}};
     for my $t (@{$S->{threads}}) {
-        my $left_out = left_out_nodes($S, $t->{tid});
         push @out, sprintf('%-22s%s', "Thread $t->{tid}" . (defined $t->{fname} ? ", $t->{fname}: " : ':'),
             'Ir ' . commify($t->{ir})
-            . ", k-SF nodes $t->{F}{n}"
-            . ($left_out ? ' (' . commify($left_out) . ' counting nothing left out by kgrind)' : '')
+            . ", k-SF nodes $t->{F}{n}" . left_out_note($S, $t->{tid})
             . ', ' . kstr($S->{kk}) . '-CCF nodes ' . header_ccf_nodes($o, $t->{C}));
     }
     my @hot;    # contexts shown, for source annotation
@@ -650,6 +648,7 @@ sub out_text {
         if ($o->{ksf}) {
             my $T = ksf_tree($o, $t);
             push @out, '', $rule, "DUMP of K-SF (k=" . kstr($S->{K}) . ", thread " . forest_desc($t) . ", $t->{F}{n} nodes"
+                . left_out_note($S, $t->{tid})
                 . ($T->{shown} ? ", $T->{n} shown: the paths of the contexts selected)" : ')'), $rule;
             out_lines(\@out);
             print_tree($o, $T);
@@ -1002,7 +1001,8 @@ sub out_json {
         my $tid = $t->{tid} eq 'all' ? '"all"' : $t->{tid};
         my $sorted = select_contexts($o, $C);
         out("$sep\{\"tid\":$tid," . (defined $t->{fname} ? '"function":' . js($t->{fname}) . ',' : '')
-            . "\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"kccf_nodes\":" . ccf_nodes($C) . ',"contexts":[');
+            . "\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"ksf_nodes_left_out\":" . left_out_nodes($S, $t->{tid})
+            . ',"kccf_nodes":' . ccf_nodes($C) . ',"contexts":[');
         my $comma = '';
         for my $cid (@$sorted) {
             out($comma, '{"path":[', join(',', @jname[@{ctx_labels($C, $cid)}]), '],"calls":', cval($C, 'xcalls', $cid),
@@ -1403,6 +1403,14 @@ sub left_out_nodes {
         }
     }
     return $n;
+}
+
+# " (N counting nothing left out by kgrind)" after a thread's k-SF node
+# count, or "" when its records hold every node.
+sub left_out_note {
+    my ($S, $tid) = @_;
+    my $n = left_out_nodes($S, $tid);
+    return $n ? ' (' . commify($n) . ' counting nothing left out by kgrind)' : '';
 }
 
 sub run_exporter {

@@ -3,6 +3,7 @@
 recursion, fork, stripped binaries. Each run is checked on its calling
 context tree (--k=inf) read back from the k-SF records."""
 import collections
+import json
 import re
 import subprocess
 
@@ -383,6 +384,17 @@ FORK_FOREST_DEPTH, FORK_FOREST_LEAVES = 5, 10      # tests/progs/fork_forest.c
 OWN_FUNCTIONS = {'main', 'branch', 'b0', 'b1', 'b2', 'child_work', 'leaf'}
 
 
+def json_report(path):
+    """kgrind_annotate --format=json of a profile, checked against its schema."""
+    import jsonschema
+    r = subprocess.run(['perl', str(ROOT / 'perl' / 'kgrind_annotate.pl'), '--format=json', str(path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr == '', r.stderr
+    d = json.loads(r.stdout)
+    jsonschema.validate(d, json.loads((ROOT / 'docs' / 'kgrind-annotate.schema.json').read_text()))
+    return d
+
+
 @pytest.mark.parametrize('k', ['2', 'inf'])
 def test_fork_child_profile_leaves_out_its_parents_zeroed_forest(tools, k):
     """A fork child's k-SF is its parent's with every counter zeroed; its
@@ -423,12 +435,17 @@ def test_fork_child_profile_leaves_out_its_parents_zeroed_forest(tools, k):
     [pforest] = parent.forests
     built = [n for n in pforest.nodes if pforest.name(n) in {'branch', 'b0', 'b1', 'b2'}]
     assert left_out and int(left_out.group(1)) >= len(built) > 0
-    # kgrind_annotate's report says so too.
-    report = subprocess.run(['perl', str(ROOT / 'perl' / 'kgrind_annotate.pl'), str(cpath)],
+    # kgrind_annotate's report says so too, where it counts the k-SF's
+    # nodes: the header, the --ksf dump and JSON (none in the parent's).
+    report = subprocess.run(['perl', str(ROOT / 'perl' / 'kgrind_annotate.pl'), '--ksf', str(cpath)],
                             capture_output=True, text=True)
-    assert re.search(rf'^Thread 1: +Ir [\d,]+, k-SF nodes {len(cforest.nodes)} '
-                     rf'\({int(left_out.group(1)):,} counting nothing left out by kgrind\),', report.stdout, re.M), \
+    note = rf'\({int(left_out.group(1)):,} counting nothing left out by kgrind\)'
+    assert re.search(rf'^Thread 1: +Ir [\d,]+, k-SF nodes {len(cforest.nodes)} {note},', report.stdout, re.M), \
         report.stdout[:2000]
+    assert re.search(rf'^DUMP of K-SF \(k={k}, thread 1, {len(cforest.nodes)} nodes {note}\)$', report.stdout, re.M)
+    for path, prof, want in ((cpath, child, int(left_out.group(1))), (ppath, parent, 0)):
+        d = json_report(path)
+        assert [(t['ksf_nodes'], t['ksf_nodes_left_out']) for t in d['threads']] == [(len(prof.forests[0].nodes), want)]
     paths = cct_paths(child) if k == 'inf' else None
     if paths is not None:
         # The program's own functions in the child: main > child_work > leaf.
