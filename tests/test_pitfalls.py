@@ -402,7 +402,7 @@ def test_fork_child_profile_leaves_out_its_parents_zeroed_forest(tools, k):
     every path to what the child counted, and loses no count. The parent's
     profile keeps its whole forest: every branch/b* context the program's
     structure makes, once each."""
-    exe = tools.compile('fork_forest.c', '-O1')
+    exe = tools.compile('fork_forest.c', '-O1', '-I', str(ROOT / 'include'), '-I', '/usr/include/valgrind')
     kg = tools.kgrind(exe, opts=[f'--k={k}'], out='kg.%p')
     assert kg.returncode == 0 and kg.stdout == 'tree 2184 child exit 0\n', kg.stderr
     profiles = {}
@@ -446,6 +446,20 @@ def test_fork_child_profile_leaves_out_its_parents_zeroed_forest(tools, k):
     for path, prof, want in ((cpath, child, int(left_out.group(1))), (ppath, parent, 0)):
         d = json_report(path)
         assert [(t['ksf_nodes'], t['ksf_nodes_left_out']) for t in d['threads']] == [(len(prof.forests[0].nodes), want)]
+    # Each ksf-fns table lists exactly the functions its records name: the
+    # nodes' labels, __root__ and the kgrind-context record's (b2's context
+    # taken before the fork: in the child, functions of left-out nodes
+    # only), numbered densely; both profiles name that context alike.
+    decoded = set()
+    for path, text, prof in profiles.values():
+        [(context_id, labels)] = re.findall(r'^# kgrind-context (\d+) 1((?: \d+)+)$', text, re.M)
+        named = {0} | {label for (_p, label, *_c) in prof.forests[0].nodes.values()} | {int(x) for x in labels.split()}
+        assert set(prof.names) == named == set(range(len(prof.names))), path
+        r = subprocess.run(['perl', str(ROOT / 'perl' / 'kgrind_annotate.pl'), f'--context-id={context_id}', str(path)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0 and r.stdout.endswith(' > branch > b2\n'), r.stdout + r.stderr
+        decoded.add(r.stdout)
+    assert len(decoded) == 1
     paths = cct_paths(child) if k == 'inf' else None
     if paths is not None:
         # The program's own functions in the child: main > child_work > leaf.
