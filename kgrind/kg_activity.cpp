@@ -346,8 +346,22 @@ Bool has_first_transition(const ActNode* n) { return first_transition(n)->kids !
 UInt node_payload_bytes()
 {
    if (acts_in_nodes()) return transition_bytes();
-   return counts_in_nodes() ? sizeof(UWord) : 0;
+   if (!counts_in_nodes()) return 0;
+   // The count of frames, and the counter array (counter_array_word).
+   return counter_arrays_on() ? 2 * sizeof(UWord) : sizeof(UWord);
 }
+
+} // namespace
+
+Bool counter_arrays_on()
+{
+   return clo.mode == kModeFunc && counts_in_nodes() && !separate_view() && !clo.dump_instr && !clo.collect_jumps;
+}
+
+static UWord call_pending_node[(sizeof(ForestNode) + 2 * sizeof(UWord)) / sizeof(UWord)];
+ForestNode* const kCallPending = (ForestNode*)call_pending_node;
+
+namespace {
 
 // Where ActNodes are node payloads, a transition that is not a node's
 // payload and its child: child_of reads the word before the transition.
@@ -1304,6 +1318,8 @@ extern "C" void VG_REGPARM(1) kg_unwind(Addr sp)
    unwind_to_sp(current, sp);
 }
 
+static ULong* block_counters_now(BlockInfo* blk);
+
 // A block that may start an activation, after a call or not.
 static void block_entry(BlockInfo* blk, Addr sp, UWord after_call)
 {
@@ -1320,7 +1336,7 @@ static void block_entry(BlockInfo* blk, Addr sp, UWord after_call)
       push_activation(t, blk->fn(), sp, blk, kg_now->jump_site);
    }
    kg_now->jump_site = 0;
-   kg_refresh_counters(blk);
+   block_counters_now(blk);
 }
 
 // A new coroutine's first function (entered by a ret, not a call) comes
@@ -1371,6 +1387,28 @@ extern "C" void VG_REGPARM(1) kg_block_start(BlockInfo* blk)
       block_entry(blk, sp, after_call);
    else
       point_block_at(blk, kg_now->ctx);
+}
+
+// The counters of blk in kg_now->ctx, in its array or else its way 0.
+static ULong* block_counters_now(BlockInfo* blk)
+{
+   ULong* counters = array_counters(kg_now->ctx, blk);
+   if (counters) return counters;
+   point_block_at(blk, kg_now->ctx);
+   return blk->ways[0].counters;
+}
+
+extern "C" ULong* VG_REGPARM(1) kg_block_counters(BlockInfo* blk)
+{
+   Addr sp = unwind_at_block_start();
+   UWord after_call = kg_now->ctx == kCallPending;
+   if (after_call || blk->fn_entry) block_entry(blk, sp, after_call);
+   return block_counters_now(blk);
+}
+
+extern "C" ULong* VG_REGPARM(1) kg_entry_counters(BlockInfo* blk)
+{
+   return block_counters_now(blk);
 }
 
 extern "C" void VG_REGPARM(2) kg_jump_out(Addr target, Addr jump_instr)

@@ -238,7 +238,13 @@ extern Now* kg_now;
 // ld.so's lazy-binding trampoline when its frame dies at its jump to the
 // resolved function (callgrind's "pop on jump"): the call it resolved
 // continues there.
-ForestNode* const kCallPending = (ForestNode*)1;
+// It is a node of no forest, with an empty counter array (kg_costs.h), so
+// that a block's counter array check may read through it.
+extern ForestNode* const kCallPending;
+
+// A context node's counter array word (counter_arrays_on: its payload's
+// second word; kg_costs.h).
+inline UWord* counter_array_word(ForestNode* ctx) { return (UWord*)(ctx + 1) + 1; }
 
 // The largest SP change instrumentation follows as a constant offset
 // (Valgrind's --max-stackframe default). Stack switches are told from
@@ -251,6 +257,11 @@ void activity_init();
 extern "C" {
 // SP rose above the top frame: pop the frames that died.
 void VG_REGPARM(1) kg_unwind(Addr sp);
+// A block with a counter array offset missed its context's array: as
+// kg_block_start, returning its counters (in the array, or its way 0).
+ULong* VG_REGPARM(1) kg_block_counters(BlockInfo* blk);
+// The same for a function's first block after its inline entry.
+ULong* VG_REGPARM(1) kg_entry_counters(BlockInfo* blk);
 // A block that may start an activation (entered after a call, or a
 // function's first block); ctx_before is kg_now->ctx at its start
 // (kCallPending: after a call).

@@ -120,6 +120,27 @@ public:
       return counter_store.at(ref_offset(ref));
    }
 
+   // Makes the counters at `offset` those of (ctx, block_id) (counter
+   // arrays: publish_counter_arrays).
+   void set_ref(const ForestNode* ctx, UInt block_id, UInt offset)
+   {
+      ContextBlocks* c = blocks_of(ctx);
+      UInt i = home(block_id, c->cap);
+      for (; c->slots[i]; i = next(c, i)) {
+         if (ref_block_id(c->slots[i]) != block_id) continue;
+         c->slots[i] = counters_ref(block_id, offset);
+         return;
+      }
+      CountersRef ref = counters_ref(block_id, offset);
+      if ((c->used + 1) * 8 > c->cap * 7) {
+         grow(c);
+         put(c, ref);
+      } else {
+         c->slots[i] = ref;
+      }
+      c->used++;
+   }
+
    // f(context's table, ref) for every (context, block).
    template <typename F> void for_each(F f) const
    {
@@ -281,8 +302,10 @@ static const BlockInfo* block_by_id(UInt id) { return all_blocks[id - 1]; }
 // Counters a (context, block) has: one per slot, at least one.
 static UInt counter_count(const BlockInfo* blk) { return blk->n_slots ? blk->n_slots : 1; }
 
+static void mark_counter_arrays();
 void forget_cached_counters()
 {
+   mark_counter_arrays();
    for (UWord i = 0; i < n_blocks; i++)
       for (UInt w = 0; w < kCounterWays; w++) all_blocks[i]->ways[w] = { nullptr, nullptr };
 }
@@ -311,6 +334,7 @@ BlockInfo* block_info_new(Addr addr, UInt n_lines, SourceLine** lines, UInt tail
    BlockInfo* b = (BlockInfo*)alloc_permanent(block_info_bytes(n_lines, tail_bytes));
    remember_block(b);
    b->addr = addr;
+   b->array_offset = kNoArrayOffset;
    b->n_slots = (UShort)n_lines;
    b->n_lines = (UShort)n_lines;
    SourceLine** after = (SourceLine**)(b + 1);
@@ -369,6 +393,138 @@ void point_block_at_table(BlockInfo* blk, ForestNode* ctx)
 extern "C" void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk)
 {
    point_block_at(blk, kg_now->ctx);
+}
+
+// ---- Counter arrays (kg_costs.h) ---------------------------------------------
+
+// The empty array: its limit 0 is no function's and holds nothing.
+ULong* empty_counter_array()
+{
+   static ULong* empty;
+   if (!empty) {
+      empty = (ULong*)alloc_permanent(2 * sizeof(ULong)) + 2;
+      empty[-2] = empty[-1] = 0;
+   }
+   return empty;
+}
+
+// The contexts that have an array (each once), for dumps, zeroing and
+// switching counting on and off.
+static ForestNode** array_contexts;
+static UWord n_array_contexts, array_contexts_cap;
+
+static ULong* counter_array(ForestNode* ctx)
+{
+   return (ULong*)(*counter_array_word(ctx) + (UWord)empty_counter_array());
+}
+static UInt array_capacity(const ULong* arr) { return (UInt)(arr[-1] & ((1u << 24) - 1)); }
+static UInt array_store_offset(const ULong* arr) { return (UInt)arr[-2]; }
+// The limit word; its top bit fails every block's check while counting is off.
+static ULong array_limit(UInt fn_id, UInt cap)
+{
+   return ((ULong)fn_id << 24 | cap) | (kg_counting ? 0 : 1ull << 63);
+}
+
+static void remember_array_context(ForestNode* ctx)
+{
+   if (n_array_contexts == array_contexts_cap) {
+      array_contexts_cap = array_contexts_cap ? 2 * array_contexts_cap : 1024;
+      ForestNode** bigger = (ForestNode**)kg::alloc(array_contexts_cap * sizeof(ForestNode*), "kg.arrays");
+      if (n_array_contexts) VG_(memcpy)(bigger, array_contexts, n_array_contexts * sizeof(ForestNode*));
+      kg::release(array_contexts);
+      array_contexts = bigger;
+   }
+   array_contexts[n_array_contexts++] = ctx;
+}
+
+// ctx's array made anew with room for [0, end) and every block of fn
+// translated so far, its counters copied (the old array stays unused in the
+// store: arrays grow only when a block translated after the context's array
+// was made runs in the context).
+static ULong* grow_counter_array(ForestNode* ctx, const FnInfo* fn, UInt end)
+{
+   ULong* old = counter_array(ctx);
+   UInt old_cap = array_capacity(old);
+   UInt cap = fn->array_counters > end ? fn->array_counters : end;
+   UInt offset = counter_store.add(cap + 2);
+   ULong* arr = counter_store.at(offset) + 2;
+   arr[-2] = offset + 2;
+   arr[-1] = array_limit(fn->id, cap);
+   if (old_cap)
+      VG_(memcpy)(arr, old, old_cap * sizeof(ULong));
+   else
+      remember_array_context(ctx);
+   *counter_array_word(ctx) = (UWord)arr - (UWord)empty_counter_array();
+   return arr;
+}
+
+ULong* array_counters(ForestNode* ctx, BlockInfo* blk)
+{
+   if (!kg_counting || ctx == kCallPending || blk->array_offset == kNoArrayOffset || ctx->label != blk->fn()->id + 1)
+      return nullptr;
+   UInt end = blk->array_offset + counter_count(blk);
+   ULong* arr = counter_array(ctx);
+   if (array_capacity(arr) < end) arr = grow_counter_array(ctx, blk->fn(), end);
+   return arr + blk->array_offset;
+}
+
+static Bool counts_something(const ULong* counters, UInt n)
+{
+   for (UInt i = 0; i < n; i++)
+      if (counters[i]) return True;
+   return False;
+}
+
+// Every array's (context, block) counters that count something become refs
+// of the contexts' tables, as if found there, for ExitCosts (at exit and at
+// a dump: a ref already there is moved to where its array grew to).
+static void publish_counter_arrays()
+{
+   if (!n_array_contexts) return;
+   // The blocks with an offset grouped by function (a counting sort).
+   UInt n_fns = function_count();
+   UInt* first = (UInt*)alloc_zeroed((n_fns + 2) * sizeof(UInt), "kg.arrays");
+   UWord n_with_offset = 0;
+   for (UWord i = 0; i < n_blocks; i++) {
+      if (all_blocks[i]->array_offset == kNoArrayOffset) continue;
+      first[all_blocks[i]->fn()->id + 2]++;
+      n_with_offset++;
+   }
+   for (UInt f = 1; f <= n_fns; f++) first[f + 1] += first[f];
+   const BlockInfo** by_fn = (const BlockInfo**)kg::alloc((n_with_offset + 1) * sizeof(BlockInfo*), "kg.arrays");
+   for (UWord i = 0; i < n_blocks; i++)
+      if (all_blocks[i]->array_offset != kNoArrayOffset) by_fn[first[all_blocks[i]->fn()->id + 1]++] = all_blocks[i];
+   // Now first[f] is where function f's blocks start, first[f + 1] where they end.
+   for (UWord c = 0; c < n_array_contexts; c++) {
+      ForestNode* ctx = array_contexts[c];
+      const ULong* arr = counter_array(ctx);
+      UInt fn_id = ctx->label - 1;
+      for (UInt i = first[fn_id]; i < first[fn_id + 1]; i++) {
+         const BlockInfo* blk = by_fn[i];
+         UInt n = counter_count(blk);
+         if (blk->array_offset + n > array_capacity(arr) || !counts_something(arr + blk->array_offset, n)) continue;
+         block_counters.set_ref(ctx, blk->id, array_store_offset(arr) + blk->array_offset);
+      }
+   }
+   kg::release(by_fn);
+   kg::release(first);
+}
+
+// Counting switched on or off: every array's limit says so.
+static void mark_counter_arrays()
+{
+   for (UWord c = 0; c < n_array_contexts; c++) {
+      ULong* arr = counter_array(array_contexts[c]);
+      arr[-1] = array_limit(array_contexts[c]->label - 1, array_capacity(arr));
+   }
+}
+
+static void zero_counter_arrays()
+{
+   for (UWord c = 0; c < n_array_contexts; c++) {
+      ULong* arr = counter_array(array_contexts[c]);
+      VG_(memset)(arr, 0, array_capacity(arr) * sizeof(ULong));
+   }
 }
 
 // Not the next instruction after a direct exit (a fall-through; a computed
@@ -511,6 +667,7 @@ CountedBlock ExitCosts::entry(const ContextBlocks* c, UInt i) const
 void ExitCosts::take(Bool per_instruction)
 {
    per_instruction_ = per_instruction;
+   publish_counter_arrays();
    groups_ = block_counters.take_contexts(&n_groups_);
    for_each_entry([](const CountedBlock& e) { count_reached(e); });
 }
@@ -518,6 +675,7 @@ void ExitCosts::take(Bool per_instruction)
 void ExitCosts::snapshot(Bool per_instruction)
 {
    per_instruction_ = per_instruction;
+   publish_counter_arrays();
    UWord n_groups = 0, n = 0, n_counters = 0;
    block_counters.for_each([&](const ContextBlocks*, CountersRef ref) {
       n++;
@@ -761,6 +919,7 @@ UWord collect_call_edges(Bool at_exit, CallEdge*** out, CallEdge** copies)
 
 void reset_costs()
 {
+   zero_counter_arrays();
    block_counters.for_each([](const ContextBlocks*, CountersRef ref) {
       VG_(memset)(counter_store.at(ref_offset(ref)), 0, counter_count(block_by_id(ref_block_id(ref))) * sizeof(ULong));
    });

@@ -80,6 +80,9 @@ struct BlockInfo {
    // the PLT stub that the block's last instruction calls, charged to that
    // instruction (block modes; function mode has a LineRun for it).
    Bool stub_counter;
+   // Its counters' offset in its context's counter array, or kNoArrayOffset
+   // (counter arrays: below).
+   UShort array_offset;
    UInt id;                       // 1, 2, ...: in the order made (the counters' tables key on it)
    // What varies in size is stored right after the block, not pointed to
    // (each pointer was 1.6 MB on cc1plus): its distinct source lines, then
@@ -113,6 +116,35 @@ void block_info_trim_runs(BlockInfo* blk, UInt n_runs);
 // block modes the instruction itself), whose one counter holds instructions
 // charged there from elsewhere: one per address.
 BlockInfo* position_block(Addr at);
+
+// Counter arrays (function mode at finite k, docs/function-mode.md): the
+// counters of a traced function's blocks in one context lie in one array,
+// the context's, each block's at an offset fixed when it is translated
+// (BlockInfo::array_offset), so that a block finds them from its context
+// with no helper: the array is the context node's payload word
+// (counter_array_word), kept as its distance from no_counter_array's
+// counters, so that a zeroed word is an empty array; the word before the
+// counters is the array's limit, (function id << 24) | capacity, with the
+// top bit set while counting is off (inline IR checks it against the
+// block's function and end); the word before that is the counters' offset
+// in the counter store. Functions with more counters than kArrayCounters
+// keep the rest in the ways and tables above: an array holds room for
+// every block of its function, run or not.
+const UInt kArrayCounters = 128;
+const UShort kNoArrayOffset = 0xFFFF;
+// The empty array (no function's, no room), next to the tool's other data.
+ULong* empty_counter_array();
+// Whether the counter arrays are in use (function mode, finite k, counts per
+// line, context nodes with room for the word).
+Bool counter_arrays_on();
+// The check's constants for a block of fn whose counters end at `end`
+// (array_offset + counters): the limit word minus c1 is below c2 exactly
+// when the array is fn's and holds [0, end), counting on.
+inline ULong array_check_c1(const FnInfo* fn, UInt end) { return ((ULong)fn->id << 24) + end; }
+inline ULong array_check_c2(UInt end) { return (1ull << 24) - end + 1; }
+// The counters of (ctx, blk) in ctx's array, made or grown to hold them;
+// nullptr if blk has no offset, ctx is not its function's or counting is off.
+ULong* array_counters(ForestNode* ctx, BlockInfo* blk);
 
 // Makes the counters of (ctx, blk) the block's way 0: inline for a hit in
 // way 1 (half of sqlite3's 121 M calls), the table otherwise.

@@ -165,6 +165,7 @@ static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool n
    fn->context_start = VG_STREQ(fn->name, "__start_context");
    fn->context_set = VG_STREQ(fn->name, "setcontext") || VG_STREQ(fn->name, "__setcontext");
    fn->stack_segment = VG_STREQ(fn->name, "__morestack");
+   fn->array_counters = 0;
    fn->traced = block_mode() && clo.n_func_patterns == 0 ? object_is_main(object)
                                                          : name_is_traced(fn->name);
    VG_(addToXA)(fn_list, &fn);

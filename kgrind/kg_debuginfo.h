@@ -20,6 +20,7 @@ struct FnInfo {
                          // __start_context it goes to uc_link, never back
    Bool stack_segment;   // libgcc's __morestack: -fsplit-stack code moves SP to
                          // a new stack segment there and goes on in it
+   UInt array_counters;  // counters its blocks take in a context's counter array (kg_costs.h)
 };
 
 struct SourceLoc {

@@ -208,13 +208,19 @@ public:
    void call_reading_sp(const HChar* name, void* fn, IRExpr* arg, IRExpr* guard)
    {
       IRDirty* di = dirty(name, fn, 1, mkIRExprVec_1(arg), guard);
-      di->nFxState = 1;
-      di->fxState[0].fx = Ifx_Read;
-      di->fxState[0].offset = offset_sp_;
-      di->fxState[0].size = sizeof(Addr);
-      di->fxState[0].nRepeats = 0;
-      di->fxState[0].repeatLen = 0;
+      reads_sp(di);
       add(IRStmt_Dirty(di));
+   }
+
+   // A one-argument helper's word, when guard holds (else an undefined
+   // value); reading_sp: as call_reading_sp.
+   IRExpr* call_returning(const HChar* name, void* fn, IRExpr* arg, IRExpr* guard, Bool reading_sp)
+   {
+      IRTemp t = newIRTemp(sb_->tyenv, Ity_I64);
+      IRDirty* di = dirty(name, fn, 1, mkIRExprVec_1(arg), guard, t);
+      if (reading_sp) reads_sp(di);
+      add(IRStmt_Dirty(di));
+      return IRExpr_RdTmp(t);
    }
 
    void add(IRStmt* st) { addStmtToIRSB(sb_, st); }
@@ -222,14 +228,28 @@ public:
 private:
    // Every helper may change kg_now (frames, the pending call): declared,
    // or VEX may reuse a load of it from before the call after it.
-   static IRDirty* dirty(const HChar* name, void* fn, Int regparms, IRExpr** args, IRExpr* guard)
+   static IRDirty* dirty(const HChar* name, void* fn, Int regparms, IRExpr** args, IRExpr* guard,
+                         IRTemp result = IRTemp_INVALID)
    {
-      IRDirty* di = unsafeIRDirty_0_N(regparms, name, VG_(fnptr_to_fnentry)(fn), args);
+      void* entry = VG_(fnptr_to_fnentry)(fn);
+      IRDirty* di = result == IRTemp_INVALID ? unsafeIRDirty_0_N(regparms, name, entry, args)
+                                             : unsafeIRDirty_1_N(result, regparms, name, entry, args);
       if (guard) di->guard = guard;
       di->mFx = Ifx_Modify;
       di->mAddr = mkIRExpr_HWord((HWord)kg_now);
       di->mSize = sizeof(Now);
       return di;
+   }
+
+   // The helper reads the guest SP itself (VG_(get_SP)).
+   void reads_sp(IRDirty* di) const
+   {
+      di->nFxState = 1;
+      di->fxState[0].fx = Ifx_Read;
+      di->fxState[0].offset = offset_sp_;
+      di->fxState[0].size = sizeof(Addr);
+      di->fxState[0].nRepeats = 0;
+      di->fxState[0].repeatLen = 0;
    }
 
    IRSB* sb_;
@@ -631,11 +651,65 @@ void add_plt_handover(IRBuilder& b, IRExpr* counted, IRExpr* next)
    if (counted) b.store_if(counted, b.at(&kg_now->plt_stub), next);
 }
 
+// Counter arrays (kg_costs.h). The block's offset in its function's arrays
+// is reserved when its prologue is made and its check's constants set once
+// its counters are known (finish_array_check): the superblock's IR is ours
+// until instrument returns.
+struct PendingArrayCheck {
+   IRConst* c1;
+   IRConst* c2;
+   UInt offset;
+   BlockInfo* blk;   // nullptr: none pending
+} pending_array_check;
+
+// Does blk count in its context's counter array? A traced function's block
+// with a symbol, not a PLT stub's, whose counters (at most max_counters)
+// fit its function's arrays.
+Bool counts_in_array(const BlockInfo* blk, UInt max_counters)
+{
+   const FnInfo* fn = blk->fn();
+   return counter_arrays_on() && !blk->in_plt && !fn->no_symbol && fn_traced(fn) && !fn->resolver &&
+          fn->array_counters + max_counters <= kArrayCounters;
+}
+
+// The counters of the block in ctx's array; if the array is not its
+// function's, lacks room for the block, or counting is off (ctx after a
+// call is kCallPending, whose array is empty), `helper` (kg_block_counters,
+// kg_entry_counters) returns them.
+IRExpr* add_array_prologue(IRBuilder& b, BlockInfo* blk, IRExpr* ctx, const HChar* name, void* helper,
+                           Bool reading_sp)
+{
+   UInt offset = blk->fn()->array_counters;
+   pending_array_check = { IRConst_U64(0), IRConst_U64(0), offset, blk };   // c2 0: always the helper
+   IRExpr* word = b.load_field(ctx, (UWord)((UChar*)counter_array_word(kCallPending) - (UChar*)kCallPending));
+   IRExpr* arr = b.op(Iop_Add64, word, b.at(empty_counter_array()));
+   IRExpr* limit = b.load64(b.op(Iop_Sub64, arr, IRBuilder::u64(sizeof(ULong))));
+   IRExpr* missed = b.op(Iop_CmpLE64U, IRExpr_Const(pending_array_check.c2),
+                         b.op(Iop_Sub64, limit, IRExpr_Const(pending_array_check.c1)), Ity_I1);
+   IRExpr* found = b.call_returning(name, helper, b.at(blk), missed, reading_sp);
+   return b.ite(missed, found, b.op(Iop_Add64, arr, IRBuilder::u64(offset * sizeof(ULong))));
+}
+
+// The block's counters are known: its offset and its check's constants.
+void finish_array_check(BlockInfo* blk)
+{
+   PendingArrayCheck& p = pending_array_check;
+   if (p.blk != blk) return;
+   p.blk = nullptr;
+   FnInfo* fn = blk->fn();
+   UInt end = p.offset + (blk->n_slots ? blk->n_slots : 1);
+   tl_assert(end <= kArrayCounters);   // counts_in_array's bound
+   p.c1->Ico.U64 = array_check_c1(fn, end);
+   p.c2->Ico.U64 = array_check_c2(end);
+   blk->array_offset = (UShort)p.offset;
+   fn->array_counters = end;
+}
+
 // The block prologue (see the top of this file). Returns the block's
 // counters for the context it runs in. `stub_instrs`, *stub_counted: see
 // add_plt_prologue.
 IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout, UInt stub_instrs,
-                     IRExpr** stub_counted)
+                     IRExpr** stub_counted, UInt max_counters)
 {
    if (blk->in_plt) return add_plt_prologue(b, blk, stub_instrs, stub_counted);
    // ld.so's lazy-binding trampoline enters by the helper, which notes the
@@ -643,6 +717,9 @@ IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout,
    Bool entry = blk->fn_entry && fn_traced(blk->fn()) && !blk->fn()->resolver;
    Bool called_entry = !blk->fn_entry && call_targets.find((void*)blk->addr, nullptr) &&
                        fn_traced(activated_function(blk));
+   Bool in_array = counts_in_array(blk, max_counters);
+   if (!entry && !called_entry && in_array)
+      return add_array_prologue(b, blk, b.load64(&kg_now->ctx), "kg_block_counters", (void*)kg_block_counters, True);
    if (!entry && !called_entry) {
       // kg_now->ctx is kCallPending after a call, so one guard covers a
       // pending call and a context change. (An untraced function's first
@@ -654,6 +731,9 @@ IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout,
    }
    IRExpr* blk_at = b.shared_at(blk);
    IRExpr* ctx = add_inline_entry(b, blk, blk_at, b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64), entry);
+   // (After a fix-up the context is kg_now->ctx, not the predicted one.)
+   if (entry && in_array)
+      return add_array_prologue(b, blk, b.load64(&kg_now->ctx), "kg_entry_counters", (void*)kg_entry_counters, False);
    IRExpr* miss = context_missed(b, blk_at, ctx);
    b.call("kg_refresh_counters", (void*)kg_refresh_counters, 1, mkIRExprVec_1(blk_at), miss);
    return cached_counters(b, blk);
@@ -1204,6 +1284,12 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    void* block_helper = clo.mode == kModeIntra ? (void*)kg_block_intra : (void*)kg_block_inter;
    const HChar* block_helper_name = clo.mode == kModeIntra ? "kg_block_intra" : "kg_block_inter";
 
+   // The block's counters at most: a flush point before each side exit that
+   // flushes, one at the end, one for a called stub.
+   UInt n_positions, n_exits;
+   count_positions(sb_in, blocks, &n_positions, &n_exits);
+   UInt max_counters = n_exits + 1 + (may_call_stub ? 1 : 0);
+
    IRSB* sb = deepCopyIRSBExceptStmts(sb_in);
    IRBuilder b(sb, layout);
    Bool leaving = !blocks && unrolled_loop(sb_in, blk);
@@ -1229,7 +1315,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          if (!counters && region_entry)
             b.call_reading_sp("kg_region_enter", (void*)kg_region_enter, IRBuilder::u64((ULong)blk), nullptr);
          if (!counters && sigreturn) counters = add_sigreturn_prologue(b, blk);
-         if (!counters) counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted);
+         if (!counters) counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted, max_counters);
          if (blocks && block_of[instr])
             add_block_step(b, block_of[instr], block_len[instr], block_helper, block_helper_name);
          last_instr = (Addr)st->Ist.IMark.addr;
@@ -1256,6 +1342,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       add_stub_counter(b, blk, pending, counters, stub_slot, stub ? IRBuilder::u64(stub) : sb->next);
    add_plt_handover(b, stub_counted, sb->next);
    pending.finish(blk);
+   finish_array_check(blk);
    add_block_end(b, sb, blk, last_instr, sp, pending.flushed_ir());
    if (region && sb->jumpkind == Ijk_Ret)
       b.call_reading_sp("kg_region_leave", (void*)kg_region_leave, IRBuilder::u64((ULong)blk), nullptr);
