@@ -437,23 +437,49 @@ static void remember_array_context(ForestNode* ctx)
    array_contexts[n_array_contexts++] = ctx;
 }
 
+// Arrays a context grew out of, by capacity, for other contexts' arrays:
+// linked through their first counter. Not once a dump has made refs to
+// arrays (publish_counter_arrays), which could point into a reused one.
+static ULong* free_arrays[kArrayCounters + 1];
+static Bool arrays_published;
+
+static ULong* new_counter_array(UInt cap)
+{
+   ULong* arr = free_arrays[cap];
+   if (arr) {
+      free_arrays[cap] = (ULong*)arr[0];
+      VG_(memset)(arr, 0, cap * sizeof(ULong));
+      return arr;
+   }
+   UInt offset = counter_store.add(cap + 2);
+   arr = counter_store.at(offset) + 2;
+   arr[-2] = offset + 2;
+   return arr;
+}
+
+static void free_counter_array(ULong* arr, UInt cap)
+{
+   if (arrays_published) return;
+   arr[0] = (ULong)free_arrays[cap];
+   free_arrays[cap] = arr;
+}
+
 // ctx's array made anew with room for [0, end) and every block of fn
-// translated so far, its counters copied (the old array stays unused in the
-// store: arrays grow only when a block translated after the context's array
-// was made runs in the context).
+// translated so far, its counters copied: arrays grow only when a block
+// translated after the context's array was made runs in the context.
 static ULong* grow_counter_array(ForestNode* ctx, const FnInfo* fn, UInt end)
 {
    ULong* old = counter_array(ctx);
    UInt old_cap = array_capacity(old);
    UInt cap = fn->array_counters > end ? fn->array_counters : end;
-   UInt offset = counter_store.add(cap + 2);
-   ULong* arr = counter_store.at(offset) + 2;
-   arr[-2] = offset + 2;
+   ULong* arr = new_counter_array(cap);
    arr[-1] = array_limit(fn->id, cap);
-   if (old_cap)
+   if (old_cap) {
       VG_(memcpy)(arr, old, old_cap * sizeof(ULong));
-   else
+      free_counter_array(old, old_cap);
+   } else {
       remember_array_context(ctx);
+   }
    *counter_array_word(ctx) = (UWord)arr - (UWord)empty_counter_array();
    return arr;
 }
@@ -481,6 +507,7 @@ static Bool counts_something(const ULong* counters, UInt n)
 static void publish_counter_arrays()
 {
    if (!n_array_contexts) return;
+   arrays_published = True;
    // The blocks with an offset grouped by function (a counting sort).
    UInt n_fns = function_count();
    UInt* first = (UInt*)alloc_zeroed((n_fns + 2) * sizeof(UInt), "kg.arrays");
