@@ -24,6 +24,9 @@ struct ContextBlocks {
    CountersRef* slots;
    UInt cap;             // a power of two or 1.5 times one
    UInt used;
+   // At exit, a counter array's group (ArrayGroups): its refs' offsets are
+   // from here (0 for a table's: their own).
+   UInt base;
 };
 
 namespace {
@@ -118,27 +121,6 @@ public:
       }
       c->used++;
       return counter_store.at(ref_offset(ref));
-   }
-
-   // Makes the counters at `offset` those of (ctx, block_id) (counter
-   // arrays: publish_counter_arrays).
-   void set_ref(const ForestNode* ctx, UInt block_id, UInt offset)
-   {
-      ContextBlocks* c = blocks_of(ctx);
-      UInt i = home(block_id, c->cap);
-      for (; c->slots[i]; i = next(c, i)) {
-         if (ref_block_id(c->slots[i]) != block_id) continue;
-         c->slots[i] = counters_ref(block_id, offset);
-         return;
-      }
-      CountersRef ref = counters_ref(block_id, offset);
-      if ((c->used + 1) * 8 > c->cap * 7) {
-         grow(c);
-         put(c, ref);
-      } else {
-         c->slots[i] = ref;
-      }
-      c->used++;
    }
 
    // f(context's table, ref) for every (context, block).
@@ -438,10 +420,8 @@ static void remember_array_context(ForestNode* ctx)
 }
 
 // Arrays a context grew out of, by capacity, for other contexts' arrays:
-// linked through their first counter. Not once a dump has made refs to
-// arrays (publish_counter_arrays), which could point into a reused one.
+// linked through their first counter.
 static ULong* free_arrays[kArrayCounters + 1];
-static Bool arrays_published;
 
 static ULong* new_counter_array(UInt cap)
 {
@@ -459,7 +439,6 @@ static ULong* new_counter_array(UInt cap)
 
 static void free_counter_array(ULong* arr, UInt cap)
 {
-   if (arrays_published) return;
    arr[0] = (ULong)free_arrays[cap];
    free_arrays[cap] = arr;
 }
@@ -494,48 +473,65 @@ ULong* array_counters(ForestNode* ctx, BlockInfo* blk)
    return arr + blk->array_offset;
 }
 
-static Bool counts_something(const ULong* counters, UInt n)
-{
-   for (UInt i = 0; i < n; i++)
-      if (counters[i]) return True;
-   return False;
-}
-
-// Every array's (context, block) counters that count something become refs
-// of the contexts' tables, as if found there, for ExitCosts (at exit and at
-// a dump: a ref already there is moved to where its array grew to).
-static void publish_counter_arrays()
-{
-   if (!n_array_contexts) return;
-   arrays_published = True;
-   // The blocks with an offset grouped by function (a counting sort).
-   UInt n_fns = function_count();
-   UInt* first = (UInt*)alloc_zeroed((n_fns + 2) * sizeof(UInt), "kg.arrays");
-   UWord n_with_offset = 0;
-   for (UWord i = 0; i < n_blocks; i++) {
-      if (all_blocks[i]->array_offset == kNoArrayOffset) continue;
-      first[all_blocks[i]->fn()->id + 2]++;
-      n_with_offset++;
-   }
-   for (UInt f = 1; f <= n_fns; f++) first[f + 1] += first[f];
-   const BlockInfo** by_fn = (const BlockInfo**)kg::alloc((n_with_offset + 1) * sizeof(BlockInfo*), "kg.arrays");
-   for (UWord i = 0; i < n_blocks; i++)
-      if (all_blocks[i]->array_offset != kNoArrayOffset) by_fn[first[all_blocks[i]->fn()->id + 1]++] = all_blocks[i];
-   // Now first[f] is where function f's blocks start, first[f + 1] where they end.
-   for (UWord c = 0; c < n_array_contexts; c++) {
-      ForestNode* ctx = array_contexts[c];
-      const ULong* arr = counter_array(ctx);
-      UInt fn_id = ctx->label - 1;
-      for (UInt i = first[fn_id]; i < first[fn_id + 1]; i++) {
-         const BlockInfo* blk = by_fn[i];
-         UInt n = counter_count(blk);
-         if (blk->array_offset + n > array_capacity(arr) || !counts_something(arr + blk->array_offset, n)) continue;
-         block_counters.set_ref(ctx, blk->id, array_store_offset(arr) + blk->array_offset);
+// At exit and at a dump, each counter array is one more group of
+// ExitCosts: its refs are its function's blocks that have an offset
+// (shared by the function's arrays, in the order of their offsets, so that
+// those within an array's capacity are a prefix), its base the array's
+// offset in the counter store (or in a dump's copy).
+class ArrayGroups {
+public:
+   void make()
+   {
+      UInt n_fns = function_count();
+      first_ = (UInt*)alloc_zeroed((n_fns + 2) * sizeof(UInt), "kg.arrays");
+      UWord n_refs = 0;
+      for (UWord i = 0; i < n_blocks; i++) {
+         if (all_blocks[i]->array_offset == kNoArrayOffset) continue;
+         first_[all_blocks[i]->fn()->id + 2]++;
+         n_refs++;
+      }
+      for (UInt f = 1; f <= n_fns; f++) first_[f + 1] += first_[f];
+      // Blocks are made in the order their offsets were given.
+      refs_ = (CountersRef*)kg::alloc((n_refs + 1) * sizeof(CountersRef), "kg.arrays");
+      for (UWord i = 0; i < n_blocks; i++) {
+         const BlockInfo* blk = all_blocks[i];
+         if (blk->array_offset != kNoArrayOffset) refs_[first_[blk->fn()->id + 1]++] = counters_ref(blk->id, blk->array_offset);
+      }
+      // first_[f] is where function f's refs start, first_[f + 1] where they end.
+      groups_ = (ContextBlocks*)kg::alloc((n_array_contexts + 1) * sizeof(ContextBlocks), "kg.arrays");
+      for (UWord c = 0; c < n_array_contexts; c++) {
+         ForestNode* ctx = array_contexts[c];
+         const ULong* arr = counter_array(ctx);
+         UInt fn_id = ctx->label - 1;
+         CountersRef* refs = refs_ + first_[fn_id];
+         UInt n = first_[fn_id + 1] - first_[fn_id];
+         UInt used = 0;
+         while (used < n && ref_offset(refs[used]) + counter_count(block_by_id(ref_block_id(refs[used]))) <=
+                               array_capacity(arr))
+            used++;
+         groups_[c] = { ctx, refs, used, used, array_store_offset(arr) };
       }
    }
-   kg::release(by_fn);
-   kg::release(first);
-}
+   UWord size() const { return n_array_contexts; }
+   ContextBlocks* group(UWord c) { return &groups_[c]; }
+   // The array of group c's counters.
+   const ULong* counters(UWord c) const { return counter_array(array_contexts[c]); }
+   void release()
+   {
+      kg::release(first_);
+      kg::release(refs_);
+      kg::release(groups_);
+      first_ = nullptr;
+      refs_ = nullptr;
+      groups_ = nullptr;
+   }
+
+private:
+   UInt* first_ = nullptr;
+   CountersRef* refs_ = nullptr;
+   ContextBlocks* groups_ = nullptr;
+};
+ArrayGroups array_groups;
 
 // Counting switched on or off: every array's limit says so.
 static void mark_counter_arrays()
@@ -687,33 +683,38 @@ static void count_reached(const CountedBlock& e)
 CountedBlock ExitCosts::entry(const ContextBlocks* c, UInt i) const
 {
    CountersRef ref = c->slots[i];
-   UInt offset = ref_offset(ref);
+   UInt offset = c->base + ref_offset(ref);
    return { block_by_id(ref_block_id(ref)), copied_counters_ ? copied_counters_ + offset : counter_store.at(offset) };
 }
 
 void ExitCosts::take(Bool per_instruction)
 {
    per_instruction_ = per_instruction;
-   publish_counter_arrays();
-   groups_ = block_counters.take_contexts(&n_groups_);
+   ContextBlocks** tables = block_counters.take_contexts(&n_groups_);
+   // The arrays' groups after the tables'.
+   array_groups.make();
+   groups_ = (ContextBlocks**)kg::alloc((n_groups_ + array_groups.size() + 1) * sizeof(ContextBlocks*), "kg.exit");
+   VG_(memcpy)(groups_, tables, n_groups_ * sizeof(ContextBlocks*));
+   kg::release(tables);
+   for (UWord c = 0; c < array_groups.size(); c++) groups_[n_groups_++] = array_groups.group(c);
    for_each_entry([](const CountedBlock& e) { count_reached(e); });
 }
 
 void ExitCosts::snapshot(Bool per_instruction)
 {
    per_instruction_ = per_instruction;
-   publish_counter_arrays();
    UWord n_groups = 0, n = 0, n_counters = 0;
    block_counters.for_each([&](const ContextBlocks*, CountersRef ref) {
       n++;
       n_counters += counter_count(block_by_id(ref_block_id(ref)));
    });
    block_counters.for_each_context([&](ContextBlocks*) { n_groups++; });
+   for (UWord c = 0; c < n_array_contexts; c++) n_counters += array_capacity(counter_array(array_contexts[c]));
    tl_assert(n_counters >> 32 == 0);
    // One block: the copied tables, their refs, the counters (refs are
    // offsets into these).
    copies_ = (UChar*)kg::alloc(n_groups * sizeof(ContextBlocks) + (n + n_counters) * sizeof(UWord) + 1, "kg.dump");
-   groups_ = (ContextBlocks**)kg::alloc((n_groups + 1) * sizeof(ContextBlocks*), "kg.dump");
+   groups_ = (ContextBlocks**)kg::alloc((n_groups + n_array_contexts + 1) * sizeof(ContextBlocks*), "kg.dump");
    ContextBlocks* group = (ContextBlocks*)copies_;
    CountersRef* refs = (CountersRef*)(group + n_groups);
    copied_counters_ = (ULong*)(refs + n);
@@ -721,7 +722,7 @@ void ExitCosts::snapshot(Bool per_instruction)
    n_groups_ = 0;
    block_counters.for_each_context([&](ContextBlocks* c) {
       ContextBlocks* copy = group++;
-      *copy = { c->a, refs, 0, 0 };
+      *copy = { c->a, refs, 0, 0, 0 };
       for (UInt i = 0; i < c->cap; i++) {
          CountersRef ref = c->slots[i];
          if (!ref) continue;
@@ -733,6 +734,16 @@ void ExitCosts::snapshot(Bool per_instruction)
       refs += copy->used;
       groups_[n_groups_++] = copy;
    });
+   // The arrays' groups, with copies of their counters.
+   array_groups.make();
+   for (UWord c = 0; c < array_groups.size(); c++) {
+      ContextBlocks* g = array_groups.group(c);
+      UInt cap = array_capacity(array_groups.counters(c));
+      VG_(memcpy)(copied_counters_ + copied, array_groups.counters(c), cap * sizeof(ULong));
+      g->base = copied;
+      copied += cap;
+      groups_[n_groups_++] = g;
+   }
    for_each_entry([](const CountedBlock& e) { count_reached(e); });
 }
 
@@ -803,6 +814,7 @@ UWord ExitCosts::costs_of(const ForestNode* ctx, const ContextLineCost** out)
 
 void ExitCosts::release()
 {
+   array_groups.release();
    kg::release(copies_);
    copies_ = nullptr;
    copied_counters_ = nullptr;
