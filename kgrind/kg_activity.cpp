@@ -347,8 +347,8 @@ UInt node_payload_bytes()
 {
    if (acts_in_nodes()) return transition_bytes();
    if (!counts_in_nodes()) return 0;
-   // The count of frames, and the counter array (counter_array_word).
-   return counter_arrays_on() ? 2 * sizeof(UWord) : sizeof(UWord);
+   // The count of frames, and the counter array and its limit (counter_array_word).
+   return counter_arrays_on() ? 3 * sizeof(UWord) : sizeof(UWord);
 }
 
 } // namespace
@@ -358,7 +358,7 @@ Bool counter_arrays_on()
    return clo.mode == kModeFunc && counts_in_nodes() && !separate_view() && !clo.dump_instr && !clo.collect_jumps;
 }
 
-static UWord call_pending_node[(sizeof(ForestNode) + 2 * sizeof(UWord)) / sizeof(UWord)];
+static UWord call_pending_node[(sizeof(ForestNode) + 3 * sizeof(UWord)) / sizeof(UWord)];
 ForestNode* const kCallPending = (ForestNode*)call_pending_node;
 
 namespace {

@@ -242,9 +242,10 @@ extern Now* kg_now;
 // that a block's counter array check may read through it.
 extern ForestNode* const kCallPending;
 
-// A context node's counter array word (counter_arrays_on: its payload's
-// second word; kg_costs.h).
-inline UWord* counter_array_word(ForestNode* ctx) { return (UWord*)(ctx + 1) + 1; }
+// A context node's counter array and its limit (counter_arrays_on: its
+// payload's second and third words; kg_costs.h).
+inline ULong** counter_array_word(ForestNode* ctx) { return (ULong**)(ctx + 1) + 1; }
+inline UInt* array_limit_word(ForestNode* ctx) { return (UInt*)((UWord*)(ctx + 1) + 2); }
 
 // The largest SP change instrumentation follows as a constant offset
 // (Valgrind's --max-stackframe default). Stack switches are told from

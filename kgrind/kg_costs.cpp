@@ -379,33 +379,16 @@ extern "C" void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk)
 
 // ---- Counter arrays (kg_costs.h) ---------------------------------------------
 
-// The empty array: its limit 0 is no function's and holds nothing.
-ULong* empty_counter_array()
-{
-   static ULong* empty;
-   if (!empty) {
-      empty = (ULong*)alloc_permanent(2 * sizeof(ULong)) + 2;
-      empty[-2] = empty[-1] = 0;
-   }
-   return empty;
-}
-
 // The contexts that have an array (each once), for dumps, zeroing and
 // switching counting on and off.
 static ForestNode** array_contexts;
 static UWord n_array_contexts, array_contexts_cap;
 
-static ULong* counter_array(ForestNode* ctx)
-{
-   return (ULong*)(*counter_array_word(ctx) + (UWord)empty_counter_array());
-}
-static UInt array_capacity(const ULong* arr) { return (UInt)(arr[-1] & ((1u << 24) - 1)); }
-static UInt array_store_offset(const ULong* arr) { return (UInt)arr[-2]; }
-// The limit word; its top bit fails every block's check while counting is off.
-static ULong array_limit(UInt fn_id, UInt cap)
-{
-   return ((ULong)fn_id << 24 | cap) | (kg_counting ? 0 : 1ull << 63);
-}
+static ULong* counter_array(ForestNode* ctx) { return *counter_array_word(ctx); }
+static UInt array_capacity(ForestNode* ctx) { return *array_limit_word(ctx) & 0xFF; }
+static UInt array_store_offset(const ULong* arr) { return (UInt)arr[-1]; }
+// The limit; its top bit fails every block's check while counting is off.
+static UInt array_limit(UInt fn_id, UInt cap) { return (fn_id << 8 | cap) | (kg_counting ? 0 : 1u << 31); }
 
 static void remember_array_context(ForestNode* ctx)
 {
@@ -431,9 +414,9 @@ static ULong* new_counter_array(UInt cap)
       VG_(memset)(arr, 0, cap * sizeof(ULong));
       return arr;
    }
-   UInt offset = counter_store.add(cap + 2);
-   arr = counter_store.at(offset) + 2;
-   arr[-2] = offset + 2;
+   UInt offset = counter_store.add(cap + 1);
+   arr = counter_store.at(offset) + 1;
+   arr[-1] = offset + 1;
    return arr;
 }
 
@@ -449,17 +432,17 @@ static void free_counter_array(ULong* arr, UInt cap)
 static ULong* grow_counter_array(ForestNode* ctx, const FnInfo* fn, UInt end)
 {
    ULong* old = counter_array(ctx);
-   UInt old_cap = array_capacity(old);
+   UInt old_cap = array_capacity(ctx);
    UInt cap = fn->array_counters > end ? fn->array_counters : end;
    ULong* arr = new_counter_array(cap);
-   arr[-1] = array_limit(fn->id, cap);
-   if (old_cap) {
+   if (old) {
       VG_(memcpy)(arr, old, old_cap * sizeof(ULong));
       free_counter_array(old, old_cap);
    } else {
       remember_array_context(ctx);
    }
-   *counter_array_word(ctx) = (UWord)arr - (UWord)empty_counter_array();
+   *counter_array_word(ctx) = arr;
+   *array_limit_word(ctx) = array_limit(fn->id, cap);
    return arr;
 }
 
@@ -469,7 +452,7 @@ ULong* array_counters(ForestNode* ctx, BlockInfo* blk)
       return nullptr;
    UInt end = blk->array_offset + counter_count(blk);
    ULong* arr = counter_array(ctx);
-   if (array_capacity(arr) < end) arr = grow_counter_array(ctx, blk->fn(), end);
+   if (array_capacity(ctx) < end) arr = grow_counter_array(ctx, blk->fn(), end);
    return arr + blk->array_offset;
 }
 
@@ -507,15 +490,16 @@ public:
          UInt n = first_[fn_id + 1] - first_[fn_id];
          UInt used = 0;
          while (used < n && ref_offset(refs[used]) + counter_count(block_by_id(ref_block_id(refs[used]))) <=
-                               array_capacity(arr))
+                               array_capacity(ctx))
             used++;
          groups_[c] = { ctx, refs, used, used, array_store_offset(arr) };
       }
    }
    UWord size() const { return n_array_contexts; }
    ContextBlocks* group(UWord c) { return &groups_[c]; }
-   // The array of group c's counters.
+   // The array of group c's counters, and their number.
    const ULong* counters(UWord c) const { return counter_array(array_contexts[c]); }
+   UInt capacity(UWord c) const { return array_capacity(array_contexts[c]); }
    void release()
    {
       kg::release(first_);
@@ -537,17 +521,15 @@ ArrayGroups array_groups;
 static void mark_counter_arrays()
 {
    for (UWord c = 0; c < n_array_contexts; c++) {
-      ULong* arr = counter_array(array_contexts[c]);
-      arr[-1] = array_limit(array_contexts[c]->label - 1, array_capacity(arr));
+      ForestNode* ctx = array_contexts[c];
+      *array_limit_word(ctx) = array_limit(ctx->label - 1, array_capacity(ctx));
    }
 }
 
 static void zero_counter_arrays()
 {
-   for (UWord c = 0; c < n_array_contexts; c++) {
-      ULong* arr = counter_array(array_contexts[c]);
-      VG_(memset)(arr, 0, array_capacity(arr) * sizeof(ULong));
-   }
+   for (UWord c = 0; c < n_array_contexts; c++)
+      VG_(memset)(counter_array(array_contexts[c]), 0, array_capacity(array_contexts[c]) * sizeof(ULong));
 }
 
 // Not the next instruction after a direct exit (a fall-through; a computed
@@ -709,7 +691,7 @@ void ExitCosts::snapshot(Bool per_instruction)
       n_counters += counter_count(block_by_id(ref_block_id(ref)));
    });
    block_counters.for_each_context([&](ContextBlocks*) { n_groups++; });
-   for (UWord c = 0; c < n_array_contexts; c++) n_counters += array_capacity(counter_array(array_contexts[c]));
+   for (UWord c = 0; c < n_array_contexts; c++) n_counters += array_capacity(array_contexts[c]);
    tl_assert(n_counters >> 32 == 0);
    // One block: the copied tables, their refs, the counters (refs are
    // offsets into these).
@@ -738,7 +720,7 @@ void ExitCosts::snapshot(Bool per_instruction)
    array_groups.make();
    for (UWord c = 0; c < array_groups.size(); c++) {
       ContextBlocks* g = array_groups.group(c);
-      UInt cap = array_capacity(array_groups.counters(c));
+      UInt cap = array_groups.capacity(c);
       VG_(memcpy)(copied_counters_ + copied, array_groups.counters(c), cap * sizeof(ULong));
       g->base = copied;
       copied += cap;

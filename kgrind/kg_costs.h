@@ -121,27 +121,27 @@ BlockInfo* position_block(Addr at);
 // counters of a traced function's blocks in one context lie in one array,
 // the context's, each block's at an offset fixed when it is translated
 // (BlockInfo::array_offset), so that a block finds them from its context
-// with no helper: the array is the context node's payload word
-// (counter_array_word), kept as its distance from no_counter_array's
-// counters, so that a zeroed word is an empty array; the word before the
-// counters is the array's limit, (function id << 24) | capacity, with the
-// top bit set while counting is off (inline IR checks it against the
-// block's function and end); the word before that is the counters' offset
-// in the counter store. Functions with more counters than kArrayCounters
-// keep the rest in the ways and tables above: an array holds room for
-// every block of its function, run or not.
-const UInt kArrayCounters = 128;
+// with no helper and no read of its BlockInfo. A context node's payload
+// holds the array's address and its limit (kg_activity.h,
+// counter_array_word, array_limit_word): (function id << 8) | capacity,
+// with the top bit set while counting is off, which inline IR checks
+// against the block's function and end; zero (no array yet, and the node
+// that kCallPending is) passes no block. The word before the counters is
+// their offset in the counter store. An array holds room for every block
+// of its function translated when it was made, run or not: functions of
+// more than kArrayCounters counters keep the rest in the ways and tables
+// above.
+const UInt kArrayCounters = 128;   // fits the limit's 8 bits
+const UInt kMaxArrayFunction = 1u << 23;   // function ids that fit the limit
 const UShort kNoArrayOffset = 0xFFFF;
-// The empty array (no function's, no room), next to the tool's other data.
-ULong* empty_counter_array();
 // Whether the counter arrays are in use (function mode, finite k, counts per
-// line, context nodes with room for the word).
+// line, context nodes with room for them).
 Bool counter_arrays_on();
-// The check's constants for a block of fn whose counters end at `end`
-// (array_offset + counters): the limit word minus c1 is below c2 exactly
-// when the array is fn's and holds [0, end), counting on.
-inline ULong array_check_c1(const FnInfo* fn, UInt end) { return ((ULong)fn->id << 24) + end; }
-inline ULong array_check_c2(UInt end) { return (1ull << 24) - end + 1; }
+// The check's constants for a block of function fn_id whose counters end at
+// `end` (array_offset + counters): the limit minus c1 is below c2 exactly
+// when the array is the function's, holds [0, end) and counting is on.
+inline UInt array_check_c1(UInt fn_id, UInt end) { return (fn_id << 8) + end; }
+inline UInt array_check_c2(UInt end) { return 256 - end + 1; }
 // The counters of (ctx, blk) in ctx's array, made or grown to hold them;
 // nullptr if blk has no offset, ctx is not its function's or counting is off.
 ULong* array_counters(ForestNode* ctx, BlockInfo* blk);

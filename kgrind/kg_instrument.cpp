@@ -669,7 +669,7 @@ Bool counts_in_array(const BlockInfo* blk, UInt max_counters)
 {
    const FnInfo* fn = blk->fn();
    return counter_arrays_on() && !blk->in_plt && !fn->no_symbol && fn_traced(fn) && !fn->resolver &&
-          fn->array_counters + max_counters <= kArrayCounters;
+          fn->id < kMaxArrayFunction && fn->array_counters + max_counters <= kArrayCounters;
 }
 
 // The counters of the block in ctx's array; if the array is not its
@@ -680,14 +680,18 @@ IRExpr* add_array_prologue(IRBuilder& b, BlockInfo* blk, IRExpr* ctx, const HCha
                            Bool reading_sp)
 {
    UInt offset = blk->fn()->array_counters;
-   pending_array_check = { IRConst_U64(0), IRConst_U64(0), offset, blk };   // c2 0: always the helper
-   IRExpr* word = b.load_field(ctx, (UWord)((UChar*)counter_array_word(kCallPending) - (UChar*)kCallPending));
-   IRExpr* arr = b.op(Iop_Add64, word, b.at(empty_counter_array()));
-   IRExpr* limit = b.load64(b.op(Iop_Sub64, arr, IRBuilder::u64(sizeof(ULong))));
-   IRExpr* missed = b.op(Iop_CmpLE64U, IRExpr_Const(pending_array_check.c2),
-                         b.op(Iop_Sub64, limit, IRExpr_Const(pending_array_check.c1)), Ity_I1);
+   pending_array_check = { IRConst_U32(0), IRConst_U32(0), offset, blk };   // c2 0: always the helper
+   auto offset_in = [](const void* field) { return (UWord)((const UChar*)field - (const UChar*)kCallPending); };
+   IRExpr* limit = b.load(Ity_I32, b.field(ctx, offset_in(array_limit_word(kCallPending))));
+   IRExpr* arr = b.load_field(ctx, offset_in(counter_array_word(kCallPending)));
+   // 32-bit operations with the constants on the right (immediates), and a
+   // fresh compare for the call's guard and for the select: one that both
+   // used would be a setcc and a test at each (IRBuilder::Cond).
+   IRBuilder::Cond fits = { Iop_CmpLT32U, b.op(Iop_Sub32, limit, IRExpr_Const(pending_array_check.c1), Ity_I32),
+                            IRExpr_Const(pending_array_check.c2) };
+   IRExpr* missed = b.tmp(IRExpr_Unop(Iop_Not1, b.test(fits)), Ity_I1);
    IRExpr* found = b.call_returning(name, helper, b.at(blk), missed, reading_sp);
-   return b.ite(missed, found, b.op(Iop_Add64, arr, IRBuilder::u64(offset * sizeof(ULong))));
+   return b.ite(b.test(fits), b.op(Iop_Add64, arr, IRBuilder::u64(offset * sizeof(ULong))), found);
 }
 
 // The block's counters are known: its offset and its check's constants.
@@ -699,8 +703,8 @@ void finish_array_check(BlockInfo* blk)
    FnInfo* fn = blk->fn();
    UInt end = p.offset + (blk->n_slots ? blk->n_slots : 1);
    tl_assert(end <= kArrayCounters);   // counts_in_array's bound
-   p.c1->Ico.U64 = array_check_c1(fn, end);
-   p.c2->Ico.U64 = array_check_c2(end);
+   p.c1->Ico.U32 = array_check_c1(fn->id, end);
+   p.c2->Ico.U32 = array_check_c2(end);
    blk->array_offset = (UShort)p.offset;
    fn->array_counters = end;
 }
