@@ -1398,17 +1398,17 @@ static ULong* block_counters_now(BlockInfo* blk)
    return blk->ways[0].counters;
 }
 
-extern "C" ULong* VG_REGPARM(1) kg_block_counters(BlockInfo* blk)
+extern "C" void VG_REGPARM(1) kg_block_counters(BlockInfo* blk)
 {
    Addr sp = unwind_at_block_start();
    UWord after_call = kg_now->ctx == kCallPending;
    if (after_call || blk->fn_entry) block_entry(blk, sp, after_call);
-   return block_counters_now(blk);
+   kg_now->found_counters = block_counters_now(blk);
 }
 
-extern "C" ULong* VG_REGPARM(1) kg_entry_counters(BlockInfo* blk)
+extern "C" void VG_REGPARM(1) kg_entry_counters(BlockInfo* blk)
 {
-   return block_counters_now(blk);
+   kg_now->found_counters = block_counters_now(blk);
 }
 
 extern "C" void VG_REGPARM(2) kg_jump_out(Addr target, Addr jump_instr)

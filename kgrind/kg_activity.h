@@ -227,6 +227,9 @@ struct Now {
    // call that the helper sees (a jump into a function's first instruction
    // with no call pending) comes from; 0 once used, and after a signal.
    Addr jump_site;
+   // A block with a counter array offset whose check failed: its counters,
+   // as the helper found them (kg_block_counters, kg_entry_counters).
+   ULong* found_counters;
 };
 extern Now* kg_now;
 
@@ -259,10 +262,11 @@ extern "C" {
 // SP rose above the top frame: pop the frames that died.
 void VG_REGPARM(1) kg_unwind(Addr sp);
 // A block with a counter array offset missed its context's array: as
-// kg_block_start, returning its counters (in the array, or its way 0).
-ULong* VG_REGPARM(1) kg_block_counters(BlockInfo* blk);
+// kg_block_start, leaving its counters (in the array, or its way 0) in
+// kg_now->found_counters.
+void VG_REGPARM(1) kg_block_counters(BlockInfo* blk);
 // The same for a function's first block after its inline entry.
-ULong* VG_REGPARM(1) kg_entry_counters(BlockInfo* blk);
+void VG_REGPARM(1) kg_entry_counters(BlockInfo* blk);
 // A block that may start an activation (entered after a call, or a
 // function's first block); ctx_before is kg_now->ctx at its start
 // (kCallPending: after a call).

@@ -111,6 +111,13 @@ public:
       return IRExpr_RdTmp(t);
    }
    void store64(const void* addr, IRExpr* value) { add(IRStmt_Store(Iend_LE, at(addr), value)); }
+   // guard ? *addr : alt (VEX's guarded load: no load when guard fails)
+   IRExpr* load_if(IRExpr* guard, const void* addr, IRExpr* alt)
+   {
+      IRTemp t = newIRTemp(sb_->tyenv, Ity_I64);
+      add(IRStmt_LoadG(Iend_LE, ILGop_Ident64, t, at(addr), alt, guard));
+      return IRExpr_RdTmp(t);
+   }
    void store64(IRExpr* addr, IRExpr* value) { add(IRStmt_Store(Iend_LE, addr, value)); }
    static IRExpr* u64(ULong v) { return IRExpr_Const(IRConst_U64(v)); }
 
@@ -689,9 +696,14 @@ IRExpr* add_array_prologue(IRBuilder& b, BlockInfo* blk, IRExpr* ctx, const HCha
    // used would be a setcc and a test at each (IRBuilder::Cond).
    IRBuilder::Cond fits = { Iop_CmpLT32U, b.op(Iop_Sub32, limit, IRExpr_Const(pending_array_check.c1), Ity_I32),
                             IRExpr_Const(pending_array_check.c2) };
+   IRExpr* in_array = b.op(Iop_Add64, arr, IRBuilder::u64(offset * sizeof(ULong)));
    IRExpr* missed = b.tmp(IRExpr_Unop(Iop_Not1, b.test(fits)), Ity_I1);
-   IRExpr* found = b.call_returning(name, helper, b.at(blk), missed, reading_sp);
-   return b.ite(b.test(fits), b.op(Iop_Add64, arr, IRBuilder::u64(offset * sizeof(ULong))), found);
+   if (reading_sp)
+      b.call_reading_sp(name, helper, b.at(blk), missed);
+   else
+      b.call(name, helper, 1, mkIRExprVec_1(b.at(blk)), missed);
+   // The helper's counters, loaded only when it ran.
+   return b.load_if(b.tmp(IRExpr_Unop(Iop_Not1, b.test(fits)), Ity_I1), &kg_now->found_counters, in_array);
 }
 
 // The block's counters are known: its offset and its check's constants.
