@@ -1398,17 +1398,18 @@ static ULong* block_counters_now(BlockInfo* blk)
    return blk->ways[0].counters;
 }
 
-extern "C" void VG_REGPARM(1) kg_block_counters(BlockInfo* blk)
+extern "C" void VG_REGPARM(1) kg_block_counters(UWord block_id)
 {
+   BlockInfo* blk = block_with_id((UInt)block_id);
    Addr sp = unwind_at_block_start();
    UWord after_call = kg_now->ctx == kCallPending;
    if (after_call || blk->fn_entry) block_entry(blk, sp, after_call);
    kg_now->found_counters = block_counters_now(blk);
 }
 
-extern "C" void VG_REGPARM(1) kg_entry_counters(BlockInfo* blk)
+extern "C" void VG_REGPARM(1) kg_entry_counters(UWord block_id)
 {
-   kg_now->found_counters = block_counters_now(blk);
+   kg_now->found_counters = block_counters_now(block_with_id((UInt)block_id));
 }
 
 extern "C" void VG_REGPARM(2) kg_jump_out(Addr target, Addr jump_instr)

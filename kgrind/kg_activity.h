@@ -263,10 +263,11 @@ extern "C" {
 void VG_REGPARM(1) kg_unwind(Addr sp);
 // A block with a counter array offset missed its context's array: as
 // kg_block_start, leaving its counters (in the array, or its way 0) in
-// kg_now->found_counters.
-void VG_REGPARM(1) kg_block_counters(BlockInfo* blk);
+// kg_now->found_counters. The block by its id: a 5-byte constant, where
+// its address is a 10-byte one or a register.
+void VG_REGPARM(1) kg_block_counters(UWord block_id);
 // The same for a function's first block after its inline entry.
-void VG_REGPARM(1) kg_entry_counters(BlockInfo* blk);
+void VG_REGPARM(1) kg_entry_counters(UWord block_id);
 // A block that may start an activation (entered after a call, or a
 // function's first block); ctx_before is kg_now->ctx at its start
 // (kCallPending: after a call).

@@ -142,6 +142,8 @@ Bool counter_arrays_on();
 // when the array is the function's, holds [0, end) and counting is on.
 inline UInt array_check_c1(UInt fn_id, UInt end) { return (fn_id << 8) + end; }
 inline UInt array_check_c2(UInt end) { return 256 - end + 1; }
+// The block of an id (BlockInfo::id).
+BlockInfo* block_with_id(UInt id);
 // The counters of (ctx, blk) in ctx's array, made or grown to hold them;
 // nullptr if blk has no offset, ctx is not its function's or counting is off.
 ULong* array_counters(ForestNode* ctx, BlockInfo* blk);

@@ -219,28 +219,14 @@ public:
       add(IRStmt_Dirty(di));
    }
 
-   // A one-argument helper's word, when guard holds (else an undefined
-   // value); reading_sp: as call_reading_sp.
-   IRExpr* call_returning(const HChar* name, void* fn, IRExpr* arg, IRExpr* guard, Bool reading_sp)
-   {
-      IRTemp t = newIRTemp(sb_->tyenv, Ity_I64);
-      IRDirty* di = dirty(name, fn, 1, mkIRExprVec_1(arg), guard, t);
-      if (reading_sp) reads_sp(di);
-      add(IRStmt_Dirty(di));
-      return IRExpr_RdTmp(t);
-   }
-
    void add(IRStmt* st) { addStmtToIRSB(sb_, st); }
 
 private:
    // Every helper may change kg_now (frames, the pending call): declared,
    // or VEX may reuse a load of it from before the call after it.
-   static IRDirty* dirty(const HChar* name, void* fn, Int regparms, IRExpr** args, IRExpr* guard,
-                         IRTemp result = IRTemp_INVALID)
+   static IRDirty* dirty(const HChar* name, void* fn, Int regparms, IRExpr** args, IRExpr* guard)
    {
-      void* entry = VG_(fnptr_to_fnentry)(fn);
-      IRDirty* di = result == IRTemp_INVALID ? unsafeIRDirty_0_N(regparms, name, entry, args)
-                                             : unsafeIRDirty_1_N(result, regparms, name, entry, args);
+      IRDirty* di = unsafeIRDirty_0_N(regparms, name, VG_(fnptr_to_fnentry)(fn), args);
       if (guard) di->guard = guard;
       di->mFx = Ifx_Modify;
       di->mAddr = mkIRExpr_HWord((HWord)kg_now);
@@ -698,10 +684,11 @@ IRExpr* add_array_prologue(IRBuilder& b, BlockInfo* blk, IRExpr* ctx, const HCha
                             IRExpr_Const(pending_array_check.c2) };
    IRExpr* in_array = b.op(Iop_Add64, arr, IRBuilder::u64(offset * sizeof(ULong)));
    IRExpr* missed = b.tmp(IRExpr_Unop(Iop_Not1, b.test(fits)), Ity_I1);
+   IRExpr* block_id = IRBuilder::u64(blk->id);
    if (reading_sp)
-      b.call_reading_sp(name, helper, b.at(blk), missed);
+      b.call_reading_sp(name, helper, block_id, missed);
    else
-      b.call(name, helper, 1, mkIRExprVec_1(b.at(blk)), missed);
+      b.call(name, helper, 1, mkIRExprVec_1(block_id), missed);
    // The helper's counters, loaded only when it ran.
    return b.load_if(b.tmp(IRExpr_Unop(Iop_Not1, b.test(fits)), Ity_I1), &kg_now->found_counters, in_array);
 }
