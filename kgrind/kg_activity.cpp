@@ -508,11 +508,11 @@ static const void* transition_key(const Transition* tr)
 
 namespace {
 
+void own_kids_before_new_child(const ActNode* parent, UInt label);
+
 // The transition into traced function fn from parent at call site `site`
 // (0: not known; a signal handler's: the interrupted instruction), with the
 // call edge of that site.
-void own_kids_before_new_child(const ActNode* parent, UInt label);
-
 Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, BlockInfo* blk, Addr site)
 {
    if (Transition* first = find_first_transition(parent, fn, site)) return first;
@@ -1169,17 +1169,16 @@ KidLayout fullest_layout(const Transition* const* kids, UInt n)
 // the child, its payload), so it is the array (cc1plus at k=inf: most of
 // 887 k one-kid arrays). Before the node gains a second child, the
 // transition gets an array of its own (own_kids_before_new_child).
-Transition** node_kids_word(const Transition* tr)
-{
-   return tr->in_payload ? (Transition**)&((ForestNode*)tr - 1)->kids : nullptr;
-}
+Transition** node_kids_word(const Transition* tr) { return (Transition**)&ctx_of(child_of(tr))->kids; }
 Bool borrows_kids(const Transition* tr) { return tr->in_payload && tr->kids == node_kids_word(tr); }
 Bool may_borrow_kids(const Transition* tr, const Transition* kid)
 {
-   return kids_grow() && tr->in_payload && ((ForestNode*)tr - 1)->nkids == 1 && *node_kids_word(tr) == kid;
+   return tr->in_payload && ctx_of(child_of(tr))->nkids == 1 && *node_kids_word(tr) == kid;
 }
 
-// Before parent's node gains a child labelled `label` (forest_enter).
+// Before parent's node gains a child labelled `label` (forest_enter), which
+// makes its `kids` word a child table: a first transition borrowing the
+// word gets an array of its own.
 void own_kids_before_new_child(const ActNode* parent, UInt label)
 {
    if (!acts_in_nodes() || !borrows_kids(first_transition(parent))) return;
