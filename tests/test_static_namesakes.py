@@ -1,0 +1,178 @@
+"""Two functions of one name in one object: static functions of two C
+files, or C++ anonymous-namespace functions of two translation units
+(tests/progs/twin_a.c and twin_b.c, `helper` each). callgrind tells them
+apart by their files; kgrind keys functions by their entries and names them
+by their files (`helper [twin_a.c]`, docs/output-format.md). Each keeps its
+own costs and calls at every k, in the k-SF records, the callgrind body,
+the block modes and kgrind_annotate's reports: callgrind's per-function
+numbers and the program's own counts."""
+import collections
+import os
+import re
+import subprocess
+
+import pytest
+
+import callgrind_format
+import ksf_records
+from callgrind_format import callee
+from conftest import PROGS, Toolbox
+from test_annotate import annotate, ok  # noqa: F401
+
+FILES = ('twin_a.c', 'twin_b.c')
+# the language: its compiler, the helpers' and twin_leaf's demangled names
+LANGS = {'c': ('gcc', 'helper', 'twin_leaf'),
+         'c++': ('g++', '(anonymous namespace)::helper(int)', 'twin_leaf(int)')}
+
+
+def name_of(lang, file):
+    """The name the profile gives the helper of file."""
+    return f'{LANGS[lang][1]} [{file}]'
+
+
+class Twins:
+    """The program built in one language, its own counts, and callgrind's
+    numbers for each file's helper: {file: {'calls', 'excl', 'incl'}}."""
+
+    def __init__(self, lang, tmp):
+        compiler, helper, _leaf = LANGS[lang]
+        self.lang = lang
+        self.tools = Toolbox(tmp)
+        self.exe = tmp / 'twins'
+        srcs = [str(PROGS / f) for f in (*FILES, 'twin_main.c')]
+        lang_flag = ['-x', 'c++'] if lang == 'c++' else []
+        subprocess.run([compiler, '-g', '-O1', *lang_flag, *srcs, '-o', str(self.exe)], check=True)
+        out = self.tools.native(self.exe).stdout
+        own = dict((k, int(v)) for k, v in re.findall(r'(\w+) (\d+)', out))
+        self.calls = {'twin_a.c': own['helper_a'], 'twin_b.c': own['helper_b']}
+        self.leaf_calls = {'twin_a.c': own['leaf_a'], 'twin_b.c': own['leaf_b']}
+        self.callgrind = self.reference(self.tools.reference('callgrind', self.exe).profile(), helper)
+
+    @staticmethod
+    def reference(prof, helper):
+        """callgrind's two functions named helper: exclusive Ir by the file
+        it binds each to, calls and inclusive Ir by the file of the call
+        sites (twin_a.c's run_a calls twin_a.c's helper)."""
+        assert {os.path.basename(fl) for _ob, fl in prof.function_homes[helper]} == set(FILES)
+        out = {f: collections.Counter() for f in FILES}
+        for (_ob, fl, fn, _line), ir in prof.lines.items():
+            if fn == helper:
+                out[os.path.basename(fl)]['excl'] += ir
+        for (_caller, fn, fl, _line), n in prof.call_sites.items():
+            if fn == helper:
+                out[os.path.basename(fl)]['calls'] += n
+                out[os.path.basename(fl)]['incl'] += prof.call_site_costs[(_caller, fn, fl, _line)]
+        return out
+
+
+@pytest.fixture(scope='module', params=sorted(LANGS))
+def twins(request, tmp_path_factory):
+    return Twins(request.param, tmp_path_factory.mktemp(f'twins-{request.param}'))
+
+
+def records_by_function(path):
+    """From the k-SF records: each function's calls (its 0-CCF root) and
+    exclusive and inclusive Ir (summed over its nodes: only canonical nodes
+    hold costs), and the calls of each (caller, function) pair (1-CCF)."""
+    prof = ksf_records.parse(path)
+    k = ksf_records.k_of(prof)
+    out = collections.defaultdict(collections.Counter)
+    pairs = collections.Counter()
+    for forest in prof.forests:
+        for (fn,), n in ksf_records.kccf(forest, k, 0).items():
+            out[fn]['calls'] += n
+        for _parent, label, _calls, excl, incl in forest.nodes.values():
+            out[prof.names[label]]['excl'] += excl
+            out[prof.names[label]]['incl'] += incl
+        if k != 0:
+            for ctx, n in ksf_records.kccf(forest, k, 1).items():
+                if len(ctx) == 2:
+                    pairs[ctx] += n
+    return prof.names, out, pairs
+
+
+def body_by_function(prof):
+    """From the callgrind body: each function's exclusive Ir, and its calls
+    and inclusive Ir from the calls= lines into its contexts."""
+    out = collections.defaultdict(collections.Counter)
+    for fn, ir in prof.by_function().items():
+        out[fn]['excl'] += ir
+    for _caller, ctx, n, incl in prof.calls:
+        out[callee(ctx)]['calls'] += n
+        out[callee(ctx)]['incl'] += incl
+    return out
+
+
+@pytest.mark.parametrize('k', ['0', '1', '2', 'inf'])
+def test_each_namesake_keeps_its_own_costs(twins, k):
+    """At every k, the k-SF records and the callgrind body give each
+    helper callgrind's exclusive and inclusive Ir and the program's calls,
+    under its own name and file; twin_leaf's contexts keep their callers
+    apart."""
+    run = twins.tools.kgrind(twins.exe, opts=[f'--k={k}'], out=f'kgrind.out.k{k}')
+    assert run.returncode == 0, run.stderr
+    names, records, pairs = records_by_function(run.profile_path)
+    body = run.profile()
+    _compiler, helper, leaf = LANGS[twins.lang]
+    assert helper not in names.values()
+    for f in FILES:
+        name = name_of(twins.lang, f)
+        want = dict(twins.callgrind[f])
+        assert want['calls'] == twins.calls[f]
+        assert dict(records[name]) == want, name
+        assert dict(body_by_function(body)[name]) == want, name
+        homes = body.function_homes
+        contexts = [c for c in homes if callee(c) == name]
+        assert contexts and all({os.path.basename(fl) for _ob, fl in homes[c]} == {f} for c in contexts)
+        if k != '0':
+            assert pairs[(name, leaf)] == twins.leaf_calls[f]
+    assert list(names.values()).count(leaf) == 1
+
+
+def test_reports_show_two_functions(twins, annotate):  # noqa: F811
+    """kgrind_annotate's flat report (--k=0: one row a function) and its
+    JSON, and callgrind_annotate on kgrind's profile, show the two helpers
+    with callgrind's numbers."""
+    run = twins.tools.kgrind(twins.exe, opts=['--k=2'])
+    assert run.returncode == 0, run.stderr
+    want = {f: twins.callgrind[f] for f in FILES}
+    data = annotate('--format=json', '--k=0', run.profile_path).json()
+    got = {}
+    for c in data['threads'][0]['contexts']:
+        for f in FILES:
+            if c['path'] == [name_of(twins.lang, f)]:
+                got[f] = {'calls': c['calls'], 'excl': c['Ir'], 'incl': c['inclusive']}
+    assert got == {f: dict(w) for f, w in want.items()}
+    # the text table: short names, "[file]" kept
+    text = ok(annotate('--k=0', '--top=0', '--threshold=100', run.profile_path)).out
+    rows = re.findall(r'^ +([\d,]+) +\S+% +([\d,]+) +([\d,]+)  (.*)$', text, re.M)
+    short = 'helper' if twins.lang == 'c' else '(anonymous namespace)::helper'
+    assert {r[3]: tuple(int(x.replace(',', '')) for x in r[:3]) for r in rows if r[3].startswith(short + ' ')} == {
+        f'{short} [{f}]': (w['excl'], w['incl'], w['calls']) for f, w in want.items()}
+    ann = subprocess.run(['callgrind_annotate', '--inclusive=no', str(run.profile_path)],
+                         capture_output=True, text=True, check=True).stdout
+    shown = collections.Counter()
+    helper = LANGS[twins.lang][1]
+    for ir, fl, ctx in re.findall(r'^\s*([\d,]+) \(\s*[\d.]+%\)\s+(\S+?):(.*) \[\S+\]$', ann, re.M):
+        if callee(ctx).startswith(helper + ' ['):
+            assert callee(ctx) == name_of(twins.lang, os.path.basename(fl)), (fl, ctx)
+            shown[callee(ctx)] += int(ir.replace(',', ''))
+    assert shown == {name_of(twins.lang, f): w['excl'] for f, w in want.items()}
+
+
+@pytest.mark.parametrize('mode', ['intra', 'inter'])
+def test_block_modes_keep_namesakes_apart(twins, mode):
+    """--mode=intra has one block forest per function: one per helper,
+    holding its exclusive Ir; both modes' bodies give each helper its own
+    Ir, and their blocks belong to their own helper."""
+    run = twins.tools.kgrind(twins.exe, opts=[f'--mode={mode}', '--k=2'], out=f'kgrind.out.{mode}')
+    assert run.returncode == 0, run.stderr
+    prof = ksf_records.parse(run.profile_path)
+    body = body_by_function(run.profile())
+    for f in FILES:
+        name = name_of(twins.lang, f)
+        assert body[name]['excl'] == twins.callgrind[f]['excl']
+        blocks = [b for b in prof.blocks.values() if b['fn'] == name]
+        assert blocks and all(os.path.basename(b['file']) == f for b in blocks)
+        if mode == 'intra':
+            assert [x.ir for x in prof.forests if x.fn == name] == [twins.callgrind[f]['excl']]
