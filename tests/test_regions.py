@@ -65,12 +65,14 @@ def unqualified(counter):
 
 
 def one_name_per_function(profiles):
-    """Each (object, function) has one name in all the files of a run."""
+    """Each function (object, file and name, as callgrind tells functions
+    apart) has one name in all the files of a run."""
     names = collections.defaultdict(set)
     for p in profiles:
-        for (ob, _fl, fn, _line), ir in p.lines.items():
-            callee = callgrind_format.callee(fn)
-            names[(ob, re.sub(r' \[[^]]*\]', '', callee))].add(callee)
+        for ctx, homes in p.function_homes.items():
+            callee = callgrind_format.callee(ctx)
+            for home in homes:
+                names[(home, re.sub(r' \[[^]]*\]', '', callee))].add(callee)
     return {k: v for k, v in names.items() if len(v) > 1} == {}
 
 
