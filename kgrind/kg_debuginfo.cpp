@@ -224,8 +224,8 @@ const HChar* base_name(const HChar* path)
    return slash ? slash + 1 : path;
 }
 
-// How many entries of a string table's id range give each string (names
-// of functions, file names of objects).
+// How many entries of a string table's id range give each string (file
+// names of objects).
 struct NameCounts {
    WordFM* counts;   // HChar* -> count
    void init() { counts = VG_(newFM)(VG_(malloc), "kg.names", VG_(free), compare_strings); }
@@ -257,11 +257,8 @@ const HChar* object_label(UInt object, const NameCounts& base_names)
 // file's base name, the source file (each key refines the one before).
 enum NamesakeKey { kSameName, kSameObject, kSameFileBase, kSameFile, kNamesakeKeys };
 
-template <NamesakeKey key>
-Word compare_namesakes(UWord a, UWord b)
+Int compare_namesakes(const FnInfo* x, const FnInfo* y, NamesakeKey key)
 {
-   const FnInfo* x = (const FnInfo*)a;
-   const FnInfo* y = (const FnInfo*)b;
    Int c = VG_(strcmp)(x->name, y->name);
    if (c || key == kSameName) return c;
    if (x->object != y->object) return x->object < y->object ? -1 : 1;
@@ -271,54 +268,30 @@ Word compare_namesakes(UWord a, UWord b)
    return x->file < y->file ? -1 : 1;
 }
 
-// How many functions share each key with a function.
-struct NamesakeCounts {
-   WordFM* counts[kNamesakeKeys];   // FnInfo* -> count
-   void init()
-   {
-      counts[kSameName] = VG_(newFM)(VG_(malloc), "kg.names", VG_(free), compare_namesakes<kSameName>);
-      counts[kSameObject] = VG_(newFM)(VG_(malloc), "kg.names", VG_(free), compare_namesakes<kSameObject>);
-      counts[kSameFileBase] = VG_(newFM)(VG_(malloc), "kg.names", VG_(free), compare_namesakes<kSameFileBase>);
-      counts[kSameFile] = VG_(newFM)(VG_(malloc), "kg.names", VG_(free), compare_namesakes<kSameFile>);
-   }
-   void done()
-   {
-      for (WordFM* c : counts) VG_(deleteFM)(c, nullptr, nullptr);
-   }
-   void add(const FnInfo* fn)
-   {
-      for (WordFM* c : counts) {
-         UWord key, n = 0;
-         VG_(lookupFM)(c, &key, &n, (UWord)fn);
-         VG_(addToFM)(c, (UWord)fn, n + 1);
-      }
-   }
-   UWord of(NamesakeKey key, const FnInfo* fn) const
-   {
-      UWord k, n = 0;
-      VG_(lookupFM)(counts[key], &k, &n, (UWord)fn);
-      return n;
-   }
-};
+Int namesakes_order(const void* a, const void* b)
+{
+   return compare_namesakes(*(FnInfo* const*)a, *(FnInfo* const*)b, kSameFile);
+}
+
+// How many functions agree with one on each key.
+typedef UInt NamesakeSizes[kNamesakeKeys];
 
 // "name [object] [file entry]", each part only where namesakes need it (see
 // display_name); nullptr where the name alone is unique.
-const HChar* qualified_name(const FnInfo* fn, const NamesakeCounts& namesakes, const NameCounts& base_names)
+const HChar* qualified_name(const FnInfo* fn, const NamesakeSizes& same, const NameCounts& base_names)
 {
-   UWord in_object = namesakes.of(kSameObject, fn);
    // Code outside any object (JIT code) is named by its address alone.
-   Bool by_object = namesakes.of(kSameName, fn) > in_object || (fn->no_symbol && fn->object != 0);
-   Bool by_file = in_object > 1;
+   Bool by_object = same[kSameName] > same[kSameObject] || (fn->no_symbol && fn->object != 0);
+   Bool by_file = same[kSameObject] > 1;
    if (!by_object && !by_file) return nullptr;
    const HChar* object = by_object ? object_label(fn->object, base_names) : "";
    const HChar* file = "";
-   if (by_file && fn->file != 0) {
-      Bool base_unique = namesakes.of(kSameFileBase, fn) == namesakes.of(kSameFile, fn);
-      file = base_unique ? base_name(file_name(fn->file)) : file_name(fn->file);
-   }
-   // The same file too (a static function of a header, or no line
-   // information): the entry tells them apart.
-   Bool by_entry = by_file && (fn->file == 0 || namesakes.of(kSameFile, fn) > 1);
+   if (by_file && fn->file != 0)
+      file = same[kSameFileBase] == same[kSameFile] ? base_name(file_name(fn->file)) : file_name(fn->file);
+   // The same file too (a static function of a header, a C++ deleting
+   // destructor next to the complete one, no line information): the entry
+   // tells them apart.
+   Bool by_entry = by_file && (fn->file == 0 || same[kSameFile] > 1);
    HChar* q = (HChar*)kg::alloc(VG_(strlen)(fn->name) + VG_(strlen)(object) + VG_(strlen)(file) + 40);
    HChar* end = q + VG_(sprintf)(q, "%s", fn->name);
    if (by_object) end += VG_(sprintf)(end, " [%s]", object);
@@ -330,29 +303,49 @@ const HChar* qualified_name(const FnInfo* fn, const NamesakeCounts& namesakes, c
    return q;
 }
 
+// Names the functions of sorted[lo, hi) not named yet, which agree on the
+// keys before `key` (same[k] of them for each such key k).
+void name_namesakes(FnInfo** sorted, UInt lo, UInt hi, UInt key, NamesakeSizes& same,
+                    const NameCounts& base_names)
+{
+   if (key == kNamesakeKeys) {
+      for (UInt i = lo; i < hi; i++) {
+         if (sorted[i]->id < n_display_names) continue;   // named before (dumps)
+         const HChar* q = qualified_name(sorted[i], same, base_names);
+         display_names[sorted[i]->id] = q ? q : sorted[i]->name;
+      }
+      return;
+   }
+   for (UInt a = lo; a < hi;) {
+      UInt b = a + 1;
+      while (b < hi && compare_namesakes(sorted[a], sorted[b], (NamesakeKey)key) == 0) b++;
+      same[key] = b - a;
+      name_namesakes(sorted, a, b, key + 1, same, base_names);
+      a = b;
+   }
+}
+
 void name_functions()
 {
-   NamesakeCounts namesakes;
    NameCounts base_names;
-   namesakes.init();
    base_names.init();
-   UInt n = function_count();
-   for (UInt i = 0; i < n; i++) namesakes.add(function_by_id(i));
    for (UInt i = 0; i < object_count(); i++) base_names.add(base_name(object_name(i)));
    // Names already written keep their form: the files of a run with dumps
    // (docs/regions.md) name a function alike, so that they join by name. A
    // namesake found later is the one qualified.
+   UInt n = function_count();
    const HChar** given = display_names;
    display_names = (const HChar**)kg::alloc((n + 1) * sizeof(HChar*));
    if (n_display_names) VG_(memcpy)(display_names, given, n_display_names * sizeof(HChar*));
    kg::release(given);
-   for (UInt i = n_display_names; i < n; i++) {
-      const FnInfo* fn = function_by_id(i);
-      const HChar* q = qualified_name(fn, namesakes, base_names);
-      display_names[i] = q ? q : fn->name;
-   }
+   // Namesakes are neighbours in this order.
+   FnInfo** sorted = (FnInfo**)kg::alloc((n + 1) * sizeof(FnInfo*));
+   for (UInt i = 0; i < n; i++) sorted[i] = function_by_id(i);
+   VG_(ssort)(sorted, n, sizeof(FnInfo*), namesakes_order);
+   NamesakeSizes same;
+   name_namesakes(sorted, 0, n, kSameName, same, base_names);
+   kg::release(sorted);
    n_display_names = n;
-   namesakes.done();
    base_names.done();
 }
 
