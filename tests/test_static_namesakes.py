@@ -176,3 +176,29 @@ def test_block_modes_keep_namesakes_apart(twins, mode):
         assert blocks and all(os.path.basename(b['file']) == f for b in blocks)
         if mode == 'intra':
             assert [x.ir for x in prof.forests if x.fn == name] == [twins.callgrind[f]['excl']]
+
+
+@pytest.mark.parametrize('option', ['--funcs', '--toggle-collect'])
+def test_a_pattern_selects_both_namesakes(twins, option):
+    """Function patterns match the plain name: the helpers' name traces
+    both (--funcs: twin_leaf's cost goes to its traced caller), or
+    collects both and nothing else (--toggle-collect), each with its own
+    calls and exclusive Ir (--toggle-collect: twin_leaf's calls inside)."""
+    opts = [f'{option}={LANGS[twins.lang][1]}', '--k=1']
+    if option == '--toggle-collect':
+        opts.append('--collect-atstart=no')
+    run = twins.tools.kgrind(twins.exe, opts=opts, out=f'kgrind.out{option}')
+    assert run.returncode == 0, run.stderr
+    _names, records, _pairs = records_by_function(run.profile_path)
+    leaf = LANGS[twins.lang][2]
+    for f in FILES:
+        name = name_of(twins.lang, f)
+        want = twins.callgrind[f]
+        assert records[name]['calls'] == twins.calls[f]
+        if option == '--funcs':
+            assert records[name]['excl'] == records[name]['incl'] == want['incl']
+        else:
+            assert records[name]['excl'] == want['excl'] and records[name]['incl'] == want['incl']
+    if option == '--toggle-collect':
+        assert records[leaf]['calls'] == sum(twins.leaf_calls.values())
+        assert sum(r['excl'] for r in records.values()) == sum(twins.callgrind[f]['incl'] for f in FILES)
