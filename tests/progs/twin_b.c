@@ -19,7 +19,11 @@ TWIN_END
 long run_b(int times)
 {
    long s = 0;
-   for (int t = 1; t <= times; t++) s += helper(300 * t);
+   int n = 300;
+   while (times-- > 0) {
+      s += helper(n);
+      n += 300;
+   }
    return s;
 }
 
