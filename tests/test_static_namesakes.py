@@ -23,6 +23,7 @@ FILES = ('twin_a.c', 'twin_b.c')
 # the language: its compiler, the helpers' and twin_leaf's demangled names
 LANGS = {'c': ('gcc', 'helper', 'twin_leaf'),
          'c++': ('g++', '(anonymous namespace)::helper(int)', 'twin_leaf(int)')}
+STEP = {'c': 'twin_step', 'c++': '(anonymous namespace)::twin_step(long, int)'}
 
 
 def name_of(lang, file):
@@ -46,22 +47,24 @@ class Twins:
         own = dict((k, int(v)) for k, v in re.findall(r'(\w+) (\d+)', out))
         self.calls = {'twin_a.c': own['helper_a'], 'twin_b.c': own['helper_b']}
         self.leaf_calls = {'twin_a.c': own['leaf_a'], 'twin_b.c': own['leaf_b']}
-        self.callgrind = self.reference(self.tools.reference('callgrind', self.exe).profile(), helper)
+        self.callgrind_profile = self.tools.reference('callgrind', self.exe).profile()
+        homes = self.callgrind_profile.function_homes[helper]
+        assert {os.path.basename(fl) for _ob, fl in homes} == set(FILES)
+        self.callgrind = self.reference(helper)
 
-    @staticmethod
-    def reference(prof, helper):
-        """callgrind's two functions named helper: exclusive Ir by the file
-        it binds each to, calls and inclusive Ir by the file of the call
-        sites (twin_a.c's run_a calls twin_a.c's helper)."""
-        assert {os.path.basename(fl) for _ob, fl in prof.function_homes[helper]} == set(FILES)
-        out = {f: collections.Counter() for f in FILES}
-        for (_ob, fl, fn, _line), ir in prof.lines.items():
-            if fn == helper:
+    def reference(self, fn):
+        """callgrind's functions named fn: exclusive Ir by the file it binds
+        each to, calls and inclusive Ir by the file of the call sites
+        (twin_a.c's run_a calls twin_a.c's helper)."""
+        prof = self.callgrind_profile
+        out = collections.defaultdict(collections.Counter)
+        for (_ob, fl, name, _line), ir in prof.lines.items():
+            if name == fn:
                 out[os.path.basename(fl)]['excl'] += ir
-        for (_caller, fn, fl, _line), n in prof.call_sites.items():
-            if fn == helper:
+        for (caller, name, fl, line), n in prof.call_sites.items():
+            if name == fn:
                 out[os.path.basename(fl)]['calls'] += n
-                out[os.path.basename(fl)]['incl'] += prof.call_site_costs[(_caller, fn, fl, _line)]
+                out[os.path.basename(fl)]['incl'] += prof.call_site_costs[(caller, name, fl, line)]
         return out
 
 
@@ -117,7 +120,7 @@ def test_each_namesake_keeps_its_own_costs(twins, k):
     assert helper not in names.values()
     for f in FILES:
         name = name_of(twins.lang, f)
-        want = dict(twins.callgrind[f])
+        want = {key: twins.callgrind[f][key] for key in ('calls', 'excl', 'incl')}
         assert want['calls'] == twins.calls[f]
         assert dict(records[name]) == want, name
         assert dict(body_by_function(body)[name]) == want, name
@@ -142,7 +145,7 @@ def test_reports_show_two_functions(twins, annotate):  # noqa: F811
         for f in FILES:
             if c['path'] == [name_of(twins.lang, f)]:
                 got[f] = {'calls': c['calls'], 'excl': c['Ir'], 'incl': c['inclusive']}
-    assert got == {f: dict(w) for f, w in want.items()}
+    assert got == {f: {key: w[key] for key in ('calls', 'excl', 'incl')} for f, w in want.items()}
     # the text table: short names, "[file]" kept
     text = ok(annotate('--k=0', '--top=0', '--threshold=100', run.profile_path)).out
     rows = re.findall(r'^ +([\d,]+) +\S+% +([\d,]+) +([\d,]+)  (.*)$', text, re.M)
@@ -202,3 +205,27 @@ def test_a_pattern_selects_both_namesakes(twins, option):
     if option == '--toggle-collect':
         assert records[leaf]['calls'] == sum(twins.leaf_calls.values())
         assert sum(r['excl'] for r in records.values()) == sum(twins.callgrind[f]['incl'] for f in FILES)
+
+
+def test_a_headers_static_function_has_a_copy_per_file(twins):
+    """twin.h's static twin_step: one copy in each file, one name and one
+    file. kgrind names them by their entries (the symbols' addresses, nm)
+    and gives each its own calls (run_a's, run_b's: the program's counts)
+    and Ir; callgrind, which keys functions by file and name, shows one
+    function with the sum."""
+    run = twins.tools.kgrind(twins.exe, opts=['--k=1'], out='kgrind.out.step')
+    assert run.returncode == 0, run.stderr
+    names, records, pairs = records_by_function(run.profile_path)
+    step = STEP[twins.lang]
+    nm = subprocess.run(['nm', '-C', str(twins.exe)], capture_output=True, text=True, check=True).stdout
+    entries = sorted(int(a, 16) for a, n in re.findall(r'^([0-9a-f]+) t (.*)$', nm, re.M) if n == step)
+    copies = sorted(n for n in names.values() if n.startswith(step + ' ['))
+    assert copies == sorted(f'{step} [twin.h 0x{e:x}]' for e in entries) and len(copies) == 2
+    ref = twins.reference(step)
+    assert {os.path.basename(fl) for _ob, fl in twins.callgrind_profile.function_homes[step]} == {'twin.h'}
+    for f, caller in zip(FILES, ('run_a', 'run_b')):
+        mine = [c for c in copies if any(p[1] == c and p[0].startswith(caller) for p in pairs)]
+        assert len(mine) == 1, (f, mine)
+        assert records[mine[0]]['calls'] == twins.calls[f] == ref[f]['calls']
+        assert records[mine[0]]['excl'] == records[mine[0]]['incl'] == ref[f]['incl']
+    assert sum(records[c]['excl'] for c in copies) == ref['twin.h']['excl']

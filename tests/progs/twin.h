@@ -12,6 +12,12 @@
 #define TWIN_LOCAL static
 #endif
 
+/* A static function of this header: twin_a.c and twin_b.c each have their
+ * own copy, two functions of one name and one file (callgrind: one). */
+TWIN_BEGIN
+TWIN_LOCAL __attribute__((noinline, unused)) long twin_step(long s, int t) { return s + (t & 3); }
+TWIN_END
+
 enum { FROM_A, FROM_B };
 void twin_leaf(int from);           /* twin_main.c; counts its calls by caller */
 long run_a(int times);              /* calls twin_a.c's helper `times` times */

@@ -17,7 +17,7 @@ TWIN_END
 long run_a(int times)
 {
    long s = 0;
-   for (int t = 1; t <= times; t++) s += helper(100 * t);
+   for (int t = 1; t <= times; t++) s = twin_step(s + helper(100 * t), t);
    return s;
 }
 

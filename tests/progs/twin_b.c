@@ -21,7 +21,7 @@ long run_b(int times)
    long s = 0;
    int n = 300;
    while (times-- > 0) {
-      s += helper(n);
+      s = twin_step(s + helper(n), times);
       n += 300;
    }
    return s;
