@@ -359,6 +359,24 @@ const HChar* display_name(const FnInfo* fn)
    return display_names[fn->id];
 }
 
+const HChar* current_name(const FnInfo* fn)
+{
+   if (fn->id < n_display_names) return display_names[fn->id];
+   NamesakeSizes same = {};
+   for (UInt i = 0; i < function_count(); i++) {
+      UInt key = kSameName;
+      while (key < kNamesakeKeys && compare_namesakes(fn, function_by_id(i), (NamesakeKey)key) == 0) same[key++]++;
+   }
+   NameCounts base_names;
+   base_names.init();
+   for (UInt i = 0; i < object_count(); i++) base_names.add(base_name(object_name(i)));
+   static const HChar* last;   // the previous answer
+   kg::release((void*)last);
+   last = qualified_name(fn, same, base_names);
+   base_names.done();
+   return last ? last : fn->name;
+}
+
 void warn_unmatched_patterns()
 {
    const HChar* unmatched[kMaxFuncPatterns];

@@ -73,6 +73,12 @@ Bool is_sigreturn_code(Addr a);
 // address alone: "0x4a5b000".
 const HChar* display_name(const FnInfo* fn);
 
+// display_name(fn) as it would be now, without fixing the names of the
+// functions the profile has not named yet (display_name does, for dumps):
+// kgrind_control's status must not change the profile's names. Valid until
+// the next call.
+const HChar* current_name(const FnInfo* fn);
+
 // Whether activations of fn are traced (see --funcs).
 inline Bool fn_traced(const FnInfo* fn) { return fn->traced; }
 

@@ -499,7 +499,7 @@ void print_monitor_help()
 "  status                     each thread's current k-context and shadow stack depth\n");
 }
 
-const HChar* label_name(UInt label) { return label ? function_by_id(label - 1)->name : "__root__"; }
+const HChar* label_name(UInt label) { return label ? current_name(function_by_id(label - 1)) : "__root__"; }
 
 // "c'b'a": the context's function and up to k callers, as the profile names it.
 void print_context(const ForestNode* node)

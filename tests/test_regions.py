@@ -314,14 +314,15 @@ def read_line(stream, timeout):
 
 
 class WaitingProgram:
-    """roi_wait under kgrind, with a FIFO prefix of its own (kgrind_control
-    and vgdb see this process only), stopped at its "ready" line."""
+    """roi_wait (or exe with args) under kgrind, with a FIFO prefix of its
+    own (kgrind_control and vgdb see this process only), stopped at its
+    "ready" line."""
 
-    def __init__(self, tools, out):
-        self.exe = compile_prog(tools, 'roi_wait')
+    def __init__(self, tools, out, exe=None, args=(), opts=()):
+        self.exe = exe or compile_prog(tools, 'roi_wait')
         self.prefix = f'--vgdb-prefix={tools.dir}/vgdb'
-        self.proc = subprocess.Popen([str(BUILD / 'kgrind' / 'vg-in-place'), '--tool=kgrind', self.prefix,
-                                      f'--kgrind-out-file={out}', str(self.exe)], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([str(BUILD / 'kgrind' / 'vg-in-place'), '--tool=kgrind', self.prefix, *opts,
+                                      f'--kgrind-out-file={out}', str(self.exe), *args], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tools.dir)
         self.pid = str(self.proc.pid)
         assert read_line(self.proc.stdout, 120) == 'ready\n'

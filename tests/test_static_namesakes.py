@@ -18,6 +18,7 @@ import ksf_records
 from callgrind_format import callee
 from conftest import PROGS, Toolbox
 from test_annotate import annotate, ok  # noqa: F401
+from test_regions import WaitingProgram, read_line
 
 FILES = ('twin_a.c', 'twin_b.c')
 # the language: its compiler, the helpers' and twin_leaf's demangled names
@@ -229,3 +230,30 @@ def test_a_headers_static_function_has_a_copy_per_file(twins):
         assert records[mine[0]]['calls'] == twins.calls[f] == ref[f]['calls']
         assert records[mine[0]]['excl'] == records[mine[0]]['incl'] == ref[f]['incl']
     assert sum(records[c]['excl'] for c in copies) == ref['twin.h']['excl']
+
+
+def test_status_names_namesakes_without_fixing_their_names(twins):
+    """kgrind_control -s while twin_a.c's helper waits (in twin_leaf): only
+    one helper has run, so the context names it plainly; then while
+    twin_b.c's waits: by its file. Asking fixes no name: the profile names
+    both helpers by their files."""
+    out = twins.tools.dir / 'kgrind.out.status'
+    prog = WaitingProgram(twins.tools, out, exe=twins.exe, args=['wait'], opts=['--k=inf'])
+    helper, leaf = LANGS[twins.lang][1:]
+
+    def context():
+        status = prog.control('-s', prog.pid)
+        assert status.returncode == 0, status.stderr
+        return re.search(r'^thread 1 \(Valgrind tid 1\): .* context (.*)$', status.stdout, re.M)[1]
+    try:
+        assert f"'{leaf}'{helper}'run_a" in context()
+        prog.proc.stdin.write('go\n')
+        prog.proc.stdin.flush()
+        assert read_line(prog.proc.stdout, 120) == 'ready\n'
+        assert f"'{leaf}'{name_of(twins.lang, 'twin_b.c')}'run_b" in context()
+        _stdout, stderr = prog.go_on()
+    finally:
+        prog.kill()
+    assert prog.proc.returncode == 0, stderr
+    names = set(ksf_records.parse(out).names.values())
+    assert {name_of(twins.lang, f) for f in FILES} <= names and helper not in names
