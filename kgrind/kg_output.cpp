@@ -94,11 +94,12 @@ struct Writer {
    const DumpInfo* dump;      // why and what this file covers
    UInt n_names;              // distinct contexts (name ids 1..n_names)
    UInt* name_rank;           // 0-based fn= id written for each name id - 1
-   UInt* written_label;       // the records' id of each label, and the label
-   UInt* label_written_at;    // of each id (function mode; null: the same)
-   UInt n_ordered_labels;     // the labels ordered: the functions known before
-                              // the body was written (it may name more: those
-                              // label no node and keep their own ids)
+   UInt* written_label;       // each label's rank: the records' order of
+                              // labels (function mode; null: the label)
+   UInt* listed_id;           // each rank's ksf-fns id, for the ranks some
+                              // record names (function mode)
+   UInt* label_written_at;    // the label of each ksf-fns id (function
+   UInt n_listed_labels;      // mode; null: the same), and their number
    WrittenNodes* thread_nodes; // function mode: what each thread's records hold
 };
 
@@ -473,14 +474,17 @@ UInt function_entry(const HChar* name, UInt body_id, HChar* ref)
 }
 
 // "# ksf-fns": the function table, several entries per line separated by
-// tabs (ids are implicit: 0 is __root__, then function id + 1).
+// tabs (ids are implicit: 0 is __root__). Function mode lists the labels
+// some record names (list_named_labels), block modes every function
+// (id: function id + 1, which ksf-block records use).
 void write_function_table(Writer& w)
 {
    FileWriter& out = w.out;
    UInt* body_ids = body_names_of_labels(w);
    UInt line_len = 0;
-   for (UInt id = 0; id <= function_count(); id++) {
-      UInt i = w.label_written_at && id < w.n_ordered_labels ? w.label_written_at[id] : id;
+   UInt n = w.label_written_at ? w.n_listed_labels : function_count() + 1;
+   for (UInt id = 0; id < n; id++) {
+      UInt i = w.label_written_at ? w.label_written_at[id] : id;
       const HChar* name = label_name(i);
       if (!*name) name = "???";   // an empty field would end the table's syntax
       HChar ref[16];
@@ -644,6 +648,12 @@ UInt written_label(const Writer& w, const ForestNode* n)
    return w.written_label ? w.written_label[n->label] : n->label;
 }
 
+// The ksf-fns id a record writes for a node's label.
+UInt record_label(const Writer& w, const ForestNode* n)
+{
+   return w.listed_id ? w.listed_id[written_label(w, n)] : written_label(w, n);
+}
+
 // Block forests' nodes hold no inclusive cost of their own (a block calls
 // nothing): incl = excl.
 ULong written_incl(const ForestNode* n, Bool incl_is_excl) { return incl_is_excl ? n->excl : n->incl; }
@@ -682,7 +692,7 @@ void write_forest_nodes(Writer& w, const core::Forest& sf, Bool incl_is_excl, co
    core::visit_preorder_by(sf, [&](const core::VisitInfo& v) {
       if (!is_written(selected, v)) return;
       const ForestNode* n = v.node;
-      list.node(v.level, written_label(w, n), n->calls, n->excl, written_incl(n, incl_is_excl));
+      list.node(v.level, record_label(w, n), n->calls, n->excl, written_incl(n, incl_is_excl));
    }, key, True);
    list.finish();
 }
@@ -703,8 +713,65 @@ void order_labels(Writer& w, const ThreadProfile* threads, UInt n_threads)
    rank_by_use(use, n, &w.written_label);
    w.label_written_at = (UInt*)kg::alloc(n * sizeof(UInt));
    for (UInt id = 0; id < n; id++) w.label_written_at[id] = use[id].id;
-   w.n_ordered_labels = n;
+   w.n_listed_labels = n;
    kg::release(use);
+}
+
+// Calls f(node, arg) for the nodes of a KGRIND_CURRENT_CONTEXT() context's
+// kgrind-context record: the k-context's labels, innermost first.
+void for_context_nodes(const ForestNode* node, void (*f)(const ForestNode*, void*), void* arg)
+{
+   UInt count = 0;
+   for (const ForestNode* p = node; p && (clo.k == kInfiniteK || count <= clo.k); p = p->parent, count++)
+      f(p, arg);
+}
+
+struct NamedRanks {
+   const Writer* w;
+   Bool* named;
+};
+
+void name_rank_of(const ForestNode* n, void* arg)
+{
+   NamedRanks& r = *(NamedRanks*)arg;
+   r.named[written_label(*r.w, n)] = True;
+}
+
+void name_context_ranks(UWord, UInt, const ForestNode* node, void* arg)
+{
+   for_context_nodes(node, name_rank_of, arg);
+}
+
+// Function mode lists in ksf-fns only the labels some record names (the
+// written nodes', the kgrind-context records'): a fork child's forest is
+// its parent's, zeroed, so most functions the parent knew label only
+// nodes left out (a python3 spawn child's table was 39 KB of its 50 KB).
+// The listed ranks keep their order, numbered densely: siblings stay in
+// order, so the selections' pre-order ids (by rank) hold.
+void list_named_labels(Writer& w, const ThreadProfile* threads, UInt n_threads)
+{
+   UInt n = w.n_listed_labels;
+   NamedRanks r = {&w, (Bool*)alloc_zeroed(n * sizeof(Bool))};
+   r.named[0] = True;   // __root__, id 0
+   auto key = [&](const ForestNode* node) { return written_label(w, node); };
+   for (UInt t = 0; t < n_threads; t++) {
+      const WrittenNodes& selected = w.thread_nodes[t];
+      auto name = [&](const core::VisitInfo& v) {
+         if (is_written(selected, v)) r.named[written_label(w, v.node)] = True;
+      };
+      // every node written: any order will do (the sorted walk costs more)
+      if (selected.keep.empty()) core::visit_preorder(threads[t].forest->sf, name);
+      else core::visit_preorder_by(threads[t].forest->sf, name, key, True);
+   }
+   for_each_context_id(name_context_ranks, &r);
+   w.listed_id = (UInt*)kg::alloc(n * sizeof(UInt));
+   UInt listed = 0;
+   for (UInt rank = 0; rank < n; rank++) {
+      w.listed_id[rank] = listed;
+      if (r.named[rank]) w.label_written_at[listed++] = w.label_written_at[rank];
+   }
+   w.n_listed_labels = listed;
+   kg::release(r.named);
 }
 
 // The header's node counts. Function mode: the labels' order and the
@@ -719,6 +786,7 @@ void select_thread_nodes(Writer& w, const ThreadProfile* threads, UInt n_threads
    }
    order_labels(w, threads, n_threads);
    for (UInt i = 0; i < n_threads; i++) select_written_nodes(w, threads[i].forest->sf, False, &w.thread_nodes[i]);
+   list_named_labels(w, threads, n_threads);
 }
 
 void release_thread_nodes(Writer& w, UInt n_threads)
@@ -792,21 +860,23 @@ void write_block_records(Writer& w)
    out.put("# ksf-end\n");
 }
 
+void put_context_label(const ForestNode* n, void* arg)
+{
+   Writer& w = *(Writer*)arg;
+   w.out.printf(" %u", record_label(w, n));
+}
+
 // "# kgrind-context <id> <thread> <label>...": the contexts whose ids
 // KGRIND_CURRENT_CONTEXT() handed out, the k-context's ksf-fns labels
 // innermost first (docs/regions.md). Not a ksf- record: readers of the
 // k-SF need not know it.
 void write_context_id(UWord id, UInt thread, const ForestNode* node, void* arg)
 {
-   const Writer& w = *(const Writer*)arg;
    FileWriter& out = ((Writer*)arg)->out;
    out.printf("# kgrind-context %lu ", id);
    if (thread) out.printf("%u", thread);
    else out.put("all");
-   UInt k = clo.k;
-   UInt count = 0;
-   for (const ForestNode* p = node; p && (k == kInfiniteK || count <= k); p = p->parent, count++)
-      out.printf(" %u", w.written_label ? w.written_label[p->label] : p->label);
+   for_context_nodes(node, put_context_label, arg);
    out.put_char('\n');
 }
 
@@ -990,6 +1060,7 @@ void write_body(Writer& w, ULong total)
    kg::release(w.slots);
    kg::release(w.name_rank);
    kg::release(w.written_label);
+   kg::release(w.listed_id);
    kg::release(w.label_written_at);
    release_thread_nodes(w, n_threads);
    kg::release(threads);

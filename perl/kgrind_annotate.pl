@@ -619,11 +619,9 @@ sub out_text {
         . '--funcs (by default the main executable\'s); pass --funcs to trace library code.'
         if $BLOCKMODE && !grep { $_->{F}{n} > ($P0->{mode} eq 'inter' ? 1 : 0) } @{$S->{threads}};
     for my $t (@{$S->{threads}}) {
-        my $left_out = left_out_nodes($S, $t->{tid});
         push @out, sprintf('%-22s%s', "Thread $t->{tid}" . (defined $t->{fname} ? ", $t->{fname}: " : ':'),
             'Ir ' . commify($t->{ir})
-            . ", k-SF nodes $t->{F}{n}"
-            . ($left_out ? ' (' . commify($left_out) . ' counting nothing left out by kgrind)' : '')
+            . ", k-SF nodes $t->{F}{n}" . left_out_note($S, $t->{tid})
             . ', ' . kstr($S->{kk}) . '-CCF nodes ' . header_ccf_nodes($o, $t->{C}));
     }
     my @hot;    # contexts shown, for source annotation
@@ -650,6 +648,7 @@ sub out_text {
         if ($o->{ksf}) {
             my $T = ksf_tree($o, $t);
             push @out, '', $rule, "DUMP of K-SF (k=" . kstr($S->{K}) . ", thread " . forest_desc($t) . ", $t->{F}{n} nodes"
+                . left_out_note($S, $t->{tid})
                 . ($T->{shown} ? ", $T->{n} shown: the paths of the contexts selected)" : ')'), $rule;
             out_lines(\@out);
             print_tree($o, $T);
@@ -1002,7 +1001,8 @@ sub out_json {
         my $tid = $t->{tid} eq 'all' ? '"all"' : $t->{tid};
         my $sorted = select_contexts($o, $C);
         out("$sep\{\"tid\":$tid," . (defined $t->{fname} ? '"function":' . js($t->{fname}) . ',' : '')
-            . "\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"kccf_nodes\":" . ccf_nodes($C) . ',"contexts":[');
+            . "\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"ksf_nodes_left_out\":" . left_out_nodes($S, $t->{tid})
+            . ',"kccf_nodes":' . ccf_nodes($C) . ',"contexts":[');
         my $comma = '';
         for my $cid (@$sorted) {
             out($comma, '{"path":[', join(',', @jname[@{ctx_labels($C, $cid)}]), '],"calls":', cval($C, 'xcalls', $cid),
@@ -1229,48 +1229,40 @@ sub model_sources {
     return { map { ($name->($_) => { %{$src->{$_}}, file => utf8_clean($src->{$_}{file}) }) } keys %$src };
 }
 
-# --format=speedscope of calling context trees without a limit, written as
-# produced (export_model lists every context's path: O(nodes x depth)
-# memory).  The samples come from a walk in the order of their frames'
-# names (KGrind::Export::Speedscope sorts them joined by "\0"), equal ones
-# in the contexts' order; the frames are numbered in the order in which
-# the contexts (sorted as select_contexts sorts, with Ir) first name them:
-# only the first context naming each frame is walked (per node, the first
-# context with Ir below it).
+# --format=speedscope of calling context trees without a limit: an
+# "evented" profile per tree, written as produced (a sampled profile lists
+# every node's whole stack: O(nodes x depth), 490 MB for cc1plus's 2.9 M
+# nodes).  A preorder walk opens each node with Ir below it at its start,
+# spends its exclusive Ir, walks its callees in the tree's order (first
+# call first) and closes it at its start plus its inclusive Ir (computed
+# here from the exclusive counters: the events nest exactly).  The frames
+# are numbered in the order in which the walk first names them.
 sub cct_speedscope {
     my ($o, $S) = @_;
     my $module = load_module($EXPORTER{speedscope});
     my @name = map { utf8_clean(display_name($o, $_)) } @LNAME;
-    my (%fid, @names, @threads);
+    my (%fid, @names, @lfid, @threads);
+    my $frame_id = sub { $lfid[$_[0]] //= $fid{$name[$_[0]]} //= do { push @names, $name[$_[0]]; $#names } };
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
         my ($par, $fn) = (col($C->{F}, 'par'), col($C->{F}, 'fn'));
-        my (@rank, @first, %best);
-        my $r = 0;
-        for my $v (@{select_contexts($o, $C)}) { $rank[$v] = $r++ if vec($C->{xexcl}, $v, 64) }
-        for (my $v = $#$par; $v >= 0; $v--) {    # children have larger ids
-            $first[$v] = $v if defined $rank[$v] && (!defined $first[$v] || $rank[$v] < $rank[$first[$v]]);
-            my $p = $par->[$v];
-            next if $p < 0 || !defined $first[$v];
-            $first[$p] = $first[$v] if !defined $first[$p] || $rank[$first[$v]] < $rank[$first[$p]];
-        }
-        for my $v (grep { defined $first[$_] } 0 .. $#$par) {
-            my $b = \$best{$name[$fn->[$v]]};
-            $$b = $first[$v] if !defined $$b || $rank[$first[$v]] < $rank[$$b];
-        }
-        my %once;
-        for my $c (sort { $rank[$a] <=> $rank[$b] } grep { !$once{$_}++ } values %best) {
-            my @p;
-            for (my $u = $c; $u >= 0; $u = $par->[$u]) { push @p, $name[$fn->[$u]] }
-            $fid{$_} //= do { push @names, $_; $#names } for reverse @p;
-        }
+        my @excl = @{col($C->{F}, 'excl')};
+        my @incl = @excl;
+        for (my $v = $#$par; $v >= 0; $v--) { $incl[$par->[$v]] += $incl[$v] if $par->[$v] >= 0 }    # children have larger ids
         my ($roots, $kids) = children_of($par);
-        push @threads, { tid => $t->{tid}, each_sample => sub {
+        my $end = 0;
+        $end += $incl[$_] for @$roots;
+        push @threads, { tid => $t->{tid}, end => $end, each_event => sub {
             my ($emit) = @_;
-            walk_stacks(\@name, $fn, $kids, $roots, "\0", sub {
-                my ($path, $nodes) = @_;
-                $emit->($path, 0 + vec($C->{xexcl}, $_, 64)) for sort { $rank[$a] <=> $rank[$b] } grep { defined $rank[$_] } @$nodes;
-            });
+            my $at = 0;
+            my @todo = reverse grep { $incl[$_] } @$roots;
+            while (@todo) {
+                my $v = pop @todo;
+                if ($v < 0) { $emit->('C', $frame_id->($fn->[-1 - $v]), $at); next }
+                $emit->('O', $frame_id->($fn->[$v]), $at);
+                $at += $excl[$v];
+                push @todo, -1 - $v, reverse grep { $incl[$_] } @{$kids->[$v] // []};
+            }
         } };
     }
     my $data = { k => kstr($INF), files => [map { $_->{file} } @{$S->{P}}], exporter => "kgrind_annotate\@$VERSION",
@@ -1411,6 +1403,14 @@ sub left_out_nodes {
         }
     }
     return $n;
+}
+
+# " (N counting nothing left out by kgrind)" after a thread's k-SF node
+# count, or "" when its records hold every node.
+sub left_out_note {
+    my ($S, $tid) = @_;
+    my $n = left_out_nodes($S, $tid);
+    return $n ? ' (' . commify($n) . ' counting nothing left out by kgrind)' : '';
 }
 
 sub run_exporter {

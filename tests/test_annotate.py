@@ -159,7 +159,7 @@ def test_listing45_json(annotate):
     assert (d['version'], d['tool'], d['cmd'], d['pid'], d['k'], d['mode']) == (1, 'kgrind', './prog1', 4242, 2, 'func')
     assert d['events'] == ['Ir'] and d['total'] == {'Ir': 176}
     (t,) = d['threads']
-    assert (t['tid'], t['ksf_nodes'], t['kccf_nodes']) == ('all', 20, 25)
+    assert (t['tid'], t['ksf_nodes'], t['ksf_nodes_left_out'], t['kccf_nodes']) == ('all', 20, 0, 25)
     assert json_counts(t['ksf'], 'children') == parse_listing(LISTING_45_KSF)
     assert json_counts(t['kccf'], 'callers') == parse_listing(LISTING_45_KCCF)
     ctx = {tuple(c['path']): (c['calls'], c['Ir'], c['inclusive']) for c in t['contexts']}

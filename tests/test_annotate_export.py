@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 import pprof_wire
+import speedscope_file
 import test_annotate_model as M
 import testdeps
 from test_annotate import THESIS, annotate, annotate_cmd, ok  # noqa: F401
@@ -253,6 +254,8 @@ SPEEDSCOPE_SCHEMA = pathlib.Path(__file__).parent / 'data' / 'speedscope' / 'fil
 
 
 def check_speedscope_equals_json(annotate, *args):
+    """The speedscope file's stacks and weights are the JSON's contexts with
+    Ir; whole calling context trees (k = inf) are evented profiles."""
     import jsonschema
     d = annotate('--format=json', *args).json()
     s = annotate('--format=speedscope', *args).json()
@@ -262,15 +265,14 @@ def check_speedscope_equals_json(annotate, *args):
     assert len(frames) == len(set(frames))
     want = expected_stacks(d)
     for p, t in zip(s['profiles'], d['threads']):
-        assert p['type'] == 'sampled' and p['name'].startswith(f'thread {t["tid"]} ')
-        assert len(p['samples']) == len(p['weights'])
-        assert sum(p['weights']) == t['Ir'] == p['endValue'] and p['startValue'] == 0
-        got = collections.Counter(tuple(frames[i] for i in st) for st in p['samples'])
-        assert got == collections.Counter(stack for (tid, stack, _c, ir), n in want.items()
-                                          for _ in range(n) if tid == str(t['tid']) and ir)
-        by_stack = dict(zip((tuple(frames[i] for i in st) for st in p['samples']), p['weights']))
+        assert p['type'] == ('evented' if d['k'] == 'inf' else 'sampled') and p['name'].startswith(f'thread {t["tid"]} ')
+        got = [(stack, w) for stack, w in speedscope_file.samples(p, frames) if w]
+        assert sum(w for _s, w in got) == t['Ir'] == p['endValue'] and p['startValue'] == 0
+        assert collections.Counter(stack for stack, _w in got) == collections.Counter(
+            stack for (tid, stack, _c, ir), n in want.items() for _ in range(n) if tid == str(t['tid']) and ir)
+        by_stack = dict(got)
         assert all(by_stack[stack] == ir for (tid, stack, _c, ir) in want if tid == str(t['tid']) and ir)
-    assert sum(sum(p['weights']) for p in s['profiles']) == d['total']['Ir']
+    assert sum(p['endValue'] for p in s['profiles']) == d['total']['Ir']
     return d, s
 
 
@@ -319,6 +321,27 @@ def test_speedscope_opens_in_chromium(tmp_path, twice_profile):
     png = tmp_path / 'speedscope.png'
     chromium('--window-size=1400,800', f'--screenshot={png}', url)
     assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n' and png.stat().st_size > 10000
+
+
+def test_speedscope_viewer_numbers_equal_kgrinds(tmp_path, annotate, twice_profile):
+    """speedscope reads a whole CCT's evented profile into the numbers
+    kgrind_annotate computes: its Sandwich view's total and self of every
+    function (its import's sums over the call tree, recursion counted once)
+    are the --k=0 contexts' inclusive_outermost and exclusive Ir."""
+    import html
+    prof = twice_profile('inf')
+    want = {c['path'][0]: (c['inclusive_outermost'], c['Ir'])
+            for c in annotate('--format=json', '--k=0', prof).json()['threads'][0]['contexts'] if c['inclusive_outermost']}
+    path = tmp_path / 'twice-inf.speedscope.json'
+    path.write_bytes(run_bytes('--format=speedscope', prof))
+    assert json.loads(path.read_bytes())['profiles'][0]['type'] == 'evented'
+    # a window tall enough for every row of the (virtualised) table
+    dom = chromium('--window-size=1400,%d' % (40 * len(want) + 400), '--dump-dom',
+                   speedscope_page(tmp_path, path) + '&view=sandwich')
+    rows = re.findall(r'<tr[^>]*><td[^>]*>([\d,]+) \([^<]*<.*?</td><td[^>]*>([\d,]+) \(.*?</td>'
+                      r'<td[^>]*><span[^>]*></span>(.*?)</td></tr>', dom)
+    got = {html.unescape(name): (int(total.replace(',', '')), int(own.replace(',', ''))) for total, own, name in rows}
+    assert len(rows) == len(got) and got == want
 
 
 def test_exports_refuse_block_modes(annotate, tools):

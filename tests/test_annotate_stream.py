@@ -4,9 +4,11 @@ tests/test_annotate_model.py: the inf-CCF's node count (a suffix automaton
 of the CCT, never the inf-CCF), the whole inf-CCF (walked from the
 automaton's chains), the folded stacks (a walk in the order of the stacks,
 not a sorted hash of them), and bad input still printing nothing."""
+import collections
 import random
 import subprocess
 
+import speedscope_file
 import test_annotate_model as M
 from test_annotate import annotate, annotate_cmd, ok  # noqa: F401
 
@@ -95,9 +97,11 @@ def test_whole_outputs_equal_brute_force_and_limited(annotate, tmp_path):
         for a, b in zip(d['threads'], limited['threads']):
             assert a['contexts'] == b['contexts'] and a['kccf'] == b['kccf']
         # speedscope and folded: streamed walks of the trees, else from all contexts' paths
-        for fmt in ('--format=speedscope', '--format=folded'):
-            for sort in ('--sort=Ir', '--sort=calls'):
-                assert ok(annotate(fmt, sort, p)).out == ok(annotate(fmt, sort, *everything, p)).out
+        for sort in ('--sort=Ir', '--sort=calls'):
+            assert ok(annotate('--format=folded', sort, p)).out == ok(annotate('--format=folded', sort, *everything, p)).out
+            whole, chosen = (annotate('--format=speedscope', sort, *opts, p).json() for opts in ((), everything))
+            assert [speedscope_stacks(w) for w in (whole, chosen)] == [['evented'] * len(runs), ['sampled'] * len(runs)]
+            assert speedscope_stacks(whole, 1) == speedscope_stacks(chosen, 1)
         # the folded stacks: every activation's path, threads summed, sorted by bytes
         want = {}
         for root in runs.values():
@@ -112,6 +116,21 @@ def test_whole_outputs_equal_brute_force_and_limited(annotate, tmp_path):
         for tid, root in runs.items():
             dump = txt.split(f'DUMP of K-CCF (k=inf, thread {tid}, ', 1)[1].split('\n', 2)[2]
             assert dump.split('\n\n', 1)[0].splitlines() == tree_lines(M.kccf(M.contexts(root, M.INF)))
+
+
+def speedscope_stacks(s, what=0):
+    """Per profile of a speedscope file its type (what=0) or its stacks with
+    their exclusive Ir (what=1; stacks of no Ir left out)."""
+    frames = [f['name'] for f in s['shared']['frames']]
+    if what == 0:
+        return [p['type'] for p in s['profiles']]
+    out = []
+    for p in s['profiles']:
+        out.append(collections.Counter())
+        for stack, w in speedscope_file.samples(p, frames):
+            out[-1][stack] += w
+        out[-1] = +out[-1]    # stacks of no Ir left out
+    return out
 
 
 def cct_with_costs(root):

@@ -3,6 +3,7 @@
 recursion, fork, stripped binaries. Each run is checked on its calling
 context tree (--k=inf) read back from the k-SF records."""
 import collections
+import json
 import re
 import subprocess
 
@@ -383,6 +384,17 @@ FORK_FOREST_DEPTH, FORK_FOREST_LEAVES = 5, 10      # tests/progs/fork_forest.c
 OWN_FUNCTIONS = {'main', 'branch', 'b0', 'b1', 'b2', 'child_work', 'leaf'}
 
 
+def json_report(path):
+    """kgrind_annotate --format=json of a profile, checked against its schema."""
+    import jsonschema
+    r = subprocess.run(['perl', str(ROOT / 'perl' / 'kgrind_annotate.pl'), '--format=json', str(path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr == '', r.stderr
+    d = json.loads(r.stdout)
+    jsonschema.validate(d, json.loads((ROOT / 'docs' / 'kgrind-annotate.schema.json').read_text()))
+    return d
+
+
 @pytest.mark.parametrize('k', ['2', 'inf'])
 def test_fork_child_profile_leaves_out_its_parents_zeroed_forest(tools, k):
     """A fork child's k-SF is its parent's with every counter zeroed; its
@@ -390,7 +402,7 @@ def test_fork_child_profile_leaves_out_its_parents_zeroed_forest(tools, k):
     every path to what the child counted, and loses no count. The parent's
     profile keeps its whole forest: every branch/b* context the program's
     structure makes, once each."""
-    exe = tools.compile('fork_forest.c', '-O1')
+    exe = tools.compile('fork_forest.c', '-O1', '-I', str(ROOT / 'include'), '-I', '/usr/include/valgrind')
     kg = tools.kgrind(exe, opts=[f'--k={k}'], out='kg.%p')
     assert kg.returncode == 0 and kg.stdout == 'tree 2184 child exit 0\n', kg.stderr
     profiles = {}
@@ -423,12 +435,31 @@ def test_fork_child_profile_leaves_out_its_parents_zeroed_forest(tools, k):
     [pforest] = parent.forests
     built = [n for n in pforest.nodes if pforest.name(n) in {'branch', 'b0', 'b1', 'b2'}]
     assert left_out and int(left_out.group(1)) >= len(built) > 0
-    # kgrind_annotate's report says so too.
-    report = subprocess.run(['perl', str(ROOT / 'perl' / 'kgrind_annotate.pl'), str(cpath)],
+    # kgrind_annotate's report says so too, where it counts the k-SF's
+    # nodes: the header, the --ksf dump and JSON (none in the parent's).
+    report = subprocess.run(['perl', str(ROOT / 'perl' / 'kgrind_annotate.pl'), '--ksf', str(cpath)],
                             capture_output=True, text=True)
-    assert re.search(rf'^Thread 1: +Ir [\d,]+, k-SF nodes {len(cforest.nodes)} '
-                     rf'\({int(left_out.group(1)):,} counting nothing left out by kgrind\),', report.stdout, re.M), \
+    note = rf'\({int(left_out.group(1)):,} counting nothing left out by kgrind\)'
+    assert re.search(rf'^Thread 1: +Ir [\d,]+, k-SF nodes {len(cforest.nodes)} {note},', report.stdout, re.M), \
         report.stdout[:2000]
+    assert re.search(rf'^DUMP of K-SF \(k={k}, thread 1, {len(cforest.nodes)} nodes {note}\)$', report.stdout, re.M)
+    for path, prof, want in ((cpath, child, int(left_out.group(1))), (ppath, parent, 0)):
+        d = json_report(path)
+        assert [(t['ksf_nodes'], t['ksf_nodes_left_out']) for t in d['threads']] == [(len(prof.forests[0].nodes), want)]
+    # Each ksf-fns table lists exactly the functions its records name: the
+    # nodes' labels, __root__ and the kgrind-context record's (b2's context
+    # taken before the fork: in the child, functions of left-out nodes
+    # only), numbered densely; both profiles name that context alike.
+    decoded = set()
+    for path, text, prof in profiles.values():
+        [(context_id, labels)] = re.findall(r'^# kgrind-context (\d+) 1((?: \d+)+)$', text, re.M)
+        named = {0} | {label for (_p, label, *_c) in prof.forests[0].nodes.values()} | {int(x) for x in labels.split()}
+        assert set(prof.names) == named == set(range(len(prof.names))), path
+        r = subprocess.run(['perl', str(ROOT / 'perl' / 'kgrind_annotate.pl'), f'--context-id={context_id}', str(path)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0 and r.stdout.endswith(' > branch > b2\n'), r.stdout + r.stderr
+        decoded.add(r.stdout)
+    assert len(decoded) == 1
     paths = cct_paths(child) if k == 'inf' else None
     if paths is not None:
         # The program's own functions in the child: main > child_work > leaf.

@@ -1,12 +1,17 @@
 package KGrind::Export::Speedscope;
 # --format=speedscope: speedscope's file format
 # (https://www.speedscope.app/file-format-schema.json; the types are in
-# speedscope's src/lib/file-format-spec.ts).  One "sampled" profile per
-# thread: a sample per k-context with exclusive Ir, its stack the context's
-# path, outermost first, weighed by that Ir; unit "none" (instructions).
-# A context that does not reach __root__ (finite k) starts with the frame
-# "[truncated k=N]", as in the pprof export.  The samples are in path order,
-# so the "Time Order" view draws the contexts sharing callers side by side.
+# speedscope's src/lib/file-format-spec.ts).  One profile per thread, unit
+# "none" (instructions):
+# - "sampled" (write, and write_file's each_sample): a sample per k-context
+#   with exclusive Ir, its stack the context's path, outermost first,
+#   weighed by that Ir.  A context that does not reach __root__ (finite k)
+#   starts with the frame "[truncated k=N]", as in the pprof export.  The
+#   samples are in path order, so the "Time Order" view draws the contexts
+#   sharing callers side by side.  Its size is the sum of the stacks' depths.
+# - "evented" (write_file's each_event; kgrind_annotate's whole CCTs): an
+#   open event per tree node at its start and a close event at its start
+#   plus its inclusive Ir, so the size is linear in the nodes.
 use strict;
 use warnings;
 use JSON::PP ();
@@ -40,11 +45,14 @@ sub write {
 }
 
 # Writes the file piece by piece with $put, as JSON::PP's canonical
-# encoder writes the whole (keys sorted, no spaces): per thread a "sampled"
+# encoder writes the whole (keys sorted, no spaces), one profile per
+# thread, then the frames, numbered as $names lists them (read at the end:
+# each_event may add to it).  A thread gives either each_sample: a "sampled"
 # profile whose samples each_sample gives in order (calling its argument
-# with the frames' names and the Ir, three times: the sum, the samples,
-# the weights), then the frames, numbered as $names lists them.  Memory is
-# the frames'.
+# with the frames' names and the Ir, three times: the sum, the samples, the
+# weights); or end and each_event: an "evented" profile from 0 to end whose
+# events each_event gives in order (calling its argument with 'O' or 'C',
+# the frame's id and the time).  Memory is the frames'.
 sub write_file {
     my ($data, $threads, $names, $put) = @_;
     my $js = JSON::PP->new->canonical->allow_nonref;
@@ -55,16 +63,10 @@ sub write_file {
            ',"profiles":[');
     my $sep = '';
     for my $t (@$threads) {
-        my $sum = 0;
-        $t->{each_sample}->(sub { $sum += $_[1] });
-        $put->($sep, '{"endValue":', $js->encode($sum + 0), ',"name":',
-               $js->encode("thread $t->{tid} (k=$data->{k}, Ir)"), ',"samples":[');
-        my $comma = '';
-        $t->{each_sample}->(sub { $put->($comma, '[', join(',', @fid{@{$_[0]}}), ']'); $comma = ',' });
-        $put->('],"startValue":0,"type":"sampled","unit":"none","weights":[');
-        $comma = '';
-        $t->{each_sample}->(sub { $put->($comma, $_[1] + 0); $comma = ',' });
-        $put->(']}');
+        my $name = $js->encode(thread_name($data, $t));
+        $put->($sep);
+        if ($t->{each_event}) { write_evented($t, $name, $put) }
+        else { write_sampled($t, $name, \%fid, $put) }
         $sep = ',';
     }
     $put->('],"shared":{"frames":[');
@@ -76,6 +78,32 @@ sub write_file {
         $sep = ',';
     }
     $put->("]}}\n");
+}
+
+sub thread_name {
+    my ($data, $t) = @_;
+    return "thread $t->{tid} (k=$data->{k}, Ir)";
+}
+
+sub write_sampled {
+    my ($t, $name, $fid, $put) = @_;
+    my $sum = 0;
+    $t->{each_sample}->(sub { $sum += $_[1] });
+    $put->('{"endValue":', $sum + 0, ',"name":', $name, ',"samples":[');
+    my $comma = '';
+    $t->{each_sample}->(sub { $put->($comma, '[', join(',', @$fid{@{$_[0]}}), ']'); $comma = ',' });
+    $put->('],"startValue":0,"type":"sampled","unit":"none","weights":[');
+    $comma = '';
+    $t->{each_sample}->(sub { $put->($comma, $_[1] + 0); $comma = ',' });
+    $put->(']}');
+}
+
+sub write_evented {
+    my ($t, $name, $put) = @_;
+    $put->('{"endValue":', $t->{end} + 0, ',"events":[');
+    my $comma = '';
+    $t->{each_event}->(sub { $put->($comma, '{"at":', $_[2] + 0, ',"frame":', $_[1] + 0, ',"type":"', $_[0], '"}'); $comma = ',' });
+    $put->('],"name":', $name, ',"startValue":0,"type":"evented","unit":"none"}');
 }
 
 1;
