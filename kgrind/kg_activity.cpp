@@ -522,6 +522,8 @@ static const void* transition_key(const Transition* tr)
 
 namespace {
 
+void own_kids_before_new_child(const ActNode* parent, UInt label);
+
 // The transition into traced function fn from parent at call site `site`
 // (0: not known; a signal handler's: the interrupted instruction), with the
 // call edge of that site.
@@ -530,6 +532,7 @@ Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, B
    if (Transition* first = find_first_transition(parent, fn, site)) return first;
    auto same = [&](const Transition* tr) { return tr->kind == kActivation && tr->site == site && runs(tr, fn); };
    return transition(t, parent, site_callee_key(site, fn->id), same, [&](Transition* tr) {
+      own_kids_before_new_child(parent, fn->id + 1);
       Activation act = forest_enter(t->forest, act_of(parent), fn->id + 1);
       // forest_enter counted this activation in top and bottom; transitions
       // count every activation themselves (flush_transitions).
@@ -1174,10 +1177,37 @@ KidLayout fullest_layout(const Transition* const* kids, UInt n)
    return best;
 }
 
+// Where ActNodes are node payloads, a node's first transition whose one kid
+// is the first transition into the node's only child needs no array: the
+// node's `kids` word points to that kid (core::only_child: the word after
+// the child, its payload), so it is the array (cc1plus at k=inf: most of
+// 887 k one-kid arrays). Before the node gains a second child, the
+// transition gets an array of its own (own_kids_before_new_child).
+Transition** node_kids_word(const Transition* tr) { return (Transition**)&ctx_of(child_of(tr))->kids; }
+Bool borrows_kids(const Transition* tr) { return tr->in_payload && tr->kids == node_kids_word(tr); }
+Bool may_borrow_kids(const Transition* tr, const Transition* kid)
+{
+   return tr->in_payload && ctx_of(child_of(tr))->nkids == 1 && *node_kids_word(tr) == kid;
+}
+
+// Before parent's node gains a child labelled `label` (forest_enter), which
+// makes its `kids` word a child table: a first transition borrowing the
+// word gets an array of its own.
+void own_kids_before_new_child(const ActNode* parent, UInt label)
+{
+   if (!acts_in_nodes() || !borrows_kids(first_transition(parent))) return;
+   if (core::find_child(ctx_of(parent), label)) return;
+   Transition* tr = first_transition(parent);
+   Transition* kid = tr->kids[0];
+   tr->kids = new_kids(1);
+   tr->kids[0] = kid;
+}
+
 // tr's kids and kid in a new array of layout l.
 void lay_out_kids(Transition* tr, Transition* kid, KidLayout l)
 {
    UInt old_slots = kid_slots(tr);
+   Bool borrowed = borrows_kids(tr);
    Transition** old = tr->kids;
    tr->kids = new_kids(l.slots);
    tr->kid_mask = (UChar)(l.slots - 1);
@@ -1185,7 +1215,7 @@ void lay_out_kids(Transition* tr, Transition* kid, KidLayout l)
    for (UInt s = 0; s < old_slots; s++)
       if (old[s] != &no_transition) tr->kids[kid_slot_in(tr, old[s]->fn_id, old[s]->site)] = old[s];
    tr->kids[kid_slot_in(tr, kid->fn_id, kid->site)] = kid;
-   release_kids(old, old_slots);
+   if (!borrowed) release_kids(old, old_slots);
 }
 
 // kid joins tr's kid array, whose slot for it is another kid's: while the
@@ -1230,6 +1260,11 @@ Transition** shared_kids(ActNode* child)
 // replaces it.
 void add_kid(Transition* top, Transition* kid)
 {
+   if (top->kids == no_kids && may_borrow_kids(top, kid)) {
+      top->kids = node_kids_word(top);
+      top->kid_mask = 0;
+      return;
+   }
    if (top->kids == no_kids) {
       UInt slots = kids_grow() ? 1 : kKidSlots;
       top->kids = kids_grow() || !child_of(top) ? new_kids(slots) : shared_kids(child_of(top));

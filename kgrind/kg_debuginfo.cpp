@@ -46,11 +46,12 @@ Word compare_functions(UWord a, UWord b)
    const FnInfo* x = (const FnInfo*)a;
    const FnInfo* y = (const FnInfo*)b;
    if (x->object != y->object) return x->object < y->object ? -1 : 1;
+   if (x->entry != y->entry) return x->entry < y->entry ? -1 : 1;
    return VG_(strcmp)(x->name, y->name);
 }
 
 StringTable files, objects, fn_names;
-WordFM* fn_index;     // FnInfo* (key: object, name) -> FnInfo*
+WordFM* fn_index;     // FnInfo* (key: object, entry, name) -> FnInfo*
 XArray* fn_list;      // id -> FnInfo*
 
 } // namespace
@@ -121,45 +122,38 @@ static UInt intern_source_path(const HChar* dir, const HChar* file)
    return id;
 }
 
-// The source file of the first instruction of the function holding a (which
-// has a symbol): the file readers show the function in, as callgrind binds
-// a function to the file of the first block it runs, normally its entry.
-// The first address kgrind looks up in a function need not be its entry
-// (libc's memchr resolver: memchr.c at +36, ifunc-evex.h at the entry).
-// Invalidates the name get_fnname returned.
-static UInt entry_file(Addr a, UInt file_at_a)
+// The source file of a function's entry: the file readers show the function
+// in, as callgrind binds a function to the file of the first block it runs,
+// normally its entry. The first address kgrind looks up in a function need
+// not be its entry (libc's memchr resolver: memchr.c at +36, ifunc-evex.h
+// at the entry).
+static UInt entry_file(Addr entry, Addr a, UInt file_at_a)
 {
-   DiEpoch ep = VG_(current_DiEpoch)();
-   const HChar* with_offset = nullptr;
-   if (!VG_(get_fnname_w_offset)(ep, a, &with_offset) || !with_offset) return file_at_a;
-   // "name+<decimal offset>", no suffix at the entry itself
-   const HChar* plus = VG_(strrchr)(with_offset, '+');
-   if (!plus || !plus[1]) return file_at_a;
-   ULong offset = 0;
-   for (const HChar* d = plus + 1; *d; d++) {
-      if (*d < '0' || *d > '9') return file_at_a;   // a '+' of the name (operator+)
-      offset = offset * 10 + (ULong)(*d - '0');
-   }
-   if (offset == 0 || offset > a) return file_at_a;
    const HChar* file = nullptr;
    const HChar* dir = nullptr;
    UInt line = 0;
-   if (!VG_(get_filename_linenum)(ep, a - offset, &file, &dir, &line)) return file_at_a;
+   if (entry == a || !VG_(get_filename_linenum)(VG_(current_DiEpoch)(), entry, &file, &dir, &line))
+      return file_at_a;
    return intern_source_path(dir, file);
 }
 
-// at: the address the function was found at, whose entry's file it is bound
-// to (0: bind it to file).
-static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool no_symbol, Addr at = 0)
+// The function found at address at, a run-time address of it (0: none, as
+// for names made from addresses), whose symbol starts at entry.
+static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool no_symbol, Addr at = 0,
+                               Addr entry = 0)
 {
-   FnInfo probe = { 0, name, object, 0 };
+   FnInfo probe = {};
+   probe.name = name;
+   probe.object = object;
+   probe.entry = no_symbol ? 0 : file_address(entry);
    UWord key, val;
    if (VG_(lookupFM)(fn_index, &key, &val, (UWord)&probe)) return (FnInfo*)val;
    FnInfo* fn = (FnInfo*)alloc_permanent(sizeof(FnInfo));
    fn->id = function_count();
    fn->name = table_name(&fn_names, table_intern(&fn_names, name));
    fn->object = object;
-   fn->file = at && !no_symbol ? entry_file(at, file) : file;
+   fn->entry = probe.entry;
+   fn->file = at && !no_symbol ? entry_file(entry, at, file) : file;
    fn->no_symbol = no_symbol;
    fn->resolver = VG_(strncmp)(fn->name, "_dl_runtime_resolve", 19) == 0;
    fn->context_start = VG_STREQ(fn->name, "__start_context");
@@ -231,8 +225,8 @@ const HChar* base_name(const HChar* path)
    return slash ? slash + 1 : path;
 }
 
-// How many entries of a string table's id range give each string (names
-// of functions, file names of objects).
+// How many entries of a string table's id range give each string (file
+// names of objects).
 struct NameCounts {
    WordFM* counts;   // HChar* -> count
    void init() { counts = VG_(newFM)(VG_(malloc), "kg.names", VG_(free), compare_strings); }
@@ -260,34 +254,99 @@ const HChar* object_label(UInt object, const NameCounts& base_names)
    return base_names.of(base_name(path)) > 1 ? path : base_name(path);
 }
 
+// Functions that agree on a key: the name, then the object, the source
+// file's base name, the source file (each key refines the one before).
+enum NamesakeKey { kSameName, kSameObject, kSameFileBase, kSameFile, kNamesakeKeys };
+
+Int compare_namesakes(const FnInfo* x, const FnInfo* y, NamesakeKey key)
+{
+   Int c = VG_(strcmp)(x->name, y->name);
+   if (c || key == kSameName) return c;
+   if (x->object != y->object) return x->object < y->object ? -1 : 1;
+   if (key == kSameObject || x->file == y->file) return 0;
+   c = VG_(strcmp)(base_name(file_name(x->file)), base_name(file_name(y->file)));
+   if (c || key == kSameFileBase) return c;
+   return x->file < y->file ? -1 : 1;
+}
+
+Int namesakes_order(const void* a, const void* b)
+{
+   return compare_namesakes(*(FnInfo* const*)a, *(FnInfo* const*)b, kSameFile);
+}
+
+// How many functions agree with one on each key.
+typedef UInt NamesakeSizes[kNamesakeKeys];
+
+// "name [object] [file entry]", each part only where namesakes need it (see
+// display_name); nullptr where the name alone is unique.
+const HChar* qualified_name(const FnInfo* fn, const NamesakeSizes& same, const NameCounts& base_names)
+{
+   // Code outside any object (JIT code) is named by its address alone.
+   Bool by_object = same[kSameName] > same[kSameObject] || (fn->no_symbol && fn->object != 0);
+   Bool by_file = same[kSameObject] > 1;
+   if (!by_object && !by_file) return nullptr;
+   const HChar* object = by_object ? object_label(fn->object, base_names) : "";
+   const HChar* file = "";
+   if (by_file && fn->file != 0)
+      file = same[kSameFileBase] == same[kSameFile] ? base_name(file_name(fn->file)) : file_name(fn->file);
+   // The same file too (a static function of a header, a C++ deleting
+   // destructor next to the complete one, no line information): the entry
+   // tells them apart.
+   Bool by_entry = by_file && (fn->file == 0 || same[kSameFile] > 1);
+   HChar* q = (HChar*)kg::alloc(VG_(strlen)(fn->name) + VG_(strlen)(object) + VG_(strlen)(file) + 40);
+   HChar* end = q + VG_(sprintf)(q, "%s", fn->name);
+   if (by_object) end += VG_(sprintf)(end, " [%s]", object);
+   if (by_file) {
+      end += VG_(sprintf)(end, " [%s", file);
+      if (by_entry) end += VG_(sprintf)(end, "%s0x%lx", file[0] ? " " : "", fn->entry);
+      VG_(sprintf)(end, "]");
+   }
+   return q;
+}
+
+// Names the functions of sorted[lo, hi) not named yet, which agree on the
+// keys before `key` (same[k] of them for each such key k).
+void name_namesakes(FnInfo** sorted, UInt lo, UInt hi, UInt key, NamesakeSizes& same,
+                    const NameCounts& base_names)
+{
+   if (key == kNamesakeKeys) {
+      for (UInt i = lo; i < hi; i++) {
+         if (sorted[i]->id < n_display_names) continue;   // named before (dumps)
+         const HChar* q = qualified_name(sorted[i], same, base_names);
+         display_names[sorted[i]->id] = q ? q : sorted[i]->name;
+      }
+      return;
+   }
+   for (UInt a = lo; a < hi;) {
+      UInt b = a + 1;
+      while (b < hi && compare_namesakes(sorted[a], sorted[b], (NamesakeKey)key) == 0) b++;
+      same[key] = b - a;
+      name_namesakes(sorted, a, b, key + 1, same, base_names);
+      a = b;
+   }
+}
+
 void name_functions()
 {
-   NameCounts fn_counts, base_names;
-   fn_counts.init();
+   NameCounts base_names;
    base_names.init();
-   UInt n = function_count();
-   for (UInt i = 0; i < n; i++) fn_counts.add(function_by_id(i)->name);
    for (UInt i = 0; i < object_count(); i++) base_names.add(base_name(object_name(i)));
    // Names already written keep their form: the files of a run with dumps
    // (docs/regions.md) name a function alike, so that they join by name. A
    // namesake found later is the one qualified.
+   UInt n = function_count();
    const HChar** given = display_names;
    display_names = (const HChar**)kg::alloc((n + 1) * sizeof(HChar*));
    if (n_display_names) VG_(memcpy)(display_names, given, n_display_names * sizeof(HChar*));
    kg::release(given);
-   for (UInt i = n_display_names; i < n; i++) {
-      const FnInfo* fn = function_by_id(i);
-      display_names[i] = fn->name;
-      // Code outside any object (JIT code) is named by its address alone.
-      Bool unique = fn_counts.of(fn->name) == 1;
-      if (unique && (!fn->no_symbol || fn->object == 0)) continue;
-      const HChar* object = object_label(fn->object, base_names);
-      HChar* q = (HChar*)kg::alloc(VG_(strlen)(fn->name) + VG_(strlen)(object) + 4);
-      VG_(sprintf)(q, "%s [%s]", fn->name, object);
-      display_names[i] = q;
-   }
+   // Namesakes are neighbours in this order.
+   FnInfo** sorted = (FnInfo**)kg::alloc((n + 1) * sizeof(FnInfo*));
+   for (UInt i = 0; i < n; i++) sorted[i] = function_by_id(i);
+   VG_(ssort)(sorted, n, sizeof(FnInfo*), namesakes_order);
+   NamesakeSizes same;
+   name_namesakes(sorted, 0, n, kSameName, same, base_names);
+   kg::release(sorted);
    n_display_names = n;
-   fn_counts.done();
    base_names.done();
 }
 
@@ -299,6 +358,24 @@ const HChar* display_name(const FnInfo* fn)
    // after that but call sites' own), again when one was added.
    if (fn->id >= n_display_names) name_functions();
    return display_names[fn->id];
+}
+
+const HChar* current_name(const FnInfo* fn)
+{
+   if (fn->id < n_display_names) return display_names[fn->id];
+   NamesakeSizes same = {};
+   for (UInt i = 0; i < function_count(); i++) {
+      UInt key = kSameName;
+      while (key < kNamesakeKeys && compare_namesakes(fn, function_by_id(i), (NamesakeKey)key) == 0) same[key++]++;
+   }
+   NameCounts base_names;
+   base_names.init();
+   for (UInt i = 0; i < object_count(); i++) base_names.add(base_name(object_name(i)));
+   static const HChar* last;   // the previous answer
+   kg::release((void*)last);
+   last = qualified_name(fn, same, base_names);
+   base_names.done();
+   return last ? last : fn->name;
 }
 
 void warn_unmatched_patterns()
@@ -316,11 +393,56 @@ void warn_unmatched_patterns()
 // (glibc 2.34 and later). --show-below-main=yes keeps every own name.
 const HChar kBelowMain[] = "(below main)";
 
-static Bool function_name(Addr a, const HChar** name)
+// The length of s without a "+<decimal offset>" suffix, and the offset.
+static SizeT strip_offset(const HChar* s, ULong* offset)
 {
+   SizeT len = VG_(strlen)(s);
+   SizeT digits = len;
+   while (digits > 0 && s[digits - 1] >= '0' && s[digits - 1] <= '9') digits--;
+   *offset = 0;
+   if (digits == len || digits < 2 || s[digits - 1] != '+') return len;
+   for (SizeT i = digits; i < len; i++) *offset = *offset * 10 + (ULong)(s[i] - '0');
+   return digits - 1;
+}
+
+// A copy of s, valid until the next call.
+static HChar* name_copy(const HChar* s)
+{
+   static HChar* buf;
+   static SizeT size;
+   SizeT n = VG_(strlen)(s) + 1;
+   if (n > size) {
+      kg::release(buf);
+      size = n > 2 * size ? n : 2 * size;
+      buf = (HChar*)kg::alloc(size);
+   }
+   VG_(memcpy)(buf, s, n);
+   return buf;
+}
+
+// The function symbol covering a: its name and its first instruction's
+// address, from one symbol search. VG_(get_fnname_w_offset) writes
+// "name+<offset>", and the name alone at the entry: a name that itself
+// ends in "+<digits>" (no C or C++ name does) is read whole at its entry,
+// where VG_(get_fnname_if_entry) succeeds (a hit in Valgrind's cache of
+// the search; elsewhere it fails before demangling).
+static Bool function_symbol(Addr a, const HChar** name, Addr* entry)
+{
+   DiEpoch ep = VG_(current_DiEpoch)();
    Bool shown = VG_(clo_show_below_main);
    VG_(clo_show_below_main) = True;   // no renaming for this look-up
-   Bool found = VG_(get_fnname)(VG_(current_DiEpoch)(), a, name) && *name && (*name)[0];
+   const HChar* with_offset = nullptr;
+   Bool found = VG_(get_fnname_w_offset)(ep, a, &with_offset) && with_offset && with_offset[0];
+   if (found) {
+      HChar* copy = name_copy(with_offset);
+      ULong offset;
+      SizeT len = strip_offset(copy, &offset);
+      const HChar* at_entry;
+      if (offset && (offset > a || VG_(get_fnname_if_entry)(ep, a, &at_entry))) offset = 0;
+      else copy[len] = 0;
+      *name = copy;
+      *entry = a - offset;
+   }
    VG_(clo_show_below_main) = shown;
    if (found && !shown && VG_STREQ(*name, "__libc_start_call_main")) *name = kBelowMain;
    return found;
@@ -342,11 +464,11 @@ void source_loc(Addr a, SourceLoc* out)
    UInt object = 0;
    if (VG_(get_objname)(ep, a, &obj) && obj && obj[0])
       object = table_intern(&objects, obj);
-   // get_fnname's result lives until the next call: intern before reuse.
    const HChar* fnname = nullptr;
-   Bool no_symbol = !function_name(a, &fnname);
+   Addr entry = 0;
+   Bool no_symbol = !function_symbol(a, &fnname, &entry);
    if (no_symbol) fnname = kUnknown;
-   out->fn = intern_function(fnname, object, out->file, no_symbol, a);
+   out->fn = intern_function(fnname, object, out->file, no_symbol, a, entry);
 }
 
 } // namespace kg

@@ -5,12 +5,16 @@
 
 namespace kg {
 
-// A function, identified by (object, name) as callgrind and cachegrind do.
+// A function, identified by (object, name, entry): two static functions of
+// one name in two source files of one object are two functions, as in
+// callgrind (which tells them apart by their files).
 struct FnInfo {
    UInt id;              // 0-based, in order of first use
    const HChar* name;    // demangled; "???" when there is no symbol
    UInt object;          // object (ELF file) id
-   UInt file;            // source file of the first instruction seen
+   Addr entry;           // its symbol's address in the object file (the run-time
+                         // address less the object's bias); 0 without a symbol
+   UInt file;            // source file of its entry
    Bool no_symbol;       // no symbol covers it ("???")
    Bool traced;          // matches --funcs (all functions without --funcs)
    Bool resolver;        // ld.so's lazy-binding trampoline (_dl_runtime_resolve*)
@@ -63,9 +67,18 @@ Bool is_sigreturn_code(Addr a);
 // fn's name as the profile shows it: qualified by its object, "name
 // [object]", when it has no symbol ("0x1130 [prog]", by offset) or when
 // functions of other objects have the same name ("memset [libc.so.6]");
-// the object's file name, or its path where file names clash. Code outside
-// any object (JIT code) keeps its address alone: "0x4a5b000".
+// the object's file name, or its path where file names clash. Namesakes in
+// one object (static functions) are qualified by their source files,
+// "helper [a.c]", and by their entries where the files are the same too,
+// "helper [h.h 0x1139]". Code outside any object (JIT code) keeps its
+// address alone: "0x4a5b000".
 const HChar* display_name(const FnInfo* fn);
+
+// display_name(fn) as it would be now, without fixing the names of the
+// functions the profile has not named yet (display_name does, for dumps):
+// kgrind_control's status must not change the profile's names. Valid until
+// the next call.
+const HChar* current_name(const FnInfo* fn);
 
 // Whether activations of fn are traced (see --funcs).
 inline Bool fn_traced(const FnInfo* fn) { return fn->traced; }

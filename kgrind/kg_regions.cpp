@@ -312,7 +312,12 @@ Bool process_region_option(const HChar* arg)
    Bool flag;
    if VG_BOOL_CLO(arg, "--instr-atstart", instr_atstart) {}
    else if VG_BOOL_CLO(arg, "--collect-atstart", collect_atstart) {}
-   else if VG_STR_CLO(arg, "--toggle-collect", value) add_pattern(toggle_collect, arg, value);
+   else if VG_STR_CLO(arg, "--toggle-collect", value) {
+      add_pattern(toggle_collect, arg, value);
+      // As callgrind: the named functions are the region, so collection
+      // starts off; a --collect-atstart=yes after this still turns it on.
+      collect_atstart = False;
+   }
    else if VG_STR_CLO(arg, "--dump-before", value) add_pattern(dump_before, arg, value);
    else if VG_STR_CLO(arg, "--dump-after", value) add_pattern(dump_after, arg, value);
    else if VG_STR_CLO(arg, "--zero-before", value) add_pattern(zero_before, arg, value);
@@ -334,8 +339,9 @@ void print_region_usage()
    VG_(printf)(
 "    --instr-atstart=no|yes    count from the start (else from KGRIND_START_INSTRUMENTATION\n"
 "                              or the 'instrumentation on' monitor command) [yes]\n"
-"    --collect-atstart=no|yes  collect from the start [yes]\n"
+"    --collect-atstart=no|yes  collect from the start [yes; no after --toggle-collect]\n"
 "    --toggle-collect=<glob>   toggle collection at entry and exit of matching functions\n"
+"                              (sets --collect-atstart=no, as callgrind does)\n"
 "    --dump-before=<glob>      dump a profile when entering matching functions\n"
 "    --dump-after=<glob>       dump a profile when leaving matching functions\n"
 "    --zero-before=<glob>      zero the counters when entering matching functions\n"
@@ -499,7 +505,7 @@ void print_monitor_help()
 "  status                     each thread's current k-context and shadow stack depth\n");
 }
 
-const HChar* label_name(UInt label) { return label ? function_by_id(label - 1)->name : "__root__"; }
+const HChar* label_name(UInt label) { return label ? current_name(function_by_id(label - 1)) : "__root__"; }
 
 // "c'b'a": the context's function and up to k callers, as the profile names it.
 void print_context(const ForestNode* node)

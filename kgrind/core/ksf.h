@@ -27,7 +27,10 @@ static constexpr uint32_t kInfinity = 0xFFFFFFFFu;  // k = infinity (CCT)
 
 // A node of a k-SF or k-CCF: 48 bytes.  Children storage is separate:
 //   nkids == 0: kids == nullptr
-//   nkids == 1: kids is the only child (Node*)
+//   nkids == 1: kids is the address just past the only child (only_child):
+//               its payload's in a forest with payloads, so that the word
+//               holds a pointer to the payload, which a user may read
+//               through (kgrind's one-kid arrays at k=inf)
 //   nkids >= 2: kids is an open-addressing table of ChildEntry, capacity
 //               1 << child_table_bits(nkids), empty slot = 0; a probe
 //               stops at an empty slot or after the whole table.
@@ -69,12 +72,18 @@ inline uint32_t child_table_bits(uint32_t n) {
   return 32u - static_cast<uint32_t>(__builtin_clz(m - 1));
 }
 
+// The child of a node with one child.
+inline Node* only_child(const Node* n) { return static_cast<Node*>(n->kids) - 1; }
+
+// Where n's children are: its only child or its child table.
+inline const void* children_of(const Node* n) { return n->nkids == 1 ? only_child(n) : n->kids; }
+
 // Calls f(Node*) for each child of n (unspecified but deterministic order).
 template <class F>
 inline void for_each_child(const Node* n, F f) {
   if (n->nkids == 0) return;
   if (n->nkids == 1) {
-    f(static_cast<Node*>(n->kids));
+    f(only_child(n));
     return;
   }
   const ChildEntry* t = static_cast<const ChildEntry*>(n->kids);
@@ -87,7 +96,7 @@ inline void for_each_child(const Node* n, F f) {
 inline Node* find_child(const Node* n, uint32_t label) {
   uint32_t m = n->nkids;
   if (m == 1) {
-    Node* c = static_cast<Node*>(n->kids);
+    Node* c = only_child(n);
     return c->label == label ? c : nullptr;
   }
   if (m == 0) return nullptr;
@@ -204,10 +213,10 @@ class Forest {
     // and bottom: start fetching them (hides one miss on cold paths). Not
     // for leaves: a prefetch of address 0 costs a page walk (on this VM
     // most of the time of the block modes' forest steps).
-    if (a.top->kids) __builtin_prefetch(a.top->kids);
+    if (a.top->kids) __builtin_prefetch(children_of(a.top));
     if (a.bottom) {
       a.bottom->calls++;
-      if (a.bottom->kids) __builtin_prefetch(a.bottom->kids);
+      if (a.bottom->kids) __builtin_prefetch(children_of(a.bottom));
     }
     return a;
   }
@@ -308,11 +317,11 @@ class Forest {
     Node* c = new_node(label, n);
     uint32_t m = n->nkids;
     if (m == 0) {
-      n->kids = c;
+      n->kids = c + 1;
     } else if (m == 1) {
       uint32_t bits = child_table_bits(2);
       ChildEntry* t = new_table(bits);
-      Node* old = static_cast<Node*>(n->kids);
+      Node* old = only_child(n);
       table_put(t, bits, old);
       table_put(t, bits, c);
       n->kids = t;
