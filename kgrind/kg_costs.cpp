@@ -268,16 +268,23 @@ SourceLine* source_line(const SourceLoc& loc)
 static BlockInfo** all_blocks;
 static UWord n_blocks, blocks_cap;
 
+// Appends x to items[0, n) of room cap, doubling it from `first`.
+template <typename T>
+static void append(T*& items, UWord& n, UWord& cap, T x, UWord first, const HChar* cc)
+{
+   if (n == cap) {
+      cap = cap ? 2 * cap : first;
+      T* bigger = (T*)kg::alloc(cap * sizeof(T), cc);
+      if (n) VG_(memcpy)(bigger, items, n * sizeof(T));
+      kg::release(items);
+      items = bigger;
+   }
+   items[n++] = x;
+}
+
 static void remember_block(BlockInfo* b)
 {
-   if (n_blocks == blocks_cap) {
-      blocks_cap = blocks_cap ? 2 * blocks_cap : 4096;
-      BlockInfo** bigger = (BlockInfo**)kg::alloc(blocks_cap * sizeof(BlockInfo*), "kg.blocks");
-      if (n_blocks) VG_(memcpy)(bigger, all_blocks, n_blocks * sizeof(BlockInfo*));
-      kg::release(all_blocks);
-      all_blocks = bigger;
-   }
-   all_blocks[n_blocks++] = b;
+   append(all_blocks, n_blocks, blocks_cap, b, 4096, "kg.blocks");
    b->id = (UInt)n_blocks;
    tl_assert(b->id == n_blocks);
 }
@@ -396,14 +403,7 @@ static UInt array_limit(UInt fn_id, UInt cap) { return (fn_id << 8 | cap) | (kg_
 
 static void remember_array_context(ForestNode* ctx)
 {
-   if (n_array_contexts == array_contexts_cap) {
-      array_contexts_cap = array_contexts_cap ? 2 * array_contexts_cap : 1024;
-      ForestNode** bigger = (ForestNode**)kg::alloc(array_contexts_cap * sizeof(ForestNode*), "kg.arrays");
-      if (n_array_contexts) VG_(memcpy)(bigger, array_contexts, n_array_contexts * sizeof(ForestNode*));
-      kg::release(array_contexts);
-      array_contexts = bigger;
-   }
-   array_contexts[n_array_contexts++] = ctx;
+   append(array_contexts, n_array_contexts, array_contexts_cap, ctx, 1024, "kg.arrays");
 }
 
 // Arrays a context grew out of, by capacity, for other contexts' arrays:
