@@ -1355,8 +1355,9 @@ extern "C" void VG_REGPARM(1) kg_unwind(Addr sp)
 
 static ULong* block_counters_now(BlockInfo* blk);
 
-// A block that may start an activation, after a call or not.
-static void block_entry(BlockInfo* blk, Addr sp, UWord after_call)
+// A block that may start an activation, after a call or not. Returns its
+// counters in the context it runs in.
+static ULong* block_entry(BlockInfo* blk, Addr sp, UWord after_call)
 {
    ThreadState* t = current;
    if (after_call) {
@@ -1371,7 +1372,7 @@ static void block_entry(BlockInfo* blk, Addr sp, UWord after_call)
       push_activation(t, blk->fn(), sp, blk, kg_now->jump_site);
    }
    kg_now->jump_site = 0;
-   block_counters_now(blk);
+   return block_counters_now(blk);
 }
 
 // A new coroutine's first function (entered by a ret, not a call) comes
@@ -1438,8 +1439,7 @@ extern "C" void VG_REGPARM(1) kg_block_counters(UWord block_id)
    BlockInfo* blk = block_with_id((UInt)block_id);
    Addr sp = unwind_at_block_start();
    UWord after_call = kg_now->ctx == kCallPending;
-   if (after_call || blk->fn_entry) block_entry(blk, sp, after_call);
-   kg_now->found_counters = block_counters_now(blk);
+   kg_now->found_counters = after_call || blk->fn_entry ? block_entry(blk, sp, after_call) : block_counters_now(blk);
 }
 
 extern "C" void VG_REGPARM(1) kg_entry_counters(UWord block_id)
