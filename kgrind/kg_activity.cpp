@@ -1195,8 +1195,9 @@ KidLayout fullest_layout(const Transition* const* kids, UInt n)
 
 // Where ActNodes are node payloads, a node's first transition whose one kid
 // is the first transition into the node's only child needs no array: the
-// node's `kids` word points to that kid (core::only_child: the word after
-// the child, its payload), so it is the array (cc1plus at k=inf: most of
+// node's `kids` word points to that kid (core::only_child_link: the
+// child's `incl` word, where its first transition starts when incl is
+// derived: act_offset), so it is the array (cc1plus at k=inf: most of
 // 887 k one-kid arrays). Before the node gains a second child, the
 // transition gets an array of its own (own_kids_before_new_child).
 Transition** node_kids_word(const Transition* tr) { return (Transition**)&ctx_of(child_of(tr))->kids; }

@@ -26,8 +26,9 @@ enum FrameKind : UInt {
 // An activation of a thread's forest: a unique object per thread and
 // activation pair (top, bottom), so that "same parent activation" is one
 // pointer comparison. At k = inf (threads not joined) a node has one
-// activation pair, (node, none): its ActNode is the address of the forest
-// node's payload (core::Forest::payload), whose bytes are the node's first
+// activation pair, (node, none): its ActNode is in the forest node's
+// payload (core::Forest::payload; from the node's last word, `incl`, where
+// that is derived at output: act_offset), whose bytes are the node's first
 // transition (first_transition), not an ActNode's fields: its view is that
 // transition's `active` (view_of), and no frames are counted there.
 // Otherwise it follows its pair in an ActEntry, the entry of the thread's
