@@ -1996,7 +1996,7 @@ void derive_inclusive_costs(const ThreadProfile* threads, UInt n)
    if (!incl_derived()) return;
    for (UInt i = 0; i < n; i++)
       core::visit_postorder(threads[i].forest->sf, [](ForestNode* node) {
-         tl_assert(node->incl == 0);   // its first transition's calls, flushed
+         tl_assert(node->incl == 0);   // its first transition's calls, flushed (flush_all_transitions)
          ULong incl = node->excl;
          core::for_each_child(node, [&](ForestNode* c) { incl += c->incl; });
          node->incl = incl;
@@ -2018,10 +2018,14 @@ UInt thread_profile_count()
    return n;
 }
 
+void flush_all_transitions()
+{
+   for (ThreadState* t = all_threads; t; t = t->next) flush_transitions(t);
+}
+
 UInt thread_profiles(ThreadProfile* out)
 {
    if (current) current->saved = *kg_now;
-   for (ThreadState* t = all_threads; t; t = t->next) flush_transitions(t);
    if (clo.join_threads) {
       if (!joined_forest) return 0;
       ULong ir = 0;

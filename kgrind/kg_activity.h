@@ -321,11 +321,14 @@ struct ThreadProfile {
 // thread_profiles' array.
 UInt thread_profile_count();
 UInt thread_profiles(ThreadProfile* out);
+// Every thread's transitions' deferred counts into its forests and the call
+// edges: before the forests or edges are read (a profile's writer).
+void flush_all_transitions();
 // Where a thread's k-SF nodes keep no inclusive cost during the run (k = inf
 // with a separate view: their `incl` word is their first transition's
 // `calls`), sets each node's to its exclusive cost plus its children's
-// inclusive costs, for the writer, after thread_profiles (which flushes the
-// transitions); forget_inclusive_costs gives the words back (zero) before
+// inclusive costs, for the writer, after flush_all_transitions;
+// forget_inclusive_costs gives the words back (zero) before
 // the run goes on.
 void derive_inclusive_costs(const ThreadProfile* threads, UInt n);
 void forget_inclusive_costs(const ThreadProfile* threads, UInt n);

@@ -1026,6 +1026,7 @@ void write_contexts(Writer& w)
 void write_body(Writer& w, ULong total)
 {
    ThreadProfile* threads = (ThreadProfile*)kg::alloc(thread_profile_count() * sizeof(ThreadProfile));
+   flush_all_transitions();
    UInt n_threads = thread_profiles(threads);
    derive_inclusive_costs(threads, n_threads);
    w.instr = clo.dump_instr;
