@@ -48,7 +48,7 @@ static struct {
    ActNode act;
 } no_node = {};
 static Transition* no_kids[kKidSlots];
-static Transition no_transition = { {0}, {0}, nullptr /* activity_init */, 0, kActivation, 0, 0, 0, 0, kNoFunction,
+static Transition no_transition = { {0}, {0}, nullptr /* activity_init */, 0, kActivation, 0, 0, 0, 0, 0, kNoFunction,
                                     no_kids, nullptr, 0, nullptr, nullptr };
 
 
@@ -1232,7 +1232,20 @@ void lay_out_kids(Transition* tr, Transition* kid, KidLayout l)
    for (UInt s = 0; s < old_slots; s++)
       if (old[s] != &no_transition) tr->kids[kid_slot_in(tr, old[s]->fn_id, old[s]->site)] = old[s];
    tr->kids[kid_slot_in(tr, kid->fn_id, kid->site)] = kid;
-   if (!borrowed) release_kids(old, old_slots);
+   if (!tr->kids_shared) {
+      if (!borrowed) release_kids(old, old_slots);
+      return;
+   }
+   // Other transitions into the child may still read the old array (its
+   // kids are theirs too): kept. The node's first transition follows.
+   Transition* first = first_transition(child_of(tr));
+   if (first != tr && first->kids == old) {
+      first->kids = tr->kids;
+      first->kid_mask = tr->kid_mask;
+      first->kid_shift = tr->kid_shift;
+   } else {
+      tr->kids_shared = 0;
+   }
 }
 
 // kid joins tr's kid array, whose slot for it is another kid's: while the
@@ -1272,6 +1285,26 @@ Transition** shared_kids(ActNode* child)
    return child->shared_kids;
 }
 
+// Where ActNodes are node payloads, a transition into a node that is not
+// its first one takes the first one's kid array (with its layout) if it
+// has its own: the kids of any transition are the transitions from its
+// child, and inline IR checks a kid's function and site (cc1plus at k=inf:
+// 324 k transitions are not their node's first). Arrays borrowed from the node's `kids` word
+// are not shared (own_kids_before_new_child replaces the first one's).
+Bool kids_of_first_transition(Transition* top)
+{
+   if (!acts_in_nodes() || top->in_payload || top->kind != kActivation) return False;
+   ActNode* child = child_of(top);
+   if (!has_first_transition(child)) return False;
+   Transition* first = first_transition(child);
+   if (first->kids == no_kids || borrows_kids(first)) return False;
+   top->kids = first->kids;
+   top->kid_mask = first->kid_mask;
+   top->kid_shift = first->kid_shift;
+   top->kids_shared = first->kids_shared = 1;
+   return True;
+}
+
 // kid becomes top's kid in its slot: at k = inf, where another kid has that
 // slot, the array is laid out again (add_colliding_kid); at finite k kid
 // replaces it.
@@ -1282,12 +1315,13 @@ void add_kid(Transition* top, Transition* kid)
       top->kid_mask = 0;
       return;
    }
-   if (top->kids == no_kids) {
+   if (top->kids == no_kids && !kids_of_first_transition(top)) {
       UInt slots = kids_grow() ? 1 : kKidSlots;
       top->kids = kids_grow() || !child_of(top) ? new_kids(slots) : shared_kids(child_of(top));
       if (kids_grow()) top->kid_mask = (UChar)(slots - 1);
    }
    Transition*& slot = top->kids[kid_slot_in(top, kid->fn_id, kid->site)];
+   if (slot == kid) return;   // in the array it shares (kids_of_first_transition)
    if (slot == &no_transition || !kids_grow()) slot = kid;
    else add_colliding_kid(top, kid);
 }
