@@ -1220,6 +1220,27 @@ void own_kids_before_new_child(const ActNode* parent, UInt label)
    tr->kids[0] = kid;
 }
 
+// Where ActNodes are node payloads, the transitions into a node share its
+// first transition's kid array (with its layout): the kids of any
+// transition are the transitions from its child, and inline IR checks a
+// kid's function and site (cc1plus at k=inf: 324 k transitions are not
+// their node's first). The first one, or none.
+Transition* kids_owner(const Transition* tr)
+{
+   if (!acts_in_nodes() || tr->in_payload || tr->kind != kActivation) return nullptr;
+   ActNode* child = child_of(tr);
+   return has_first_transition(child) ? first_transition(child) : nullptr;
+}
+
+// `to` reads from's kid array (kids_shared: neither releases it).
+void share_kids(Transition* to, Transition* from)
+{
+   to->kids = from->kids;
+   to->kid_mask = from->kid_mask;
+   to->kid_shift = from->kid_shift;
+   to->kids_shared = from->kids_shared = 1;
+}
+
 // tr's kids and kid in a new array of layout l.
 void lay_out_kids(Transition* tr, Transition* kid, KidLayout l)
 {
@@ -1238,14 +1259,9 @@ void lay_out_kids(Transition* tr, Transition* kid, KidLayout l)
    }
    // Other transitions into the child may still read the old array (its
    // kids are theirs too): kept. The node's first transition follows.
-   Transition* first = first_transition(child_of(tr));
-   if (first != tr && first->kids == old) {
-      first->kids = tr->kids;
-      first->kid_mask = tr->kid_mask;
-      first->kid_shift = tr->kid_shift;
-   } else {
-      tr->kids_shared = 0;
-   }
+   Transition* first = kids_owner(tr);
+   if (first && first->kids == old) share_kids(first, tr);
+   else tr->kids_shared = 0;
 }
 
 // kid joins tr's kid array, whose slot for it is another kid's: while the
@@ -1285,24 +1301,24 @@ Transition** shared_kids(ActNode* child)
    return child->shared_kids;
 }
 
-// Where ActNodes are node payloads, a transition into a node that is not
-// its first one takes the first one's kid array (with its layout) if it
-// has its own: the kids of any transition are the transitions from its
-// child, and inline IR checks a kid's function and site (cc1plus at k=inf:
-// 324 k transitions are not their node's first). Arrays borrowed from the node's `kids` word
-// are not shared (own_kids_before_new_child replaces the first one's).
-Bool kids_of_first_transition(Transition* top)
+// top's kid array before a kid joins it: its first transition's where that
+// has one (again if that was laid out anew: the old one is kept for other
+// sharers), else a new one (which the first transition takes if it has
+// none). An array borrowed from the node's `kids` word is not shared
+// (own_kids_before_new_child replaces the first transition's).
+void ready_kids(Transition* top)
 {
-   if (!acts_in_nodes() || top->in_payload || top->kind != kActivation) return False;
-   ActNode* child = child_of(top);
-   if (!has_first_transition(child)) return False;
-   Transition* first = first_transition(child);
-   if (first->kids == no_kids || borrows_kids(first)) return False;
-   top->kids = first->kids;
-   top->kid_mask = first->kid_mask;
-   top->kid_shift = first->kid_shift;
-   top->kids_shared = first->kids_shared = 1;
-   return True;
+   Transition* first = kids_owner(top);
+   Bool first_has_own = first && first->kids != no_kids && !borrows_kids(first);
+   if (first_has_own && (top->kids == no_kids || (top->kids_shared && top->kids != first->kids))) {
+      share_kids(top, first);
+      return;
+   }
+   if (top->kids != no_kids) return;
+   UInt slots = kids_grow() ? 1 : kKidSlots;
+   top->kids = kids_grow() || !child_of(top) ? new_kids(slots) : shared_kids(child_of(top));
+   if (kids_grow()) top->kid_mask = (UChar)(slots - 1);
+   if (first && first->kids == no_kids) share_kids(first, top);
 }
 
 // kid becomes top's kid in its slot: at k = inf, where another kid has that
@@ -1315,11 +1331,7 @@ void add_kid(Transition* top, Transition* kid)
       top->kid_mask = 0;
       return;
    }
-   if (top->kids == no_kids && !kids_of_first_transition(top)) {
-      UInt slots = kids_grow() ? 1 : kKidSlots;
-      top->kids = kids_grow() || !child_of(top) ? new_kids(slots) : shared_kids(child_of(top));
-      if (kids_grow()) top->kid_mask = (UChar)(slots - 1);
-   }
+   ready_kids(top);
    Transition*& slot = top->kids[kid_slot_in(top, kid->fn_id, kid->site)];
    if (slot == kid) return;   // in the array it shares (kids_of_first_transition)
    if (slot == &no_transition || !kids_grow()) slot = kid;
