@@ -42,7 +42,7 @@ static_assert(offsetof(Now, bb_state) <= 64, "function mode's part of Now fits o
 // Its `active` (activity_init): where ActNodes are node payloads a view
 // pair or an ActNode after a node, which inline IR reads the context
 // through before it knows the kid is the one.
-static ActEntry no_view_pair;
+static ViewPair no_view_pair;
 static struct {
    ForestNode node;
    ActNode act;
@@ -171,7 +171,7 @@ struct ThreadState {
    Forest* view;            // the body's contexts (see ActNode), or forest
    Now saved;               // kg_now while another thread runs
    PairMap<ActEntry, kDenseLoad> acts;            // (top, bottom) -> ActNode, unless acts_in_nodes()
-   PairMap<ActEntry> view_acts;                   // the same for the view forest
+   PairMap<ViewPair> view_acts;                   // the same for the view forest
    PairIndex<Transition, TransitionKeys, 1024, kDenseLoad> transitions;   // (parent, transition_key)
    // Block modes.
    BlockFrame* bb;          // intra: indexed by frame depth
@@ -255,10 +255,10 @@ Transition* first_transition(const ActNode* n) { return (Transition*)n; }
 // n's view pair (none where the view is the k-SF): where ActNodes are node
 // payloads, the `active` of the node's payload transition, which act_node
 // sets before the transition is made (or for a root, which has none).
-const ActEntry* view_of(const ActNode* n)
+const ViewPair* view_of(const ActNode* n)
 {
    if (!acts_in_nodes()) return n->view;
-   return separate_view() ? (const ActEntry*)first_transition(n)->active : nullptr;
+   return separate_view() ? (const ViewPair*)first_transition(n)->active : nullptr;
 }
 
 // n's activation in the view forest, and its context.
@@ -266,12 +266,12 @@ Activation view_act_of(const ActNode* n) { return view_of(n) ? view_of(n)->act()
 ForestNode* view_ctx_of(const ActNode* n) { return view_of(n) ? view_of(n)->ctx() : ctx_of(n); }
 
 // The view pair of view_act, made on first use.
-const ActEntry* view_pair(ThreadState* t, const Activation& view_act)
+const ViewPair* view_pair(ThreadState* t, const Activation& view_act)
 {
-   ActEntry* v = t->view_acts.get(view_act.top, view_act.bottom);
+   ViewPair* v = t->view_acts.get(view_act.top, view_act.bottom);
    v->depth = view_act.depth;
    v->phase = view_act.phase;
-   v->node.view_ctx = v->ctx();
+   v->view_ctx = v->ctx();
    return v;
 }
 

@@ -35,16 +35,34 @@ enum FrameKind : UInt {
 // (top, bottom) index.
 struct ActEntry;
 struct Transition;
+
+// The activation of an index entry keyed by its pair (top, bottom), and
+// canonical(act): where its calls and costs go.
+template <typename Pair> Activation pair_act(const Pair& p)
+{
+   return { (ForestNode*)p.a, (ForestNode*)p.b, p.depth, p.phase };
+}
+template <typename Pair> ForestNode* pair_ctx(const Pair& p) { return (ForestNode*)(p.b ? p.b : p.a); }
+
+// An activation of the view forest (the body's contexts at --view-k), shared
+// by many k-SF activations: the entry of a thread's (top, bottom) index of
+// them. 32 bytes, no ActNode: nothing counts frames or keeps kids there.
+struct ViewPair {
+   const void* a;     // PairMap key: top
+   const void* b;     // PairMap key: bottom
+   UInt depth;        // the rest of the Activation
+   UInt phase;
+   // Its ctx(), which inline IR reads through a transition's `active` where
+   // transitions keep no ctx (transition_ctx).
+   ForestNode* view_ctx;
+   Activation act() const { return pair_act(*this); }
+   ForestNode* ctx() const { return pair_ctx(*this); }
+};
+
 struct ActNode {
-   union {
-      // The same activation in the view forest (the body's contexts at
-      // --view-k, shared by many k-SF activations), or none when the view
-      // is the k-SF. Where ActNodes are node payloads, view_of finds it.
-      const ActEntry* view;
-      // A view pair's own: its ctx(), which inline IR reads through `view`
-      // where transitions keep no ctx (transition_ctx).
-      ForestNode* view_ctx;
-   };
+   // The same activation in the view forest, or none when the view is the
+   // k-SF. Where ActNodes are node payloads, view_of finds it.
+   const ViewPair* view;
    union {
       // Frames of this thread now in its context at k = inf with joined
       // threads, where a node has one activation pair of the thread (else
@@ -67,9 +85,8 @@ struct ActEntry {
    UInt depth;        // the rest of the Activation
    UInt phase;
    ActNode node;
-   Activation act() const { return { (ForestNode*)a, (ForestNode*)b, depth, phase }; }
-   // canonical(act): where its calls and costs go
-   ForestNode* ctx() const { return (ForestNode*)(b ? b : a); }
+   Activation act() const { return pair_act(*this); }
+   ForestNode* ctx() const { return pair_ctx(*this); }
 };
 
 // A function called from one call site of one activation of a thread: the

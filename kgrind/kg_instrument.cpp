@@ -445,7 +445,7 @@ IRExpr* load_transition_ctx(IRBuilder& b, IRExpr* tr, IRExpr* active = nullptr)
 {
    if (!acts_in_nodes()) return b.load_field(tr, offsetof(Transition, ctx));
    if (!separate_view()) return b.op(Iop_Sub64, child_active(b, tr, active), IRBuilder::u64(sizeof(ForestNode)));
-   return b.load_field(child_active(b, tr, active), offsetof(ActEntry, node) + offsetof(ActNode, view_ctx));
+   return b.load_field(child_active(b, tr, active), offsetof(ViewPair, view_ctx));
 }
 
 // A direct jump of blk to `target` (when guard holds; nullptr: always) is a
