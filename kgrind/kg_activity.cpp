@@ -348,14 +348,23 @@ UInt node_payload_bytes()
    if (acts_in_nodes()) return transition_bytes();
    if (!counts_in_nodes()) return 0;
    // The count of frames, and the counter array and its limit (counter_array_word).
-   return counter_arrays_on() ? 3 * sizeof(UWord) : sizeof(UWord);
+   return counter_arrays_on() && !separate_view() ? 3 * sizeof(UWord) : sizeof(UWord);
 }
+
+// A thread's own view forest's node payload (--view-k, default at even k
+// and k = inf): the counter array and its limit at the words where the
+// k-SF's nodes have them (counter_array_word); its first word is unused.
+UInt view_payload_bytes() { return counter_arrays_on() ? 3 * sizeof(UWord) : 0; }
 
 } // namespace
 
+// The counters' contexts are the view forest's nodes: a thread's own
+// k-SF's at finite k without --view-k, else its own view forest's, whose
+// payload holds nothing else.
 Bool counter_arrays_on()
 {
-   return clo.mode == kModeFunc && counts_in_nodes() && !separate_view() && !clo.dump_instr && !clo.collect_jumps;
+   Bool payload_free = separate_view() || counts_in_nodes();
+   return clo.mode == kModeFunc && !clo.join_threads && payload_free && !clo.dump_instr && !clo.collect_jumps;
 }
 
 static UWord call_pending_node[(sizeof(ForestNode) + 3 * sizeof(UWord)) / sizeof(UWord)];
@@ -701,7 +710,7 @@ ThreadState* thread_state(ThreadId tid)
       t->view = joined_view;
    } else {
       t->forest = forest_new(clo.k, node_payload_bytes());
-      t->view = separate_view() ? forest_new(clo.view_k) : t->forest;
+      t->view = separate_view() ? forest_new(clo.view_k, view_payload_bytes()) : t->forest;
    }
    // The root frame is the base of the thread's own stack.
    auto is_root = [](const Transition* tr) { return tr->kind == kActivation && tr->fn_id == kNoFunction; };
