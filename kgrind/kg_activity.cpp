@@ -352,9 +352,8 @@ UInt node_payload_bytes()
 }
 
 // A thread's own view forest's node payload (--view-k, default at even k
-// and k = inf): the counter array and its limit at the words where the
-// k-SF's nodes have them (counter_array_word); its first word is unused.
-UInt view_payload_bytes() { return counter_arrays_on() ? 3 * sizeof(UWord) : 0; }
+// and k = inf): the counter array and its limit (counter_array_word).
+UInt view_payload_bytes() { return counter_arrays_on() ? 2 * sizeof(UWord) : 0; }
 
 } // namespace
 
