@@ -137,6 +137,79 @@ static UInt entry_file(Addr entry, Addr a, UInt file_at_a)
    return intern_source_path(dir, file);
 }
 
+// Skips an Itanium-ABI <source-name> (a length, then that many characters)
+// at *p; False if there is none.
+static Bool skip_source_name(const HChar** p)
+{
+   if (**p < '0' || **p > '9') return False;
+   ULong n = 0;
+   while (**p >= '0' && **p <= '9') n = n * 10 + (ULong)(*(*p)++ - '0');
+   for (; n && **p; n--) (*p)++;
+   return n == 0;
+}
+
+// Skips a template's arguments at *p (after its 'I'): up to the 'E' that
+// closes them, where names, literals and expressions open and close too.
+static Bool skip_template_args(const HChar** p)
+{
+   for (UInt depth = 1; **p;) {
+      HChar c = **p;
+      if (c >= '0' && c <= '9') { if (!skip_source_name(p)) return False; continue; }
+      (*p)++;
+      if (c == 'I' || c == 'N' || c == 'L' || c == 'X') depth++;
+      else if (c == 'E' && --depth == 0) return True;
+   }
+   return False;
+}
+
+// The constructor or destructor variant ("C1", "D0", ...) of a mangled
+// nested name (_ZN ... C1E ...), or False: its components are read in turn,
+// so that a class named like a variant is not one.
+static Bool structor_variant(const HChar* mangled, HChar out[3])
+{
+   if (VG_(strncmp)(mangled, "_ZN", 3) != 0) return False;
+   const HChar* p = mangled + 3;
+   while (*p == 'r' || *p == 'V' || *p == 'K' || *p == 'R' || *p == 'O') p++;   // qualifiers
+   while (*p && *p != 'E') {
+      if ((*p == 'C' || *p == 'D') && p[1] >= '0' && p[1] <= '5') {
+         out[0] = p[0];
+         out[1] = p[1];
+         out[2] = 0;
+         return True;
+      }
+      if (*p >= '0' && *p <= '9') { if (!skip_source_name(&p)) return False; }
+      else if (*p == 'I') { p++; if (!skip_template_args(&p)) return False; }
+      else if (*p == 'B') { p++; if (!skip_source_name(&p)) return False; }   // ABI tag
+      else if (*p == 'S') {   // a substitution: St, Sa, ... or S<seq-id>_
+         p++;
+         if (*p >= 'a' && *p <= 'z') p++;
+         else { while (*p && *p != '_') p++; if (*p) p++; }
+      }
+      else return False;
+   }
+   return False;
+}
+
+// The core's switch for demangling (Valgrind's --demangle), which the tool
+// API has no call for: turned off around one look-up, the symbol's name
+// comes back mangled.
+extern "C" Bool VG_(clo_demangle);
+
+// The variant of the C++ constructor or destructor whose symbol starts at
+// run-time address entry (out: "" if it is none): only for names that may
+// be one (a "::" in them), one look-up more each.
+static void find_structor_variant(const HChar* name, Addr entry, HChar out[3])
+{
+   out[0] = 0;
+   if (!VG_(strstr)(name, "::")) return;
+   Bool demangle = VG_(clo_demangle);
+   VG_(clo_demangle) = False;
+   const HChar* mangled = nullptr;
+   if (VG_(get_fnname_if_entry)(VG_(current_DiEpoch)(), entry, &mangled) && mangled)
+      structor_variant(mangled, out);
+   VG_(clo_demangle) = demangle;
+}
+
 // The function found at address at, a run-time address of it (0: none, as
 // for names made from addresses), whose symbol starts at entry.
 static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool no_symbol, Addr at = 0,
@@ -160,6 +233,8 @@ static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool n
    fn->context_set = VG_STREQ(fn->name, "setcontext") || VG_STREQ(fn->name, "__setcontext");
    fn->stack_segment = VG_STREQ(fn->name, "__morestack");
    fn->array_counters = 0;
+   fn->structor[0] = 0;
+   if (at && !no_symbol) find_structor_variant(fn->name, entry, fn->structor);
    fn->traced = block_mode() && clo.n_func_patterns == 0 ? object_is_main(object)
                                                          : name_is_traced(fn->name);
    VG_(addToXA)(fn_list, &fn);
@@ -255,29 +330,48 @@ const HChar* object_label(UInt object, const NameCounts& base_names)
 }
 
 // Functions that agree on a key: the name, then the object, the source
-// file's base name, the source file (each key refines the one before).
-enum NamesakeKey { kSameName, kSameObject, kSameFileBase, kSameFile, kNamesakeKeys };
+// file's base name, the source file, the C++ constructor or destructor
+// variant (each key refines the one before).
+enum NamesakeKey { kSameName, kSameObject, kSameFileBase, kSameFile, kSameVariant, kNamesakeKeys };
 
 Int compare_namesakes(const FnInfo* x, const FnInfo* y, NamesakeKey key)
 {
    Int c = VG_(strcmp)(x->name, y->name);
    if (c || key == kSameName) return c;
    if (x->object != y->object) return x->object < y->object ? -1 : 1;
-   if (key == kSameObject || x->file == y->file) return 0;
-   c = VG_(strcmp)(base_name(file_name(x->file)), base_name(file_name(y->file)));
-   if (c || key == kSameFileBase) return c;
-   return x->file < y->file ? -1 : 1;
+   if (key == kSameObject) return 0;
+   if (x->file != y->file) {
+      c = VG_(strcmp)(base_name(file_name(x->file)), base_name(file_name(y->file)));
+      if (c || key == kSameFileBase) return c;
+      return x->file < y->file ? -1 : 1;
+   }
+   if (key < kSameVariant) return 0;
+   return VG_(strcmp)(x->structor, y->structor);
 }
 
 Int namesakes_order(const void* a, const void* b)
 {
-   return compare_namesakes(*(FnInfo* const*)a, *(FnInfo* const*)b, kSameFile);
+   return compare_namesakes(*(FnInfo* const*)a, *(FnInfo* const*)b, kSameVariant);
 }
 
 // How many functions agree with one on each key.
 typedef UInt NamesakeSizes[kNamesakeKeys];
 
-// "name [object] [file entry]", each part only where namesakes need it (see
+// What the Itanium C++ ABI calls a constructor's or destructor's variant:
+// "complete", "base", "allocating" (constructors), "deleting"
+// (destructors); its code for the others ("C4"); "" for other functions.
+const HChar* variant_word(const FnInfo* fn)
+{
+   static const struct { const HChar* code; const HChar* word; } kWords[] = {
+      { "C1", "complete" }, { "C2", "base" }, { "C3", "allocating" },
+      { "D0", "deleting" }, { "D1", "complete" }, { "D2", "base" },
+   };
+   for (const auto& w : kWords)
+      if (VG_STREQ(fn->structor, w.code)) return w.word;
+   return fn->structor;
+}
+
+// "name [object] [file variant entry]", each part only where namesakes need it (see
 // display_name); nullptr where the name alone is unique.
 const HChar* qualified_name(const FnInfo* fn, const NamesakeSizes& same, const NameCounts& base_names)
 {
@@ -290,15 +384,20 @@ const HChar* qualified_name(const FnInfo* fn, const NamesakeSizes& same, const N
    if (by_file && fn->file != 0)
       file = same[kSameFileBase] == same[kSameFile] ? base_name(file_name(fn->file)) : file_name(fn->file);
    // The same file too (a static function of a header, a C++ deleting
-   // destructor next to the complete one, no line information): the entry
-   // tells them apart.
-   Bool by_entry = by_file && (fn->file == 0 || same[kSameFile] > 1);
+   // destructor next to the complete one, no line information): a
+   // constructor's or destructor's variant tells them apart ("deleting"),
+   // else the entry.
+   Bool same_file = fn->file == 0 || same[kSameFile] > 1;
+   const HChar* variant = by_file && same_file && same[kSameVariant] < same[kSameFile] ? variant_word(fn) : "";
+   Bool by_entry = by_file && same_file && !variant[0];
    HChar* q = (HChar*)kg::alloc(VG_(strlen)(fn->name) + VG_(strlen)(object) + VG_(strlen)(file) + 40);
    HChar* end = q + VG_(sprintf)(q, "%s", fn->name);
    if (by_object) end += VG_(sprintf)(end, " [%s]", object);
    if (by_file) {
       end += VG_(sprintf)(end, " [%s", file);
-      if (by_entry) end += VG_(sprintf)(end, "%s0x%lx", file[0] ? " " : "", fn->entry);
+      if (variant[0]) end += VG_(sprintf)(end, "%s%s", file[0] ? " " : "", variant);
+      if (by_entry || (variant[0] && same[kSameVariant] > 1))
+         end += VG_(sprintf)(end, "%s0x%lx", file[0] || variant[0] ? " " : "", fn->entry);
       VG_(sprintf)(end, "]");
    }
    return q;

@@ -509,7 +509,7 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* blk_at, IRExpr* s
    FnInfo* callee = activated_function(blk);
    // The kid of (this function, the pending call's site): kid_slot's offset.
    IRExpr* site = b.load64(&kg_now->call_site);
-   IRExpr* kid_offset = b.op(Iop_Xor64, site, IRBuilder::u64((ULong)callee->id << 3));
+   IRExpr* kid_offset = b.op(kids_grow() ? Iop_Xor64 : Iop_Add64, site, IRBuilder::u64(kid_key(callee->id, 0)));
    if (kids_grow()) {
       // The slot times 8 last: the load's address mode scales it.
       IRExpr* slot = b.op(Iop_And64,

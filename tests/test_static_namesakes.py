@@ -257,3 +257,40 @@ def test_status_names_namesakes_without_fixing_their_names(twins):
     assert prog.proc.returncode == 0, stderr
     names = set(ksf_records.parse(out).names.values())
     assert {name_of(twins.lang, f) for f in FILES} <= names and helper not in names
+
+
+def test_constructor_and_destructor_variants_are_named_by_kind(tmp_path):
+    """A C++ class's deleting destructor (D0: a polymorphic `delete`) and
+    complete one (D1, which D0 calls, and an object on the stack's end)
+    are two functions of one demangled name, file and object: kgrind names
+    them by their variant (`C2::~C2() [structors.cpp deleting]`, read from
+    the mangled name, whose class and namespace names look like variant
+    codes), each with the program's count of its runs and together with
+    callgrind's Ir for the one function it makes of them."""
+    tools = Toolbox(tmp_path)
+    exe = tools.compile('structors.cpp', '-O0')   # D0 calls D1, not inlined
+    own = dict((k, int(v)) for k, v in re.findall(r'(\w+) (\d+)', tools.native(exe).stdout))
+    nm = subprocess.run(['nm', str(exe)], capture_output=True, text=True, check=True).stdout
+    symbols = dict((n, int(a, 16)) for a, n in re.findall(r'^([0-9a-f]+) [TW] (\S+)$', nm, re.M))
+    assert symbols['_ZN2C2D0Ev'] != symbols['_ZN2C2D1Ev']
+    run = tools.kgrind(exe, opts=['--k=1'])
+    assert run.returncode == 0, run.stderr
+    names, records, _pairs = records_by_function(run.profile_path)
+    callgrind = tools.reference('callgrind', exe).profile().by_function()
+    # D1 and D2 share an address (one function, Valgrind picks one name).
+    complete = r'(complete|base)'
+    for cls, deleted, whole in (('C2::~C2()', own['deleted'], own['deleted'] + own['on_stack']),
+                                ('Box<long>::~Box()', own['boxes_deleted'], own['boxes_deleted'])):
+        variants = {n: records[n] for n in names.values() if n.startswith(cls)}
+        deleting = [n for n in variants if n == f'{cls} [structors.cpp deleting]']
+        rest = [n for n in variants if re.fullmatch(re.escape(cls) + rf' \[structors\.cpp {complete}\]', n)]
+        assert len(rest) == len(deleting) == 1 and len(variants) == 2, variants
+        assert records[rest[0]]['calls'] == whole
+        assert records[deleting[0]]['calls'] == deleted
+        assert sum(v['excl'] for v in variants.values()) == callgrind[cls]
+    # Shape's deleting destructor never runs: its complete one, alone, keeps
+    # the bare name.
+    shape = 'D1::Shape::~Shape()'
+    assert [n for n in names.values() if n.startswith(shape)] == [shape]
+    assert records[shape]['calls'] == own['deleted'] + own['on_stack'] + own['boxes_deleted']
+    assert records[shape]['excl'] == callgrind[shape]
