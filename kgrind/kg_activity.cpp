@@ -359,11 +359,12 @@ UInt view_payload_bytes() { return counter_arrays_on() ? 2 * sizeof(UWord) : 0; 
 
 // The counters' contexts are the view forest's nodes: a thread's own
 // k-SF's at finite k without --view-k, else its own view forest's, whose
-// payload holds nothing else.
+// payload holds nothing else. (At k = inf with --view-k=inf the view is the
+// k-SF, whose payload is a transition: no room.)
 Bool counter_arrays_on()
 {
-   Bool payload_free = separate_view() || counts_in_nodes();
-   return clo.mode == kModeFunc && !clo.join_threads && payload_free && !clo.dump_instr && !clo.collect_jumps;
+   Bool room_in_payload = separate_view() || counts_in_nodes();
+   return clo.mode == kModeFunc && !clo.join_threads && room_in_payload && !clo.dump_instr && !clo.collect_jumps;
 }
 
 static UWord call_pending_node[(sizeof(ForestNode) + 3 * sizeof(UWord)) / sizeof(UWord)];
