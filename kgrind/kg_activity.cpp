@@ -54,6 +54,22 @@ static Transition no_transition = { {0}, {0}, nullptr /* activity_init */, 0, kA
 
 Bool acts_in_nodes() { return clo.k == kInfiniteK && !clo.join_threads; }
 
+// Whether a thread's k-SF nodes keep no inclusive cost during the run: where
+// ActNodes are node payloads and the body is a separate view, a node's
+// exclusive cost is its activations' inclusive cost less their callees'
+// (flush_transitions), so its inclusive cost is its exclusive cost plus its
+// children's inclusive costs, found when a profile is written
+// (derive_inclusive_costs). The node's `incl` word is then the first word of
+// its payload (act_offset): 8 bytes a k-SF node (cc1plus at k=inf: 23 MB).
+static Bool incl_derived() { return acts_in_nodes() && separate_view(); }
+
+// Where ActNodes are node payloads: the bytes from a node to its ActNode
+// (its first transition), which overlaps the node's `incl` where that is
+// derived.
+static UWord act_offset() { return incl_derived() ? offsetof(ForestNode, incl) : sizeof(ForestNode); }
+static ActNode* act_after(const ForestNode* node) { return (ActNode*)((char*)node + act_offset()); }
+static ForestNode* node_before(const ActNode* n) { return (ForestNode*)((char*)n - act_offset()); }
+
 // A transition's parent ActNode (a Transition for fences).
 static const void* parent_of(const Transition* tr);
 
@@ -222,14 +238,14 @@ const ActEntry* entry_of(const ActNode* n)
 // them.
 Activation act_of(const ActNode* n)
 {
-   if (acts_in_nodes()) return { (ForestNode*)n - 1, nullptr, 0, 0 };
+   if (acts_in_nodes()) return { node_before(n), nullptr, 0, 0 };
    return entry_of(n)->act();
 }
 
 // canonical(act_of(n)): where its calls and costs go.
 ForestNode* ctx_of(const ActNode* n)
 {
-   return acts_in_nodes() ? (ForestNode*)n - 1 : entry_of(n)->ctx();
+   return acts_in_nodes() ? node_before(n) : entry_of(n)->ctx();
 }
 
 // Where ActNodes are node payloads, the payload is the node's first
@@ -262,7 +278,7 @@ const ActEntry* view_pair(ThreadState* t, const Activation& view_act)
 // The ActNode of act, made (zeroed) on first use: in acts, or the node's payload.
 ActNode* find_act_node(ThreadState* t, const Activation& act)
 {
-   if (acts_in_nodes()) return (ActNode*)core::Forest::payload(act.top);
+   if (acts_in_nodes()) return act_after(act.top);
    ActEntry* e = t->acts.get(act.top, act.bottom);
    e->depth = act.depth;
    e->phase = act.phase;
@@ -341,11 +357,11 @@ UWord transition_bytes()
 // A made transition has kids (no_kids at least).
 Bool has_first_transition(const ActNode* n) { return first_transition(n)->kids != nullptr; }
 // A thread's own k-SF's node payload: at k = inf the first transition (the
-// node and it are 96 bytes), at finite k the count of frames in the node
-// (active_count).
+// node and it are 88 bytes, 96 with the view in the k-SF: act_offset), at
+// finite k the count of frames in the node (active_count).
 UInt node_payload_bytes()
 {
-   if (acts_in_nodes()) return transition_bytes();
+   if (acts_in_nodes()) return transition_bytes() - (sizeof(ForestNode) - act_offset());
    if (!counts_in_nodes()) return 0;
    // The count of frames, and the counter array and its limit (counter_array_word).
    return counter_arrays_on() && !separate_view() ? 3 * sizeof(UWord) : sizeof(UWord);
@@ -404,7 +420,7 @@ static const void* parent_of(const Transition* tr)
    case kActivation: {
       if (tr->rolled_in) return child_of(tr);
       ForestNode* up = ctx_of(child_of(tr))->parent;
-      return up ? core::Forest::payload(up) : nullptr;
+      return up ? act_after(up) : nullptr;
    }
    case kTransparent: return child_of(tr);
    default: return tr->fence_parent;
@@ -476,7 +492,7 @@ Transition* find_first_transition(const ActNode* parent, FnInfo* fn, Addr site)
    if (!acts_in_nodes() || !parent) return nullptr;
    ForestNode* child = core::find_child(ctx_of(parent), fn->id + 1);
    if (!child) return nullptr;
-   ActNode* n = (ActNode*)core::Forest::payload(child);
+   ActNode* n = act_after(child);
    return has_first_transition(n) && first_transition(n)->site == site ? first_transition(n) : nullptr;
 }
 
@@ -488,7 +504,7 @@ void for_each_transition(ThreadState* t, F f)
    t->transitions.for_each(f);
    if (!acts_in_nodes()) return;
    core::visit_preorder(t->forest->sf, [&](const core::VisitInfo& v) {
-      ActNode* n = (ActNode*)core::Forest::payload((ForestNode*)v.node);
+      ActNode* n = act_after(v.node);
       if (has_first_transition(n)) f(first_transition(n));
    });
 }
@@ -620,7 +636,7 @@ void flush_transitions(ThreadState* t)
          edge->incl += tr->edge_incl;
       }
       ForestNode* node = ctx_of(child_of(tr));
-      node->incl += outermost_incl(tr);
+      if (!incl_derived()) node->incl += outermost_incl(tr);
       if (t->view != t->forest) {
          // The body's counters are the view's: a k-SF node's exclusive cost
          // is its activations' inclusive cost less their callees'.
@@ -1188,8 +1204,9 @@ KidLayout fullest_layout(const Transition* const* kids, UInt n)
 
 // Where ActNodes are node payloads, a node's first transition whose one kid
 // is the first transition into the node's only child needs no array: the
-// node's `kids` word points to that kid (core::only_child: the word after
-// the child, its payload), so it is the array (cc1plus at k=inf: most of
+// node's `kids` word points to that kid (core::only_child_link: the
+// child's `incl` word, where its first transition starts when incl is
+// derived: act_offset), so it is the array (cc1plus at k=inf: most of
 // 887 k one-kid arrays). Before the node gains a second child, the
 // transition gets an array of its own (own_kids_before_new_child).
 Transition** node_kids_word(const Transition* tr) { return (Transition**)&ctx_of(child_of(tr))->kids; }
@@ -1680,13 +1697,14 @@ static void settle_frames(Frame* first, Frame* top, ULong now)
    for (Frame* f = first; f <= top; f++) f->ir_at_entry = now;
 }
 
-// As close_thread does for __root__, then its clock restarts.
+// __root__'s frame closes now (its inclusive cost is the thread's run so
+// far), and its clock restarts.
 static void settle_root(ThreadState* t, ULong now)
 {
    Frame& root = t->own->frames[0];
    ForestNode* root_node = ctx_of(child_of(root.tr));
-   root_node->incl += now - root.ir_at_entry;
-   if (t->view != t->forest) root_node->excl += now - root.ir_at_entry;
+   if (!incl_derived()) root_node->incl += now - root.ir_at_entry;
+   if (t->view != t->forest) root_node->excl += now - root.ir_at_entry;   // as flush_transitions
    root.ir_at_entry = now;
 }
 
@@ -1842,11 +1860,7 @@ void close_thread(ThreadState* t)
    }
    run_on(t, t->own);
    // __root__'s inclusive cost is the thread's whole run.
-   Frame& root = t->own->frames[0];
-   ForestNode* root_node = ctx_of(child_of(root.tr));
-   root_node->incl += kg_now->ir - root.ir_at_entry;
-   if (t->view != t->forest) root_node->excl += kg_now->ir - root.ir_at_entry;   // as flush_transitions
-   root.ir_at_entry = kg_now->ir;
+   settle_root(t, kg_now->ir);
    update_now_from_top();
 }
 
@@ -1986,6 +2000,25 @@ void finish_all_threads()
    active_counts.forget_index();
 }
 
+void derive_inclusive_costs(const ThreadProfile* threads, UInt n)
+{
+   if (!incl_derived()) return;
+   for (UInt i = 0; i < n; i++)
+      core::visit_postorder(threads[i].forest->sf, [](ForestNode* node) {
+         tl_assert(node->incl == 0);   // its first transition's calls, flushed (flush_all_transitions)
+         ULong incl = node->excl;
+         core::for_each_child(node, [&](ForestNode* c) { incl += c->incl; });
+         node->incl = incl;
+      });
+}
+
+void forget_inclusive_costs(const ThreadProfile* threads, UInt n)
+{
+   if (!incl_derived()) return;
+   for (UInt i = 0; i < n; i++)
+      core::visit_postorder(threads[i].forest->sf, [](ForestNode* node) { node->incl = 0; });
+}
+
 UInt thread_profile_count()
 {
    if (clo.join_threads) return 1;
@@ -1994,10 +2027,14 @@ UInt thread_profile_count()
    return n;
 }
 
+void flush_all_transitions()
+{
+   for (ThreadState* t = all_threads; t; t = t->next) flush_transitions(t);
+}
+
 UInt thread_profiles(ThreadProfile* out)
 {
    if (current) current->saved = *kg_now;
-   for (ThreadState* t = all_threads; t; t = t->next) flush_transitions(t);
    if (clo.join_threads) {
       if (!joined_forest) return 0;
       ULong ir = 0;

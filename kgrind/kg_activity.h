@@ -27,8 +27,9 @@ enum FrameKind : UInt {
 // An activation of a thread's forest: a unique object per thread and
 // activation pair (top, bottom), so that "same parent activation" is one
 // pointer comparison. At k = inf (threads not joined) a node has one
-// activation pair, (node, none): its ActNode is the address of the forest
-// node's payload (core::Forest::payload), whose bytes are the node's first
+// activation pair, (node, none): its ActNode is in the forest node's
+// payload (core::Forest::payload; from the node's last word, `incl`, where
+// that is derived at output: act_offset), whose bytes are the node's first
 // transition (first_transition), not an ActNode's fields: its view is that
 // transition's `active` (view_of), and no frames are counted there.
 // Otherwise it follows its pair in an ActEntry, the entry of the thread's
@@ -342,6 +343,17 @@ struct ThreadProfile {
 // thread_profiles' array.
 UInt thread_profile_count();
 UInt thread_profiles(ThreadProfile* out);
+// Every thread's transitions' deferred counts into its forests and the call
+// edges: before the forests or edges are read (a profile's writer).
+void flush_all_transitions();
+// Where a thread's k-SF nodes keep no inclusive cost during the run (k = inf
+// with a separate view: their `incl` word is their first transition's
+// `calls`), sets each node's to its exclusive cost plus its children's
+// inclusive costs, for the writer, after flush_all_transitions;
+// forget_inclusive_costs gives the words back (zero) before
+// the run goes on.
+void derive_inclusive_costs(const ThreadProfile* threads, UInt n);
+void forget_inclusive_costs(const ThreadProfile* threads, UInt n);
 
 // Regions of interest (kg_regions.cpp): the counters start, stop, are
 // written and zeroed; the shadow stacks and forests never stop.

@@ -108,6 +108,35 @@ inline void visit_preorder(const Forest& f, F fn, bool sort_children = false) {
   visit_preorder_by(f, fn, [](const Node* n) { return n->label; }, sort_children);
 }
 
+// Visits every node after its children (trees in the order of
+// visit_preorder): f(Node*), which may change the node's counters, e.g. to
+// sum its children's.
+template <class F>
+inline void visit_postorder(const Forest& f, F fn) {
+  struct Item {
+    Node* n;
+    bool children_done;
+  };
+  Vec<Item> st;
+  st.init(f.allocator(), 64);
+  size_t ntrees = f.tree_count() + (f.first_tree() ? 1 : 0);
+  for (size_t ti = 0; ti < ntrees; ++ti) {
+    Node* root = f.first_tree() && ti == 0 ? f.first_tree() : f.tree(f.first_tree() ? ti - 1 : ti);
+    st.push_back(Item{root, false});
+    while (!st.empty()) {
+      Item cur = st.back();
+      st.pop_back();
+      if (cur.children_done) {
+        fn(cur.n);
+        continue;
+      }
+      st.push_back(Item{cur.n, true});
+      for_each_child(cur.n, [&](Node* c) { st.push_back(Item{c, false}); });
+    }
+  }
+  st.destroy();
+}
+
 namespace detail {
 // A slab node's copy (Fig. 3.8): the node whose root path is v's path below
 // its depth-k ancestor, in the tree rooted at that ancestor's label; null if

@@ -27,10 +27,12 @@ static constexpr uint32_t kInfinity = 0xFFFFFFFFu;  // k = infinity (CCT)
 
 // A node of a k-SF or k-CCF: 48 bytes.  Children storage is separate:
 //   nkids == 0: kids == nullptr
-//   nkids == 1: kids is the address just past the only child (only_child):
-//               its payload's in a forest with payloads, so that the word
-//               holds a pointer to the payload, which a user may read
-//               through (kgrind's one-kid arrays at k=inf)
+//   nkids == 1: kids is the address of the only child's last word, `incl`
+//               (only_child): where a user's record overlaps that word and
+//               the payload (kgrind's k=inf k-SF, whose nodes' inclusive
+//               costs are derived at output), the word is a pointer to the
+//               record, which the user may read through (its one-kid
+//               arrays)
 //   nkids >= 2: kids is an open-addressing table of ChildEntry, capacity
 //               1 << child_table_bits(nkids), empty slot = 0; a probe
 //               stops at an empty slot or after the whole table.
@@ -72,8 +74,11 @@ inline uint32_t child_table_bits(uint32_t n) {
   return 32u - static_cast<uint32_t>(__builtin_clz(m - 1));
 }
 
+// A node with one child keeps the address of the child's `incl` (Node).
+static constexpr size_t kOnlyChildLink = __builtin_offsetof(Node, incl);
+inline void* only_child_link(Node* c) { return reinterpret_cast<char*>(c) + kOnlyChildLink; }
 // The child of a node with one child.
-inline Node* only_child(const Node* n) { return static_cast<Node*>(n->kids) - 1; }
+inline Node* only_child(const Node* n) { return reinterpret_cast<Node*>(static_cast<char*>(n->kids) - kOnlyChildLink); }
 
 // Where n's children are: its only child or its child table.
 inline const void* children_of(const Node* n) { return n->nkids == 1 ? only_child(n) : n->kids; }
@@ -317,7 +322,7 @@ class Forest {
     Node* c = new_node(label, n);
     uint32_t m = n->nkids;
     if (m == 0) {
-      n->kids = c + 1;
+      n->kids = only_child_link(c);
     } else if (m == 1) {
       uint32_t bits = child_table_bits(2);
       ChildEntry* t = new_table(bits);

@@ -197,6 +197,49 @@ TEST(NodePayload, SameForestAndPayloadsOwnTheirBytes) {
   }
 }
 
+// visit_postorder: every node once, after all its children and before its
+// parent; a subtree sum computed in that order (kgrind derives k=inf
+// inclusive costs so) equals the sum over the node's descendants found from
+// the preorder's parent ids.
+TEST(Visit, PostorderVisitsChildrenFirstAndSumsSubtrees) {
+  for (int seed = 0; seed < 8; ++seed) {
+    std::vector<Stream> ss = random_streams(seed + 700, 1 + seed % 3);
+    for (uint32_t k : kKs) {
+      SCOPED_TRACE("seed=" + std::to_string(seed) + " k=" + kname(k));
+      oracle::AllocStats st;
+      Forest f;
+      f.init(oracle::allocator(&st), k, 0);
+      oracle::Driver d;
+      for (const auto& s : ss) d.run(f, s);
+      std::map<const Node*, uint64_t> id_of, parent_of_id;
+      std::vector<const Node*> by_id(1, nullptr);
+      visit_preorder(f, [&](const VisitInfo& v) {
+        id_of[v.node] = v.id;
+        parent_of_id[v.node] = v.parent_id;
+        by_id.push_back(v.node);
+      });
+      std::vector<uint64_t> subtree(by_id.size(), 0);
+      for (size_t id = by_id.size() - 1; id >= 1; --id) {
+        subtree[id] += by_id[id]->excl;
+        if (parent_of_id[by_id[id]]) subtree[parent_of_id[by_id[id]]] += subtree[id];
+      }
+      std::map<const Node*, uint64_t> sum;
+      visit_postorder(f, [&](Node* n) {
+        ASSERT_EQ(sum.count(n), 0u);
+        uint64_t total = n->excl;
+        for_each_child(n, [&](Node* c) {
+          ASSERT_EQ(sum.count(c), 1u);
+          total += sum[c];
+        });
+        sum[n] = total;
+      });
+      ASSERT_EQ(sum.size(), by_id.size() - 1);
+      for (size_t id = 1; id < by_id.size(); ++id) EXPECT_EQ(sum[by_id[id]], subtree[id]);
+      f.destroy();
+    }
+  }
+}
+
 TEST(Join, AssociativeCommutativeAndMatchesOracle) {
   for (uint64_t seed = 0; seed < 24; ++seed) {
     auto ss = random_streams(seed + 1000, 3);
