@@ -367,20 +367,20 @@ UInt node_payload_bytes()
    return counter_arrays_on() && !separate_view() ? 3 * sizeof(UWord) : sizeof(UWord);
 }
 
-// A thread's own view forest's node payload (--view-k, default at even k
-// and k = inf): the counter array and its limit (counter_array_word).
+// A thread's own view forest's node payload at finite k (--view-k, the
+// default at even k > 2): the counter array and its limit (counter_array_word).
 UInt view_payload_bytes() { return counter_arrays_on() ? 2 * sizeof(UWord) : 0; }
 
 } // namespace
 
 // The counters' contexts are the view forest's nodes: a thread's own
 // k-SF's at finite k without --view-k, else its own view forest's, whose
-// payload holds nothing else. (At k = inf with --view-k=inf the view is the
-// k-SF, whose payload is a transition: no room.)
+// payload holds nothing else. Not at k = inf: there the view forest's
+// arrays made cc1plus 6 % faster but cost 3.3 MB (1.2 bytes a k-SF node,
+// against k=inf's unmet memory target; docs/performance.md, session 21).
 Bool counter_arrays_on()
 {
-   Bool room_in_payload = separate_view() || counts_in_nodes();
-   return clo.mode == kModeFunc && !clo.join_threads && room_in_payload && !clo.dump_instr && !clo.collect_jumps;
+   return clo.mode == kModeFunc && counts_in_nodes() && !clo.dump_instr && !clo.collect_jumps;
 }
 
 static UWord call_pending_node[(sizeof(ForestNode) + 3 * sizeof(UWord)) / sizeof(UWord)];

@@ -117,7 +117,7 @@ void block_info_trim_runs(BlockInfo* blk, UInt n_runs);
 // charged there from elsewhere: one per address.
 BlockInfo* position_block(Addr at);
 
-// Counter arrays (function mode, docs/function-mode.md): the
+// Counter arrays (function mode at finite k, docs/function-mode.md): the
 // counters of a traced function's blocks in one context lie in one array,
 // the context's, each block's at an offset fixed when it is translated
 // (BlockInfo::array_offset), so that a block finds them from its context
@@ -135,8 +135,8 @@ BlockInfo* position_block(Addr at);
 const UInt kArrayCounters = 128;   // fits the limit's 8 bits
 const UInt kMaxArrayFunction = 1u << 23;   // function ids that fit the limit
 const UShort kNoArrayOffset = 0xFFFF;
-// Whether the counter arrays are in use (function mode, counts per line,
-// counters' context nodes with room for them).
+// Whether the counter arrays are in use (function mode, finite k, counts per
+// line, counters' context nodes with room for them).
 Bool counter_arrays_on();
 // The check's constants for a block of function fn_id whose counters end at
 // `end` (array_offset + counters): the limit minus c1 is below c2 exactly

@@ -63,8 +63,9 @@ def own_lines(path):
     return out
 
 
-# At k=4 and k=inf the body's contexts (--view-k's default, 2) are the view
-# forest's nodes, whose arrays are its payload.
+# At k=4 the body's contexts (--view-k's default, 2) are the view forest's
+# nodes, whose arrays are its payload; k=inf's body (also at 2) keeps the
+# contexts' tables.
 @pytest.mark.parametrize('k,body_k', [(1, 1), (2, 2), (4, 2), ('inf', 2)])
 @pytest.mark.parametrize('toggle', [False, True])
 def test_context_line_costs_equal_callgrind(tools, k, body_k, toggle):
