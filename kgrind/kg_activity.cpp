@@ -364,14 +364,23 @@ UInt node_payload_bytes()
    if (acts_in_nodes()) return transition_bytes() - (sizeof(ForestNode) - act_offset());
    if (!counts_in_nodes()) return 0;
    // The count of frames, and the counter array and its limit (counter_array_word).
-   return counter_arrays_on() ? 3 * sizeof(UWord) : sizeof(UWord);
+   return counter_arrays_on() && !separate_view() ? 3 * sizeof(UWord) : sizeof(UWord);
 }
+
+// A thread's own view forest's node payload at finite k (--view-k, the
+// default at even k > 2): the counter array and its limit (counter_array_word).
+UInt view_payload_bytes() { return counter_arrays_on() ? 2 * sizeof(UWord) : 0; }
 
 } // namespace
 
+// The counters' contexts are the view forest's nodes: a thread's own
+// k-SF's at finite k without --view-k, else its own view forest's, whose
+// payload holds nothing else. Not at k = inf: there the view forest's
+// arrays made cc1plus 6 % faster but cost 3.3 MB (1.2 bytes a k-SF node,
+// against k=inf's unmet memory target; docs/performance.md, session 21).
 Bool counter_arrays_on()
 {
-   return clo.mode == kModeFunc && counts_in_nodes() && !separate_view() && !clo.dump_instr && !clo.collect_jumps;
+   return clo.mode == kModeFunc && counts_in_nodes() && !clo.dump_instr && !clo.collect_jumps;
 }
 
 static UWord call_pending_node[(sizeof(ForestNode) + 3 * sizeof(UWord)) / sizeof(UWord)];
@@ -717,7 +726,7 @@ ThreadState* thread_state(ThreadId tid)
       t->view = joined_view;
    } else {
       t->forest = forest_new(clo.k, node_payload_bytes());
-      t->view = separate_view() ? forest_new(clo.view_k) : t->forest;
+      t->view = separate_view() ? forest_new(clo.view_k, view_payload_bytes()) : t->forest;
    }
    // The root frame is the base of the thread's own stack.
    auto is_root = [](const Transition* tr) { return tr->kind == kActivation && tr->fn_id == kNoFunction; };

@@ -4,6 +4,7 @@
 #pragma once
 #include "kg_costs.h"
 #include "kg_forest.h"
+#include "kg_options.h"
 
 namespace kg {
 
@@ -285,10 +286,12 @@ extern Now* kg_now;
 // that a block's counter array check may read through it.
 extern ForestNode* const kCallPending;
 
-// A context node's counter array and its limit (counter_arrays_on: its
-// payload's second and third words; kg_costs.h).
-inline ULong** counter_array_word(ForestNode* ctx) { return (ULong**)(ctx + 1) + 1; }
-inline UInt* array_limit_word(ForestNode* ctx) { return (UInt*)((UWord*)(ctx + 1) + 2); }
+// A context node's counter array and its limit (counter_arrays_on;
+// kg_costs.h): two payload words, after the count of frames in a k-SF's
+// node, first in a separate view forest's (--view-k).
+inline UInt array_payload_word() { return separate_view() ? 0 : 1; }
+inline ULong** counter_array_word(ForestNode* ctx) { return (ULong**)(ctx + 1) + array_payload_word(); }
+inline UInt* array_limit_word(ForestNode* ctx) { return (UInt*)((UWord*)(ctx + 1) + array_payload_word() + 1); }
 
 // The largest SP change instrumentation follows as a constant offset
 // (Valgrind's --max-stackframe default). Stack switches are told from

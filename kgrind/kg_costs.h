@@ -122,20 +122,21 @@ BlockInfo* position_block(Addr at);
 // the context's, each block's at an offset fixed when it is translated
 // (BlockInfo::array_offset), so that a block finds them from its context
 // with no helper and no read of its BlockInfo. A context node's payload
+// (the k-SF's, or the view forest's where that is separate)
 // holds the array's address and its limit (kg_activity.h,
 // counter_array_word, array_limit_word): (function id << 8) | capacity,
 // with the top bit set while counting is off, which inline IR checks
 // against the block's function and end; zero (no array yet, and the node
 // that kCallPending is) passes no block. The word before the counters is
-// their offset in the counter store. An array holds room for every block
-// of its function translated when it was made, run or not: functions of
+// their offset in the counter store. An array holds room for its
+// function's blocks up to the last one that ran in the context: functions of
 // more than kArrayCounters counters keep the rest in the ways and tables
 // above.
 const UInt kArrayCounters = 128;   // fits the limit's 8 bits
 const UInt kMaxArrayFunction = 1u << 23;   // function ids that fit the limit
 const UShort kNoArrayOffset = 0xFFFF;
 // Whether the counter arrays are in use (function mode, finite k, counts per
-// line, context nodes with room for them).
+// line, counters' context nodes with room for them).
 Bool counter_arrays_on();
 // The check's constants for a block of function fn_id whose counters end at
 // `end` (array_offset + counters): the limit minus c1 is below c2 exactly

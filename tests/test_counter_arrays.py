@@ -63,15 +63,18 @@ def own_lines(path):
     return out
 
 
-@pytest.mark.parametrize('k', [1, 2])
+# At k=4 the body's contexts (--view-k's default, 2) are the view forest's
+# nodes, whose arrays are its payload; k=inf's body (also at 2) keeps the
+# contexts' tables.
+@pytest.mark.parametrize('k,body_k', [(1, 1), (2, 2), (4, 2), ('inf', 2)])
 @pytest.mark.parametrize('toggle', [False, True])
-def test_context_line_costs_equal_callgrind(tools, k, toggle):
+def test_context_line_costs_equal_callgrind(tools, k, body_k, toggle):
     src = tools.dir / 'late_blocks.c'
     src.write_text(late_blocks_source())
     exe = tools.compile(src, '-O0')
     opts = ['--toggle-collect=via'] if toggle else []
     kg = tools.kgrind(exe, opts=[f'--k={k}', *opts])
-    cl = tools.reference('callgrind', exe, opts=[f'--separate-callers={k}', *opts])
+    cl = tools.reference('callgrind', exe, opts=[f'--separate-callers={body_k}', *opts])
     assert kg.stdout == cl.stdout == tools.native(exe).stdout
     mine, ref = own_lines(kg.profile_path), own_lines(cl.profile_path)
     # the late lines and the switch's cases are there, per caller
