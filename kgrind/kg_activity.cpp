@@ -48,7 +48,7 @@ static struct {
    ActNode act;
 } no_node = {};
 static Transition* no_kids[kKidSlots];
-static Transition no_transition = { {0}, {0}, nullptr /* activity_init */, 0, kActivation, 0, 0, 0, 0, 0, kNoFunction,
+static Transition no_transition = { {0}, {0}, nullptr /* activity_init */, 0, kActivation, 0, 0, 0, 0, kNoFunction,
                                     no_kids, nullptr, 0, nullptr, nullptr };
 
 
@@ -1229,27 +1229,6 @@ void own_kids_before_new_child(const ActNode* parent, UInt label)
    tr->kids[0] = kid;
 }
 
-// Where ActNodes are node payloads, the transitions into a node share its
-// first transition's kid array (with its layout): the kids of any
-// transition are the transitions from its child, and inline IR checks a
-// kid's function and site (cc1plus at k=inf: 324 k transitions are not
-// their node's first). The first one, or none.
-Transition* kids_owner(const Transition* tr)
-{
-   if (!acts_in_nodes() || tr->in_payload || tr->kind != kActivation) return nullptr;
-   ActNode* child = child_of(tr);
-   return has_first_transition(child) ? first_transition(child) : nullptr;
-}
-
-// `to` reads from's kid array (kids_shared: neither releases it).
-void share_kids(Transition* to, Transition* from)
-{
-   to->kids = from->kids;
-   to->kid_mask = from->kid_mask;
-   to->kid_shift = from->kid_shift;
-   to->kids_shared = from->kids_shared = 1;
-}
-
 // tr's kids and kid in a new array of layout l.
 void lay_out_kids(Transition* tr, Transition* kid, KidLayout l)
 {
@@ -1262,15 +1241,7 @@ void lay_out_kids(Transition* tr, Transition* kid, KidLayout l)
    for (UInt s = 0; s < old_slots; s++)
       if (old[s] != &no_transition) tr->kids[kid_slot_in(tr, old[s]->fn_id, old[s]->site)] = old[s];
    tr->kids[kid_slot_in(tr, kid->fn_id, kid->site)] = kid;
-   if (!tr->kids_shared) {
-      if (!borrowed) release_kids(old, old_slots);
-      return;
-   }
-   // Other transitions into the child may still read the old array (its
-   // kids are theirs too): kept. The node's first transition follows.
-   Transition* first = kids_owner(tr);
-   if (first && first->kids == old) share_kids(first, tr);
-   else tr->kids_shared = 0;
+   if (!borrowed) release_kids(old, old_slots);
 }
 
 // kid joins tr's kid array, whose slot for it is another kid's: while the
@@ -1310,26 +1281,6 @@ Transition** shared_kids(ActNode* child)
    return child->shared_kids;
 }
 
-// top's kid array before a kid joins it: its first transition's where that
-// has one (again if that was laid out anew: the old one is kept for other
-// sharers), else a new one (which the first transition takes if it has
-// none). An array borrowed from the node's `kids` word is not shared
-// (own_kids_before_new_child replaces the first transition's).
-void ready_kids(Transition* top)
-{
-   Transition* first = kids_owner(top);
-   Bool first_has_own = first && first->kids != no_kids && !borrows_kids(first);
-   if (first_has_own && (top->kids == no_kids || (top->kids_shared && top->kids != first->kids))) {
-      share_kids(top, first);
-      return;
-   }
-   if (top->kids != no_kids) return;
-   UInt slots = kids_grow() ? 1 : kKidSlots;
-   top->kids = kids_grow() || !child_of(top) ? new_kids(slots) : shared_kids(child_of(top));
-   if (kids_grow()) top->kid_mask = (UChar)(slots - 1);
-   if (first && first->kids == no_kids) share_kids(first, top);
-}
-
 // kid becomes top's kid in its slot: at k = inf, where another kid has that
 // slot, the array is laid out again (add_colliding_kid); at finite k kid
 // replaces it.
@@ -1340,9 +1291,12 @@ void add_kid(Transition* top, Transition* kid)
       top->kid_mask = 0;
       return;
    }
-   ready_kids(top);
+   if (top->kids == no_kids) {
+      UInt slots = kids_grow() ? 1 : kKidSlots;
+      top->kids = kids_grow() || !child_of(top) ? new_kids(slots) : shared_kids(child_of(top));
+      if (kids_grow()) top->kid_mask = (UChar)(slots - 1);
+   }
    Transition*& slot = top->kids[kid_slot_in(top, kid->fn_id, kid->site)];
-   if (slot == kid) return;   // in the array it shares (kids_of_first_transition)
    if (slot == &no_transition || !kids_grow()) slot = kid;
    else add_colliding_kid(top, kid);
 }

@@ -176,9 +176,6 @@ struct Transition {
    // read by inline IR.
    UChar rolled_in : 1;
    UChar in_payload : 1;
-   // At k = inf: whether another transition into the same child may hold
-   // this kid array (kids_of_first_transition), so it is never released.
-   UChar kids_shared : 1;
    // At k = inf (kids_grow): slots of kids - 1, at most kKidSlots - 1; 0
    // at finite k, where every array has kKidSlots (kid_mask_of).
    UChar kid_mask;
