@@ -60,6 +60,8 @@ struct ViewPair {
    ForestNode* ctx() const { return pair_ctx(*this); }
 };
 
+static_assert(sizeof(ViewPair) == 32, "a view pair without an ActNode");
+
 struct ActNode {
    // The same activation in the view forest, or none when the view is the
    // k-SF. Where ActNodes are node payloads, view_of finds it.
