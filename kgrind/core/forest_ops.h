@@ -40,6 +40,17 @@ struct VisitInfo {
                        // counters are duplicates, not canonical
 };
 
+// Calls fn(root, tree index, whether it is the first tree) for each tree:
+// first the first tree (k-SF), then the other trees in creation order.
+template <class F>
+inline void for_each_tree(const Forest& f, F fn) {
+  size_t ntrees = f.tree_count() + (f.first_tree() ? 1 : 0);
+  for (size_t ti = 0; ti < ntrees; ++ti) {
+    bool first = f.first_tree() && ti == 0;
+    fn(first ? f.first_tree() : f.tree(f.first_tree() ? ti - 1 : ti), ti, first);
+  }
+}
+
 // Visits every node in preorder (a parent before its children): first the
 // first tree (k-SF), then the other trees in creation order.  Children are
 // visited in the (deterministic, unspecified) order of the child table, or
@@ -57,10 +68,7 @@ inline void visit_preorder_by(const Forest& f, F fn, K key, bool sort_children) 
   Vec<const Node*> kids;
   kids.init(f.allocator(), 16);
   uint64_t next_id = 1;
-  size_t ntrees = f.tree_count() + (f.first_tree() ? 1 : 0);
-  for (size_t ti = 0; ti < ntrees; ++ti) {
-    bool first = f.first_tree() && ti == 0;
-    const Node* root = first ? f.first_tree() : f.tree(f.first_tree() ? ti - 1 : ti);
+  for_each_tree(f, [&](const Node* root, size_t ti, bool first) {
     Item it = {root, 0, 0, 0};
     st.push_back(it);
     while (!st.empty()) {
@@ -97,7 +105,7 @@ inline void visit_preorder_by(const Forest& f, F fn, K key, bool sort_children) 
         st.push_back(c);
       }
     }
-  }
+  });
   kids.destroy();
   st.destroy();
 }
@@ -119,9 +127,7 @@ inline void visit_postorder(const Forest& f, F fn) {
   };
   Vec<Item> st;
   st.init(f.allocator(), 64);
-  size_t ntrees = f.tree_count() + (f.first_tree() ? 1 : 0);
-  for (size_t ti = 0; ti < ntrees; ++ti) {
-    Node* root = f.first_tree() && ti == 0 ? f.first_tree() : f.tree(f.first_tree() ? ti - 1 : ti);
+  for_each_tree(f, [&](Node* root, size_t, bool) {
     st.push_back(Item{root, false});
     while (!st.empty()) {
       Item cur = st.back();
@@ -133,7 +139,7 @@ inline void visit_postorder(const Forest& f, F fn) {
       st.push_back(Item{cur.n, true});
       for_each_child(cur.n, [&](Node* c) { st.push_back(Item{c, false}); });
     }
-  }
+  });
   st.destroy();
 }
 
