@@ -54,19 +54,27 @@ static Transition no_transition = { {0}, {0}, nullptr /* activity_init */, 0, kA
 
 Bool acts_in_nodes() { return clo.k == kInfiniteK && !clo.join_threads; }
 
-// Whether a thread's k-SF nodes keep no inclusive cost during the run: where
-// ActNodes are node payloads and the body is a separate view, a node's
-// exclusive cost is its activations' inclusive cost less their callees'
-// (flush_transitions), so its inclusive cost is its exclusive cost plus its
-// children's inclusive costs, found when a profile is written
-// (derive_inclusive_costs). The node's `incl` word is then the first word of
-// its payload (act_offset): 8 bytes a k-SF node (cc1plus at k=inf: 23 MB).
-static Bool incl_derived() { return acts_in_nodes() && separate_view(); }
+// Whether a thread's k-SF nodes keep no inclusive cost and no count of
+// calls during the run: where ActNodes are node payloads and the body is a
+// separate view, a node's exclusive cost is its activations' inclusive cost
+// less their callees' (flush_transitions), so its inclusive cost is its
+// exclusive cost plus its children's inclusive costs; and its calls are its
+// transitions' calls, which count since the counters were last zeroed
+// (calls_cumulative). Both are found when a profile is written
+// (derive_node_counts). The node's last two words, `calls` and `incl`, are
+// then the first two of its payload (act_offset), its first transition's
+// `calls` and `edge_incl`: 16 bytes a k-SF node (cc1plus at k=inf: 46 MB).
+static Bool counts_derived() { return acts_in_nodes() && separate_view(); }
+
+// Where node counts are derived: whether the transitions' calls are in the
+// nodes and call edges for good (finish_all_threads, which forgets the
+// index of transitions), or only while a profile is written.
+static Bool calls_added_for_good = False;
 
 // Where ActNodes are node payloads: the bytes from a node to its ActNode
-// (its first transition), which overlaps the node's `incl` where that is
-// derived.
-static UWord act_offset() { return incl_derived() ? offsetof(ForestNode, incl) : sizeof(ForestNode); }
+// (its first transition), which overlaps the node's `calls` and `incl`
+// where those are derived.
+static UWord act_offset() { return counts_derived() ? offsetof(ForestNode, calls) : sizeof(ForestNode); }
 static ActNode* act_after(const ForestNode* node) { return (ActNode*)((char*)node + act_offset()); }
 static ForestNode* node_before(const ActNode* n) { return (ForestNode*)((char*)n - act_offset()); }
 
@@ -189,6 +197,16 @@ struct ThreadState {
    // last paused.
    ULong ir_uncounted;
    ULong ir_at_pause;
+   // Where calls count from the last zeroing on (counts_derived), while
+   // counting is off: the calls of the transitions that had any when it
+   // paused, which discard_uncounted puts back.
+   struct TransitionCalls* calls_at_pause;
+   UWord n_calls_at_pause;
+};
+
+struct TransitionCalls {
+   Transition* tr;
+   ULong calls;
 };
 
 static void run_trace();   // block modes
@@ -357,7 +375,7 @@ UWord transition_bytes()
 // A made transition has kids (no_kids at least).
 Bool has_first_transition(const ActNode* n) { return first_transition(n)->kids != nullptr; }
 // A thread's own k-SF's node payload: at k = inf the first transition (the
-// node and it are 88 bytes, 96 with the view in the k-SF: act_offset), at
+// node and it are 80 bytes, 96 with the view in the k-SF: act_offset), at
 // finite k the count of frames in the node (active_count).
 UInt node_payload_bytes()
 {
@@ -622,28 +640,34 @@ void zero_counts(Transition* tr)
 }
 
 // Adds every transition's deferred counters to the forest and the edges.
+// Where a node's counts are derived, a transition's calls stay where they
+// are: they count from the last zeroing on, and a node's first
+// transition's `calls` is the node's (derive_node_counts adds them up).
 void flush_transitions(ThreadState* t)
 {
    for_each_transition(t, [t](Transition* tr) {
-      if (tr->kind != kActivation || (!tr->calls && !tr->edge_incl)) return;
-      Activation act = act_of(child_of(tr));
-      act.top->calls += tr->calls;
-      if (act.bottom) act.bottom->calls += tr->calls;
+      Bool calls_flushed = !counts_derived();
+      if (tr->kind != kActivation || (!(calls_flushed && tr->calls) && !tr->edge_incl)) return;
       const ActNode* parent = parent_activation(tr);
-      if (parent) {
-         CallEdge* edge = transition_edge(tr);
-         edge->calls += tr->calls;
-         edge->incl += tr->edge_incl;
+      CallEdge* edge = parent ? transition_edge(tr) : nullptr;
+      if (calls_flushed) {
+         Activation act = act_of(child_of(tr));
+         act.top->calls += tr->calls;
+         if (act.bottom) act.bottom->calls += tr->calls;
+         if (edge) edge->calls += tr->calls;
+         tr->calls = 0;
       }
+      if (edge) edge->incl += tr->edge_incl;
       ForestNode* node = ctx_of(child_of(tr));
-      if (!incl_derived()) node->incl += outermost_incl(tr);
+      if (!counts_derived()) node->incl += outermost_incl(tr);
       if (t->view != t->forest) {
          // The body's counters are the view's: a k-SF node's exclusive cost
          // is its activations' inclusive cost less their callees'.
          node->excl += tr->edge_incl;
          if (parent) ctx_of(parent)->excl -= tr->edge_incl;
       }
-      zero_counts(tr);
+      tr->edge_incl = 0;
+      if (!acts_in_nodes()) tr->ctx_incl = 0;
    });
 }
 
@@ -1205,8 +1229,8 @@ KidLayout fullest_layout(const Transition* const* kids, UInt n)
 // Where ActNodes are node payloads, a node's first transition whose one kid
 // is the first transition into the node's only child needs no array: the
 // node's `kids` word points to that kid (core::only_child_link: the
-// child's `incl` word, where its first transition starts when incl is
-// derived: act_offset), so it is the array (cc1plus at k=inf: most of
+// child's `calls` word, where its first transition starts when its counts
+// are derived: act_offset), so it is the array (cc1plus at k=inf: most of
 // 887 k one-kid arrays). Before the node gains a second child, the
 // transition gets an array of its own (own_kids_before_new_child).
 Transition** node_kids_word(const Transition* tr) { return (Transition**)&ctx_of(child_of(tr))->kids; }
@@ -1703,7 +1727,7 @@ static void settle_root(ThreadState* t, ULong now)
 {
    Frame& root = t->own->frames[0];
    ForestNode* root_node = ctx_of(child_of(root.tr));
-   if (!incl_derived()) root_node->incl += now - root.ir_at_entry;
+   if (!counts_derived()) root_node->incl += now - root.ir_at_entry;
    if (t->view != t->forest) root_node->excl += now - root.ir_at_entry;   // as flush_transitions
    root.ir_at_entry = now;
 }
@@ -1740,11 +1764,34 @@ static void restart_frames(ThreadState* t)
    t->ir_at_pause = ir;
 }
 
+// Where calls count from the last zeroing on (counts_derived): thread t's
+// transitions' calls as counting pauses, to be put back when what ran
+// since is discarded.
+static void save_calls_at_pause(ThreadState* t)
+{
+   if (!counts_derived()) return;
+   UWord n = 0;
+   for_each_transition(t, [&](Transition* tr) { n += tr->kind == kActivation && tr->calls; });
+   t->calls_at_pause = (TransitionCalls*)kg::alloc((n + 1) * sizeof(TransitionCalls));
+   t->n_calls_at_pause = 0;
+   for_each_transition(t, [&](Transition* tr) {
+      if (tr->kind == kActivation && tr->calls) t->calls_at_pause[t->n_calls_at_pause++] = { tr, tr->calls };
+   });
+}
+
+static void forget_calls_at_pause(ThreadState* t)
+{
+   kg::release(t->calls_at_pause);
+   t->calls_at_pause = nullptr;
+   t->n_calls_at_pause = 0;
+}
+
 // While counting is off: forgets what thread t ran since it paused (calls
 // and inclusive costs; exclusive costs went to no counter).
 static void discard_uncounted(ThreadState* t)
 {
    zero_transitions(t);
+   for (UWord i = 0; i < t->n_calls_at_pause; i++) t->calls_at_pause[i].tr->calls = t->calls_at_pause[i].calls;
    t->ir_uncounted += now_of(t).ir - t->ir_at_pause;
    restart_frames(t);
 }
@@ -1764,6 +1811,7 @@ void zero_counters()
       if (!clo.join_threads) forest_reset(t->forest);
       if (!clo.join_threads && t->view != t->forest) forest_reset(t->view);
       zero_transitions(t);
+      forget_calls_at_pause(t);   // zero too
       t->ir_uncounted = now_of(t).ir;
       restart_frames(t);
    }
@@ -1778,6 +1826,7 @@ void pause_counting()
    for (ThreadState* t = all_threads; t; t = t->next) {
       settle_thread(t);
       flush_transitions(t);   // what follows can be told apart and discarded
+      save_calls_at_pause(t);
       t->ir_at_pause = now_of(t).ir;
    }
    kg_counting = False;
@@ -1787,7 +1836,10 @@ void pause_counting()
 void resume_counting()
 {
    if (kg_counting) return;
-   for (ThreadState* t = all_threads; t; t = t->next) discard_uncounted(t);
+   for (ThreadState* t = all_threads; t; t = t->next) {
+      discard_uncounted(t);
+      forget_calls_at_pause(t);
+   }
    kg_counting = True;
    forget_cached_counters();
 }
@@ -1974,6 +2026,25 @@ void fork_child(ThreadId tid)
    if (block_mode()) reset_block_state();
 }
 
+// Where node counts are derived (counts_derived): every transition's calls
+// to its call edge (sign 1) or back (-1), and those of transitions that are
+// not their node's first to the node (whose first one's `calls` is the
+// node's). Edges first, nodes last: a first transition's calls are its own
+// only while the others' are not in them.
+static void add_calls_to_edges(ThreadState* t, Long sign)
+{
+   for_each_transition(t, [sign](Transition* tr) {
+      if (tr->kind == kActivation && tr->calls && parent_activation(tr)) transition_edge(tr)->calls += sign * tr->calls;
+   });
+}
+
+static void add_calls_to_nodes(ThreadState* t, Long sign)
+{
+   t->transitions.for_each([sign](Transition* tr) {
+      if (tr->kind == kActivation && tr->calls) ctx_of(child_of(tr))->calls += sign * tr->calls;
+   });
+}
+
 void finish_all_threads()
 {
    for (UInt tid = 0; tid < VG_N_THREADS; tid++) {
@@ -1993,30 +2064,45 @@ void finish_all_threads()
    // The transitions are found through their index: flushed first.
    for (ThreadState* t = all_threads; t; t = t->next) {
       flush_transitions(t);
+      if (counts_derived()) {
+         add_calls_to_edges(t, 1);
+         add_calls_to_nodes(t, 1);
+      }
       t->acts.forget_index();
       t->transitions.clear();
       t->view_acts.forget_index();
    }
    active_counts.forget_index();
+   calls_added_for_good = True;
 }
 
-void derive_inclusive_costs(const ThreadProfile* threads, UInt n)
+void derive_node_counts(const ThreadProfile* threads, UInt n)
 {
-   if (!incl_derived()) return;
+   if (!counts_derived()) return;
    for (UInt i = 0; i < n; i++)
       core::visit_postorder(threads[i].forest->sf, [](ForestNode* node) {
-         tl_assert(node->incl == 0);   // its first transition's calls, flushed (flush_all_transitions)
+         tl_assert(node->incl == 0);   // its first transition's edge_incl, flushed (flush_all_transitions)
          ULong incl = node->excl;
          core::for_each_child(node, [&](ForestNode* c) { incl += c->incl; });
          node->incl = incl;
       });
+   if (calls_added_for_good) return;
+   for (ThreadState* t = all_threads; t; t = t->next) {
+      add_calls_to_edges(t, 1);
+      add_calls_to_nodes(t, 1);
+   }
 }
 
-void forget_inclusive_costs(const ThreadProfile* threads, UInt n)
+void forget_node_counts(const ThreadProfile* threads, UInt n)
 {
-   if (!incl_derived()) return;
+   if (!counts_derived()) return;
    for (UInt i = 0; i < n; i++)
       core::visit_postorder(threads[i].forest->sf, [](ForestNode* node) { node->incl = 0; });
+   if (calls_added_for_good) return;
+   for (ThreadState* t = all_threads; t; t = t->next) {
+      add_calls_to_nodes(t, -1);
+      add_calls_to_edges(t, -1);
+   }
 }
 
 UInt thread_profile_count()

@@ -28,8 +28,8 @@ enum FrameKind : UInt {
 // activation pair (top, bottom), so that "same parent activation" is one
 // pointer comparison. At k = inf (threads not joined) a node has one
 // activation pair, (node, none): its ActNode is in the forest node's
-// payload (core::Forest::payload; from the node's last word, `incl`, where
-// that is derived at output: act_offset), whose bytes are the node's first
+// payload (core::Forest::payload; from the node's last two words, `calls`
+// and `incl`, where those are derived at output: act_offset), whose bytes are the node's first
 // transition (first_transition), not an ActNode's fields: its view is that
 // transition's `active` (view_of), and no frames are counted there.
 // Otherwise it follows its pair in an ActEntry, the entry of the thread's
@@ -365,14 +365,15 @@ UInt thread_profiles(ThreadProfile* out);
 // Every thread's transitions' deferred counts into its forests and the call
 // edges: before the forests or edges are read (a profile's writer).
 void flush_all_transitions();
-// Where a thread's k-SF nodes keep no inclusive cost during the run (k = inf
-// with a separate view: their `incl` word is their first transition's
-// `calls`), sets each node's to its exclusive cost plus its children's
-// inclusive costs, for the writer, after flush_all_transitions;
-// forget_inclusive_costs gives the words back (zero) before
-// the run goes on.
-void derive_inclusive_costs(const ThreadProfile* threads, UInt n);
-void forget_inclusive_costs(const ThreadProfile* threads, UInt n);
+// Where a thread's k-SF nodes keep no inclusive cost and no count of calls
+// during the run (k = inf with a separate view: their `calls` and `incl`
+// words are their first transition's `calls` and `edge_incl`), sets each
+// node's inclusive cost to its exclusive cost plus its children's, and its
+// calls and the call edges' to its transitions' (which count from the last
+// zeroing on), for the writer, after flush_all_transitions;
+// forget_node_counts gives the words back before the run goes on.
+void derive_node_counts(const ThreadProfile* threads, UInt n);
+void forget_node_counts(const ThreadProfile* threads, UInt n);
 
 // Regions of interest (kg_regions.cpp): the counters start, stop, are
 // written and zeroed; the shadow stacks and forests never stop.

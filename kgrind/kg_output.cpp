@@ -1028,7 +1028,7 @@ void write_body(Writer& w, ULong total)
    ThreadProfile* threads = (ThreadProfile*)kg::alloc(thread_profile_count() * sizeof(ThreadProfile));
    flush_all_transitions();
    UInt n_threads = thread_profiles(threads);
-   derive_inclusive_costs(threads, n_threads);
+   derive_node_counts(threads, n_threads);
    w.instr = clo.dump_instr;
    w.n_jumps = clo.collect_jumps ? collect_jumps(&w.jumps) : 0;
    if (w.dump->during_run) w.costs.snapshot(w.instr);
@@ -1065,7 +1065,7 @@ void write_body(Writer& w, ULong total)
    kg::release(w.listed_id);
    kg::release(w.label_written_at);
    release_thread_nodes(w, n_threads);
-   forget_inclusive_costs(threads, n_threads);
+   forget_node_counts(threads, n_threads);
    kg::release(threads);
 }
 

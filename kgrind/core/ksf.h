@@ -27,24 +27,24 @@ static constexpr uint32_t kInfinity = 0xFFFFFFFFu;  // k = infinity (CCT)
 
 // A node of a k-SF or k-CCF: 48 bytes.  Children storage is separate:
 //   nkids == 0: kids == nullptr
-//   nkids == 1: kids is the address of the only child's last word, `incl`
-//               (only_child): where a user's record overlaps that word and
-//               the payload (kgrind's k=inf k-SF, whose nodes' inclusive
-//               costs are derived at output), the word is a pointer to the
-//               record, which the user may read through (its one-kid
+//   nkids == 1: kids is the address of the only child's last two words,
+//               `calls` and `incl` (only_child): where a user's record
+//               overlaps them and the payload (kgrind's k=inf k-SF, whose
+//               nodes' counts are derived at output), the word is a pointer
+//               to the record, which the user may read through (its one-kid
 //               arrays)
 //   nkids >= 2: kids is an open-addressing table of ChildEntry, capacity
 //               1 << child_table_bits(nkids), empty slot = 0; a probe
 //               stops at an empty slot or after the whole table.
-// Field order: what enter() touches (label, nkids, kids, calls, and excl
-// for the caller's cost attribution) comes first, in 32 bytes.
+// Field order: what enter() reads first (label, nkids, kids) comes first;
+// the counts a user's record may overlap (calls, incl) come last.
 struct Node {
   uint32_t label;
   uint32_t nkids;
   void* kids;
-  uint64_t calls;  // activations
   uint64_t excl;   // exclusive cost (e.g. Ir)
   Node* parent;    // nullptr for tree roots
+  uint64_t calls;  // activations
   uint64_t incl;   // inclusive cost
 };
 static_assert(sizeof(Node) == 48, "Node must stay 48 bytes");
@@ -74,8 +74,10 @@ inline uint32_t child_table_bits(uint32_t n) {
   return 32u - static_cast<uint32_t>(__builtin_clz(m - 1));
 }
 
-// A node with one child keeps the address of the child's `incl` (Node).
-static constexpr size_t kOnlyChildLink = __builtin_offsetof(Node, incl);
+// A node with one child keeps the address of the child's `calls` (Node):
+// the first of its last two words.
+static constexpr size_t kOnlyChildLink = __builtin_offsetof(Node, calls);
+static_assert(kOnlyChildLink + 2 * sizeof(uint64_t) == sizeof(Node), "calls and incl end a node");
 inline void* only_child_link(Node* c) { return reinterpret_cast<char*>(c) + kOnlyChildLink; }
 // The child of a node with one child.
 inline Node* only_child(const Node* n) { return reinterpret_cast<Node*>(static_cast<char*>(n->kids) - kOnlyChildLink); }
