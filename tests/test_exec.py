@@ -198,6 +198,17 @@ def test_failed_execs_continue_the_profile(tools, opts):
     assert work_calls(prof.forests, k) == own_calls(kg.stdout) == {
         ('phase_a', 'work'): 3, ('phase_b', 'work'): 5, ('phase_c', 'work'): 2}
     assert paths_without_exec(kg.profile_path) == paths_without_exec(reference.profile_path)
+    assert body_calls_without_exec(kg.profile_path) == body_calls_without_exec(reference.profile_path)
+
+
+def body_calls_without_exec(path):
+    """The body's calls= counts by (caller, callee), but those of contexts
+    of the exec attempt (execv's, its callees', their callees')."""
+    out = collections.Counter()
+    for caller, callee, count, _incl in callgrind_format.parse(path).calls:
+        if 'execv' not in caller + callee:
+            out[(caller, callee)] += count
+    return out
 
 
 @K_OPTS

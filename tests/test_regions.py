@@ -88,18 +88,27 @@ def desc(path, key):
     return None
 
 
+# At k=inf a k-SF node's calls are its first transition's, counted from the
+# last zeroing on and added up when a profile is written (function-mode.md,
+# "Memory per k-SF node at large k", session 22): pauses in counting put
+# them back to what they were, dumps during the run take them back after
+# writing. The default view (--view-k=2) names the contexts as at k=2.
+DEPTHS = [pytest.param([], id='k2'), pytest.param(['--k=inf'], id='kinf')]
+
+
 # ---- A marked region equals its own count and the whole run's contexts ----
 
 REGION_CONTEXTS = ("mid'outer'main", "leaf'mid'outer", "leaf'outer'main")
 
 
-def test_region_contexts_equal_own_count_and_whole_run(tools):
+@pytest.mark.parametrize('depth', DEPTHS)
+def test_region_contexts_equal_own_count_and_whole_run(tools, depth):
     """KGRIND_START_INSTRUMENTATION / STOP inside outer(), whose activation
     began before the region, with --instr-atstart=no."""
     exe = compile_prog(tools, 'roi_region')
-    region = tools.kgrind(exe, opts=['--instr-atstart=no'])
+    region = tools.kgrind(exe, opts=depth + ['--instr-atstart=no'])
     assert region.returncode == 0, region.stderr
-    whole = tools.kgrind(exe, 'whole', out='whole.out')
+    whole = tools.kgrind(exe, 'whole', opts=depth, out='whole.out')
     assert region.stdout == whole.stdout == tools.native(exe).stdout
     rp, wp = region.profile(), whole.profile()
     # The region's calls, by context, as the program counted them; outer's
@@ -142,12 +151,13 @@ def test_region_by_callgrind_h_macros(tools, arg, opt):
     assert main_lines(kg.profile()) == main_lines(cg.profile()) != {}
 
 
-def test_toggle_collect_option_counts_only_inside_the_function(tools):
+@pytest.mark.parametrize('depth', DEPTHS)
+def test_toggle_collect_option_counts_only_inside_the_function(tools, depth):
     """--toggle-collect=mid: what ran inside mid's activations, in contexts
     with their true callers (pre, outer and post call mid)."""
     exe = compile_prog(tools, 'roi_region')
-    region = tools.kgrind(exe, 'whole', opts=['--toggle-collect=mid', '--collect-atstart=no'])
-    whole = tools.kgrind(exe, 'whole', out='whole.out')
+    region = tools.kgrind(exe, 'whole', opts=depth + ['--toggle-collect=mid', '--collect-atstart=no'])
+    whole = tools.kgrind(exe, 'whole', opts=depth, out='whole.out')
     rp, wp = region.profile(), whole.profile()
     inside = lambda c: c.startswith("mid'") or c.startswith("leaf'mid'")
     expected = {c: ir for c, ir in nonzero(wp.by_context()).items() if inside(c)}
@@ -188,10 +198,11 @@ def test_toggle_collect_on_a_recursive_function_equals_callgrind(tools, opts, co
 
 # ---- Dumps ----
 
-def test_dumps_in_a_loop_join_to_the_whole_run(tools):
+@pytest.mark.parametrize('depth', DEPTHS)
+def test_dumps_in_a_loop_join_to_the_whole_run(tools, depth):
     exe = compile_prog(tools, 'roi_dumps')
-    run = tools.kgrind(exe, 'dumps')   # the same calls as "whole" (lazy binding)
-    whole = tools.kgrind(exe, 'whole', out='whole.out')
+    run = tools.kgrind(exe, 'dumps', opts=depth)   # the same calls as "whole" (lazy binding)
+    whole = tools.kgrind(exe, 'whole', opts=depth, out='whole.out')
     assert run.returncode == whole.returncode == 0
     assert run.stdout == whole.stdout
     files = dump_files(tools)
@@ -266,11 +277,12 @@ def test_zero_before_a_function(tools):
         assert context_calls(rp)[c] == context_calls(wp)[c], c
 
 
-def test_dumps_while_collection_is_off_hold_nothing(tools):
+@pytest.mark.parametrize('depth', DEPTHS)
+def test_dumps_while_collection_is_off_hold_nothing(tools, depth):
     """--collect-atstart=no and no toggle: the dumps (made while nothing is
     counted) and the final profile hold no calls and no Ir."""
     exe = compile_prog(tools, 'roi_dumps')
-    run = tools.kgrind(exe, 'dumps', opts=['--collect-atstart=no'])
+    run = tools.kgrind(exe, 'dumps', opts=depth + ['--collect-atstart=no'])
     assert run.returncode == 0
     files = dump_files(tools)
     assert len(files) == 5
@@ -279,10 +291,11 @@ def test_dumps_while_collection_is_off_hold_nothing(tools):
         assert [c for c in p.calls if c[2] or c[3]] == []
 
 
-def test_zero_then_dump_holds_only_what_ran_between(tools):
+@pytest.mark.parametrize('depth', DEPTHS)
+def test_zero_then_dump_holds_only_what_ran_between(tools, depth):
     exe = compile_prog(tools, 'roi_phases')
-    run = tools.kgrind(exe)
-    whole = tools.kgrind(exe, 'whole', out='whole.out')
+    run = tools.kgrind(exe, opts=depth)
+    whole = tools.kgrind(exe, 'whole', opts=depth, out='whole.out')
     files = dump_files(tools)
     assert [f.name for f in files] == ['kgrind.out.1', 'kgrind.out.2']
     between, after = (callgrind_format.parse(f) for f in files)
