@@ -639,22 +639,44 @@ void zero_counts(Transition* tr)
    if (!acts_in_nodes()) tr->ctx_incl = 0;
 }
 
+// Where node counts are derived (counts_derived): the calls of thread t's
+// transitions that are not their node's first to the node (whose first
+// one's `calls` is the node's), sign 1, or back, -1; and every
+// transition's calls to its call edge, or back. Nodes last: a first
+// transition's calls are its own only while the others' are not in them.
+void add_calls_to_nodes(ThreadState* t, Long sign)
+{
+   t->transitions.for_each([sign](Transition* tr) {
+      if (tr->kind == kActivation && tr->calls) ctx_of(child_of(tr))->calls += sign * tr->calls;
+   });
+}
+
+void add_calls_to_edges(ThreadState* t, Long sign)
+{
+   for_each_transition(t, [sign](Transition* tr) {
+      if (tr->kind == kActivation && tr->calls && parent_activation(tr)) transition_edge(tr)->calls += sign * tr->calls;
+   });
+}
+
 // Adds every transition's deferred counters to the forest and the edges.
 // Where a node's counts are derived, a transition's calls stay where they
 // are: they count from the last zeroing on, and a node's first
-// transition's `calls` is the node's (derive_node_counts adds them up).
-void flush_transitions(ThreadState* t)
+// transition's `calls` is the node's; with add_calls they are added to the
+// edges and nodes too, for a profile's writer (add_calls_to_nodes).
+void flush_transitions(ThreadState* t, Bool add_calls)
 {
-   for_each_transition(t, [t](Transition* tr) {
-      Bool calls_flushed = !counts_derived();
-      if (tr->kind != kActivation || (!(calls_flushed && tr->calls) && !tr->edge_incl)) return;
+   Bool calls_flushed = !counts_derived();
+   Bool calls_added = counts_derived() && add_calls;
+   for_each_transition(t, [=](Transition* tr) {
+      Bool calls_move = (calls_flushed || calls_added) && tr->calls;
+      if (tr->kind != kActivation || (!calls_move && !tr->edge_incl)) return;
       const ActNode* parent = parent_activation(tr);
       CallEdge* edge = parent ? transition_edge(tr) : nullptr;
+      if (edge && calls_move) edge->calls += tr->calls;
       if (calls_flushed) {
          Activation act = act_of(child_of(tr));
          act.top->calls += tr->calls;
          if (act.bottom) act.bottom->calls += tr->calls;
-         if (edge) edge->calls += tr->calls;
          tr->calls = 0;
       }
       if (edge) edge->incl += tr->edge_incl;
@@ -669,6 +691,7 @@ void flush_transitions(ThreadState* t)
       tr->edge_incl = 0;
       if (!acts_in_nodes()) tr->ctx_incl = 0;
    });
+   if (calls_added) add_calls_to_nodes(t, 1);
 }
 
 void zero_transitions(ThreadState* t)
@@ -1825,7 +1848,7 @@ void pause_counting()
    if (!kg_counting) return;
    for (ThreadState* t = all_threads; t; t = t->next) {
       settle_thread(t);
-      flush_transitions(t);   // what follows can be told apart and discarded
+      flush_transitions(t, False);   // what follows can be told apart and discarded
       save_calls_at_pause(t);
       t->ir_at_pause = now_of(t).ir;
    }
@@ -2026,25 +2049,6 @@ void fork_child(ThreadId tid)
    if (block_mode()) reset_block_state();
 }
 
-// Where node counts are derived (counts_derived): every transition's calls
-// to its call edge (sign 1) or back (-1), and those of transitions that are
-// not their node's first to the node (whose first one's `calls` is the
-// node's). Edges first, nodes last: a first transition's calls are its own
-// only while the others' are not in them.
-static void add_calls_to_edges(ThreadState* t, Long sign)
-{
-   for_each_transition(t, [sign](Transition* tr) {
-      if (tr->kind == kActivation && tr->calls && parent_activation(tr)) transition_edge(tr)->calls += sign * tr->calls;
-   });
-}
-
-static void add_calls_to_nodes(ThreadState* t, Long sign)
-{
-   t->transitions.for_each([sign](Transition* tr) {
-      if (tr->kind == kActivation && tr->calls) ctx_of(child_of(tr))->calls += sign * tr->calls;
-   });
-}
-
 void finish_all_threads()
 {
    for (UInt tid = 0; tid < VG_N_THREADS; tid++) {
@@ -2063,11 +2067,7 @@ void finish_all_threads()
    // No more lookups: their tables' memory goes to the output's buffers.
    // The transitions are found through their index: flushed first.
    for (ThreadState* t = all_threads; t; t = t->next) {
-      flush_transitions(t);
-      if (counts_derived()) {
-         add_calls_to_edges(t, 1);
-         add_calls_to_nodes(t, 1);
-      }
+      flush_transitions(t, True);
       t->acts.forget_index();
       t->transitions.clear();
       t->view_acts.forget_index();
@@ -2086,11 +2086,6 @@ void derive_node_counts(const ThreadProfile* threads, UInt n)
          core::for_each_child(node, [&](ForestNode* c) { incl += c->incl; });
          node->incl = incl;
       });
-   if (calls_added_for_good) return;
-   for (ThreadState* t = all_threads; t; t = t->next) {
-      add_calls_to_edges(t, 1);
-      add_calls_to_nodes(t, 1);
-   }
 }
 
 void forget_node_counts(const ThreadProfile* threads, UInt n)
@@ -2115,7 +2110,7 @@ UInt thread_profile_count()
 
 void flush_all_transitions()
 {
-   for (ThreadState* t = all_threads; t; t = t->next) flush_transitions(t);
+   for (ThreadState* t = all_threads; t; t = t->next) flush_transitions(t, !calls_added_for_good);
 }
 
 UInt thread_profiles(ThreadProfile* out)

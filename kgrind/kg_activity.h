@@ -363,15 +363,15 @@ struct ThreadProfile {
 UInt thread_profile_count();
 UInt thread_profiles(ThreadProfile* out);
 // Every thread's transitions' deferred counts into its forests and the call
-// edges: before the forests or edges are read (a profile's writer).
+// edges: before the forests or edges are read (a profile's writer). Where a
+// thread's k-SF nodes keep no inclusive cost and no count of calls during
+// the run (k = inf with a separate view: their `calls` and `incl` words are
+// their first transition's `calls` and `edge_incl`, and transitions count
+// calls from the last zeroing on), the transitions' calls are added to the
+// call edges and nodes too, and derive_node_counts sets each node's
+// inclusive cost to its exclusive cost plus its children's; after writing,
+// forget_node_counts gives the words and calls back before the run goes on.
 void flush_all_transitions();
-// Where a thread's k-SF nodes keep no inclusive cost and no count of calls
-// during the run (k = inf with a separate view: their `calls` and `incl`
-// words are their first transition's `calls` and `edge_incl`), sets each
-// node's inclusive cost to its exclusive cost plus its children's, and its
-// calls and the call edges' to its transitions' (which count from the last
-// zeroing on), for the writer, after flush_all_transitions;
-// forget_node_counts gives the words back before the run goes on.
 void derive_node_counts(const ThreadProfile* threads, UInt n);
 void forget_node_counts(const ThreadProfile* threads, UInt n);
 
