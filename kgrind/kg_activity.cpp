@@ -116,6 +116,14 @@ struct ShadowStack {
    UInt alt_fences;         // handlers running on an alternate signal stack
    StackSegment* segment;   // the innermost -fsplit-stack segment it runs on
    Bool registered;         // lo, hi: a stack the program registered
+   // A coroutine stack in a mapping (not registered): the SP its first
+   // function was entered at without a call (0: not known). Nothing of the
+   // coroutine's lies above it but that function's return address, so SP
+   // rising farther while its frames are open left the stack.
+   Addr entry_sp;
+   // While suspended: the return address in its top frame's slot, where a
+   // resume returns to (0: none read).
+   Addr resume_pc;
    ShadowStack* next;       // the thread's suspended stacks
 };
 
@@ -860,12 +868,31 @@ void pop_dead_frames(ThreadState* t, Addr sp)
 
 // ---- Stack switches ---------------------------------------------------------
 
+// Is s a coroutine stack tied to the mapping it lies in (not registered,
+// not the thread's own)? Other coroutines' stacks may lie in that mapping
+// (malloc'd stacks, stacks carved from one mmap), so SP moving within it
+// may be a switch, which only what the program does tells from a call or
+// a return.
+Bool in_shared_mapping(const ThreadState* t, const ShadowStack* s)
+{
+   return s != t->own && !s->registered && !s->segment;
+}
+
+// The return address in the stack slot at sp, if the client may read it
+// (else 0).
+Addr return_address_at(Addr sp)
+{
+   if (!VG_(am_is_valid_for_client)(sp, sizeof(Addr), VKI_PROT_READ)) return 0;
+   return *(const Addr*)sp;
+}
+
 // Leaves the running stack: its frames' clocks and activity pause.
 void suspend_stack(ThreadState* t)
 {
    ShadowStack* s = t->stack;
    s->top = kg_now->top;
    s->suspended_at = kg_now->ir;
+   s->resume_pc = s->top > s->frames ? return_address_at(s->top->sp) : 0;
    for (Frame* f = s->frames + 1; f <= s->top; f++)
       if (f->tr->kind == kActivation) count_out(f->tr);
    s->next = t->suspended;
@@ -899,14 +926,36 @@ void resume_stack(ThreadState* t, ShadowStack* s)
       f->ir_at_entry += paused;
       if (f->tr->kind == kActivation) count_in(f->tr);
    }
+   if (s->top == s->frames) s->entry_sp = 0;   // an ended coroutine's, reused by a new one
    run_on(t, s);
 }
 
-// How well sp fits suspended stack s: a resume lands just above its top
-// frame (a swapcontext-like switch returns from its own call), or else just
-// below a live frame (setcontext to a point saved by getcontext); any other
-// sp in the memory of an empty stack, or of the thread's own stack (as an
-// unwind would), fits last. ~0: it does not fit.
+// Leaves the running stack for suspended stack s, SP now sp.
+void switch_to_stack(ThreadState* t, ShadowStack* s, Addr sp)
+{
+   suspend_stack(t);
+   resume_stack(t, s);
+   pop_dead_frames(t, sp);
+}
+
+// Does a switch to sp, going on at pc, resume suspended stack s? It returns
+// from the call that suspended s: SP just above the return address in its
+// top frame's slot, and pc that address (swapcontext and asm switches
+// `ret` through that slot; boost.context jumps to what it holds).
+Bool resumes_at(const ShadowStack* s, Addr sp, Addr pc)
+{
+   return s->top > s->frames && s->top->sp + sizeof(Addr) == sp && s->resume_pc && s->resume_pc == pc &&
+          in_memory_of(s, sp);
+}
+
+// How well sp fits suspended stack s, besides resumes_at: a resume lands
+// just above its top frame (a swapcontext-like switch returns from its own
+// call), or else just below a live frame (setcontext to a point saved by
+// getcontext); any other sp in the memory of an empty stack, or of the
+// thread's own stack (as an unwind would), fits last. ~0: it does not fit.
+// Not by distance where coroutine stacks share a mapping: there a
+// suspended coroutine's frames may be a dead one's (its stack freed, not
+// seen, and the memory given to a new coroutine, whose SP lands near them).
 const Addr kResumeGap = 256;      // bytes above the top frame
 const Addr kLandingGap = 4096;    // bytes below the nearest live frame
 const Addr kFitsLast = (Addr)1 << 32;
@@ -914,6 +963,8 @@ const Addr kFitsLast = (Addr)1 << 32;
 Addr landing_distance(const ThreadState* t, const ShadowStack* s, Addr sp)
 {
    if (!in_memory_of(s, sp)) return ~(Addr)0;
+   if (s->top == s->frames) return kFitsLast;
+   if (in_shared_mapping(t, s)) return ~(Addr)0;
    const Frame* f = s->top;
    if (f > s->frames && f->sp < sp && sp - f->sp <= kResumeGap) return sp - f->sp;
    for (; f > s->frames; f--) {
@@ -922,13 +973,17 @@ Addr landing_distance(const ThreadState* t, const ShadowStack* s, Addr sp)
          break;
       }
    }
-   return s->top == s->frames || s == t->own ? kFitsLast : ~(Addr)0;
+   return s == t->own ? kFitsLast : ~(Addr)0;
 }
 
-// The suspended stack sp lands on, if any: the best fit wins (heap
-// coroutines' stacks share one mapping).
-ShadowStack* stack_landed_on(ThreadState* t, Addr sp)
+// The suspended stack a switch to sp, going on at pc, lands on, if any: the
+// one it resumes (resumes_at), the most recently suspended first (a dead
+// coroutine's stack whose memory a new one reuses tied with it, and the new
+// one was suspended later), else the best fit.
+ShadowStack* stack_landed_on(ThreadState* t, Addr sp, Addr pc)
 {
+   for (ShadowStack* s = t->suspended; s; s = s->next)
+      if (resumes_at(s, sp, pc)) return s;
    ShadowStack* best = nullptr;
    Addr best_distance = ~(Addr)0;
    for (ShadowStack* s = t->suspended; s; s = s->next) {
@@ -1010,9 +1065,11 @@ void leave_segments(ThreadState* t, Addr sp)
    update_now_from_top();
 }
 
-// SP left the running stack's memory: the thread switched stacks, or
+// SP left the running stack's memory, or left a coroutine's stack for
+// another one in the same mapping: the thread switched stacks (pc: where it
+// goes on, 0 if not known: where the return address below SP leads), or
 // -fsplit-stack code entered or left a segment of it.
-void switch_stack(ThreadState* t, Addr sp)
+void switch_stack(ThreadState* t, Addr sp, Addr pc)
 {
    if (returned_to_outer_memory(t->stack, sp)) {
       leave_segments(t, sp);
@@ -1026,7 +1083,7 @@ void switch_stack(ThreadState* t, Addr sp)
    if (coroutine_ended(t))
       while (kg_now->top > base_frame(t)) pop_frame(t);
    suspend_stack(t);
-   ShadowStack* s = stack_landed_on(t, sp);
+   ShadowStack* s = stack_landed_on(t, sp, pc ? pc : return_address_at(sp - sizeof(Addr)));
    if (s) {
       resume_stack(t, s);
    } else {
@@ -1104,10 +1161,24 @@ Bool left_running_stack(const ThreadState* t, Addr sp)
    return !in_memory_of(t->stack, sp) && !t->stack->alt_fences;
 }
 
-// Pops the frames that died, or follows a switch to another stack.
-void unwind_to_sp(ThreadState* t, Addr sp)
+// SP rose above the return address of the first function of a coroutine
+// stack in a mapping while frames of it are open. An unwind cannot leave
+// the stack it runs on, and nothing of the coroutine lies above: the thread
+// switched to a stack above (in the mapping, so SP stayed in the running
+// stack's memory). Not after the first function returned into glibc's
+// __start_context, which may raise SP to uc_link's slot.
+Bool rose_off_coroutine_stack(const ThreadState* t, Addr sp)
 {
-   if (left_running_stack(t, sp)) switch_stack(t, sp);
+   const ShadowStack* s = t->stack;
+   return in_shared_mapping(t, s) && s->entry_sp && kg_now->top > s->frames && sp > s->entry_sp + sizeof(Addr) &&
+          !s->alt_fences && !coroutine_ended(t);
+}
+
+// Pops the frames that died, or follows a switch to another stack (pc: as
+// switch_stack's).
+void unwind_to_sp(ThreadState* t, Addr sp, Addr pc = 0)
+{
+   if (left_running_stack(t, sp) || rose_off_coroutine_stack(t, sp)) switch_stack(t, sp, pc);
    else pop_dead_frames(t, sp);
    if (kg_region_watching) region_stack_rose(t->tid, sp);
 }
@@ -1379,6 +1450,26 @@ extern "C" void VG_REGPARM(1) kg_unwind(Addr sp)
    unwind_to_sp(current, sp);
 }
 
+// A function entered without a call below the top frame's SP, on a
+// coroutine stack in a mapping: a tail call enters at the top frame's SP (a
+// signal's handler above its fence), so the program switched to a new
+// coroutine's stack below this one (its first function entered by a `ret`
+// or a jump, as makecontext's and boost.context's are).
+static Bool entered_below_top(const ThreadState* t, Addr sp)
+{
+   const Frame* top = kg_now->top;
+   return in_shared_mapping(t, t->stack) && top > t->stack->frames && sp < top->sp && !t->stack->alt_fences &&
+          (top->tr->kind == kActivation || top->tr->kind == kTransparent);
+}
+
+// A coroutine stack's first function was entered at sp without a call
+// (rose_off_coroutine_stack).
+static void note_coroutine_entry(ThreadState* t, Addr sp)
+{
+   ShadowStack* s = t->stack;
+   if (s != t->own && kg_now->top == s->frames + 1 && !s->entry_sp) s->entry_sp = sp;
+}
+
 static ULong* block_counters_now(BlockInfo* blk);
 
 // A block that may start an activation, after a call or not. Returns its
@@ -1389,13 +1480,14 @@ static ULong* block_entry(BlockInfo* blk, Addr sp, UWord after_call)
    if (after_call) {
       push_activation(t, activated_function(blk), sp, blk, kg_now->call_site);
    } else if (blk->fn_entry && !runs(kg_now->top->tr, blk->fn())) {
-      if (linked_to_new_coroutine(t)) switch_stack(t, sp);
+      if (linked_to_new_coroutine(t) || entered_below_top(t, sp)) switch_stack(t, sp, blk->addr);
       // A jump to a function's first instruction from another function is a
       // tail call; a jump back to its own entry is a loop. (Direct jumps
       // left the call pending: kg_instrument.cpp, add_tail_call.) Here by an
       // indirect jump, or by a signal's delivery (its site then: the
       // interrupted instruction, signal_delivered).
       push_activation(t, blk->fn(), sp, blk, kg_now->jump_site);
+      note_coroutine_entry(t, sp);
    }
    kg_now->jump_site = 0;
    return block_counters_now(blk);
@@ -1404,9 +1496,9 @@ static ULong* block_entry(BlockInfo* blk, Addr sp, UWord after_call)
 // A new coroutine's first function (entered by a ret, not a call) comes
 // through kg_entry_fixup or kg_block_entry; kg_block_start checks in
 // unwind_at_block_start.
-static void follow_stack_switch(Addr sp)
+static void follow_stack_switch(Addr sp, Addr pc)
 {
-   if (left_running_stack(current, sp)) switch_stack(current, sp);
+   if (left_running_stack(current, sp)) switch_stack(current, sp, pc);
 }
 
 extern "C" void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, ForestNode* ctx_before)
@@ -1419,14 +1511,32 @@ extern "C" void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, ForestNode
    update_now_from_top();
    // A handler on an alternate stack runs below no frame (signal_delivered).
    if (kg_now->top->tr->kind == kAltSignalFence) kg_now->top_sp = ~(Addr)0;
-   follow_stack_switch(sp);
+   follow_stack_switch(sp, blk->addr);
    block_entry(blk, sp, ctx_before == kCallPending);
 }
 
 extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode* ctx_before)
 {
-   follow_stack_switch(sp);
+   follow_stack_switch(sp, blk->addr);
    block_entry(blk, sp, ctx_before == kCallPending);
+}
+
+// blk, outside the top frame's function, runs where a suspended coroutine
+// stack resumes (resumes_at), while a coroutine stack in a mapping runs: a
+// switch to that stack, below (one above raised SP: kg_unwind). Code runs
+// outside its top frame's function after such a switch (the top frame is
+// the switch's, the resumed code the switch's caller), and a return lands
+// where a call left its return address: a normal return, popping the top
+// frame inline, leaves blk in the new top frame's function.
+static void follow_resume_below(ThreadState* t, BlockInfo* blk, Addr sp)
+{
+   if (!in_shared_mapping(t, t->stack) || t->stack->alt_fences || runs(kg_now->top->tr, blk->fn())) return;
+   for (ShadowStack* s = t->suspended; s; s = s->next) {
+      if (resumes_at(s, sp, blk->addr)) {
+         switch_to_stack(t, s, sp);
+         return;
+      }
+   }
 }
 
 // Pops the frames that died, by SP at the start of the running superblock
@@ -1434,16 +1544,17 @@ extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode
 // superblock ran yet), or follows a switch to another stack (a resumed
 // coroutine's first block misses its cached context, so it gets here).
 // Returns that SP.
-static Addr unwind_at_block_start()
+static Addr unwind_at_block_start(BlockInfo* blk)
 {
    Addr sp = VG_(get_SP)(current->tid);
-   if (sp > kg_now->top_sp || left_running_stack(current, sp)) unwind_to_sp(current, sp);
+   if (sp > kg_now->top_sp || left_running_stack(current, sp)) unwind_to_sp(current, sp, blk->addr);
+   else if (current->suspended) follow_resume_below(current, blk, sp);
    return sp;
 }
 
 extern "C" void VG_REGPARM(1) kg_block_start(BlockInfo* blk)
 {
-   Addr sp = unwind_at_block_start();
+   Addr sp = unwind_at_block_start(blk);
    UWord after_call = kg_now->ctx == kCallPending;
    if (after_call || blk->fn_entry)
       block_entry(blk, sp, after_call);
@@ -1463,7 +1574,7 @@ static ULong* block_counters_now(BlockInfo* blk)
 extern "C" void VG_REGPARM(1) kg_block_counters(UWord block_id)
 {
    BlockInfo* blk = block_with_id((UInt)block_id);
-   Addr sp = unwind_at_block_start();
+   Addr sp = unwind_at_block_start(blk);
    UWord after_call = kg_now->ctx == kCallPending;
    kg_now->found_counters = after_call || blk->fn_entry ? block_entry(blk, sp, after_call) : block_counters_now(blk);
 }
@@ -1492,7 +1603,7 @@ static UWord block_instructions(const BlockInfo* blk)
 
 extern "C" void VG_REGPARM(1) kg_sigreturn_code(BlockInfo* blk)
 {
-   unwind_at_block_start();
+   unwind_at_block_start(blk);
    Transition* top = kg_now->top->tr;
    Bool fence = top->kind == kSignalFence || top->kind == kAltSignalFence;
    if (!fence || kg_now->ctx == kCallPending) {
@@ -1509,7 +1620,7 @@ extern "C" void VG_REGPARM(1) kg_sigreturn_code(BlockInfo* blk)
 
 extern "C" void VG_REGPARM(1) kg_plt_start(BlockInfo* blk)
 {
-   unwind_at_block_start();
+   unwind_at_block_start(blk);
    point_block_at(blk, transition_ctx(kg_now->top->tr));
 }
 

@@ -1,11 +1,17 @@
 /* Four coroutines that switch directly to each other in a ring (no
    scheduler on a stack of its own between them), each yielding from 3 to 6
    nested calls deep; the last yield of a generation goes back to main.
-   Each generation's coroutines are abandoned suspended, their stacks freed,
-   and the next generation's stacks are a little smaller (memory of the old
-   ones, at other offsets).
+   Each generation's coroutines are abandoned suspended, their stacks freed
+   (or given up), and the next generation's stacks are a little smaller
+   (memory of the old ones, at other offsets; pool: the same).
    argv: rounds per generation, generations, where the stacks are
-     heap      malloc'd: all in the heap's one mapping
+     heap      malloc'd: all in the heap's one mapping, each above the
+               one before
+     carve     carved from one mmap that lives on, each below the one
+               before (a new coroutine's stack lies below the running one)
+     pool      a static array of COS stacks of the full size, the same in
+               every generation (a new coroutine's frames where a dead
+               one's lay, at the same addresses)
      register  malloc'd and told to Valgrind (VALGRIND_STACK_REGISTER, and
                VALGRIND_STACK_DEREGISTER before the free)
      mmap      an mmap each, below a PROT_NONE guard page: separate mappings
@@ -25,6 +31,7 @@
 #define COS 4
 #define STACK (64 * 1024)
 #define GUARD 4096
+#define CARVED (COS * STACK)
 
 typedef struct {
    ucontext_t uc;     /* swap */
@@ -77,12 +84,19 @@ __attribute__((noinline)) void co_entry(void)
 }
 
 static char* local_area;   /* local: COS stacks in main's frame */
+static char* carved_area;  /* carve: an mmap of COS stacks, made once */
+static char pool[COS][STACK] __attribute__((aligned(16)));
 
 static int registers(const char* where) { return strcmp(where, "register") == 0 || strcmp(where, "local") == 0; }
 
 static char* new_stack(const char* where, size_t size, int i)
 {
    if (strcmp(where, "local") == 0) return local_area + (size_t)i * STACK;
+   if (strcmp(where, "pool") == 0) return pool[i];
+   if (strcmp(where, "carve") == 0) {
+      if (!carved_area) carved_area = mmap(NULL, CARVED, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      return carved_area == MAP_FAILED ? NULL : carved_area + CARVED - (size_t)(i + 1) * size;
+   }
    if (strcmp(where, "mmap") != 0) return malloc(size);
    char* m = mmap(NULL, size + GUARD, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
    if (m == MAP_FAILED) return NULL;
@@ -94,7 +108,7 @@ static void free_stack(const char* where, Coroutine* c)
 {
    if (registers(where)) VALGRIND_STACK_DEREGISTER(c->stack_id);
    if (strcmp(where, "mmap") == 0) munmap(c->base - GUARD, c->size + GUARD);
-   else if (strcmp(where, "local") != 0) free(c->base);
+   else if (strcmp(where, "heap") == 0 || strcmp(where, "register") == 0) free(c->base);
 }
 
 /* The first switch to an asm coroutine pops zeroed registers and returns
@@ -110,6 +124,7 @@ static void prepare_asm(Coroutine* c)
 
 static int start(const char* where, Coroutine* c, size_t size)
 {
+   if (strcmp(where, "pool") == 0) size = STACK;
    c->size = size;
    c->base = new_stack(where, size, (int)(c - co));
    if (!c->base) return 0;
