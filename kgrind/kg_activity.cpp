@@ -886,6 +886,61 @@ Addr return_address_at(Addr sp)
    return *(const Addr*)sp;
 }
 
+void release_stack(ShadowStack* s)
+{
+   kg::release(s->frames - 1);
+   kg::release(s);
+}
+
+// Ends the suspended stacks of thread t for which dies(s) holds: their
+// frames close where they paused (as at the thread's end), so a new stack
+// in that memory does not resume them (a new coroutine would go on in the
+// dead one's frames).
+template <typename Dies>
+void end_suspended_stacks(ThreadState* t, Dies dies)
+{
+   ShadowStack** link = &t->suspended;
+   while (ShadowStack* s = *link) {
+      if (s == t->own || !dies(s)) {
+         link = &s->next;
+         continue;
+      }
+      *link = s->next;
+      settle_frames(s->frames + 1, s->top, s->suspended_at);
+      while (StackSegment* g = s->segment) {
+         s->segment = g->outer;
+         kg::release(g);
+      }
+      release_stack(s);
+   }
+}
+
+// The open frames of a coroutine stack in a mapping span [*lo, *hi]
+// (the SPs of its top and bottom frames); False if it has none, or a
+// handler's frames on an alternate stack.
+Bool open_frames_span(const ThreadState* t, const ShadowStack* s, Addr* lo, Addr* hi)
+{
+   if (!in_shared_mapping(t, s) || s->top == s->frames || s->alt_fences) return False;
+   *lo = s->top->sp;
+   *hi = s->frames[1].sp;
+   return True;
+}
+
+// Ends t's suspended coroutine stacks in a mapping whose open frames lie
+// where s's do: two live stacks never share memory, so theirs are a dead
+// coroutine's, whose stack was freed (unseen: kgrind does not replace
+// malloc) and given to s's coroutine. Keeps the suspended stacks to the
+// live ones where coroutines reuse memory, which a resume searches.
+void end_stacks_overlapped_by(ThreadState* t, const ShadowStack* s)
+{
+   Addr lo, hi;
+   if (!open_frames_span(t, s, &lo, &hi)) return;
+   end_suspended_stacks(t, [&](const ShadowStack* o) {
+      Addr o_lo, o_hi;
+      return o != s && open_frames_span(t, o, &o_lo, &o_hi) && o_lo <= hi && lo <= o_hi;
+   });
+}
+
 // Leaves the running stack: its frames' clocks and activity pause.
 void suspend_stack(ThreadState* t)
 {
@@ -895,6 +950,9 @@ void suspend_stack(ThreadState* t)
    s->resume_pc = s->top > s->frames ? return_address_at(s->top->sp) : 0;
    for (Frame* f = s->frames + 1; f <= s->top; f++)
       if (f->tr->kind == kActivation) count_out(f->tr);
+   // (With none of the thread's frames active: the ended ones close as
+   // the outermost of their contexts, as at the thread's end.)
+   end_stacks_overlapped_by(t, s);
    s->next = t->suspended;
    t->suspended = s;
 }
@@ -906,12 +964,6 @@ void run_on(ThreadState* t, ShadowStack* s)
    kg_now->top = s->top;
    kg_now->frames_last = s->frames + s->cap - 1;
    update_now_from_top();
-}
-
-void release_stack(ShadowStack* s)
-{
-   kg::release(s->frames - 1);
-   kg::release(s);
 }
 
 // Makes suspended stack s the running one: its frames go on where they
@@ -1112,28 +1164,11 @@ Bool stack_dies_with(const ShadowStack* s, Addr lo, Addr hi)
    return overlap(s->lo, s->hi, lo, hi);
 }
 
-// Ends the suspended stacks of every thread that lay in [lo, hi]: their
-// frames close where they paused (as at the thread's end), so a new stack
-// in that memory does not resume them (a new coroutine would go on in the
-// dead one's frames).
+// Ends the suspended stacks of every thread that lay in [lo, hi].
 void end_stacks_in(Addr lo, Addr hi)
 {
-   for (ThreadState* t = all_threads; t; t = t->next) {
-      ShadowStack** link = &t->suspended;
-      while (ShadowStack* s = *link) {
-         if (s == t->own || !stack_dies_with(s, lo, hi)) {
-            link = &s->next;
-            continue;
-         }
-         *link = s->next;
-         settle_frames(s->frames + 1, s->top, s->suspended_at);
-         while (StackSegment* g = s->segment) {
-            s->segment = g->outer;
-            kg::release(g);
-         }
-         release_stack(s);
-      }
-   }
+   for (ThreadState* t = all_threads; t; t = t->next)
+      end_suspended_stacks(t, [&](const ShadowStack* s) { return stack_dies_with(s, lo, hi); });
 }
 
 // Drops the registrations that overlap [lo, hi] (they lie side by side in

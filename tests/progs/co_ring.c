@@ -17,9 +17,11 @@
      mmap      an mmap each, below a PROT_NONE guard page: separate mappings
      local     carved from an array in main's frame (the thread's own
                stack), registered as "register" does
-   and how they switch: swap (swapcontext) or asm (a minimal amd64 switch
-   that saves the callee-saved registers and SP, as boost.context's
-   jump_fcontext does). Prints how often each function ran. */
+   and how they switch: swap (swapcontext), asm (a minimal amd64 switch
+   that saves the callee-saved registers and SP, and returns on the other
+   stack), or jump (the same, but it pops the return address and jumps to
+   it, as boost.context's jump_fcontext does). Prints how often each
+   function ran. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +44,7 @@ typedef struct {
 } Coroutine;
 
 static Coroutine main_co, co[COS];
-static int running, use_asm;
+static int running, use_asm, use_jump;
 static long rounds, yields_left;
 static long count_yield, count_entry;
 #include "co_work.h"
@@ -60,9 +62,24 @@ __asm__(".text\n"
         "  ret\n"
         ".size co_switch, .-co_switch\n");
 
+/* void co_jump(void** save_sp, void* to_sp): as co_switch, with a jump */
+void co_jump(void** save_sp, void* to_sp);
+__asm__(".text\n"
+        ".globl co_jump\n"
+        ".type co_jump, @function\n"
+        "co_jump:\n"
+        "  push %rbp\n  push %rbx\n  push %r12\n  push %r13\n  push %r14\n  push %r15\n"
+        "  mov %rsp, (%rdi)\n"
+        "  mov %rsi, %rsp\n"
+        "  pop %r15\n  pop %r14\n  pop %r13\n  pop %r12\n  pop %rbx\n  pop %rbp\n"
+        "  pop %rcx\n"
+        "  jmp *%rcx\n"
+        ".size co_jump, .-co_jump\n");
+
 static void switch_to(Coroutine* from, Coroutine* to)
 {
-   if (use_asm) co_switch(&from->sp, to->sp);
+   if (use_jump) co_jump(&from->sp, to->sp);
+   else if (use_asm) co_switch(&from->sp, to->sp);
    else swapcontext(&from->uc, &to->uc);
 }
 
@@ -111,8 +128,8 @@ static void free_stack(const char* where, Coroutine* c)
    else if (strcmp(where, "heap") == 0 || strcmp(where, "register") == 0) free(c->base);
 }
 
-/* The first switch to an asm coroutine pops zeroed registers and returns
-   into co_entry, whose return address slot holds 0. */
+/* The first switch to an asm (jump) coroutine pops zeroed registers and
+   returns (jumps) into co_entry, whose return address slot holds 0. */
 static void prepare_asm(Coroutine* c)
 {
    void** sp = (void**)(((uintptr_t)c->base + c->size) & ~(uintptr_t)15);
@@ -147,7 +164,8 @@ int main(int argc, char** argv)
    rounds = atol(argv[1]);
    long gens = atol(argv[2]);
    const char* where = argv[3];
-   use_asm = strcmp(argv[4], "asm") == 0;
+   use_jump = strcmp(argv[4], "jump") == 0;
+   use_asm = use_jump || strcmp(argv[4], "asm") == 0;
    if (rounds < 1 || gens < 1 || gens > 8) return 2;
    char local[COS * STACK];
    local_area = local;
