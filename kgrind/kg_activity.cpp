@@ -18,6 +18,10 @@
 // coroutine: its first function is a root of the thread's forest, as a
 // thread's first function is). However far SP moves within one stack's
 // memory, it is a return or an unwind (longjmp, exceptions), never a switch.
+// Coroutine stacks that share a mapping (malloc'd, carved from one mmap) are
+// told apart by what the program does, not by distance: SP rising above a
+// coroutine's first frame, a function entered below the top frame without
+// a call, code reached by a return from a suspended stack's top frame.
 // A suspended stack's frames are paused: their inclusive costs count only
 // what ran on their own stack, so no instruction is in the inclusive cost of
 // two coroutines.
@@ -990,33 +994,67 @@ void switch_to_stack(ThreadState* t, ShadowStack* s, Addr sp)
    pop_dead_frames(t, sp);
 }
 
-// Does a switch to sp, going on at pc, resume suspended stack s? It returns
-// from the call that suspended s: SP just above the return address in its
-// top frame's slot, and pc that address (swapcontext and asm switches
-// `ret` through that slot; boost.context jumps to what it holds).
-Bool resumes_at(const ShadowStack* s, Addr sp, Addr pc)
+// Is pc a function's first instruction? A switch that lands there starts a
+// coroutine (its function entered by a `ret` or a jump).
+Bool function_entry_at(Addr pc)
 {
-   return s->top > s->frames && s->top->sp + sizeof(Addr) == sp && s->resume_pc && s->resume_pc == pc &&
-          in_memory_of(s, sp);
+   const HChar* name;
+   return pc && VG_(get_fnname_if_entry)(VG_(current_DiEpoch)(), pc, &name);
+}
+
+// Where a switch goes on: SP, and the block that runs next where a block
+// start's helper saw it, else the address in the slot below SP (where a
+// `ret` went, or boost.context's jump).
+struct Landing {
+   Addr sp;
+   Addr pc;
+   const FnInfo* fn;   // pc's function, if known
+   Bool starting;      // pc is a function's first instruction: a new coroutine
+};
+
+Landing landing_at(Addr sp, BlockInfo* blk)
+{
+   if (blk) return { sp, blk->addr, blk->fn(), blk->fn_entry };
+   Addr pc = return_address_at(sp - sizeof(Addr));
+   return { sp, pc, nullptr, function_entry_at(pc) };
+}
+
+// The frame of suspended stack s that a switch landing at l returns from,
+// if any (its frames above died): the call that suspended s (its top frame:
+// SP just above the return address in its slot, and pc that address:
+// swapcontext and asm switches `ret` through that slot, boost.context
+// jumps to what it holds), or a frame whose caller's function pc is in, SP
+// as that caller's call left it (longjmp to a setjmp point: the caller
+// called setjmp and then the switch at one SP).
+const Frame* resumed_frame(const ShadowStack* s, const Landing& l)
+{
+   if (l.starting || !in_memory_of(s, l.sp)) return nullptr;
+   const Frame* f = s->top;
+   while (f > s->frames && f->sp + sizeof(Addr) < l.sp) f--;
+   if (f == s->frames || f->sp + sizeof(Addr) != l.sp) return nullptr;
+   if (f == s->top && s->resume_pc && s->resume_pc == l.pc) return f;
+   const Transition* caller = f[-1].tr;
+   Bool called = f - 1 > s->frames && (caller->kind == kActivation || caller->kind == kTransparent);
+   return l.fn && called && runs(caller, l.fn) ? f : nullptr;
 }
 
 // How well sp fits suspended stack s, besides resumes_at: a resume lands
-// just above its top frame (a swapcontext-like switch returns from its own
+// just above its top frame (a longjmp-like switch returns near its own
 // call), or else just below a live frame (setcontext to a point saved by
 // getcontext); any other sp in the memory of an empty stack, or of the
 // thread's own stack (as an unwind would), fits last. ~0: it does not fit.
-// Not by distance where coroutine stacks share a mapping: there a
-// suspended coroutine's frames may be a dead one's (its stack freed, not
-// seen, and the memory given to a new coroutine, whose SP lands near them).
+// A new coroutine (starting: the switch lands on a function's entry) goes
+// on no other stack's frames: they would be a dead coroutine's, whose
+// stack was freed (unseen) and given to the new one.
 const Addr kResumeGap = 256;      // bytes above the top frame
 const Addr kLandingGap = 4096;    // bytes below the nearest live frame
 const Addr kFitsLast = (Addr)1 << 32;
 
-Addr landing_distance(const ThreadState* t, const ShadowStack* s, Addr sp)
+Addr landing_distance(const ThreadState* t, const ShadowStack* s, Addr sp, Bool starting)
 {
    if (!in_memory_of(s, sp)) return ~(Addr)0;
    if (s->top == s->frames) return kFitsLast;
-   if (in_shared_mapping(t, s)) return ~(Addr)0;
+   if (starting && s != t->own) return ~(Addr)0;
    const Frame* f = s->top;
    if (f > s->frames && f->sp < sp && sp - f->sp <= kResumeGap) return sp - f->sp;
    for (; f > s->frames; f--) {
@@ -1028,18 +1066,18 @@ Addr landing_distance(const ThreadState* t, const ShadowStack* s, Addr sp)
    return s == t->own ? kFitsLast : ~(Addr)0;
 }
 
-// The suspended stack a switch to sp, going on at pc, lands on, if any: the
-// one it resumes (resumes_at), the most recently suspended first (a dead
-// coroutine's stack whose memory a new one reuses tied with it, and the new
+// The suspended stack a switch landing at l lands on, if any: the one it
+// resumes (resumed_frame), the most recently suspended first (a dead
+// coroutine's stack whose memory a new one reuses ties with it, and the new
 // one was suspended later), else the best fit.
-ShadowStack* stack_landed_on(ThreadState* t, Addr sp, Addr pc)
+ShadowStack* stack_landed_on(ThreadState* t, const Landing& l)
 {
    for (ShadowStack* s = t->suspended; s; s = s->next)
-      if (resumes_at(s, sp, pc)) return s;
+      if (resumed_frame(s, l)) return s;
    ShadowStack* best = nullptr;
    Addr best_distance = ~(Addr)0;
    for (ShadowStack* s = t->suspended; s; s = s->next) {
-      Addr d = landing_distance(t, s, sp);
+      Addr d = landing_distance(t, s, l.sp, l.starting);
       if (d < best_distance) {
          best = s;
          best_distance = d;
@@ -1118,10 +1156,10 @@ void leave_segments(ThreadState* t, Addr sp)
 }
 
 // SP left the running stack's memory, or left a coroutine's stack for
-// another one in the same mapping: the thread switched stacks (pc: where it
-// goes on, 0 if not known: where the return address below SP leads), or
-// -fsplit-stack code entered or left a segment of it.
-void switch_stack(ThreadState* t, Addr sp, Addr pc)
+// another one in the same mapping: the thread switched stacks (blk: the
+// block that runs next, if known), or -fsplit-stack code entered or left a
+// segment of it.
+void switch_stack(ThreadState* t, Addr sp, BlockInfo* blk)
 {
    if (returned_to_outer_memory(t->stack, sp)) {
       leave_segments(t, sp);
@@ -1135,7 +1173,7 @@ void switch_stack(ThreadState* t, Addr sp, Addr pc)
    if (coroutine_ended(t))
       while (kg_now->top > base_frame(t)) pop_frame(t);
    suspend_stack(t);
-   ShadowStack* s = stack_landed_on(t, sp, pc ? pc : return_address_at(sp - sizeof(Addr)));
+   ShadowStack* s = stack_landed_on(t, landing_at(sp, blk));
    if (s) {
       resume_stack(t, s);
    } else {
@@ -1209,11 +1247,11 @@ Bool rose_off_coroutine_stack(const ThreadState* t, Addr sp)
           !s->alt_fences && !coroutine_ended(t);
 }
 
-// Pops the frames that died, or follows a switch to another stack (pc: as
+// Pops the frames that died, or follows a switch to another stack (blk: as
 // switch_stack's).
-void unwind_to_sp(ThreadState* t, Addr sp, Addr pc = 0)
+void unwind_to_sp(ThreadState* t, Addr sp, BlockInfo* blk = nullptr)
 {
-   if (left_running_stack(t, sp) || rose_off_coroutine_stack(t, sp)) switch_stack(t, sp, pc);
+   if (left_running_stack(t, sp) || rose_off_coroutine_stack(t, sp)) switch_stack(t, sp, blk);
    else pop_dead_frames(t, sp);
    if (kg_region_watching) region_stack_rose(t->tid, sp);
 }
@@ -1515,7 +1553,7 @@ static ULong* block_entry(BlockInfo* blk, Addr sp, UWord after_call)
    if (after_call) {
       push_activation(t, activated_function(blk), sp, blk, kg_now->call_site);
    } else if (blk->fn_entry && !runs(kg_now->top->tr, blk->fn())) {
-      if (linked_to_new_coroutine(t) || entered_below_top(t, sp)) switch_stack(t, sp, blk->addr);
+      if (linked_to_new_coroutine(t) || entered_below_top(t, sp)) switch_stack(t, sp, blk);
       // A jump to a function's first instruction from another function is a
       // tail call; a jump back to its own entry is a loop. (Direct jumps
       // left the call pending: kg_instrument.cpp, add_tail_call.) Here by an
@@ -1531,9 +1569,9 @@ static ULong* block_entry(BlockInfo* blk, Addr sp, UWord after_call)
 // A new coroutine's first function (entered by a ret, not a call) comes
 // through kg_entry_fixup or kg_block_entry; kg_block_start checks in
 // unwind_at_block_start.
-static void follow_stack_switch(Addr sp, Addr pc)
+static void follow_stack_switch(Addr sp, BlockInfo* blk)
 {
-   if (left_running_stack(current, sp)) switch_stack(current, sp, pc);
+   if (left_running_stack(current, sp)) switch_stack(current, sp, blk);
 }
 
 extern "C" void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, ForestNode* ctx_before)
@@ -1546,28 +1584,28 @@ extern "C" void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, ForestNode
    update_now_from_top();
    // A handler on an alternate stack runs below no frame (signal_delivered).
    if (kg_now->top->tr->kind == kAltSignalFence) kg_now->top_sp = ~(Addr)0;
-   follow_stack_switch(sp, blk->addr);
+   follow_stack_switch(sp, blk);
    block_entry(blk, sp, ctx_before == kCallPending);
 }
 
 extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode* ctx_before)
 {
-   follow_stack_switch(sp, blk->addr);
+   follow_stack_switch(sp, blk);
    block_entry(blk, sp, ctx_before == kCallPending);
 }
 
 // blk, outside the top frame's function, runs where a suspended coroutine
-// stack resumes (resumes_at), while a coroutine stack in a mapping runs: a
-// switch to that stack, below (one above raised SP: kg_unwind). Code runs
+// stack resumes (resumed_frame), while a coroutine stack in a mapping runs:
+// a switch to that stack, below (one above raised SP: kg_unwind). Code runs
 // outside its top frame's function after such a switch (the top frame is
-// the switch's, the resumed code the switch's caller), and a return lands
-// where a call left its return address: a normal return, popping the top
-// frame inline, leaves blk in the new top frame's function.
+// the switch's, the resumed code the switch's caller); a normal return pops
+// the top frame inline and leaves blk in the new top frame's function.
 static void follow_resume_below(ThreadState* t, BlockInfo* blk, Addr sp)
 {
    if (!in_shared_mapping(t, t->stack) || t->stack->alt_fences || runs(kg_now->top->tr, blk->fn())) return;
+   Landing l = landing_at(sp, blk);
    for (ShadowStack* s = t->suspended; s; s = s->next) {
-      if (resumes_at(s, sp, blk->addr)) {
+      if (resumed_frame(s, l)) {
          switch_to_stack(t, s, sp);
          return;
       }
@@ -1582,7 +1620,7 @@ static void follow_resume_below(ThreadState* t, BlockInfo* blk, Addr sp)
 static Addr unwind_at_block_start(BlockInfo* blk)
 {
    Addr sp = VG_(get_SP)(current->tid);
-   if (sp > kg_now->top_sp || left_running_stack(current, sp)) unwind_to_sp(current, sp, blk->addr);
+   if (sp > kg_now->top_sp || left_running_stack(current, sp)) unwind_to_sp(current, sp, blk);
    else if (current->suspended) follow_resume_below(current, blk, sp);
    return sp;
 }

@@ -233,11 +233,12 @@ def assert_ring_contexts(prof, own, rounds=20, gens=3):
         assert_inclusive_is_subtree_exclusive(forest)
 
 
-@pytest.mark.parametrize('switch', ['swap', 'asm', 'jump'])
+@pytest.mark.parametrize('switch', ['swap', 'asm', 'jump', 'longjmp'])
 @pytest.mark.parametrize('where', ['register', 'local', 'mmap'])
 def test_coroutines_switching_directly_keep_their_own_contexts(tools, where, switch):
-    """Four coroutines switch to each other directly (swapcontext, or an
-    asm switch that returns or, as boost.context's, jumps), their stacks malloc'd in the heap's one
+    """Four coroutines switch to each other directly (swapcontext, an asm
+    switch that returns or, as boost.context's, jumps, or longjmp to a
+    setjmp point), their stacks malloc'd in the heap's one
     mapping and registered with VALGRIND_STACK_REGISTER, or carved from an
     array in main's frame and registered, or each in an mmap of its own;
     three generations, each's stacks freed and the next's (smaller) in
@@ -250,7 +251,7 @@ def test_coroutines_switching_directly_keep_their_own_contexts(tools, where, swi
     assert_ring_contexts(prof, own)
 
 
-@pytest.mark.parametrize('switch', ['swap', 'asm', 'jump'])
+@pytest.mark.parametrize('switch', ['swap', 'asm', 'jump', 'longjmp'])
 @pytest.mark.parametrize('where', ['heap', 'carve', 'pool'])
 def test_unregistered_coroutines_in_one_mapping_switching_directly(tools, where, switch):
     """The same ring with stacks nobody registered, all in one mapping: SP
@@ -266,7 +267,7 @@ def test_unregistered_coroutines_in_one_mapping_switching_directly(tools, where,
     assert_ring_contexts(prof, own, gens=6)
 
 
-@pytest.mark.parametrize('where, switch', [('carve', 'jump'), ('pool', 'swap')])
+@pytest.mark.parametrize('where, switch', [('carve', 'jump'), ('pool', 'swap'), ('heap', 'longjmp')])
 def test_unregistered_coroutines_k2_contexts_name_their_real_callers(tools, where, switch):
     prof, own = run_ring(tools, where, switch, ['--k=2'], gens=4)
     contexts = collections.Counter()

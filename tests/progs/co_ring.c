@@ -19,9 +19,11 @@
                stack), registered as "register" does
    and how they switch: swap (swapcontext), asm (a minimal amd64 switch
    that saves the callee-saved registers and SP, and returns on the other
-   stack), or jump (the same, but it pops the return address and jumps to
-   it, as boost.context's jump_fcontext does). Prints how often each
-   function ran. */
+   stack), jump (the same, but it pops the return address and jumps to
+   it, as boost.context's jump_fcontext does), or longjmp (setjmp, then
+   longjmp to the other coroutine's setjmp point; a coroutine's first run
+   by swapcontext). Prints how often each function ran. */
+#include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,10 +43,12 @@ typedef struct {
    char* base;
    size_t size;
    unsigned stack_id; /* register */
+   jmp_buf jb;        /* longjmp */
+   int started;       /* longjmp: it has a setjmp point */
 } Coroutine;
 
 static Coroutine main_co, co[COS];
-static int running, use_asm, use_jump;
+static int running, use_asm, use_jump, use_longjmp;
 static long rounds, yields_left;
 static long count_yield, count_entry;
 #include "co_work.h"
@@ -78,6 +82,11 @@ __asm__(".text\n"
 
 static void switch_to(Coroutine* from, Coroutine* to)
 {
+   if (use_longjmp) {
+      if (setjmp(from->jb)) return;
+      if (to->started) longjmp(to->jb, 1);
+      to->started = 1;
+   }
    if (use_jump) co_jump(&from->sp, to->sp);
    else if (use_asm) co_switch(&from->sp, to->sp);
    else swapcontext(&from->uc, &to->uc);
@@ -143,6 +152,7 @@ static int start(const char* where, Coroutine* c, size_t size)
 {
    if (strcmp(where, "pool") == 0) size = STACK;
    c->size = size;
+   c->started = 0;
    c->base = new_stack(where, size, (int)(c - co));
    if (!c->base) return 0;
    if (registers(where)) c->stack_id = VALGRIND_STACK_REGISTER(c->base, c->base + size);
@@ -165,6 +175,8 @@ int main(int argc, char** argv)
    long gens = atol(argv[2]);
    const char* where = argv[3];
    use_jump = strcmp(argv[4], "jump") == 0;
+   use_longjmp = strcmp(argv[4], "longjmp") == 0;
+   main_co.started = 1;
    use_asm = use_jump || strcmp(argv[4], "asm") == 0;
    if (rounds < 1 || gens < 1 || gens > 8) return 2;
    char local[COS * STACK];
