@@ -21,7 +21,7 @@
 // Coroutine stacks that share a mapping (malloc'd, carved from one mmap) are
 // told apart by what the program does, not by distance: SP rising above a
 // coroutine's first frame, a function entered below the top frame without
-// a call, code reached by a return from a suspended stack's top frame.
+// a call, code reached as a return from a suspended stack's frame.
 // A suspended stack's frames are paused: their inclusive costs count only
 // what ran on their own stack, so no instruction is in the inclusive cost of
 // two coroutines.
@@ -1038,7 +1038,7 @@ const Frame* resumed_frame(const ShadowStack* s, const Landing& l)
    return l.fn && called && runs(caller, l.fn) ? f : nullptr;
 }
 
-// How well sp fits suspended stack s, besides resumes_at: a resume lands
+// How well sp fits suspended stack s, besides resumed_frame: a resume lands
 // just above its top frame (a longjmp-like switch returns near its own
 // call), or else just below a live frame (setcontext to a point saved by
 // getcontext); any other sp in the memory of an empty stack, or of the
