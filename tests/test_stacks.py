@@ -327,6 +327,42 @@ def test_unwinds_on_unregistered_coroutine_stacks_stay_unwinds(tools, k):
         assert_inclusive_is_subtree_exclusive(forest)
 
 
+def fiber_name(name):
+    """boost.context's entry (one instantiation a fiber lambda) as `fiber_entry`,
+    other C++ names without their parameters."""
+    return 'fiber_entry' if 'context::detail::fiber_entry<' in name else name.split('(')[0]
+
+
+@pytest.mark.parametrize('k', ['inf', '2'])
+def test_boost_context_fibers_switching_directly_keep_their_own_contexts(tools, k):
+    """Debian's boost.context (built without BOOST_USE_VALGRIND, so nothing
+    is registered): fibers on 16 KB stacks malloc'd in the heap's one
+    mapping, three of them switching to each other directly round after
+    round, then 500 short-lived fibers. Each fiber's first function is a
+    root of the forest, `ring_body` its only frame below it. Before session
+    22 the ring nested in itself (`ring_body > switch_to > jump_fcontext >
+    ring_work`) and `ring_body` was a root without its fiber."""
+    exe = tools.compile('boost_fibers.cpp', '-O1', libs=['-lboost_context'])
+    kg = tools.kgrind(exe, 20, 500, opts=[f'--k={k}', '--unroll-simple-rec=yes'], out=f'fibers.{k}')
+    native = tools.native(exe, 20, 500)
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout
+    own = counts_printed(native.stdout)
+    prof = ksf_records.parse(kg.profile_path)
+    contexts = collections.Counter()
+    for forest in prof.forests:
+        for ctx, n in ksf_records.kccf(forest, ksf_records.k_of(prof), None if k == 'inf' else 1).items():
+            contexts[tuple(map(fiber_name, ctx))] += n
+    ours = {c: n for c, n in contexts.items() if c[-1] in ('ring_work', 'short_work', 'ring_body')}
+    if k == 'inf':
+        assert ours == {('__root__', 'fiber_entry', 'ring_body'): 3,
+                        ('__root__', 'fiber_entry', 'ring_body', 'ring_work'): own['ring_work'],
+                        ('__root__', 'fiber_entry', 'short_work'): own['short_work']}
+    else:
+        assert ours == {('fiber_entry', 'ring_body'): 3, ('ring_body', 'ring_work'): own['ring_work'],
+                        ('fiber_entry', 'short_work'): own['short_work']}
+
+
 def test_registering_the_running_stack_keeps_its_frames(tools):
     """A program may register the stack it runs on (a fiber library making
     the main thread a fiber): until session 19 SP then seemed to be on
