@@ -64,8 +64,8 @@ Bool acts_in_nodes() { return clo.k == kInfiniteK && !clo.join_threads; }
 // less their callees' (flush_transitions), so its inclusive cost is its
 // exclusive cost plus its children's inclusive costs; and its calls are its
 // transitions' calls, which count since the counters were last zeroed
-// (calls_cumulative). Both are found when a profile is written
-// (derive_node_counts). The node's last two words, `calls` and `incl`, are
+// (flush_transitions). Both are found when a profile is written
+// (flush_all_transitions, derive_node_counts). The node's last two words, `calls` and `incl`, are
 // then the first two of its payload (act_offset), its first transition's
 // `calls` and `edge_incl`: 16 bytes a k-SF node (cc1plus at k=inf: 46 MB).
 static Bool counts_derived() { return acts_in_nodes() && separate_view(); }
