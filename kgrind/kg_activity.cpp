@@ -18,6 +18,10 @@
 // coroutine: its first function is a root of the thread's forest, as a
 // thread's first function is). However far SP moves within one stack's
 // memory, it is a return or an unwind (longjmp, exceptions), never a switch.
+// Coroutine stacks that share a mapping (malloc'd, carved from one mmap) are
+// told apart by what the program does, not by distance: SP rising above a
+// coroutine's first frame, a function entered below the top frame without
+// a call, code reached as a return from a suspended stack's frame.
 // A suspended stack's frames are paused: their inclusive costs count only
 // what ran on their own stack, so no instruction is in the inclusive cost of
 // two coroutines.
@@ -116,6 +120,14 @@ struct ShadowStack {
    UInt alt_fences;         // handlers running on an alternate signal stack
    StackSegment* segment;   // the innermost -fsplit-stack segment it runs on
    Bool registered;         // lo, hi: a stack the program registered
+   // A coroutine stack in a mapping (not registered): the SP its first
+   // function was entered at without a call (0: not known). Nothing of the
+   // coroutine's lies above it but that function's return address, so SP
+   // rising farther while its frames are open left the stack.
+   Addr entry_sp;
+   // While suspended: the return address in its top frame's slot, where a
+   // resume returns to (0: none read).
+   Addr resume_pc;
    ShadowStack* next;       // the thread's suspended stacks
 };
 
@@ -860,14 +872,91 @@ void pop_dead_frames(ThreadState* t, Addr sp)
 
 // ---- Stack switches ---------------------------------------------------------
 
+// Is s a coroutine stack tied to the mapping it lies in (not registered,
+// not the thread's own)? Other coroutines' stacks may lie in that mapping
+// (malloc'd stacks, stacks carved from one mmap), so SP moving within it
+// may be a switch, which only what the program does tells from a call or
+// a return.
+Bool in_shared_mapping(const ThreadState* t, const ShadowStack* s)
+{
+   return s != t->own && !s->registered && !s->segment;
+}
+
+// The return address in the stack slot at sp, if the client may read it
+// (else 0).
+Addr return_address_at(Addr sp)
+{
+   if (!VG_(am_is_valid_for_client)(sp, sizeof(Addr), VKI_PROT_READ)) return 0;
+   return *(const Addr*)sp;
+}
+
+void release_stack(ShadowStack* s)
+{
+   kg::release(s->frames - 1);
+   kg::release(s);
+}
+
+// Ends the suspended stacks of thread t for which dies(s) holds: their
+// frames close where they paused (as at the thread's end), so a new stack
+// in that memory does not resume them (a new coroutine would go on in the
+// dead one's frames).
+template <typename Dies>
+void end_suspended_stacks(ThreadState* t, Dies dies)
+{
+   ShadowStack** link = &t->suspended;
+   while (ShadowStack* s = *link) {
+      if (s == t->own || !dies(s)) {
+         link = &s->next;
+         continue;
+      }
+      *link = s->next;
+      settle_frames(s->frames + 1, s->top, s->suspended_at);
+      while (StackSegment* g = s->segment) {
+         s->segment = g->outer;
+         kg::release(g);
+      }
+      release_stack(s);
+   }
+}
+
+// The open frames of a coroutine stack in a mapping span [*lo, *hi]
+// (the SPs of its top and bottom frames); False if it has none, or a
+// handler's frames on an alternate stack.
+Bool open_frames_span(const ThreadState* t, const ShadowStack* s, Addr* lo, Addr* hi)
+{
+   if (!in_shared_mapping(t, s) || s->top == s->frames || s->alt_fences) return False;
+   *lo = s->top->sp;
+   *hi = s->frames[1].sp;
+   return True;
+}
+
+// Ends t's suspended coroutine stacks in a mapping whose open frames lie
+// where s's do: two live stacks never share memory, so theirs are a dead
+// coroutine's, whose stack was freed (unseen: kgrind does not replace
+// malloc) and given to s's coroutine. Keeps the suspended stacks to the
+// live ones where coroutines reuse memory, which a resume searches.
+void end_stacks_overlapped_by(ThreadState* t, const ShadowStack* s)
+{
+   Addr lo, hi;
+   if (!open_frames_span(t, s, &lo, &hi)) return;
+   end_suspended_stacks(t, [&](const ShadowStack* o) {
+      Addr o_lo, o_hi;
+      return o != s && open_frames_span(t, o, &o_lo, &o_hi) && o_lo <= hi && lo <= o_hi;
+   });
+}
+
 // Leaves the running stack: its frames' clocks and activity pause.
 void suspend_stack(ThreadState* t)
 {
    ShadowStack* s = t->stack;
    s->top = kg_now->top;
    s->suspended_at = kg_now->ir;
+   s->resume_pc = s->top > s->frames ? return_address_at(s->top->sp) : 0;
    for (Frame* f = s->frames + 1; f <= s->top; f++)
       if (f->tr->kind == kActivation) count_out(f->tr);
+   // (With none of the thread's frames active: the ended ones close as
+   // the outermost of their contexts, as at the thread's end.)
+   end_stacks_overlapped_by(t, s);
    s->next = t->suspended;
    t->suspended = s;
 }
@@ -879,12 +968,6 @@ void run_on(ThreadState* t, ShadowStack* s)
    kg_now->top = s->top;
    kg_now->frames_last = s->frames + s->cap - 1;
    update_now_from_top();
-}
-
-void release_stack(ShadowStack* s)
-{
-   kg::release(s->frames - 1);
-   kg::release(s);
 }
 
 // Makes suspended stack s the running one: its frames go on where they
@@ -899,21 +982,79 @@ void resume_stack(ThreadState* t, ShadowStack* s)
       f->ir_at_entry += paused;
       if (f->tr->kind == kActivation) count_in(f->tr);
    }
+   if (s->top == s->frames) s->entry_sp = 0;   // an ended coroutine's, reused by a new one
    run_on(t, s);
 }
 
-// How well sp fits suspended stack s: a resume lands just above its top
-// frame (a swapcontext-like switch returns from its own call), or else just
-// below a live frame (setcontext to a point saved by getcontext); any other
-// sp in the memory of an empty stack, or of the thread's own stack (as an
-// unwind would), fits last. ~0: it does not fit.
+// Leaves the running stack for suspended stack s, SP now sp.
+void switch_to_stack(ThreadState* t, ShadowStack* s, Addr sp)
+{
+   suspend_stack(t);
+   resume_stack(t, s);
+   pop_dead_frames(t, sp);
+}
+
+// Is pc a function's first instruction? A switch that lands there starts a
+// coroutine (its function entered by a `ret` or a jump).
+Bool function_entry_at(Addr pc)
+{
+   const HChar* name;
+   return pc && VG_(get_fnname_if_entry)(VG_(current_DiEpoch)(), pc, &name);
+}
+
+// Where a switch goes on: SP, and the block that runs next where a block
+// start's helper saw it, else the address in the slot below SP (where a
+// `ret` went, or boost.context's jump).
+struct Landing {
+   Addr sp;
+   Addr pc;
+   const FnInfo* fn;   // pc's function, if known
+   Bool starting;      // pc is a function's first instruction: a new coroutine
+};
+
+Landing landing_at(Addr sp, BlockInfo* blk)
+{
+   if (blk) return { sp, blk->addr, blk->fn(), blk->fn_entry };
+   Addr pc = return_address_at(sp - sizeof(Addr));
+   return { sp, pc, nullptr, function_entry_at(pc) };
+}
+
+// The frame of suspended stack s that a switch landing at l returns from,
+// if any (its frames above died): the call that suspended s (its top frame:
+// SP just above the return address in its slot, and pc that address:
+// swapcontext and asm switches `ret` through that slot, boost.context
+// jumps to what it holds), or a frame whose caller's function pc is in, SP
+// as that caller's call left it (longjmp to a setjmp point: the caller
+// called setjmp and then the switch at one SP).
+const Frame* resumed_frame(const ShadowStack* s, const Landing& l)
+{
+   if (l.starting || !in_memory_of(s, l.sp)) return nullptr;
+   const Frame* f = s->top;
+   while (f > s->frames && f->sp + sizeof(Addr) < l.sp) f--;
+   if (f == s->frames || f->sp + sizeof(Addr) != l.sp) return nullptr;
+   if (f == s->top && s->resume_pc && s->resume_pc == l.pc) return f;
+   const Transition* caller = f[-1].tr;
+   Bool called = f - 1 > s->frames && (caller->kind == kActivation || caller->kind == kTransparent);
+   return l.fn && called && runs(caller, l.fn) ? f : nullptr;
+}
+
+// How well sp fits suspended stack s, besides resumed_frame: a resume lands
+// just above its top frame (a longjmp-like switch returns near its own
+// call), or else just below a live frame (setcontext to a point saved by
+// getcontext); any other sp in the memory of an empty stack, or of the
+// thread's own stack (as an unwind would), fits last. ~0: it does not fit.
+// A new coroutine (starting: the switch lands on a function's entry) goes
+// on no other stack's frames: they would be a dead coroutine's, whose
+// stack was freed (unseen) and given to the new one.
 const Addr kResumeGap = 256;      // bytes above the top frame
 const Addr kLandingGap = 4096;    // bytes below the nearest live frame
 const Addr kFitsLast = (Addr)1 << 32;
 
-Addr landing_distance(const ThreadState* t, const ShadowStack* s, Addr sp)
+Addr landing_distance(const ThreadState* t, const ShadowStack* s, Addr sp, Bool starting)
 {
    if (!in_memory_of(s, sp)) return ~(Addr)0;
+   if (s->top == s->frames) return kFitsLast;
+   if (starting && s != t->own) return ~(Addr)0;
    const Frame* f = s->top;
    if (f > s->frames && f->sp < sp && sp - f->sp <= kResumeGap) return sp - f->sp;
    for (; f > s->frames; f--) {
@@ -922,17 +1063,21 @@ Addr landing_distance(const ThreadState* t, const ShadowStack* s, Addr sp)
          break;
       }
    }
-   return s->top == s->frames || s == t->own ? kFitsLast : ~(Addr)0;
+   return s == t->own ? kFitsLast : ~(Addr)0;
 }
 
-// The suspended stack sp lands on, if any: the best fit wins (heap
-// coroutines' stacks share one mapping).
-ShadowStack* stack_landed_on(ThreadState* t, Addr sp)
+// The suspended stack a switch landing at l lands on, if any: the one it
+// resumes (resumed_frame), the most recently suspended first (a dead
+// coroutine's stack whose memory a new one reuses ties with it, and the new
+// one was suspended later), else the best fit.
+ShadowStack* stack_landed_on(ThreadState* t, const Landing& l)
 {
+   for (ShadowStack* s = t->suspended; s; s = s->next)
+      if (resumed_frame(s, l)) return s;
    ShadowStack* best = nullptr;
    Addr best_distance = ~(Addr)0;
    for (ShadowStack* s = t->suspended; s; s = s->next) {
-      Addr d = landing_distance(t, s, sp);
+      Addr d = landing_distance(t, s, l.sp, l.starting);
       if (d < best_distance) {
          best = s;
          best_distance = d;
@@ -1010,9 +1155,11 @@ void leave_segments(ThreadState* t, Addr sp)
    update_now_from_top();
 }
 
-// SP left the running stack's memory: the thread switched stacks, or
-// -fsplit-stack code entered or left a segment of it.
-void switch_stack(ThreadState* t, Addr sp)
+// SP left the running stack's memory, or left a coroutine's stack for
+// another one in the same mapping: the thread switched stacks (blk: the
+// block that runs next, if known), or -fsplit-stack code entered or left a
+// segment of it.
+void switch_stack(ThreadState* t, Addr sp, BlockInfo* blk)
 {
    if (returned_to_outer_memory(t->stack, sp)) {
       leave_segments(t, sp);
@@ -1026,7 +1173,7 @@ void switch_stack(ThreadState* t, Addr sp)
    if (coroutine_ended(t))
       while (kg_now->top > base_frame(t)) pop_frame(t);
    suspend_stack(t);
-   ShadowStack* s = stack_landed_on(t, sp);
+   ShadowStack* s = stack_landed_on(t, landing_at(sp, blk));
    if (s) {
       resume_stack(t, s);
    } else {
@@ -1055,28 +1202,11 @@ Bool stack_dies_with(const ShadowStack* s, Addr lo, Addr hi)
    return overlap(s->lo, s->hi, lo, hi);
 }
 
-// Ends the suspended stacks of every thread that lay in [lo, hi]: their
-// frames close where they paused (as at the thread's end), so a new stack
-// in that memory does not resume them (a new coroutine would go on in the
-// dead one's frames).
+// Ends the suspended stacks of every thread that lay in [lo, hi].
 void end_stacks_in(Addr lo, Addr hi)
 {
-   for (ThreadState* t = all_threads; t; t = t->next) {
-      ShadowStack** link = &t->suspended;
-      while (ShadowStack* s = *link) {
-         if (s == t->own || !stack_dies_with(s, lo, hi)) {
-            link = &s->next;
-            continue;
-         }
-         *link = s->next;
-         settle_frames(s->frames + 1, s->top, s->suspended_at);
-         while (StackSegment* g = s->segment) {
-            s->segment = g->outer;
-            kg::release(g);
-         }
-         release_stack(s);
-      }
-   }
+   for (ThreadState* t = all_threads; t; t = t->next)
+      end_suspended_stacks(t, [&](const ShadowStack* s) { return stack_dies_with(s, lo, hi); });
 }
 
 // Drops the registrations that overlap [lo, hi] (they lie side by side in
@@ -1104,10 +1234,24 @@ Bool left_running_stack(const ThreadState* t, Addr sp)
    return !in_memory_of(t->stack, sp) && !t->stack->alt_fences;
 }
 
-// Pops the frames that died, or follows a switch to another stack.
-void unwind_to_sp(ThreadState* t, Addr sp)
+// SP rose above the return address of the first function of a coroutine
+// stack in a mapping while frames of it are open. An unwind cannot leave
+// the stack it runs on, and nothing of the coroutine lies above: the thread
+// switched to a stack above (in the mapping, so SP stayed in the running
+// stack's memory). Not after the first function returned into glibc's
+// __start_context, which may raise SP to uc_link's slot.
+Bool rose_off_coroutine_stack(const ThreadState* t, Addr sp)
 {
-   if (left_running_stack(t, sp)) switch_stack(t, sp);
+   const ShadowStack* s = t->stack;
+   return in_shared_mapping(t, s) && s->entry_sp && kg_now->top > s->frames && sp > s->entry_sp + sizeof(Addr) &&
+          !s->alt_fences && !coroutine_ended(t);
+}
+
+// Pops the frames that died, or follows a switch to another stack (blk: as
+// switch_stack's).
+void unwind_to_sp(ThreadState* t, Addr sp, BlockInfo* blk = nullptr)
+{
+   if (left_running_stack(t, sp) || rose_off_coroutine_stack(t, sp)) switch_stack(t, sp, blk);
    else pop_dead_frames(t, sp);
    if (kg_region_watching) region_stack_rose(t->tid, sp);
 }
@@ -1379,6 +1523,26 @@ extern "C" void VG_REGPARM(1) kg_unwind(Addr sp)
    unwind_to_sp(current, sp);
 }
 
+// A function entered without a call below the top frame's SP, on a
+// coroutine stack in a mapping: a tail call enters at the top frame's SP (a
+// signal's handler above its fence), so the program switched to a new
+// coroutine's stack below this one (its first function entered by a `ret`
+// or a jump, as makecontext's and boost.context's are).
+static Bool entered_below_top(const ThreadState* t, Addr sp)
+{
+   const Frame* top = kg_now->top;
+   return in_shared_mapping(t, t->stack) && top > t->stack->frames && sp < top->sp && !t->stack->alt_fences &&
+          (top->tr->kind == kActivation || top->tr->kind == kTransparent);
+}
+
+// A coroutine stack's first function was entered at sp without a call
+// (rose_off_coroutine_stack).
+static void note_coroutine_entry(ThreadState* t, Addr sp)
+{
+   ShadowStack* s = t->stack;
+   if (s != t->own && kg_now->top == s->frames + 1 && !s->entry_sp) s->entry_sp = sp;
+}
+
 static ULong* block_counters_now(BlockInfo* blk);
 
 // A block that may start an activation, after a call or not. Returns its
@@ -1389,13 +1553,14 @@ static ULong* block_entry(BlockInfo* blk, Addr sp, UWord after_call)
    if (after_call) {
       push_activation(t, activated_function(blk), sp, blk, kg_now->call_site);
    } else if (blk->fn_entry && !runs(kg_now->top->tr, blk->fn())) {
-      if (linked_to_new_coroutine(t)) switch_stack(t, sp);
+      if (linked_to_new_coroutine(t) || entered_below_top(t, sp)) switch_stack(t, sp, blk);
       // A jump to a function's first instruction from another function is a
       // tail call; a jump back to its own entry is a loop. (Direct jumps
       // left the call pending: kg_instrument.cpp, add_tail_call.) Here by an
       // indirect jump, or by a signal's delivery (its site then: the
       // interrupted instruction, signal_delivered).
       push_activation(t, blk->fn(), sp, blk, kg_now->jump_site);
+      note_coroutine_entry(t, sp);
    }
    kg_now->jump_site = 0;
    return block_counters_now(blk);
@@ -1404,9 +1569,9 @@ static ULong* block_entry(BlockInfo* blk, Addr sp, UWord after_call)
 // A new coroutine's first function (entered by a ret, not a call) comes
 // through kg_entry_fixup or kg_block_entry; kg_block_start checks in
 // unwind_at_block_start.
-static void follow_stack_switch(Addr sp)
+static void follow_stack_switch(Addr sp, BlockInfo* blk)
 {
-   if (left_running_stack(current, sp)) switch_stack(current, sp);
+   if (left_running_stack(current, sp)) switch_stack(current, sp, blk);
 }
 
 extern "C" void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, ForestNode* ctx_before)
@@ -1419,14 +1584,32 @@ extern "C" void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, ForestNode
    update_now_from_top();
    // A handler on an alternate stack runs below no frame (signal_delivered).
    if (kg_now->top->tr->kind == kAltSignalFence) kg_now->top_sp = ~(Addr)0;
-   follow_stack_switch(sp);
+   follow_stack_switch(sp, blk);
    block_entry(blk, sp, ctx_before == kCallPending);
 }
 
 extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode* ctx_before)
 {
-   follow_stack_switch(sp);
+   follow_stack_switch(sp, blk);
    block_entry(blk, sp, ctx_before == kCallPending);
+}
+
+// blk, outside the top frame's function, runs where a suspended coroutine
+// stack resumes (resumed_frame), while a coroutine stack in a mapping runs:
+// a switch to that stack, below (one above raised SP: kg_unwind). Code runs
+// outside its top frame's function after such a switch (the top frame is
+// the switch's, the resumed code the switch's caller); a normal return pops
+// the top frame inline and leaves blk in the new top frame's function.
+static void follow_resume_below(ThreadState* t, BlockInfo* blk, Addr sp)
+{
+   if (!in_shared_mapping(t, t->stack) || t->stack->alt_fences || runs(kg_now->top->tr, blk->fn())) return;
+   Landing l = landing_at(sp, blk);
+   for (ShadowStack* s = t->suspended; s; s = s->next) {
+      if (resumed_frame(s, l)) {
+         switch_to_stack(t, s, sp);
+         return;
+      }
+   }
 }
 
 // Pops the frames that died, by SP at the start of the running superblock
@@ -1434,16 +1617,17 @@ extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode
 // superblock ran yet), or follows a switch to another stack (a resumed
 // coroutine's first block misses its cached context, so it gets here).
 // Returns that SP.
-static Addr unwind_at_block_start()
+static Addr unwind_at_block_start(BlockInfo* blk)
 {
    Addr sp = VG_(get_SP)(current->tid);
-   if (sp > kg_now->top_sp || left_running_stack(current, sp)) unwind_to_sp(current, sp);
+   if (sp > kg_now->top_sp || left_running_stack(current, sp)) unwind_to_sp(current, sp, blk);
+   else if (current->suspended) follow_resume_below(current, blk, sp);
    return sp;
 }
 
 extern "C" void VG_REGPARM(1) kg_block_start(BlockInfo* blk)
 {
-   Addr sp = unwind_at_block_start();
+   Addr sp = unwind_at_block_start(blk);
    UWord after_call = kg_now->ctx == kCallPending;
    if (after_call || blk->fn_entry)
       block_entry(blk, sp, after_call);
@@ -1463,7 +1647,7 @@ static ULong* block_counters_now(BlockInfo* blk)
 extern "C" void VG_REGPARM(1) kg_block_counters(UWord block_id)
 {
    BlockInfo* blk = block_with_id((UInt)block_id);
-   Addr sp = unwind_at_block_start();
+   Addr sp = unwind_at_block_start(blk);
    UWord after_call = kg_now->ctx == kCallPending;
    kg_now->found_counters = after_call || blk->fn_entry ? block_entry(blk, sp, after_call) : block_counters_now(blk);
 }
@@ -1492,7 +1676,7 @@ static UWord block_instructions(const BlockInfo* blk)
 
 extern "C" void VG_REGPARM(1) kg_sigreturn_code(BlockInfo* blk)
 {
-   unwind_at_block_start();
+   unwind_at_block_start(blk);
    Transition* top = kg_now->top->tr;
    Bool fence = top->kind == kSignalFence || top->kind == kAltSignalFence;
    if (!fence || kg_now->ctx == kCallPending) {
@@ -1509,7 +1693,7 @@ extern "C" void VG_REGPARM(1) kg_sigreturn_code(BlockInfo* blk)
 
 extern "C" void VG_REGPARM(1) kg_plt_start(BlockInfo* blk)
 {
-   unwind_at_block_start();
+   unwind_at_block_start(blk);
    point_block_at(blk, transition_ctx(kg_now->top->tr));
 }
 

@@ -655,11 +655,34 @@ Bool object_text(Addr a, Addr* lo, Addr* hi)
    return True;
 }
 
+namespace {
+
+// kg_jump_out asks at every indirect jump out of an object, and
+// boost.context's switches are such jumps (into the other coroutine's
+// code): a symbol look-up each time made a fiber's life about 25 us.
+// Verdicts about addresses in objects are kept while the objects stay
+// (unmapping one moves Valgrind's debug-info epoch); an address outside
+// any object (JIT code) may later hold an object: asked again each time.
+struct UnnamedVerdict {
+   Addr target;   // 0: empty
+   UInt epoch;
+   Bool unnamed;
+};
+constexpr UInt kUnnamedVerdicts = 256;
+UnnamedVerdict unnamed_verdicts[kUnnamedVerdicts];
+
+} // namespace
+
 Bool is_unnamed_object_code(Addr a)
 {
+   UInt epoch = VG_(current_DiEpoch)().n;
+   UnnamedVerdict& verdict = unnamed_verdicts[(a ^ a >> 9) % kUnnamedVerdicts];
+   if (verdict.target == a && verdict.epoch == epoch) return verdict.unnamed;
    SourceLoc loc;
    source_loc(a, &loc);
-   return loc.fn->no_symbol && loc.fn->object != 0 && !is_plt_stub(a);
+   Bool unnamed = loc.fn->no_symbol && loc.fn->object != 0 && !is_plt_stub(a);
+   if (loc.fn->object != 0) verdict = {a, epoch, unnamed};
+   return unnamed;
 }
 
 Addr file_address(Addr a)

@@ -233,11 +233,12 @@ def assert_ring_contexts(prof, own, rounds=20, gens=3):
         assert_inclusive_is_subtree_exclusive(forest)
 
 
-@pytest.mark.parametrize('switch', ['swap', 'asm'])
+@pytest.mark.parametrize('switch', ['swap', 'asm', 'jump', 'longjmp'])
 @pytest.mark.parametrize('where', ['register', 'local', 'mmap'])
 def test_coroutines_switching_directly_keep_their_own_contexts(tools, where, switch):
-    """Four coroutines switch to each other directly (swapcontext, or an
-    asm switch as boost.context's), their stacks malloc'd in the heap's one
+    """Four coroutines switch to each other directly (swapcontext, an asm
+    switch that returns or, as boost.context's, jumps, or longjmp to a
+    setjmp point), their stacks malloc'd in the heap's one
     mapping and registered with VALGRIND_STACK_REGISTER, or carved from an
     array in main's frame and registered, or each in an mmap of its own;
     three generations, each's stacks freed and the next's (smaller) in
@@ -250,11 +251,116 @@ def test_coroutines_switching_directly_keep_their_own_contexts(tools, where, swi
     assert_ring_contexts(prof, own)
 
 
-@pytest.mark.xfail(strict=True, reason='known limit: unregistered coroutine stacks in one mapping '
-                   '(docs/function-mode.md, "Stack switches")')
-def test_unregistered_heap_coroutines_switching_directly(tools):
-    prof, own = run_ring(tools, 'heap', 'swap', ['--k=inf', '--unroll-simple-rec=yes'], gens=1)
-    assert_ring_contexts(prof, own, gens=1)
+@pytest.mark.parametrize('switch', ['swap', 'asm', 'jump', 'longjmp'])
+@pytest.mark.parametrize('where', ['heap', 'carve', 'pool'])
+def test_unregistered_coroutines_in_one_mapping_switching_directly(tools, where, switch):
+    """The same ring with stacks nobody registered, all in one mapping: SP
+    moving between them stays in the running stack's memory. malloc'd
+    (each above the one before), carved from one mmap (each below the one
+    before: new coroutines start below the running one), or a static pool
+    whose stacks every generation reuses at the same addresses (the new
+    coroutines' frames land where the dead ones' lie). Six generations.
+    Until session 22 (an expected failure) the coroutines nested in one
+    another: `yield_ > swapcontext > nest > ... > yield_` (longjmp:
+    `yield_ > switch_to > longjmp > __longjmp > nest`), and with carved
+    stacks each new co_entry under the running one's swapcontext."""
+    prof, own = run_ring(tools, where, switch, ['--k=inf', '--unroll-simple-rec=yes'], gens=6)
+    assert_ring_contexts(prof, own, gens=6)
+
+
+@pytest.mark.parametrize('where, switch', [('carve', 'jump'), ('pool', 'swap'), ('heap', 'longjmp')])
+def test_unregistered_coroutines_k2_contexts_name_their_real_callers(tools, where, switch):
+    """At k=2 too, each coroutine's functions are called by its own."""
+    prof, own = run_ring(tools, where, switch, ['--k=2'], gens=4)
+    contexts = collections.Counter()
+    for forest in prof.forests:
+        contexts.update(ksf_records.kccf(forest, 2, 2))
+    ends = collections.defaultdict(collections.Counter)
+    for ctx, n in contexts.items():
+        ends[ctx[-1]][ctx[:-1]] += n
+    # nest's recursion is one node (rolled, as IHPP does).
+    assert ends['yield_'] == {('co_main', 'nest'): own['yield']}
+    assert ends['leaf'] == {('co_main', 'nest'): own['leaf']}
+    assert ends['co_main'] == {('__root__', 'co_entry'): own['entry']}
+    assert sum(ends['nest'].values()) == own['nest'] and 'swapcontext' not in str(ends['nest'])
+
+
+CO_UNWIND_OWN = {'run_work()': 'run_work', 'dive_jump(long)': 'dive_jump', 'dive_throw(long)': 'dive_throw',
+                 'dive_plain(long)': 'dive_plain', 'on_signal': 'on_signal', 'tail_a(long)': 'tail',
+                 'tail_b(long)': 'tail'}
+
+
+@pytest.mark.parametrize('k', ['2', 'inf'])
+def test_unwinds_on_unregistered_coroutine_stacks_stay_unwinds(tools, k):
+    """The negative control of the switches found between stacks in one
+    mapping: on two coroutine stacks carved from one malloc'd block, a
+    longjmp out of 5,000 frames of ~1 KB (5 MB), an exception thrown through
+    as many, returns from as many with a signal's handler at the bottom,
+    and a tail call are what they are on main's stack: below run_work the
+    coroutines' contexts are main's (six runs in coroutines, one in main)."""
+    exe = tools.compile('co_unwind.cpp', '-O2')
+    kg = tools.kgrind(exe, 5000, 3, opts=[f'--k={k}'], out=f'unwind.{k}')
+    native = tools.native(exe, 5000, 3)
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout
+    own = counts_printed(native.stdout)
+    prof = ksf_records.parse(kg.profile_path)
+    calls = vertex_calls(prof)
+    by_count = collections.Counter()
+    for fn, key in CO_UNWIND_OWN.items():
+        by_count[key] += calls[fn]
+    assert by_count == {key: own[key] for key in by_count}
+    if k == '2':
+        assert len(prof.forests[0].nodes) < 3000   # nothing stays on a shadow stack
+        return
+    below = collections.defaultdict(collections.Counter)
+    for p, n in full_paths(prof).items():
+        if p[-1] in CO_UNWIND_OWN:
+            at = p.index('run_work()')
+            below[p[:at]][p[at:]] += n
+    main_prefix = [p for p in below if p[-1] == 'main']
+    assert len(below) == 2 and len(main_prefix) == 1, list(below)
+    in_main = below.pop(main_prefix[0])
+    assert below == {('__root__', 'co_entry(int)'): {p: 6 * n for p, n in in_main.items()}}
+    assert in_main[('run_work()', 'dive_jump(long)')] == 5001
+    for forest in prof.forests:
+        assert_inclusive_is_subtree_exclusive(forest)
+
+
+def fiber_name(name):
+    """boost.context's entry (one instantiation a fiber lambda) as `fiber_entry`,
+    other C++ names without their parameters."""
+    return 'fiber_entry' if 'context::detail::fiber_entry<' in name else name.split('(')[0]
+
+
+@pytest.mark.parametrize('k', ['inf', '2'])
+def test_boost_context_fibers_switching_directly_keep_their_own_contexts(tools, k):
+    """Debian's boost.context (built without BOOST_USE_VALGRIND, so nothing
+    is registered): fibers on 16 KB stacks malloc'd in the heap's one
+    mapping, three of them switching to each other directly round after
+    round, then 500 short-lived fibers. Each fiber's first function is a
+    root of the forest, `ring_body` its only frame below it. Before session
+    22 the ring nested in itself (`ring_body > switch_to > jump_fcontext >
+    ring_work`) and `ring_body` was a root without its fiber."""
+    exe = tools.compile('boost_fibers.cpp', '-O1', libs=['-lboost_context'])
+    kg = tools.kgrind(exe, 20, 500, opts=[f'--k={k}', '--unroll-simple-rec=yes'], out=f'fibers.{k}')
+    native = tools.native(exe, 20, 500)
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout
+    own = counts_printed(native.stdout)
+    prof = ksf_records.parse(kg.profile_path)
+    contexts = collections.Counter()
+    for forest in prof.forests:
+        for ctx, n in ksf_records.kccf(forest, ksf_records.k_of(prof), None if k == 'inf' else 1).items():
+            contexts[tuple(map(fiber_name, ctx))] += n
+    ours = {c: n for c, n in contexts.items() if c[-1] in ('ring_work', 'short_work', 'ring_body')}
+    if k == 'inf':
+        assert ours == {('__root__', 'fiber_entry', 'ring_body'): 3,
+                        ('__root__', 'fiber_entry', 'ring_body', 'ring_work'): own['ring_work'],
+                        ('__root__', 'fiber_entry', 'short_work'): own['short_work']}
+    else:
+        assert ours == {('fiber_entry', 'ring_body'): 3, ('ring_body', 'ring_work'): own['ring_work'],
+                        ('fiber_entry', 'short_work'): own['short_work']}
 
 
 def test_registering_the_running_stack_keeps_its_frames(tools):
