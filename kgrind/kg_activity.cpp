@@ -1045,8 +1045,7 @@ void switch_to_stack(ThreadState* t, ShadowStack* s, Addr sp)
 // coroutine (its function entered by a `ret` or a jump).
 Bool function_entry_at(Addr pc)
 {
-   const HChar* name;
-   return pc && VG_(get_fnname_if_entry)(VG_(current_DiEpoch)(), pc, &name);
+   return pc && is_function_entry(pc);
 }
 
 // Where a switch goes on: SP, and the block that runs next where a block

@@ -545,8 +545,7 @@ static void zero_counter_arrays()
 Addr jump_target(const InstrPos& x, Addr target, Bool computed)
 {
    if (!target || (!computed && target == x.addr + x.len)) return 0;
-   const HChar* name;
-   if (VG_(get_fnname_if_entry)(VG_(current_DiEpoch)(), target, &name)) return 0;
+   if (is_function_entry(target)) return 0;
    if (VG_(DebugInfo_sect_kind)(nullptr, target) != VG_(DebugInfo_sect_kind)(nullptr, x.addr)) return 0;
    SourceLoc to;
    source_loc(target, &to);

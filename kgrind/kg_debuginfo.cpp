@@ -524,12 +524,15 @@ static HChar* name_copy(const HChar* s)
 // "name+<offset>", and the name alone at the entry: a name that itself
 // ends in "+<digits>" (no C or C++ name does) is read whole at its entry,
 // where VG_(get_fnname_if_entry) succeeds (a hit in Valgrind's cache of
-// the search; elsewhere it fails before demangling).
-static Bool function_symbol(Addr a, const HChar** name, Addr* entry)
+// the search; elsewhere it fails before demangling). The name is
+// demangled as Valgrind's --demangle says, or left mangled.
+static Bool function_symbol(Addr a, Bool demangled, const HChar** name, Addr* entry)
 {
    DiEpoch ep = VG_(current_DiEpoch)();
    Bool shown = VG_(clo_show_below_main);
+   Bool demangle = VG_(clo_demangle);
    VG_(clo_show_below_main) = True;   // no renaming for this look-up
+   VG_(clo_demangle) = demangle && demangled;
    const HChar* with_offset = nullptr;
    Bool found = VG_(get_fnname_w_offset)(ep, a, &with_offset) && with_offset && with_offset[0];
    if (found) {
@@ -543,9 +546,43 @@ static Bool function_symbol(Addr a, const HChar** name, Addr* entry)
       *entry = a - offset;
    }
    VG_(clo_show_below_main) = shown;
+   VG_(clo_demangle) = demangle;
    if (found && !shown && VG_STREQ(*name, "__libc_start_call_main")) *name = kBelowMain;
    return found;
 }
+
+Bool is_function_entry(Addr a)
+{
+   Bool demangle = VG_(clo_demangle);
+   VG_(clo_demangle) = False;   // the name is not needed
+   const HChar* name;
+   Bool entry = VG_(get_fnname_if_entry)(VG_(current_DiEpoch)(), a, &name);
+   VG_(clo_demangle) = demangle;
+   return entry;
+}
+
+namespace {
+
+// The functions source_loc found lately, by symbol (its entry, mangled
+// name and object). A translation looks up each of its instructions, and
+// Valgrind demangles the symbol's name at every look-up (cc1plus: most
+// of 4.6 M demangler allocations); a look-up that leaves it mangled
+// finds the symbol, and its function comes from here.
+struct RecentFunction {
+   Addr entry;
+   UInt object;
+   HChar* mangled;    // owned; null: empty
+   FnInfo* fn;
+};
+constexpr UInt kRecentFunctions = 64;
+RecentFunction recent_functions[kRecentFunctions];
+
+RecentFunction& recent_function_slot(Addr entry)
+{
+   return recent_functions[(entry ^ entry >> 7) % kRecentFunctions];
+}
+
+} // namespace
 
 void source_loc(Addr a, SourceLoc* out)
 {
@@ -563,11 +600,30 @@ void source_loc(Addr a, SourceLoc* out)
    UInt object = 0;
    if (VG_(get_objname)(ep, a, &obj) && obj && obj[0])
       object = table_intern(&objects, obj);
-   const HChar* fnname = nullptr;
+   const HChar* mangled = nullptr;
    Addr entry = 0;
-   Bool no_symbol = !function_symbol(a, &fnname, &entry);
+   if (!function_symbol(a, False, &mangled, &entry)) {
+      out->fn = intern_function(kUnknown, object, out->file, True, a, 0);
+      return;
+   }
+   RecentFunction& recent = recent_function_slot(entry);
+   if (recent.mangled && recent.entry == entry && recent.object == object && VG_STREQ(recent.mangled, mangled)) {
+      out->fn = recent.fn;
+      return;
+   }
+   kg::release(recent.mangled);
+   recent.mangled = kg::strdup(mangled);
+   recent.entry = entry;
+   recent.object = object;
+   const HChar* fnname = nullptr;
+   Bool no_symbol = !function_symbol(a, True, &fnname, &entry);
    if (no_symbol) fnname = kUnknown;
    out->fn = intern_function(fnname, object, out->file, no_symbol, a, entry);
+   recent.fn = out->fn;
+   if (no_symbol || entry != recent.entry) {   // never seen: a symbol found only mangled
+      kg::release(recent.mangled);
+      recent.mangled = nullptr;
+   }
 }
 
 } // namespace kg

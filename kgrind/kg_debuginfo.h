@@ -42,6 +42,9 @@ void debuginfo_init();
 // Where instruction `a` comes from (function, file, line).
 void source_loc(Addr a, SourceLoc* out);
 
+// Is a the first instruction of a function symbol?
+Bool is_function_entry(Addr a);
+
 // For code without symbols: a function named by its entry address
 // ("0x401136"), in the same object as `like`.
 FnInfo* function_named_by_address(Addr entry, const FnInfo* like);

@@ -363,8 +363,7 @@ private:
 // a symbol?
 Bool function_entry(Addr a, const SourceLoc& loc)
 {
-   const HChar* name;
-   return loc.fn && !loc.fn->no_symbol && VG_(get_fnname_if_entry)(VG_(current_DiEpoch)(), a, &name);
+   return loc.fn && !loc.fn->no_symbol && is_function_entry(a);
 }
 
 void count_positions(const IRSB* sb_in, Bool blocks, UInt* n_instrs, UInt* n_exits);
