@@ -1112,14 +1112,21 @@ Addr landing_distance(const ThreadState* t, const ShadowStack* s, Addr sp, Bool 
    return s == t->own ? kFitsLast : ~(Addr)0;
 }
 
-// The suspended stack a switch landing at l lands on, if any: the one it
-// resumes (resumed_frame), the most recently suspended first (a dead
-// coroutine's stack whose memory a new one reuses ties with it, and the new
-// one was suspended later), else the best fit.
-ShadowStack* stack_landed_on(ThreadState* t, const Landing& l)
+// The suspended stack a switch landing at l resumes (resumed_frame), if
+// any: the most recently suspended first (a dead coroutine's stack whose
+// memory a new one reuses ties with it, and the new one was suspended later).
+ShadowStack* resumed_stack(ThreadState* t, const Landing& l)
 {
    for (ShadowStack* s = t->suspended; s; s = s->next)
       if (resumed_frame(s, l)) return s;
+   return nullptr;
+}
+
+// The suspended stack a switch landing at l lands on, if any: the one it
+// resumes, else the best fit.
+ShadowStack* stack_landed_on(ThreadState* t, const Landing& l)
+{
+   if (ShadowStack* resumed = resumed_stack(t, l)) return resumed;
    ShadowStack* best = nullptr;
    Addr best_distance = ~(Addr)0;
    for (ShadowStack* s = t->suspended; s; s = s->next) {
@@ -1649,13 +1656,7 @@ extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode
 static void follow_resume_below(ThreadState* t, BlockInfo* blk, Addr sp)
 {
    if (!in_shared_mapping(t, t->stack) || t->stack->alt_fences || runs(kg_now->top->tr, blk->fn())) return;
-   Landing l = landing_at(sp, blk);
-   for (ShadowStack* s = t->suspended; s; s = s->next) {
-      if (resumed_frame(s, l)) {
-         switch_to_stack(t, s, sp);
-         return;
-      }
-   }
+   if (ShadowStack* resumed = resumed_stack(t, landing_at(sp, blk))) switch_to_stack(t, resumed, sp);
 }
 
 // Pops the frames that died, by SP at the start of the running superblock
