@@ -171,15 +171,17 @@ public:
    }
 
    // The entries as an array of *n pointers (the caller releases it), in the
-   // index's own memory: the index is empty afterwards. For output at exit,
-   // where a copy could set the peak RSS.
-   Entry** take_entries(UWord* n)
+   // index's own memory, which has room for *room (if asked): the index is
+   // empty afterwards. For output at exit, where a copy could set the peak
+   // RSS.
+   Entry** take_entries(UWord* n, UWord* room = nullptr)
    {
       Entry** all = (Entry**)slots_;
       UWord m = 0;
       for (UWord i = 0; i < cap_; i++)
          if (slots_[i]) all[m++] = (Entry*)(slots_[i] & ~kTagMask);
       *n = m;
+      if (room) *room = cap_;
       slots_ = nullptr;
       cap_ = used_ = 0;
       return all;
@@ -230,6 +232,8 @@ public:
    // Frees the index, not the entries (their users keep them): for tables
    // whose lookups are over while their entries are still read.
    void forget_index() { index_.clear(); }
+   // The entries, in the index's memory (PairIndex::take_entries).
+   Entry** take_entries(UWord* n, UWord* room) { return index_.take_entries(n, room); }
 
    template <typename F> void for_each(F f) const { index_.for_each(f); }
 
