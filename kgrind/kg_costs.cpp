@@ -466,7 +466,9 @@ ULong* array_counters(ForestNode* ctx, BlockInfo* blk)
 // ExitCosts: its refs are its function's blocks that have an offset
 // (shared by the function's arrays, in the order of their offsets, so that
 // those within an array's capacity are a prefix), its base the array's
-// offset in the counter store (or in a dump's copy).
+// offset in the counter store (or in a dump's copy). At exit a group is
+// described when it is read, from its context alone (a ContextBlocks each
+// was 2.4 MB of cc1plus's k=2 peak).
 class ArrayGroups {
 public:
    void make()
@@ -487,39 +489,35 @@ public:
          if (blk->array_offset != kNoArrayOffset) refs_[first_[blk->fn()->id + 1]++] = counters_ref(blk->id, blk->array_offset);
       }
       // first_[f] is where function f's refs start, first_[f + 1] where they end.
-      groups_ = (ContextBlocks*)kg::alloc((n_array_contexts + 1) * sizeof(ContextBlocks), "kg.arrays");
-      for (UWord c = 0; c < n_array_contexts; c++) {
-         ForestNode* ctx = array_contexts[c];
-         const ULong* arr = counter_array(ctx);
-         UInt fn_id = ctx->label - 1;
-         CountersRef* refs = refs_ + first_[fn_id];
-         UInt n = first_[fn_id + 1] - first_[fn_id];
-         UInt used = 0;
-         while (used < n && ref_offset(refs[used]) + counter_count(block_by_id(ref_block_id(refs[used]))) <=
-                               array_capacity(ctx))
-            used++;
-         groups_[c] = { ctx, refs, { array_store_offset(arr) }, used };
-      }
    }
-   UWord size() const { return n_array_contexts; }
-   ContextBlocks* group(UWord c) { return &groups_[c]; }
-   // The array of group c's counters, and their number.
-   const ULong* counters(UWord c) const { return counter_array(array_contexts[c]); }
-   UInt capacity(UWord c) const { return array_capacity(array_contexts[c]); }
+   // The group of ctx's array, whose counters are at base.
+   ContextBlocks describe(const ForestNode* ctx, UInt base) const
+   {
+      UInt fn_id = ctx->label - 1;
+      CountersRef* refs = refs_ + first_[fn_id];
+      UInt n = first_[fn_id + 1] - first_[fn_id];
+      UInt used = 0;
+      while (used < n && ref_offset(refs[used]) + counter_count(block_by_id(ref_block_id(refs[used]))) <=
+                            array_capacity((ForestNode*)ctx))
+         used++;
+      return { ctx, refs, { base }, used };
+   }
+   // The group of ctx's array, in the counter store.
+   ContextBlocks describe(const ForestNode* ctx) const
+   {
+      return describe(ctx, array_store_offset(counter_array((ForestNode*)ctx)));
+   }
    void release()
    {
       kg::release(first_);
       kg::release(refs_);
-      kg::release(groups_);
       first_ = nullptr;
       refs_ = nullptr;
-      groups_ = nullptr;
    }
 
 private:
    UInt* first_ = nullptr;
    CountersRef* refs_ = nullptr;
-   ContextBlocks* groups_ = nullptr;
 };
 ArrayGroups array_groups;
 
@@ -606,12 +604,23 @@ static UWord sort_and_fold(T* all, UWord n, Int (*cmp)(const void*, const void*)
 
 static void add_ir(ContextLineCost& into, const ContextLineCost& from) { into.ir += from.ir; }
 
+// One group of ExitCosts: the context its counters are reported in (set
+// by regroup), and where they are: a table, or (tagged) the context whose
+// counter array holds them (at exit).
+struct CostGroup {
+   const void* a;
+   UWord where;
+};
+static const UWord kArrayTag = 1;   // contexts and tables are aligned
+
 static Int compare_group_contexts(const void* pa, const void* pb)
 {
-   const void* a = (*(const ContextBlocks* const*)pa)->a;
-   const void* b = (*(const ContextBlocks* const*)pb)->a;
+   const void* a = ((const CostGroup*)pa)->a;
+   const void* b = ((const CostGroup*)pb)->a;
    return a == b ? 0 : (UWord)a < (UWord)b ? -1 : 1;
 }
+
+static CostGroup table_group(const ContextBlocks* c) { return { c->a, (UWord)c }; }
 
 // The costs an entry's block can have: one per line run, or per instruction
 // (and its called PLT stub's).
@@ -667,23 +676,31 @@ static void count_reached(const CountedBlock& e)
    for (UInt p = blk->n_slots; p-- > 1;) e.counters[p - 1] += e.counters[p];
 }
 
-CountedBlock ExitCosts::entry(const ContextBlocks* c, UInt i) const
+ContextBlocks ExitCosts::blocks(UWord g) const
 {
-   CountersRef ref = c->slots[i];
-   UInt offset = c->base + ref_offset(ref);
+   UWord where = groups_[g].where;
+   if (where & kArrayTag) return array_groups.describe((const ForestNode*)(where & ~kArrayTag));
+   return *(const ContextBlocks*)where;
+}
+
+CountedBlock ExitCosts::entry(const ContextBlocks& c, UInt i) const
+{
+   CountersRef ref = c.slots[i];
+   UInt offset = c.base + ref_offset(ref);
    return { block_by_id(ref_block_id(ref)), copied_counters_ ? copied_counters_ + offset : counter_store.at(offset) };
 }
 
 void ExitCosts::take(Bool per_instruction)
 {
    per_instruction_ = per_instruction;
-   ContextBlocks** tables = block_counters.take_contexts(&n_groups_);
+   UWord n_tables;
+   ContextBlocks** tables = block_counters.take_contexts(&n_tables);
    // The arrays' groups after the tables'.
    array_groups.make();
-   groups_ = (ContextBlocks**)kg::alloc((n_groups_ + array_groups.size() + 1) * sizeof(ContextBlocks*), "kg.exit");
-   VG_(memcpy)(groups_, tables, n_groups_ * sizeof(ContextBlocks*));
+   groups_ = (CostGroup*)kg::alloc((n_tables + n_array_contexts + 1) * sizeof(CostGroup), "kg.exit");
+   for (n_groups_ = 0; n_groups_ < n_tables; n_groups_++) groups_[n_groups_] = table_group(tables[n_groups_]);
    kg::release(tables);
-   for (UWord c = 0; c < array_groups.size(); c++) groups_[n_groups_++] = array_groups.group(c);
+   for (UWord c = 0; c < n_array_contexts; c++) groups_[n_groups_++] = { array_contexts[c], (UWord)array_contexts[c] | kArrayTag };
    for_each_entry([](const CountedBlock& e) { count_reached(e); });
 }
 
@@ -700,10 +717,11 @@ void ExitCosts::snapshot(Bool per_instruction)
    tl_assert(n_counters >> 32 == 0);
    // One block: the copied tables, their refs, the counters (refs are
    // offsets into these).
-   copies_ = (UChar*)kg::alloc(n_groups * sizeof(ContextBlocks) + (n + n_counters) * sizeof(UWord) + 1, "kg.dump");
-   groups_ = (ContextBlocks**)kg::alloc((n_groups + n_array_contexts + 1) * sizeof(ContextBlocks*), "kg.dump");
+   copies_ = (UChar*)kg::alloc((n_groups + n_array_contexts) * sizeof(ContextBlocks) + (n + n_counters) * sizeof(UWord) + 1,
+                               "kg.dump");
+   groups_ = (CostGroup*)kg::alloc((n_groups + n_array_contexts + 1) * sizeof(CostGroup), "kg.dump");
    ContextBlocks* group = (ContextBlocks*)copies_;
-   CountersRef* refs = (CountersRef*)(group + n_groups);
+   CountersRef* refs = (CountersRef*)(group + n_groups + n_array_contexts);
    copied_counters_ = (ULong*)(refs + n);
    UInt copied = 0;
    n_groups_ = 0;
@@ -719,38 +737,41 @@ void ExitCosts::snapshot(Bool per_instruction)
          copied += m;
       }
       refs += copy->used;
-      groups_[n_groups_++] = copy;
+      groups_[n_groups_++] = table_group(copy);
    });
    // The arrays' groups, with copies of their counters.
    array_groups.make();
-   for (UWord c = 0; c < array_groups.size(); c++) {
-      ContextBlocks* g = array_groups.group(c);
-      UInt cap = array_groups.capacity(c);
-      VG_(memcpy)(copied_counters_ + copied, array_groups.counters(c), cap * sizeof(ULong));
-      g->base = copied;
+   for (UWord c = 0; c < n_array_contexts; c++) {
+      ForestNode* ctx = array_contexts[c];
+      UInt cap = array_capacity(ctx);
+      VG_(memcpy)(copied_counters_ + copied, counter_array(ctx), cap * sizeof(ULong));
+      *group = array_groups.describe(ctx, copied);
       copied += cap;
-      groups_[n_groups_++] = g;
+      groups_[n_groups_++] = table_group(group++);
    }
    for_each_entry([](const CountedBlock& e) { count_reached(e); });
 }
 
 template <typename F> void ExitCosts::for_each_entry(F f) const
 {
-   for (UWord g = 0; g < n_groups_; g++)
-      for (UInt i = 0; i < groups_[g]->used; i++) f(entry(groups_[g], i));
+   for (UWord g = 0; g < n_groups_; g++) {
+      ContextBlocks c = blocks(g);
+      for (UInt i = 0; i < c.used; i++) f(entry(c, i));
+   }
 }
 
 // Sorts the contexts' tables by the context they are reported in, and
 // makes the scratch room for the widest context's costs.
 void ExitCosts::sort_by_context()
 {
-   VG_(ssort)(groups_, n_groups_, sizeof(ContextBlocks*), compare_group_contexts);
+   VG_(ssort)(groups_, n_groups_, sizeof(CostGroup), compare_group_contexts);
    UWord widest = 0;
    for (UWord g = 0, h; g < n_groups_; g = h) {
       UWord w = 0;
-      for (h = g; h < n_groups_ && groups_[h]->a == groups_[g]->a; h++)
-         for (UInt i = 0; i < groups_[h]->used; i++)
-            w += cost_items(block_by_id(ref_block_id(groups_[h]->slots[i])), per_instruction_);
+      for (h = g; h < n_groups_ && groups_[h].a == groups_[g].a; h++) {
+         ContextBlocks c = blocks(h);
+         for (UInt i = 0; i < c.used; i++) w += cost_items(block_by_id(ref_block_id(c.slots[i])), per_instruction_);
+      }
       if (w > widest) widest = w;
    }
    kg::release(scratch_);
@@ -759,18 +780,19 @@ void ExitCosts::sort_by_context()
 
 void ExitCosts::set_exclusive_costs() const
 {
-   for (UWord g = 0; g < n_groups_; g++) ((ForestNode*)groups_[g]->a)->excl = 0;
+   for (UWord g = 0; g < n_groups_; g++) ((ForestNode*)groups_[g].a)->excl = 0;
    for (UWord g = 0; g < n_groups_; g++) {
-      ForestNode* ctx = (ForestNode*)groups_[g]->a;
-      for (UInt i = 0; i < groups_[g]->used; i++)
-         for_each_cost(entry(groups_[g], i), per_instruction_, [ctx](SourceLine*, Addr, ULong ir) { ctx->excl += ir; });
+      ForestNode* ctx = (ForestNode*)groups_[g].a;
+      ContextBlocks c = blocks(g);
+      for (UInt i = 0; i < c.used; i++)
+         for_each_cost(entry(c, i), per_instruction_, [ctx](SourceLine*, Addr, ULong ir) { ctx->excl += ir; });
    }
 }
 
 void ExitCosts::regroup(const ForestNode* (*rep)(const void* ctx, const void* arg), const void* arg)
 {
    // The tables are the index's no longer: their key may change.
-   for (UWord g = 0; g < n_groups_; g++) groups_[g]->a = rep(groups_[g]->a, arg);
+   for (UWord g = 0; g < n_groups_; g++) groups_[g].a = rep(groups_[g].a, arg);
    sort_by_context();
 }
 
@@ -779,7 +801,7 @@ UWord ExitCosts::first_group(const ForestNode* ctx) const
    UWord lo = 0, hi = n_groups_;
    while (lo < hi) {
       UWord mid = (lo + hi) / 2;
-      if ((UWord)groups_[mid]->a < (UWord)ctx) lo = mid + 1;
+      if ((UWord)groups_[mid].a < (UWord)ctx) lo = mid + 1;
       else hi = mid;
    }
    return lo;
@@ -788,9 +810,10 @@ UWord ExitCosts::first_group(const ForestNode* ctx) const
 UWord ExitCosts::costs_of(const ForestNode* ctx, const ContextLineCost** out)
 {
    UWord m = 0;
-   for (UWord g = first_group(ctx); g < n_groups_ && groups_[g]->a == ctx; g++) {
-      for (UInt i = 0; i < groups_[g]->used; i++) {
-         for_each_cost(entry(groups_[g], i), per_instruction_, [&](SourceLine* line, Addr addr, ULong ir) {
+   for (UWord g = first_group(ctx); g < n_groups_ && groups_[g].a == ctx; g++) {
+      ContextBlocks c = blocks(g);
+      for (UInt i = 0; i < c.used; i++) {
+         for_each_cost(entry(c, i), per_instruction_, [&](SourceLine* line, Addr addr, ULong ir) {
             scratch_[m++] = { (ForestNode*)ctx, line, addr, ir };
          });
       }

@@ -184,6 +184,7 @@ struct ContextLineCost {
 };
 
 struct ContextBlocks;   // kg_costs.cpp: one context's counters
+struct CostGroup;       // kg_costs.cpp: one context's counters and where they go
 struct CountedBlock;    // kg_costs.cpp: one (context, block)'s counters
 
 // The exclusive costs at exit, kept as the (context, block) counters grouped
@@ -213,9 +214,10 @@ private:
    void sort_by_context();
    UWord first_group(const ForestNode* ctx) const;
    template <typename F> void for_each_entry(F f) const;
-   CountedBlock entry(const ContextBlocks* c, UInt i) const;
+   ContextBlocks blocks(UWord g) const;
+   CountedBlock entry(const ContextBlocks& c, UInt i) const;
 
-   ContextBlocks** groups_;       // each context's counters
+   CostGroup* groups_;            // each context's counters
    UWord n_groups_;
    ContextLineCost* scratch_;     // room for the widest group's costs
    UChar* copies_;                // snapshot's copies of the tables, refs and counters
