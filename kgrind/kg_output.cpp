@@ -56,10 +56,11 @@ const HChar* label_name(UInt label)
 // A canonical node of some thread's forest and the context it reports
 // under. One k-context can have several canonical nodes (it is reached at
 // different depths mod k, and in every thread): the body names it once
-// and sums them, as callgrind sums a context over threads.
+// and sums them, as callgrind sums a context over threads, under its first
+// node visited (Writer::reps). 16 bytes: one per node, at exit, where the
+// peak RSS may be reached.
 struct ContextSlot {
    const ForestNode* node;
-   const ForestNode* rep;     // the first node visited with the same context
    UInt name_id;              // 1-based fn= id of the context
    UInt preorder_id;          // 1-based, within its forest (names of cut chains)
 };
@@ -79,6 +80,7 @@ struct Writer {
    NameCompressor objects, files, contexts;
    ContextSlot* slots;        // sorted by node
    UWord n_slots;
+   const ForestNode** reps;   // by name id - 1: the context's first node visited
    ExitCosts costs;
    CallEdge** edges;          // sorted by caller, callee and site
    CallEdge* edge_copies;     // what edges point to in a dump during the run
@@ -103,9 +105,10 @@ struct Writer {
    WrittenNodes* thread_nodes; // function mode: what each thread's records hold
 };
 
-// How often an id is used, to number the most used first (short numbers).
+// How often an id is used, to number the most used first (short numbers):
+// uses of labels by nodes, of names by contexts and calls (fewer than 2^32).
 struct IdUse {
-   ULong uses;
+   UInt uses;
    UInt id;
 };
 
@@ -255,11 +258,13 @@ const ContextSlot* find_slot(const Writer& w, const ForestNode* n)
    return lo < w.n_slots && w.slots[lo].node == n ? &w.slots[lo] : nullptr;
 }
 
+const ForestNode* rep_of(const Writer& w, const ContextSlot& s) { return w.reps[s.name_id - 1]; }
+
 // The node a canonical node's costs and calls are reported under.
 const ForestNode* reported_node(const Writer& w, const void* n)
 {
    const ContextSlot* s = find_slot(w, (const ForestNode*)n);
-   return s ? s->rep : (const ForestNode*)n;
+   return s ? rep_of(w, *s) : (const ForestNode*)n;
 }
 
 UInt written_name_id(const Writer& w, const ContextSlot& s) { return w.name_rank[s.name_id - 1]; }
@@ -709,7 +714,7 @@ void order_labels(Writer& w, const ThreadProfile* threads, UInt n_threads)
       core::visit_preorder(threads[t].forest->sf, [&](const core::VisitInfo& v) {
          if (v.node->label < n) use[v.node->label].uses++;
       });
-   use[kRootLabel].uses = ~0ULL;   // stays first
+   use[kRootLabel].uses = ~0u;   // stays first
    rank_by_use(use, n, &w.written_label);
    w.label_written_at = (UInt*)kg::alloc(n * sizeof(UInt));
    for (UInt id = 0; id < n; id++) w.label_written_at[id] = use[id].id;
@@ -886,13 +891,13 @@ void write_context_ids(Writer& w)
 }
 
 // Open addressing over the contexts seen so far (slot indexes + 1), keyed by
-// their label chains.
+// their label chains: sized for every node at a load of at most 3/4, any
+// size (not a power of two: 1/2 to 3/4 of a power of two's slots), at exit.
 class ContextTable {
 public:
-   void init(UWord expected)
+   void init(UWord nodes)
    {
-      cap_ = 64;
-      while (cap_ < 2 * expected) cap_ *= 2;
+      cap_ = nodes + nodes / 3 + 1;
       index_ = (UInt*)alloc_zeroed(cap_ * sizeof(UInt));
    }
    void done() { kg::release(index_); }
@@ -900,11 +905,12 @@ public:
    // The slot of the first node with labels[0..n), or -1 after adding `slot`.
    Word find_or_add(const ContextSlot* slots, const UInt* labels, UInt n, UWord slot)
    {
-      UWord i = hash(labels, n) & (cap_ - 1);
-      for (; index_[i]; i = (i + 1) & (cap_ - 1)) {
+      UWord i = home(hash(labels, n));
+      for (; index_[i]; i = i + 1 == cap_ ? 0 : i + 1) {
+         const ContextSlot& s = slots[index_[i] - 1];
+         if (s.node->label != labels[0]) continue;   // most probes: no chain to make
          UInt other[kMaxChain];
          Bool cut;
-         const ContextSlot& s = slots[index_[i] - 1];
          if (context_chain(s.node, other, &cut) == n && same_labels(labels, other, n))
             return (Word)(index_[i] - 1);
       }
@@ -913,6 +919,8 @@ public:
    }
 
 private:
+   // The hash's top bits scaled to the capacity.
+   UWord home(UWord h) const { return (UWord)(((unsigned __int128)h * cap_) >> 64); }
    static UWord hash(const UInt* labels, UInt n)
    {
       UWord h = n;
@@ -942,6 +950,15 @@ Int compare_body_order(const void* pa, const void* pb)
    return a->name_id < b->name_id ? -1 : a->name_id > b->name_id ? 1 : 0;
 }
 
+// Each name's first node: the first slot (in visit order) with its id.
+void find_reps(Writer& w)
+{
+   w.reps = (const ForestNode**)kg::alloc((w.n_names + 1) * sizeof(ForestNode*));
+   UInt named = 0;
+   for (UWord i = 0; i < w.n_slots; i++)
+      if (w.slots[i].name_id > named) w.reps[named++] = w.slots[i].node;
+}
+
 // One slot per canonical node of every thread; nodes with the same context
 // share the first one's name id. Cut chains (k = inf) stay apart.
 void number_contexts(Writer& w, const ThreadProfile* threads, UInt n_threads)
@@ -962,7 +979,6 @@ void number_contexts(Writer& w, const ThreadProfile* threads, UInt n_threads)
          UInt n = context_chain(v.node, labels, &cut);
          Word first = cut ? -1 : table.find_or_add(w.slots, labels, n, w.n_slots);
          s.node = v.node;
-         s.rep = first < 0 ? v.node : w.slots[first].node;
          s.name_id = first < 0 ? ++next_name : w.slots[first].name_id;
          s.preorder_id = (UInt)v.id;
          w.n_slots++;
@@ -970,6 +986,7 @@ void number_contexts(Writer& w, const ThreadProfile* threads, UInt n_threads)
    }
    table.done();
    w.n_names = next_name;
+   find_reps(w);   // in the table's memory, freed just now
    VG_(ssort)(w.slots, w.n_slots, sizeof(ContextSlot), compare_slot_nodes);
 }
 
@@ -978,10 +995,8 @@ void number_contexts(Writer& w, const ThreadProfile* threads, UInt n_threads)
 // (sqlite3: 2.6 KB). After fold_contexts: the calls are the body's.
 void rank_names_by_use(Writer& w)
 {
-   IdUse* use = (IdUse*)alloc_zeroed((w.n_names + 1) * sizeof(IdUse));
-   for (UInt i = 0; i < w.n_names; i++) use[i].id = i;
-   for (UWord i = 0; i < w.n_slots; i++)
-      if (w.slots[i].rep == w.slots[i].node) use[w.slots[i].name_id - 1].uses++;
+   IdUse* use = (IdUse*)kg::alloc((w.n_names + 1) * sizeof(IdUse));
+   for (UInt i = 0; i < w.n_names; i++) use[i] = { 1, i };   // its fn= line
    for (UWord e = 0; e < w.n_edges; e++) use[find_slot(w, (const ForestNode*)w.edges[e]->b)->name_id - 1].uses++;
    rank_by_use(use, w.n_names, &w.name_rank);
    kg::release(use);
@@ -1006,7 +1021,7 @@ UWord body_order(const Writer& w, const ContextSlot** order)
 {
    UWord n = 0;
    for (UWord i = 0; i < w.n_slots; i++)
-      if (w.slots[i].rep == w.slots[i].node) order[n++] = &w.slots[i];
+      if (rep_of(w, w.slots[i]) == w.slots[i].node) order[n++] = &w.slots[i];
    VG_(ssort)(order, n, sizeof(ContextSlot*), compare_body_order);
    return n;
 }
@@ -1016,7 +1031,7 @@ UWord body_order(const Writer& w, const ContextSlot** order)
 // the per-thread figures are in the k-SF records.
 void write_contexts(Writer& w)
 {
-   const ContextSlot** order = (const ContextSlot**)kg::alloc((w.n_slots + 1) * sizeof(ContextSlot*));
+   const ContextSlot** order = (const ContextSlot**)kg::alloc((w.n_names + 1) * sizeof(ContextSlot*));
    UWord n = body_order(w, order);
    w.out.put("\n");
    for (UWord i = 0; i < n; i++) write_context(w, order[i]->node);
@@ -1060,6 +1075,7 @@ void write_body(Writer& w, ULong total)
    kg::release(w.edge_copies);
    kg::release(w.jumps);
    kg::release(w.slots);
+   kg::release(w.reps);
    kg::release(w.name_rank);
    kg::release(w.written_label);
    kg::release(w.listed_id);
