@@ -467,8 +467,8 @@ ULong* array_counters(ForestNode* ctx, BlockInfo* blk)
 // (shared by the function's arrays, in the order of their offsets, so that
 // those within an array's capacity are a prefix), its base the array's
 // offset in the counter store (or in a dump's copy). At exit a group is
-// described when it is read, from its context alone (a ContextBlocks each
-// was 2.4 MB of cc1plus's k=2 peak).
+// described when it is read, from its context and its number of refs (a
+// ContextBlocks each was 2.4 MB of cc1plus's k=2 peak).
 class ArrayGroups {
 public:
    void make()
@@ -490,22 +490,27 @@ public:
       }
       // first_[f] is where function f's refs start, first_[f + 1] where they end.
    }
-   // The group of ctx's array, whose counters are at base.
-   ContextBlocks describe(const ForestNode* ctx, UInt base) const
+   // How many of its function's refs ctx's array holds (at most
+   // kArrayCounters).
+   UInt refs_held(const ForestNode* ctx) const
    {
-      UInt fn_id = ctx->label - 1;
-      CountersRef* refs = refs_ + first_[fn_id];
-      UInt n = first_[fn_id + 1] - first_[fn_id];
-      UInt used = 0;
-      while (used < n && ref_offset(refs[used]) + counter_count(block_by_id(ref_block_id(refs[used]))) <=
+      const CountersRef* refs = function_refs(ctx);
+      UInt n = first_[ctx->label] - first_[ctx->label - 1];
+      UInt held = 0;
+      while (held < n && ref_offset(refs[held]) + counter_count(block_by_id(ref_block_id(refs[held]))) <=
                             array_capacity((ForestNode*)ctx))
-         used++;
-      return { ctx, refs, { base }, used };
+         held++;
+      return held;
    }
-   // The group of ctx's array, in the counter store.
-   ContextBlocks describe(const ForestNode* ctx) const
+   // The group of ctx's array, whose counters are at base.
+   ContextBlocks describe(const ForestNode* ctx, UInt base, UInt held) const
    {
-      return describe(ctx, array_store_offset(counter_array((ForestNode*)ctx)));
+      return { ctx, function_refs(ctx), { base }, held };
+   }
+   // The same in the counter store.
+   ContextBlocks describe(const ForestNode* ctx, UInt held) const
+   {
+      return describe(ctx, array_store_offset(counter_array((ForestNode*)ctx)), held);
    }
    void release()
    {
@@ -516,6 +521,8 @@ public:
    }
 
 private:
+   CountersRef* function_refs(const ForestNode* ctx) const { return refs_ + first_[ctx->label - 1]; }
+
    UInt* first_ = nullptr;
    CountersRef* refs_ = nullptr;
 };
@@ -606,12 +613,20 @@ static void add_ir(ContextLineCost& into, const ContextLineCost& from) { into.ir
 
 // One group of ExitCosts: the context its counters are reported in (set
 // by regroup), and where they are: a table, or (tagged) the context whose
-// counter array holds them (at exit).
+// counter array holds them, with the number of refs it holds above the
+// address (at exit).
 struct CostGroup {
    const void* a;
    UWord where;
 };
 static const UWord kArrayTag = 1;   // contexts and tables are aligned
+static const UInt kHeldShift = 48;  // user-space addresses fit in 48 bits
+
+static CostGroup array_group(const ForestNode* ctx, UInt held)
+{
+   tl_assert((UWord)ctx >> kHeldShift == 0);
+   return { ctx, (UWord)ctx | kArrayTag | (UWord)held << kHeldShift };
+}
 
 static Int compare_group_contexts(const void* pa, const void* pb)
 {
@@ -679,7 +694,10 @@ static void count_reached(const CountedBlock& e)
 ContextBlocks ExitCosts::blocks(UWord g) const
 {
    UWord where = groups_[g].where;
-   if (where & kArrayTag) return array_groups.describe((const ForestNode*)(where & ~kArrayTag));
+   if (where & kArrayTag) {
+      UWord address = where & ((1UL << kHeldShift) - 1) & ~kArrayTag;
+      return array_groups.describe((const ForestNode*)address, (UInt)(where >> kHeldShift));
+   }
    return *(const ContextBlocks*)where;
 }
 
@@ -700,7 +718,8 @@ void ExitCosts::take(Bool per_instruction)
    groups_ = (CostGroup*)kg::alloc((n_tables + n_array_contexts + 1) * sizeof(CostGroup), "kg.exit");
    for (n_groups_ = 0; n_groups_ < n_tables; n_groups_++) groups_[n_groups_] = table_group(tables[n_groups_]);
    kg::release(tables);
-   for (UWord c = 0; c < n_array_contexts; c++) groups_[n_groups_++] = { array_contexts[c], (UWord)array_contexts[c] | kArrayTag };
+   for (UWord c = 0; c < n_array_contexts; c++)
+      groups_[n_groups_++] = array_group(array_contexts[c], array_groups.refs_held(array_contexts[c]));
    for_each_entry([](const CountedBlock& e) { count_reached(e); });
 }
 
@@ -745,7 +764,7 @@ void ExitCosts::snapshot(Bool per_instruction)
       ForestNode* ctx = array_contexts[c];
       UInt cap = array_capacity(ctx);
       VG_(memcpy)(copied_counters_ + copied, counter_array(ctx), cap * sizeof(ULong));
-      *group = array_groups.describe(ctx, copied);
+      *group = array_groups.describe(ctx, copied, array_groups.refs_held(ctx));
       copied += cap;
       groups_[n_groups_++] = table_group(group++);
    }
