@@ -136,6 +136,9 @@ struct ShadowStack {
    // While suspended: the return address in its top frame's slot, where a
    // resume returns to (0: none read).
    Addr resume_pc;
+   // While suspended: the process's count of suspensions when it was left
+   // (resumed_stack: the most recent of a thread's stacks and another's).
+   ULong suspension;
    ShadowStack* next;       // the thread's suspended stacks
 };
 
@@ -238,6 +241,9 @@ struct ActiveCount {
 PairMap<ActiveCount> active_counts;
 
 ThreadState* current = nullptr;
+
+// kg_now of thread t (its saved copy unless it is the running one).
+Now& now_of(ThreadState* t) { return t == current ? *kg_now : t->saved; }
 
 Forest* joined_forest = nullptr;
 Forest* joined_view = nullptr;
@@ -581,8 +587,9 @@ void own_kids_before_new_child(const ActNode* parent, UInt label);
 
 // The transition into traced function fn from parent at call site `site`
 // (0: not known; a signal handler's: the interrupted instruction), with the
-// call edge of that site.
-Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, BlockInfo* blk, Addr site)
+// call edge of that site; entry: fn's first instruction run (the block
+// modes' calls= target position; 0: not known).
+Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, Addr entry, Addr site)
 {
    if (Transition* first = find_first_transition(parent, fn, site)) return first;
    auto same = [&](const Transition* tr) { return tr->kind == kActivation && tr->site == site && runs(tr, fn); };
@@ -598,7 +605,7 @@ Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, B
       tr->site = site;
       CallEdge* edge = call_edge(view_ctx_of(parent), transition_ctx(tr), site);
       // The calls= target position of the block modes' body.
-      if (!edge->target) edge->target = blk->addr;
+      if (!edge->target) edge->target = entry;
    });
 }
 
@@ -992,12 +999,16 @@ void end_stacks_overlapped_by(ThreadState* t, const ShadowStack* s)
    });
 }
 
+// Suspensions of stacks in the process so far (ShadowStack::suspension).
+ULong stack_suspensions;
+
 // Leaves the running stack: its frames' clocks and activity pause.
 void suspend_stack(ThreadState* t)
 {
    ShadowStack* s = t->stack;
    s->top = kg_now->top;
    s->suspended_at = kg_now->ir;
+   s->suspension = ++stack_suspensions;
    s->resume_pc = s->top > s->frames ? return_address_at(s->top->sp) : 0;
    for (Frame* f = s->frames + 1; f <= s->top; f++)
       if (f->tr->kind == kActivation) count_out(f->tr);
@@ -1112,14 +1123,105 @@ Addr landing_distance(const ThreadState* t, const ShadowStack* s, Addr sp, Bool 
    return s == t->own ? kFitsLast : ~(Addr)0;
 }
 
-// The suspended stack a switch landing at l resumes (resumed_frame), if
-// any: the most recently suspended first (a dead coroutine's stack whose
-// memory a new one reuses ties with it, and the new one was suspended later).
-ShadowStack* resumed_stack(ThreadState* t, const Landing& l)
+// Runs f with thread t's running frames counted out of `active`, as a
+// switch away from its stack would: a stack settled meanwhile closes as
+// its own pops would (close_frame: its outermost frame in a context counts).
+template <typename F> void with_running_frames_out(ThreadState* t, F f)
+{
+   Frame* running_top = now_of(t).top;
+   Frame* running_first = t->stack->frames + 1;
+   for (Frame* fr = running_first; fr <= running_top; fr++)
+      if (fr->tr->kind == kActivation) count_out(fr->tr);
+   f();
+   for (Frame* fr = running_first; fr <= running_top; fr++)
+      if (fr->tr->kind == kActivation) count_in(fr->tr);
+}
+
+// Whether a fiber moved from one thread to another (move_stack): then a
+// landing searches every thread's suspended stacks.
+Bool fibers_moved;
+
+// The transition of thread t that a frame of `old` (another thread's) has
+// when the frame below it has `below`: the same kind, function and call
+// site, in t's forest. No call is counted.
+Transition* same_transition_in(ThreadState* t, Transition* below, const Transition* old)
+{
+   switch (old->kind) {
+   case kActivation: {
+      Addr entry = transition_edge(old)->target;
+      return activation_transition(t, child_of(below), frame_fn(old), entry, old->site);
+   }
+   case kTransparent: return transparent_transition(t, child_of(below), frame_fn(old));
+   default: {
+      Transition* tr = fence_transition(t, below, (FrameKind)old->kind);
+      tr->interrupted = old->interrupted;
+      return tr;
+   }
+   }
+}
+
+// A fiber moved between threads (job systems, work-stealing fiber
+// schedulers resume a fiber on whichever worker is free): thread t resumes
+// stack s, which thread `from` left suspended. Its frames close in `from`
+// where they paused, with what they ran there (as at a thread's end), and
+// go on in t in the same contexts, found again in t's forest from t's
+// root, their clocks starting now. A frame's call counts in the thread that
+// made it; its costs in the threads that ran them. s joins t's suspended
+// stacks, to be resumed.
+void move_stack(ThreadState* t, ThreadState* from, ShadowStack* s)
+{
+   ShadowStack** link = &from->suspended;
+   while (*link != s) link = &(*link)->next;
+   *link = s->next;
+   with_running_frames_out(from, [&] { settle_frames(s->frames + 1, s->top, s->suspended_at); });
+   Transition* below = t->own->frames[0].tr;
+   s->frames[-1].tr = s->frames[0].tr = below;
+   for (Frame* f = s->frames; f <= s->top; f++) {
+      if (f > s->frames) f->tr = below = same_transition_in(t, below, f->tr);
+      f->ir_at_entry = kg_now->ir;
+   }
+   s->suspended_at = kg_now->ir;
+   s->next = t->suspended;
+   t->suspended = s;
+   fibers_moved = True;
+}
+
+// The suspended stack of thread t that a switch landing at l resumes
+// (resumed_frame), if any: the most recently suspended first (a dead
+// coroutine's stack whose memory a new one reuses ties with it, and the
+// new one was suspended later).
+ShadowStack* own_resumed_stack(ThreadState* t, const Landing& l)
 {
    for (ShadowStack* s = t->suspended; s; s = s->next)
       if (resumed_frame(s, l)) return s;
    return nullptr;
+}
+
+// The suspended stack a switch landing at l resumes, if any: thread t's,
+// or another thread's, which moves to t (move_stack); the most recently
+// suspended of them. Other threads' stacks are searched when t has none
+// that fits, or once a fiber has moved: a dead fiber's stack, left
+// suspended in one thread, ties with a live one in its memory, suspended
+// later in another. (A new coroutine resumes nothing.)
+ShadowStack* resumed_stack(ThreadState* t, const Landing& l)
+{
+   ShadowStack* own = own_resumed_stack(t, l);
+   if ((own && !fibers_moved) || l.starting) return own;
+   ThreadState* from = nullptr;
+   ShadowStack* moved = nullptr;
+   ULong latest = own ? own->suspension : 0;
+   for (ThreadState* o = all_threads; o; o = o->next) {
+      if (o == t) continue;
+      for (ShadowStack* s = o->suspended; s; s = s->next)
+         if (s != o->own && s->suspension > latest && resumed_frame(s, l)) {
+            from = o;
+            moved = s;
+            latest = s->suspension;
+         }
+   }
+   if (!moved) return own;
+   move_stack(t, from, moved);
+   return moved;
 }
 
 // The suspended stack a switch landing at l lands on, if any: the one it
@@ -1507,7 +1609,7 @@ Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, Addr 
    Transition* top = kg_now->top->tr;
    Transition* kid = top->kids[kid_slot_in(top, fn->id, call_site)];
    if (kid->fn_id == fn->id && kid->site == call_site) return kid;
-   kid = activation_transition(t, child_of(top), fn, blk, call_site);
+   kid = activation_transition(t, child_of(top), fn, blk->addr, call_site);
    add_kid(top, kid);
    return kid;
 }
@@ -1901,8 +2003,6 @@ static void reset_block_state()
 
 Bool kg_counting = True;
 
-// kg_now of thread t (its saved copy unless it is the running one).
-static Now& now_of(ThreadState* t) { return t == current ? *kg_now : t->saved; }
 
 // Calls f(s, top) for each of t's stacks with its top frame.
 template <typename F> static void for_each_stack(ThreadState* t, F f)
@@ -1947,15 +2047,11 @@ static void settle_root(ThreadState* t, ULong now)
 static void settle_thread(ThreadState* t)
 {
    ULong ir = now_of(t).ir;
-   Frame* running_top = now_of(t).top;
-   Frame* running_first = t->stack->frames + 1;
-   for (Frame* f = running_first; f <= running_top; f++)
-      if (f->tr->kind == kActivation) count_out(f->tr);
-   for_each_stack(t, [&](ShadowStack* s, Frame* top) {
-      settle_frames(s->frames + 1, top, s == t->stack ? ir : s->suspended_at);
+   with_running_frames_out(t, [&] {
+      for_each_stack(t, [&](ShadowStack* s, Frame* top) {
+         settle_frames(s->frames + 1, top, s == t->stack ? ir : s->suspended_at);
+      });
    });
-   for (Frame* f = running_first; f <= running_top; f++)
-      if (f->tr->kind == kActivation) count_in(f->tr);
    settle_root(t, ir);
 }
 

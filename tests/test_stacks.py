@@ -379,3 +379,52 @@ def test_registering_the_running_stack_keeps_its_frames(tools):
     assert paths[1] == paths[0]
     assert {p[-3:]: n for p, n in paths[1].items()} == {('(below main)', 'main', 'outer'): 1,
                                                          ('main', 'outer', 'work'): 10}
+
+
+def run_migrating_fibers(tools, where, switch, k, rounds=12):
+    exe = tools.compile('fiber_migrate.c', '-O1')
+    args = (rounds, where, switch)
+    kg = tools.kgrind(exe, *args, opts=[f'--k={k}'], out=f'migrate.{where}.{switch}.{k}')
+    native = tools.native(exe, *args)
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout
+    return ksf_records.parse(kg.profile_path), counts_printed(native.stdout)
+
+
+@pytest.mark.parametrize('k', ['inf', '2'])
+@pytest.mark.parametrize('switch', ['swap', 'asm'])
+@pytest.mark.parametrize('where', ['register', 'heap'])
+def test_fibers_moved_between_worker_threads_keep_their_contexts(tools, where, switch, k):
+    """Three fibers resumed by two worker threads in turn (a fiber
+    scheduler moving fibers to whichever worker is free), each yielding
+    with frames open from a depth of its own; stacks malloc'd, registered
+    or not. Each fiber's functions have the contexts its source gives,
+    from its root, in both workers' profiles; every call counts once, in
+    the thread that made it (a worker's work calls are the program's count
+    for that worker). Until session 23 a fiber resumed by the other worker
+    started a new shadow stack there (`__root__ > mid > step > work`), and
+    the first worker's stale frames went on when it resumed the fiber
+    again (`... > deep > step > yield_ > work`)."""
+    prof, own = run_migrating_fibers(tools, where, switch, k)
+    kk = None if k == 'inf' else 2
+    work = {}
+    for forest in prof.forests:
+        for ctx, n in ksf_records.kccf(forest, kk, kk).items():
+            if ctx[-1] == 'work':
+                work.setdefault(int(forest.tid), collections.Counter())[ctx[:-1]] += n
+    # The main thread (1) runs no fiber; workers 0 and 1 are threads 2 and 3.
+    assert {tid: sum(c.values()) for tid, c in work.items()} == {2: own['worker0'], 3: own['worker1']}
+    both = sum(work.values(), collections.Counter())
+    # Fiber 2 steps twice in deep > mid and once in deep itself.
+    chains = {('fiber_body', 'step'): own['fiber0'], ('fiber_body', 'mid', 'step'): own['fiber1'],
+              ('fiber_body', 'deep', 'mid', 'step'): own['fiber2'] * 2 // 3,
+              ('fiber_body', 'deep', 'step'): own['fiber2'] // 3}
+    if k == 'inf':
+        assert both == {('__root__', 'fiber_entry') + c: n for c, n in chains.items()}
+        for forest in prof.forests:
+            assert_inclusive_is_subtree_exclusive(forest)
+    else:
+        expected = collections.Counter()
+        for c, n in chains.items():
+            expected[c[-2:]] += n
+        assert both == expected

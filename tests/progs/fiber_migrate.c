@@ -1,0 +1,211 @@
+/* Fibers that move between worker threads, as job systems and fiber
+   schedulers with work stealing move them (folly fibers, marl, boost.fiber,
+   Go-like runtimes): three fibers, two worker threads that take turns (a
+   mutex and a condition variable hand the run queue over, so the order is
+   the same in every run). A worker resumes the fiber at the queue's head
+   from its own stack until the fiber yields back to it, then queues it
+   again and gives the turn to the other worker: each fiber runs on the two
+   workers in turn, its frames open across the moves.
+   Fiber i yields from a depth of its own:
+     0: fiber_body > step
+     1: fiber_body > mid > step (twice per round)
+     2: fiber_body > deep > mid > step, deep > step
+   each step calling work, yielding, calling work again i + 1 times.
+   argv: rounds, where the stacks are (register: malloc'd and registered
+   with VALGRIND_STACK_REGISTER by the main thread; heap: malloc'd, not
+   registered), how fibers switch (swap: swapcontext; asm: a minimal amd64
+   switch that saves the callee-saved registers and SP and returns on the
+   other stack).
+   Prints each fiber's work calls and each worker's, for the tests to
+   compare with the profile. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
+#include <valgrind/valgrind.h>
+
+#define FIBERS 3
+#define WORKERS 2
+#define STACK (64 * 1024)
+
+typedef struct {
+   int id;
+   int worker;        /* the worker running it now */
+   int done;
+   long work;         /* its own count of work calls */
+   ucontext_t uc;     /* swap */
+   void* sp;          /* asm: the SP its registers were saved at */
+   char* stack;
+} Fiber;
+
+static Fiber fibers[FIBERS];
+static ucontext_t worker_uc[WORKERS];
+static void* worker_sp[WORKERS];
+static long worker_work[WORKERS];   /* work calls each worker ran */
+static int use_asm;
+static long rounds;
+static volatile long sink;
+static __thread Fiber* starting;    /* the fiber a worker starts */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t turn_changed = PTHREAD_COND_INITIALIZER;
+static int turn, live = FIBERS, workers_started;
+static Fiber* queue[FIBERS];
+static int queue_head, queue_len;
+
+/* void co_switch(void** save_sp, void* to_sp) */
+void co_switch(void** save_sp, void* to_sp);
+__asm__(".text\n"
+        ".globl co_switch\n"
+        ".type co_switch, @function\n"
+        "co_switch:\n"
+        "  push %rbp\n  push %rbx\n  push %r12\n  push %r13\n  push %r14\n  push %r15\n"
+        "  mov %rsp, (%rdi)\n"
+        "  mov %rsi, %rsp\n"
+        "  pop %r15\n  pop %r14\n  pop %r13\n  pop %r12\n  pop %rbx\n  pop %rbp\n"
+        "  ret\n"
+        ".size co_switch, .-co_switch\n");
+
+/* Back to the worker that resumed f. */
+__attribute__((noinline)) void yield_(Fiber* f)
+{
+   int w = f->worker;
+   if (use_asm) co_switch(&f->sp, worker_sp[w]);
+   else swapcontext(&f->uc, &worker_uc[w]);
+}
+
+__attribute__((noinline)) void work(Fiber* f)
+{
+   f->work++;
+   worker_work[f->worker]++;
+   sink += f->id;
+}
+
+__attribute__((noinline)) void step(Fiber* f)
+{
+   work(f);
+   yield_(f);
+   for (int i = 0; i <= f->id; i++) work(f);
+}
+
+__attribute__((noinline)) void mid(Fiber* f)
+{
+   step(f);
+   step(f);
+}
+
+__attribute__((noinline)) void deep(Fiber* f)
+{
+   mid(f);
+   step(f);
+}
+
+__attribute__((noinline)) void fiber_body(Fiber* f)
+{
+   for (long r = 0; r < rounds; r++) {
+      if (f->id == 0) step(f);
+      else if (f->id == 1) mid(f);
+      else deep(f);
+   }
+}
+
+/* Entered by a fiber's first switch; its last yield never returns. */
+__attribute__((noinline)) void fiber_entry(void)
+{
+   Fiber* f = starting;
+   fiber_body(f);
+   f->done = 1;
+   yield_(f);
+   abort();
+}
+
+static void resume(Fiber* f, int w)
+{
+   f->worker = w;
+   starting = f;
+   if (use_asm) co_switch(&worker_sp[w], f->sp);
+   else swapcontext(&worker_uc[w], &f->uc);
+}
+
+static void* worker_main(void* arg)
+{
+   int w = (int)(intptr_t)arg;
+   pthread_mutex_lock(&lock);
+   workers_started++;
+   pthread_cond_broadcast(&turn_changed);
+   for (;;) {
+      while (live && turn != w) pthread_cond_wait(&turn_changed, &lock);
+      if (!live) break;
+      Fiber* f = queue[queue_head];
+      queue_head = (queue_head + 1) % FIBERS;
+      queue_len--;
+      pthread_mutex_unlock(&lock);
+      resume(f, w);
+      pthread_mutex_lock(&lock);
+      if (f->done) live--;
+      else queue[(queue_head + queue_len++) % FIBERS] = f;
+      turn = (turn + 1) % WORKERS;
+      pthread_cond_broadcast(&turn_changed);
+   }
+   pthread_mutex_unlock(&lock);
+   return NULL;
+}
+
+/* The first switch to an asm fiber pops zeroed registers and returns into
+   fiber_entry, whose return address slot holds 0. */
+static void prepare_asm(Fiber* f)
+{
+   void** sp = (void**)(((uintptr_t)f->stack + STACK) & ~(uintptr_t)15);
+   *--sp = 0;
+   *--sp = (void*)fiber_entry;
+   for (int r = 0; r < 6; r++) *--sp = 0;
+   f->sp = sp;
+}
+
+int main(int argc, char** argv)
+{
+   if (argc != 4) return 2;
+   rounds = atol(argv[1]);
+   int registers = strcmp(argv[2], "register") == 0;
+   use_asm = strcmp(argv[3], "asm") == 0;
+   if (rounds < 1 || (!registers && strcmp(argv[2], "heap") != 0)) return 2;
+   unsigned stack_ids[FIBERS];
+   for (int i = 0; i < FIBERS; i++) {
+      Fiber* f = &fibers[i];
+      f->id = i;
+      f->stack = malloc(STACK);
+      if (!f->stack) return 3;
+      if (registers) stack_ids[i] = VALGRIND_STACK_REGISTER(f->stack, f->stack + STACK);
+      if (use_asm) {
+         prepare_asm(f);
+      } else {
+         getcontext(&f->uc);
+         f->uc.uc_stack.ss_sp = f->stack;
+         f->uc.uc_stack.ss_size = STACK;
+         f->uc.uc_link = NULL;
+         makecontext(&f->uc, fiber_entry, 0);
+      }
+      queue[queue_len++] = f;
+   }
+   pthread_t workers[WORKERS];
+   /* Each worker runs before the next one is made: the workers are the
+      process's threads 2 and 3 in the order they first ran. */
+   for (int w = 0; w < WORKERS; w++) {
+      if (pthread_create(&workers[w], NULL, worker_main, (void*)(intptr_t)w)) return 4;
+      pthread_mutex_lock(&lock);
+      while (workers_started <= w) pthread_cond_wait(&turn_changed, &lock);
+      pthread_mutex_unlock(&lock);
+   }
+   for (int w = 0; w < WORKERS; w++) pthread_join(workers[w], NULL);
+   printf("fiber_migrate:");
+   for (int i = 0; i < FIBERS; i++) printf(" fiber%d %ld", i, fibers[i].work);
+   for (int w = 0; w < WORKERS; w++) printf(" worker%d %ld", w, worker_work[w]);
+   printf("\n");
+   for (int i = 0; i < FIBERS; i++) {
+      if (registers) VALGRIND_STACK_DEREGISTER(stack_ids[i]);
+      free(fibers[i].stack);
+   }
+   return 0;
+}
