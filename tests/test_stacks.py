@@ -381,10 +381,10 @@ def test_registering_the_running_stack_keeps_its_frames(tools):
                                                          ('main', 'outer', 'work'): 10}
 
 
-def run_migrating_fibers(tools, where, switch, k, rounds=12):
+def run_migrating_fibers(tools, where, switch, yields_to, k, rounds=11):
     exe = tools.compile('fiber_migrate.c', '-O1')
-    args = (rounds, where, switch)
-    kg = tools.kgrind(exe, *args, opts=[f'--k={k}'], out=f'migrate.{where}.{switch}.{k}')
+    args = (rounds, where, switch, yields_to)
+    kg = tools.kgrind(exe, *args, opts=[f'--k={k}'], out=f'migrate.{where}.{switch}.{yields_to}.{k}')
     native = tools.native(exe, *args)
     assert kg.returncode == native.returncode == 0, kg.stderr
     assert kg.stdout == native.stdout
@@ -392,20 +392,23 @@ def run_migrating_fibers(tools, where, switch, k, rounds=12):
 
 
 @pytest.mark.parametrize('k', ['inf', '2'])
+@pytest.mark.parametrize('yields_to', ['worker', 'direct'])
 @pytest.mark.parametrize('switch', ['swap', 'asm'])
 @pytest.mark.parametrize('where', ['register', 'heap'])
-def test_fibers_moved_between_worker_threads_keep_their_contexts(tools, where, switch, k):
+def test_fibers_moved_between_worker_threads_keep_their_contexts(tools, where, switch, yields_to, k):
     """Three fibers resumed by two worker threads in turn (a fiber
     scheduler moving fibers to whichever worker is free), each yielding
     with frames open from a depth of its own; stacks malloc'd, registered
-    or not. Each fiber's functions have the contexts its source gives,
-    from its root, in both workers' profiles; every call counts once, in
-    the thread that made it (a worker's work calls are the program's count
-    for that worker). Until session 23 a fiber resumed by the other worker
-    started a new shadow stack there (`__root__ > mid > step > work`), and
-    the first worker's stale frames went on when it resumed the fiber
-    again (`... > deep > step > yield_ > work`)."""
-    prof, own = run_migrating_fibers(tools, where, switch, k)
+    or not; a fiber yields to the worker, or (`direct`) switches to the
+    next fiber, which another worker ran last, as boost.fiber does. Each
+    fiber's functions have the contexts its source gives, from its root,
+    in both workers' profiles; every call counts once, in the thread that
+    made it (a worker's work calls are the program's count for that
+    worker). Until session 23 a fiber resumed by the other worker started
+    a new shadow stack there (`__root__ > mid > step > work`), and the
+    first worker's stale frames went on when it resumed the fiber again
+    (`... > deep > step > yield_ > work`)."""
+    prof, own = run_migrating_fibers(tools, where, switch, yields_to, k)
     kk = None if k == 'inf' else 2
     work = {}
     for forest in prof.forests:

@@ -2,20 +2,23 @@
    schedulers with work stealing move them (folly fibers, marl, boost.fiber,
    Go-like runtimes): three fibers, two worker threads that take turns (a
    mutex and a condition variable hand the run queue over, so the order is
-   the same in every run). A worker resumes the fiber at the queue's head
-   from its own stack until the fiber yields back to it, then queues it
-   again and gives the turn to the other worker: each fiber runs on the two
-   workers in turn, its frames open across the moves.
+   the same in every run). In its turn a worker takes the fiber at the
+   queue's head and resumes it from its own stack; that fiber yields back
+   to the worker, or in `direct` mode switches directly to the next fiber of
+   the queue, which yields back to the worker (as boost.fiber switches from
+   fiber to fiber). The worker queues them again and gives the turn to the
+   other worker: the fibers run on the two workers in turn, their frames
+   open across the moves.
    Fiber i yields from a depth of its own:
      0: fiber_body > step
      1: fiber_body > mid > step (twice per round)
      2: fiber_body > deep > mid > step, deep > step
    each step calling work, yielding, calling work again i + 1 times.
-   argv: rounds, where the stacks are (register: malloc'd and registered
+   argv: rounds; where the stacks are (register: malloc'd and registered
    with VALGRIND_STACK_REGISTER by the main thread; heap: malloc'd, not
-   registered), how fibers switch (swap: swapcontext; asm: a minimal amd64
+   registered); how fibers switch (swap: swapcontext; asm: a minimal amd64
    switch that saves the callee-saved registers and SP and returns on the
-   other stack).
+   other stack); whom a fiber yields to (worker, or direct).
    Prints each fiber's work calls and each worker's, for the tests to
    compare with the profile. */
 #include <pthread.h>
@@ -30,21 +33,29 @@
 #define WORKERS 2
 #define STACK (64 * 1024)
 
+/* Where a switch goes on. */
+typedef struct {
+   ucontext_t uc;     /* swap */
+   void* sp;          /* asm: the SP its registers were saved at */
+} Context;
+
 typedef struct {
    int id;
    int worker;        /* the worker running it now */
    int done;
    long work;         /* its own count of work calls */
-   ucontext_t uc;     /* swap */
-   void* sp;          /* asm: the SP its registers were saved at */
+   Context ctx;
    char* stack;
 } Fiber;
 
+#define PER_TURN 2    /* fibers a worker runs in a turn, in direct mode */
+
 static Fiber fibers[FIBERS];
-static ucontext_t worker_uc[WORKERS];
-static void* worker_sp[WORKERS];
+static Context worker_ctx[WORKERS];
 static long worker_work[WORKERS];   /* work calls each worker ran */
-static int use_asm;
+static Fiber* turn_fibers[WORKERS][PER_TURN];   /* a worker's fibers of its turn */
+static int turn_len[WORKERS], turn_at[WORKERS];
+static int use_asm, per_turn = 1;
 static long rounds;
 static volatile long sink;
 static __thread Fiber* starting;    /* the fiber a worker starts */
@@ -68,12 +79,26 @@ __asm__(".text\n"
         "  ret\n"
         ".size co_switch, .-co_switch\n");
 
-/* Back to the worker that resumed f. */
+static void switch_context(Context* from, Context* to)
+{
+   if (use_asm) co_switch(&from->sp, to->sp);
+   else swapcontext(&from->uc, &to->uc);
+}
+
+/* Worker w runs f now (it may start there). */
+static void run_on(Fiber* f, int w, Context* from)
+{
+   f->worker = w;
+   starting = f;
+   switch_context(from, &f->ctx);
+}
+
+/* To the next fiber of the worker's turn, else back to the worker. */
 __attribute__((noinline)) void yield_(Fiber* f)
 {
    int w = f->worker;
-   if (use_asm) co_switch(&f->sp, worker_sp[w]);
-   else swapcontext(&f->uc, &worker_uc[w]);
+   if (turn_at[w] + 1 < turn_len[w]) run_on(turn_fibers[w][++turn_at[w]], w, &f->ctx);
+   else switch_context(&f->ctx, &worker_ctx[w]);
 }
 
 __attribute__((noinline)) void work(Fiber* f)
@@ -121,14 +146,6 @@ __attribute__((noinline)) void fiber_entry(void)
    abort();
 }
 
-static void resume(Fiber* f, int w)
-{
-   f->worker = w;
-   starting = f;
-   if (use_asm) co_switch(&worker_sp[w], f->sp);
-   else swapcontext(&worker_uc[w], &f->uc);
-}
-
 static void* worker_main(void* arg)
 {
    int w = (int)(intptr_t)arg;
@@ -138,14 +155,21 @@ static void* worker_main(void* arg)
    for (;;) {
       while (live && turn != w) pthread_cond_wait(&turn_changed, &lock);
       if (!live) break;
-      Fiber* f = queue[queue_head];
-      queue_head = (queue_head + 1) % FIBERS;
-      queue_len--;
+      turn_len[w] = queue_len < per_turn ? queue_len : per_turn;
+      turn_at[w] = 0;
+      for (int i = 0; i < turn_len[w]; i++) {
+         turn_fibers[w][i] = queue[queue_head];
+         queue_head = (queue_head + 1) % FIBERS;
+         queue_len--;
+      }
       pthread_mutex_unlock(&lock);
-      resume(f, w);
+      run_on(turn_fibers[w][0], w, &worker_ctx[w]);
       pthread_mutex_lock(&lock);
-      if (f->done) live--;
-      else queue[(queue_head + queue_len++) % FIBERS] = f;
+      for (int i = 0; i < turn_len[w]; i++) {
+         Fiber* f = turn_fibers[w][i];
+         if (f->done) live--;
+         else queue[(queue_head + queue_len++) % FIBERS] = f;
+      }
       turn = (turn + 1) % WORKERS;
       pthread_cond_broadcast(&turn_changed);
    }
@@ -161,15 +185,16 @@ static void prepare_asm(Fiber* f)
    *--sp = 0;
    *--sp = (void*)fiber_entry;
    for (int r = 0; r < 6; r++) *--sp = 0;
-   f->sp = sp;
+   f->ctx.sp = sp;
 }
 
 int main(int argc, char** argv)
 {
-   if (argc != 4) return 2;
+   if (argc != 5) return 2;
    rounds = atol(argv[1]);
    int registers = strcmp(argv[2], "register") == 0;
    use_asm = strcmp(argv[3], "asm") == 0;
+   if (strcmp(argv[4], "direct") == 0) per_turn = PER_TURN;
    if (rounds < 1 || (!registers && strcmp(argv[2], "heap") != 0)) return 2;
    unsigned stack_ids[FIBERS];
    for (int i = 0; i < FIBERS; i++) {
@@ -181,11 +206,12 @@ int main(int argc, char** argv)
       if (use_asm) {
          prepare_asm(f);
       } else {
-         getcontext(&f->uc);
-         f->uc.uc_stack.ss_sp = f->stack;
-         f->uc.uc_stack.ss_size = STACK;
-         f->uc.uc_link = NULL;
-         makecontext(&f->uc, fiber_entry, 0);
+         ucontext_t* uc = &f->ctx.uc;
+         getcontext(uc);
+         uc->uc_stack.ss_sp = f->stack;
+         uc->uc_stack.ss_size = STACK;
+         uc->uc_link = NULL;
+         makecontext(uc, fiber_entry, 0);
       }
       queue[queue_len++] = f;
    }
