@@ -1137,6 +1137,9 @@ template <typename F> void with_running_frames_out(ThreadState* t, F f)
       if (fr->tr->kind == kActivation) count_in(fr->tr);
 }
 
+template <typename Entry>
+Transition* kid_transition(ThreadState* t, Transition* from, FnInfo* fn, Addr call_site, Entry entry);
+
 // Whether a fiber moved from one thread to another (move_stack): then a
 // landing searches every thread's suspended stacks.
 Bool fibers_moved;
@@ -1147,10 +1150,8 @@ Bool fibers_moved;
 Transition* same_transition_in(ThreadState* t, Transition* below, const Transition* old)
 {
    switch (old->kind) {
-   case kActivation: {
-      Addr entry = transition_edge(old)->target;
-      return activation_transition(t, child_of(below), frame_fn(old), entry, old->site);
-   }
+   case kActivation:
+      return kid_transition(t, below, frame_fn(old), old->site, [old] { return transition_edge(old)->target; });
    case kTransparent: return transparent_transition(t, child_of(below), frame_fn(old));
    default: {
       Transition* tr = fence_transition(t, below, (FrameKind)old->kind);
@@ -1600,18 +1601,26 @@ void add_kid(Transition* top, Transition* kid)
    else add_colliding_kid(top, kid);
 }
 
+// The transition into traced fn at call_site (0: not known) from a frame
+// of transition `from`: from's kid in their slot if that is the one, else
+// the thread's table's, which becomes the kid (entry(): fn's first
+// instruction, activation_transition's, asked only then).
+template <typename Entry>
+Transition* kid_transition(ThreadState* t, Transition* from, FnInfo* fn, Addr call_site, Entry entry)
+{
+   Transition* kid = from->kids[kid_slot_in(from, fn->id, call_site)];
+   if (kid->fn_id == fn->id && kid->site == call_site) return kid;
+   kid = activation_transition(t, child_of(from), fn, entry(), call_site);
+   add_kid(from, kid);
+   return kid;
+}
+
 // The transition into traced fn from the top frame at call_site (0: not
-// known): the top frame's kid in their slot if that is the one (inline IR
-// missed it: a full stack, or not entered by a call), else the thread's
-// table's, which becomes the kid.
+// known), where inline IR missed it (a full stack, or not entered by a
+// call).
 Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, Addr call_site)
 {
-   Transition* top = kg_now->top->tr;
-   Transition* kid = top->kids[kid_slot_in(top, fn->id, call_site)];
-   if (kid->fn_id == fn->id && kid->site == call_site) return kid;
-   kid = activation_transition(t, child_of(top), fn, blk->addr, call_site);
-   add_kid(top, kid);
-   return kid;
+   return kid_transition(t, kg_now->top->tr, fn, call_site, [blk] { return blk->addr; });
 }
 
 // A new activation of fn, entered from call_site (0: not known).
