@@ -2210,18 +2210,24 @@ void thread_starts_running(ThreadId tid, ULong blocks_done)
    switch_to(tid);
 }
 
-void close_thread(ThreadState* t)
+// Every stack's frames end now, the suspended ones' where they paused;
+// but at the thread's exit (keep_fibers) its suspended coroutine stacks
+// with frames stay suspended: another thread may resume them (a fiber
+// scheduler's worker ended; move_stack). What is left of them ends with
+// the run (finish_all_threads).
+void close_thread(ThreadState* t, Bool keep_fibers)
 {
    if (block_mode()) run_trace();
-   // Every stack's frames end now, the suspended ones' where they paused.
    for (;;) {
       while (kg_now->top > base_frame(t)) pop_frame(t);
       ShadowStack* done = t->stack;
       done->top = done->frames;
       if (done != t->own) release_stack(done);
-      if (!t->suspended) break;
-      resume_stack(t, t->suspended);
+      ShadowStack* next = !keep_fibers ? t->suspended : done != t->own ? t->own : nullptr;
+      if (!next) break;
+      resume_stack(t, next);
    }
+   end_suspended_stacks(t, [](const ShadowStack* s) { return s->top == s->frames; });
    run_on(t, t->own);
    // __root__'s inclusive cost is the thread's whole run.
    settle_root(t, kg_now->ir);
@@ -2233,7 +2239,7 @@ void thread_exits(ThreadId tid)
    if (!by_tid[tid]) return;
    switch_to(tid);
    if (!kg_counting) discard_uncounted(current);
-   close_thread(current);
+   close_thread(current, True);
    // The tid will be reused by a new thread, which gets its own state.
    current->saved = *kg_now;
    by_tid[tid] = nullptr;
@@ -2344,9 +2350,11 @@ void finish_all_threads()
       if (!by_tid[tid]) continue;
       switch_to(tid);
       if (!kg_counting) discard_uncounted(current);
-      close_thread(current);
+      close_thread(current, False);
    }
    if (current) current->saved = *kg_now;
+   // Fibers that ended threads left suspended, no other thread resumed.
+   for (ThreadState* t = all_threads; t; t = t->next) end_suspended_stacks(t, [](const ShadowStack*) { return True; });
    if (block_mode()) {
       for_each_block_forest([](BlockForest* f) {
          settle_block_states(f);

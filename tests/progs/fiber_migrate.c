@@ -18,7 +18,9 @@
    with VALGRIND_STACK_REGISTER by the main thread; heap: malloc'd, not
    registered); how fibers switch (swap: swapcontext; asm: a minimal amd64
    switch that saves the callee-saved registers and SP and returns on the
-   other stack); whom a fiber yields to (worker, or direct).
+   other stack); whom a fiber yields to (worker, or direct); and if given,
+   the workers' turns, after which they end and the main thread (worker 2)
+   runs the fibers to their end.
    Prints each fiber's work calls and each worker's, for the tests to
    compare with the profile. */
 #include <pthread.h>
@@ -51,10 +53,11 @@ typedef struct {
 #define PER_TURN 2    /* fibers a worker runs in a turn, in direct mode */
 
 static Fiber fibers[FIBERS];
-static Context worker_ctx[WORKERS];
-static long worker_work[WORKERS];   /* work calls each worker ran */
-static Fiber* turn_fibers[WORKERS][PER_TURN];   /* a worker's fibers of its turn */
-static int turn_len[WORKERS], turn_at[WORKERS];
+/* The workers, and the main thread as the last one. */
+static Context worker_ctx[WORKERS + 1];
+static long worker_work[WORKERS + 1];   /* work calls each worker ran */
+static Fiber* turn_fibers[WORKERS + 1][PER_TURN];   /* a worker's fibers of its turn */
+static int turn_len[WORKERS + 1], turn_at[WORKERS + 1];
 static int use_asm, per_turn = 1;
 static long rounds;
 static volatile long sink;
@@ -63,6 +66,7 @@ static __thread Fiber* starting;    /* the fiber a worker starts */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t turn_changed = PTHREAD_COND_INITIALIZER;
 static int turn, live = FIBERS, workers_started;
+static long turns_left = -1;        /* the workers' turns (-1: until the end) */
 static Fiber* queue[FIBERS];
 static int queue_head, queue_len;
 
@@ -146,6 +150,27 @@ __attribute__((noinline)) void fiber_entry(void)
    abort();
 }
 
+/* Worker w's turn (the lock held): the fibers at the queue's head run
+   until the last of them yields back, then go back to the queue. */
+static void run_turn(int w)
+{
+   turn_len[w] = queue_len < per_turn ? queue_len : per_turn;
+   turn_at[w] = 0;
+   for (int i = 0; i < turn_len[w]; i++) {
+      turn_fibers[w][i] = queue[queue_head];
+      queue_head = (queue_head + 1) % FIBERS;
+      queue_len--;
+   }
+   pthread_mutex_unlock(&lock);
+   run_on(turn_fibers[w][0], w, &worker_ctx[w]);
+   pthread_mutex_lock(&lock);
+   for (int i = 0; i < turn_len[w]; i++) {
+      Fiber* f = turn_fibers[w][i];
+      if (f->done) live--;
+      else queue[(queue_head + queue_len++) % FIBERS] = f;
+   }
+}
+
 static void* worker_main(void* arg)
 {
    int w = (int)(intptr_t)arg;
@@ -153,23 +178,10 @@ static void* worker_main(void* arg)
    workers_started++;
    pthread_cond_broadcast(&turn_changed);
    for (;;) {
-      while (live && turn != w) pthread_cond_wait(&turn_changed, &lock);
-      if (!live) break;
-      turn_len[w] = queue_len < per_turn ? queue_len : per_turn;
-      turn_at[w] = 0;
-      for (int i = 0; i < turn_len[w]; i++) {
-         turn_fibers[w][i] = queue[queue_head];
-         queue_head = (queue_head + 1) % FIBERS;
-         queue_len--;
-      }
-      pthread_mutex_unlock(&lock);
-      run_on(turn_fibers[w][0], w, &worker_ctx[w]);
-      pthread_mutex_lock(&lock);
-      for (int i = 0; i < turn_len[w]; i++) {
-         Fiber* f = turn_fibers[w][i];
-         if (f->done) live--;
-         else queue[(queue_head + queue_len++) % FIBERS] = f;
-      }
+      while (live && turns_left && turn != w) pthread_cond_wait(&turn_changed, &lock);
+      if (!live || !turns_left) break;
+      run_turn(w);
+      turns_left--;
       turn = (turn + 1) % WORKERS;
       pthread_cond_broadcast(&turn_changed);
    }
@@ -190,11 +202,12 @@ static void prepare_asm(Fiber* f)
 
 int main(int argc, char** argv)
 {
-   if (argc != 5) return 2;
+   if (argc != 5 && argc != 6) return 2;
    rounds = atol(argv[1]);
    int registers = strcmp(argv[2], "register") == 0;
    use_asm = strcmp(argv[3], "asm") == 0;
    if (strcmp(argv[4], "direct") == 0) per_turn = PER_TURN;
+   if (argc == 6) turns_left = atol(argv[5]);
    if (rounds < 1 || (!registers && strcmp(argv[2], "heap") != 0)) return 2;
    unsigned stack_ids[FIBERS];
    for (int i = 0; i < FIBERS; i++) {
@@ -225,9 +238,14 @@ int main(int argc, char** argv)
       pthread_mutex_unlock(&lock);
    }
    for (int w = 0; w < WORKERS; w++) pthread_join(workers[w], NULL);
+   /* The workers ended (their turns were counted): the main thread runs
+      what is left of the fibers. */
+   pthread_mutex_lock(&lock);
+   while (live) run_turn(WORKERS);
+   pthread_mutex_unlock(&lock);
    printf("fiber_migrate:");
    for (int i = 0; i < FIBERS; i++) printf(" fiber%d %ld", i, fibers[i].work);
-   for (int w = 0; w < WORKERS; w++) printf(" worker%d %ld", w, worker_work[w]);
+   for (int w = 0; w <= WORKERS; w++) printf(" worker%d %ld", w, worker_work[w]);
    printf("\n");
    for (int i = 0; i < FIBERS; i++) {
       if (registers) VALGRIND_STACK_DEREGISTER(stack_ids[i]);
