@@ -727,12 +727,18 @@ void set_frames(ShadowStack* s, Frame* base, UInt cap)
    s->cap = cap;
 }
 
+// Usable frames of a new thread's stack, and of a new coroutine's: a
+// program may leave thousands of coroutines suspended, live or dead (their
+// memory freed unseen), and a coroutine's stack is often shallow (64
+// frames: 1.6 KB a coroutine; 14: 384 bytes). Stacks grow when full.
+const UInt kThreadFrames = 64;
+const UInt kCoroutineFrames = 14;
+
 // A stack with only its base frame, whose activation is root's; its sentinel
 // has an SP no frame can be popped to.
-ShadowStack* new_shadow_stack(Transition* root, Addr lo, Addr hi)
+ShadowStack* new_shadow_stack(Transition* root, Addr lo, Addr hi, UInt cap)
 {
    ShadowStack* s = (ShadowStack*)alloc_zeroed(sizeof(ShadowStack));
-   UInt cap = 64;
    set_frames(s, (Frame*)kg::alloc((cap + 2) * sizeof(Frame)), cap);
    s->frames[-1] = { 0, 0, root };
    s->frames[0] = { ~(Addr)0, kg_now->ir, root };
@@ -803,7 +809,7 @@ ThreadState* thread_state(ThreadId tid)
    });
    Addr lo, hi;
    own_stack_memory(tid, &lo, &hi);
-   t->own = t->stack = new_shadow_stack(root, lo, hi);
+   t->own = t->stack = new_shadow_stack(root, lo, hi, kThreadFrames);
    t->own->frames[0].ir_at_entry = 0;
    Frame* frames = t->own->frames;
    t->saved = { ~(Addr)0, 0, transition_ctx(root), 0, frames, frames + t->own->cap - 1 };
@@ -1335,7 +1341,7 @@ void switch_stack(ThreadState* t, Addr sp, BlockInfo* blk)
    } else {
       Addr lo, hi;
       Bool registered = stack_memory_at(sp, &lo, &hi);
-      s = new_shadow_stack(t->own->frames[0].tr, lo, hi);
+      s = new_shadow_stack(t->own->frames[0].tr, lo, hi, kCoroutineFrames);
       s->registered = registered;
       run_on(t, s);
    }
