@@ -13,7 +13,7 @@ time.
 
 --work is a folder with bin/ and data/ from
 `bench/suite.py --runs 1 --configs native --keep-work --out DIR --no-growth --no-ksweep --no-large --no-charts`
-(DIR/work; the workload cc1plus needs the large phase's data/cc1plus-N.ii,
+(DIR/work; python3 and perl run bench/workloads/ scripts; the workload cc1plus needs the large phase's data/cc1plus-N.ii,
 e.g. from `--no-growth --no-ksweep --large-runs 1 --configs native`). The name `none` stands for `valgrind --tool=none`. Prints, per
 workload, the minimum and median CPU seconds of each build and configuration
 and the ratio of the minimum to none's minimum.
@@ -68,6 +68,10 @@ def workload_cmd(work, name, scale):
         if not ii.exists():
             raise SystemExit(f'{ii} is missing: run the suite\'s large phase with --scale {scale:g} --keep-work')
         return [suite.cc1plus_path(), '-fpreprocessed', '-quiet', '-O1', str(ii), '-o', os.devnull], None
+    if name in suite.SCRIPTS:   # python3, perl: the suite's script, as the large phase runs it
+        interpreter, flags, script = suite.SCRIPTS[name]
+        n = suite.units(suite.LARGE_UNITS[name], scale)
+        return [interpreter] + flags + [str(suite.WORKLOADS_DIR / script), str(n)], None
     data = {'bzip2': (['bzip2', '-c'], f'text-{scale:g}.txt'),
             'sqlite3': (['sqlite3', '-batch', ':memory:'], f'script-{scale:g}.sql')}
     if name not in data:
