@@ -70,18 +70,7 @@ static long turns_left = -1;        /* the workers' turns (-1: until the end) */
 static Fiber* queue[FIBERS];
 static int queue_head, queue_len;
 
-/* void co_switch(void** save_sp, void* to_sp) */
-void co_switch(void** save_sp, void* to_sp);
-__asm__(".text\n"
-        ".globl co_switch\n"
-        ".type co_switch, @function\n"
-        "co_switch:\n"
-        "  push %rbp\n  push %rbx\n  push %r12\n  push %r13\n  push %r14\n  push %r15\n"
-        "  mov %rsp, (%rdi)\n"
-        "  mov %rsi, %rsp\n"
-        "  pop %r15\n  pop %r14\n  pop %r13\n  pop %r12\n  pop %rbx\n  pop %rbp\n"
-        "  ret\n"
-        ".size co_switch, .-co_switch\n");
+#include "co_switch.h"
 
 static void switch_context(Context* from, Context* to)
 {
