@@ -391,10 +391,16 @@ def run_migrating_fibers(tools, where, switch, yields_to, k, *turns, rounds=11):
     return ksf_records.parse(kg.profile_path), counts_printed(native.stdout)
 
 
-def assert_fiber_contexts(prof, own, k):
+def assert_fiber_contexts(prof, own, k, rounds=11):
     """fiber_migrate.c's fibers' work calls in the contexts its source gives
     (from the fiber's root), each counted in the thread that ran it: the
-    main thread (1) is worker 2, workers 0 and 1 are threads 2 and 3."""
+    main thread (1) is worker 2, workers 0 and 1 are threads 2 and 3. Every
+    call counts once, in whichever thread made it: a frame that moved is
+    no new call."""
+    calls = vertex_calls(prof)
+    steps = 6 * rounds   # 1, 2 and 3 a round
+    assert {fn: calls[fn] for fn in ('fiber_entry', 'fiber_body', 'deep', 'mid', 'step', 'yield_')} == \
+        {'fiber_entry': 3, 'fiber_body': 3, 'deep': rounds, 'mid': 2 * rounds, 'step': steps, 'yield_': steps + 3}
     kk = None if k == 'inf' else 2
     work = {}
     for forest in prof.forests:
