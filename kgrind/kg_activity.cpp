@@ -136,6 +136,9 @@ struct ShadowStack {
    // While suspended: the return address in its top frame's slot, where a
    // resume returns to (0: none read).
    Addr resume_pc;
+   // While suspended: the process's count of suspensions when it was left
+   // (resumed_stack: the most recent of a thread's stacks and another's).
+   ULong suspension;
    ShadowStack* next;       // the thread's suspended stacks
 };
 
@@ -238,6 +241,9 @@ struct ActiveCount {
 PairMap<ActiveCount> active_counts;
 
 ThreadState* current = nullptr;
+
+// kg_now of thread t (its saved copy unless it is the running one).
+Now& now_of(ThreadState* t) { return t == current ? *kg_now : t->saved; }
 
 Forest* joined_forest = nullptr;
 Forest* joined_view = nullptr;
@@ -581,8 +587,9 @@ void own_kids_before_new_child(const ActNode* parent, UInt label);
 
 // The transition into traced function fn from parent at call site `site`
 // (0: not known; a signal handler's: the interrupted instruction), with the
-// call edge of that site.
-Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, BlockInfo* blk, Addr site)
+// call edge of that site; entry: fn's first instruction run (the block
+// modes' calls= target position; 0: not known).
+Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, Addr entry, Addr site)
 {
    if (Transition* first = find_first_transition(parent, fn, site)) return first;
    auto same = [&](const Transition* tr) { return tr->kind == kActivation && tr->site == site && runs(tr, fn); };
@@ -598,7 +605,7 @@ Transition* activation_transition(ThreadState* t, ActNode* parent, FnInfo* fn, B
       tr->site = site;
       CallEdge* edge = call_edge(view_ctx_of(parent), transition_ctx(tr), site);
       // The calls= target position of the block modes' body.
-      if (!edge->target) edge->target = blk->addr;
+      if (!edge->target) edge->target = entry;
    });
 }
 
@@ -720,12 +727,18 @@ void set_frames(ShadowStack* s, Frame* base, UInt cap)
    s->cap = cap;
 }
 
+// Usable frames of a new thread's stack, and of a new coroutine's: a
+// program may leave thousands of coroutines suspended, live or dead (their
+// memory freed unseen), and a coroutine's stack is often shallow (64
+// frames: 1.6 KB a coroutine; 14: 384 bytes). Stacks grow when full.
+const UInt kThreadFrames = 64;
+const UInt kCoroutineFrames = 14;
+
 // A stack with only its base frame, whose activation is root's; its sentinel
 // has an SP no frame can be popped to.
-ShadowStack* new_shadow_stack(Transition* root, Addr lo, Addr hi)
+ShadowStack* new_shadow_stack(Transition* root, Addr lo, Addr hi, UInt cap)
 {
    ShadowStack* s = (ShadowStack*)alloc_zeroed(sizeof(ShadowStack));
-   UInt cap = 64;
    set_frames(s, (Frame*)kg::alloc((cap + 2) * sizeof(Frame)), cap);
    s->frames[-1] = { 0, 0, root };
    s->frames[0] = { ~(Addr)0, kg_now->ir, root };
@@ -796,7 +809,7 @@ ThreadState* thread_state(ThreadId tid)
    });
    Addr lo, hi;
    own_stack_memory(tid, &lo, &hi);
-   t->own = t->stack = new_shadow_stack(root, lo, hi);
+   t->own = t->stack = new_shadow_stack(root, lo, hi, kThreadFrames);
    t->own->frames[0].ir_at_entry = 0;
    Frame* frames = t->own->frames;
    t->saved = { ~(Addr)0, 0, transition_ctx(root), 0, frames, frames + t->own->cap - 1 };
@@ -992,12 +1005,16 @@ void end_stacks_overlapped_by(ThreadState* t, const ShadowStack* s)
    });
 }
 
+// Suspensions of stacks in the process so far (ShadowStack::suspension).
+ULong stack_suspensions;
+
 // Leaves the running stack: its frames' clocks and activity pause.
 void suspend_stack(ThreadState* t)
 {
    ShadowStack* s = t->stack;
    s->top = kg_now->top;
    s->suspended_at = kg_now->ir;
+   s->suspension = ++stack_suspensions;
    s->resume_pc = s->top > s->frames ? return_address_at(s->top->sp) : 0;
    for (Frame* f = s->frames + 1; f <= s->top; f++)
       if (f->tr->kind == kActivation) count_out(f->tr);
@@ -1112,14 +1129,106 @@ Addr landing_distance(const ThreadState* t, const ShadowStack* s, Addr sp, Bool 
    return s == t->own ? kFitsLast : ~(Addr)0;
 }
 
-// The suspended stack a switch landing at l resumes (resumed_frame), if
-// any: the most recently suspended first (a dead coroutine's stack whose
-// memory a new one reuses ties with it, and the new one was suspended later).
-ShadowStack* resumed_stack(ThreadState* t, const Landing& l)
+// Runs f with thread t's running frames counted out of `active`, as a
+// switch away from its stack would: a stack settled meanwhile closes as
+// its own pops would (close_frame: its outermost frame in a context counts).
+template <typename F> void with_running_frames_out(ThreadState* t, F f)
+{
+   Frame* running_top = now_of(t).top;
+   Frame* running_first = t->stack->frames + 1;
+   for (Frame* fr = running_first; fr <= running_top; fr++)
+      if (fr->tr->kind == kActivation) count_out(fr->tr);
+   f();
+   for (Frame* fr = running_first; fr <= running_top; fr++)
+      if (fr->tr->kind == kActivation) count_in(fr->tr);
+}
+
+template <typename Entry>
+Transition* kid_transition(ThreadState* t, Transition* from, FnInfo* fn, Addr call_site, Entry entry);
+
+// Whether a fiber moved from one thread to another (move_stack): then a
+// landing searches every thread's suspended stacks.
+Bool fibers_moved;
+
+// The transition of thread t that a frame of `old` (another thread's) has
+// when the frame below it has `below`: the same kind, function and call
+// site, in t's forest. No call is counted.
+Transition* same_transition_in(ThreadState* t, Transition* below, const Transition* old)
+{
+   switch (old->kind) {
+   case kActivation:
+      return kid_transition(t, below, frame_fn(old), old->site, [old] { return transition_edge(old)->target; });
+   case kTransparent: return transparent_transition(t, child_of(below), frame_fn(old));
+   default: {
+      Transition* tr = fence_transition(t, below, (FrameKind)old->kind);
+      tr->interrupted = old->interrupted;
+      return tr;
+   }
+   }
+}
+
+// A fiber moved between threads (job systems, work-stealing fiber
+// schedulers resume a fiber on whichever worker is free): thread t resumes
+// stack s, which thread `from` left suspended. Its frames close in `from`
+// where they paused, with what they ran there (as at a thread's end), and
+// go on in t in the same contexts, found again in t's forest from t's
+// root, their clocks starting now. A frame's call counts in the thread that
+// made it; its costs in the threads that ran them. s joins t's suspended
+// stacks, to be resumed.
+void move_stack(ThreadState* t, ThreadState* from, ShadowStack* s)
+{
+   ShadowStack** link = &from->suspended;
+   while (*link != s) link = &(*link)->next;
+   *link = s->next;
+   with_running_frames_out(from, [&] { settle_frames(s->frames + 1, s->top, s->suspended_at); });
+   Transition* below = t->own->frames[0].tr;
+   s->frames[-1].tr = s->frames[0].tr = below;
+   for (Frame* f = s->frames; f <= s->top; f++) {
+      if (f > s->frames) f->tr = below = same_transition_in(t, below, f->tr);
+      f->ir_at_entry = kg_now->ir;
+   }
+   s->suspended_at = kg_now->ir;
+   s->next = t->suspended;
+   t->suspended = s;
+   fibers_moved = True;
+}
+
+// The suspended stack of thread t that a switch landing at l resumes
+// (resumed_frame), if any: the most recently suspended first (a dead
+// coroutine's stack whose memory a new one reuses ties with it, and the
+// new one was suspended later).
+ShadowStack* own_resumed_stack(ThreadState* t, const Landing& l)
 {
    for (ShadowStack* s = t->suspended; s; s = s->next)
       if (resumed_frame(s, l)) return s;
    return nullptr;
+}
+
+// The suspended stack a switch landing at l resumes, if any: thread t's,
+// or another thread's, which moves to t (move_stack); the most recently
+// suspended of them. Other threads' stacks are searched when t has none
+// that fits, or once a fiber has moved: a dead fiber's stack, left
+// suspended in one thread, ties with a live one in its memory, suspended
+// later in another. (A new coroutine resumes nothing.)
+ShadowStack* resumed_stack(ThreadState* t, const Landing& l)
+{
+   ShadowStack* own = own_resumed_stack(t, l);
+   if ((own && !fibers_moved) || l.starting) return own;
+   ThreadState* from = nullptr;
+   ShadowStack* moved = nullptr;
+   ULong latest = own ? own->suspension : 0;
+   for (ThreadState* o = all_threads; o; o = o->next) {
+      if (o == t) continue;
+      for (ShadowStack* s = o->suspended; s; s = s->next)
+         if (s != o->own && s->suspension > latest && resumed_frame(s, l)) {
+            from = o;
+            moved = s;
+            latest = s->suspension;
+         }
+   }
+   if (!moved) return own;
+   move_stack(t, from, moved);
+   return moved;
 }
 
 // The suspended stack a switch landing at l lands on, if any: the one it
@@ -1232,7 +1341,7 @@ void switch_stack(ThreadState* t, Addr sp, BlockInfo* blk)
    } else {
       Addr lo, hi;
       Bool registered = stack_memory_at(sp, &lo, &hi);
-      s = new_shadow_stack(t->own->frames[0].tr, lo, hi);
+      s = new_shadow_stack(t->own->frames[0].tr, lo, hi, kCoroutineFrames);
       s->registered = registered;
       run_on(t, s);
    }
@@ -1498,18 +1607,26 @@ void add_kid(Transition* top, Transition* kid)
    else add_colliding_kid(top, kid);
 }
 
+// The transition into traced fn at call_site (0: not known) from a frame
+// of transition `from`: from's kid in their slot if that is the one, else
+// the thread's table's, which becomes the kid (entry(): fn's first
+// instruction, activation_transition's, asked only then).
+template <typename Entry>
+Transition* kid_transition(ThreadState* t, Transition* from, FnInfo* fn, Addr call_site, Entry entry)
+{
+   Transition* kid = from->kids[kid_slot_in(from, fn->id, call_site)];
+   if (kid->fn_id == fn->id && kid->site == call_site) return kid;
+   kid = activation_transition(t, child_of(from), fn, entry(), call_site);
+   add_kid(from, kid);
+   return kid;
+}
+
 // The transition into traced fn from the top frame at call_site (0: not
-// known): the top frame's kid in their slot if that is the one (inline IR
-// missed it: a full stack, or not entered by a call), else the thread's
-// table's, which becomes the kid.
+// known), where inline IR missed it (a full stack, or not entered by a
+// call).
 Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, Addr call_site)
 {
-   Transition* top = kg_now->top->tr;
-   Transition* kid = top->kids[kid_slot_in(top, fn->id, call_site)];
-   if (kid->fn_id == fn->id && kid->site == call_site) return kid;
-   kid = activation_transition(t, child_of(top), fn, blk, call_site);
-   add_kid(top, kid);
-   return kid;
+   return kid_transition(t, kg_now->top->tr, fn, call_site, [blk] { return blk->addr; });
 }
 
 // A new activation of fn, entered from call_site (0: not known).
@@ -1901,8 +2018,6 @@ static void reset_block_state()
 
 Bool kg_counting = True;
 
-// kg_now of thread t (its saved copy unless it is the running one).
-static Now& now_of(ThreadState* t) { return t == current ? *kg_now : t->saved; }
 
 // Calls f(s, top) for each of t's stacks with its top frame.
 template <typename F> static void for_each_stack(ThreadState* t, F f)
@@ -1947,15 +2062,11 @@ static void settle_root(ThreadState* t, ULong now)
 static void settle_thread(ThreadState* t)
 {
    ULong ir = now_of(t).ir;
-   Frame* running_top = now_of(t).top;
-   Frame* running_first = t->stack->frames + 1;
-   for (Frame* f = running_first; f <= running_top; f++)
-      if (f->tr->kind == kActivation) count_out(f->tr);
-   for_each_stack(t, [&](ShadowStack* s, Frame* top) {
-      settle_frames(s->frames + 1, top, s == t->stack ? ir : s->suspended_at);
+   with_running_frames_out(t, [&] {
+      for_each_stack(t, [&](ShadowStack* s, Frame* top) {
+         settle_frames(s->frames + 1, top, s == t->stack ? ir : s->suspended_at);
+      });
    });
-   for (Frame* f = running_first; f <= running_top; f++)
-      if (f->tr->kind == kActivation) count_in(f->tr);
    settle_root(t, ir);
 }
 
@@ -2105,18 +2216,24 @@ void thread_starts_running(ThreadId tid, ULong blocks_done)
    switch_to(tid);
 }
 
-void close_thread(ThreadState* t)
+// Every stack's frames end now, the suspended ones' where they paused;
+// but at the thread's exit (keep_fibers) its suspended coroutine stacks
+// with frames stay suspended: another thread may resume them (a fiber
+// scheduler's worker ended; move_stack). What is left of them ends with
+// the run (finish_all_threads).
+void close_thread(ThreadState* t, Bool keep_fibers)
 {
    if (block_mode()) run_trace();
-   // Every stack's frames end now, the suspended ones' where they paused.
    for (;;) {
       while (kg_now->top > base_frame(t)) pop_frame(t);
       ShadowStack* done = t->stack;
       done->top = done->frames;
       if (done != t->own) release_stack(done);
-      if (!t->suspended) break;
-      resume_stack(t, t->suspended);
+      ShadowStack* next = !keep_fibers ? t->suspended : done != t->own ? t->own : nullptr;
+      if (!next) break;
+      resume_stack(t, next);
    }
+   end_suspended_stacks(t, [](const ShadowStack* s) { return s->top == s->frames; });
    run_on(t, t->own);
    // __root__'s inclusive cost is the thread's whole run.
    settle_root(t, kg_now->ir);
@@ -2128,7 +2245,7 @@ void thread_exits(ThreadId tid)
    if (!by_tid[tid]) return;
    switch_to(tid);
    if (!kg_counting) discard_uncounted(current);
-   close_thread(current);
+   close_thread(current, True);
    // The tid will be reused by a new thread, which gets its own state.
    current->saved = *kg_now;
    by_tid[tid] = nullptr;
@@ -2239,9 +2356,11 @@ void finish_all_threads()
       if (!by_tid[tid]) continue;
       switch_to(tid);
       if (!kg_counting) discard_uncounted(current);
-      close_thread(current);
+      close_thread(current, False);
    }
    if (current) current->saved = *kg_now;
+   // Fibers that ended threads left suspended, no other thread resumed.
+   for (ThreadState* t = all_threads; t; t = t->next) end_suspended_stacks(t, [](const ShadowStack*) { return True; });
    if (block_mode()) {
       for_each_block_forest([](BlockForest* f) {
          settle_block_states(f);

@@ -379,3 +379,83 @@ def test_registering_the_running_stack_keeps_its_frames(tools):
     assert paths[1] == paths[0]
     assert {p[-3:]: n for p, n in paths[1].items()} == {('(below main)', 'main', 'outer'): 1,
                                                          ('main', 'outer', 'work'): 10}
+
+
+def run_migrating_fibers(tools, where, switch, yields_to, k, *turns, rounds=11):
+    exe = tools.compile('fiber_migrate.c', '-O1')
+    args = (rounds, where, switch, yields_to, *turns)
+    kg = tools.kgrind(exe, *args, opts=[f'--k={k}'], out=f'migrate.{where}.{switch}.{yields_to}.{k}')
+    native = tools.native(exe, *args)
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout
+    return ksf_records.parse(kg.profile_path), counts_printed(native.stdout)
+
+
+def assert_fiber_contexts(prof, own, k, rounds=11):
+    """fiber_migrate.c's fibers' work calls in the contexts its source gives
+    (from the fiber's root), each counted in the thread that ran it: the
+    main thread (1) is worker 2, workers 0 and 1 are threads 2 and 3. Every
+    call counts once, in whichever thread made it: a frame that moved is
+    no new call."""
+    calls = vertex_calls(prof)
+    steps = 6 * rounds   # 1, 2 and 3 a round
+    assert {fn: calls[fn] for fn in ('fiber_entry', 'fiber_body', 'deep', 'mid', 'step', 'yield_')} == \
+        {'fiber_entry': 3, 'fiber_body': 3, 'deep': rounds, 'mid': 2 * rounds, 'step': steps, 'yield_': steps + 3}
+    kk = None if k == 'inf' else 2
+    work = {}
+    for forest in prof.forests:
+        for ctx, n in ksf_records.kccf(forest, kk, kk).items():
+            if ctx[-1] == 'work':
+                work.setdefault(int(forest.tid), collections.Counter())[ctx[:-1]] += n
+    ran = {1: own['worker2'], 2: own['worker0'], 3: own['worker1']}
+    assert {tid: sum(c.values()) for tid, c in work.items()} == {tid: n for tid, n in ran.items() if n}
+    both = sum(work.values(), collections.Counter())
+    # Fiber 2 steps twice in deep > mid and once in deep itself.
+    chains = {('fiber_body', 'step'): own['fiber0'], ('fiber_body', 'mid', 'step'): own['fiber1'],
+              ('fiber_body', 'deep', 'mid', 'step'): own['fiber2'] * 2 // 3,
+              ('fiber_body', 'deep', 'step'): own['fiber2'] // 3}
+    if k == 'inf':
+        assert both == {('__root__', 'fiber_entry') + c: n for c, n in chains.items()}
+        for forest in prof.forests:
+            assert_inclusive_is_subtree_exclusive(forest)
+    else:
+        expected = collections.Counter()
+        for c, n in chains.items():
+            expected[c[-2:]] += n
+        assert both == expected
+
+
+@pytest.mark.parametrize('k', ['inf', '2'])
+@pytest.mark.parametrize('yields_to', ['worker', 'direct'])
+@pytest.mark.parametrize('switch', ['swap', 'asm'])
+@pytest.mark.parametrize('where', ['register', 'heap'])
+def test_fibers_moved_between_worker_threads_keep_their_contexts(tools, where, switch, yields_to, k):
+    """Three fibers resumed by two worker threads in turn (a fiber
+    scheduler moving fibers to whichever worker is free), each yielding
+    with frames open from a depth of its own; stacks malloc'd, registered
+    or not; a fiber yields to the worker, or (`direct`) switches to the
+    next fiber, which another worker ran last, as boost.fiber does. Each
+    fiber's functions have the contexts its source gives, from its root,
+    in both workers' profiles; every call counts once, in the thread that
+    made it (a worker's work calls are the program's count for that
+    worker). Until session 23 a fiber resumed by the other worker started
+    a new shadow stack there (`__root__ > mid > step > work`), and the
+    first worker's stale frames went on when it resumed the fiber again
+    (`... > deep > step > yield_ > work`)."""
+    prof, own = run_migrating_fibers(tools, where, switch, yields_to, k)
+    assert own['worker2'] == 0
+    assert_fiber_contexts(prof, own, k)
+
+
+@pytest.mark.parametrize('k', ['inf', '2'])
+@pytest.mark.parametrize('where, switch, yields_to', [('heap', 'swap', 'direct'), ('register', 'asm', 'worker'),
+                                                      ('heap', 'asm', 'worker')])
+def test_fibers_of_ended_workers_go_on_in_the_thread_that_resumes_them(tools, where, switch, yields_to, k):
+    """The workers end after 8 turns, their fibers suspended, and the main
+    thread runs the fibers to their end. Until session 23 a thread's
+    suspended stacks ended with it, and the main thread started each fiber
+    over at its root (`__root__ > work`, `__root__ > step > yield_ >
+    switch_context > swapcontext > work`)."""
+    prof, own = run_migrating_fibers(tools, where, switch, yields_to, k, 8)
+    assert own['worker0'] and own['worker1'] and own['worker2']
+    assert_fiber_contexts(prof, own, k)

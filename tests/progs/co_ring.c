@@ -53,18 +53,7 @@ static long rounds, yields_left;
 static long count_yield, count_entry;
 #include "co_work.h"
 
-/* void co_switch(void** save_sp, void* to_sp) */
-void co_switch(void** save_sp, void* to_sp);
-__asm__(".text\n"
-        ".globl co_switch\n"
-        ".type co_switch, @function\n"
-        "co_switch:\n"
-        "  push %rbp\n  push %rbx\n  push %r12\n  push %r13\n  push %r14\n  push %r15\n"
-        "  mov %rsp, (%rdi)\n"
-        "  mov %rsi, %rsp\n"
-        "  pop %r15\n  pop %r14\n  pop %r13\n  pop %r12\n  pop %rbx\n  pop %rbp\n"
-        "  ret\n"
-        ".size co_switch, .-co_switch\n");
+#include "co_switch.h"
 
 /* void co_jump(void** save_sp, void* to_sp): as co_switch, with a jump */
 void co_jump(void** save_sp, void* to_sp);
