@@ -1,6 +1,7 @@
 #include "kg_debuginfo.h"
 #include "kg_options.h"
 #include "kg_runtime.h"
+#include "core/eh_frame.h"
 
 namespace kg {
 
@@ -213,7 +214,7 @@ static void find_structor_variant(const HChar* name, Addr entry, HChar out[3])
 // The function found at address at, a run-time address of it (0: none, as
 // for names made from addresses), whose symbol starts at entry.
 static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool no_symbol, Addr at = 0,
-                               Addr entry = 0)
+                               Addr entry = 0, Bool by_address = False)
 {
    FnInfo probe = {};
    probe.name = name;
@@ -228,6 +229,7 @@ static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool n
    fn->entry = probe.entry;
    fn->file = at && !no_symbol ? entry_file(entry, at, file) : file;
    fn->no_symbol = no_symbol;
+   fn->by_address = by_address;
    fn->resolver = VG_(strncmp)(fn->name, "_dl_runtime_resolve", 19) == 0;
    fn->context_start = VG_STREQ(fn->name, "__start_context");
    fn->context_set = VG_STREQ(fn->name, "setcontext") || VG_STREQ(fn->name, "__setcontext");
@@ -249,7 +251,7 @@ FnInfo* function_named_by_address(Addr entry, const FnInfo* like)
    // object (display_name).
    HChar name[32];
    VG_(sprintf)(name, "0x%lx", file_address(entry));
-   return intern_function(name, like->object, like->file, True);
+   return intern_function(name, like->object, like->file, True, 0, 0, True);
 }
 
 // n bytes of client code at a can be read.
@@ -376,7 +378,7 @@ const HChar* variant_word(const FnInfo* fn)
 const HChar* qualified_name(const FnInfo* fn, const NamesakeSizes& same, const NameCounts& base_names)
 {
    // Code outside any object (JIT code) is named by its address alone.
-   Bool by_object = same[kSameName] > same[kSameObject] || (fn->no_symbol && fn->object != 0);
+   Bool by_object = same[kSameName] > same[kSameObject] || ((fn->no_symbol || fn->by_address) && fn->object != 0);
    Bool by_file = same[kSameObject] > 1;
    if (!by_object && !by_file) return nullptr;
    const HChar* object = by_object ? object_label(fn->object, base_names) : "";
@@ -519,6 +521,99 @@ static HChar* name_copy(const HChar* s)
    return buf;
 }
 
+static const DebugInfo* object_info(Addr a);
+
+namespace {
+
+// Functions without symbols, from the unwind tables of their object
+// (core/eh_frame.h): a stripped program's static functions, each with its
+// own first instruction and end, as its symbol would have given them.
+// Only in the object's .text (PLT sections have FDEs too, for the whole
+// section) and where no symbol covers the address. The tables are read
+// where the object is mapped; a table per object, found again by its text
+// and file while Valgrind's debug-info epoch moves (objects come and go).
+struct UnwindTable {
+   Addr text_lo, text_hi;
+   HChar* file;    // owned copy
+   UInt epoch;     // last checked against the object loaded there
+   Bool usable;
+   core::EhFrameIndex index;
+};
+XArray* unwind_tables;   // of UnwindTable
+
+// The index of the object's .eh_frame_hdr and .eh_frame as mapped, if they
+// are: PT_GNU_EH_FRAME from the file's program headers, placed by the
+// object's bias.
+Bool read_unwind_table(const DebugInfo* di, UnwindTable* t)
+{
+   SysRes fd = VG_(open)(VG_(DebugInfo_get_filename)(di), VKI_O_RDONLY, 0);
+   if (sr_isError(fd)) return False;
+   static UChar head[4096];
+   Int n = VG_(read)(sr_Res(fd), head, sizeof head);
+   VG_(close)(sr_Res(fd));
+   uint64_t vaddr, size, frame_at;
+   if (n <= 0 || !core::elf_eh_frame_hdr(head, (uint64_t)n, &vaddr, &size)) return False;
+   Addr hdr_at = (Addr)vaddr + VG_(DebugInfo_get_text_bias)(di);
+   if (size == 0 || !VG_(am_is_valid_for_client)(hdr_at, size, VKI_PROT_READ)) return False;
+   core::MappedSpan hdr = { (const uint8_t*)hdr_at, size, hdr_at };
+   if (!core::eh_frame_address(hdr, &frame_at)) return False;
+   // .eh_frame's end is not in its header: the FDEs are read within the
+   // mapping that holds its start.
+   NSegment const* seg = VG_(am_find_nsegment)((Addr)frame_at);
+   if (!seg || !VG_(am_is_valid_for_client)((Addr)frame_at, 1, VKI_PROT_READ)) return False;
+   core::MappedSpan frame = { (const uint8_t*)frame_at, seg->end + 1 - (Addr)frame_at, frame_at };
+   return t->index.init(hdr, frame);
+}
+
+// The unwind table of the object whose text holds a, or nullptr.
+const UnwindTable* unwind_table(Addr a)
+{
+   static UnwindTable* last;
+   UInt epoch = VG_(current_DiEpoch)().n;
+   if (last && last->epoch == epoch && a >= last->text_lo && a < last->text_hi) return last->usable ? last : nullptr;
+   const DebugInfo* di = object_info(a);
+   Addr lo, hi;
+   if (!di || !object_text(a, &lo, &hi) || a < lo || a >= hi) return nullptr;
+   const HChar* file = VG_(DebugInfo_get_filename)(di);
+   if (!unwind_tables) unwind_tables = VG_(newXA)(VG_(malloc), "kg.unwind", VG_(free), sizeof(UnwindTable));
+   for (Word i = 0; i < VG_(sizeXA)(unwind_tables); i++) {
+      UnwindTable* t = (UnwindTable*)VG_(indexXA)(unwind_tables, i);
+      if (t->text_lo == lo && t->text_hi == hi && VG_STREQ(t->file, file)) {
+         t->epoch = epoch;
+         last = t;
+         return t->usable ? t : nullptr;
+      }
+   }
+   UnwindTable t = { lo, hi, kg::strdup(file), epoch, False, {} };
+   t.usable = read_unwind_table(di, &t);
+   VG_(addToXA)(unwind_tables, &t);
+   last = (UnwindTable*)VG_(indexXA)(unwind_tables, VG_(sizeXA)(unwind_tables) - 1);
+   return last->usable ? last : nullptr;
+}
+
+// The unwind table's function holding a (its first instruction), if the
+// object's text has one there.
+Bool unwind_table_function(Addr a, Addr* start)
+{
+   static Addr last_lo = 1, last_hi = 0;   // the last range found (translations go block by block)
+   static UInt last_epoch;
+   UInt epoch = VG_(current_DiEpoch)().n;
+   if (a >= last_lo && a < last_hi && epoch == last_epoch) {
+      *start = last_lo;
+      return True;
+   }
+   const UnwindTable* t = unwind_table(a);
+   uint64_t lo, hi;
+   if (!t || !t->index.function_at(a, &lo, &hi) || lo < t->text_lo || hi > t->text_hi) return False;
+   last_lo = (Addr)lo;
+   last_hi = (Addr)hi;
+   last_epoch = epoch;
+   *start = last_lo;
+   return True;
+}
+
+} // namespace
+
 // The function symbol covering a: its name and its first instruction's
 // address, from one symbol search. VG_(get_fnname_w_offset) writes
 // "name+<offset>", and the name alone at the entry: a name that itself
@@ -526,7 +621,7 @@ static HChar* name_copy(const HChar* s)
 // where VG_(get_fnname_if_entry) succeeds (a hit in Valgrind's cache of
 // the search; elsewhere it fails before demangling). The name is
 // demangled as Valgrind's --demangle says, or left mangled.
-static Bool function_symbol(Addr a, Bool demangled, const HChar** name, Addr* entry)
+static Bool symbol_covering(Addr a, Bool demangled, const HChar** name, Addr* entry)
 {
    DiEpoch ep = VG_(current_DiEpoch)();
    Bool shown = VG_(clo_show_below_main);
@@ -551,14 +646,38 @@ static Bool function_symbol(Addr a, Bool demangled, const HChar** name, Addr* en
    return found;
 }
 
+// A function without a symbol, from the unwind tables, is named by its
+// entry's offset in its object, as function_named_by_address names called
+// code without symbols or unwind tables.
+static const HChar* address_name(Addr entry)
+{
+   static HChar name[32];
+   VG_(sprintf)(name, "0x%lx", file_address(entry));
+   return name;
+}
+
+// The function covering a: its symbol, else its unwind table's range
+// (*by_address).
+static Bool function_symbol(Addr a, Bool demangled, const HChar** name, Addr* entry, Bool* by_address = nullptr)
+{
+   if (by_address) *by_address = False;
+   if (symbol_covering(a, demangled, name, entry)) return True;
+   if (!unwind_table_function(a, entry)) return False;
+   *name = address_name(*entry);
+   if (by_address) *by_address = True;
+   return True;
+}
+
 Bool is_function_entry(Addr a)
 {
    Bool demangle = VG_(clo_demangle);
    VG_(clo_demangle) = False;   // the name is not needed
    const HChar* name;
-   Bool entry = VG_(get_fnname_if_entry)(VG_(current_DiEpoch)(), a, &name);
+   Addr entry;
+   Bool at_entry = VG_(get_fnname_if_entry)(VG_(current_DiEpoch)(), a, &name) ||
+                   (unwind_table_function(a, &entry) && entry == a && !symbol_covering(a, False, &name, &entry));
    VG_(clo_demangle) = demangle;
-   return entry;
+   return at_entry;
 }
 
 namespace {
@@ -616,9 +735,10 @@ void source_loc(Addr a, SourceLoc* out)
    recent.entry = entry;
    recent.object = object;
    const HChar* fnname = nullptr;
-   Bool no_symbol = !function_symbol(a, True, &fnname, &entry);
+   Bool by_address;
+   Bool no_symbol = !function_symbol(a, True, &fnname, &entry, &by_address);
    if (no_symbol) fnname = kUnknown;
-   out->fn = intern_function(fnname, object, out->file, no_symbol, a, entry);
+   out->fn = intern_function(fnname, object, out->file, no_symbol, a, entry, by_address);
    recent.fn = out->fn;
    if (no_symbol || entry != recent.entry) {   // never seen: a symbol found only mangled
       kg::release(recent.mangled);

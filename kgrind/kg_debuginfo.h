@@ -16,6 +16,8 @@ struct FnInfo {
                          // address less the object's bias); 0 without a symbol
    UInt file;            // source file of its entry
    Bool no_symbol;       // no symbol covers it ("???")
+   Bool by_address;      // named by its entry's offset in its object: no symbol, but its
+                         // entry is known (an unwind table's FDE, or a call's target)
    Bool traced;          // matches --funcs (all functions without --funcs)
    Bool resolver;        // ld.so's lazy-binding trampoline (_dl_runtime_resolve*)
    Bool context_start;   // where a makecontext coroutine's function returns to

@@ -5,6 +5,7 @@ context tree (--k=inf) read back from the k-SF records."""
 import collections
 import json
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -310,6 +311,78 @@ def test_stripped_binary_names_functions_by_address(tools):
     start, size = int(text.group(1), 16), int(text.group(2), 16)
     called_seven = [a for a, n in by_address.items() if n == 7]
     assert called_seven and all(start <= a < start + size for a in called_seven), by_address
+
+
+def test_stripped_binary_without_unwind_tables_names_called_code_by_address(tools):
+    """Without .eh_frame entries for its functions a stripped program's
+    code is known only by the calls into it: named by the called address."""
+    built = tools.compile('seven.c', '-O1', '-fno-asynchronous-unwind-tables', '-fno-unwind-tables')
+    nm = subprocess.run(['nm', str(built)], capture_output=True, text=True).stdout
+    hidden = int(re.search(r'^([0-9a-f]+) T hidden$', nm, re.M).group(1), 16)
+    frames = subprocess.run(['readelf', '--debug-dump=frames', str(built)], capture_output=True, text=True).stdout
+    eh_frame = frames.split('Contents of the .eh_frame section:')[1].split('Contents of the')[0]   # not -g's .debug_frame
+    for lo, hi in re.findall(r'FDE .*pc=([0-9a-f]+)\.\.([0-9a-f]+)', eh_frame):
+        assert not int(lo, 16) <= hidden < int(hi, 16)
+    exe = tools.dir / 'seven_stripped'
+    subprocess.run(['strip', '-o', str(exe), str(built)], check=True)
+    kg, paths = run_cct(tools, exe)
+    assert paths[tuple(p for p in paths if p[-1] == f'0x{hidden:x} [seven_stripped]')[0]] == 7, paths
+
+
+def forest_by_path(profile, rename):
+    """{root path of names (renamed): (calls, exclusive Ir, inclusive Ir)}
+    of every k-SF node of every thread."""
+    prof = ksf_records.parse(profile)
+    out = {}
+    for forest in prof.forests:
+        for nid, (_parent, _label, calls, excl, incl) in forest.nodes.items():
+            path = tuple(rename(name) for name in forest.root_path(nid))
+            assert path not in out, path
+            out[path] = (calls, excl, incl)
+    return out
+
+
+@pytest.mark.parametrize('k', ['1', '2', 'inf'])
+def test_stripped_binary_keeps_its_functions_from_unwind_tables(tools, k):
+    """A stripped program's static functions keep their FDEs (.eh_frame):
+    kgrind finds each one's entry and end there, so the stripped program's
+    k-SF is the unstripped one's node for node, with every count equal, its
+    functions named by their entries' offsets (nm of the unstripped copy
+    gives the names back). Without the unwind tables a tail call between
+    static functions (mid -> tail_target) and the function it jumps into
+    were one function, and their costs one."""
+    built = tools.compile('nosym_fde.c', '-O2', '-g0', out='nosym_fde')
+    disasm = subprocess.run(['objdump', '-d', str(built)], capture_output=True, text=True).stdout
+    assert re.search(r'jmp\s+[0-9a-f]+ <tail_target>', disasm.split('<mid>:')[1].split('\n\n')[0])
+    full, stripped = tools.dir / 'a' / 'prog', tools.dir / 'b' / 'prog'   # same path length, same name
+    for exe in (full, stripped):
+        exe.parent.mkdir(exist_ok=True)
+    shutil.copy2(built, full)
+    subprocess.run(['strip', '-o', str(stripped), str(full)], check=True)
+    symbols = {}
+    for line in subprocess.run(['nm', str(full)], capture_output=True, text=True).stdout.splitlines():
+        addr, kind, name = line.split()[:3] if len(line.split()) >= 3 else (None, None, None)
+        if kind in ('t', 'T'):
+            symbols[int(addr, 16)] = name.split('.')[0]   # rec.constprop.0: rec
+    assert {'leaf', 'mid', 'tail_target', 'rec', 'rare', 'main'} <= set(symbols.values())
+    renamed = []
+
+    def rename(name):
+        m = re.fullmatch(r'0x([0-9a-f]+) \[prog\]', name)
+        if not m:
+            return name.split('.')[0]
+        renamed.append(name)
+        return symbols[int(m.group(1), 16)]
+
+    runs = {}
+    for exe in (full, stripped):
+        kg = tools.kgrind(exe, opts=[f'--k={k}'], out=f'{exe.parent.name}.out')
+        native = tools.native(exe)
+        assert kg.returncode == native.returncode == 0, kg.stderr
+        assert kg.stdout == native.stdout == 'leaf 2736 mid 600 tail_target 600 rec 180\n'
+        runs[exe] = forest_by_path(kg.profile_path, rename)
+    assert runs[stripped] == runs[full]
+    assert {'0x%x [prog]' % a for a, n in symbols.items() if n == 'tail_target'} <= set(renamed)
 
 
 def test_stack_switches_do_not_corrupt_or_grow(tools):

@@ -49,4 +49,16 @@ extern "C" uint64_t kg_freestanding_exercise(uint32_t k, const uint32_t* labels,
   j.destroy();
   return r;
 }
+
+// The unwind-table reader (eh_frame.h) on caller-given bytes.
+extern "C" uint64_t kg_freestanding_unwind(const uint8_t* file, const uint8_t* hdr, const uint8_t* frame,
+                                           uint64_t n, uint64_t pc) {
+  uint64_t vaddr = 0, size = 0, at = 0, start = 0, end = 0;
+  elf_eh_frame_hdr(file, n, &vaddr, &size);
+  MappedSpan h = {hdr, n, vaddr}, f = {frame, n, 0};
+  eh_frame_address(h, &at);
+  EhFrameIndex index;
+  if (index.init(h, f)) index.function_at(pc, &start, &end);
+  return start + end + at + index.count();
+}
 #endif
