@@ -139,7 +139,16 @@ struct ShadowStack {
    // While suspended: the process's count of suspensions when it was left
    // (resumed_stack: the most recent of a thread's stacks and another's).
    ULong suspension;
-   ShadowStack* next;       // the thread's suspended stacks
+   // While suspended: its place in the thread's suspended stacks (newest
+   // first), its order in them (listed: 0 while not suspended), and the
+   // lowest and highest SP of its open frames (the index: SuspendedIndex).
+   ShadowStack* next;
+   ShadowStack* prev;
+   ULong listed;
+   Addr span_lo, span_hi;
+   Bool indexed;                     // in the index, else in its list of
+   ShadowStack* unindexed_next;      // the thread's other suspended stacks
+   ShadowStack* unindexed_prev;
 };
 
 // The memory a stack runs in now: its innermost segment's, else its own.
@@ -190,6 +199,9 @@ struct ThreadState {
    ShadowStack* stack;      // the running stack's (its base is __root__ on
    ShadowStack* own;        // the thread's own stack)
    ShadowStack* suspended;  // the others
+   OSet* spans;             // the suspended stacks with open frames (SuspendedIndex)
+   Addr widest_span;        // the most span_hi - span_lo of any in spans
+   ShadowStack* unindexed;  // the other suspended stacks: empty, or spread wide
    Forest* forest;
    Forest* view;            // the body's contexts (see ActNode), or forest
    Now saved;               // kg_now while another thread runs
@@ -956,26 +968,152 @@ void release_stack(ShadowStack* s)
    kg::release(s);
 }
 
-// Ends the suspended stacks of thread t for which dies(s) holds: their
-// frames close where they paused (as at the thread's end), so a new stack
-// in that memory does not resume them (a new coroutine would go on in the
-// dead one's frames).
+// ---- The index of a thread's suspended stacks --------------------------------
+//
+// A program may keep thousands of coroutines suspended, and every switch
+// looks for the stack it lands on, which is one whose open frames lie near
+// the landing SP (resumed_frame, landing_distance, end_stacks_overlapped_by):
+// the thread's suspended stacks with open frames are ordered by the lowest
+// SP of those frames (span_lo), and a search visits only the ones whose
+// span [span_lo, span_hi] may meet the SPs it asks about. Empty stacks, and
+// stacks whose frames spread wider than kWideSpan (the thread's own stack
+// when deep, -fsplit-stack segments' fences at SP 0), are in a list that
+// every search visits. Searches pick among what they visit by the rules'
+// own order (`listed`, `suspension`), so they find what a scan would.
+
+struct SpanKey {
+   Addr lo;
+   ULong listed;   // tells apart stacks of one span_lo
+};
+struct SpanEntry {
+   SpanKey key;
+   ShadowStack* s;
+};
+
+Word compare_spans(const void* key, const void* elem)
+{
+   const SpanKey* a = (const SpanKey*)key;
+   const SpanKey* b = &((const SpanEntry*)elem)->key;
+   if (a->lo != b->lo) return a->lo < b->lo ? -1 : 1;
+   if (a->listed != b->listed) return a->listed < b->listed ? -1 : 1;
+   return 0;
+}
+
+const Addr kWideSpan = 64 * 1024;
+
+// Stacks put in a thread's suspended stacks so far (ShadowStack::listed).
+ULong stacks_listed;
+
+void link_unindexed(ThreadState* t, ShadowStack* s)
+{
+   s->unindexed_prev = nullptr;
+   s->unindexed_next = t->unindexed;
+   if (t->unindexed) t->unindexed->unindexed_prev = s;
+   t->unindexed = s;
+}
+
+void unlink_unindexed(ThreadState* t, ShadowStack* s)
+{
+   if (s->unindexed_prev) s->unindexed_prev->unindexed_next = s->unindexed_next;
+   else t->unindexed = s->unindexed_next;
+   if (s->unindexed_next) s->unindexed_next->unindexed_prev = s->unindexed_prev;
+}
+
+// s joins t's suspended stacks, first (the newest), and the index.
+void list_suspended(ThreadState* t, ShadowStack* s)
+{
+   s->listed = ++stacks_listed;
+   s->prev = nullptr;
+   s->next = t->suspended;
+   if (t->suspended) t->suspended->prev = s;
+   t->suspended = s;
+   s->indexed = False;
+   if (s->top == s->frames) {
+      link_unindexed(t, s);
+      return;
+   }
+   s->span_lo = ~(Addr)0;
+   s->span_hi = 0;
+   for (const Frame* f = s->frames + 1; f <= s->top; f++) {
+      if (f->sp < s->span_lo) s->span_lo = f->sp;
+      if (f->sp > s->span_hi) s->span_hi = f->sp;
+   }
+   if (s->span_hi - s->span_lo > kWideSpan) {
+      link_unindexed(t, s);
+      return;
+   }
+   if (!t->spans) t->spans = VG_(OSetGen_Create)(offsetof(SpanEntry, key), compare_spans, VG_(malloc), "kg.spans", VG_(free));
+   SpanEntry* e = (SpanEntry*)VG_(OSetGen_AllocNode)(t->spans, sizeof(SpanEntry));
+   e->key = { s->span_lo, s->listed };
+   e->s = s;
+   VG_(OSetGen_Insert)(t->spans, e);
+   s->indexed = True;
+   if (s->span_hi - s->span_lo > t->widest_span) t->widest_span = s->span_hi - s->span_lo;
+}
+
+// s leaves t's suspended stacks and the index.
+void unlist_suspended(ThreadState* t, ShadowStack* s)
+{
+   if (s->prev) s->prev->next = s->next;
+   else t->suspended = s->next;
+   if (s->next) s->next->prev = s->prev;
+   if (s->indexed) {
+      SpanKey key = { s->span_lo, s->listed };
+      VG_(OSetGen_FreeNode)(t->spans, VG_(OSetGen_Remove)(t->spans, &key));
+   } else {
+      unlink_unindexed(t, s);
+   }
+   s->listed = 0;
+}
+
+Bool is_suspended(const ShadowStack* s) { return s->listed != 0; }
+
+Addr minus(Addr a, Addr b) { return a > b ? a - b : 0; }
+Addr plus(Addr a, Addr b) { return a < ~(Addr)0 - b ? a + b : ~(Addr)0; }
+
+// Calls f(s) for each of t's unindexed suspended stacks; and for each of
+// them and the ones whose open frames may lie in [lo, hi] (span_lo <= hi
+// and span_hi >= lo). f must not change t's suspended stacks.
+template <typename F> void for_each_unindexed(ThreadState* t, F f)
+{
+   for (ShadowStack* s = t->unindexed; s; s = s->unindexed_next) f(s);
+}
+
+template <typename F> void for_each_suspended_near(ThreadState* t, Addr lo, Addr hi, F f)
+{
+   for_each_unindexed(t, f);
+   if (!t->spans) return;
+   SpanKey from = { minus(lo, t->widest_span), 0 };
+   VG_(OSetGen_ResetIterAt)(t->spans, &from);
+   while (const SpanEntry* e = (const SpanEntry*)VG_(OSetGen_Next)(t->spans)) {
+      if (e->key.lo > hi) break;
+      if (e->s->span_hi >= lo) f(e->s);
+   }
+}
+
+// Ends suspended stack s of thread t: its frames close where they paused
+// (as at the thread's end), so a new stack in that memory does not resume
+// them (a new coroutine would go on in the dead one's frames).
+void end_suspended_stack(ThreadState* t, ShadowStack* s)
+{
+   unlist_suspended(t, s);
+   settle_frames(s->frames + 1, s->top, s->suspended_at);
+   while (StackSegment* g = s->segment) {
+      s->segment = g->outer;
+      kg::release(g);
+   }
+   release_stack(s);
+}
+
+// Ends the suspended stacks of thread t for which dies(s) holds (not its
+// own stack's), newest first.
 template <typename Dies>
 void end_suspended_stacks(ThreadState* t, Dies dies)
 {
-   ShadowStack** link = &t->suspended;
-   while (ShadowStack* s = *link) {
-      if (s == t->own || !dies(s)) {
-         link = &s->next;
-         continue;
-      }
-      *link = s->next;
-      settle_frames(s->frames + 1, s->top, s->suspended_at);
-      while (StackSegment* g = s->segment) {
-         s->segment = g->outer;
-         kg::release(g);
-      }
-      release_stack(s);
+   ShadowStack* next;
+   for (ShadowStack* s = t->suspended; s; s = next) {
+      next = s->next;
+      if (s != t->own && dies(s)) end_suspended_stack(t, s);
    }
 }
 
@@ -999,10 +1137,18 @@ void end_stacks_overlapped_by(ThreadState* t, const ShadowStack* s)
 {
    Addr lo, hi;
    if (!open_frames_span(t, s, &lo, &hi)) return;
-   end_suspended_stacks(t, [&](const ShadowStack* o) {
-      Addr o_lo, o_hi;
-      return o != s && open_frames_span(t, o, &o_lo, &o_hi) && o_lo <= hi && lo <= o_hi;
-   });
+   // Newest first, as end_suspended_stacks (ending one moves no other).
+   for (;;) {
+      ShadowStack* newest = nullptr;
+      for_each_suspended_near(t, lo, hi, [&](ShadowStack* o) {
+         Addr o_lo, o_hi;
+         if (o != s && o != t->own && open_frames_span(t, o, &o_lo, &o_hi) && o_lo <= hi && lo <= o_hi &&
+             (!newest || o->listed > newest->listed))
+            newest = o;
+      });
+      if (!newest) return;
+      end_suspended_stack(t, newest);
+   }
 }
 
 // Suspensions of stacks in the process so far (ShadowStack::suspension).
@@ -1021,8 +1167,7 @@ void suspend_stack(ThreadState* t)
    // (With none of the thread's frames active: the ended ones close as
    // the outermost of their contexts, as at the thread's end.)
    end_stacks_overlapped_by(t, s);
-   s->next = t->suspended;
-   t->suspended = s;
+   list_suspended(t, s);
 }
 
 // Makes s the thread's running stack.
@@ -1038,9 +1183,7 @@ void run_on(ThreadState* t, ShadowStack* s)
 // paused.
 void resume_stack(ThreadState* t, ShadowStack* s)
 {
-   ShadowStack** link = &t->suspended;
-   while (*link != s) link = &(*link)->next;
-   *link = s->next;
+   unlist_suspended(t, s);
    ULong paused = kg_now->ir - s->suspended_at;
    for (Frame* f = s->frames + 1; f <= s->top; f++) {
       f->ir_at_entry += paused;
@@ -1177,9 +1320,7 @@ Transition* same_transition_in(ThreadState* t, Transition* below, const Transiti
 // stacks, to be resumed.
 void move_stack(ThreadState* t, ThreadState* from, ShadowStack* s)
 {
-   ShadowStack** link = &from->suspended;
-   while (*link != s) link = &(*link)->next;
-   *link = s->next;
+   unlist_suspended(from, s);
    with_running_frames_out(from, [&] { settle_frames(s->frames + 1, s->top, s->suspended_at); });
    Transition* below = t->own->frames[0].tr;
    s->frames[-1].tr = s->frames[0].tr = below;
@@ -1188,8 +1329,7 @@ void move_stack(ThreadState* t, ThreadState* from, ShadowStack* s)
       f->ir_at_entry = kg_now->ir;
    }
    s->suspended_at = kg_now->ir;
-   s->next = t->suspended;
-   t->suspended = s;
+   list_suspended(t, s);
    fibers_moved = True;
 }
 
@@ -1199,9 +1339,12 @@ void move_stack(ThreadState* t, ThreadState* from, ShadowStack* s)
 // new one was suspended later).
 ShadowStack* own_resumed_stack(ThreadState* t, const Landing& l)
 {
-   for (ShadowStack* s = t->suspended; s; s = s->next)
-      if (resumed_frame(s, l)) return s;
-   return nullptr;
+   ShadowStack* newest = nullptr;
+   if (l.starting) return newest;
+   for_each_suspended_near(t, l.sp - sizeof(Addr), l.sp - sizeof(Addr), [&](ShadowStack* s) {
+      if ((!newest || s->listed > newest->listed) && resumed_frame(s, l)) newest = s;
+   });
+   return newest;
 }
 
 // The suspended stack a switch landing at l resumes, if any: thread t's,
@@ -1219,12 +1362,13 @@ ShadowStack* resumed_stack(ThreadState* t, const Landing& l)
    ULong latest = own ? own->suspension : 0;
    for (ThreadState* o = all_threads; o; o = o->next) {
       if (o == t) continue;
-      for (ShadowStack* s = o->suspended; s; s = s->next)
+      for_each_suspended_near(o, l.sp - sizeof(Addr), l.sp - sizeof(Addr), [&](ShadowStack* s) {
          if (s != o->own && s->suspension > latest && resumed_frame(s, l)) {
             from = o;
             moved = s;
             latest = s->suspension;
          }
+      });
    }
    if (!moved) return own;
    move_stack(t, from, moved);
@@ -1236,15 +1380,21 @@ ShadowStack* resumed_stack(ThreadState* t, const Landing& l)
 ShadowStack* stack_landed_on(ThreadState* t, const Landing& l)
 {
    if (ShadowStack* resumed = resumed_stack(t, l)) return resumed;
+   // The nearest, the newest of those as near. What fits but the thread's
+   // own stack is empty (unindexed), or not starting and has open frames
+   // just below sp (kResumeGap) or a little above it (kLandingGap).
    ShadowStack* best = nullptr;
    Addr best_distance = ~(Addr)0;
-   for (ShadowStack* s = t->suspended; s; s = s->next) {
+   auto consider = [&](ShadowStack* s) {
       Addr d = landing_distance(t, s, l.sp, l.starting);
-      if (d < best_distance) {
+      if (d < best_distance || (d == best_distance && d != ~(Addr)0 && s->listed > best->listed)) {
          best = s;
          best_distance = d;
       }
-   }
+   };
+   if (is_suspended(t->own)) consider(t->own);
+   if (l.starting) for_each_unindexed(t, consider);
+   else for_each_suspended_near(t, minus(l.sp, kResumeGap), plus(l.sp, kLandingGap), consider);
    return best;
 }
 

@@ -24,6 +24,7 @@ extern "C" {
 #include "pub_tool_clientstate.h"
 #include "pub_tool_xarray.h"
 #include "pub_tool_wordfm.h"
+#include "pub_tool_oset.h"
 #include "pub_tool_seqmatch.h"
 #include "libvex_ir.h"
 }
