@@ -363,6 +363,29 @@ def test_boost_context_fibers_switching_directly_keep_their_own_contexts(tools, 
                         ('fiber_entry', 'short_work'): own['short_work']}
 
 
+def test_thousands_of_suspended_coroutines_keep_their_own_contexts(tools):
+    """co_many.c: 5,000 coroutines on malloc'd stacks, all suspended at
+    once, three generations, each left suspended in `yield` and its stacks
+    freed, the next's malloc'd where the dead ones' frames lie. Every
+    resume finds its stack among 5,000 to 15,000 suspended ones by the index
+    of their frames' spans (session 23; before, by a scan of them all at
+    every switch), and each coroutine is a root of the forest with the
+    calls the program counted."""
+    exe = tools.compile('co_many.c', '-O1')
+    kg = tools.kgrind(exe, 5000, 3, opts=['--k=inf'])
+    native = tools.native(exe, 5000, 3)
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout
+    own = counts_printed(native.stdout)
+    paths = {p: n for p, n in full_paths(ksf_records.parse(kg.profile_path)).items()
+             if {'body', 'work', 'yield'} & set(p)}
+    assert paths == {('__root__', 'body'): own['body'],
+                     ('__root__', 'body', 'work'): own['work'],
+                     ('__root__', 'body', 'yield'): own['yield'],
+                     ('__root__', 'body', 'yield', 'swapcontext'): own['yield']}
+    assert own == {'work': 30000, 'body': 15000, 'yield': 30000}
+
+
 def test_registering_the_running_stack_keeps_its_frames(tools):
     """A program may register the stack it runs on (a fiber library making
     the main thread a fiber): until session 19 SP then seemed to be on
