@@ -244,14 +244,22 @@ static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool n
    return fn;
 }
 
+// A function without a symbol (from the unwind tables, or called code
+// without them) is named by its entry's offset in its object, as objdump
+// and addr2line take it; valid until the next call.
+static const HChar* address_name(Addr entry)
+{
+   static HChar name[32];
+   VG_(sprintf)(name, "0x%lx", file_address(entry));
+   return name;
+}
+
 FnInfo* function_named_by_address(Addr entry, const FnInfo* like)
 {
    // By offset in its object, as objdump and addr2line take it (the same
    // in every run, whatever the load address); output qualifies it by the
    // object (display_name).
-   HChar name[32];
-   VG_(sprintf)(name, "0x%lx", file_address(entry));
-   return intern_function(name, like->object, like->file, True, 0, 0, True);
+   return intern_function(address_name(entry), like->object, like->file, True, 0, 0, True);
 }
 
 // n bytes of client code at a can be read.
@@ -644,16 +652,6 @@ static Bool symbol_covering(Addr a, Bool demangled, const HChar** name, Addr* en
    VG_(clo_demangle) = demangle;
    if (found && !shown && VG_STREQ(*name, "__libc_start_call_main")) *name = kBelowMain;
    return found;
-}
-
-// A function without a symbol, from the unwind tables, is named by its
-// entry's offset in its object, as function_named_by_address names called
-// code without symbols or unwind tables.
-static const HChar* address_name(Addr entry)
-{
-   static HChar name[32];
-   VG_(sprintf)(name, "0x%lx", file_address(entry));
-   return name;
 }
 
 // The function covering a: its symbol, else its unwind table's range
