@@ -339,9 +339,10 @@ def test_boost_context_fibers_switching_directly_keep_their_own_contexts(tools, 
     is registered): fibers on 16 KB stacks malloc'd in the heap's one
     mapping, three of them switching to each other directly round after
     round, then 500 short-lived fibers. Each fiber's first function is a
-    root of the forest, `ring_body` its only frame below it. Before session
-    22 the ring nested in itself (`ring_body > switch_to > jump_fcontext >
-    ring_work`) and `ring_body` was a root without its fiber."""
+    root of the forest, `ring_body` its only frame below it. Switches
+    taken for calls would nest the ring in itself (`ring_body > switch_to >
+    jump_fcontext > ring_work`) and leave `ring_body` a root without its
+    fiber."""
     exe = tools.compile('boost_fibers.cpp', '-O1', libs=['-lboost_context'])
     kg = tools.kgrind(exe, 20, 500, opts=[f'--k={k}', '--unroll-simple-rec=yes'], out=f'fibers.{k}')
     native = tools.native(exe, 20, 500)
