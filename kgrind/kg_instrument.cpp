@@ -27,6 +27,7 @@
 // The tool's data is addressed from base registers (data_bases).
 #include "kg_instrument.h"
 #include "kg_activity.h"
+#include "kg_hotpath.h"
 #include "kg_blocks.h"
 #include "kg_costs.h"
 #include "kg_options.h"
