@@ -42,6 +42,7 @@
 #include "kg_debuginfo.h"
 #include "kg_forest.h"
 #include "kg_options.h"
+#include "core/kid_layout.h"
 
 namespace kg {
 
@@ -141,7 +142,7 @@ struct ActEntry {
 // At finite k the arrays have kKidSlots from the first kid on, and inline IR
 // masks with the constant kKidOffsetMask (cppvirt k=2 ran 4-6 % slower
 // with the mask loaded from the transition).
-const UInt kKidSlots = 16;
+using core::kKidSlots;
 const UWord kKidOffsetMask = (kKidSlots - 1) * sizeof(void*);
 // Whether kid arrays grow from one slot (k = inf) or start full.
 Bool kids_grow();
@@ -150,39 +151,34 @@ Bool kids_grow();
 Bool acts_in_nodes();
 // The kid slot of a call of function fn_id from site in an array of
 // kid_mask + 1 slots: kid_key(fn_id, site) shifted right by kid_shift,
-// masked. Inline IR computes the key from the pending call's site and the
-// constant kid_key(fn->id, 0); at k = inf the slot's byte offset as
-// ((key >> kid_shift) & kid_mask) << 3, where the last shift is the load's
-// address mode's scale, and each array has the shift that gives its kids
-// distinct slots in the fewest slots (add_kid); at finite k as key &
-// kKidOffsetMask, the same with the shift kFiniteKidShift.
+// masked (core/kid_layout.h). Inline IR computes the key from the pending
+// call's site and the constant kid_key(fn->id, 0); at k = inf the slot's
+// byte offset as ((key >> kid_shift) & kid_mask) << 3, where the last shift
+// is the load's address mode's scale, and each array has the shift that
+// gives its kids distinct slots in the fewest slots (add_kid); at finite k
+// as key & kKidOffsetMask, the same with the shift kFiniteKidShift.
 //
-// The key at finite k, where the slot is fixed, is site + (5 * fn_id << 3):
-// a caller's nearby call sites (a few 8-byte steps apart) often call
-// functions of nearby ids (ids are given as functions are first
-// translated), in either order, and two kids collide when the sites' step
-// difference ds and the ids' difference di give ds + 5 * di = 0 (mod 16):
-// never with |ds| < 5 and |di| < 3. The xor used there until session 21
-// collided at ds = 1, di = -1 (callheavy's walk calling mix and then walk:
-// each call evicted the other's kid, 2.9x `none` instead of 1.8x); a
-// virtual call's consecutive ids (ds = 0) get distinct slots either way.
-// At k = inf, where the layouts choose a shift, the key stays site ^
-// (fn_id << 3): cppvirt's hot loop (more kids in one frame than any shift
-// separates in 16 slots) missed 3.1 M predictions with it, 6.5 M with
-// site + (fn_id << 3) and 16.8 M with the finite key (k=inf 12 % slower).
-const UInt kKidIdFactor = 5;
+// The key at finite k, where the slot is fixed, is core::fixed_kid_key:
+// a caller's nearby call sites often call functions of nearby ids (ids are
+// given as functions are first translated). The xor key collides there at
+// ds = 1, di = -1 (callheavy's walk calling mix and then walk: each call
+// evicted the other's kid, 2.9x `none` instead of 1.8x); a virtual call's
+// consecutive ids (ds = 0) get distinct slots either way.
+// At k = inf, where the layouts choose a shift, the key stays the xor
+// (core::growing_kid_key): cppvirt's hot loop (more kids in one frame than
+// any shift separates in 16 slots) missed 3.1 M predictions with it, 6.5 M
+// with site + (fn_id << 3) and 16.8 M with the finite key (k=inf 12 %
+// slower).
+using core::kKidIdFactor;
 inline UWord kid_key(UInt fn_id, Addr site)
 {
-   return kids_grow() ? site ^ ((Addr)fn_id << 3) : site + ((Addr)fn_id * kKidIdFactor << 3);
+   return kids_grow() ? core::growing_kid_key(fn_id, site) : core::fixed_kid_key(fn_id, site);
 }
 inline UInt kid_slot(UInt fn_id, Addr site, UWord kid_mask, UInt kid_shift)
 {
-   return (UInt)((kid_key(fn_id, site) >> kid_shift) & kid_mask);
+   return core::kid_slot_of_key(kid_key(fn_id, site), kid_mask, kid_shift);
 }
-const UInt kFiniteKidShift = 3;
-// The largest kid_shift tried: the slots come from key bits kid_shift and
-// up (key bits 0-2 tell apart calls 5 bytes apart).
-const UInt kMaxKidShift = 18;
+const UInt kFiniteKidShift = core::kFixedKidShift;
 struct Transition {
    union {
       ULong calls;      // activations since the last flush
@@ -229,7 +225,7 @@ struct Transition {
    // or no transition. A traced function's first block pushes the top
    // frame's transition's kid in the slot of (its function, the pending
    // call's site) inline when that is a transition into its function from
-   // that site (kg_instrument.cpp, add_inline_entry).
+   // that site (instrument/frames_ir.cpp, add_inline_entry).
    // A shared array of no transitions until this transition's frames call
    // a traced function: half of a deep forest's nodes never call one
    // (cc1plus at k=inf: 1.53 M of 3.0 M).
@@ -291,7 +287,7 @@ struct Now {
    // Function mode: a block ending in a direct call to a PLT stub leaves
    // the stub's address and a counter of its own (its context's) for the
    // stub's instructions, so the stub, which runs in every caller's
-   // context, need not find counters of its own (kg_instrument.cpp).
+   // context, need not find counters of its own (instrument/prologue.cpp).
    Addr plt_stub;             // 0 once the stub has used plt_counter
    ULong* plt_counter;
    // Block modes: where the block activation that the next recorded block
@@ -342,7 +338,7 @@ inline UInt* array_limit_word(ForestNode* ctx) { return (UInt*)((UWord*)(ctx + 1
 // returns by the memory SP lies in, not by distance (activity/stack_switch.cpp).
 const Addr kMaxStackFrame = 2000000;
 
-// Helpers called from instrumented code (see kg_instrument.cpp).
+// Helpers called from instrumented code (see instrument/).
 extern "C" {
 // SP rose above the top frame: pop the frames that died.
 void VG_REGPARM(1) kg_unwind(Addr sp);
@@ -358,7 +354,7 @@ void VG_REGPARM(1) kg_entry_counters(UWord block_id);
 // (kCallPending: after a call).
 void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode* ctx_before);
 // A function's first block pushed a frame from its entry cache, but the
-// push was wrong (see kg_instrument.cpp): undo it, then as kg_block_entry.
+// push was wrong (see instrument/frames_ir.cpp): undo it, then as kg_block_entry.
 void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, ForestNode* ctx_before);
 // Any other block, when its frame may have died (SP rose), a call is pending,
 // or its counters are another context's: everything the prologue may need.

@@ -7,8 +7,8 @@
 // is the thread's clock (kg_now->ir) less its entry's reading; these
 // functions settle frames and restart their entries. The clock itself only
 // runs forward: they may be called from helpers in the middle of a
-// superblock, which keeps its value in temporaries (kg_instrument.cpp,
-// PendingCounts); what it ran uncounted is kept apart (ir_uncounted).
+// superblock, which keeps its value in temporaries
+// (instrument/pending_counts.cpp); what it ran uncounted is kept apart (ir_uncounted).
 
 
 namespace kg {

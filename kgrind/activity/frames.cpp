@@ -66,7 +66,7 @@ Frame* push_frame(ThreadState* t, Addr sp, Transition* tr)
 }
 
 // Pops the top frame; its activation's inclusive cost is closed. (Inline IR
-// does the same for a return that pops one frame: kg_instrument.cpp.)
+// does the same for a return that pops one frame: instrument/frames_ir.cpp.)
 void pop_frame(ThreadState* t)
 {
    const Frame* f = kg_now->top;

@@ -87,7 +87,7 @@ static ULong* block_entry(BlockInfo* blk, Addr sp, UWord after_call)
       if (linked_to_new_coroutine(t) || entered_below_top(t, sp)) switch_stack(t, sp, blk);
       // A jump to a function's first instruction from another function is a
       // tail call; a jump back to its own entry is a loop. (Direct jumps
-      // left the call pending: kg_instrument.cpp, add_tail_call.) Here by an
+      // left the call pending: instrument/frames_ir.cpp, add_tail_call.) Here by an
       // indirect jump, or by a signal's delivery (its site then: the
       // interrupted instruction, signal_delivered).
       push_activation(t, blk->fn(), sp, blk, kg_now->jump_site);

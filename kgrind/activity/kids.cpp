@@ -40,60 +40,13 @@ void release_kids(Transition** kids, UInt slots)
    free_kids[i] = kids;
 }
 
-// A kid array's layout: its slots and kid_slot's shift.
-struct KidLayout {
-   UInt slots;
-   UInt shift;
-};
+using core::KidLayout;
 
-// Whether the kids (fn_id, site) all have distinct slots in layout l.
-Bool separates(const Transition* const* kids, UInt n, KidLayout l)
-{
-   UWord mask = l.slots - 1;
-   UInt used = 0;
-   for (UInt i = 0; i < n; i++) {
-      UInt bit = 1u << kid_slot(kids[i]->fn_id, kids[i]->site, mask, l.shift);
-      if (used & bit) return False;
-      used |= bit;
-   }
-   return True;
-}
-
-// The layout of the fewest slots (at least `slots`), then the smallest
-// shift, that gives the n kids distinct slots: a kid array grows only when no
-// shift separates its kids (cc1plus at k=inf: two kids collide in one in
-// four shifts' slots, and grown arrays were 4.4 slots for 1.9 kids).
-// False if there is none up to kKidSlots.
-Bool separating_layout(const Transition* const* kids, UInt n, UInt slots, KidLayout* out)
-{
-   for (; slots <= kKidSlots; slots *= 2) {
-      if (n > slots) continue;
-      for (UInt shift = 0; shift <= kMaxKidShift; shift++)
-         if (separates(kids, n, { slots, shift })) {
-            *out = { slots, shift };
-            return True;
-         }
-   }
-   return False;
-}
-
-// The kKidSlots-slot layout whose shift gives the n kids the most slots
-// (the kids that share one alternate through it).
-KidLayout fullest_layout(const Transition* const* kids, UInt n)
-{
-   KidLayout best = { kKidSlots, kFiniteKidShift };
-   UInt best_used = 0;
-   for (UInt shift = 0; shift <= kMaxKidShift; shift++) {
-      UInt used = 0;
-      for (UInt i = 0; i < n; i++)
-         used |= 1u << kid_slot(kids[i]->fn_id, kids[i]->site, kKidSlots - 1, shift);
-      if ((UInt)__builtin_popcount(used) > best_used) {
-         best_used = (UInt)__builtin_popcount(used);
-         best = { kKidSlots, shift };
-      }
-   }
-   return best;
-}
+// A kid's key in its array (kid_key), for the layouts (core/kid_layout.h):
+// an array grows only when no shift separates its kids (cc1plus at k=inf:
+// two kids collide in one in four shifts' slots, and grown arrays were 4.4
+// slots for 1.9 kids).
+UWord key_of_kid(const Transition* kid) { return kid_key(kid->fn_id, kid->site); }
 
 // Where ActNodes are node payloads, a node's first transition whose one kid
 // is the first transition into the node's only child needs no array: the
@@ -156,7 +109,7 @@ void add_colliding_kid(Transition* tr, Transition* kid)
       if (tr->kids[s] != &no_transition) kids[n++] = tr->kids[s];
    kids[n++] = kid;
    KidLayout l;
-   if (!separating_layout(kids, n, slots, &l)) l = fullest_layout(kids, n);
+   if (!core::separating_layout(kids, n, slots, key_of_kid, &l)) l = core::fullest_layout(kids, n, key_of_kid);
    lay_out_kids(tr, kid, l);
 }
 
@@ -165,8 +118,8 @@ void add_colliding_kid(Transition* tr, Transition* kid)
 // transition entered that activation: at finite k, where arrays never grow,
 // the transitions into one activation share one array, kept in the
 // activation (cc1plus at k=2: 72 k arrays instead of 134 k, 7.4 MB less peak
-// RSS, docs/performance.md, session 16; in the ActNode's unused
-// own_active rather than an index by child, 1.6 MB less, session 18).
+// RSS, docs/performance.md; in the ActNode's unused own_active rather
+// than an index by child, 1.6 MB less).
 Transition** shared_kids(ActNode* child)
 {
    tl_assert(!kids_grow());
