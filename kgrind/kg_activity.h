@@ -1,16 +1,17 @@
 // Activations: per-thread shadow stacks keyed by the stack pointer, driving
-// each thread's k-SF. What the rest of the tool calls: the core's
-// callbacks, the profile writer's and the regions' entries. Instrumented
-// code talks to this layer through kg_hotpath.h.
+// each thread's k-SF (kg_activity.cpp, made of activity/). What the rest of
+// the tool calls: the core's callbacks, the profile writer's and the
+// regions' entries, each section defined in the file it names.
+// Instrumented code talks to this layer through kg_hotpath.h.
 #pragma once
 #include "kg_forest.h"
 
 namespace kg {
 
-// The threads' registry, kg_now and the empty kid arrays.
+// The threads' registry, kg_now and the empty kid arrays (activity/layouts.cpp).
 void activity_init();
 
-// Core callbacks.
+// Core callbacks (activity/threads.cpp).
 void thread_starts_running(ThreadId tid, ULong blocks_done);
 void thread_exits(ThreadId tid);
 void signal_delivered(ThreadId tid, Int sig, Bool alt_stack);
@@ -22,10 +23,10 @@ void stack_registered(Addr start, Addr end);
 // Stacks that lay in unmapped memory ended.
 void memory_unmapped(Addr a, SizeT len);
 
+// End of run and output (activity/thread_profiles.cpp).
 // End of run: closes every open activation of every thread.
 void finish_all_threads();
 
-// For output.
 struct ThreadProfile {
    ThreadId tid;
    Forest* forest;      // the k-SF
@@ -49,8 +50,9 @@ void flush_all_transitions();
 void derive_node_counts(const ThreadProfile* threads, UInt n);
 void forget_node_counts(const ThreadProfile* threads, UInt n);
 
-// Regions of interest (kg_regions.cpp): the counters start, stop, are
-// written and zeroed; the shadow stacks and forests never stop.
+// Regions of interest (kg_regions.cpp; activity/counting.cpp): the counters
+// start, stop, are written and zeroed; the shadow stacks and forests never
+// stop.
 // Whether instructions, calls and inclusive costs are being counted.
 extern Bool kg_counting;
 // Each open frame's inclusive cost so far is added to its activation, and
@@ -64,15 +66,17 @@ void pause_counting();
 void resume_counting();
 // The Ir the process ran so far, counted or not.
 ULong ir_elapsed();
+// Context ids (activity/context_ids.cpp).
 // An id of thread tid's current k-context, stable in the run (1, 2, ...).
 UWord current_context_id(ThreadId tid);
 // Every id handed out: its thread (0: joined) and k-SF node.
 void for_each_context_id(void (*f)(UWord id, UInt thread, const ForestNode* node, void* arg), void* arg);
+// Status (activity/threads.cpp).
 // Every running thread: its current context and shadow stack depth.
 void for_each_live_thread(void (*f)(UInt thread, ThreadId tid, const ForestNode* ctx, UInt depth, void* arg),
                           void* arg);
 
-// Block modes: every block forest, oldest thread first, then by function id.
+// Block modes (activity/block_modes.cpp): every block forest, oldest thread first, then by function id.
 struct BlockForest;
 UInt block_forests(BlockForest** out, UInt max);
 
