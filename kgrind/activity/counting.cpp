@@ -23,23 +23,6 @@ template <typename F> static void for_each_stack(ThreadState* t, F f)
    for (ShadowStack* s = t->suspended; s; s = s->next) f(s, s->top);
 }
 
-// Adds the inclusive cost that frames first..top of one stack have run up
-// to `now`, as their pops would (a recursive context's only in its
-// outermost frame), and starts their clocks at now. The stack's frames are
-// not counted in `active` (as a suspended stack's: suspend_stack) and are
-// counted in only while they settle.
-static void settle_frames(Frame* first, Frame* top, ULong now)
-{
-   for (Frame* f = first; f <= top; f++)
-      if (f->tr->kind == kActivation) count_in(f->tr);
-   for (Frame* f = top; f >= first; f--) {
-      Transition* tr = f->tr;
-      if (tr->kind != kActivation) continue;
-      close_frame(tr, now - f->ir_at_entry);
-   }
-   for (Frame* f = first; f <= top; f++) f->ir_at_entry = now;
-}
-
 // __root__'s frame closes now (its inclusive cost is the thread's run so
 // far), and its clock restarts.
 static void settle_root(ThreadState* t, ULong now)

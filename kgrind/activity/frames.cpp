@@ -1,4 +1,5 @@
-// Shadow stacks keyed by the stack pointer.
+// Frames of a shadow stack: push and pop. Inline IR does the same for the
+// common cases (instrument/frames_ir.cpp).
 //
 // Every frame records the SP at its activation's entry (just after the call
 // pushed the return address). A frame whose recorded SP lies below the
@@ -7,9 +8,6 @@
 // function. Such frames are popped, with their inclusive cost closed, before
 // anything else happens; instrumented code checks `SP > kg_now->top_sp`
 // inline and calls kg_unwind only when it holds.
-//
-// Frame push and pop. Inline IR does the same for the common cases
-// (instrument/frames_ir.cpp).
 
 namespace kg {
 
@@ -117,5 +115,22 @@ void pop_dead_frames(ThreadState* t, Addr sp)
 }
 
 } // namespace
+
+// Adds the inclusive cost that frames first..top of one stack have run up
+// to `now`, as their pops would (a recursive context's only in its
+// outermost frame), and starts their clocks at now. The stack's frames are
+// not counted in `active` (as a suspended stack's: suspend_stack) and are
+// counted in only while they settle.
+static void settle_frames(Frame* first, Frame* top, ULong now)
+{
+   for (Frame* f = first; f <= top; f++)
+      if (f->tr->kind == kActivation) count_in(f->tr);
+   for (Frame* f = top; f >= first; f--) {
+      Transition* tr = f->tr;
+      if (tr->kind != kActivation) continue;
+      close_frame(tr, now - f->ir_at_entry);
+   }
+   for (Frame* f = first; f <= top; f++) f->ir_at_entry = now;
+}
 
 } // namespace kg

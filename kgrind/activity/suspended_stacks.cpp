@@ -2,8 +2,6 @@
 
 namespace kg {
 
-static void settle_frames(Frame* first, Frame* top, ULong now);
-
 namespace {
 
 // A program may keep thousands of coroutines suspended, and every switch

@@ -5,7 +5,7 @@
 
 namespace kg {
 
-// A transition's parent ActNode (a Transition for fences).
+// A transition's parent ActNode (a Transition for fences; transitions.cpp).
 static const void* parent_of(const Transition* tr);
 
 // A transition's index key besides its parent (see transition_key).
