@@ -30,7 +30,6 @@
 // concern, included in dependency order: they share the IR builder and
 // file-local helpers, which stay local to the unit.
 #include "kg_instrument.h"
-#include "kg_activity.h"
 #include "kg_hotpath.h"
 #include "kg_blocks.h"
 #include "kg_costs.h"
