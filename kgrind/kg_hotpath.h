@@ -1,7 +1,7 @@
 // The hot path's contract: the data that inline IR (instrument/) and the
 // activity unit's C++ (activity/) both read and write, and the helpers
-// instrumented code calls. A field's meaning depends on the layout mode,
-// fixed for the run by --k and --join-threads:
+// instrumented code calls. A field's meaning depends on the layout, fixed
+// for the run by --k and --join-threads (comments name it):
 //
 //   payload  k = inf, each thread its own forest (acts_in_nodes): a node has
 //            one activation pair, and its ActNode is the node's payload,
@@ -101,7 +101,7 @@ static_assert(sizeof(ViewPair) == 32, "a view pair without an ActNode");
 
 struct ActNode {
    // The same activation in the view forest, or none when the view is the
-   // k-SF. Where ActNodes are node payloads, view_of finds it.
+   // k-SF. In the payload layout, view_of finds it.
    const ViewPair* view;
    union {
       // Frames of this thread now in its context at k = inf with joined
@@ -192,8 +192,8 @@ struct Transition {
       // signal restorer is charged).
       Addr interrupted;
    };
-   // Frames now in child->ctx() (active_count); where ActNodes are node
-   // payloads (no frames are counted there), the child's view pair (its
+   // Frames now in child->ctx() (active_count); in the payload
+   // layout (no frames are counted there), the child's view pair (its
    // view_ctx is the context of the counters), or the child ActNode itself
    // when the view is the k-SF (48 bytes after the context): inline IR
    // finds the context with one load or none. The child is then the
@@ -204,7 +204,7 @@ struct Transition {
    // FrameKind. Inline IR reads it with the next three bytes as 32 bits at
    // finite k (where they are 0), alone at k = inf.
    UChar kind;
-   // Where ActNodes are node payloads: an activation's transition into its
+   // In the payload layout: an activation's transition into its
    // parent's own context (rolled simple recursion; parent_of), and whether
    // the transition is its child node's payload (first_transition). Not
    // read by inline IR.
@@ -216,7 +216,7 @@ struct Transition {
    // At k = inf: kid_slot's shift for this array (0 at finite k).
    UChar kid_shift;
    // The id of the function running in the frame (kNoFunction for a
-   // thread's root and no_transition): where ActNodes are node payloads
+   // thread's root and no_transition): in the payload layout
    // frame_fn finds the function from it, and inline IR compares it with
    // its function's (32 bits, next to `kind`).
    UInt fn_id;
@@ -230,7 +230,7 @@ struct Transition {
    // a traced function: half of a deep forest's nodes never call one
    // (cc1plus at k=inf: 1.53 M of 3.0 M).
    Transition** kids;
-   // Where ActNodes are node payloads a transition ends here (48 bytes): a
+   // In the payload layout a transition ends here (48 bytes): a
    // node is its whole call chain, so the parent is found from the child
    // (parent_of) and the part of edge_incl in outermost activations is all
    // of it unless the transition is rolled_in (outermost_incl); the

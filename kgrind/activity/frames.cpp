@@ -29,7 +29,7 @@ void close_frame(Transition* tr, ULong incl)
 {
    tr->edge_incl += incl;
    Bool outermost = count_out(tr);
-   // Where ActNodes are node payloads the node's inclusive cost comes from
+   // In the payload layout the node's inclusive cost comes from
    // the transitions that are not rolled (outermost_incl): frames close one
    // stack at a time (pops on the running stack, settle_thread stack by
    // stack), and a stack's frames in one node are an outermost one with

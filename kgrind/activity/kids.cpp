@@ -48,7 +48,7 @@ using core::KidLayout;
 // slots for 1.9 kids).
 UWord key_of_kid(const Transition* kid) { return kid_key(kid->fn_id, kid->site); }
 
-// Where ActNodes are node payloads, a node's first transition whose one kid
+// In the payload layout, a node's first transition whose one kid
 // is the first transition into the node's only child needs no array: the
 // node's `kids` word points to that kid (core::only_child_link: the
 // child's `calls` word, where its first transition starts when its counts

@@ -8,7 +8,7 @@ Now* kg_now;
 
 // What a transition's empty kid slots hold: a transition that matches no
 // function, so that inline IR may read through it.
-// Its `active` (activity_init): where ActNodes are node payloads a view
+// Its `active` (activity_init): in the payload layout a view
 // pair or an ActNode after a node, which inline IR reads the context
 // through before it knows the kid is the one.
 static ViewPair no_view_pair;
@@ -24,7 +24,7 @@ static Transition no_transition = { {0}, {0}, nullptr /* activity_init */, 0, kA
 Bool acts_in_nodes() { return clo.k == kInfiniteK && !clo.join_threads; }
 
 // Whether a thread's k-SF nodes keep no inclusive cost and no count of
-// calls during the run: where ActNodes are node payloads and the body is a
+// calls during the run: in the payload layout with the body in a
 // separate view, a node's exclusive cost is its activations' inclusive cost
 // less their callees' (flush_transitions), so its inclusive cost is its
 // exclusive cost plus its children's inclusive costs; and its calls are its
@@ -40,7 +40,7 @@ static Bool counts_derived() { return acts_in_nodes() && separate_view(); }
 // index of transitions), or only while a profile is written.
 static Bool calls_added_for_good = False;
 
-// Where ActNodes are node payloads: the bytes from a node to its ActNode
+// In the payload layout: the bytes from a node to its ActNode
 // (its first transition), which overlaps the node's `calls` and `incl`
 // where those are derived.
 static UWord act_offset() { return counts_derived() ? offsetof(ForestNode, calls) : sizeof(ForestNode); }
@@ -71,12 +71,12 @@ ForestNode* ctx_of(const ActNode* n)
    return acts_in_nodes() ? node_before(n) : entry_of(n)->ctx();
 }
 
-// Where ActNodes are node payloads, the payload is the node's first
+// In the payload layout, the payload is the node's first
 // transition (if one was made), whatever fields an ActNode has.
 Transition* first_transition(const ActNode* n) { return (Transition*)n; }
 
-// n's view pair (none where the view is the k-SF): where ActNodes are node
-// payloads, the `active` of the node's payload transition, which act_node
+// n's view pair (none where the view is the k-SF): in the payload
+// layout, the `active` of the node's payload transition, which act_node
 // sets before the transition is made (or for a root, which has none).
 const ViewPair* view_of(const ActNode* n)
 {
@@ -140,7 +140,7 @@ UWord* active_count(ThreadState* t, ActNode* n)
 }
 
 // A transition's `active`: the count of frames in its child's context, or
-// where ActNodes are node payloads (nothing is counted) what inline IR finds
+// in the payload layout (nothing is counted) what inline IR finds
 // the child's context from (act_node).
 UWord* active_of(ThreadState* t, ActNode* child)
 {
@@ -170,7 +170,7 @@ UWord transition_bytes()
    return child_from_active() ? offsetof(Transition, child) : sizeof(Transition);
 }
 
-// Where ActNodes are node payloads, the first transition made into a node
+// In the payload layout, the first transition made into a node
 // from its parent node (not a rolled-in one) is the node's payload: at
 // k = inf most nodes are entered from one call site (cc1plus: 3.21 M
 // transitions for 2.89 M nodes), so most transitions need no block and no

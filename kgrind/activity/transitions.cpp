@@ -5,7 +5,7 @@ namespace kg {
 
 namespace {
 
-// Where ActNodes are node payloads, a transition that is not a node's
+// In the payload layout, a transition that is not a node's
 // payload and its child: child_of reads the word before the transition.
 struct TransitionRecord {
    ActNode* child;
@@ -25,7 +25,7 @@ static ActNode* child_of(const Transition* tr)
    return tr->child;
 }
 
-// Where ActNodes are node payloads a transition keeps no parent: a node is
+// In the payload layout a transition keeps no parent: a node is
 // its whole call chain, so an activation's parent is its node's parent's
 // (none for a thread's root), or its own node's when it is rolled in; an
 // untraced function's frame's is its child (set_child); a fence's is kept
@@ -44,7 +44,7 @@ static const void* parent_of(const Transition* tr)
    }
 }
 
-// Where ActNodes are node payloads a transition keeps no context: its
+// In the payload layout a transition keeps no context: its
 // child's view context (the view pair's view_ctx, or the node itself).
 ForestNode* transition_ctx(const Transition* tr)
 {
@@ -102,7 +102,7 @@ Transition* transition(ThreadState* t, const void* parent, const void* key, Same
    return tr;
 }
 
-// Where ActNodes are node payloads: the transition into fn from parent at
+// In the payload layout: the transition into fn from parent at
 // site if it is the first one made into its child (first_transition).
 Transition* find_first_transition(const ActNode* parent, FnInfo* fn, Addr site)
 {
@@ -126,7 +126,7 @@ void for_each_transition(ThreadState* t, F f)
    });
 }
 
-// tr is a TransitionRecord's where ActNodes are node payloads (transition).
+// tr is a TransitionRecord's in the payload layout (transition).
 void set_child(ThreadState* t, Transition* tr, ActNode* child, FnInfo* fn, FrameKind kind)
 {
    if (acts_in_nodes()) ((ActNode**)tr)[-1] = child;
@@ -222,7 +222,7 @@ Transition* fence_transition(ThreadState* t, Transition* top, FrameKind kind)
 Bool rolled(const Transition* tr) { return acts_in_nodes() ? tr->rolled_in : parent_activation(tr) == child_of(tr); }
 
 // The part of tr's edge_incl in outermost activations of its child's
-// context. Where ActNodes are node payloads a thread's frames in one node
+// context. In the payload layout a thread's frames in one node
 // on its running stack are rolled ones above an outermost one (a node is
 // its whole call chain), so that is all of it unless tr is rolled
 // (close_frame).

@@ -13,7 +13,7 @@ void make_call_pending(IRBuilder& b, Addr call_instr, IRExpr* guard)
    b.store_if(guard, b.at(&kg_now->ctx), IRBuilder::u64((HWord)kCallPending));
 }
 
-// Where ActNodes are node payloads (acts_in_nodes) a transition's context
+// In the payload layout (acts_in_nodes) a transition's context
 // is found from `active`, which points to the child's view pair (or the
 // child ActNode, 48 bytes after its node, when the view is the k-SF);
 // `active` is tr's when null.
@@ -133,8 +133,8 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* blk_at, IRExpr* s
    b.store64(b.field(next, offsetof(Frame, ir_at_entry)), b.load64(&kg_now->ir));
    b.store64(b.field(next, offsetof(Frame, tr)), tr);
    b.add_if(guard(), b.place(tr, offsetof(Transition, calls)), one);
-   // The count of frames in the child's context (none where ActNodes are
-   // node payloads).
+   // The count of frames in the child's context (none in the
+   // payload layout).
    if (!acts_in_nodes()) b.add_if(guard(), b.place(b.load_field(tr, offsetof(Transition, active)), 0), one);
    b.store_if(guard(), b.at(&kg_now->top), next);
    b.store_if(guard(), b.at(&kg_now->top_sp), sp);
@@ -190,7 +190,7 @@ void add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir)
    IRExpr* incl = b.op(Iop_Sub64, ir ? ir : b.load64(&kg_now->ir), b.load_field(top, offsetof(Frame, ir_at_entry)));
    b.add_if(b.test(pop), b.place(tr, offsetof(Transition, edge_incl)), incl);
    // A recursive activation's cost is already in the outermost one's
-   // (where ActNodes are node payloads, the transition knows which it has:
+   // (in the payload layout, the transition knows which it has:
    // Transition::rolled_in, and no frames are counted).
    if (!acts_in_nodes()) {
       IRExpr* active = b.load_field(tr, offsetof(Transition, active));
