@@ -26,7 +26,7 @@ void blocks_init();
 BBInfo* block_at(Addr addr, const SourceLoc& loc);
 UInt block_count();                  // labels 0 .. block_count() - 1
 // Return addresses of the calls translated so far (in intra mode their
-// blocks call the block helper: kg_instrument.cpp, add_block_step).
+// blocks call the block helper: instrument/block_modes_ir.cpp, add_block_step).
 void note_return_site(Addr addr);
 Bool is_return_site(Addr addr);
 BBInfo* block_by_label(UInt label);
@@ -152,8 +152,8 @@ void dump_close();
 void dump_disable();   // in a fork child
 
 // The block trace: instrumented code records each run of a traced block
-// as one word (add_block_step in kg_instrument.cpp), and the recorded runs
-// are stepped through the forest in C in batches (kg_activity.cpp): one
+// as one word (add_block_step in instrument/block_modes_ir.cpp), and the recorded runs
+// are stepped through the forest in C in batches (activity/block_modes.cpp): one
 // store a block instead of a helper call. The buffer is aligned to its
 // size, so inline code knows it is full when the position's low bits are
 // zero. It holds runs of one thread and, in intra mode, of one activation:

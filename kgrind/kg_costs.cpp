@@ -1,5 +1,6 @@
 #include "kg_costs.h"
 #include "kg_activity.h"
+#include "kg_hotpath.h"
 #include "kg_pairmap.h"
 #include "kg_options.h"
 #include "kg_runtime.h"

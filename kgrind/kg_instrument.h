@@ -5,7 +5,7 @@
 namespace kg {
 
 // Before the first translation: the bases of the tool data that inline IR
-// addresses (kg_instrument.cpp, data_bases).
+// addresses (instrument/ir_builder.cpp, data_bases).
 void instrument_init();
 // Whenever a thread is about to run: puts those bases into its shadow state.
 void publish_data_bases(ThreadId tid);

@@ -7,6 +7,7 @@
 // instrumented (docs/regions.md says why).
 #include "kg_regions.h"
 #include "kg_activity.h"
+#include "kg_hotpath.h"
 #include "kg_costs.h"
 #include "kg_options.h"
 #include "kg_output.h"

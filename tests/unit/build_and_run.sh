@@ -12,7 +12,7 @@
 #     flags (-ffreestanding -nostdinc++ -fno-exceptions -fno-rtti ...) in one
 #     TU that instantiates everything; the object may reference no symbol
 #     but the allocator hooks (and memset/memcpy/memmove, which Valgrind's
-#     core provides).
+#     core provides; and libgcc's __popcountdi2).
 #  2. unit tests: GoogleTest, -Wall -Wextra -Werror -O1 -g.
 #  3. fuzzing: libFuzzer + ASan + UBSan for FUZZ_SECONDS (skipped with a
 #     message only if clang's fuzzer runtime is not installed).
@@ -37,7 +37,8 @@ TOOLFLAGS=(-std=gnu++17 -O2 -m64 -ffreestanding -nostdinc++ -fno-exceptions -fno
   cat "$ROOT/tests/unit/freestanding_check.h"
 } > "$OUT/freestanding_check.cpp"
 "$CXX" "${TOOLFLAGS[@]}" -c "$OUT/freestanding_check.cpp" -o "$OUT/freestanding_check.o"
-undef="$(nm -u "$OUT/freestanding_check.o" | awk '{print $2}' | grep -v -x -E 'kg_test_alloc|kg_test_free|memset|memcpy|memmove' || true)"
+# __popcountdi2: libgcc's, which the tool links (-lgcc).
+undef="$(nm -u "$OUT/freestanding_check.o" | awk '{print $2}' | grep -v -x -E 'kg_test_alloc|kg_test_free|memset|memcpy|memmove|__popcountdi2' || true)"
 if [ -n "$undef" ]; then
   echo "core headers reference symbols a freestanding tool does not have:" >&2
   echo "$undef" >&2

@@ -61,4 +61,12 @@ extern "C" uint64_t kg_freestanding_unwind(const uint8_t* file, const uint8_t* h
   if (index.init(h, f)) index.function_at(pc, &start, &end);
   return start + end + at + index.count();
 }
+
+// The kid layouts (kid_layout.h) on caller-given keys.
+static uint64_t kid_key_of(const uint64_t& key) { return key; }
+extern "C" uint64_t kg_freestanding_kids(const uint64_t* keys, uint32_t n) {
+  KidLayout l = {0, 0};
+  if (!separating_layout(keys, n, 1, kid_key_of, &l)) l = fullest_layout(keys, n, kid_key_of);
+  return l.slots + l.shift + fixed_kid_key(n, keys[0]) + growing_kid_key(n, keys[0]);
+}
 #endif

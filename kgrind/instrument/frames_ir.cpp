@@ -1,0 +1,230 @@
+// The IR twins of the frame code (activity/frames.cpp, activity/kids.cpp):
+// a call made pending, a frame pushed from its kid slot, a frame popped by
+// a return, and the check that calls kg_unwind when SP rose.
+
+namespace kg {
+
+namespace {
+
+// The call is pending after this block: the callee's first block pushes it.
+void make_call_pending(IRBuilder& b, Addr call_instr, IRExpr* guard)
+{
+   b.store_if(guard, b.at(&kg_now->call_site), IRBuilder::u64(call_instr));
+   b.store_if(guard, b.at(&kg_now->ctx), IRBuilder::u64((HWord)kCallPending));
+}
+
+// In the payload layout (acts_in_nodes) a transition's context
+// is found from `active`, which points to the child's view pair (or the
+// child ActNode, 48 bytes after its node, when the view is the k-SF);
+// `active` is tr's when null.
+IRExpr* child_active(IRBuilder& b, IRExpr* tr, IRExpr* active)
+{
+   return active ? active : b.load_field(tr, offsetof(Transition, active));
+}
+
+// Non-zero unless tr's frames run fn (frame_fn): its 32-bit `fn_id`.
+IRExpr* function_mismatch(IRBuilder& b, IRExpr* tr, const FnInfo* fn)
+{
+   return b.op(Iop_Xor64, b.load_u32_field(tr, offsetof(Transition, fn_id)), IRBuilder::u64(fn->id));
+}
+
+// The context of tr's block counters (transition_ctx): its `ctx`, or where
+// ActNodes are node payloads the child's view pair's view_ctx (`active`
+// points to the pair), or the child node itself when the view is the k-SF.
+IRExpr* load_transition_ctx(IRBuilder& b, IRExpr* tr, IRExpr* active = nullptr)
+{
+   if (!acts_in_nodes()) return b.load_field(tr, offsetof(Transition, ctx));
+   if (!separate_view()) return b.op(Iop_Sub64, child_active(b, tr, active), IRBuilder::u64(sizeof(ForestNode)));
+   return b.load_field(child_active(b, tr, active), offsetof(ViewPair, view_ctx));
+}
+
+// A direct jump of blk to `target` (when guard holds; nullptr: always) is a
+// tail call if the target is another function's first instruction (one
+// that starts a block with fn_entry) or a PLT stub: the jump makes the call
+// pending as a call does, so that the target pushes inline (a stub passes a
+// pending call on). Stubs' own jumps are not tail calls: the call that
+// reached the stub stays pending through them. A jump into the running
+// function's own first instruction is a loop, not a call, which happens
+// where code of another function runs in its frame (a `.cold` part jumped
+// to from the middle of its function): checked inline.
+void add_tail_call(IRBuilder& b, const BlockInfo* blk, Addr target, Addr jump_instr, IRExpr* guard)
+{
+   if (!target || blk->in_plt) return;
+   if (!is_plt_stub(target)) {
+      SourceLoc loc;
+      source_loc(target, &loc);
+      if (loc.fn == blk->fn() || !function_entry(target, loc)) return;
+      IRExpr* running = b.load_field(b.load64(&kg_now->top), offsetof(Frame, tr));
+      IRExpr* other = b.op(Iop_CmpNE64, function_mismatch(b, running, loc.fn), IRBuilder::u64(0), Ity_I1);
+      guard = guard ? b.op(Iop_And1, guard, other, Ity_I1) : other;
+   }
+   make_call_pending(b, jump_instr, guard);
+}
+
+// A computed jump of a function with a symbol to outside its object's text
+// calls kg_jump_out, which makes a jump into code without a symbol there a
+// tail call (callgrind calls a jump into another object a call; a symbol's
+// first instruction is one already, kg_block_entry). Jumps within the
+// object (switch tables, computed gotos) pay one compare.
+void add_jump_out(IRBuilder& b, const BlockInfo* blk, IRExpr* target, Addr jump_instr)
+{
+   Addr lo, hi;
+   if (!object_text(blk->addr, &lo, &hi)) return;
+   IRExpr* outside = b.op(Iop_CmpLE64U, IRBuilder::u64(hi - lo), b.op(Iop_Sub64, target, IRBuilder::u64(lo)), Ity_I1);
+   b.call("kg_jump_out", (void*)kg_jump_out, 2, mkIRExprVec_2(target, mkIRExpr_HWord(jump_instr)), outside);
+}
+
+// A frame push in straight-line IR, as push_activation() does, of the top
+// frame's kid in this block's function's slot (the transition that frame's
+// calls into a function of that slot pushed last), if it is into this
+// block's function.
+// A function's first block pushes speculatively, and kg_entry_fixup undoes a
+// wrong push and does what kg_block_entry does: a call from elsewhere, a full
+// shadow stack, or a jump to the entry (a tail call, or a loop back to it).
+// Any other block that direct calls target (code without symbols) pushes
+// only when the prediction holds, and calls kg_block_entry after a call
+// that it did not predict; entered by a jump, it runs no helper.
+//
+// The tests are 64-bit arithmetic, with one 1-bit result at the end: VEX
+// turns each 1-bit value into a setcc and a test, so a chain of And1/Or1
+// costs about three host instructions per link. A mismatch is a non-zero
+// word: (x ^ y) | ...
+// Returns the context the block runs in after it, for its counters' check.
+IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* blk_at, IRExpr* sp, Bool speculative)
+{
+   IRExpr* ctx_before = b.load64(&kg_now->ctx);
+   IRExpr* top = b.load64(&kg_now->top);
+   IRExpr* next = b.op(Iop_Add64, top, IRBuilder::u64(sizeof(Frame)));   // always writable
+   IRExpr* top_tr = b.load_field(top, offsetof(Frame, tr));
+   FnInfo* callee = activated_function(blk);
+   // The kid of (this function, the pending call's site): kid_slot's offset.
+   IRExpr* site = b.load64(&kg_now->call_site);
+   IRExpr* kid_offset = b.op(kids_grow() ? Iop_Xor64 : Iop_Add64, site, IRBuilder::u64(kid_key(callee->id, 0)));
+   if (kids_grow()) {
+      // The slot times 8 last: the load's address mode scales it.
+      IRExpr* slot = b.op(Iop_And64,
+                          b.op(Iop_Shr64, kid_offset, b.load(Ity_I8, b.field(top_tr, offsetof(Transition, kid_shift)))),
+                          b.load_u8_field(top_tr, offsetof(Transition, kid_mask)));
+      kid_offset = b.op(Iop_Shl64, slot, IRExpr_Const(IRConst_U8(3)));
+   }
+   else
+      kid_offset = b.op(Iop_And64, kid_offset, IRBuilder::u64(kKidOffsetMask));
+   IRExpr* kids = b.load_field(top_tr, offsetof(Transition, kids));
+   IRExpr* tr = b.load_field(b.op(Iop_Add64, kids, kid_offset), 0);
+   // Read once where the function and context are found from the child.
+   IRExpr* active = acts_in_nodes() ? b.load_field(tr, offsetof(Transition, active)) : nullptr;
+   IRExpr* mismatch = b.op(Iop_Or64,
+                           function_mismatch(b, tr, callee),
+                           b.op(Iop_Xor64, b.load_field(tr, offsetof(Transition, site)), site));
+   // Zero when: the kid is into this function from this site, a call is
+   // pending, and next <= frames_last (frames are one array: the sign bit of
+   // the difference says it).
+   IRExpr* no_room = b.op(Iop_Shr64, b.op(Iop_Sub64, b.load64(&kg_now->frames_last), next),
+                          IRExpr_Const(IRConst_U8(63)));
+   IRExpr* wrong_bits = b.op(Iop_Or64, b.op(Iop_Or64, mismatch,
+                                            b.op(Iop_Xor64, ctx_before, IRBuilder::u64((HWord)kCallPending))),
+                             no_room);
+   IRBuilder::Cond predicted = { Iop_CmpEQ64, wrong_bits, IRBuilder::u64(0) };
+   // The push's stores: always (speculative) or only when predicted.
+   auto guard = [&]() { return speculative ? nullptr : b.test(predicted); };
+   IRExpr* one = IRBuilder::u64(1);
+
+   b.store64(b.field(next, offsetof(Frame, sp)), sp);   // the spare slot: never in use
+   b.store64(b.field(next, offsetof(Frame, ir_at_entry)), b.load64(&kg_now->ir));
+   b.store64(b.field(next, offsetof(Frame, tr)), tr);
+   b.add_if(guard(), b.place(tr, offsetof(Transition, calls)), one);
+   // The count of frames in the child's context (none in the
+   // payload layout).
+   if (!acts_in_nodes()) b.add_if(guard(), b.place(b.load_field(tr, offsetof(Transition, active)), 0), one);
+   b.store_if(guard(), b.at(&kg_now->top), next);
+   b.store_if(guard(), b.at(&kg_now->top_sp), sp);
+   // No call is pending any more.
+   IRExpr* ctx = load_transition_ctx(b, tr, active);
+   b.store_if(guard(), b.at(&kg_now->ctx), ctx);
+
+   IRExpr** args = mkIRExprVec_3(blk_at, sp, ctx_before);
+   IRExpr* wrong = b.op(Iop_CmpNE64, wrong_bits, IRBuilder::u64(0), Ity_I1);
+   if (speculative) {
+      b.call("kg_entry_fixup", (void*)kg_entry_fixup, 3, args, wrong);
+      // The context now, unless the fix-up ran; then the block's counters
+      // are already its context's (block_entry), and the check may only
+      // call kg_refresh_counters once needlessly: cheaper than reloading
+      // kg_now->ctx in every entry.
+      return ctx;
+   } else {
+      // Entered by a jump: no helper.
+      IRExpr* called = b.op(Iop_CmpEQ64, ctx_before, IRBuilder::u64((HWord)kCallPending), Ity_I1);
+      b.call("kg_block_entry", (void*)kg_block_entry, 3, args, b.op(Iop_And1, called, wrong, Ity_I1));
+      return b.load64(&kg_now->ctx);
+   }
+}
+
+// tr's kind, zero-extended: at finite k with the three bytes after it (zero
+// there) as one 32-bit load; at k = inf, where they are rolled_in and
+// kid_mask, alone.
+IRExpr* kind_word(IRBuilder& b, IRExpr* tr)
+{
+   if (kids_grow()) return b.load_u8_field(tr, offsetof(Transition, kind));
+   return b.load_u32_field(tr, offsetof(Transition, kind));
+}
+
+// A block ending in a return pops the top frame inline in the common case,
+// as pop_frame() does: a `ret` leaves SP just above the return address that
+// the call pushed (top.sp + 8), and the top frame is an activation. The
+// updates are guarded stores (a skipped store, not a select of the old
+// value). Anything else (longjmp, exceptions, `ret $n`, fences) and frames
+// below the top that died too (a tail call's caller shares its SP) are left
+// to the unwind check after it (add_unwind_check).
+void add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir)
+{
+   IRExpr* top = b.load64(&kg_now->top);
+   IRExpr* tr = b.load_field(top, offsetof(Frame, tr));
+   // Zero when SP is just above the return address and the frame is an
+   // activation (kActivation is 0); 64-bit arithmetic, as in add_inline_entry.
+   static_assert(kActivation == 0, "the pop test ors in the frame kind");
+   IRExpr* not_popped = b.op(Iop_Or64, b.op(Iop_Xor64, sp, b.op(Iop_Add64, b.load_field(top, offsetof(Frame, sp)),
+                                                              IRBuilder::u64(sizeof(Addr)))),
+                             kind_word(b, tr));
+   IRBuilder::Cond pop = { Iop_CmpEQ64, not_popped, IRBuilder::u64(0) };
+
+   IRExpr* incl = b.op(Iop_Sub64, ir ? ir : b.load64(&kg_now->ir), b.load_field(top, offsetof(Frame, ir_at_entry)));
+   b.add_if(b.test(pop), b.place(tr, offsetof(Transition, edge_incl)), incl);
+   // A recursive activation's cost is already in the outermost one's
+   // (in the payload layout, the transition knows which it has:
+   // Transition::rolled_in, and no frames are counted).
+   if (!acts_in_nodes()) {
+      IRExpr* active = b.load_field(tr, offsetof(Transition, active));
+      IRExpr* still_active = b.op(Iop_Sub64, b.load64(active), IRBuilder::u64(1));
+      b.store_if(b.test(pop), active, still_active);
+      IRExpr* popped_outermost =
+         b.op(Iop_CmpEQ64, b.op(Iop_Or64, not_popped, still_active), IRBuilder::u64(0), Ity_I1);
+      b.add_if(popped_outermost, b.place(tr, offsetof(Transition, ctx_incl)), incl);
+   }
+
+   IRExpr* below = b.op(Iop_Sub64, top, IRBuilder::u64(sizeof(Frame)));
+   b.store_if(b.test(pop), b.at(&kg_now->top), below);
+   b.store_if(b.test(pop), b.at(&kg_now->top_sp), b.load_field(below, offsetof(Frame, sp)));
+   IRExpr* below_tr = b.load_field(below, offsetof(Frame, tr));
+   b.store_if(b.test(pop), b.at(&kg_now->ctx), load_transition_ctx(b, below_tr));
+}
+
+// Frames die only when SP rises above them, and SP changes only where a
+// superblock writes it (the core's own changes, signal delivery and return,
+// are callbacks). So SP is checked after the writes, not at every block
+// start: before each side exit that follows a write, and at the end of a
+// superblock that wrote it, unless SP is still at or below its value at the
+// superblock's start (SpTracker). Blocks that leave SP alone (loops, most
+// code between calls) or only lower it (prologues, calls) pay nothing.
+// ir: the thread's Ir to store first, when a check before the superblock's
+// end may call kg_unwind (which closes inclusive costs with it) and a
+// leaving count has not stored it yet (PendingCounts), else nullptr.
+void add_unwind_check(IRBuilder& b, IRExpr* sp, IRExpr* ir)
+{
+   IRExpr* rose = b.op(Iop_CmpLT64U, b.load64(&kg_now->top_sp), sp, Ity_I1);
+   if (ir) b.store_if(rose, b.at(&kg_now->ir), ir);
+   b.call("kg_unwind", (void*)kg_unwind, 1, mkIRExprVec_1(sp), rose);
+}
+
+} // namespace
+
+} // namespace kg

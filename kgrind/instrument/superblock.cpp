@@ -1,0 +1,150 @@
+// Instrumenting a superblock: its prologue, the counting at its flush
+// points and its end.
+
+namespace kg {
+
+namespace {
+
+// The superblock's end, by how it leaves: a computed jump's targets (block
+// modes) and site, a return's inline pop, the unwind check, and a call or
+// tail call made pending.
+void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, const SpTracker& sp,
+                   IRExpr* flushed_ir)
+{
+   Bool computed_jump = sb->jumpkind == Ijk_Boring && sb->next->tag != Iex_Const && !blk->in_plt;
+   // Function mode counts every function's jumps (a function without a
+   // symbol's too, as callgrind); the block modes those of the functions
+   // whose blocks they trace.
+   Bool jumps_counted = clo.collect_jumps && (!block_mode() || blocks_traced(blk->fn()));
+   if (computed_jump && jumps_counted) {
+      // A switch table: its targets are counted at run time.
+      b.call("kg_indirect_jump", (void*)kg_indirect_jump, 2,
+             mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), sb->next), nullptr);
+   }
+   if (computed_jump) {
+      // It may be a tail call (into a function's first instruction): the
+      // helper that sees it there needs its site. Before the unwind check,
+      // which may make a resolved call pending again.
+      b.store64(&kg_now->jump_site, IRBuilder::u64(last_instr));
+   }
+   IRExpr* sp_now = sb->jumpkind == Ijk_Ret || sp.may_have_risen() ? sp.value(b) : nullptr;
+   if (sb->jumpkind == Ijk_Ret) add_inline_return(b, sp_now, flushed_ir);
+   // After the inline pop: more frames died (longjmp, exceptions, tail
+   // calls' returns), or SP rose some other way.
+   if (sp.may_have_risen()) add_unwind_check(b, sp_now, nullptr);
+   if (computed_jump && !block_mode() && !blk->fn()->no_symbol) add_jump_out(b, blk, sb->next, last_instr);
+   Addr target = sb->next->tag == Iex_Const ? const_target(sb->next->Iex.Const.con) : 0;
+   if (sb->jumpkind == Ijk_Boring) add_tail_call(b, blk, target, last_instr, nullptr);
+   if (ends_in_call(sb)) {
+      // The next block is the callee's: it starts an activation.
+      if (target) call_targets.get((void*)target, nullptr);
+      make_call_pending(b, last_instr, nullptr);
+   }
+}
+
+} // namespace
+
+void instrument_init()
+{
+   data_bases[0] = (Addr)kg_now;
+   data_bases[1] = (Addr)&kg_trace_pos;
+}
+
+void publish_data_bases(ThreadId tid)
+{
+   VG_(set_shadow_regs_area)(tid, 1, kBaseShadowOffset, sizeof data_bases, (const UChar*)data_bases);
+}
+
+IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
+                 const VexGuestLayout* layout, const VexGuestExtents* vge,
+                 const VexArchInfo* archinfo, IRType guest_word, IRType host_word)
+{
+   if (guest_word != Ity_I64 || host_word != Ity_I64)
+      VG_(tool_panic)((HChar*)"kgrind: only 64-bit guests and hosts are supported");
+
+   static UInt slot_of_instr[4096];   // IMarks of one superblock (VEX caps ~100s)
+   Int n_instrs;
+   Addr stub = called_plt_stub(sb_in);
+   Bool may_call_stub = stub || ends_in_indirect_call(sb_in);
+   UInt stub_slot = 0;
+   Bool blocks = block_mode();
+   Bool per_instruction = clo.dump_instr;   // the block modes: always
+   BlockInfo* blk = describe_block(sb_in, slot_of_instr, &n_instrs, may_call_stub, &stub_slot, per_instruction, blocks);
+   UInt stub_instrs = stub_instructions(sb_in, blk, n_instrs);
+   Bool sigreturn = counts_as_sigreturn_code(sb_in, blk);
+   static BBInfo* block_of[4096];
+   static UInt block_len[4096];
+   if (blocks) {
+      if (ends_in_call(sb_in)) note_return_site(end_of_last_instruction(sb_in));
+      find_blocks(sb_in, blk, block_of, block_len);
+   }
+   if (per_instruction) describe_positions(sb_in, blk, blocks);
+   void* block_helper = clo.mode == kModeIntra ? (void*)kg_block_intra : (void*)kg_block_inter;
+   const HChar* block_helper_name = clo.mode == kModeIntra ? "kg_block_intra" : "kg_block_inter";
+
+   // The block's counters at most: a flush point before each side exit that
+   // flushes, one at the end, one for a called stub.
+   UInt n_positions, n_exits;
+   count_positions(sb_in, blocks, &n_positions, &n_exits);
+   UInt max_counters = n_exits + 1 + (may_call_stub ? 1 : 0);
+
+   IRSB* sb = deepCopyIRSBExceptStmts(sb_in);
+   IRBuilder b(sb, layout);
+   Bool leaving = !blocks && unrolled_loop(sb_in, blk);
+   PendingCounts pending(per_instruction, blocks || clo.collect_jumps, leaving);
+   Addr last_instr = 0;
+   Int instr = 0;
+   IRExpr* counters = nullptr;   // set by the prologue
+   IRExpr* stub_counted = nullptr;
+   SpTracker sp(sb_in, layout);
+   // --toggle-collect and the like: helpers in the named functions' first
+   // and returning blocks only (kg_regions.cpp).
+   Bool region = !blocks && region_function(blk->fn());
+   Bool region_entry = region && blk->fn_entry;
+
+   Int start = guest_code_start(sb_in);
+   for (Int i = 0; i < start; i++)
+      if (sb_in->stmts[i] && sb_in->stmts[i]->tag != Ist_NoOp) b.add(sb_in->stmts[i]);
+   for (Int i = start; i < sb_in->stmts_used; i++) {
+      IRStmt* st = sb_in->stmts[i];
+      if (!st || st->tag == Ist_NoOp) continue;
+      switch (st->tag) {
+      case Ist_IMark:
+         if (!counters && region_entry)
+            b.call_reading_sp("kg_region_enter", (void*)kg_region_enter, IRBuilder::u64((ULong)blk), nullptr);
+         if (!counters && sigreturn) counters = add_sigreturn_prologue(b, blk);
+         if (!counters) counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted, max_counters);
+         if (blocks && block_of[instr])
+            add_block_step(b, block_of[instr], block_len[instr], block_helper, block_helper_name);
+         last_instr = (Addr)st->Ist.IMark.addr;
+         pending.add(slot_of_instr[instr++]);
+         break;
+      case Ist_Exit:
+         if (flushes_before(st, blocks)) {
+            IRBuilder::Cond taken = exit_condition(sb_in, i);
+            pending.flush(b, counters, &taken);
+         }
+         if (sp.may_have_risen()) add_unwind_check(b, sp.value(b), leaving ? pending.ir_now(b) : nullptr);
+         if (st->Ist.Exit.jk == Ijk_Boring)
+            add_tail_call(b, blk, const_target(st->Ist.Exit.dst), last_instr, st->Ist.Exit.guard);
+         break;
+      default:
+         break;
+      }
+      b.add(st);
+      sp.note(st, sb_in->tyenv);
+   }
+   if (counters) pending.flush(b, counters, nullptr);
+   blk->counts_leaving = leaving;
+   if (counters && may_call_stub)
+      add_stub_counter(b, blk, pending, counters, stub_slot, stub ? IRBuilder::u64(stub) : sb->next);
+   add_plt_handover(b, stub_counted, sb->next);
+   pending.finish(blk);
+   finish_array_check(blk);
+   add_block_end(b, sb, blk, last_instr, sp, pending.flushed_ir());
+   if (region && sb->jumpkind == Ijk_Ret)
+      b.call_reading_sp("kg_region_leave", (void*)kg_region_leave, IRBuilder::u64((ULong)blk), nullptr);
+   return sb;
+}
+
+} // namespace kg
