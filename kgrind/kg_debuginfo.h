@@ -26,7 +26,7 @@ struct FnInfo {
                          // __start_context it goes to uc_link, never back
    Bool stack_segment;   // libgcc's __morestack: -fsplit-stack code moves SP to
                          // a new stack segment there and goes on in it
-   UInt array_counters;  // counters its blocks take in a context's counter array (kg_costs.h)
+   UInt array_counters;  // counters its blocks take in a context's counter array (kg_counters.h)
    // A C++ constructor's or destructor's variant in the Itanium ABI (its
    // mangled name's C1, C2, C3, D0, D1, D2): "D0"; "" for other functions.
    // A class's deleting and complete destructors demangle alike.

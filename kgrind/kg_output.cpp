@@ -4,6 +4,7 @@
 #include "kg_activity.h"
 #include "kg_blocks.h"
 #include "kg_costs.h"
+#include "kg_exit_costs.h"
 #include "kg_options.h"
 #include "kg_runtime.h"
 #include "kg_version.h"

@@ -7,7 +7,7 @@
 // instrumented (docs/regions.md says why).
 #include "kg_regions.h"
 #include "kg_activity.h"
-#include "kg_costs.h"
+#include "kg_block_info.h"
 #include "kg_options.h"
 #include "kg_output.h"
 #include "kg_runtime.h"
