@@ -26,8 +26,13 @@ struct DumpInfo {
    Bool during_run;        // the run goes on: the counters stay as they are
 };
 
-// Writes the profile; reports failures by name with the reason.
-Bool write_profile(const HChar* path, const DumpInfo& dump);
+struct ThreadProfile;
+
+// Writes the profile of the threads (thread_profiles), whose transitions
+// were flushed and node counts derived (kg_activity.h,
+// flush_all_transitions): it only reads the model. Reports failures by
+// name with the reason.
+Bool write_profile(const HChar* path, const DumpInfo& dump, const ThreadProfile* threads, UInt n_threads);
 
 // The end of an image's log: the total Ir and the file its profile went
 // to, after `ended_by` if not null ("Exec of ..."). Nothing with -q.
