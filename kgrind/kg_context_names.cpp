@@ -1,5 +1,6 @@
 #include "kg_context_names.h"
 #include "kg_activity.h"
+#include "kg_display_names.h"
 #include "kg_options.h"
 #include "kg_runtime.h"
 

@@ -1,6 +1,7 @@
 #include "kg_monitor.h"
 #include "kg_activity.h"
 #include "kg_collection.h"
+#include "kg_display_names.h"
 #include "kg_dumps.h"
 #include "kg_options.h"
 #include "kg_runtime.h"
