@@ -1,5 +1,6 @@
 // Writes the profile in callgrind format (version 1).
 #pragma once
+#include "kg_dump_info.h"
 #include "kg_valgrind.h"
 
 namespace kg {
@@ -18,13 +19,6 @@ Bool create_output_file(const HChar* path);
 
 // Total Ir of all threads.
 ULong total_ir();
-
-// What one profile file covers (docs/regions.md).
-struct DumpInfo {
-   const HChar* trigger;   // why it was written ("Program termination", ...)
-   ULong ir_from, ir_to;   // the Ir of the run it covers (ir_elapsed)
-   Bool during_run;        // the run goes on: the counters stay as they are
-};
 
 struct ThreadProfile;
 

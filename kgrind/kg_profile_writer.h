@@ -5,7 +5,7 @@
 #include "kg_exit_costs.h"
 #include "kg_forest.h"
 #include "kg_jumps.h"
-#include "kg_output.h"
+#include "kg_dump_info.h"
 #include "kg_writer.h"
 
 namespace kg {
