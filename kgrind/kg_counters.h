@@ -20,8 +20,8 @@ namespace kg {
 // that kCallPending is) passes no block. The word before the counters is
 // their offset in the counter store. An array holds room for its
 // function's blocks up to the last one that ran in the context: functions of
-// more than kArrayCounters counters keep the rest in the ways and tables
-// above.
+// more than kArrayCounters counters keep the rest in the ways and the
+// per-context tables.
 const UInt kArrayCounters = 128;   // fits the limit's 8 bits
 const UInt kMaxArrayFunction = 1u << 23;   // function ids that fit the limit
 // Whether the counter arrays are in use (function mode, finite k, counts per
