@@ -18,6 +18,7 @@ namespace {
 UInt dumps_written = 0;           // numbered files written during the run
 ULong ir_at_last_zero = 0;        // ir_elapsed() when the counters last started
 
+// The output file name of this process (expanded once: it allocates).
 const HChar* base_file_name_cache = nullptr;
 const HChar* base_file_name()
 {
@@ -25,6 +26,7 @@ const HChar* base_file_name()
    return base_file_name_cache;
 }
 
+// Set in a fork child that writes its own file instead of its parent's.
 const HChar* parents_file_name = nullptr;
 
 // A fork child whose file name has no %p would write its parent's file

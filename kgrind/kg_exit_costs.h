@@ -15,7 +15,7 @@ struct ContextLineCost {
    ULong ir;
 };
 
-struct ContextBlocks;   // kg_exit_costs.cpp: one context's counters
+struct ContextBlocks;   // kg_counter_store.h: one context's counters
 struct CostGroup;       // kg_exit_costs.cpp: one context's counters and where they go
 struct CountedBlock;    // kg_exit_costs.cpp: one (context, block)'s counters
 
