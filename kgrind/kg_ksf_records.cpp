@@ -5,6 +5,7 @@
 #include "kg_options.h"
 #include "kg_profile_header.h"
 #include "kg_runtime.h"
+#include "core/ksf_nodes.h"
 
 namespace kg {
 
@@ -95,7 +96,7 @@ void write_records_header(Writer& w, Bool recursion_rolled)
 // "# ksf-nodes" (version 3): one forest in pre-order, each node a run of
 // unsigned integers in BER (Perl's pack "w": 7 bits a byte, most
 // significant first, the high bit set on all but the last byte), each line
-// the standard base64 of whole nodes. A node is
+// the standard base64 of whole nodes (core/ksf_nodes.h). A node is
 // "shape label [calls - 7] [excl] [incl]": shape's bits 0-2 are the calls,
 // or 7 when calls - 7 follows; bit 3 says excl follows (else 0), bit 4 incl
 // (else excl), bit 5 that the node's children follow it; shape >> 6 is the
@@ -131,7 +132,7 @@ public:
    }
 
 private:
-   static const UInt kMaxNodeBytes = 5 * 10;          // five 64-bit numbers
+   static const UInt kMaxNodeBytes = 5 * core::kMaxBerBytes;   // five 64-bit numbers
    static const ULong kCallsInShape = 7;              // calls 0-6: in the shape
    static const UInt kLineBytes = kMaxRecordLine / 4 * 3 - kMaxNodeBytes;
 
@@ -161,38 +162,20 @@ private:
       if (excl_) put_ber(excl_);
       if (incl_ != excl_) put_ber(incl_);
    }
-   void put_ber(ULong v)
-   {
-      UChar groups[10];
-      UInt n = 0;
-      do {
-         groups[n++] = (UChar)(v & 0x7F);
-         v >>= 7;
-      } while (v);
-      while (n > 1) bytes_[used_++] = (UChar)(groups[--n] | 0x80);
-      bytes_[used_++] = groups[0];
-   }
+   void put_ber(ULong v) { used_ += core::put_ber(v, bytes_ + used_); }
    void flush_line()
    {
       if (!used_) return;
-      static const HChar digits[] =
-         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
       out_.put("# ksf-nodes ");
-      for (UInt i = 0; i < used_; i += 3) {
-         UInt rest = used_ - i;
-         UInt v = (UInt)bytes_[i] << 16 | (rest > 1 ? (UInt)bytes_[i + 1] << 8 : 0)
-                | (rest > 2 ? bytes_[i + 2] : 0);
-         out_.put_char(digits[v >> 18]);
-         out_.put_char(digits[(v >> 12) & 63]);
-         out_.put_char(rest > 1 ? digits[(v >> 6) & 63] : '=');
-         out_.put_char(rest > 2 ? digits[v & 63] : '=');
-      }
+      text_[core::base64_encode(bytes_, used_, text_)] = '\0';
+      out_.put(text_);
       out_.put_char('\n');
       used_ = 0;
    }
 
    FileWriter& out_;
    UChar bytes_[kLineBytes + kMaxNodeBytes];
+   HChar text_[(kLineBytes + kMaxNodeBytes + 2) / 3 * 4 + 1];   // bytes_ in base64
    UInt used_ = 0;
    Bool pending_ = False;   // the last node, written once its successor shows its shape
    UInt level_ = 0;
