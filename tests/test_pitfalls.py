@@ -302,7 +302,7 @@ def test_stripped_binary_names_functions_by_address(tools):
     kg, paths = run_cct(tools, exe)
     by_address = collections.Counter()
     for p, n in paths.items():
-        # By offset in the object, qualified by the object (issue 25)
+        # By offset in the object, qualified by the object
         m = re.fullmatch(r'0x([0-9a-f]+) \[seven\]', p[-1])
         if m:
             by_address[int(m.group(1), 16)] += n
@@ -657,8 +657,8 @@ def test_split_stack_segments_continue_the_stack(tools):
     """-fsplit-stack code (gccgo's, or C built with it) runs out of its stack
     segment in a function's prologue: libgcc's __morestack moves SP to a new
     segment and calls the rest of the function there. That continues the
-    stack, not a new one (a coroutine): until session 17 every segment
-    started over at __root__. With __morestack left out, the contexts are
+    stack, not a new one (a coroutine): taken for a new stack, every segment
+    would start over at __root__. With __morestack left out, the contexts are
     those of the same program built without -fsplit-stack, on the main
     thread and on another, and leaf's calls are the program's own count."""
     plain = tools.compile('split_stack.c', '-O1', out='plain')
@@ -682,8 +682,8 @@ def test_split_stack_segments_continue_the_stack(tools):
 
 def test_same_context_in_several_threads_sums_like_callgrind(tools):
     """Each thread has its own forest; the body reports a context once,
-    summed over the threads that reached it (kg_output.cpp, ExitCosts'
-    regroup). sum_to'worker'start_thread runs in threads 2 and 4, squares'...
+    summed over the threads that reached it (kg_context_names.cpp
+    fold_contexts, ExitCosts' regroup). sum_to'worker'start_thread runs in threads 2 and 4, squares'...
     in 1 and 3: every own context's exclusive Ir equals callgrind
     --separate-callers=2's, which sums threads the same way. (A thread's
     first function is called by __root__ here, by clone there: worker's
