@@ -12,7 +12,6 @@
 #include "kg_costs.h"
 #include "kg_options.h"
 #include "kg_pairmap.h"
-#include "kg_regions.h"
 #include "kg_runtime.h"
 
 #include "activity/thread_state.h"

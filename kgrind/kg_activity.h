@@ -23,6 +23,16 @@ void stack_registered(Addr start, Addr end);
 // Stacks that lay in unmapped memory ended.
 void memory_unmapped(Addr a, SizeT len);
 
+// A layer above may watch frames die (regions of interest: the activation
+// of a --toggle-collect or --dump-after function ending). While `on`, every
+// rise of a thread's SP above frames it popped is told to stack_rose, after
+// the pops. A hook, so that the frames never call up into that layer.
+struct FramesWatch {
+   Bool on;
+   void (*stack_rose)(ThreadId tid, Addr sp);
+};
+extern FramesWatch kg_frames_watch;
+
 // End of run and output (activity/thread_profiles.cpp).
 // End of run: closes every open activation of every thread.
 void finish_all_threads();
@@ -53,8 +63,6 @@ void forget_node_counts(const ThreadProfile* threads, UInt n);
 // Regions of interest (kg_regions.cpp; activity/counting.cpp): the counters
 // start, stop, are written and zeroed; the shadow stacks and forests never
 // stop.
-// Whether instructions, calls and inclusive costs are being counted.
-extern Bool kg_counting;
 // Each open frame's inclusive cost so far is added to its activation, and
 // its clock restarts (before a dump: its inclusive cost up to now).
 void settle_open_frames();

@@ -1,9 +1,14 @@
 #include "kg_debuginfo.h"
 #include "kg_options.h"
 #include "kg_runtime.h"
-#include "core/eh_frame.h"
+#include "kg_unwind_tables.h"
 
 namespace kg {
+
+Word compare_strings(UWord a, UWord b)
+{
+   return VG_(strcmp)((const HChar*)a, (const HChar*)b);
+}
 
 namespace {
 
@@ -14,11 +19,6 @@ struct StringTable {
    WordFM* index;      // HChar* -> id
    XArray* names;      // id -> HChar*
 };
-
-Word compare_strings(UWord a, UWord b)
-{
-   return VG_(strcmp)((const HChar*)a, (const HChar*)b);
-}
 
 void table_init(StringTable* t, const HChar* cc)
 {
@@ -302,191 +302,6 @@ Bool is_plt_stub(Addr a)
    return kind == Vg_SectGOT || kind == Vg_SectGOTPLT || kind == Vg_SectUnknown;
 }
 
-namespace {
-
-const HChar* base_name(const HChar* path)
-{
-   const HChar* slash = VG_(strrchr)(path, '/');
-   return slash ? slash + 1 : path;
-}
-
-// How many entries of a string table's id range give each string (file
-// names of objects).
-struct NameCounts {
-   WordFM* counts;   // HChar* -> count
-   void init() { counts = VG_(newFM)(VG_(malloc), "kg.names", VG_(free), compare_strings); }
-   void done() { VG_(deleteFM)(counts, nullptr, nullptr); }
-   void add(const HChar* s)
-   {
-      UWord key, n = 0;
-      VG_(lookupFM)(counts, &key, &n, (UWord)s);
-      VG_(addToFM)(counts, (UWord)s, n + 1);
-   }
-   UWord of(const HChar* s) const
-   {
-      UWord key, n = 0;
-      VG_(lookupFM)(counts, &key, &n, (UWord)s);
-      return n;
-   }
-};
-
-const HChar** display_names;   // by function id
-UInt n_display_names;
-
-const HChar* object_label(UInt object, const NameCounts& base_names)
-{
-   const HChar* path = object_name(object);
-   return base_names.of(base_name(path)) > 1 ? path : base_name(path);
-}
-
-// Functions that agree on a key: the name, then the object, the source
-// file's base name, the source file, the C++ constructor or destructor
-// variant (each key refines the one before).
-enum NamesakeKey { kSameName, kSameObject, kSameFileBase, kSameFile, kSameVariant, kNamesakeKeys };
-
-Int compare_namesakes(const FnInfo* x, const FnInfo* y, NamesakeKey key)
-{
-   Int c = VG_(strcmp)(x->name, y->name);
-   if (c || key == kSameName) return c;
-   if (x->object != y->object) return x->object < y->object ? -1 : 1;
-   if (key == kSameObject) return 0;
-   if (x->file != y->file) {
-      c = VG_(strcmp)(base_name(file_name(x->file)), base_name(file_name(y->file)));
-      if (c || key == kSameFileBase) return c;
-      return x->file < y->file ? -1 : 1;
-   }
-   if (key < kSameVariant) return 0;
-   return VG_(strcmp)(x->structor, y->structor);
-}
-
-Int namesakes_order(const void* a, const void* b)
-{
-   return compare_namesakes(*(FnInfo* const*)a, *(FnInfo* const*)b, kSameVariant);
-}
-
-// How many functions agree with one on each key.
-typedef UInt NamesakeSizes[kNamesakeKeys];
-
-// What the Itanium C++ ABI calls a constructor's or destructor's variant:
-// "complete", "base", "allocating" (constructors), "deleting"
-// (destructors); its code for the others ("C4"); "" for other functions.
-const HChar* variant_word(const FnInfo* fn)
-{
-   static const struct { const HChar* code; const HChar* word; } kWords[] = {
-      { "C1", "complete" }, { "C2", "base" }, { "C3", "allocating" },
-      { "D0", "deleting" }, { "D1", "complete" }, { "D2", "base" },
-   };
-   for (const auto& w : kWords)
-      if (VG_STREQ(fn->structor, w.code)) return w.word;
-   return fn->structor;
-}
-
-// "name [object] [file variant entry]", each part only where namesakes need it (see
-// display_name); nullptr where the name alone is unique.
-const HChar* qualified_name(const FnInfo* fn, const NamesakeSizes& same, const NameCounts& base_names)
-{
-   // Code outside any object (JIT code) is named by its address alone.
-   Bool by_object = same[kSameName] > same[kSameObject] || ((fn->no_symbol || fn->by_address) && fn->object != 0);
-   Bool by_file = same[kSameObject] > 1;
-   if (!by_object && !by_file) return nullptr;
-   const HChar* object = by_object ? object_label(fn->object, base_names) : "";
-   const HChar* file = "";
-   if (by_file && fn->file != 0)
-      file = same[kSameFileBase] == same[kSameFile] ? base_name(file_name(fn->file)) : file_name(fn->file);
-   // The same file too (a static function of a header, a C++ deleting
-   // destructor next to the complete one, no line information): a
-   // constructor's or destructor's variant tells them apart ("deleting"),
-   // else the entry.
-   Bool same_file = fn->file == 0 || same[kSameFile] > 1;
-   const HChar* variant = by_file && same_file && same[kSameVariant] < same[kSameFile] ? variant_word(fn) : "";
-   Bool by_entry = by_file && same_file && !variant[0];
-   HChar* q = (HChar*)kg::alloc(VG_(strlen)(fn->name) + VG_(strlen)(object) + VG_(strlen)(file) + 40);
-   HChar* end = q + VG_(sprintf)(q, "%s", fn->name);
-   if (by_object) end += VG_(sprintf)(end, " [%s]", object);
-   if (by_file) {
-      end += VG_(sprintf)(end, " [%s", file);
-      if (variant[0]) end += VG_(sprintf)(end, "%s%s", file[0] ? " " : "", variant);
-      if (by_entry || (variant[0] && same[kSameVariant] > 1))
-         end += VG_(sprintf)(end, "%s0x%lx", file[0] || variant[0] ? " " : "", fn->entry);
-      VG_(sprintf)(end, "]");
-   }
-   return q;
-}
-
-// Names the functions of sorted[lo, hi) not named yet, which agree on the
-// keys before `key` (same[k] of them for each such key k).
-void name_namesakes(FnInfo** sorted, UInt lo, UInt hi, UInt key, NamesakeSizes& same,
-                    const NameCounts& base_names)
-{
-   if (key == kNamesakeKeys) {
-      for (UInt i = lo; i < hi; i++) {
-         if (sorted[i]->id < n_display_names) continue;   // named before (dumps)
-         const HChar* q = qualified_name(sorted[i], same, base_names);
-         display_names[sorted[i]->id] = q ? q : sorted[i]->name;
-      }
-      return;
-   }
-   for (UInt a = lo; a < hi;) {
-      UInt b = a + 1;
-      while (b < hi && compare_namesakes(sorted[a], sorted[b], (NamesakeKey)key) == 0) b++;
-      same[key] = b - a;
-      name_namesakes(sorted, a, b, key + 1, same, base_names);
-      a = b;
-   }
-}
-
-void name_functions()
-{
-   NameCounts base_names;
-   base_names.init();
-   for (UInt i = 0; i < object_count(); i++) base_names.add(base_name(object_name(i)));
-   // Names already written keep their form: the files of a run with dumps
-   // (docs/regions.md) name a function alike, so that they join by name. A
-   // namesake found later is the one qualified.
-   UInt n = function_count();
-   const HChar** given = display_names;
-   display_names = (const HChar**)kg::alloc((n + 1) * sizeof(HChar*));
-   if (n_display_names) VG_(memcpy)(display_names, given, n_display_names * sizeof(HChar*));
-   kg::release(given);
-   // Namesakes are neighbours in this order.
-   FnInfo** sorted = (FnInfo**)kg::alloc((n + 1) * sizeof(FnInfo*));
-   for (UInt i = 0; i < n; i++) sorted[i] = function_by_id(i);
-   VG_(ssort)(sorted, n, sizeof(FnInfo*), namesakes_order);
-   NamesakeSizes same;
-   name_namesakes(sorted, 0, n, kSameName, same, base_names);
-   kg::release(sorted);
-   n_display_names = n;
-   base_names.done();
-}
-
-} // namespace
-
-const HChar* display_name(const FnInfo* fn)
-{
-   // Computed for all functions at once (at output: no function is added
-   // after that but call sites' own), again when one was added.
-   if (fn->id >= n_display_names) name_functions();
-   return display_names[fn->id];
-}
-
-const HChar* current_name(const FnInfo* fn)
-{
-   if (fn->id < n_display_names) return display_names[fn->id];
-   NamesakeSizes same = {};
-   for (UInt i = 0; i < function_count(); i++) {
-      UInt key = kSameName;
-      while (key < kNamesakeKeys && compare_namesakes(fn, function_by_id(i), (NamesakeKey)key) == 0) same[key++]++;
-   }
-   NameCounts base_names;
-   base_names.init();
-   for (UInt i = 0; i < object_count(); i++) base_names.add(base_name(object_name(i)));
-   static const HChar* last;   // the previous answer
-   kg::release((void*)last);
-   last = qualified_name(fn, same, base_names);
-   base_names.done();
-   return last ? last : fn->name;
-}
-
 void warn_unmatched_patterns()
 {
    const HChar* unmatched[kMaxFuncPatterns];
@@ -528,99 +343,6 @@ static HChar* name_copy(const HChar* s)
    VG_(memcpy)(buf, s, n);
    return buf;
 }
-
-static const DebugInfo* object_info(Addr a);
-
-namespace {
-
-// Functions without symbols, from the unwind tables of their object
-// (core/eh_frame.h): a stripped program's static functions, each with its
-// own first instruction and end, as its symbol would have given them.
-// Only in the object's .text (PLT sections have FDEs too, for the whole
-// section) and where no symbol covers the address. The tables are read
-// where the object is mapped; a table per object, found again by its text
-// and file while Valgrind's debug-info epoch moves (objects come and go).
-struct UnwindTable {
-   Addr text_lo, text_hi;
-   HChar* file;    // owned copy
-   UInt epoch;     // last checked against the object loaded there
-   Bool usable;
-   core::EhFrameIndex index;
-};
-XArray* unwind_tables;   // of UnwindTable
-
-// The index of the object's .eh_frame_hdr and .eh_frame as mapped, if they
-// are: PT_GNU_EH_FRAME from the file's program headers, placed by the
-// object's bias.
-Bool read_unwind_table(const DebugInfo* di, UnwindTable* t)
-{
-   SysRes fd = VG_(open)(VG_(DebugInfo_get_filename)(di), VKI_O_RDONLY, 0);
-   if (sr_isError(fd)) return False;
-   static UChar head[4096];
-   Int n = VG_(read)(sr_Res(fd), head, sizeof head);
-   VG_(close)(sr_Res(fd));
-   uint64_t vaddr, size, frame_at;
-   if (n <= 0 || !core::elf_eh_frame_hdr(head, (uint64_t)n, &vaddr, &size)) return False;
-   Addr hdr_at = (Addr)vaddr + VG_(DebugInfo_get_text_bias)(di);
-   if (size == 0 || !VG_(am_is_valid_for_client)(hdr_at, size, VKI_PROT_READ)) return False;
-   core::MappedSpan hdr = { (const uint8_t*)hdr_at, size, hdr_at };
-   if (!core::eh_frame_address(hdr, &frame_at)) return False;
-   // .eh_frame's end is not in its header: the FDEs are read within the
-   // mapping that holds its start.
-   NSegment const* seg = VG_(am_find_nsegment)((Addr)frame_at);
-   if (!seg || !VG_(am_is_valid_for_client)((Addr)frame_at, 1, VKI_PROT_READ)) return False;
-   core::MappedSpan frame = { (const uint8_t*)frame_at, seg->end + 1 - (Addr)frame_at, frame_at };
-   return t->index.init(hdr, frame);
-}
-
-// The unwind table of the object whose text holds a, or nullptr.
-const UnwindTable* unwind_table(Addr a)
-{
-   static UnwindTable* last;
-   UInt epoch = VG_(current_DiEpoch)().n;
-   if (last && last->epoch == epoch && a >= last->text_lo && a < last->text_hi) return last->usable ? last : nullptr;
-   const DebugInfo* di = object_info(a);
-   Addr lo, hi;
-   if (!di || !object_text(a, &lo, &hi) || a < lo || a >= hi) return nullptr;
-   const HChar* file = VG_(DebugInfo_get_filename)(di);
-   if (!unwind_tables) unwind_tables = VG_(newXA)(VG_(malloc), "kg.unwind", VG_(free), sizeof(UnwindTable));
-   for (Word i = 0; i < VG_(sizeXA)(unwind_tables); i++) {
-      UnwindTable* t = (UnwindTable*)VG_(indexXA)(unwind_tables, i);
-      if (t->text_lo == lo && t->text_hi == hi && VG_STREQ(t->file, file)) {
-         t->epoch = epoch;
-         last = t;
-         return t->usable ? t : nullptr;
-      }
-   }
-   UnwindTable t = { lo, hi, kg::strdup(file), epoch, False, {} };
-   t.usable = read_unwind_table(di, &t);
-   VG_(addToXA)(unwind_tables, &t);
-   last = (UnwindTable*)VG_(indexXA)(unwind_tables, VG_(sizeXA)(unwind_tables) - 1);
-   return last->usable ? last : nullptr;
-}
-
-// The unwind table's function holding a (its first instruction), if the
-// object's text has one there.
-Bool unwind_table_function(Addr a, Addr* start)
-{
-   static Addr last_lo = 1, last_hi = 0;   // the last range found (translations go block by block)
-   static UInt last_epoch;
-   UInt epoch = VG_(current_DiEpoch)().n;
-   if (a >= last_lo && a < last_hi && epoch == last_epoch) {
-      *start = last_lo;
-      return True;
-   }
-   const UnwindTable* t = unwind_table(a);
-   uint64_t lo, hi;
-   if (!t || !t->index.function_at(a, &lo, &hi) || lo < t->text_lo || hi > t->text_hi) return False;
-   last_lo = (Addr)lo;
-   last_hi = (Addr)hi;
-   last_epoch = epoch;
-   *start = last_lo;
-   return True;
-}
-
-} // namespace
 
 // The function symbol covering a: its name and its first instruction's
 // address, from one symbol search. VG_(get_fnname_w_offset) writes
@@ -744,35 +466,6 @@ void source_loc(Addr a, SourceLoc* out)
    }
 }
 
-} // namespace kg
-
-namespace kg {
-
-// The debug information of the object holding a, also outside its .text
-// (.init, .plt.sec, .plt.got, which Valgrind's look-ups by text range miss):
-// the object of the file mapping there.
-static const DebugInfo* object_info(Addr a)
-{
-   DebugInfo* di = VG_(find_DebugInfo)(VG_(current_DiEpoch)(), a);
-   if (di) return di;
-   NSegment const* seg = VG_(am_find_nsegment)(a);
-   const HChar* file = seg && seg->kind == SkFileC ? VG_(am_get_filename)(seg) : nullptr;
-   if (!file) return nullptr;
-   for (const DebugInfo* d = VG_(next_DebugInfo)(nullptr); d; d = VG_(next_DebugInfo)(d))
-      if (VG_(DebugInfo_get_text_size)(d) > 0 && VG_STREQ(VG_(DebugInfo_get_filename)(d), file))
-         return d;
-   return nullptr;
-}
-
-Bool object_text(Addr a, Addr* lo, Addr* hi)
-{
-   const DebugInfo* di = object_info(a);
-   if (!di || VG_(DebugInfo_get_text_size)(di) == 0) return False;
-   *lo = VG_(DebugInfo_get_text_avma)(di);
-   *hi = *lo + VG_(DebugInfo_get_text_size)(di);
-   return True;
-}
-
 namespace {
 
 // kg_jump_out asks at every indirect jump out of an object, and
@@ -801,22 +494,6 @@ Bool is_unnamed_object_code(Addr a)
    Bool unnamed = loc.fn->no_symbol && loc.fn->object != 0 && !is_plt_stub(a);
    if (loc.fn->object != 0) verdict = {a, epoch, unnamed};
    return unnamed;
-}
-
-Addr file_address(Addr a)
-{
-   // Consecutive lookups are mostly in the same object: remember its text.
-   static Addr lo = 1, hi = 0;
-   static PtrdiffT bias = 0;
-   if (a >= lo && a < hi) return a - bias;
-   const DebugInfo* di = object_info(a);
-   if (!di) return a;
-   if (!VG_(find_DebugInfo)(VG_(current_DiEpoch)(), a))
-      return a - VG_(DebugInfo_get_text_bias)(di);   // not cached: rare
-   lo = VG_(DebugInfo_get_text_avma)(di);
-   hi = lo + VG_(DebugInfo_get_text_size)(di);
-   bias = VG_(DebugInfo_get_text_bias)(di);
-   return a - bias;
 }
 
 } // namespace kg

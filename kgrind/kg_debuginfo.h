@@ -1,6 +1,7 @@
 // Names for code addresses: functions, source files and lines, objects.
 // Everything is interned once, so the rest of the tool compares pointers/ids.
 #pragma once
+#include "kg_objects.h"
 #include "kg_valgrind.h"
 
 namespace kg {
@@ -26,7 +27,7 @@ struct FnInfo {
                          // __start_context it goes to uc_link, never back
    Bool stack_segment;   // libgcc's __morestack: -fsplit-stack code moves SP to
                          // a new stack segment there and goes on in it
-   UInt array_counters;  // counters its blocks take in a context's counter array (kg_costs.h)
+   UInt array_counters;  // counters its blocks take in a context's counter array (kg_counters.h)
    // A C++ constructor's or destructor's variant in the Itanium ABI (its
    // mangled name's C1, C2, C3, D0, D1, D2): "D0"; "" for other functions.
    // A class's deleting and complete destructors demangle alike.
@@ -51,15 +52,6 @@ Bool is_function_entry(Addr a);
 // ("0x401136"), in the same object as `like`.
 FnInfo* function_named_by_address(Addr entry, const FnInfo* like);
 
-// The address of a's instruction in its object file (the run-time address
-// minus the object's text bias), as callgrind writes instruction positions
-// and objdump shows them; a itself outside any object's text.
-Addr file_address(Addr a);
-
-// The text section [*lo, *hi) of the object holding a; False outside any
-// object (JIT code).
-Bool object_text(Addr a, Addr* lo, Addr* hi);
-
 // Code in an object that no symbol covers and that is no PLT stub: a
 // stripped library's static function, .init, .fini.
 Bool is_unnamed_object_code(Addr a);
@@ -73,27 +65,14 @@ Bool is_plt_stub(Addr a);
 // syscall` (rt_sigreturn), the C library's (`__restore_rt`) or Valgrind's.
 Bool is_sigreturn_code(Addr a);
 
-// fn's name as the profile shows it: qualified by its object, "name
-// [object]", when it has no symbol ("0x1130 [prog]", by offset) or when
-// functions of other objects have the same name ("memset [libc.so.6]");
-// the object's file name, or its path where file names clash. Namesakes in
-// one object (static functions) are qualified by their source files,
-// "helper [a.c]", and by their entries where the files are the same too,
-// "helper [h.h 0x1139]". Code outside any object (JIT code) keeps its
-// address alone: "0x4a5b000".
-const HChar* display_name(const FnInfo* fn);
-
-// display_name(fn) as it would be now, without fixing the names of the
-// functions the profile has not named yet (display_name does, for dumps):
-// kgrind_control's status must not change the profile's names. Valid until
-// the next call.
-const HChar* current_name(const FnInfo* fn);
-
 // Whether activations of fn are traced (see --funcs).
 inline Bool fn_traced(const FnInfo* fn) { return fn->traced; }
 
 // After the run: warns about --funcs patterns that matched nothing.
 void warn_unmatched_patterns();
+
+// C strings in order (a WordFM's key comparison).
+Word compare_strings(UWord a, UWord b);
 
 UInt intern_file(const HChar* path);
 const HChar* file_name(UInt id);

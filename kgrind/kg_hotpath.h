@@ -308,6 +308,11 @@ struct Now {
    ULong* found_counters;
 };
 extern Now* kg_now;
+
+// Whether instructions, calls and inclusive costs are being counted
+// (regions of interest: activity/counting.cpp switches it; the counters,
+// jumps and counter arrays read it).
+extern Bool kg_counting;
 // In the tool heap, next to the blocks, call sites and counters, so that
 // inline IR addresses all of them from one base register (instrument/).
 // One cache line holds what function mode's inline IR reads and writes

@@ -3,8 +3,8 @@
 #include "kg_valgrind.h"
 #include "kg_activity.h"
 #include "kg_blocks.h"
-#include "kg_costs.h"
 #include "kg_debuginfo.h"
+#include "kg_dumps.h"
 #include "kg_instrument.h"
 #include "kg_options.h"
 #include "kg_output.h"
@@ -148,6 +148,19 @@ void fini(Int exit_code)
    report_profile_written(ok ? path : nullptr, nullptr);
 }
 
+// The tool's options: the region options (kg_regions.h), then the others
+// (kg_options.h).
+Bool process_tool_option(const HChar* arg)
+{
+   return process_region_option(arg) || process_option(arg);
+}
+
+void print_tool_usage()
+{
+   print_usage();
+   print_region_usage();
+}
+
 void pre_clo_init()
 {
    VG_(details_name)("kgrind");
@@ -158,7 +171,7 @@ void pre_clo_init()
    VG_(details_avg_translation_sizeB)(500);
 
    VG_(basic_tool_funcs)(post_clo_init, instrument, fini);
-   VG_(needs_command_line_options)(process_option, print_usage, print_debug_usage);
+   VG_(needs_command_line_options)(process_tool_option, print_tool_usage, print_debug_usage);
    VG_(needs_client_requests)(handle_client_request);
    VG_(needs_syscall_wrapper)(pre_syscall, post_syscall);
    VG_(track_start_client_code)(client_code_starts);

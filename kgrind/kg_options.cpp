@@ -1,5 +1,4 @@
 #include "kg_options.h"
-#include "kg_regions.h"
 #include "kg_runtime.h"
 
 namespace kg {
@@ -63,7 +62,6 @@ void parse_funcs(const HChar* arg, const HChar* value)
 Bool process_option(const HChar* arg)
 {
    const HChar* value;
-   if (process_region_option(arg)) return True;
    if VG_STR_CLO(arg, "--kgrind-out-file", clo.out_file) {
       if (clo.out_file[0] == '\0')
          VG_(fmsg_bad_option)(arg, "the output file name is empty\n");
@@ -183,7 +181,6 @@ void print_usage()
 "    --kgrind-out-file=<file>  output file name [kgrind.out.%%p]\n"
 "                              (%%p is the pid, %%q{VAR} an environment variable)\n"
    );
-   print_region_usage();
 }
 
 void print_debug_usage()

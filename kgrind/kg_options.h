@@ -33,7 +33,8 @@ struct Options {
 
 extern Options clo;
 
-// Core callbacks (VG_(needs_command_line_options)).
+// The options but the region options (kg_regions.h), which kg_main.cpp's
+// callbacks for VG_(needs_command_line_options) take first.
 Bool process_option(const HChar* arg);
 // Checks of option combinations, once all options are read.
 void check_options();

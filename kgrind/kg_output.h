@@ -1,5 +1,6 @@
 // Writes the profile in callgrind format (version 1).
 #pragma once
+#include "kg_dump_info.h"
 #include "kg_valgrind.h"
 
 namespace kg {
@@ -19,15 +20,13 @@ Bool create_output_file(const HChar* path);
 // Total Ir of all threads.
 ULong total_ir();
 
-// What one profile file covers (docs/regions.md).
-struct DumpInfo {
-   const HChar* trigger;   // why it was written ("Program termination", ...)
-   ULong ir_from, ir_to;   // the Ir of the run it covers (ir_elapsed)
-   Bool during_run;        // the run goes on: the counters stay as they are
-};
+struct ThreadProfile;
 
-// Writes the profile; reports failures by name with the reason.
-Bool write_profile(const HChar* path, const DumpInfo& dump);
+// Writes the profile of the threads (thread_profiles), whose transitions
+// were flushed and node counts derived (kg_activity.h,
+// flush_all_transitions): it only reads the model. Reports failures by
+// name with the reason.
+Bool write_profile(const HChar* path, const DumpInfo& dump, const ThreadProfile* threads, UInt n_threads);
 
 // The end of an image's log: the total Ir and the file its profile went
 // to, after `ended_by` if not null ("Exec of ..."). Nothing with -q.

@@ -1,4 +1,5 @@
-// Regions of interest and live control (docs/regions.md).
+// Regions of interest (docs/regions.md): the region options, region
+// functions' entries and returns, and client requests.
 //
 // Everything here acts on the counters only (kg_activity.cpp, "Regions of
 // interest"): the shadow stacks and forests follow the program all the
@@ -8,20 +9,18 @@
 #include "kg_regions.h"
 #include "kg_activity.h"
 #include "kg_hotpath.h"
-#include "kg_costs.h"
+#include "kg_block_info.h"
+#include "kg_collection.h"
+#include "kg_dumps.h"
+#include "kg_monitor.h"
 #include "kg_options.h"
-#include "kg_output.h"
 #include "kg_runtime.h"
 extern "C" {
-#include "pub_tool_gdbserver.h"
 #include "pub_tool_clreq.h"
-#include "pub_tool_clientstate.h"
-#include "pub_tool_xarray.h"
 }
 
 namespace kg {
 
-Bool kg_region_watching = False;
 
 namespace {
 
@@ -76,112 +75,7 @@ Bool matches(const PatternList& list, const HChar* name)
    return False;
 }
 
-// ---- State --------------------------------------------------------------------
-
-Bool instr_on = True;
-Bool collect_on = True;
-UInt dumps_written = 0;           // numbered files written during the run
-ULong ir_at_last_zero = 0;        // ir_elapsed() when the counters last started
 ULong next_dump_bb = 0;
-
-// Counting runs when both instrumentation and collection are on.
-void apply_counting()
-{
-   if (instr_on && collect_on) resume_counting();
-   else pause_counting();
-}
-
-// Messages of monitor commands go to vgdb (the core sends the log's there
-// too while it runs one), others to the log.
-Bool replying_to_gdb = False;
-
-#define KG_REPORT(...)                                                   \
-   do {                                                                  \
-      if (replying_to_gdb) VG_(gdb_printf)(__VA_ARGS__);                 \
-      else VG_(umsg)(__VA_ARGS__);                                       \
-   } while (0)
-
-// The output file name of this process (expanded once: it allocates).
-const HChar* base_file_name_cache = nullptr;
-const HChar* base_file_name()
-{
-   if (!base_file_name_cache) base_file_name_cache = output_file_name();
-   return base_file_name_cache;
-}
-
-Bool name_has_pid() { return VG_(strstr)(clo.out_file, "%p") != nullptr; }
-
-// --trace-children's value (the core keeps it from tools): the last of
-// Valgrind's arguments (.valgrindrc, VALGRIND_OPTS, the command line) says.
-Bool tracing_children()
-{
-   Bool on = False;
-   for (Word i = 0; i < VG_(sizeXA)(VG_(args_for_valgrind)); i++) {
-      const HChar* arg = *(const HChar**)VG_(indexXA)(VG_(args_for_valgrind), i);
-      if (VG_(strncmp)(arg, "--trace-children=", 17) == 0) on = VG_STREQ(arg + 17, "yes");
-   }
-   return on;
-}
-
-// Set in a fork child that writes its own file instead of its parent's.
-const HChar* parents_file_name = nullptr;
-
-// A fork child whose file name has no %p would write its parent's file
-// (the one written last wins): it writes "<name>.<pid>" instead, and says so.
-void give_fork_child_its_own_file()
-{
-   if (name_has_pid()) return;
-   const HChar* parents = output_file_name();
-   HChar* own = (HChar*)kg::alloc(VG_(strlen)(parents) + 16, "kg.out");
-   VG_(sprintf)(own, "%s.%d", parents, VG_(getpid)());
-   base_file_name_cache = own;
-   parents_file_name = parents;
-}
-
-// "<base>.<n>": callgrind's numbering of the files of one run.
-const HChar* numbered_name(const HChar* base, UInt n)
-{
-   HChar* name = (HChar*)kg::alloc(VG_(strlen)(base) + 16, "kg.out");
-   VG_(sprintf)(name, "%s.%u", base, n);
-   return name;
-}
-
-const HChar* numbered_file_name(UInt n) { return numbered_name(base_file_name(), n); }
-
-void zero()
-{
-   zero_counters();
-   ir_at_last_zero = ir_elapsed();
-}
-
-// The profile of what was counted since the last dump or zeroing, the open
-// frames' inclusive costs up to now included; the counters stay as they are.
-Bool write_counted_so_far(const HChar* path, const HChar* trigger)
-{
-   settle_open_frames();
-   DumpInfo info = { trigger, ir_at_last_zero, ir_elapsed(), True };
-   return write_profile(path, info);
-}
-
-// Writes what was counted since the last dump or zeroing to the next
-// numbered file, then zeroes the counters. A file that cannot be written
-// is reported and its counts stay for the next dump: the run goes on.
-Bool dump(const HChar* trigger)
-{
-   const HChar* path = numbered_file_name(dumps_written + 1);
-   Bool ok = write_counted_so_far(path, trigger);
-   if (ok) {
-      // The start-up placeholder would stay "incomplete": the run's
-      // profiles are the numbered files now.
-      if (dumps_written++ == 0) VG_(unlink)(base_file_name());
-      zero();
-      if (VG_(clo_verbosity) > 1 || replying_to_gdb) KG_REPORT("kgrind: dump written to %s\n", path);
-   } else if (replying_to_gdb) {
-      VG_(gdb_printf)("kgrind: dump to '%s' failed; the run goes on\n", path);
-   }
-   kg::release((void*)path);
-   return ok;
-}
 
 // ---- Function entries and returns (region options) -----------------------------
 
@@ -231,7 +125,7 @@ void add_watch(const Watch& w)
       watches = bigger;
    }
    watches[n_watches++] = w;
-   kg_region_watching = True;
+   kg_frames_watch = { True, region_stack_rose };
 }
 
 // Whether an activation of fn in thread tid toggled collection and runs.
@@ -240,12 +134,6 @@ Bool toggling_in(ThreadId tid, const FnInfo* fn)
    for (UInt i = 0; i < n_watches; i++)
       if (watches[i].tid == tid && watches[i].fn == fn && (watches[i].actions & kToggleCollect)) return True;
    return False;
-}
-
-void toggle_collect_now()
-{
-   collect_on = !collect_on;
-   apply_counting();
 }
 
 const HChar* trigger_text(const HChar* what, const FnInfo* fn)
@@ -257,8 +145,8 @@ const HChar* trigger_text(const HChar* what, const FnInfo* fn)
 
 void leave(const Watch& w)
 {
-   if (w.actions & kToggleCollect) toggle_collect_now();
-   if (w.actions & kDumpAfter) dump(trigger_text("--dump-after", w.fn));
+   if (w.actions & kToggleCollect) toggle_collection();
+   if (w.actions & kDumpAfter) dump_profile(trigger_text("--dump-after", w.fn));
 }
 
 } // namespace
@@ -273,13 +161,13 @@ extern "C" void VG_REGPARM(1) kg_region_enter(BlockInfo* blk)
    if (kg_now->ctx != kCallPending) return;   // a jump back to the entry: a loop
    const FnInfo* fn = blk->fn();
    UInt actions = actions_of(fn);
-   if (actions & kZeroBefore) zero();
-   if (actions & kDumpBefore) dump(trigger_text("--dump-before", fn));
+   if (actions & kZeroBefore) zero_profile();
+   if (actions & kDumpBefore) dump_profile(trigger_text("--dump-before", fn));
    ThreadId tid = VG_(get_running_tid)();
    // A recursive call toggles nothing: collection switches at the
    // outermost activation's entry and exit (what callgrind measures).
    if ((actions & kToggleCollect) && toggling_in(tid, fn)) actions &= ~kToggleCollect;
-   if (actions & kToggleCollect) toggle_collect_now();
+   if (actions & kToggleCollect) toggle_collection();
    UInt at_end = actions & (kToggleCollect | kDumpAfter);
    if (at_end) add_watch({ tid, VG_(get_SP)(tid), fn, at_end });
 }
@@ -295,12 +183,12 @@ void region_stack_rose(ThreadId tid, Addr sp)
       n_watches--;
       leave(w);
    }
-   kg_region_watching = n_watches > 0;
+   kg_frames_watch.on = n_watches > 0;
 }
 
 extern "C" void VG_REGPARM(1) kg_region_leave(BlockInfo* blk)
 {
-   if (!kg_region_watching) return;
+   if (!kg_frames_watch.on) return;
    ThreadId tid = VG_(get_running_tid)();
    region_stack_rose(tid, VG_(get_SP)(tid));
 }
@@ -365,9 +253,7 @@ void regions_init()
       VG_(umsg)("kgrind: warning: --trace-children=yes with --kgrind-out-file=%s (no %%p): every"
                 " process of the run writes that file, and the last one to exit overwrites the others'\n",
                 clo.out_file);
-   instr_on = instr_atstart;
-   collect_on = collect_atstart;
-   apply_counting();
+   set_counting(instr_atstart, collect_atstart);
    next_dump_bb = dump_every_bb;
 }
 
@@ -375,7 +261,7 @@ void regions_time_slice(ULong blocks_done)
 {
    if (!dump_every_bb || blocks_done < next_dump_bb) return;
    while (next_dump_bb <= blocks_done) next_dump_bb += dump_every_bb;
-   dump("--dump-every-bb");
+   dump_profile("--dump-every-bb");
 }
 
 // ---- Client requests ----------------------------------------------------------
@@ -420,23 +306,22 @@ void request(ThreadId tid, const HChar* tool, UWord req, const UWord* args, UWor
    HChar reason[512];
    switch (req) {
    case kReqDumpStats:
-      dump("Client Request");
+      dump_profile("Client Request");
       break;
    case kReqDumpStatsAt:
       VG_(snprintf)(reason, sizeof reason, "Client Request: %s",
                     args[1] ? (const HChar*)args[1] : "(null)");
-      dump(reason);
+      dump_profile(reason);
       break;
    case kReqZeroStats:
-      zero();
+      zero_profile();
       break;
    case kReqToggleCollect:
-      toggle_collect_now();
+      toggle_collection();
       break;
    case kReqStartInstrumentation:
    case kReqStopInstrumentation:
-      instr_on = req == kReqStartInstrumentation;
-      apply_counting();
+      set_instrumentation(req == kReqStartInstrumentation);
       break;
    case kReqCurrentContext:
       *ret = current_context_id(tid);
@@ -467,8 +352,6 @@ void report_unhandled(UWord code)
              code, a, b, code & ~kToolBaseMask);
 }
 
-Bool monitor_command(const HChar* command);
-
 } // namespace
 
 Bool handle_client_request(ThreadId tid, UWord* args, UWord* ret)
@@ -489,240 +372,6 @@ Bool handle_client_request(ThreadId tid, UWord* args, UWord* ret)
    }
    report_unhandled(code);
    return False;
-}
-
-// ---- Monitor commands (vgdb, kgrind_control) ------------------------------------
-
-namespace {
-
-void print_monitor_help()
-{
-   VG_(gdb_printf)(
-"kgrind monitor commands:\n"
-"  dump [<reason>]            write a profile of what was counted since the last\n"
-"                             dump or zeroing (kgrind.out.<pid>.<n>), then zero\n"
-"  zero                       zero the counters\n"
-"  instrumentation [on|off]   show, or switch, instrumentation (counting)\n"
-"  status                     each thread's current k-context and shadow stack depth\n");
-}
-
-const HChar* label_name(UInt label) { return label ? current_name(function_by_id(label - 1)) : "__root__"; }
-
-// "c'b'a": the context's function and up to k callers, as the profile names it.
-void print_context(const ForestNode* node)
-{
-   UInt count = 0;
-   for (const ForestNode* p = node; p && (clo.k == kInfiniteK || count <= clo.k); p = p->parent, count++)
-      VG_(gdb_printf)("%s%s", count ? "'" : "", label_name(p->label));
-}
-
-void print_thread_status(UInt thread, ThreadId tid, const ForestNode* ctx, UInt depth, void*)
-{
-   VG_(gdb_printf)("thread %u (Valgrind tid %u): shadow stack depth %u, context ", thread, tid, depth);
-   print_context(ctx);
-   VG_(gdb_printf)("\n");
-}
-
-void print_status()
-{
-   VG_(gdb_printf)("kgrind: k=");
-   if (clo.k == kInfiniteK) VG_(gdb_printf)("inf");
-   else VG_(gdb_printf)("%u", clo.k);
-   VG_(gdb_printf)(", instrumentation %s, collection %s, Ir run %llu (counted since the last"
-                   " dump or zeroing: from %llu), dumps written %u\n",
-                   instr_on ? "on" : "off", collect_on ? "on" : "off", ir_elapsed(), ir_at_last_zero,
-                   dumps_written);
-   for_each_live_thread(print_thread_status, nullptr);
-}
-
-Bool monitor_command(const HChar* command)
-{
-   HChar* copy = kg::strdup(command);
-   HChar* save = nullptr;
-   const HChar* word = VG_(strtok_r)(copy, " ", &save);
-   const HChar* rest = save ? save : "";
-   while (*rest == ' ') rest++;
-   replying_to_gdb = True;
-   Bool handled = True;
-   if (!word) {
-      handled = False;
-   } else if (VG_STREQ(word, "help")) {
-      print_monitor_help();
-   } else if (block_mode() && !VG_STREQ(word, "status")) {
-      VG_(gdb_printf)("kgrind: monitor commands need --mode=func\n");
-   } else if (VG_STREQ(word, "dump")) {
-      HChar reason[512];
-      VG_(snprintf)(reason, sizeof reason, "Monitor command: dump%s%s", *rest ? " " : "", rest);
-      dump(reason);
-   } else if (VG_STREQ(word, "zero")) {
-      if (*rest) VG_(gdb_printf)("kgrind: 'zero' takes no argument\n");
-      else zero();
-   } else if (VG_STREQ(word, "instrumentation")) {
-      if (VG_STREQ(rest, "on") || VG_STREQ(rest, "off")) {
-         instr_on = VG_STREQ(rest, "on");
-         apply_counting();
-      } else if (*rest) {
-         VG_(gdb_printf)("kgrind: 'instrumentation' takes on or off, not '%s'\n", rest);
-      }
-      VG_(gdb_printf)("instrumentation: %s\n", instr_on ? "on" : "off");
-   } else if (VG_STREQ(word, "status")) {
-      print_status();
-   } else {
-      VG_(gdb_printf)("kgrind: unknown monitor command '%s' (kgrind's: dump [reason], zero,"
-                      " instrumentation [on|off], status, help)\n", word);
-   }
-   replying_to_gdb = False;
-   kg::release(copy);
-   return handled;
-}
-
-} // namespace
-
-void regions_fork_child()
-{
-   // The child's files are its own (its pid): numbered from 1, its Ir from 0.
-   dumps_written = 0;
-   ir_at_last_zero = 0;
-   base_file_name_cache = nullptr;   // %p is the child's pid
-   give_fork_child_its_own_file();
-}
-
-// ---- Exec ------------------------------------------------------------------------
-
-namespace {
-
-// The file written for the exec under way (null: none).
-const HChar* exec_file = nullptr;
-// With --trace-children=yes, the image's file name before the exec under
-// way moved its files to "<name>.exec-<n>" (null: none moved).
-const HChar* base_before_exec = nullptr;
-
-// Whether the file at path is a profile this process wrote (its pid: line).
-Bool written_by_this_process(const HChar* path)
-{
-   SysRes fd = VG_(open)(path, VKI_O_RDONLY, 0);
-   if (sr_isError(fd)) return False;
-   HChar head[256];
-   Int n = VG_(read)(sr_Res(fd), head, sizeof head - 1);
-   VG_(close)(sr_Res(fd));
-   if (n <= 0) return False;
-   head[n] = '\0';
-   HChar pid_line[32];
-   VG_(sprintf)(pid_line, "\npid: %d\n", VG_(getpid)());
-   return VG_(strstr)(head, pid_line) != nullptr;
-}
-
-// Whether an earlier image of this process wrote its profile, or its
-// first dump, under the file name `name`.
-Bool name_taken_by_this_process(const HChar* name)
-{
-   const HChar* first_dump = numbered_name(name, 1);
-   Bool taken = written_by_this_process(name) || written_by_this_process(first_dump);
-   kg::release((void*)first_dump);
-   return taken;
-}
-
-// "<base>.exec-<n>": the n-th image of this process that exec'd. A file of
-// that name from another process (an earlier run) is overwritten; one of
-// this process is an earlier image's.
-const HChar* exec_file_name()
-{
-   const HChar* base = base_file_name();
-   HChar* name = (HChar*)kg::alloc(VG_(strlen)(base) + 24, "kg.out");
-   for (UInt n = 1;; n++) {
-      VG_(sprintf)(name, "%s.exec-%u", base, n);
-      if (!name_taken_by_this_process(name)) return name;
-   }
-}
-
-// The dumps written so far, from "<from>.<i>" to "<to>.<i>".
-void move_dumps(const HChar* from, const HChar* to)
-{
-   for (UInt i = 1; i <= dumps_written; i++) {
-      const HChar* old_name = numbered_name(from, i);
-      const HChar* new_name = numbered_name(to, i);
-      VG_(rename)(old_name, new_name);
-      kg::release((void*)old_name);
-      kg::release((void*)new_name);
-   }
-}
-
-// With --trace-children=yes the exec'd program is profiled in this process
-// and writes this process's files (it cannot know of this image's): this
-// image's file name becomes "<name>.exec-<n>", its dumps move there.
-void rename_image_for_exec()
-{
-   base_before_exec = base_file_name();
-   const HChar* exec_base = exec_file_name();
-   move_dumps(base_before_exec, exec_base);
-   base_file_name_cache = exec_base;
-}
-
-void undo_rename_for_exec()
-{
-   if (!base_before_exec) return;
-   move_dumps(base_file_name_cache, base_before_exec);
-   kg::release((void*)base_file_name_cache);
-   base_file_name_cache = base_before_exec;
-   base_before_exec = nullptr;
-}
-
-// Frees a name from final_output_file_name.
-void release_file_name(const HChar* path)
-{
-   if (path != base_file_name()) kg::release((void*)path);
-}
-
-} // namespace
-
-void regions_exec_starts(const HChar* what)
-{
-   Bool traced = tracing_children();
-   if (traced) rename_image_for_exec();
-   const HChar* path = final_output_file_name();
-   HChar trigger[600];
-   VG_(snprintf)(trigger, sizeof trigger, "Exec: %s", what);
-   if (!write_counted_so_far(path, trigger)) {
-      release_file_name(path);
-      undo_rename_for_exec();
-      return;
-   }
-   exec_file = path;
-   // The start-up placeholder is the exec'd image's to write, or (an
-   // untraced program, --trace-children-skip) nobody's: the profile is here.
-   if (traced && dumps_written == 0) VG_(unlink)(base_before_exec);
-   report_profile_written(path, what);
-}
-
-void regions_exec_failed()
-{
-   if (!exec_file) return;
-   // The run goes on with the counters untouched: its profile at exit is
-   // the whole run's. Until then the files are what they were.
-   VG_(unlink)(exec_file);
-   if (VG_(clo_verbosity) > 0)
-      VG_(umsg)("Exec failed: the run goes on, and its profile is written at exit (%s taken back)\n",
-                exec_file);
-   release_file_name(exec_file);
-   exec_file = nullptr;
-   undo_rename_for_exec();
-   if (dumps_written == 0) create_output_file(base_file_name());
-}
-
-// ---- The end of the run ------------------------------------------------------------
-
-const HChar* final_output_file_name()
-{
-   return dumps_written ? numbered_file_name(dumps_written + 1) : base_file_name();
-}
-
-Bool write_final_profile(const HChar* path)
-{
-   DumpInfo info = { "Program termination", ir_at_last_zero, ir_elapsed(), False };
-   if (parents_file_name)
-      VG_(umsg)("kgrind: --kgrind-out-file has no %%p: this fork child writes %s, not its parent's %s\n",
-                path, parents_file_name);
-   return write_profile(path, info);
 }
 
 } // namespace kg

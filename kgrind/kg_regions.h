@@ -1,6 +1,7 @@
-// Regions of interest and live control (docs/regions.md): client requests
-// (kgrind.h's and callgrind.h's), the options that start, stop, dump and
-// zero, and the gdbserver's monitor commands.
+// Regions of interest (docs/regions.md): the options that start, stop, dump
+// and zero, what region functions' entries and returns do, and client
+// requests (kgrind.h's and callgrind.h's; the gdbserver's monitor commands
+// come as one).
 #pragma once
 #include "kg_valgrind.h"
 #include "kg_debuginfo.h"
@@ -32,23 +33,6 @@ void VG_REGPARM(1) kg_region_enter(BlockInfo* blk);
 void VG_REGPARM(1) kg_region_leave(BlockInfo* blk);
 }
 // SP rose to sp on thread tid (frames died): region functions left.
-extern Bool kg_region_watching;
 void region_stack_rose(ThreadId tid, Addr sp);
-
-// After fork, in the child (after the counters were zeroed).
-void regions_fork_child();
-
-// An execve/execveat of `what` (path and arguments, for the profile's
-// header) is about to run: writes the profile so far and reports it as the
-// exit does (docs/function-mode.md, "Exec"). The counters stay: a failed
-// exec continues the run.
-void regions_exec_starts(const HChar* what);
-// The exec failed (the program goes on): its file is taken back.
-void regions_exec_failed();
-
-// The final profile's name: numbered after the dumps of the run.
-const HChar* final_output_file_name();
-// Writes the profile at the end of the run.
-Bool write_final_profile(const HChar* path);
 
 } // namespace kg

@@ -682,8 +682,8 @@ def test_split_stack_segments_continue_the_stack(tools):
 
 def test_same_context_in_several_threads_sums_like_callgrind(tools):
     """Each thread has its own forest; the body reports a context once,
-    summed over the threads that reached it (kg_output.cpp, ExitCosts'
-    regroup). sum_to'worker'start_thread runs in threads 2 and 4, squares'...
+    summed over the threads that reached it (kg_context_names.cpp
+    fold_contexts, ExitCosts' regroup). sum_to'worker'start_thread runs in threads 2 and 4, squares'...
     in 1 and 3: every own context's exclusive Ir equals callgrind
     --separate-callers=2's, which sums threads the same way. (A thread's
     first function is called by __root__ here, by clone there: worker's

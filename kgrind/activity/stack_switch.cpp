@@ -362,13 +362,19 @@ Bool rose_off_coroutine_stack(const ThreadState* t, Addr sp)
           !s->alt_fences && !coroutine_ended(t);
 }
 
+} // namespace
+
+FramesWatch kg_frames_watch = { False, nullptr };
+
+namespace {
+
 // Pops the frames that died, or follows a switch to another stack (blk: as
 // switch_stack's).
 void unwind_to_sp(ThreadState* t, Addr sp, BlockInfo* blk = nullptr)
 {
    if (left_running_stack(t, sp) || rose_off_coroutine_stack(t, sp)) switch_stack(t, sp, blk);
    else pop_dead_frames(t, sp);
-   if (kg_region_watching) region_stack_rose(t->tid, sp);
+   if (kg_frames_watch.on) kg_frames_watch.stack_rose(t->tid, sp);
 }
 
 } // namespace

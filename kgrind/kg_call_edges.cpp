@@ -1,0 +1,130 @@
+#include "kg_call_edges.h"
+#include "kg_pairmap.h"
+#include "kg_runtime.h"
+
+namespace kg {
+
+namespace {
+
+PairMap<CallEdge> call_edges;
+
+} // namespace
+
+// The map holds each (caller, callee)'s first edge; the others, at other
+// sites, are chained to it (edges are made when a transition is, not per
+// call).
+CallEdge* call_edge(ForestNode* caller, ForestNode* callee, Addr call_site)
+{
+   CallEdge* first = call_edges.find(caller, callee);
+   if (!first) {
+      first = call_edges.get(caller, callee);
+      first->call_site = call_site;
+      return first;
+   }
+   for (CallEdge* e = first; e; e = e->next_site)
+      if (e->call_site == call_site) return e;
+   CallEdge* e = (CallEdge*)alloc_permanent(sizeof(CallEdge));
+   *e = { caller, callee, call_site, 0, 0, 0, first->next_site };
+   first->next_site = e;
+   return e;
+}
+
+// Every edge, at every site.
+template <class F> void for_each_edge(F f)
+{
+   call_edges.for_each([&](CallEdge* first) {
+      for (CallEdge* e = first; e; e = e->next_site) f(e);
+   });
+}
+
+static Int compare_edges(const void* pa, const void* pb)
+{
+   const CallEdge* a = *(const CallEdge* const*)pa;
+   const CallEdge* b = *(const CallEdge* const*)pb;
+   if (a->a != b->a) return (UWord)a->a < (UWord)b->a ? -1 : 1;
+   if (a->b != b->b) return (UWord)a->b < (UWord)b->b ? -1 : 1;
+   if (a->call_site != b->call_site) return a->call_site < b->call_site ? -1 : 1;
+   return 0;
+}
+
+UWord merge_call_edges(CallEdge** all, UWord n)
+{
+   VG_(ssort)(all, n, sizeof(CallEdge*), compare_edges);
+   UWord merged = 0;
+   for (UWord i = 0; i < n; i++) {
+      if (merged && compare_edges(&all[merged - 1], &all[i]) == 0) {
+         all[merged - 1]->calls += all[i]->calls;
+         all[merged - 1]->incl += all[i]->incl;
+      } else {
+         all[merged++] = all[i];
+      }
+   }
+   return merged;
+}
+
+static Bool edge_used(const CallEdge* e) { return e->calls || e->incl; }
+
+static UWord used_edges_in_chain(const CallEdge* first)
+{
+   UWord n = 0;
+   for (const CallEdge* e = first; e; e = e->next_site) n += edge_used(e);
+   return n;
+}
+
+// At exit: the used edges in the index's memory, each (caller, callee)'s
+// chain in place of its first edge, in the index's order (an array of them
+// was 1.9 MB of cc1plus's k=2 peak). Chains without a used edge are
+// dropped first, so that each chain's edges land at or after its own slot:
+// laid out from the back, they overwrite only chains already laid out.
+static UWord take_used_edges(CallEdge*** out)
+{
+   UWord n_chains, room, kept = 0, n = 0;
+   CallEdge** chains = call_edges.take_entries(&n_chains, &room);
+   for (UWord i = 0; i < n_chains; i++) {
+      UWord used = used_edges_in_chain(chains[i]);
+      if (!used) continue;
+      chains[kept++] = chains[i];
+      n += used;
+   }
+   CallEdge** all = n < room ? chains : (CallEdge**)kg::alloc((n + 1) * sizeof(CallEdge*), "kg.out");
+   UWord end = n;
+   for (UWord c = kept; c-- > 0;) {
+      CallEdge* first = chains[c];
+      end -= used_edges_in_chain(first);
+      UWord at = end;
+      for (CallEdge* e = first; e; e = e->next_site)
+         if (edge_used(e)) all[at++] = e;
+   }
+   if (all != chains) kg::release(chains);
+   *out = all;
+   return n;
+}
+
+UWord collect_call_edges(Bool at_exit, CallEdge*** out, CallEdge** copies)
+{
+   *copies = nullptr;
+   if (at_exit) {   // their keys may change now: the index goes
+      UWord n = take_used_edges(out);
+      return merge_call_edges(*out, n);
+   }
+   UWord cap = 0, n = 0;
+   for_each_edge([&](CallEdge* e) { cap += edge_used(e); });
+   CallEdge** all = (CallEdge**)kg::alloc((cap + 1) * sizeof(CallEdge*), "kg.out");
+   CallEdge* copy = (CallEdge*)kg::alloc((cap + 1) * sizeof(CallEdge), "kg.dump");
+   for_each_edge([&](CallEdge* e) {
+      if (!edge_used(e)) return;
+      copy[n] = *e;
+      all[n] = &copy[n];
+      n++;
+   });
+   *out = all;
+   *copies = copy;
+   return merge_call_edges(all, n);
+}
+
+void reset_call_edges()
+{
+   for_each_edge([](CallEdge* e) { e->calls = 0; e->incl = 0; });
+}
+
+} // namespace kg

@@ -1,0 +1,33 @@
+// Call edges between contexts: calls and inclusive cost per (caller,
+// callee, call site), made when a transition is and counted when the
+// transitions are flushed.
+#pragma once
+#include "kg_forest.h"
+
+namespace kg {
+
+// Call edges between contexts.
+struct CallEdge {
+   const void* a;                 // caller's canonical node
+   const void* b;                 // callee's canonical node
+   Addr call_site;                // the call instruction (0: not known)
+   Addr target;                   // first callee instruction seen for the edge
+   ULong calls;
+   ULong incl;
+   CallEdge* next_site;           // the same contexts' edge at another site
+};
+// The edge of (caller, callee) at call_site.
+CallEdge* call_edge(ForestNode* caller, ForestNode* callee, Addr call_site);
+// The edges that were used, as pointers sorted by (caller, callee, call
+// site); the caller releases *out and *copies. During the run (a dump) they
+// point to copies in *copies; at exit to the edges themselves, which the
+// caller may change (an array of copies was 13 MB on cc1plus, at the peak).
+UWord collect_call_edges(Bool at_exit, CallEdge*** out, CallEdge** copies);
+// Sorts the same way and folds edges of the same (caller, callee, call site)
+// into the first.
+UWord merge_call_edges(CallEdge** all, UWord n);
+
+// After fork, in the child: every edge's counts back to zero.
+void reset_call_edges();
+
+} // namespace kg

@@ -1,0 +1,229 @@
+// Where the (context, block) counters live: one store of every counter, and
+// a small table per context of its blocks' counters. The lookup
+// (kg_counters.cpp) fills them; the exit's costs (kg_exit_costs.cpp) and
+// the jumps (kg_jumps.cpp) read them.
+#pragma once
+#include "kg_block_info.h"
+#include "kg_pairmap.h"
+#include "kg_runtime.h"
+
+namespace kg {
+
+// The counters of one (context, block), as a context's table holds them:
+// the block's id above a 32-bit offset into the counter store (a slot needs
+// no key in the counters' memory, and a probe compares ids without following
+// a pointer: the 16-byte (context, block) key took 24 MB on cc1plus,
+// docs/performance.md). 0 is a free slot (ids start at 1).
+typedef UWord CountersRef;
+inline CountersRef counters_ref(UInt block_id, UInt offset) { return (UWord)block_id << 32 | offset; }
+inline UInt ref_block_id(CountersRef r) { return (UInt)(r >> 32); }
+inline UInt ref_offset(CountersRef r) { return (UInt)r; }
+
+// One context's blocks: open addressing by the block's id, load at most 7/8
+// (3/4 was as fast and 2.7 MB bigger on cc1plus); at exit (ExitCosts), the
+// refs in slots[0, used), and `a` the context they are reported in.
+struct ContextBlocks {
+   const void* a;        // ForestNode* context
+   CountersRef* slots;
+   union {
+      UInt cap;          // a power of two or 1.5 times one
+      // At exit (ExitCosts), where refs' offsets are from: 0 for a table's
+      // (their own), a counter array's (ArrayGroups) the array's.
+      UInt base;
+   };
+   UInt used;
+};
+
+// Every (context, block)'s counters, back to back in chunks that never move
+// (blocks cache pointers to them), each found by a 32-bit offset in counters.
+class CounterStore {
+public:
+   // Room for n zeroed counters (n at most a chunk); its offset.
+   UInt add(UInt n)
+   {
+      tl_assert(n <= kChunkCounters);
+      if (n > room_) new_chunk();
+      UInt offset = next_;
+      next_ += n;
+      room_ -= n;
+      return offset;
+   }
+   ULong* at(UInt offset) const { return chunks_[offset >> kChunkShift] + (offset & (kChunkCounters - 1)); }
+
+private:
+   static const UInt kChunkShift = 13;   // 64 KB chunks, as alloc_permanent's
+   static const UInt kChunkCounters = 1u << kChunkShift;
+
+   void new_chunk()
+   {
+      UWord chunk = n_chunks_++;
+      if (chunk >> (32 - kChunkShift))
+         VG_(tool_panic)((HChar*)"kgrind: more than 2^32 counters (32 GB): too many (context, block) pairs");
+      if (chunk == chunks_cap_) {
+         UWord cap = chunks_cap_ ? 2 * chunks_cap_ : 64;
+         ULong** bigger = (ULong**)kg::alloc(cap * sizeof(ULong*), "kg.counters");
+         if (chunk) VG_(memcpy)(bigger, chunks_, chunk * sizeof(ULong*));
+         kg::release(chunks_);
+         chunks_ = bigger;
+         chunks_cap_ = cap;
+      }
+      chunks_[chunk] = (ULong*)alloc_zeroed(kChunkCounters * sizeof(ULong), "kg.counters");
+      next_ = (UInt)(chunk << kChunkShift);
+      room_ = kChunkCounters;
+   }
+
+   ULong** chunks_ = nullptr;
+   UWord chunks_cap_ = 0;
+   UWord n_chunks_ = 0;
+   UInt next_ = 0;       // offset of the next free counter
+   UInt room_ = 0;       // free counters left in the last chunk
+};
+extern CounterStore counter_store;
+
+// The (context, block) counters, indexed per context: a block that misses
+// its inline ways (a function run in many contexts: cc1plus, 130 M misses)
+// probes its context's own small table, whose slots stay in the cache while
+// the context and its callers run, instead of one table of every pair (1.5 M
+// pairs on cc1plus: two cache misses a probe, 19 % of the run's time; 9 %
+// less CPU time with these tables, docs/performance.md). A context's table
+// is found through a small cache of recent contexts: misses come in runs,
+// from the blocks of one activation and of its caller.
+class BlockCountersIndex {
+public:
+   // The counters of (ctx, blk), created zeroed with room for n_counters.
+   // Inlined into its one caller, point_block_at_table (a block's way miss).
+   __attribute__((always_inline)) ULong* get(const ForestNode* ctx, const BlockInfo* blk, UInt n_counters)
+   {
+      ContextBlocks* c = blocks_of(ctx);
+      UInt i = home(blk->id, c->cap);
+      for (; c->slots[i]; i = next(c, i))
+         if (ref_block_id(c->slots[i]) == blk->id) return counter_store.at(ref_offset(c->slots[i]));
+      CountersRef ref = counters_ref(blk->id, counter_store.add(n_counters));
+      if ((c->used + 1) * 8 > c->cap * 7) {
+         grow(c);
+         put(c, ref);
+      } else {
+         c->slots[i] = ref;
+      }
+      c->used++;
+      return counter_store.at(ref_offset(ref));
+   }
+
+   // f(context's table, ref) for every (context, block).
+   template <typename F> void for_each(F f) const
+   {
+      contexts_.for_each([&](ContextBlocks* c) {
+         for (UInt i = 0; i < c->cap; i++)
+            if (c->slots[i]) f(c, c->slots[i]);
+      });
+   }
+
+   template <typename F> void for_each_context(F f) const { contexts_.for_each(f); }
+
+   // Every context's table as an array of *n (the caller releases it), in
+   // the index's own memory, each table holding its refs in slots[0, used):
+   // at exit, where an array of every pair could set the peak RSS (cc1plus:
+   // 12 MB). The index is empty afterwards.
+   ContextBlocks** take_contexts(UWord* n)
+   {
+      contexts_.for_each([](ContextBlocks* c) {
+         UInt m = 0;
+         for (UInt i = 0; i < c->cap; i++)
+            if (c->slots[i]) c->slots[m++] = c->slots[i];
+         c->used = m;
+         c->base = 0;   // no longer cap: the refs are in [0, used)
+      });
+      VG_(memset)(recent_, 0, sizeof recent_);
+      return contexts_.take_entries(n);
+   }
+
+private:
+   struct ContextKeys {
+      static const void* a(const ContextBlocks* c) { return c->a; }
+      static const void* b(const ContextBlocks*) { return nullptr; }
+   };
+   static const UInt kFirstCap = 4;
+   static const UInt kSizeClasses = 64;
+
+   // A block's first slot in a table of cap slots: its hash scaled to cap.
+   static UInt home(UInt block_id, UInt cap)
+   {
+      UWord h = (UWord)block_id * 0x9E3779B97F4A7C15ULL >> 32;
+      return (UInt)(h * cap >> 32);
+   }
+   static UInt next(const ContextBlocks* c, UInt i) { return i + 1 == c->cap ? 0 : i + 1; }
+   // Tables grow by half or a third (4, 6, 8, 12, ...), not double: slots at
+   // a load of about 0.7 instead of 0.55 (cc1plus: 2.2 M slots, not 2.8 M).
+   static UInt next_cap(UInt cap) { return cap & (cap - 1) ? cap + cap / 3 : cap + cap / 2; }
+
+   ContextBlocks* blocks_of(const ForestNode* ctx)
+   {
+      ContextBlocks*& recent = recent_[((UWord)ctx >> 4) & (kRecent - 1)];
+      if (recent && recent->a == ctx) return recent;
+      ContextBlocks* c = contexts_.find(ctx, nullptr);
+      if (!c) {
+         c = (ContextBlocks*)alloc_permanent(sizeof(ContextBlocks));
+         c->a = ctx;
+         c->cap = kFirstCap;
+         c->slots = new_slots(c->cap);
+         contexts_.insert(c);
+      }
+      return recent = c;
+   }
+
+   static void put(ContextBlocks* c, CountersRef ref)
+   {
+      UInt i = home(ref_block_id(ref), c->cap);
+      while (c->slots[i]) i = next(c, i);
+      c->slots[i] = ref;
+   }
+
+   void grow(ContextBlocks* c)
+   {
+      CountersRef* old = c->slots;
+      UInt old_cap = c->cap;
+      c->cap = next_cap(old_cap);
+      c->slots = new_slots(c->cap);
+      for (UInt i = 0; i < old_cap; i++)
+         if (old[i]) put(c, old[i]);
+      free_slots(old, old_cap);
+   }
+
+   // Slot arrays come from permanent memory and are recycled by size: most
+   // are a few dozen bytes, where VG_(malloc)'s 32 bytes of headers a block
+   // would add half to the index.
+   static UInt size_class(UInt cap) { return 2 * (31 - __builtin_clz(cap)) + ((cap & (cap - 1)) != 0); }
+   CountersRef* new_slots(UInt cap)
+   {
+      CountersRef*& head = free_[size_class(cap)];
+      CountersRef* s = head;
+      if (!s) return (CountersRef*)alloc_permanent(cap * sizeof(CountersRef));
+      head = (CountersRef*)s[0];
+      VG_(memset)(s, 0, cap * sizeof(CountersRef));
+      return s;
+   }
+   void free_slots(CountersRef* s, UInt cap)
+   {
+      CountersRef*& head = free_[size_class(cap)];
+      s[0] = (CountersRef)head;
+      head = s;
+   }
+
+   PairIndex<ContextBlocks, ContextKeys> contexts_;
+   // The tables of recently run contexts, by a hash of the context.
+   static const UInt kRecent = 256;
+   ContextBlocks* recent_[kRecent] = {};
+   CountersRef* free_[kSizeClasses] = {};
+};
+extern BlockCountersIndex block_counters;   // probed at every context change of a block
+
+// The contexts that have a counter array (kg_counters.h), each once, and
+// their arrays.
+UWord array_context_count();
+ForestNode* array_context(UWord i);
+ULong* counter_array(ForestNode* ctx);
+UInt array_capacity(ForestNode* ctx);
+// An array's offset in the counter store.
+inline UInt array_store_offset(const ULong* arr) { return (UInt)arr[-1]; }
+
+} // namespace kg

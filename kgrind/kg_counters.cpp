@@ -1,0 +1,149 @@
+#include "kg_counters.h"
+#include "kg_hotpath.h"
+#include "kg_array_ops.h"
+#include "kg_counter_store.h"
+#include "kg_runtime.h"
+
+namespace kg {
+
+CounterStore counter_store;
+BlockCountersIndex block_counters;
+
+static void mark_counter_arrays();
+void forget_cached_counters()
+{
+   mark_counter_arrays();
+   for (UInt id = 1; id <= block_info_count(); id++)
+      for (UInt w = 0; w < kCounterWays; w++) block_with_id(id)->ways[w] = { nullptr, nullptr };
+}
+
+// While counting is off every block counts into this scratch memory
+// (never read); it only grows, since blocks may still point into it.
+static ULong* uncounted_counters(UInt n_slots)
+{
+   static ULong* sink;
+   static UInt sink_slots;
+   if (n_slots > sink_slots) {
+      sink_slots = n_slots < 64 ? 64 : n_slots;
+      sink = (ULong*)alloc_permanent(sink_slots * sizeof(ULong));
+   }
+   return sink;
+}
+
+void point_block_at_table(BlockInfo* blk, ForestNode* ctx)
+{
+   if (!kg_counting) {
+      blk->ways[1] = blk->ways[0];
+      blk->ways[0] = { ctx, uncounted_counters(blk->n_slots + 1) };
+      return;
+   }
+   ULong* counters = block_counters.get(ctx, blk, counter_count(blk));
+   blk->ways[1] = blk->ways[0];   // the least recent way makes room
+   blk->ways[0] = { ctx, counters };
+}
+
+extern "C" void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk)
+{
+   point_block_at(blk, kg_now->ctx);
+}
+
+// ---- Counter arrays (kg_counters.h) ---------------------------------------------
+
+// The contexts that have an array (each once), for dumps, zeroing and
+// switching counting on and off.
+static ForestNode** array_contexts;
+static UWord n_array_contexts, array_contexts_cap;
+
+ULong* counter_array(ForestNode* ctx) { return *counter_array_word(ctx); }
+UInt array_capacity(ForestNode* ctx) { return *array_limit_word(ctx) & 0xFF; }
+// The limit; its top bit fails every block's check while counting is off.
+static UInt array_limit(UInt fn_id, UInt cap) { return (fn_id << 8 | cap) | (kg_counting ? 0 : 1u << 31); }
+
+static void remember_array_context(ForestNode* ctx)
+{
+   append(array_contexts, n_array_contexts, array_contexts_cap, ctx, 1024, "kg.arrays");
+}
+
+// Arrays a context grew out of, by capacity, for other contexts' arrays:
+// linked through their first counter.
+static ULong* free_arrays[kArrayCounters + 1];
+
+static ULong* new_counter_array(UInt cap)
+{
+   ULong* arr = free_arrays[cap];
+   if (arr) {
+      free_arrays[cap] = (ULong*)arr[0];
+      VG_(memset)(arr, 0, cap * sizeof(ULong));
+      return arr;
+   }
+   UInt offset = counter_store.add(cap + 1);
+   arr = counter_store.at(offset) + 1;
+   arr[-1] = offset + 1;
+   return arr;
+}
+
+static void free_counter_array(ULong* arr, UInt cap)
+{
+   arr[0] = (ULong)free_arrays[cap];
+   free_arrays[cap] = arr;
+}
+
+// ctx's array made anew with room for [0, end), its counters copied: an
+// array holds its function's blocks up to the last one that ran in the
+// context. (Room for every block of the function translated so far cost
+// cc1plus 6 MB at k=2, 2 % of its peak RSS, for 2-3 % of its time: fewer
+// growths.)
+static ULong* grow_counter_array(ForestNode* ctx, const FnInfo* fn, UInt end)
+{
+   ULong* old = counter_array(ctx);
+   UInt old_cap = array_capacity(ctx);
+   UInt cap = end;
+   ULong* arr = new_counter_array(cap);
+   if (old) {
+      VG_(memcpy)(arr, old, old_cap * sizeof(ULong));
+      free_counter_array(old, old_cap);
+   } else {
+      remember_array_context(ctx);
+   }
+   *counter_array_word(ctx) = arr;
+   *array_limit_word(ctx) = array_limit(fn->id, cap);
+   return arr;
+}
+
+ULong* array_counters(ForestNode* ctx, BlockInfo* blk)
+{
+   if (!kg_counting || ctx == kCallPending || blk->array_offset == kNoArrayOffset || ctx->label != blk->fn()->id + 1)
+      return nullptr;
+   UInt end = blk->array_offset + counter_count(blk);
+   ULong* arr = counter_array(ctx);
+   if (array_capacity(ctx) < end) arr = grow_counter_array(ctx, blk->fn(), end);
+   return arr + blk->array_offset;
+}
+
+UWord array_context_count() { return n_array_contexts; }
+ForestNode* array_context(UWord i) { return array_contexts[i]; }
+
+// Counting switched on or off: every array's limit says so.
+static void mark_counter_arrays()
+{
+   for (UWord c = 0; c < n_array_contexts; c++) {
+      ForestNode* ctx = array_contexts[c];
+      *array_limit_word(ctx) = array_limit(ctx->label - 1, array_capacity(ctx));
+   }
+}
+
+static void zero_counter_arrays()
+{
+   for (UWord c = 0; c < n_array_contexts; c++)
+      VG_(memset)(counter_array(array_contexts[c]), 0, array_capacity(array_contexts[c]) * sizeof(ULong));
+}
+
+void reset_counters()
+{
+   zero_counter_arrays();
+   block_counters.for_each([](const ContextBlocks*, CountersRef ref) {
+      VG_(memset)(counter_store.at(ref_offset(ref)), 0, counter_count(block_with_id(ref_block_id(ref))) * sizeof(ULong));
+   });
+}
+
+} // namespace kg

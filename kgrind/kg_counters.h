@@ -1,0 +1,65 @@
+// Block counters: each (context, block) has one counter per flush point,
+// found through the block's inline cache (BlockInfo::ways), a per-context
+// table, or (function mode at finite k) the context's counter array.
+#pragma once
+#include "kg_block_info.h"
+#include "kg_forest.h"
+
+namespace kg {
+
+// Counter arrays (function mode at finite k, docs/function-mode.md): the
+// counters of a traced function's blocks in one context lie in one array,
+// the context's, each block's at an offset fixed when it is translated
+// (BlockInfo::array_offset), so that a block finds them from its context
+// with no helper and no read of its BlockInfo. A context node's payload
+// (the k-SF's, or the view forest's where that is separate)
+// holds the array's address and its limit (kg_activity.h,
+// counter_array_word, array_limit_word): (function id << 8) | capacity,
+// with the top bit set while counting is off, which inline IR checks
+// against the block's function and end; zero (no array yet, and the node
+// that kCallPending is) passes no block. The word before the counters is
+// their offset in the counter store. An array holds room for its
+// function's blocks up to the last one that ran in the context: functions of
+// more than kArrayCounters counters keep the rest in the ways and the
+// per-context tables.
+const UInt kArrayCounters = 128;   // fits the limit's 8 bits
+const UInt kMaxArrayFunction = 1u << 23;   // function ids that fit the limit
+// Whether the counter arrays are in use (function mode, finite k, counts per
+// line, counters' context nodes with room for them).
+Bool counter_arrays_on();
+// The check's constants for a block of function fn_id whose counters end at
+// `end` (array_offset + counters): the limit minus c1 is below c2 exactly
+// when the array is the function's, holds [0, end) and counting is on.
+inline UInt array_check_c1(UInt fn_id, UInt end) { return (fn_id << 8) + end; }
+inline UInt array_check_c2(UInt end) { return 256 - end + 1; }
+// The counters of (ctx, blk) in ctx's array, made or grown to hold them;
+// nullptr if blk has no offset, ctx is not its function's or counting is off.
+ULong* array_counters(ForestNode* ctx, BlockInfo* blk);
+
+// Makes the counters of (ctx, blk) the block's way 0: inline for a hit in
+// way 1 (half of sqlite3's 121 M calls), the table otherwise.
+void point_block_at_table(BlockInfo* blk, ForestNode* ctx);
+inline void point_block_at(BlockInfo* blk, ForestNode* ctx)
+{
+   static_assert(kCounterWays == 2, "point_block_at checks two ways");
+   CounterWay* ways = blk->ways;
+   if (ways[0].ctx == ctx) return;
+   if (ways[1].ctx != ctx) return point_block_at_table(blk, ctx);
+   CounterWay hit = ways[1];
+   ways[1] = ways[0];
+   ways[0] = hit;
+}
+
+extern "C" {
+// Inline-cache miss: makes the counters of (kg_now->ctx, blk) way 0.
+void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk);
+}
+
+// Every block's cached (context -> counters) ways are emptied, so that each
+// block finds its counters again (counting switched on or off).
+void forget_cached_counters();
+
+// After fork, in the child: every block counter back to zero.
+void reset_counters();
+
+} // namespace kg

@@ -1,0 +1,336 @@
+#include "kg_exit_costs.h"
+#include "kg_array_ops.h"
+#include "kg_counter_store.h"
+#include "kg_counters.h"
+#include "kg_runtime.h"
+
+namespace kg {
+
+namespace {
+
+// At exit and at a dump, each counter array is one more group of
+// ExitCosts: its refs are its function's blocks that have an offset
+// (shared by the function's arrays, in the order of their offsets, so that
+// those within an array's capacity are a prefix), its base the array's
+// offset in the counter store (or in a dump's copy). At exit a group is
+// described when it is read, from its context and its number of refs (a
+// ContextBlocks each was 2.4 MB of cc1plus's k=2 peak).
+class ArrayGroups {
+public:
+   void make()
+   {
+      UInt n_fns = function_count();
+      first_ = (UInt*)alloc_zeroed((n_fns + 2) * sizeof(UInt), "kg.arrays");
+      UWord n_refs = 0;
+      for (UInt id = 1; id <= block_info_count(); id++) {
+         if (block_with_id(id)->array_offset == kNoArrayOffset) continue;
+         first_[block_with_id(id)->fn()->id + 2]++;
+         n_refs++;
+      }
+      for (UInt f = 1; f <= n_fns; f++) first_[f + 1] += first_[f];
+      // Blocks are made in the order their offsets were given.
+      refs_ = (CountersRef*)kg::alloc((n_refs + 1) * sizeof(CountersRef), "kg.arrays");
+      for (UInt id = 1; id <= block_info_count(); id++) {
+         const BlockInfo* blk = block_with_id(id);
+         if (blk->array_offset != kNoArrayOffset) refs_[first_[blk->fn()->id + 1]++] = counters_ref(blk->id, blk->array_offset);
+      }
+      // first_[f] is where function f's refs start, first_[f + 1] where they end.
+   }
+   // How many of its function's refs ctx's array holds (at most
+   // kArrayCounters).
+   UInt refs_held(const ForestNode* ctx) const
+   {
+      const CountersRef* refs = function_refs(ctx);
+      UInt n = first_[ctx->label] - first_[ctx->label - 1];
+      UInt held = 0;
+      while (held < n && ref_offset(refs[held]) + counter_count(block_with_id(ref_block_id(refs[held]))) <=
+                            array_capacity((ForestNode*)ctx))
+         held++;
+      return held;
+   }
+   // The group of ctx's array, whose counters are at base.
+   ContextBlocks describe(const ForestNode* ctx, UInt base, UInt held) const
+   {
+      return { ctx, function_refs(ctx), { base }, held };
+   }
+   // The same in the counter store.
+   ContextBlocks describe(const ForestNode* ctx, UInt held) const
+   {
+      return describe(ctx, array_store_offset(counter_array((ForestNode*)ctx)), held);
+   }
+   void release()
+   {
+      kg::release(first_);
+      kg::release(refs_);
+      first_ = nullptr;
+      refs_ = nullptr;
+   }
+
+private:
+   CountersRef* function_refs(const ForestNode* ctx) const { return refs_ + first_[ctx->label - 1]; }
+
+   UInt* first_ = nullptr;
+   CountersRef* refs_ = nullptr;
+};
+ArrayGroups array_groups;
+
+} // namespace
+
+static Int compare_context_costs(const void* pa, const void* pb)
+{
+   const ContextLineCost* a = (const ContextLineCost*)pa;
+   const ContextLineCost* b = (const ContextLineCost*)pb;
+   if (a->ctx != b->ctx) return (UWord)a->ctx < (UWord)b->ctx ? -1 : 1;
+   return (Int)compare_lines((UWord)a->line, (UWord)b->line);
+}
+
+static Int compare_instr_costs(const void* pa, const void* pb)
+{
+   const ContextLineCost* a = (const ContextLineCost*)pa;
+   const ContextLineCost* b = (const ContextLineCost*)pb;
+   if (a->ctx != b->ctx) return (UWord)a->ctx < (UWord)b->ctx ? -1 : 1;
+   if (a->addr != b->addr) return a->addr < b->addr ? -1 : 1;
+   return 0;
+}
+
+static void add_ir(ContextLineCost& into, const ContextLineCost& from) { into.ir += from.ir; }
+
+// One group of ExitCosts: the context its counters are reported in (set
+// by regroup), and where they are: a table, or (tagged) the context whose
+// counter array holds them, with the number of refs it holds above the
+// address (at exit).
+struct CostGroup {
+   const void* a;
+   UWord where;
+};
+static const UWord kArrayTag = 1;   // contexts and tables are aligned
+static const UInt kHeldShift = 48;  // user-space addresses fit in 48 bits
+
+static CostGroup array_group(const ForestNode* ctx, UInt held)
+{
+   tl_assert((UWord)ctx >> kHeldShift == 0);
+   return { ctx, (UWord)ctx | kArrayTag | (UWord)held << kHeldShift };
+}
+
+static Int compare_group_contexts(const void* pa, const void* pb)
+{
+   const void* a = ((const CostGroup*)pa)->a;
+   const void* b = ((const CostGroup*)pb)->a;
+   return a == b ? 0 : (UWord)a < (UWord)b ? -1 : 1;
+}
+
+static CostGroup table_group(const ContextBlocks* c) { return { c->a, (UWord)c }; }
+
+// The costs an entry's block can have: one per line run, or per instruction
+// (and its called PLT stub's).
+static UInt cost_items(const BlockInfo* blk, Bool per_instruction)
+{
+   return per_instruction ? blk->n_instrs + blk->stub_counter : blk->n_runs;
+}
+
+
+// One (context, block)'s counters at exit.
+struct CountedBlock {
+   const BlockInfo* blk;
+   ULong* counters;
+};
+
+// Calls f(line, addr, ir) for each non-zero cost of the entry: each line
+// run's instructions (per line) or each instruction (--dump-instr, block modes) ran
+// as often as execution reached its flush point.
+template <typename F>
+static void for_each_cost(const CountedBlock& e, Bool per_instruction, F f)
+{
+   const BlockInfo* blk = e.blk;
+   const ULong* reached = e.counters;
+   if (!per_instruction) {
+      for (UInt i = 0; i < blk->n_runs; i++) {
+         const LineRun& r = blk->runs()[i];
+         if (reached[r.point]) f(blk->lines()[r.line], (Addr)0, reached[r.point] * r.n);
+      }
+      return;
+   }
+   for (UInt i = 0; i < blk->n_instrs; i++) {
+      const InstrPos& in = blk->instrs()[i];
+      if (reached[in.point]) f(in.line, in.addr, reached[in.point]);
+   }
+   // A called PLT stub's instructions, at the call (as callgrind charges them).
+   const InstrPos& call = blk->instrs()[blk->n_instrs - 1];
+   if (blk->stub_counter && reached[blk->n_slots - 1]) f(call.line, call.addr, reached[blk->n_slots - 1]);
+}
+
+// A block that counts where execution left it (counts_leaving): execution
+// reached a flush point as often as it left there or at a later point.
+// (Such a block is a loop, which calls no PLT stub: every counter is a
+// point's.)
+static void count_reached(const CountedBlock& e)
+{
+   const BlockInfo* blk = e.blk;
+   if (!blk->counts_leaving) return;
+   for (UInt p = blk->n_slots; p-- > 1;) e.counters[p - 1] += e.counters[p];
+}
+
+ContextBlocks ExitCosts::blocks(UWord g) const
+{
+   UWord where = groups_[g].where;
+   if (where & kArrayTag) {
+      UWord address = where & ((1UL << kHeldShift) - 1) & ~kArrayTag;
+      return array_groups.describe((const ForestNode*)address, (UInt)(where >> kHeldShift));
+   }
+   return *(const ContextBlocks*)where;
+}
+
+CountedBlock ExitCosts::entry(const ContextBlocks& c, UInt i) const
+{
+   CountersRef ref = c.slots[i];
+   UInt offset = c.base + ref_offset(ref);
+   return { block_with_id(ref_block_id(ref)), copied_counters_ ? copied_counters_ + offset : counter_store.at(offset) };
+}
+
+void ExitCosts::take(Bool per_instruction)
+{
+   per_instruction_ = per_instruction;
+   UWord n_tables;
+   ContextBlocks** tables = block_counters.take_contexts(&n_tables);
+   // The arrays' groups after the tables'.
+   array_groups.make();
+   groups_ = (CostGroup*)kg::alloc((n_tables + array_context_count() + 1) * sizeof(CostGroup), "kg.exit");
+   for (n_groups_ = 0; n_groups_ < n_tables; n_groups_++) groups_[n_groups_] = table_group(tables[n_groups_]);
+   kg::release(tables);
+   for (UWord c = 0; c < array_context_count(); c++)
+      groups_[n_groups_++] = array_group(array_context(c), array_groups.refs_held(array_context(c)));
+   for_each_entry([](const CountedBlock& e) { count_reached(e); });
+}
+
+void ExitCosts::snapshot(Bool per_instruction)
+{
+   per_instruction_ = per_instruction;
+   UWord n_groups = 0, n = 0, n_counters = 0;
+   block_counters.for_each([&](const ContextBlocks*, CountersRef ref) {
+      n++;
+      n_counters += counter_count(block_with_id(ref_block_id(ref)));
+   });
+   block_counters.for_each_context([&](ContextBlocks*) { n_groups++; });
+   for (UWord c = 0; c < array_context_count(); c++) n_counters += array_capacity(array_context(c));
+   tl_assert(n_counters >> 32 == 0);
+   // One block: the copied tables, their refs, the counters (refs are
+   // offsets into these).
+   copies_ = (UChar*)kg::alloc((n_groups + array_context_count()) * sizeof(ContextBlocks) + (n + n_counters) * sizeof(UWord) + 1,
+                               "kg.dump");
+   groups_ = (CostGroup*)kg::alloc((n_groups + array_context_count() + 1) * sizeof(CostGroup), "kg.dump");
+   ContextBlocks* group = (ContextBlocks*)copies_;
+   CountersRef* refs = (CountersRef*)(group + n_groups + array_context_count());
+   copied_counters_ = (ULong*)(refs + n);
+   UInt copied = 0;
+   n_groups_ = 0;
+   block_counters.for_each_context([&](ContextBlocks* c) {
+      ContextBlocks* copy = group++;
+      *copy = { c->a, refs, { 0 }, 0 };
+      for (UInt i = 0; i < c->cap; i++) {
+         CountersRef ref = c->slots[i];
+         if (!ref) continue;
+         UInt m = counter_count(block_with_id(ref_block_id(ref)));
+         VG_(memcpy)(copied_counters_ + copied, counter_store.at(ref_offset(ref)), m * sizeof(ULong));
+         copy->slots[copy->used++] = counters_ref(ref_block_id(ref), copied);
+         copied += m;
+      }
+      refs += copy->used;
+      groups_[n_groups_++] = table_group(copy);
+   });
+   // The arrays' groups, with copies of their counters.
+   array_groups.make();
+   for (UWord c = 0; c < array_context_count(); c++) {
+      ForestNode* ctx = array_context(c);
+      UInt cap = array_capacity(ctx);
+      VG_(memcpy)(copied_counters_ + copied, counter_array(ctx), cap * sizeof(ULong));
+      *group = array_groups.describe(ctx, copied, array_groups.refs_held(ctx));
+      copied += cap;
+      groups_[n_groups_++] = table_group(group++);
+   }
+   for_each_entry([](const CountedBlock& e) { count_reached(e); });
+}
+
+template <typename F> void ExitCosts::for_each_entry(F f) const
+{
+   for (UWord g = 0; g < n_groups_; g++) {
+      ContextBlocks c = blocks(g);
+      for (UInt i = 0; i < c.used; i++) f(entry(c, i));
+   }
+}
+
+// Sorts the contexts' tables by the context they are reported in, and
+// makes the scratch room for the widest context's costs.
+void ExitCosts::sort_by_context()
+{
+   VG_(ssort)(groups_, n_groups_, sizeof(CostGroup), compare_group_contexts);
+   UWord widest = 0;
+   for (UWord g = 0, h; g < n_groups_; g = h) {
+      UWord w = 0;
+      for (h = g; h < n_groups_ && groups_[h].a == groups_[g].a; h++) {
+         ContextBlocks c = blocks(h);
+         for (UInt i = 0; i < c.used; i++) w += cost_items(block_with_id(ref_block_id(c.slots[i])), per_instruction_);
+      }
+      if (w > widest) widest = w;
+   }
+   kg::release(scratch_);
+   scratch_ = (ContextLineCost*)kg::alloc((widest + 1) * sizeof(ContextLineCost));
+}
+
+void ExitCosts::set_exclusive_costs() const
+{
+   for (UWord g = 0; g < n_groups_; g++) ((ForestNode*)groups_[g].a)->excl = 0;
+   for (UWord g = 0; g < n_groups_; g++) {
+      ForestNode* ctx = (ForestNode*)groups_[g].a;
+      ContextBlocks c = blocks(g);
+      for (UInt i = 0; i < c.used; i++)
+         for_each_cost(entry(c, i), per_instruction_, [ctx](SourceLine*, Addr, ULong ir) { ctx->excl += ir; });
+   }
+}
+
+void ExitCosts::regroup(const ForestNode* (*rep)(const void* ctx, const void* arg), const void* arg)
+{
+   // The tables are the index's no longer: their key may change.
+   for (UWord g = 0; g < n_groups_; g++) groups_[g].a = rep(groups_[g].a, arg);
+   sort_by_context();
+}
+
+UWord ExitCosts::first_group(const ForestNode* ctx) const
+{
+   UWord lo = 0, hi = n_groups_;
+   while (lo < hi) {
+      UWord mid = (lo + hi) / 2;
+      if ((UWord)groups_[mid].a < (UWord)ctx) lo = mid + 1;
+      else hi = mid;
+   }
+   return lo;
+}
+
+UWord ExitCosts::costs_of(const ForestNode* ctx, const ContextLineCost** out)
+{
+   UWord m = 0;
+   for (UWord g = first_group(ctx); g < n_groups_ && groups_[g].a == ctx; g++) {
+      ContextBlocks c = blocks(g);
+      for (UInt i = 0; i < c.used; i++) {
+         for_each_cost(entry(c, i), per_instruction_, [&](SourceLine* line, Addr addr, ULong ir) {
+            scratch_[m++] = { (ForestNode*)ctx, line, addr, ir };
+         });
+      }
+   }
+   *out = scratch_;
+   return sort_and_fold(scratch_, m, per_instruction_ ? compare_instr_costs : compare_context_costs, add_ir);
+}
+
+void ExitCosts::release()
+{
+   array_groups.release();
+   kg::release(copies_);
+   copies_ = nullptr;
+   copied_counters_ = nullptr;
+   kg::release(groups_);
+   kg::release(scratch_);
+   groups_ = nullptr;
+   scratch_ = nullptr;
+   n_groups_ = 0;
+}
+
+} // namespace kg

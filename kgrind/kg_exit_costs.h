@@ -1,0 +1,60 @@
+// The exclusive costs per (context, line) or (context, instruction) that a
+// profile reports, gathered from the block counters at exit or at a dump.
+#pragma once
+#include "kg_forest.h"
+#include "kg_source_lines.h"
+
+namespace kg {
+
+// Exclusive cost of one (context, line), or of one (context, instruction)
+// with per-instruction positions (then addr is the instruction's).
+struct ContextLineCost {
+   ForestNode* ctx;
+   SourceLine* line;
+   Addr addr;
+   ULong ir;
+};
+
+struct ContextBlocks;   // kg_counter_store.h: one context's counters
+struct CostGroup;       // kg_exit_costs.cpp: one context's counters and where they go
+struct CountedBlock;    // kg_exit_costs.cpp: one (context, block)'s counters
+
+// The exclusive costs at exit, kept as the (context, block) counters grouped
+// by context: a context's costs are expanded and folded only when asked
+// for, so they are never all held at once (this runs at exit, where peak
+// RSS may be reached: sqlite3's 25 k folded costs took 0.8 MB). Zeroed
+// memory is an empty ExitCosts.
+class ExitCosts {
+public:
+   // Takes every (context, block)'s counters, consuming the index they are
+   // found by (--collect-jumps collects them first): per line, or per
+   // instruction.
+   void take(Bool per_instruction);
+   // The same from copies of the counters, which go on (a dump during the run).
+   void snapshot(Bool per_instruction);
+   // Sets each context node's excl to its exclusive cost.
+   void set_exclusive_costs() const;
+   // Groups the counters by rep(context, arg): contexts reported as one
+   // (identity: each context alone). Before costs_of.
+   void regroup(const ForestNode* (*rep)(const void* ctx, const void* arg), const void* arg);
+   // The non-zero costs of every context that rep() mapped to ctx, folded
+   // per line or instruction and sorted; valid until the next call.
+   UWord costs_of(const ForestNode* ctx, const ContextLineCost** out);
+   void release();
+
+private:
+   void sort_by_context();
+   UWord first_group(const ForestNode* ctx) const;
+   template <typename F> void for_each_entry(F f) const;
+   ContextBlocks blocks(UWord g) const;
+   CountedBlock entry(const ContextBlocks& c, UInt i) const;
+
+   CostGroup* groups_;            // each context's counters
+   UWord n_groups_;
+   ContextLineCost* scratch_;     // room for the widest group's costs
+   UChar* copies_;                // snapshot's copies of the tables, refs and counters
+   ULong* copied_counters_;       // snapshot: what the refs' offsets index (else the run's counters)
+   Bool per_instruction_;
+};
+
+} // namespace kg
