@@ -25,8 +25,12 @@ int main(int argc, char **argv)
 {
    pthread_t t[2];
    int n[2] = {1000, 2000};
-   for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, worker, &n[i]);
-   for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+   /* One after the other, so that they are numbered in this order (threads
+      started together may first run in either order). */
+   for (int i = 0; i < 2; i++) {
+      pthread_create(&t[i], NULL, worker, &n[i]);
+      pthread_join(t[i], NULL);
+   }
 
    pid_t pid = fork();
    if (pid == 0) {
