@@ -131,6 +131,27 @@ def test_every_option_is_documented_and_exemplified():
     assert not unused, f'in no example command: {unused}'
 
 
+def heading_anchor(heading):
+    # GitHub's: lower case, punctuation but '-' and '_' dropped, spaces to '-'.
+    return re.sub(r'[^\w\- ]', '', heading.strip().lower()).replace(' ', '-')
+
+
+def test_links_lead_somewhere():
+    text = MANUAL.read_text()
+    prose = FENCE.sub('', text)
+    anchors = {heading_anchor(h) for h in re.findall(r'^#+ (.*)$', prose, re.M)}
+    broken = []
+    for target in re.findall(r'\]\(([^)\s]+)\)', prose):
+        if target.startswith(('http://', 'https://')):
+            continue
+        path, _, anchor = target.partition('#')
+        if path and not (MANUAL.parent / path).exists():
+            broken.append(target)
+        elif not path and anchor not in anchors:
+            broken.append(target)
+    assert not broken, f'links to nothing: {broken}'
+
+
 BLOCKS = manual_blocks()
 
 
