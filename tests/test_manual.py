@@ -11,6 +11,8 @@
   block) appears in its output (whitespace runs compared as one space,
   percentages and pids not compared; a `...` line stands for lines left out).
 
+A block may use what the blocks before it made (programs, profiles), so
+the blocks run as one sequence: select none of them alone (`-k`).
 `python3 tests/test_manual.py` runs the blocks and prints each one's output:
 what the manual's excerpts are taken from.
 """
