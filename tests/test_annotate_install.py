@@ -1,4 +1,4 @@
-"""kgrind_annotate installed (issue 24's module layout): `make install`
+"""kgrind_annotate installed (its module layout): `make install`
 puts the script in $(bindir) and perl/lib/KGrind in $(pkgdatadir)/perl5,
 where the installed script finds its modules, away from the source tree.
 Only the Perl part is installed, into a temporary prefix."""
