@@ -5,6 +5,7 @@ kgrind_annotate's modules (perl/), by module, with their layers.
     tests/include_graph.py            the layers, lowest first: each module
                                       with the modules it uses
     tests/include_graph.py --dot      the same as a Graphviz graph
+    tests/include_graph.py --root DIR  of another checkout
 
 A module is a file name without its extension (kg_frames.h and
 kg_frames.cpp are the module kg_frames; a Perl module is its package name).
@@ -145,7 +146,15 @@ def print_dot(graphs):
     print('}')
 
 
+def set_root(root):
+    global ROOT, TOOL, PERL
+    ROOT = pathlib.Path(root).resolve()
+    TOOL, PERL = ROOT / 'kgrind', ROOT / 'perl'
+
+
 if __name__ == '__main__':
+    if '--root' in sys.argv:
+        set_root(sys.argv[sys.argv.index('--root') + 1])
     if '--dot' in sys.argv[1:]:
         print_dot([tool_graph(), perl_graph()])
     else:
