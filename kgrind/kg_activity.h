@@ -60,7 +60,7 @@ void flush_all_transitions();
 void derive_node_counts(const ThreadProfile* threads, UInt n);
 void forget_node_counts(const ThreadProfile* threads, UInt n);
 
-// Regions of interest (kg_regions.cpp; activity/counting.cpp): the counters
+// Regions of interest (kg_regions.cpp, kg_dumps.cpp; activity/counting.cpp): the counters
 // start, stop, are written and zeroed; the shadow stacks and forests never
 // stop.
 // Each open frame's inclusive cost so far is added to its activation, and

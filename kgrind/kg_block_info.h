@@ -41,9 +41,9 @@ struct LineRun {
 // where it left: counts_leaving): one add per point, whatever the number
 // of lines. Each line's Ir (function mode: `runs`), each
 // instruction's Ir and each exit's count (per instruction: `instrs`, `points`)
-// follow from them (kg_instrument.cpp).
+// follow from them (instrument/pending_counts.cpp).
 // Two ways: four or eight made sqlite3 and cppvirt no faster (the helper
-// shifts more ways; docs/function-mode.md).
+// shifts more ways; docs/design/counting.md).
 const UInt kCounterWays = 2;
 struct CounterWay {
    ForestNode* ctx;
@@ -68,7 +68,7 @@ struct BlockInfo {
    Bool fn_entry;                 // addr is fn's first instruction
    Bool in_plt;                   // a PLT stub: calls pass through it
    // A point's counter counts the runs that left the block there (made
-   // "reached" at exit: ExitCosts::take; kg_instrument.cpp, PendingCounts).
+   // "reached" at exit: ExitCosts::take; instrument/pending_counts.cpp).
    Bool counts_leaving;
    // The last counter is not a flush point's: it counts the instructions of
    // the PLT stub that the block's last instruction calls, charged to that

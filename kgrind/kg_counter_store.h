@@ -13,7 +13,7 @@ namespace kg {
 // the block's id above a 32-bit offset into the counter store (a slot needs
 // no key in the counters' memory, and a probe compares ids without following
 // a pointer: the 16-byte (context, block) key took 24 MB on cc1plus,
-// docs/performance.md). 0 is a free slot (ids start at 1).
+// docs/design/counting.md). 0 is a free slot (ids start at 1).
 typedef UWord CountersRef;
 inline CountersRef counters_ref(UInt block_id, UInt offset) { return (UWord)block_id << 32 | offset; }
 inline UInt ref_block_id(CountersRef r) { return (UInt)(r >> 32); }
@@ -85,7 +85,7 @@ extern CounterStore counter_store;
 // probes its context's own small table, whose slots stay in the cache while
 // the context and its callers run, instead of one table of every pair (1.5 M
 // pairs on cc1plus: two cache misses a probe, 19 % of the run's time; 9 %
-// less CPU time with these tables, docs/performance.md). A context's table
+// less CPU time with these tables, docs/design/counting.md). A context's table
 // is found through a small cache of recent contexts: misses come in runs,
 // from the blocks of one activation and of its caller.
 class BlockCountersIndex {

@@ -7,7 +7,7 @@
 
 namespace kg {
 
-// Counter arrays (function mode at finite k, docs/function-mode.md): the
+// Counter arrays (function mode at finite k, docs/design/counting.md): the
 // counters of a traced function's blocks in one context lie in one array,
 // the context's, each block's at an offset fixed when it is translated
 // (BlockInfo::array_offset), so that a block finds them from its context

@@ -37,7 +37,7 @@ void regions_fork_child();
 
 // An execve/execveat of `what` (path and arguments, for the profile's
 // header) is about to run: writes the profile so far and reports it as the
-// exit does (docs/function-mode.md, "Exec"). The counters stay: a failed
+// exit does (docs/design/processes.md, "Exec"). The counters stay: a failed
 // exec continues the run.
 void regions_exec_starts(const HChar* what);
 // The exec failed (the program goes on): its file is taken back.

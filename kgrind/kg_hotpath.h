@@ -327,12 +327,12 @@ static_assert(offsetof(Now, bb_state) <= 64, "function mode's part of Now fits o
 // ld.so's lazy-binding trampoline when its frame dies at its jump to the
 // resolved function (callgrind's "pop on jump"): the call it resolved
 // continues there.
-// It is a node of no forest, with an empty counter array (kg_costs.h), so
+// It is a node of no forest, with an empty counter array (kg_counters.h), so
 // that a block's counter array check may read through it.
 extern ForestNode* const kCallPending;
 
 // A context node's counter array and its limit (counter_arrays_on;
-// kg_costs.h): two payload words, after the count of frames in a k-SF's
+// kg_counters.h): two payload words, after the count of frames in a k-SF's
 // node, first in a separate view forest's (--view-k).
 inline UInt array_payload_word() { return separate_view() ? 0 : 1; }
 inline ULong** counter_array_word(ForestNode* ctx) { return (ULong**)(ctx + 1) + array_payload_word(); }

@@ -1,7 +1,8 @@
 // Instrumentation of superblocks.
 //
 // Every superblock starts with inline IR that keeps the shadow stack and the
-// block's counters right (docs/function-mode.md):
+// block's counters right (docs/design/shadow-stacks.md,
+// docs/design/counting.md):
 //   - a function's first block (traced, with a symbol) pushes the frame that
 //     the top frame's transition predicts for its function (kids),
 //     kg_entry_fixup repairing a wrong prediction; then,

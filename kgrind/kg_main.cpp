@@ -35,7 +35,7 @@ void choose_unroll_threshold()
    // maximum): a run of an unrolled superblock pays the prologue and the
    // counters' pointer once for more iterations (numeric 1.21 -> 1.16x none,
    // bzip2 1.24 -> 1.20x, the others and the block modes unchanged; profiles
-   // identical: docs/function-mode.md). An explicit
+   // identical: docs/design/counting.md). An explicit
    // --vex-iropt-unroll-thresh other than the default is kept.
    else if (thresh == kVexDefaultUnrollThresh) thresh = kUnrollThresh;
 }

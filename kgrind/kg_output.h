@@ -14,7 +14,7 @@ const HChar* output_file_name();
 // header without costs whose desc: line says that the process did not exit
 // normally: what a run that is killed by SIGKILL, or that execs in a block
 // mode, leaves (nothing writes the profile then). The profile replaces it at
-// exit, or at an exec (docs/function-mode.md, "Exec").
+// exit, or at an exec (docs/design/processes.md, "Exec").
 Bool create_output_file(const HChar* path);
 
 // Total Ir of all threads.

@@ -456,7 +456,7 @@ def oracle_opts(tools, mode, k, joined, funcs=FUNCS):
 
 def assert_trace_run_equal(tools, exe, opts, mode, prof):
     """--dump-blocks sends every block through the helper; the same run
-    without it records blocks in the block trace (kg_instrument.cpp,
+    without it records blocks in the block trace (instrument/block_modes_ir.cpp,
     add_block_step) and must build the same forests and block counts.
     Labels follow the translation order, which thread scheduling may change
     between the runs: compare by block address."""

@@ -47,7 +47,7 @@ def callgrind_annotate_clean(path):
 # Run-time generated code (tests/progs/jit.c). Code in an anonymous mapping
 # gets self-checking translations by default; --smc-check=all gives them to
 # all code, ld.so's and libc's too. VEX puts its check before the first
-# instruction, which crashed the tool (kg_instrument.cpp, guest_code_start).
+# instruction, which crashed the tool (instrument/superblock_facts.cpp, guest_code_start).
 
 JIT_RUNS = {
     'func-smc-all': ['--smc-check=all'],

@@ -72,7 +72,7 @@ def test_lazy_plt_calls_into_shared_library(tools):
 
 def test_plt_stub_costs_go_to_each_calling_context(tools):
     """A PLT stub runs in every caller's context in turn; a block calling it
-    directly counts its instructions (kg_instrument.cpp, add_plt_prologue),
+    directly counts its instructions (instrument/prologue.cpp, add_plt_prologue),
     a tail call's jump to it leaves that to the stub. Each context's
     exclusive Ir, stubs included, equals callgrind --separate-callers=1's
     (which charges PLT code to the caller too)."""

@@ -1,7 +1,7 @@
 // Counting control for regions of interest: counters start, stop, are
 // settled and zeroed while the stacks and forests go on.
 //
-// Dumps, zeroing and collection switched off (kg_regions.cpp) act on the
+// Dumps, zeroing and collection switched off (kg_dumps.cpp, kg_collection.cpp) act on the
 // counters only: the shadow stacks and forests always follow the program, so
 // the contexts are right whenever counting resumes. A frame's inclusive cost
 // is the thread's clock (kg_now->ir) less its entry's reading; these

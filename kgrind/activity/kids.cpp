@@ -118,7 +118,7 @@ void add_colliding_kid(Transition* tr, Transition* kid)
 // transition entered that activation: at finite k, where arrays never grow,
 // the transitions into one activation share one array, kept in the
 // activation (cc1plus at k=2: 72 k arrays instead of 134 k, 7.4 MB less peak
-// RSS, docs/performance.md; in the ActNode's unused own_active rather
+// RSS, docs/design/ksf.md, "Kid arrays"; in the ActNode's unused own_active rather
 // than an index by child, 1.6 MB less).
 Transition** shared_kids(ActNode* child)
 {

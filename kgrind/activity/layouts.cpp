@@ -200,7 +200,7 @@ UInt view_payload_bytes() { return counter_arrays_on() ? 2 * sizeof(UWord) : 0; 
 // k-SF's at finite k without --view-k, else its own view forest's, whose
 // payload holds nothing else. Not at k = inf: there the view forest's
 // arrays made cc1plus 6 % faster but cost 3.3 MB (1.2 bytes a k-SF node,
-// against k=inf's unmet memory target; docs/performance.md).
+// against k=inf's memory budget; docs/design/ksf.md).
 Bool counter_arrays_on()
 {
    return clo.mode == kModeFunc && counts_in_nodes() && !clo.dump_instr && !clo.collect_jumps;

@@ -174,7 +174,7 @@ void signal_delivered(ThreadId tid, Int sig, Bool alt_stack)
    // push_frame made ctx the fence's, so no call is pending. Its call edge
    // is at the interrupted instruction (the next one to run when the handler
    // returns), as the jump site of its entry: a line of the interrupted
-   // context rather than line 0 (docs/function-mode.md, "Signals").
+   // context rather than line 0 (docs/design/shadow-stacks.md, "Signals").
    kg_now->jump_site = VG_(get_IP)(tid);
    kg_now->top_sp = alt_stack ? ~(Addr)0 : f->sp;
 }

@@ -5,7 +5,7 @@
 // Specification: IHPP thesis chapter 3 (Definitions 1-7, Listing 3.2),
 // 4.2.3 (simple-recursion rolling), 4.3.4 / 5.5.1 (loop rolling).
 // The exact semantics (depth, rolling, canonical nodes, counters) are
-// documented in docs/core.md.
+// documented in docs/design/core.md.
 //
 // Quick reference:
 //

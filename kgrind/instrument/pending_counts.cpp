@@ -5,7 +5,7 @@ namespace kg {
 namespace {
 
 // The counting of a superblock's instructions at its flush points (one
-// before each side exit, one at the end: kg_costs.h), in one of two ways.
+// before each side exit, one at the end: kg_block_info.h), in one of two ways.
 //
 // Reached (the block modes, and function mode's other superblocks): each
 // point adds one to its counter and the instructions since the previous
@@ -22,7 +22,7 @@ namespace {
 // one counter and the Ir once, however many copies it passes. The counters
 // become "reached" counts at exit (BlockInfo::counts_leaving). Elsewhere
 // the guarded stores' branches cost more than the stores they save
-// (sqlite3 +14 %: docs/function-mode.md), but the copies' exits are as
+// (sqlite3 +14 %: docs/design/counting.md), but the copies' exits are as
 // predictable as the loop (numeric 1.15 -> 1.03x none). Helpers that read
 // the Ir before the end (kg_unwind) get it stored first (ir_now).
 class PendingCounts {

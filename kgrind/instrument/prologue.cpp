@@ -10,7 +10,7 @@ namespace {
 // one branch: way 1, the previous context, is the helper's, which swaps the
 // ways on a hit there (point_block_at) and leaves way 0 the current context.
 // (Checking both ways inline cost more in every block than the helper
-// calls it saved: bench numbers in docs/function-mode.md.)
+// calls it saved: bench numbers in docs/design/counting.md.)
 // blk_at: the BlockInfo's address (IRBuilder::shared_at).
 IRExpr* context_missed(IRBuilder& b, IRExpr* blk_at, IRExpr* ctx)
 {
@@ -81,7 +81,7 @@ void add_plt_handover(IRBuilder& b, IRExpr* counted, IRExpr* next)
    if (counted) b.store_if(counted, b.at(&kg_now->plt_stub), next);
 }
 
-// Counter arrays (kg_costs.h). The block's offset in its function's arrays
+// Counter arrays (kg_counters.h). The block's offset in its function's arrays
 // is reserved when its prologue is made and its check's constants set once
 // its counters are known (finish_array_check): the superblock's IR is ours
 // until instrument returns.
