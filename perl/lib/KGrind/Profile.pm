@@ -70,7 +70,14 @@ sub read_lines {
         }
         elsif (index($l, '# ksf-node ') == 0) { node_record($R, $l, $ln) }
         elsif (index($l, '#') == 0) { record_line($R, $l, $ln) if index($l, '# ksf-') == 0 }
-        else { body_line($R, $l, $ln) }
+        else {
+            # a cost line (0-9 + - *), the body's most lines, or another body line
+            my $c0 = ord $l;
+            if (($c0 >= 48 && $c0 <= 57) || $c0 == 43 || $c0 == 45 || $c0 == 42) {
+                cost_line_of_body($R, $l, $ln) if $R->{want_src};
+            }
+            else { body_line($R, $l, $ln) }
+        }
     }
     return $ln;
 }

@@ -5,6 +5,7 @@ package KGrind::Export::Text;
 # and --auto or source files (KGrind::Export::Source) ask for.
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit vec on packed columns
 use Exporter 'import';
 use KGrind::Labels;
 use KGrind::Forest qw(ccf_nodes ctx_count);

@@ -11,7 +11,7 @@ use KGrind::Error;
 use KGrind::Labels qw(base_name);
 use KGrind::Read::Header qw(cost_line positions);
 
-our @EXPORT = qw(body_start body_line);
+our @EXPORT = qw(body_start body_line cost_line_of_body);
 
 my %NAME_SPACE = (ob => 'ob', cob => 'ob', fl => 'fl', fi => 'fl', fe => 'fl', cfi => 'fl', cfl => 'fl',
                   fn => 'fn', cfn => 'fn', jfi => 'fl', jfn => 'fn');
@@ -26,11 +26,11 @@ sub body_start {
                    cfn => undef, pending_call => undef };
 }
 
+# A body line other than a cost line (one that starts with a position:
+# 0-9 + - *).
 sub body_line {
     my ($R, $l, $ln) = @_;
     return if $l eq '';
-    my $c0 = ord $l;
-    return cost_of_line($R, $l, $ln) if ($c0 >= 48 && $c0 <= 57) || $c0 == 43 || $c0 == 45 || $c0 == 42;   # 0-9 + - *
     my ($file, $P, $B) = @$R{qw(file P body)};
     my $eq = index($l, '=');
     if ($eq > 0 && $eq <= 5) {
@@ -68,12 +68,11 @@ sub body_line {
 }
 
 # A cost line: the Ir of a source line, or the inclusive cost of the call
-# (or a jump's source) on the line before.  Without source annotation the
-# body's costs are not needed: only the k-SF records are (and they are
-# checked strictly).
-sub cost_of_line {
+# (or a jump's source) on the line before.  Read only for source
+# annotation: without it the body's costs are not needed, only the k-SF
+# records are (and they are checked strictly).
+sub cost_line_of_body {
     my ($R, $l, $ln) = @_;
-    return unless $R->{want_src};
     my ($P, $B) = @$R{qw(P body)};
     my ($pos, $ir) = $R->{instr}
         ? $l =~ /^(?:0x[0-9a-fA-F]+|[+-]?\d+|\*) ([+-]?\d+|\*)(?: (\d+))?(?: \d+)*\s*$/
