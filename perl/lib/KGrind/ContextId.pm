@@ -4,6 +4,7 @@ package KGrind::ContextId;
 # innermost first) and the ksf-fns table (docs/regions.md).
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use Exporter 'import';
 use KGrind::Error;
 use KGrind::Read::Records qw(table_name);

@@ -4,6 +4,7 @@ package KGrind::Error;
 # piece of bad input safe to quote in a message.
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use Exporter 'import';
 
 our @EXPORT = qw(fail ferr printable);

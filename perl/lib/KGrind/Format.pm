@@ -3,6 +3,7 @@ package KGrind::Format;
 # shares, names made valid UTF-8, and strings quoted for JSON and DOT.
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use Exporter 'import';
 
 our @EXPORT = qw(commify pct utf8_clean js dq frame_name);

@@ -15,6 +15,7 @@ package KGrind::Inclusive;
 # thread's Ir, which the exact value never exceeds.
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 
 use KGrind::Columns ();
 use KGrind::Forest qw(first_root preorder);

@@ -4,6 +4,7 @@ package KGrind::Labels;
 # k = inf) and a body context's activated function.
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use Exporter 'import';
 
 our @EXPORT = qw(label_id @LNAME $ROOT_NAME $ROOT $INF kstr base_name);

@@ -8,6 +8,7 @@ package KGrind::Names;
 # Names without brackets (C functions, __root__, 0x401136) are unchanged.
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use Exporter 'import';
 
 our @EXPORT_OK = qw(short_name display_name);

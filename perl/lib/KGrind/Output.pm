@@ -6,6 +6,7 @@ package KGrind::Output;
 # a KG::Closed, which kgrind_annotate takes as success.
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use Exporter 'import';
 use KGrind::Error;
 use KGrind::Format qw(utf8_clean);

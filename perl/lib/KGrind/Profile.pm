@@ -6,6 +6,7 @@ package KGrind::Profile;
 # twice; the checks of profiles given together.  Core Perl modules only.
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use Exporter 'import';
 use KGrind::Error;
 use KGrind::Labels;

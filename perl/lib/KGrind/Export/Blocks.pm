@@ -3,6 +3,7 @@ package KGrind::Export::Blocks;
 # instructions (--blocks-disasm, thesis Listing 4.15), by objdump.
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use File::Spec;
 use KGrind::Labels qw(base_name);
 use KGrind::Format qw(commify);

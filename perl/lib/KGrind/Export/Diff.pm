@@ -7,6 +7,7 @@ package KGrind::Export::Diff;
 # writes).  compare() builds the diff, write() prints it.
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use JSON::PP ();
 use KGrind::Error;
 use KGrind::Labels;

@@ -4,6 +4,7 @@ package KGrind::Export::Json;
 # (docs/output-format.md).
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use Exporter 'import';
 use KGrind::Labels;
 use KGrind::Forest qw(ccf_nodes ctx_labels);

@@ -10,6 +10,7 @@ package KGrind::Export::Pprof;
 # rooted.  One location per function, at the function's first costly line.
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use Compress::Raw::Zlib qw(Z_OK WANT_GZIP);
 use KGrind::Error;
 use KGrind::Columns;

@@ -4,6 +4,7 @@ package KGrind::Export::Source;
 # each function's first line its hottest k-contexts.
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use File::Spec;
 use KGrind::Labels;
 use KGrind::Model qw(cval outer_incl shown_contexts ctx_fn ctx_str);

@@ -14,6 +14,7 @@ package KGrind::Export::Speedscope;
 #   plus its inclusive Ir, so the size is linear in the nodes.
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use JSON::PP ();
 use KGrind::Labels;
 use KGrind::Columns;

@@ -6,6 +6,7 @@ package KGrind::Read::Body;
 # state (KGrind::Profile); $R->{body} the position in the body.
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use Exporter 'import';
 use KGrind::Error;
 use KGrind::Labels qw(base_name);

@@ -7,6 +7,7 @@ package KGrind::Read::Header;
 # by line.  $R is the reader's state (KGrind::Profile).
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use Exporter 'import';
 use KGrind::Error;
 use KGrind::Read::Records qw(body_names);
