@@ -186,15 +186,16 @@ def compare(d, old, new, jobs):
     n = same = 0
     bad = []
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        results = pool.map(lambda args: (args, run(old, args, d), run(new, args, d)), runs_for(d))
-    for args, a, b in results:
-        n += 1
-        if a == b:
-            same += 1
-        else:
-            what = [name for name, x, y in zip(('stdout', 'stderr', 'status'), a, b) if x != y]
-            bad.append((args, what))
-            print('DIFFERS:', ' '.join(args), what, flush=True)
+        for args, a, b in pool.map(lambda args: (args, run(old, args, d), run(new, args, d)), runs_for(d)):
+            n += 1
+            if a == b:
+                same += 1
+            else:
+                what = [name for name, x, y in zip(('stdout', 'stderr', 'status'), a, b) if x != y]
+                bad.append((args, what))
+                print('DIFFERS:', ' '.join(args), what, flush=True)
+            if n % 500 == 0:
+                print(f'{n} runs...', flush=True)
     print(f'{n} runs, {same} identical (stdout, stderr, exit status), {len(bad)} differ')
     return 0 if not bad else 1
 

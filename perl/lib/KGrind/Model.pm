@@ -164,15 +164,14 @@ sub source_lines {
     return (\%src, \%fnl);
 }
 
-# Sorting helpers: key of a context / node by --sort.
+# The views of a thread's contexts.
 # A context's counter (xcalls, xexcl, xincl): an array, or a CCT's packed
 # column (KGrind::Forest::cct_contexts).
 sub cval { my ($C, $name, $cid) = @_; my $c = $C->{$name}; ref $c ? $c->[$cid] : vec($c, $cid, 64) }
 
 # Context cid's inclusive Ir of its outermost activations, at most the
 # thread's Ir (KGrind::Inclusive); the plain inclusive Ir at k = inf.
-# Looked up per context:
-# the text table needs only the contexts it shows.
+# Looked up per context: the text table needs only the contexts it shows.
 sub outer_incl {
     my ($C, $cid) = @_;
     my $outer = $C->{outer} or return cval($C, 'xincl', $cid);
@@ -304,6 +303,7 @@ sub ctx_fn {
     return $C->{fn}[base_root($C, $cid)];
 }
 
+# A context as the text shows it: its path, outermost first, names as --names asks.
 sub ctx_str { my ($o, $C, $cid) = @_; join(' > ', map { display_name($o, $_) } @{ctx_path($C, $cid)}) }
 
 # The k-SF nodes kgrind left out of thread $tid's records (subtrees that

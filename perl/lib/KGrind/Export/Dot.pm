@@ -18,6 +18,9 @@ use KGrind::Names qw(display_name);
 use KGrind::Format qw(commify utf8_clean dq);
 use KGrind::Output;
 
+# --format=dot: the block modes' graph; at k = inf (CCTs) the call graph
+# of the contexts (cct_model); else the call graph of the body's contexts,
+# at most the body's k.
 sub show {
     my ($o, $S) = @_;
     return out(block_graph($o, $S)) if $S->{blockmode};

@@ -42,6 +42,7 @@ sub json_tree {
     out($s);
 }
 
+# The whole JSON document, written as it is produced.
 sub show {
     my ($o, $S) = @_;
     my @P = @{$S->{P}};

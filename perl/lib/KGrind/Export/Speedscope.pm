@@ -9,7 +9,7 @@ package KGrind::Export::Speedscope;
 #   starts with the frame "[truncated k=N]", as in the pprof export.  The
 #   samples are in path order, so the "Time Order" view draws the contexts
 #   sharing callers side by side.  Its size is the sum of the stacks' depths.
-# - "evented" (write_file's each_event; kgrind_annotate's whole CCTs): an
+# - "evented" (write_file's each_event; write_evented_ccts: whole CCTs): an
 #   open event per tree node at its start and a close event at its start
 #   plus its inclusive Ir, so the size is linear in the nodes.
 use strict;
@@ -38,6 +38,8 @@ sub model_samples {
     return \@samples;
 }
 
+# --format=speedscope: the evented profiles of whole CCTs, else the
+# sampled profiles of the contexts model (contexts_model).
 sub show {
     my ($o, $S) = @_;
     return write_evented_ccts($o, $S) if !$o->{limited} && $S->{kk} == $INF && !grep { !$_->{C}{cct} } @{$S->{threads}};
