@@ -115,11 +115,12 @@ ALONE = [['--help'], ['-h'], ['--version'], [], ['--bogus'], ['--sort=x', 'p'], 
 
 
 # the profiles given every option set; the others get CORE_SETS
-FULL = ('thesis', 'roi_dumps', 'progs_prog4.', 'progs_threads.k2', 'progs_threads.kinf', 'progs_threads.joined',
-        'progs_templates.k2', 'progs_templates.kinf', 'progs_deeprec.kinf', 'progs_loops.intra',
-        'workloads_cppvirt.k2', 'workloads_threads.k1', 'lat', 'bad-')
-CORE_SETS = [[], ['--kccf', '--ksf'], ['--top=3', '--kccf', '--ksf'], ['--format=json'], ['--format=dot'],
-             ['--format=folded'], ['--format=pprof'], ['--format=speedscope'], ['--auto=yes']]
+FULL = ('thesis-listing45.', 'thesis-listing45-v1', 'roi_dumps.32373.out.1', 'progs_prog4.k0', 'progs_prog4.k1',
+        'progs_prog4.k2', 'progs_prog4.kinf', 'progs_prog4.instr', 'progs_prog4.intra', 'progs_prog4.inter',
+        'progs_prog4.interinf', 'progs_prog4.roll', 'progs_threads.k2', 'progs_threads.kinf',
+        'progs_templates.k2', 'progs_deeprec.kinf', 'workloads_cppvirt.k2', 'workloads_threads.k1', 'lat',
+        'bad-latin1', 'bad-truncated')
+CORE_SETS = [[], ['--format=json'], ['--format=dot'], ['--auto=yes', '--kccf', '--ksf', '--top=5']]
 
 
 def runs_for(d):
@@ -178,7 +179,10 @@ def runs_for(d):
 
 
 def run(script, args, cwd):
-    r = subprocess.run(['nice', 'perl', str(script), *args], cwd=cwd, capture_output=True, timeout=600)
+    try:
+        r = subprocess.run(['nice', 'perl', str(script), *args], cwd=cwd, capture_output=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        return b'', b'', 'timeout'
     return r.stdout, r.stderr, r.returncode
 
 
@@ -194,13 +198,14 @@ def compare(d, old, new, jobs):
                 what = [name for name, x, y in zip(('stdout', 'stderr', 'status'), a, b) if x != y]
                 bad.append((args, what))
                 print('DIFFERS:', ' '.join(args), what, flush=True)
-            if n % 500 == 0:
+            if n % 100 == 0:
                 print(f'{n} runs...', flush=True)
     print(f'{n} runs, {same} identical (stdout, stderr, exit status), {len(bad)} differ')
     return 0 if not bad else 1
 
 
 def main():
+    sys.stdout.reconfigure(errors='backslashreplace')    # file names that are not UTF-8
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest='cmd', required=True)
     p = sub.add_parser('profiles')
