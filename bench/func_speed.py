@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""First speed benchmark for function mode (issue 4): kgrind --k=2 against
+"""First speed benchmark for function mode: kgrind --k=2 against
 `valgrind --tool=none` and `callgrind --separate-callers=2`, medians of
 interleaved runs, on a call-heavy C program and on bzip2.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""kgrind benchmark suite (issue 7): kgrind's function mode side by side with
+"""kgrind benchmark suite: kgrind's function mode side by side with
 Valgrind's own tools on workloads built at benchmark time and on Debian
 programs.
 
@@ -23,7 +23,7 @@ Steps:
     the k-CCF node count (`kgrind_annotate --format=json`, from round 1);
  4. growth: run time against input length (1x, 2x, 4x) on --growth workloads;
  5. k sweep: forest size, memory and time against k (1..8, inf);
- 6. large programs (issue 22; --large, --no-large): Debian cc1plus on a
+ 6. large programs (--large, --no-large): Debian cc1plus on a
     generated, preprocessed STL program, python3 and perl on
     bench/workloads/pywork.py and plwork.pl, under every large configuration
     (--large-configs: none, cachegrind, callgrind [--separate-callers=2],
@@ -80,7 +80,7 @@ CONFIG_LABELS = {
     'kgrind-k1': 'kgrind --k=1', 'kgrind-k2': 'kgrind --k=2', 'kgrind-k4': 'kgrind --k=4',
     'kgrind-kinf': 'kgrind --k=inf',
 }
-# Block modes (issue 6, docs/block-modes.md).  They trace the main
+# Block modes (docs/design/block-modes.md).  They trace the main
 # executable's functions by default (--funcs), so they run only on the
 # workloads built here (BLOCK_WORKLOADS): Debian's bzip2 and sqlite3 keep
 # their work in stripped shared libraries, where they would trace nothing and
@@ -108,7 +108,7 @@ GROWTH_FACTORS = [1, 2, 4]
 GROWTH_CONFIGS = ['native', 'none', 'kgrind-k2']
 
 # ---------------------------------------------------------------------------
-# Large programs (issue 22): Debian programs nobody here wrote, big enough
+# Large programs: Debian programs nobody here wrote, big enough
 # that per-context costs (counters, names) dominate: a compiler front end
 # on a preprocessed STL-heavy input, the Python and Perl interpreters on
 # pure-language workloads (bench/workloads/pywork.py, plwork.pl).  Costs
@@ -137,7 +137,7 @@ LARGE_CONFIGS = ['native', 'none', 'cachegrind', 'callgrind', 'callgrind-sc2',
 LARGE_KS = ['kgrind-k1', 'kgrind-k2', 'kgrind-k4', 'kgrind-k8', 'kgrind-kinf']
 # kgrind_annotate's default report is timed on these profiles (target on cc1plus k=inf).
 LARGE_ANNOTATED = ['kgrind-k2', 'kgrind-kinf']
-# Issue 22's targets: (config, reference, at most this many times the reference's wall time).
+# The large programs' targets: (config, reference, at most this many times the reference's wall time).
 LARGE_TIME_TARGETS = [('kgrind-k4', 'kgrind-k2', 1.25), ('kgrind-k8', 'kgrind-k2', 1.25),
                       ('kgrind-kinf', 'kgrind-k2', 1.5), ('kgrind-k2', 'none', 1.8)]
 # (what, field, bytes per field unit, allowed bytes per k-SF node of the k=inf run over k=2's value).
@@ -826,7 +826,7 @@ class Report:
             xu = [table[(w, c)].get('x_none_cpu') for w in ws if (w, c) in table]
             L.append(f'| {CONFIG_LABELS.get(c, c)} | {fmt(gmean(xn))} | {fmt(gmean(xc))} | {fmt(gmean(xu))} |')
         L.append('')
-        L.append('## Targets (issues 6 and 7)')
+        L.append('## Targets')
         L.append('')
         L += self.targets(ws, table)
         pending = [n for n, _, _ in BLOCK_CONFIGS if n not in m.get('configs', [])]
@@ -892,12 +892,12 @@ class Report:
         return '\n'.join(L)
 
     def large_section(self):
-        """Per large program: its costs under every configuration and issue 22's targets."""
+        """Per large program: its costs under every configuration and the large programs' targets."""
         ws, cs, table = self.main_table('large')
         if not ws:
             return []
         m = self.meta
-        L = ['## Large programs (issue 22)', '',
+        L = ['## Large programs', '',
              f'{m.get("large_runs")} interleaved round(s) at scale {m.get("large_scale")}; '
              f'{", ".join(f"{k} {v}" for k, v in m.get("large_versions", {}).items() if k in ws)}'
              + (f'; the preprocessed cc1plus input has {fmt_int(m["cc1plus_input_lines"])} lines'
@@ -926,7 +926,7 @@ class Report:
                          f'{fmt(s.get("x_none"))} | '
                          f'{fmt(s.get("x_k2"))} | {fmt_mb(s.get("rss_kb"))} | {size} | '
                          f'{fmt_int(s.get("ksf_nodes"))} |')
-            L += ['', '| target (issue 22) | measured | verdict |', '|---|---|---|']
+            L += ['', '| target | measured | verdict |', '|---|---|---|']
             L += self.large_targets(w, table)
             L.append('')
         ann = self.annotate_default_table()
@@ -1179,7 +1179,7 @@ class Report:
         """Replaces the part of path between the suite markers by this report
         (without the charts, which stay in the results folder)."""
         begin, end = '<!-- suite:begin -->', '<!-- suite:end -->'
-        text = path.read_text() if path.exists() else f'# Performance\n\n{begin}\n{end}\n'
+        text = path.read_text() if path.exists() else f'# Benchmark results\n\n{begin}\n{end}\n'
         if begin not in text or end not in text:
             text = text.rstrip('\n') + f'\n\n{begin}\n{end}\n'
         body = self.render().split('\n## Charts')[0].rstrip('\n')
@@ -1217,7 +1217,7 @@ def parse_args(argv):
     ap.add_argument('--no-ksweep', action='store_true')
     ap.add_argument('--no-charts', action='store_true')
     ap.add_argument('--large', default=','.join(LARGE_NAMES),
-                    help=f'large programs (issue 22) timed after the k sweep [{",".join(LARGE_NAMES)}]')
+                    help=f'large programs timed after the k sweep [{",".join(LARGE_NAMES)}]')
     ap.add_argument('--no-large', action='store_true')
     ap.add_argument('--large-runs', type=int, default=2, help='interleaved rounds of the large programs [2]')
     ap.add_argument('--large-scale', type=float, default=1.0, help='input size factor of the large programs [1]')
@@ -1230,7 +1230,7 @@ def parse_args(argv):
     ap.add_argument('--merge', action='append', default=[], metavar='DIR',
                     help='with --report-only: take the growth, k-sweep and large-program runs from DIR')
     ap.add_argument('--update-docs', action='store_true',
-                    help='also put the report into docs/performance.md (between its suite markers)')
+                    help='also put the report into docs/results.md (between its suite markers)')
     a = ap.parse_args(argv)
 
     def split(s):
@@ -1264,7 +1264,7 @@ def main(argv=None):
         rep = Report(out, a.merge)
         print(rep.write(charts=not a.no_charts))
         if a.update_docs:
-            print(rep.update_docs(ROOT / 'docs' / 'performance.md'))
+            print(rep.update_docs(ROOT / 'docs' / 'results.md'))
         return 0
     stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
     out = pathlib.Path(a.out) if a.out else ROOT / 'bench' / 'results' / stamp
@@ -1275,7 +1275,7 @@ def main(argv=None):
     report = rep.write(charts=not a.no_charts)
     print(f'report: {report}')
     if a.update_docs:
-        print(f'updated: {rep.update_docs(ROOT / "docs" / "performance.md")}')
+        print(f'updated: {rep.update_docs(ROOT / "docs" / "results.md")}')
     failed = [r for r in suite.data['runs'] if r['rc'] != 0]
     return 1 if failed else 0
 

@@ -10,12 +10,18 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import callgrind_format  # noqa: E402
+import profile_identity  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUILD = pathlib.Path(os.environ.get('KGRIND_BUILD', ROOT / 'build'))
 VG_IN_PLACE = BUILD / 'kgrind' / 'vg-in-place'
 IN_PLACE_LIB = BUILD / 'kgrind' / '.in_place'
 PROGS = ROOT / 'tests' / 'progs'
+# bench/same_profiles.py: every kgrind run of the suite is also run under
+# the build in KGRIND_SAME_BEFORE and this one (or KGRIND_SAME_AFTER), and
+# what the two wrote must be the same (tests/profile_identity.py).
+SAME_BEFORE = os.environ.get('KGRIND_SAME_BEFORE')
+_same_builds = []
 
 
 def pytest_sessionstart(session):
@@ -81,7 +87,19 @@ class Toolbox:
             path = self.dir / out
             opts.insert(0, f'--kgrind-out-file={path}')
         proc = self._valgrind([str(VG_IN_PLACE)], 'kgrind', opts, exe, args)
+        if SAME_BEFORE:
+            self._same_as_before(exe, args, opts)
         return Run(proc, path)
+
+    def _same_as_before(self, exe, args, opts):
+        if not _same_builds:
+            after = os.environ.get('KGRIND_SAME_AFTER', str(IN_PLACE_LIB))
+            _same_builds.append(profile_identity.Builds(SAME_BEFORE, after))
+        status, detail = profile_identity.compare(_same_builds[0], self.dir / 'same', exe, args, opts)
+        test = os.environ.get('PYTEST_CURRENT_TEST', '?').split(' ')[0]
+        with open(os.environ.get('KGRIND_SAME_REPORT', BUILD / 'same_profiles.txt'), 'a') as report:
+            report.write(f'{status}\t{test} {" ".join(opts)} {pathlib.Path(exe).name}\t{detail or ""}\n')
+        assert status != 'differ', f'the profile differs from the one of {SAME_BEFORE}: {detail}'
 
     def reference(self, tool, exe, *args, opts=(), chase=False):
         """Runs one of Valgrind's tools from the same library directory as

@@ -1,4 +1,4 @@
-"""kgrind_annotate (issue 5): the thesis's Listing 4.5 from a hand-written
+"""kgrind_annotate: the thesis's Listing 4.5 from a hand-written
 2-SF, inv_k against a brute-force model (tests/test_annotate_model.py),
 merging, sources, output formats and every bad-input case."""
 import base64
@@ -322,8 +322,8 @@ def test_merge_identical_runs_doubles(annotate, tmp_path):
 
 
 def test_same_file_twice_is_refused(annotate, tmp_path):
-    """Joining a profile with itself would double every count (issue 21,
-    item 7): the same file, by one path or by two, is one clear error."""
+    """Joining a profile with itself would double every count:
+    the same file, by one path or by two, is one clear error."""
     bad(annotate(THESIS, THESIS), str(THESIS), 'given twice', 'double every count')
     link = tmp_path / 'link.out'
     link.symlink_to(THESIS)
@@ -442,7 +442,7 @@ def test_dot_renders(annotate, tmp_path):
     assert r.out.startswith('digraph kgrind {')
     svg = subprocess.run(['dot', '-Tsvg'], input=r.out, capture_output=True, text=True)
     assert svg.returncode == 0, svg.stderr
-    # function names as they are: no "()" added (issue 24)
+    # function names as they are: no "()" added
     assert '<svg' in svg.stdout and '>c</text>' in svg.stdout and '()' not in r.out
 
 
@@ -609,7 +609,7 @@ NODES_2 = '# ksf-nodes 1*2=10/20(2*2=4 3*2=6))) 2*2 3*3 4*2(3*4) 1*2(2*2 3*2) 6'
     ('# ksf-thread all nodes=20', '# ksf-thread all nodes=21', 'declares nodes=21 but has 20'),
     ('# ksf-version: 2', '# ksf-version: 7', 'unsupported k-SF record version 7'),
     ('k=2 mode=func', 'k=two mode=func', "bad k value 'two'"),
-    # numbers the file states twice (issue 21, item 7)
+    # numbers the file states twice
     ('ir=176', 'ir=100000', ":23: ksf-thread all: ir=100000, but its nodes' exclusive Ir sums to 176"),
     ('summary: 176', 'summary: 100000', ':8: summary: says Ir 100000, but totals: (line 102) says 176'),
     ('summary: 176', 'summary: 17x6', ":8: malformed summary: line: '17x6'"),
@@ -762,7 +762,7 @@ def test_help_and_version(annotate):
 
 def test_odd_names_are_read_as_written(annotate, tmp_path):
     """Names with escaped newlines and tabs (the tool writes `\\n`, `\\t`),
-    parentheses, `=`, `#`, quotes and spaces (issue 21, item 6): the reader
+    parentheses, `=`, `#`, quotes and spaces: the reader
     keeps them as written, in every output and with the body read."""
     odd = r'ns::op\n()(int) = x#1 \t"y"'
     text = THESIS.read_text()
@@ -777,6 +777,6 @@ def test_odd_names_are_read_as_written(annotate, tmp_path):
     rename = {'c': odd}
     want = sorted((tuple(rename.get(n, n) for n in c['path']), c['calls'], c['Ir']) for c in plain['threads'][0]['contexts'])
     assert sorted((tuple(c['path']), c['calls'], c['Ir']) for c in d['threads'][0]['contexts']) == want
-    # Text tables shorten names by default (--names=short, issue 24).
+    # Text tables shorten names by default (--names=short).
     r = ok(annotate('--auto=yes', '--threshold=100', '--names=full', p))
     assert f'e > d > {odd}' in r.out

@@ -1,4 +1,4 @@
-"""kgrind_annotate agrees with the C++ core node for node (issue 5).
+"""kgrind_annotate agrees with the C++ core node for node.
 
 tests/unit/kccf_dump.cpp rebuilds every thread's k-SF from a profile's
 `# ksf-` records with the core's own primitives (kgrind/core/ksf.h), joins

@@ -1,4 +1,4 @@
-"""kgrind_annotate --diff (issue 24): per k-context changes between two
+"""kgrind_annotate --diff: per k-context changes between two
 profiles (or two sets), text, JSON, differential folded stacks, the
 --fail-above exit status for CI, on real runs of tests/progs/twice.c whose
 `scaled` does twice the work in the second run."""

@@ -165,10 +165,9 @@ def test_source_annotation_equals_callgrind(annotate, tools, source):
 
 def test_deep_recursion_is_read_in_linear_time(annotate, tools):
     """Mutual recursion 100,000 deep and simple recursion 100,000 deep kept
-    unrolled, at k=inf (issue 21, item 8): the reader used to keep each
-    node's whole chain (O(depth^2): 20,000 deep took 12.9 s and 1.6 GB, 200,000
-    deep did not finish).  The default report now comes back in
-    seconds; the contexts are the CCT's nodes.  Folded stacks (their size is
+    unrolled, at k=inf: a reader that kept each node's whole chain would be
+    O(depth^2) (20,000 deep took 12.9 s and 1.6 GB, 200,000 deep did not
+    finish).  The default report comes back in seconds; the contexts are the CCT's nodes.  Folded stacks (their size is
     the sum of the depths) on a 3,000-deep run sum to the total."""
     exe = tools.compile('deeprec.c', '-O1')
     opts = ['--k=inf', '--unroll-simple-rec=yes', '--funcs=main,rec,odd,even']
@@ -181,9 +180,9 @@ def test_deep_recursion_is_read_in_linear_time(annotate, tools):
     assert re.search(rf'^Hottest inf-contexts, thread 1: 40 of {nodes} shown', r.out, re.M)
     # (No timed assertion: the quadratic reader did not finish within the
     # fixture's 120 s hang guard; timings belong to bench/annotate_bench.py.)
-    # The call graph: it wrote every context's whole path, O(nodes x depth)
-    # (issue 22: killed at 24 GB after 8 minutes here).  Now the hottest
-    # contexts and their callers, a tree rooted at __root__.
+    # The call graph: the hottest contexts and their callers, a tree rooted
+    # at __root__ (every context's whole path would be O(nodes x depth):
+    # killed at 24 GB after 8 minutes here).
     dot = ok(annotate('--format=dot', run.profile_path)).out
     boxes = dict(re.findall(r'^  n(\d+) \[label="([^"\\]*)\\n', dot, re.M))
     edges = re.findall(r'^  n(\d+) -> n(\d+) ', dot, re.M)

@@ -1,4 +1,4 @@
-"""kgrind_annotate's exports for today's tools (issue 24): pprof's
+"""kgrind_annotate's exports for today's tools : pprof's
 profile.proto (decoded by tests/pprof_wire.py and by `go tool pprof`) and
 speedscope's file format, each compared with kgrind_annotate's own JSON
 context by context."""

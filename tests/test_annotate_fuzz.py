@@ -1,4 +1,4 @@
-"""Fuzzing kgrind_annotate's reader (issue 21, item 7): mutants of real
+"""Fuzzing kgrind_annotate's reader: mutants of real
 profiles (made here with the uninstalled tool, plus the hand-written
 fixtures) are truncated, have lines swapped, duplicated or deleted, bytes
 flipped, numbers made huge, lines made very long or deeply nested, invalid

@@ -1,4 +1,4 @@
-"""Inclusive Ir that counts recursion once (issue 24): a context's
+"""Inclusive Ir that counts recursion once: a context's
 inclusive_outermost is the inclusive Ir of its outermost activations (an
 activation nested in another of the same context is not counted twice),
 checked against a brute-force computation over the activations; exact at

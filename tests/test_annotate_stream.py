@@ -1,5 +1,5 @@
-"""Whole (unlimited) outputs of k=inf profiles, written as they are produced
-(issue 22, session 15), against the brute-force model of
+"""Whole (unlimited) outputs of k=inf profiles, written as they are produced,
+against the brute-force model of
 tests/test_annotate_model.py: the inf-CCF's node count (a suffix automaton
 of the CCT, never the inf-CCF), the whole inf-CCF (walked from the
 automaton's chains), the folded stacks (a walk in the order of the stacks,

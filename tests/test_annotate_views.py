@@ -1,4 +1,4 @@
-"""kgrind_annotate's views (issue 24): folded stacks that keep names intact,
+"""kgrind_annotate's views: folded stacks that keep names intact,
 --callers (the k-CCF as caller stacks), --names=short on C++ names, and
 --format=dot as a connected call graph of the k-contexts."""
 import collections
@@ -195,8 +195,8 @@ def test_dot_call_graph(annotate, twice_profile, k):
 
 # ---------------------------------------------------------------------------
 # --top / --threshold given: the trees and the machine formats show only the
-# contexts the table selects (issue 22: a k=inf forest of millions of nodes
-# has an inf-CCF of tens of millions).
+# contexts the table selects (a k=inf forest of millions of nodes has an
+# inf-CCF of tens of millions).
 
 def tree_nodes(nodes, key, path=(), out=None):
     """{path of names from a root: (calls, Ir, inclusive)}, in pre-order."""

@@ -1,4 +1,4 @@
-"""Smoke run of the benchmark suite (bench/suite.py, issue 7) on one tiny
+"""Smoke run of the benchmark suite (bench/suite.py) on one tiny
 workload and two configurations, so that the suite cannot rot: the report
 must be produced and hold real, sane measurements."""
 import json
@@ -86,7 +86,7 @@ def test_bench_ab_smoke(tmp_path):
 
 
 def test_bench_large_smoke(tmp_path):
-    """The large-program phase (issue 22) on one round of perl, four configurations."""
+    """The large-program phase on one round of perl, four configurations."""
     out = tmp_path / 'results'
     proc = subprocess.run(
         [sys.executable, str(SUITE), '--runs', '1', '--workloads=', '--no-growth', '--no-ksweep',
@@ -107,7 +107,7 @@ def test_bench_large_smoke(tmp_path):
     assert not data['annotate']               # no --format=json on large profiles
 
     report = (out / 'report.md').read_text()
-    assert '## Large programs (issue 22)' in report and '### perl' in report and '## Results' not in report
+    assert '## Large programs' in report and '### perl' in report and '## Results' not in report
     k2 = re.search(r'^\| kgrind --k=2 \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+) \| 1\.00 \|', report, re.M)
     assert k2, report
     assert float(k2.group(1)) == round(runs['kgrind-k2']['wall'], 2)

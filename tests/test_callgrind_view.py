@@ -1,7 +1,7 @@
 """The callgrind view (what KCachegrind, callgrind_annotate and gprof2dot
 show): every context in its own ELF object, names by object and offset
-where symbols are missing, PLT stubs of every kind passed through
-(issue 25). Expectations come from plain callgrind, cachegrind, readelf and
+where symbols are missing, PLT stubs of every kind passed through.
+Expectations come from plain callgrind, cachegrind, readelf and
 objdump of the same binaries."""
 import collections
 import json

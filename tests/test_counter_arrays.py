@@ -1,4 +1,4 @@
-"""Counter arrays (docs/function-mode.md, "Counter arrays"): a function's
+"""Counter arrays (docs/design/counting.md, "Counter arrays"): a function's
 blocks in one context count in that context's array, at offsets fixed when
 they are translated. The program here makes arrays grow (a function's
 blocks first run late, after its contexts' arrays were made, and in one

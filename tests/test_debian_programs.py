@@ -1,5 +1,5 @@
 """Real programs from Debian under kgrind, checked against cachegrind and
-callgrind on the same run's input (docs/function-mode.md, "Differential
+callgrind on the same run's input (docs/design/callgrind-agreement.md, "Differential
 check on Debian programs"): their output and exit status unchanged, the
 totals exact where the program is deterministic, each thread's work in its
 own forest where it is not, and every profile read by kgrind_annotate
@@ -121,7 +121,7 @@ def test_perl_die_in_eval_counts(tools):
 @pytest.mark.parametrize('opts', [['--k=1'], ['--k=inf', '--join-threads=yes']])
 def test_xz_worker_threads(tools, opts):
     """xz -T2 compresses blocks in two worker threads. Their contention
-    makes the total scheduling-dependent (docs/instruction-counting.md),
+    makes the total scheduling-dependent (docs/design/counting.md),
     but each block's compression is not: memcmp, which the match finder
     calls in the workers only, runs as many instructions as under
     cachegrind, and (per thread) none of them in the main thread."""

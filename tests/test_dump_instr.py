@@ -1,4 +1,4 @@
-"""--dump-instr=yes and --collect-jumps=yes in function mode (issue 25):
+"""--dump-instr=yes and --collect-jumps=yes in function mode:
 per-instruction costs, calls= at the call instruction and jump=/jcnd= lines
 as callgrind writes them with the same options. Expectations: callgrind
 and cachegrind on the same binaries, objdump, and counts known from the
@@ -86,10 +86,10 @@ LOOP_FUNCS = {'main', 'find', 'bits', 'sum_until_negative'}    # tests/progs/loo
 def test_unrolled_loops_jumps_equal_callgrind(tools, opt):
     """Small loops (which VEX would unroll into one superblock) have the
     jumps callgrind counts, and no conditional jump is taken more often than
-    it runs. Before session 19 an unrolled loop's copies jumped back to its
+    it runs. Were loops unrolled with the option on, an unrolled loop's copies jumped back to its
     start inside the superblock, uncounted, and its exits' counters were
-    read as reached counts: jcnd=37/1 in ld.so, 9456/9998 for 61460/65551
-    here."""
+    read as reached counts (jcnd=37/1 in ld.so, 9456/9998 for 61460/65551
+    here): kgrind turns unrolling off with --collect-jumps=yes."""
     exe = tools.compile('loops.c', opt)
     kg = tools.kgrind(exe, opts=POSITIONS)
     assert kg.returncode == 0, kg.stderr

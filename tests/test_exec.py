@@ -1,4 +1,4 @@
-"""A program that execs (docs/function-mode.md, "Exec"): the image that
+"""A program that execs (docs/design/processes.md, "Exec"): the image that
 calls execve writes its profile first, complete (all threads, open frames'
 inclusive costs); with --trace-children=yes it goes to <file>.exec-<n> and
 the exec'd image's profile to the process's file; a failed exec takes it

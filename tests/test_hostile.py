@@ -1,4 +1,4 @@
-"""Hostile programs (issue 21): run-time generated code under self-checking
+"""Hostile programs: run-time generated code under self-checking
 translations, the get-PC idiom, newlines in arguments and symbols, and runs
 that never reach their end (SIGKILL, exec). Each is checked against the
 program's own counts and its native behaviour, Valgrind's own tools where

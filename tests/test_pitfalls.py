@@ -302,7 +302,7 @@ def test_stripped_binary_names_functions_by_address(tools):
     kg, paths = run_cct(tools, exe)
     by_address = collections.Counter()
     for p, n in paths.items():
-        # By offset in the object, qualified by the object (issue 25)
+        # By offset in the object, qualified by the object
         m = re.fullmatch(r'0x([0-9a-f]+) \[seven\]', p[-1])
         if m:
             by_address[int(m.group(1), 16)] += n
@@ -657,8 +657,8 @@ def test_split_stack_segments_continue_the_stack(tools):
     """-fsplit-stack code (gccgo's, or C built with it) runs out of its stack
     segment in a function's prologue: libgcc's __morestack moves SP to a new
     segment and calls the rest of the function there. That continues the
-    stack, not a new one (a coroutine): until session 17 every segment
-    started over at __root__. With __morestack left out, the contexts are
+    stack, not a new one (a coroutine): taken for a new stack, every segment
+    would start over at __root__. With __morestack left out, the contexts are
     those of the same program built without -fsplit-stack, on the main
     thread and on another, and leaf's calls are the program's own count."""
     plain = tools.compile('split_stack.c', '-O1', out='plain')

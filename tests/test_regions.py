@@ -1,4 +1,4 @@
-"""Regions of interest and live control (issue 23, docs/regions.md): client
+"""Regions of interest and live control (docs/regions.md): client
 requests, region options, numbered dumps, kgrind_control, context ids.
 
 Expectations come from outside the tool: the programs' own counts of what a
@@ -89,8 +89,8 @@ def desc(path, key):
 
 
 # At k=inf a k-SF node's calls are its first transition's, counted from the
-# last zeroing on and added up when a profile is written (function-mode.md,
-# "Memory per k-SF node at large k", session 22): pauses in counting put
+# last zeroing on and added up when a profile is written (docs/design/ksf.md,
+# "The k=inf node record"): pauses in counting put
 # them back to what they were, dumps during the run take them back after
 # writing. The default view (--view-k=2) names the contexts as at k=2.
 DEPTHS = [pytest.param([], id='k2'), pytest.param(['--k=inf'], id='kinf')]
@@ -187,7 +187,7 @@ def test_toggle_collect_on_a_recursive_function_equals_callgrind(tools, opts, co
     assert {f: kf.get(f) for f in program} == {f: cf.get(f) for f in program}
     if collect_atstart:
         # ld.so's start-up is counted too, longer under the in-place launcher
-        # (function-mode.md): only the program's functions are compared.
+        # (docs/design/shadow-stacks.md): only the program's functions are compared.
         assert 'outside' in kf and 'rec' not in kf
         return
     assert kf == cf
@@ -520,7 +520,7 @@ def forest_counts(path):
 def test_kinf_dumps_of_coroutines_sharing_contexts_agree_with_joined_forest(tools):
     """At k=inf a thread's activation records live in its own forest's nodes
     and know which of their frames are outermost without counting them
-    (docs/function-mode.md, issue 22 session 16); --join-threads=yes keeps
+    (docs/design/ksf.md, "The k=inf node record"); --join-threads=yes keeps
     the general records. Two coroutines run the same chain (rolled
     recursion) and dump while the other is suspended in the same contexts:
     every dump of the one-thread program agrees node for node."""
@@ -536,8 +536,8 @@ def test_kinf_dumps_of_coroutines_sharing_contexts_agree_with_joined_forest(tool
     # At k=inf with only simple recursion rolled, a node's inclusive cost is
     # its exclusive cost plus its children's inclusive costs, in every dump:
     # a frame of the suspended coroutine settled while the running one has a
-    # frame in the same node still counts what it ran (session 16: it was
-    # left out, 60 Ir short in dumps 2-6).
+    # frame in the same node still counts what it ran (left out, dumps 2-6
+    # would be 60 Ir short).
     for dump in counts['no']:
         for path, (_, excl, incl) in dump.items():
             children = sum(c[2] for p, c in dump.items() if len(p) == len(path) + 1 and p[:-1] == path)

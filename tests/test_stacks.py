@@ -1,4 +1,4 @@
-"""Shadow stacks in hostile programs (issue 21): more threads over a run than
+"""Shadow stacks in hostile programs: more threads over a run than
 Valgrind has thread slots, unwinds far longer than --max-stackframe, and
 coroutines on stacks of their own. Each run is checked against the
 program's own counts, cachegrind's per-function Ir, or the callers the
@@ -182,10 +182,10 @@ def assert_inclusive_is_subtree_exclusive(forest):
 def test_coroutine_linked_to_a_new_coroutine_below_it_starts_at_the_root(tools, k):
     """uc_link into a coroutine that has not run yet, whose stack lies just
     below the ended one's in one mapping: SP never leaves the running
-    stack's memory and moves down, as for a deeper call. Until session 18
-    each next coroutine nested under the ended one's __start_context >
+    stack's memory and moves down, as for a deeper call. Taken for a call,
+    each next coroutine would nest under the ended one's __start_context >
     setcontext (k=inf: `__start_context > setcontext` repeated 4 times above
-    the fifth body), and the first body's inclusive Ir held all five."""
+    the fifth body), and the first body's inclusive Ir would hold all five."""
     exe = tools.compile('co_chain.c', '-O1')
     kg = tools.kgrind(exe, 5, opts=[f'--k={k}'], out=f'chain.{k}')
     native = tools.native(exe, 5)
@@ -242,10 +242,10 @@ def test_coroutines_switching_directly_keep_their_own_contexts(tools, where, swi
     mapping and registered with VALGRIND_STACK_REGISTER, or carved from an
     array in main's frame and registered, or each in an mmap of its own;
     three generations, each's stacks freed and the next's (smaller) in
-    their memory. Until session 19 the registered coroutines nested in one
-    another (`yield_ > swapcontext > nest > yield_`; the local ones under
-    main), and the mmap ones of the second generation went on in the
-    frames of the first, whose memory had been unmapped (`yield_ >
+    their memory. Without the registrations the registered coroutines nest
+    in one another (`yield_ > swapcontext > nest > yield_`; the local ones
+    under main), and without ending dead stacks the mmap ones of the second
+    generation go on in the frames of the first, whose memory had been unmapped (`yield_ >
     swapcontext > co_entry > co_main > ...`)."""
     prof, own = run_ring(tools, where, switch, ['--k=inf', '--unroll-simple-rec=yes'])
     assert_ring_contexts(prof, own)
@@ -260,10 +260,10 @@ def test_unregistered_coroutines_in_one_mapping_switching_directly(tools, where,
     before: new coroutines start below the running one), or a static pool
     whose stacks every generation reuses at the same addresses (the new
     coroutines' frames land where the dead ones' lie). Six generations.
-    Until session 22 (an expected failure) the coroutines nested in one
-    another: `yield_ > swapcontext > nest > ... > yield_` (longjmp:
-    `yield_ > switch_to > longjmp > __longjmp > nest`), and with carved
-    stacks each new co_entry under the running one's swapcontext."""
+    Taken for calls and returns, the coroutines nest in one another:
+    `yield_ > swapcontext > nest > ... > yield_` (longjmp: `yield_ >
+    switch_to > longjmp > __longjmp > nest`), and with carved stacks each
+    new co_entry under the running one's swapcontext."""
     prof, own = run_ring(tools, where, switch, ['--k=inf', '--unroll-simple-rec=yes'], gens=6)
     assert_ring_contexts(prof, own, gens=6)
 
@@ -339,9 +339,10 @@ def test_boost_context_fibers_switching_directly_keep_their_own_contexts(tools, 
     is registered): fibers on 16 KB stacks malloc'd in the heap's one
     mapping, three of them switching to each other directly round after
     round, then 500 short-lived fibers. Each fiber's first function is a
-    root of the forest, `ring_body` its only frame below it. Before session
-    22 the ring nested in itself (`ring_body > switch_to > jump_fcontext >
-    ring_work`) and `ring_body` was a root without its fiber."""
+    root of the forest, `ring_body` its only frame below it. Switches
+    taken for calls would nest the ring in itself (`ring_body > switch_to >
+    jump_fcontext > ring_work`) and leave `ring_body` a root without its
+    fiber."""
     exe = tools.compile('boost_fibers.cpp', '-O1', libs=['-lboost_context'])
     kg = tools.kgrind(exe, 20, 500, opts=[f'--k={k}', '--unroll-simple-rec=yes'], out=f'fibers.{k}')
     native = tools.native(exe, 20, 500)
@@ -368,8 +369,7 @@ def test_thousands_of_suspended_coroutines_keep_their_own_contexts(tools):
     once, three generations, each left suspended in `yield` and its stacks
     freed, the next's malloc'd where the dead ones' frames lie. Every
     resume finds its stack among 5,000 to 15,000 suspended ones by the index
-    of their frames' spans (session 23; before, by a scan of them all at
-    every switch), and each coroutine is a root of the forest with the
+    of their frames' spans (not by a scan of them all at every switch), and each coroutine is a root of the forest with the
     calls the program counted."""
     exe = tools.compile('co_many.c', '-O1')
     kg = tools.kgrind(exe, 5000, 3, opts=['--k=inf'])
@@ -388,8 +388,8 @@ def test_thousands_of_suspended_coroutines_keep_their_own_contexts(tools):
 
 def test_registering_the_running_stack_keeps_its_frames(tools):
     """A program may register the stack it runs on (a fiber library making
-    the main thread a fiber): until session 19 SP then seemed to be on
-    another stack, and `main` and its callers left every context."""
+    the main thread a fiber): SP must not seem to be on another stack then,
+    or `main` and its callers leave every context."""
     exe = tools.compile('register_running.c', '-O1')
     paths = {}
     for register in (0, 1):
@@ -461,10 +461,10 @@ def test_fibers_moved_between_worker_threads_keep_their_contexts(tools, where, s
     fiber's functions have the contexts its source gives, from its root,
     in both workers' profiles; every call counts once, in the thread that
     made it (a worker's work calls are the program's count for that
-    worker). Until session 23 a fiber resumed by the other worker started
-    a new shadow stack there (`__root__ > mid > step > work`), and the
-    first worker's stale frames went on when it resumed the fiber again
-    (`... > deep > step > yield_ > work`)."""
+    worker). Were shadow stacks bound to one thread, a fiber resumed by the
+    other worker would start a new shadow stack there (`__root__ > mid >
+    step > work`), and the first worker's stale frames would go on when it
+    resumed the fiber again (`... > deep > step > yield_ > work`)."""
     prof, own = run_migrating_fibers(tools, where, switch, yields_to, k)
     assert own['worker2'] == 0
     assert_fiber_contexts(prof, own, k)
@@ -475,9 +475,8 @@ def test_fibers_moved_between_worker_threads_keep_their_contexts(tools, where, s
                                                       ('heap', 'asm', 'worker')])
 def test_fibers_of_ended_workers_go_on_in_the_thread_that_resumes_them(tools, where, switch, yields_to, k):
     """The workers end after 8 turns, their fibers suspended, and the main
-    thread runs the fibers to their end. Until session 23 a thread's
-    suspended stacks ended with it, and the main thread started each fiber
-    over at its root (`__root__ > work`, `__root__ > step > yield_ >
+    thread runs the fibers to their end. Were a thread's suspended stacks
+    ended with it, the main thread would start each fiber over at its root (`__root__ > work`, `__root__ > step > yield_ >
     switch_context > swapcontext > work`)."""
     prof, own = run_migrating_fibers(tools, where, switch, yields_to, k, 8)
     assert own['worker0'] and own['worker1'] and own['worker2']

@@ -1,4 +1,4 @@
-"""Stress test (issue 21): hostile programs (tests/progs/hostile/) under
+"""Stress test: hostile programs (tests/progs/hostile/) under
 every mode. Each run is compared with the same program under `--tool=none`
 (same launcher, same library directory): its stdout, its exit status or
 death signal. Its stderr holds no internal error, and every profile it left

@@ -1,4 +1,4 @@
-"""The body's contexts at --view-k (issue 22): a k=inf or k=4 run writes the
+"""The body's contexts at --view-k: a k=inf or k=4 run writes the
 callgrind body of a k=2 run (per-line costs, calls), while its k-SF records
 stay those of the full k. The k-SF's exclusive costs then come from the
 call edges' inclusive costs instead of the block counters: they must equal

@@ -1,5 +1,5 @@
 // Micro-benchmark of the kgrind core: ns per enter/leave event and bytes per
-// node on synthetic call streams (see docs/core.md for the figures).
+// node on synthetic call streams (see docs/design/core.md for the figures).
 //
 //   g++ -std=gnu++17 -O2 -DNDEBUG -I. bench/core/bench_core.cpp -o build/bench_core
 //   build/bench_core [events=100000000] [seed=1]

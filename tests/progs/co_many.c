@@ -1,7 +1,7 @@
 /* argv[1] coroutines on malloc'd 16 KB stacks, each entered by main in
    turn, yielding back to main, resumed once more and yielding again: all
    of them suspended at once (the cost of many suspended coroutines,
-   docs/function-mode.md, "Many suspended coroutines"). argv[2]
+   docs/design/stack-switches.md, "Many suspended coroutines"). argv[2]
    generations (1 if not given): each generation's coroutines are left
    suspended, their stacks freed, and the next's malloc'd in that memory,
    where the dead ones' frames lie. */

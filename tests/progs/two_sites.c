@@ -1,5 +1,5 @@
 /* leaf() called from two sites of one caller: 1,000 cheap calls from line
-   9, one expensive call from line 10 (issue 25: one call edge per site). */
+   9, one expensive call from line 10 (one call edge per site). */
 #include <stdio.h>
 volatile long sink;
 __attribute__((noinline)) void leaf(long n) { for (long i = 0; i < n; i++) sink += i; }

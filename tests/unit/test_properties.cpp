@@ -424,7 +424,7 @@ TEST(Rolling, RolledActivationSharesPairAndDepth) {
 
 // Serialisation round trip: the records "id, parent, label, calls, excl,
 // incl" plus k are enough to rebuild the k-CCF (the algorithm the Perl
-// script implements, docs/core.md), here in plain C++ over the records.
+// script implements, docs/design/core.md), here in plain C++ over the records.
 TEST(Serialisation, RecordsRebuildTheKCCF) {
   struct Rec {
     uint64_t id, parent;
