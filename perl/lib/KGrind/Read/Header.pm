@@ -10,7 +10,6 @@ use warnings;
 no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use Exporter 'import';
 use KGrind::Error;
-use KGrind::Read::Records qw(body_names);
 
 our @EXPORT = qw(check_first_line cost_line positions header_fields);
 
@@ -36,6 +35,14 @@ sub positions {
     ferr($R->{file}, $ln, "unsupported positions '$val' (kgrind writes 'line' or 'instr line')")
         unless $val =~ /^(?:instr )?line\s*$/;
     $R->{instr} = $val =~ /^instr/ ? 1 : 0;
+}
+
+# The function names the callgrind body gives, fn= id -> name, from the
+# text before the records (version 3's ksf-fns refers to them).
+sub body_names {
+    my ($text, $names) = @_;
+    $names->{$1} = $2 while $text =~ /^c?fn=\((\d+)\) *([^\r\n]+)/mg;
+    return $names;
 }
 
 # Reads the rest of $fh, takes the header fields, and returns a handle on

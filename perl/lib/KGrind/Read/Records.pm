@@ -16,15 +16,7 @@ use KGrind::Read::Lists;
 use KGrind::Read::Stream;
 
 our @EXPORT = qw(record_line);
-our @EXPORT_OK = qw(body_names table_name check_merge);
-
-# The function names the callgrind body gives, fn= id -> name, from the
-# text before the records (version 3's ksf-fns refers to them).
-sub body_names {
-    my ($text, $names) = @_;
-    $names->{$1} = $2 while $text =~ /^c?fn=\((\d+)\) *([^\r\n]+)/mg;
-    return $names;
-}
+our @EXPORT_OK = qw(table_name check_merge);
 
 # A ksf-fns entry's function name. Version 3: "\@<id>" is the body's name
 # (id) up to its first "'" (the innermost function of that context), and
