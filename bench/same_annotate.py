@@ -126,16 +126,24 @@ CORE_SETS = [[], ['--format=json'], ['--format=dot'], ['--auto=yes', '--kccf', '
 
 
 def runs_for(d):
+    """Every run: the options alone and the runs of several profiles first,
+    then each profile with every option set (FULL) or the core ones."""
     profiles = sorted(p.name for p in [*d.glob('*.out'), *d.glob('*.out.[0-9]*')])
-    for p in profiles:
-        for opts in option_sets() if p.startswith(FULL) else CORE_SETS:
-            yield opts + [p]
     yield from ALONE
+    yield from combined_runs(d, profiles)
+    for full in (True, False):
+        for p in profiles:
+            if p.startswith(FULL) == full:
+                for opts in option_sets() if full else CORE_SETS:
+                    yield opts + [p]
+
+
+def combined_runs(d, profiles):
+    """Merging, diffs, source files given, threads, context ids."""
     good = [p for p in profiles if not p.startswith('bad-') and 'listing45' not in p]
     by_prog = {}
     for p in good:
         by_prog.setdefault(p.split('.')[0], []).append(p)
-    # merging, diffs, source files given, threads, context ids
     for prog, ps in sorted(by_prog.items()):
         k2 = [p for p in ps if p.endswith('.k2.out')]
         k1 = [p for p in ps if p.endswith('.k1.out')]
