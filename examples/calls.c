@@ -1,5 +1,11 @@
-/* A small program with a few call chains, used by setup.sh as a first profile. */
+/* A small program with a few call chains, used by setup.sh as a first
+   profile and by the manual's recipes (-DROUNDS=2000 makes a "slower
+   build" for docs/manual.md's diff recipe). */
 #include <stdio.h>
+
+#ifndef ROUNDS
+#define ROUNDS 1000
+#endif
 
 static int leaf(int x) { return x * x + 1; }
 static int helper(int x) { return leaf(x) + leaf(x + 1); }
@@ -14,7 +20,7 @@ static int work(int n)
 
 int main(void)
 {
-   int total = work(1000) + leaf(3);
+   int total = work(ROUNDS) + leaf(3);
    printf("calls: %d\n", total);
    return 0;
 }

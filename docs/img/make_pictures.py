@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The pictures of docs/annotate.md, made from a real program's profile:
+"""The pictures of docs/manual.md, made from a real program's profile:
 Debian's perl running bench/workloads/plwork.pl under kgrind at k = inf.
 
     docs/img/make_pictures.py [--reuse] [workdir]   (from the source tree, after ./setup.sh --build)
@@ -10,7 +10,7 @@ Debian's perl running bench/workloads/plwork.pl under kgrind at k = inf.
 Both pages are screenshot by Debian's chromium, headless.  Needs npm, chromium,
 graphviz, fonts-noto-color-emoji (speedscope's buttons); the npm packages go
 into workdir (default /tmp/kgrind-pictures).  --reuse draws workdir's profile
-again instead of running perl anew (the numbers in docs/annotate.md are that
+again instead of running perl anew (the numbers in docs/manual.md are that
 run's)."""
 import base64
 import json
