@@ -133,3 +133,111 @@ sub monitor {
     fail("vgdb could not reach process $pid (exit status " . ($? >> 8) . ")") if $? != 0 && $out eq '';
     return $out;
 }
+
+__END__
+
+=head1 NAME
+
+kgrind_control - control running kgrind processes
+
+=head1 SYNOPSIS
+
+B<kgrind_control> [I<options>] [I<pid> | I<program-name> ...]
+
+=head1 DESCRIPTION
+
+B<kgrind_control> controls the kgrind processes given (all running ones
+if none is given) through Valgrind's gdbserver (B<vgdb>; the programs need
+B<--vgdb=yes>, the default), with B<callgrind_control>'s usage.  A process
+is named by its pid or by its program's name.  Without an option it lists
+them, as B<-l>: "PID I<pid>: I<command line>" each.
+
+=head1 OPTIONS
+
+=over 4
+
+=item B<-h>, B<--help>
+
+Print the usage and exit.
+
+=item B<--version>
+
+Print kgrind_control's version and exit.
+
+=item B<-l>, B<--list>
+
+List the running kgrind processes (pid, command line).
+
+=item B<-s>, B<--stat>
+
+Instrumentation and collection state, Ir run, each thread's current
+k-context and stack depth.
+
+=item B<-b>, B<--back>
+
+Each thread's current k-context (innermost first).
+
+=item B<-d>, B<--dump>[=I<reason>]
+
+Write a profile now (F<kgrind.out.>I<pid>F<.>I<n>), then zero the
+counters.  A reason is given only as B<--dump>=I<reason> (the word after
+B<-d> is a pid or program name).
+
+=item B<-z>, B<--zero>
+
+Zero the counters.
+
+=item B<-i>, B<--instr>=B<on>|B<off>
+
+Switch instrumentation (counting) on or off (also B<-i on>, B<-ion>).
+
+=item B<--vgdb-prefix>=I<prefix>
+
+The B<--vgdb-prefix> given to valgrind, if any.
+
+=back
+
+=head1 EXAMPLES
+
+Dump a profile of a running program, then annotate it:
+
+    valgrind --tool=kgrind ./server &
+    kgrind_control --dump=warm server
+    kgrind_annotate kgrind.out.*.1
+
+Count only a phase of a run started with B<--instr-atstart=no>:
+
+    kgrind_control -i on 12345
+    kgrind_control -i off 12345
+
+=head1 EXIT STATUS
+
+=over 4
+
+=item B<0>
+
+Success.
+
+=item B<1>
+
+Bad usage, no such kgrind process, B<vgdb> could not reach it, or kgrind
+refused a command.
+
+=back
+
+=head1 FILES
+
+=over 4
+
+=item F<kgrind.out.>I<pid>F<.>I<n>
+
+The profiles that B<--dump> makes a process write.
+
+=back
+
+=head1 SEE ALSO
+
+L<valgrind(1)>, L<vgdb(1)>, L<kgrind_annotate(1)>, L<callgrind_control(1)>;
+docs/regions.md in kgrind's sources.
+
+=cut

@@ -8,7 +8,8 @@ use warnings;
 no warnings "portable";    # 64-bit vec and pack
 no warnings 'recursion';
 use Exporter 'import';
-use KGrind::Profile;
+use KGrind::Labels;
+use KGrind::Columns;
 
 our @EXPORT = qw(join_forests first_root children_of preorder inv_k ccf_counters ctx_labels ctx_path ccf_nodes
                  ctx_ids ctx_count path_order);
@@ -225,8 +226,8 @@ sub single_tree {
 # is its own context (root paths are distinct), so the contexts are the
 # tree's nodes with their own counters, kept as node ids; paths are walked
 # only for the contexts printed.  Nothing here is per (node, depth): a
-# recursion d deep costs O(d), not O(d^2) (issue 21, item 8).
-# The contexts are F's packed columns (KGrind::Profile::col); the inf-CCF's
+# recursion d deep costs O(d), not O(d^2).
+# The contexts are F's packed columns (KGrind::Columns::col); the inf-CCF's
 # node count (ccf_nodes) and the order of the paths (path_order) are
 # computed when something prints them.
 sub cct_contexts {

@@ -15,7 +15,9 @@ package KGrind::Inclusive;
 # thread's Ir, which the exact value never exceeds.
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 
+use KGrind::Columns ();
 use KGrind::Forest qw(first_root preorder);
 
 # Forest F recorded with k = $K (-1: inf), contexts of $kk + 1 labels:
@@ -24,7 +26,7 @@ use KGrind::Forest qw(first_root preorder);
 sub outermost {
     my ($F, $kk, $K) = @_;
     return undef if $kk < 0;
-    my ($par, $fn, $inc, $depth) = map { KGrind::Profile::col($F, $_) } qw(par fn incl depth);
+    my ($par, $fn, $inc, $depth) = map { KGrind::Columns::col($F, $_) } qw(par fn incl depth);
     my $clear = $K < 0 ? 0 : $K;
     my $bytes = 4 * ($kk + 1);
     my (@chain, @first, @key, @stack, %open, %sum);

@@ -8,6 +8,10 @@ package KGrind::Names;
 # Names without brackets (C functions, __root__, 0x401136) are unchanged.
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
+use Exporter 'import';
+
+our @EXPORT_OK = qw(short_name display_name);
 
 my %CLOSE = ('(' => ')', '<' => '>', '[' => ']', '{' => '}');
 
@@ -92,5 +96,8 @@ sub short_name {
     my $s = join('', map { /\A</ ? '<...>' : $_ } @$a);
     return $s eq '' ? $n : $s;
 }
+
+# A name as --names asks ($o->{names}: short or full).
+sub display_name { my ($o, $n) = @_; $o->{names} eq 'short' ? short_name($n) : $n }
 
 1;

@@ -7,11 +7,35 @@ package KGrind::Export::Diff;
 # writes).  compare() builds the diff, write() prints it.
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use JSON::PP ();
-
-use KGrind::Names ();
+use KGrind::Error;
+use KGrind::Labels;
+use KGrind::Profile qw(refuse_other_programs);
+use KGrind::Model qw(build_model contexts_model);
+use KGrind::Names qw(display_name);
+use KGrind::Format qw(commify);
+use KGrind::Output qw(written);
 
 my @VALUES = qw(calls Ir inclusive);
+
+# --diff BASE... --vs NEW...: each side read and joined as usual, at the
+# smaller of their k unless --k says; contexts keyed by full names.
+# Returns the diff as written, and why --fail-above fails ([] if it does not).
+sub run {
+    my ($o) = @_;
+    my %side = map { ($_ => { %$o, profiles => $o->{$_}, names => 'full', limited => 0 }) } qw(base new);
+    my %S = map { ($_ => build_model($side{$_})) } qw(base new);
+    if (!defined $o->{k} && $S{base}{kk} != $S{new}{kk}) {
+        my ($low, $high) = sort { $S{$a}{kk} == $INF ? 1 : $S{$b}{kk} == $INF ? -1 : $S{$a}{kk} <=> $S{$b}{kk} } qw(base new);
+        $side{$high}{k} = kstr($S{$low}{kk});
+        $S{$high} = build_model($side{$high});
+    }
+    fail("--diff: function-mode profiles only") if $S{base}{blockmode} || $S{new}{blockmode};
+    refuse_other_programs('compared', $S{base}{P}[0], $S{new}{P}[0]) unless $o->{force};
+    my $d = compare(contexts_model($side{base}, $S{base}), contexts_model($side{new}, $S{new}), $o);
+    return (written(\&write, $d, $o), $d->{failed} // []);
+}
 # the model's field of each value: inclusive Ir of the outermost
 # activations, as the text report (recursion counted once, at most 100 %)
 my %FIELD = (calls => 'calls', Ir => 'Ir', inclusive => 'inclusive_outermost');
@@ -124,7 +148,6 @@ sub write_json {
     print $fh JSON::PP->new->canonical->encode(\%out), "\n";
 }
 
-sub commify { my $n = reverse shift; $n =~ s/(\d{3})(?=\d)/$1,/g; scalar reverse $n }
 sub signed { my $n = shift; ($n > 0 ? '+' : $n < 0 ? '-' : '') . commify(abs $n) }
 
 sub write_text {
@@ -134,7 +157,6 @@ sub write_text {
     my $g = pct_of($nt - $bt, $bt);
     my $c = $d->{count};
     my @shown = shown($d);
-    my $name = sub { $o->{names} eq 'short' ? KGrind::Names::short_name($_[0]) : $_[0] };
     my $limit = $o->{top} && @shown > $o->{top} ? $o->{top} : scalar @shown;
     print $fh join("\n", $rule,
         'Diff of k-contexts (k=' . $d->{k} . '), sorted by the absolute change of ' . $d->{sort}
@@ -157,7 +179,7 @@ sub write_text {
         print $fh sprintf("%13s %9s %13s %13s %13s %10s  %-8s %s\n", signed($r->{delta}{Ir}),
                           defined $p ? sprintf('%+.1f%%', $p) : '', commify($r->{base}{Ir}), commify($r->{new}{Ir}),
                           signed($r->{delta}{inclusive}), signed($r->{delta}{calls}), $r->{status},
-                          join(' > ', map { $name->($_) } @{$r->{path}}));
+                          join(' > ', map { display_name($o, $_) } @{$r->{path}}));
     }
 }
 

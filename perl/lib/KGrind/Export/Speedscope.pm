@@ -9,13 +9,18 @@ package KGrind::Export::Speedscope;
 #   starts with the frame "[truncated k=N]", as in the pprof export.  The
 #   samples are in path order, so the "Time Order" view draws the contexts
 #   sharing callers side by side.  Its size is the sum of the stacks' depths.
-# - "evented" (write_file's each_event; kgrind_annotate's whole CCTs): an
+# - "evented" (write_file's each_event; write_evented_ccts: whole CCTs): an
 #   open event per tree node at its start and a close event at its start
 #   plus its inclusive Ir, so the size is linear in the nodes.
 use strict;
 use warnings;
+no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use JSON::PP ();
-
+use KGrind::Labels;
+use KGrind::Columns;
+use KGrind::Forest qw(children_of);
+use KGrind::Model qw(export_name export_names model_sources contexts_model);
+use KGrind::Output;
 use KGrind::Export::Pprof ();
 
 sub frames_of { KGrind::Export::Pprof::frames_of(@_) }
@@ -31,6 +36,54 @@ sub model_samples {
         [$frames, $_->{Ir}, join("\0", @$frames)]
     } grep { $_->{Ir} } @{$t->{contexts}};
     return \@samples;
+}
+
+# --format=speedscope: the evented profiles of whole CCTs, else the
+# sampled profiles of the contexts model (contexts_model).
+sub show {
+    my ($o, $S) = @_;
+    return write_evented_ccts($o, $S) if !$o->{limited} && $S->{kk} == $INF && !grep { !$_->{C}{cct} } @{$S->{threads}};
+    out(written(\&write, contexts_model($o, $S), $o));
+}
+
+# --format=speedscope of calling context trees without a limit: an
+# "evented" profile per tree, written as produced (a sampled profile lists
+# every node's whole stack: O(nodes x depth), 490 MB for cc1plus's 2.9 M
+# nodes).  A preorder walk opens each node with Ir below it at its start,
+# spends its exclusive Ir, walks its callees in the tree's order (first
+# call first) and closes it at its start plus its inclusive Ir (computed
+# here from the exclusive counters: the events nest exactly).  The frames
+# are numbered in the order in which the walk first names them.
+sub write_evented_ccts {
+    my ($o, $S) = @_;
+    my @name = @{export_names($o)};
+    my (%fid, @names, @lfid, @threads);
+    my $frame_id = sub { $lfid[$_[0]] //= $fid{$name[$_[0]]} //= do { push @names, $name[$_[0]]; $#names } };
+    for my $t (@{$S->{threads}}) {
+        my $C = $t->{C};
+        my ($par, $fn) = (col($C->{F}, 'par'), col($C->{F}, 'fn'));
+        my @excl = @{col($C->{F}, 'excl')};
+        my @incl = @excl;
+        for (my $v = $#$par; $v >= 0; $v--) { $incl[$par->[$v]] += $incl[$v] if $par->[$v] >= 0 }    # children have larger ids
+        my ($roots, $kids) = children_of($par);
+        my $end = 0;
+        $end += $incl[$_] for @$roots;
+        push @threads, { tid => $t->{tid}, end => $end, each_event => sub {
+            my ($emit) = @_;
+            my $at = 0;
+            my @todo = reverse grep { $incl[$_] } @$roots;
+            while (@todo) {
+                my $v = pop @todo;
+                if ($v < 0) { $emit->('C', $frame_id->($fn->[-1 - $v]), $at); next }
+                $emit->('O', $frame_id->($fn->[$v]), $at);
+                $at += $excl[$v];
+                push @todo, -1 - $v, reverse grep { $incl[$_] } @{$kids->[$v] // []};
+            }
+        } };
+    }
+    my $data = { k => kstr($INF), files => [map { $_->{file} } @{$S->{P}}], exporter => $KGrind::Model::EXPORTER,
+                 sources => model_sources($S, sub { export_name($o, $_[0]) }) };
+    write_file($data, \@threads, \@names, \&out);
 }
 
 sub write {

@@ -1,0 +1,93 @@
+package KGrind::Export::Json;
+# --format=json: everything, written as it is produced: the profiles, the
+# block table (block modes), and per thread its contexts, k-CCF and k-SF
+# (docs/output-format.md).
+use strict;
+use warnings;
+no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
+use Exporter 'import';
+use KGrind::Labels;
+use KGrind::Forest qw(ccf_nodes ctx_labels);
+use KGrind::Model;
+use KGrind::TreeView;
+use KGrind::Format qw(js);
+use KGrind::Output;
+
+# A forest as nested JSON objects, written with an explicit stack (a
+# recursive writer keeps a string per level: O(depth^2) memory) as it is
+# produced.
+sub json_tree {
+    my ($o, $T, $kidkey) = @_;
+    my $view = tree_view($o, $T);
+    my $s = '[';
+    my @stack = ([$view->{roots}, 0]);    # [siblings, index of the next one]
+    while (@stack) {
+        my $top = $stack[-1];
+        my ($list, $i) = @$top;
+        if ($i == @$list) {       # a list ends, and with it its parent's object
+            pop @stack;
+            $s .= @stack ? ']}' : ']';
+            next;
+        }
+        $top->[1]++;
+        my $v = $list->[$i];
+        my ($fn, $cal, $exc, $inc) = $view->{node}->($v);
+        $s .= ($i ? ',' : '') . '{"name":' . js($LNAME[$fn]) . ',"calls":' . $cal . ',"Ir":' . $exc
+            . ',"inclusive":' . $inc;
+        my $kids = $view->{kids}->($v);
+        if ($kids && @$kids) { $s .= ",\"$kidkey\":["; push @stack, [$kids, 0] }
+        else { $s .= '}' }
+        if (length $s >= 1 << 16) { out($s); $s = '' }
+    }
+    out($s);
+}
+
+# The whole JSON document, written as it is produced.
+sub show {
+    my ($o, $S) = @_;
+    my @P = @{$S->{P}};
+    my $P0 = $P[0];
+    my $kj = sub { $_[0] == $INF ? '"inf"' : $_[0] };
+    my $pid = $P0->{pid} // 0;
+    $pid = 0 unless $pid =~ /^\d+$/;
+    my $s = '{"version":1,"tool":"kgrind","creator":' . js($P0->{creator} // '') . ',"files":['
+        . join(',', map { js($_->{file}) } @P) . '],"cmd":' . js($P0->{cmd} // '') . ",\"pid\":$pid,\"pids\":["
+        . join(',', map { ($_->{pid} // '') =~ /^\d+$/ ? $_->{pid} : 0 } @P) . '],"cmds":['
+        . join(',', map { js($_->{cmd} // '') } @P) . '],"k":' . $kj->($S->{kk})
+        . ',"recorded_k":' . $kj->($S->{K}) . ',"mode":' . js($P0->{mode}) . ',"rolling":'
+        . ($P0->{rolling} eq 'yes' ? 'true' : 'false') . ',"joined":' . ($S->{joined} ? 'true' : 'false')
+        . ',"events":["Ir"],"total":{"Ir":' . $S->{total} . '},"sort":' . js($o->{sort});
+    if ($S->{blockmode}) {
+        $s .= ',"roll_loops":' . ($P0->{roll} eq 'yes' ? 'true' : 'false') . ',"blocks":['
+            . join(',', map { '{"name":' . js($_->{name}) . ',"address":' . js(sprintf('0x%x', $_->{addr}))
+                . ',"count":' . $_->{count} . ',"function":' . js($_->{fn}) . ',"offset":' . $_->{offset}
+                . ',"file":' . js($_->{file}) . ',"line":' . $_->{line} . '}' } @{$S->{blocks}}) . ']';
+    }
+    out($s, ',"threads":[');
+    my @jname = map { js($_) } @LNAME;
+    my $sep = '';
+    for my $t (@{$S->{threads}}) {
+        my $C = $t->{C};
+        my $tid = $t->{tid} eq 'all' ? '"all"' : $t->{tid};
+        my $sorted = select_contexts($o, $C);
+        out("$sep\{\"tid\":$tid," . (defined $t->{fname} ? '"function":' . js($t->{fname}) . ',' : '')
+            . "\"Ir\":$t->{ir},\"ksf_nodes\":$t->{F}{n},\"ksf_nodes_left_out\":" . left_out_nodes($S, $t->{tid})
+            . ',"kccf_nodes":' . ccf_nodes($C) . ',"contexts":[');
+        my $comma = '';
+        for my $cid (@$sorted) {
+            out($comma, '{"path":[', join(',', @jname[@{ctx_labels($C, $cid)}]), '],"calls":', cval($C, 'xcalls', $cid),
+                ',"Ir":', cval($C, 'xexcl', $cid), ',"inclusive":', cval($C, 'xincl', $cid), ',"inclusive_outermost":',
+                outer_incl($C, $cid), '}');
+            $comma = ',';
+        }
+        out('],"kccf":');
+        json_tree($o, ccf_tree($o, $t), 'callers');
+        out(',"ksf":');
+        json_tree($o, ksf_tree($o, $t), 'children');
+        out('}');
+        $sep = ',';
+    }
+    out("]}\n");
+}
+
+1;

@@ -1,0 +1,166 @@
+package KGrind::Export::Text;
+# --format=text: the header (profiles, command, k, mode, threads, total
+# Ir), per thread the table of its hottest k-contexts, and what --ksf,
+# --kccf (the trees, thesis style), --show-blocks (KGrind::Export::Blocks)
+# and --auto or source files (KGrind::Export::Source) ask for.
+use strict;
+use warnings;
+no warnings 'portable';    # 64-bit vec on packed columns
+use Exporter 'import';
+use KGrind::Labels;
+use KGrind::Forest qw(ccf_nodes ctx_count);
+use KGrind::Model;
+use KGrind::TreeView;
+use KGrind::Format qw(commify pct frame_name);
+use KGrind::Output;
+
+our @EXPORT_OK = qw(show forest_desc);
+
+my $RULE = '-' x 80;
+
+sub show {
+    my ($o, $S) = @_;
+    my @out = header($o, $S);
+    my @hot;    # contexts shown, for source annotation
+    my $want_src = $o->{auto} eq 'yes' || @{$o->{sources}};
+    for my $t (@{$S->{threads}}) {
+        my $C = $t->{C};
+        my $sorted = sorted_contexts($o, $C, $want_src ? 0 : $o->{top});
+        push @hot, [$t, $sorted];
+        push @out, context_table($o, $S, $t, $sorted);
+        if ($o->{ksf}) {
+            my $T = ksf_tree($o, $t);
+            push @out, '', $RULE, "DUMP of K-SF (k=" . kstr($S->{K}) . ", thread " . forest_desc($t) . ", $t->{F}{n} nodes"
+                . left_out_note($S, $t->{tid})
+                . ($T->{shown} ? ", $T->{n} shown: the paths of the contexts selected)" : ')'), $RULE;
+            out_lines(\@out);
+            print_tree($o, $S, $T);
+        }
+        if ($o->{kccf}) {
+            my $T = ccf_tree($o, $t);
+            push @out, '', $RULE, "DUMP of K-CCF (k=" . kstr($S->{kk}) . ", thread " . forest_desc($t) . ", "
+                . ($T->{shown} ? "$T->{n} nodes shown: the chains of the contexts selected)" : ccf_nodes($C) . ' nodes)'), $RULE;
+            out_lines(\@out);
+            print_tree($o, $S, $T);
+        }
+    }
+    if ($o->{'show-blocks'}) {
+        require KGrind::Export::Blocks;
+        KGrind::Export::Blocks::show_blocks($o, $S, \@out);
+    }
+    if ($want_src) {
+        require KGrind::Export::Source;
+        KGrind::Export::Source::annotate_sources($o, $S, \@hot, \@out);
+    }
+    out_lines(\@out);
+}
+
+# The header's lines: profiles, command, k, mode, threads, total Ir, and
+# per thread its Ir and forests' sizes.
+sub header {
+    my ($o, $S) = @_;
+    my @out;
+    my @P = @{$S->{P}};
+    my $P0 = $P[0];
+    my $blocks = $S->{blockmode};
+    push @out, $RULE;
+    push @out, (@P > 1 ? 'Profile data files: ' : 'Profile data file: ') . join(', ', map { $_->{file} } @P)
+        . ' (creator: ' . ($P0->{creator} // '?') . ')';
+    push @out, $RULE;
+    my %cmds = map { ($_->{cmd} // '?') => 1 } @P;
+    push @out, sprintf('%-22s%s', 'Command:', join(' | ', sort keys %cmds));
+    push @out, sprintf('%-22s%s', 'PID:', join(', ', map { $_->{pid} // '?' } @P));
+    push @out, sprintf('%-22s%s', 'K value:', kstr($S->{kk}) . ($S->{kk} != $S->{K} ? ' (recorded k: ' . kstr($S->{K}) . ')' : ''));
+    if ($blocks) {
+        push @out, sprintf('%-22s%s', 'Mode:', $P0->{mode} . ($P0->{mode} eq 'intra'
+            ? ' (basic blocks, one k-SF per thread and function)' : ' (basic blocks, one k-SF per thread)')
+            . ($P0->{roll} eq 'yes' ? ', loops rolled' : ', loops not rolled'));
+    } else {
+        push @out, sprintf('%-22s%s', 'Mode:', $P0->{mode} . ($P0->{rolling} eq 'yes' ? ', simple recursion rolled' : ', simple recursion unrolled'));
+    }
+    my $nthr = 0;
+    if ($blocks) { my %t; $t{$_->{tid}} = 1 for map { @{$_->{threads}} } @P; $nthr = keys %t }
+    else { $nthr += @{$_->{threads}} for @P }
+    my $tool_joined = grep { $_->{joined} eq 'yes' } @P;
+    my $thr_desc = $tool_joined ? 'joined when profiling (thread all)'
+                 : $S->{joined} ? "$nthr, joined by kgrind_annotate (thread all)"
+                 : "$nthr, " . ($blocks ? $S->{ntids} : scalar(@{$S->{threads}})) . ' shown';
+    push @out, sprintf('%-22s%s', 'Threads:', $thr_desc);
+    push @out, sprintf('%-22s%s', 'Events:', 'Ir');
+    push @out, sprintf('%-22s%s', 'Total Ir:', commify($S->{total}));
+    push @out, '', 'No basic block of a traced function ran: the block modes trace the functions of '
+        . '--funcs (by default the main executable\'s); pass --funcs to trace library code.'
+        if $blocks && !grep { $_->{F}{n} > ($P0->{mode} eq 'inter' ? 1 : 0) } @{$S->{threads}};
+    for my $t (@{$S->{threads}}) {
+        push @out, sprintf('%-22s%s', "Thread $t->{tid}" . (defined $t->{fname} ? ", $t->{fname}: " : ':'),
+            'Ir ' . commify($t->{ir})
+            . ", k-SF nodes $t->{F}{n}" . left_out_note($S, $t->{tid})
+            . ', ' . kstr($S->{kk}) . '-CCF nodes ' . header_ccf_nodes($o, $t->{C}));
+    }
+    return @out;
+}
+
+# The table of a thread's hottest contexts ($sorted: in the table's order).
+sub context_table {
+    my ($o, $S, $t, $sorted) = @_;
+    my $C = $t->{C};
+    my ($show, $sum) = shown_contexts($o, $C, $sorted);
+    my @out = ('', $RULE);
+    push @out, sprintf('Hottest %s-contexts, thread %s: %d of %d shown (sorted by %s; threshold %s%%%s)',
+        kstr($S->{kk}) . ($S->{blockmode} ? ' block' : ''), forest_desc($t), scalar(@$show), ctx_count($C), $o->{sort},
+        $o->{threshold}, $o->{top} ? ", top $o->{top}" : '');
+    push @out, $RULE;
+    my $pk = $o->{sort} eq 'calls' ? '%calls' : $o->{sort} eq 'inclusive' ? '%incl' : '%Ir';
+    my $den = $o->{sort} eq 'calls' ? $sum : $t->{ir};
+    push @out, sprintf('%15s %8s %15s %12s  %s', 'Ir', $pk, 'incl Ir', 'calls', 'context');
+    my $key = key_arrays($o->{sort}, $C, 1);
+    for my $cid (@$show) {
+        push @out, sprintf('%15s %8s %15s %12s  %s', commify(cval($C, 'xexcl', $cid)),
+            pct(ref $key ? $key->[$cid] : vec($key, $cid, 64), $den),
+            commify(outer_incl($C, $cid)), commify(cval($C, 'xcalls', $cid)), ctx_str($o, $C, $cid));
+    }
+    return @out;
+}
+
+# A tree, thesis style: "| name,calls  [Ir excl, incl incl]", two spaces
+# of indent a level.
+sub print_tree {
+    my ($o, $S, $T) = @_;
+    my $view = tree_view($o, $T);
+    my $costs = $o->{costs} eq 'yes' && $view->{costs};
+    my @stack = map { [$_, 0] } reverse @{$view->{roots}};
+    while (@stack) {
+        my ($v, $d) = @{pop @stack};
+        my ($fn, $cal, $exc, $inc) = $view->{node}->($v);
+        my $l = ('  ' x $d) . '| ' . frame_name($LNAME[$fn], $S->{blockmode}) . ",$cal";
+        $l .= "  [Ir $exc, incl $inc]" if $costs;
+        out("$l\n");
+        my $kids = $view->{kids}->($v);
+        push @stack, map { [$_, $d + 1] } reverse @$kids if $kids;
+    }
+}
+
+# The text header's inf-CCF node count, which the default report does not
+# otherwise need: counting a CCT's inf-CCF costs about as much again as
+# reading the profile (cc1plus k=inf: 2.9 M k-SF nodes, 20 s more, 0.4 GB),
+# so above $COUNT_LIMIT k-SF nodes it is made only when the automaton is
+# built anyway (a whole inf-CCF printed) or exported (JSON's kccf_nodes).
+my $COUNT_LIMIT = 1_000_000;
+sub header_ccf_nodes {
+    my ($o, $C) = @_;
+    return ccf_nodes($C) if !$C->{cct} || defined $C->{n} || $C->{nctx} <= $COUNT_LIMIT || $C->{keep_automaton};
+    return 'not counted (over ' . commify($COUNT_LIMIT) . ' k-SF nodes; --format=json or a whole --kccf counts them)';
+}
+
+# " (N counting nothing left out by kgrind)" after a thread's k-SF node
+# count, or "" when its records hold every node.
+sub left_out_note {
+    my ($S, $tid) = @_;
+    my $n = left_out_nodes($S, $tid);
+    return $n ? ' (' . commify($n) . ' counting nothing left out by kgrind)' : '';
+}
+
+# "1" or, for an intra forest, "1, function foo".
+sub forest_desc { my $t = shift; $t->{tid} . (defined $t->{fname} ? ", function $t->{fname}" : '') }
+
+1;
