@@ -13,7 +13,7 @@ namespace kg {
 // (BlockInfo::array_offset), so that a block finds them from its context
 // with no helper and no read of its BlockInfo. A context node's payload
 // (the k-SF's, or the view forest's where that is separate)
-// holds the array's address and its limit (kg_activity.h,
+// holds the array's address and its limit (kg_hotpath.h,
 // counter_array_word, array_limit_word): (function id << 8) | capacity,
 // with the top bit set while counting is off, which inline IR checks
 // against the block's function and end; zero (no array yet, and the node
@@ -25,7 +25,8 @@ namespace kg {
 const UInt kArrayCounters = 128;   // fits the limit's 8 bits
 const UInt kMaxArrayFunction = 1u << 23;   // function ids that fit the limit
 // Whether the counter arrays are in use (function mode, finite k, counts per
-// line, counters' context nodes with room for them).
+// line, counters' context nodes with room for them). Decided by the
+// activation layouts, which know the nodes' payloads (activity/layouts.cpp).
 Bool counter_arrays_on();
 // The check's constants for a block of function fn_id whose counters end at
 // `end` (array_offset + counters): the limit minus c1 is below c2 exactly

@@ -40,7 +40,7 @@ Bool process_option(const HChar* arg);
 void check_options();
 inline Bool block_mode() { return clo.mode != kModeFunc; }
 // Whether the body's contexts are shallower than the k-SF's: then each
-// thread keeps a second forest at view_k for them (kg_activity.cpp).
+// thread keeps a second forest at view_k for them (activity/layouts.cpp).
 inline Bool separate_view() { return clo.view_k != clo.k; }
 void print_usage();
 void print_debug_usage();

@@ -1,8 +1,7 @@
 // Regions of interest (docs/regions.md): the region options, region
 // functions' entries and returns, and client requests.
 //
-// Everything here acts on the counters only (kg_activity.cpp, "Regions of
-// interest"): the shadow stacks and forests follow the program all the
+// Everything here acts on the counters only (activity/counting.cpp): the shadow stacks and forests follow the program all the
 // time, so whatever is counted is counted in its true context.
 // Instrumentation off is therefore collection off: the code stays
 // instrumented (docs/regions.md says why).
