@@ -165,9 +165,9 @@ void dump_open()
    if (!clo.dump_blocks) return;
    const HChar* path = VG_(expand_file_name)("--dump-blocks", clo.dump_blocks);
    dump = new FileWriter;
-   UWord err = 0;
-   if (!dump->open(path, &err)) {
-      VG_(umsg)("kgrind: cannot create dump file '%s': %s\n", path, errno_text(err));
+   const HChar* why = nullptr;
+   if (!dump->open(path, &why)) {
+      VG_(umsg)("kgrind: cannot create dump file '%s': %s\n", path, why);
       delete dump;
       dump = nullptr;
       return;
@@ -188,7 +188,7 @@ void dump_block(UInt tid, ULong activation, UInt fn_label, const BBInfo* b)
 void dump_close()
 {
    if (!dump) return;
-   if (!dump->close()) VG_(umsg)("kgrind: error writing the block dump\n");
+   if (!dump->close()) VG_(umsg)("kgrind: error writing the block dump: %s\n", dump->write_error());
    delete dump;
    dump = nullptr;
 }

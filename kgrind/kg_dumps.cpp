@@ -3,6 +3,7 @@
 #include "kg_options.h"
 #include "kg_output.h"
 #include "kg_runtime.h"
+#include "kg_writer.h"
 extern "C" {
 #include "pub_tool_gdbserver.h"
 #include "pub_tool_clientstate.h"
@@ -15,7 +16,7 @@ Bool replying_to_gdb = False;
 
 namespace {
 
-UInt dumps_written = 0;           // numbered files written during the run
+UInt dumps_written = 0;           // numbered files written (or names refused) during the run
 ULong ir_at_last_zero = 0;        // ir_elapsed() when the counters last started
 
 // The output file name of this process (expanded once: it allocates).
@@ -101,10 +102,15 @@ Bool dump_profile(const HChar* trigger)
 {
    const HChar* path = numbered_file_name(dumps_written + 1);
    Bool ok = write_counted_so_far(path, trigger);
-   if (ok) {
+   // A name refused (a symbolic link planted there) stays refused: its
+   // number is skipped, the dump's counts go into the next file. After
+   // another failure (a directory gone) the next dump tries it again.
+   if (ok || name_refused(path)) {
       // The start-up placeholder would stay "incomplete": the run's
       // profiles are the numbered files now.
       if (dumps_written++ == 0) VG_(unlink)(base_file_name());
+   }
+   if (ok) {
       zero_profile();
       if (VG_(clo_verbosity) > 1 || replying_to_gdb) KG_REPORT("kgrind: dump written to %s\n", path);
    } else if (replying_to_gdb) {
@@ -136,10 +142,11 @@ const HChar* exec_file = nullptr;
 // way moved its files to "<name>.exec-<n>" (null: none moved).
 const HChar* base_before_exec = nullptr;
 
-// Whether the file at path is a profile this process wrote (its pid: line).
+// Whether the file at path is a profile this process wrote (its pid: line);
+// a symbolic link there is not followed (the open fails: not this process's).
 Bool written_by_this_process(const HChar* path)
 {
-   SysRes fd = VG_(open)(path, VKI_O_RDONLY, 0);
+   SysRes fd = VG_(open)(path, VKI_O_RDONLY | VKI_O_NONBLOCK | kOpenNoFollow, 0);
    if (sr_isError(fd)) return False;
    HChar head[256];
    Int n = VG_(read)(sr_Res(fd), head, sizeof head - 1);
@@ -163,14 +170,14 @@ Bool name_taken_by_this_process(const HChar* name)
 
 // "<base>.exec-<n>": the n-th image of this process that exec'd. A file of
 // that name from another process (an earlier run) is overwritten; one of
-// this process is an earlier image's.
+// this process is an earlier image's; a name refused is skipped.
 const HChar* exec_file_name()
 {
    const HChar* base = base_file_name();
    HChar* name = (HChar*)kg::alloc(VG_(strlen)(base) + 24, "kg.out");
    for (UInt n = 1;; n++) {
       VG_(sprintf)(name, "%s.exec-%u", base, n);
-      if (!name_taken_by_this_process(name)) return name;
+      if (!name_taken_by_this_process(name) && !name_refused(name)) return name;
    }
 }
 

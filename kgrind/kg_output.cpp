@@ -81,13 +81,14 @@ const HChar* output_file_name()
 Bool create_output_file(const HChar* path)
 {
    FileWriter* out = new FileWriter;
-   UWord err = 0;
-   Bool ok = out->open(path, &err);
+   const HChar* why = nullptr;
+   Bool ok = out->open(path, &why);
    if (ok) {
       write_placeholder(*out);
-      out->close();
+      ok = out->close();
+      if (!ok) VG_(umsg)("kgrind: error writing output file '%s': %s\n", path, out->write_error());
    } else {
-      VG_(umsg)("kgrind: cannot create output file '%s': %s\n", path, errno_text(err));
+      VG_(umsg)("kgrind: cannot create output file '%s': %s\n", path, why);
    }
    delete out;
    return ok;
@@ -105,16 +106,16 @@ void report_profile_written(const HChar* path, const HChar* ended_by)
 Bool write_profile(const HChar* path, const DumpInfo& dump, const ThreadProfile* threads, UInt n_threads)
 {
    Writer* w = (Writer*)alloc_zeroed(sizeof(Writer));   // the file buffer: not on the stack
-   UWord err = 0;
-   if (!w->out.open(path, &err)) {
-      VG_(umsg)("kgrind: cannot create output file '%s': %s\n", path, errno_text(err));
+   const HChar* why = nullptr;
+   if (!w->out.open(path, &why)) {
+      VG_(umsg)("kgrind: cannot create output file '%s': %s\n", path, why);
       kg::release(w);
       return False;
    }
    w->dump = &dump;
    write_body(*w, total_ir(), threads, n_threads);
    Bool ok = w->out.close();
-   if (!ok) VG_(umsg)("kgrind: error writing output file '%s'\n", path);
+   if (!ok) VG_(umsg)("kgrind: error writing output file '%s': %s\n", path, w->out.write_error());
    kg::release(w);
    return ok;
 }

@@ -40,15 +40,45 @@ sub read_profile {
               bpar => [], bfn => [], bcal => [], bexc => [], binc => [], nnodes => 0, version => 0,
               first => 1, instr => 0 };
     body_start($R);
-    my $ln = 0;
-    unless ($want_src) {
-        ($fh, $ln) = header_fields($R, $fh);
-        $R->{first} = 0;
-    }
-    $ln = read_lines($R, $fh, $ln);
-    close $fh;
-    check_complete($R, $ln);
+    eval {
+        my $ln = 0;
+        unless ($want_src) {
+            ($fh, $ln) = header_fields($R, $fh);
+            $R->{first} = 0;
+        }
+        $ln = read_lines($R, $fh, $ln);
+        close $fh;
+        check_complete($R, $ln);
+        1;
+    } or do {
+        my $e = $@;
+        refuse_cut_line($file) if ref $e eq 'KG::Error';
+        die $e;
+    };
     return \%P;
+}
+
+# kgrind ends its profile with a complete line: a file with a profile's
+# first line (or a start of it) that ends inside a line was cut (a full
+# disk, a copy stopped), whatever error its last line gave.
+sub refuse_cut_line {
+    my ($file) = @_;
+    open(my $fh, '<:raw', $file) or return;
+    my ($lines, $last, $first, $buf) = (0, '', undef);
+    while (read($fh, $buf, 1 << 16)) {
+        $first //= $buf;
+        $lines += $buf =~ tr/\n//;
+        $last = substr($buf, -1);
+    }
+    close $fh;
+    return if !defined $first || $last eq "\n";
+    my ($l1) = $first =~ /\A\s*([^\n]*)/;
+    $l1 =~ tr/\r//d;
+    my $head = '# callgrind format';
+    return unless $l1 =~ /^(?:version:\s*\d|creator:)/ || $l1 eq $head
+        || (length $l1 >= 3 && $lines == 0 && $l1 eq substr($head, 0, length $l1));
+    fail("$file:" . ($lines + 1) . ": truncated: the file ends inside line " . ($lines + 1)
+         . " (kgrind ends a profile with a complete line)");
 }
 
 # Reads the lines of $fh (line numbers after $ln); returns the last one's.
@@ -96,6 +126,11 @@ sub check_complete {
              . "(killed, e.g. by SIGKILL, it exec'd in a block mode, or Valgrind stopped it, "
              . "e.g. on an unsupported clone()), so it has no data")
             if defined $P->{desc}{'Incomplete profile'};
+        # A start of kgrind's file (its records and totals: come after the
+        # header and body), not some other callgrind-format file.
+        fail("$file:$ln: truncated: the file ends at line $ln, before the k-SF records "
+             . "and the 'totals:' line")
+            if ($creator eq '' || $creator =~ /^kgrind/) && !$P->{totals};
         if ($creator ne '' && $creator !~ /^kgrind/) {
             fail("$file: a profile written by $creator, not by kgrind: it has no k-SF records "
                  . "(use callgrind_annotate for it)");
