@@ -25,6 +25,17 @@ const HChar* refusal(Int fd)
    return nullptr;
 }
 
+// The thing at path, opened to be examined, never followed if a link
+// (ELOOP), never waited for if a FIFO (O_NONBLOCK); a file this user may
+// write but not read is opened for writing, without truncation.
+SysRes open_to_examine(const HChar* path)
+{
+   SysRes fd = VG_(open)(path, VKI_O_RDONLY | VKI_O_NONBLOCK | kOpenNoFollow, 0);
+   if (sr_isError(fd) && sr_Err(fd) == VKI_EACCES)
+      fd = VG_(open)(path, VKI_O_WRONLY | VKI_O_NONBLOCK | kOpenNoFollow, 0);
+   return fd;
+}
+
 const HChar* open_error(UWord err)
 {
    // O_NOFOLLOW's error: the name is a symbolic link.
@@ -35,7 +46,7 @@ const HChar* open_error(UWord err)
 
 Bool name_refused(const HChar* path)
 {
-   SysRes fd = VG_(open)(path, VKI_O_RDONLY | VKI_O_NONBLOCK | kOpenNoFollow, 0);
+   SysRes fd = open_to_examine(path);
    if (sr_isError(fd)) return sr_Err(fd) == VKI_ELOOP;
    Bool refused = refusal((Int)sr_Res(fd)) != nullptr;
    VG_(close)((Int)sr_Res(fd));
@@ -47,8 +58,7 @@ Bool FileWriter::open(const HChar* path, const HChar** why)
    SysRes res = create_new(path);
    if (sr_isError(res) && sr_Err(res) == VKI_EEXIST) {
       // Something is there: a profile of an earlier run (replaced), or not.
-      // O_NONBLOCK: a FIFO does not block the open.
-      SysRes old = VG_(open)(path, VKI_O_RDONLY | VKI_O_NONBLOCK | kOpenNoFollow, 0);
+      SysRes old = open_to_examine(path);
       if (sr_isError(old)) {
          *why = open_error(sr_Err(old));
          return False;

@@ -20,7 +20,8 @@ public:
    // Opens path for a new profile, mode 0600 (less the umask), never
    // following a symbolic link at its name: a new file is created; a
    // regular file of this user there is replaced (unlinked, then created
-   // anew: nothing is written into the old file's inode); anything else
+   // anew: nothing is written into the old file's inode; truncated in
+   // place if its directory is not writable); anything else
    // (a symbolic link, a FIFO, a device, another user's file) is refused.
    // On failure, returns False and sets *why to the reason (static text).
    Bool open(const HChar* path, const HChar** why);

@@ -85,6 +85,20 @@ def test_fifo_is_refused_without_blocking(tools):
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
 
 
+def test_another_users_file_is_refused(tools):
+    """(Root writes any file: the check is kgrind's own, by owner.)"""
+    if os.geteuid() != 0:
+        pytest.skip('giving a file to another user needs root')
+    exe, plain = marker_runs(tools)
+    theirs = tools.dir / 'kgrind.out'
+    theirs.write_text('their file\n')
+    os.chown(theirs, 65534, 65534)
+    kg = tools.kgrind(exe)
+    assert (kg.returncode, kg.stdout) == (plain.returncode, plain.stdout)
+    assert theirs.read_text() == 'their file\n' and theirs.stat().st_uid == 65534
+    assert refusals(kg.stderr, theirs, 'owned by another user (refused)') == 2, kg.stderr
+
+
 def expected_mode():
     umask = os.umask(0)
     os.umask(umask)
