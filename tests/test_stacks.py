@@ -514,18 +514,19 @@ def below_handler(prof, k):
     return out
 
 
-@pytest.mark.parametrize('threads', [4, 1])
+@pytest.mark.parametrize('threads, where', [(4, 'heap'), (1, 'heap'), (4, 'bss')])
 @pytest.mark.parametrize('k', ['1', '2', 'inf'])
-def test_siglongjmp_out_of_a_handler_on_an_alternate_stack(tools, k, threads):
+def test_siglongjmp_out_of_a_handler_on_an_alternate_stack(tools, k, threads, where):
     """Each thread has its own sigaltstack; SIGUSR1, raised 50 frames deep,
     runs an SA_ONSTACK handler that siglongjmps back to the thread's base
     function thr(), which calls after() 4 times and work() > leaf(). SP
     lands on the thread's stack below the handler's frames when the
-    alternate stack lies above it in memory: were the handler's frames left
-    on the shadow stack, every later call would nest under them (k=1:
-    `__longjmp > after`). The same program with the handler on the thread's
+    alternate stack lies above it in memory (malloc'd: heap): were the
+    handler's frames left on the shadow stack, every later call would nest
+    under them (k=1: `__longjmp > after`). Static alternate stacks (bss) lie
+    below: SP rises. The same program with the handler on the thread's
     stack (nostack) is the reference."""
-    prof, own = run_altstack_longjmp(tools, k, threads, 'onstack')
+    prof, own = run_altstack_longjmp(tools, k, threads, where)
     assert own == {'after': 200 * threads, 'handler': 50 * threads, 'work': 50 * threads, 'leaf': 150 * threads}
     ends = contexts_by_function(prof, k)
     depth = None if k == 'inf' else int(k)

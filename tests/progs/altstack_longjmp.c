@@ -3,9 +3,11 @@
    deep, and the handler (SA_ONSTACK, unless the second argument is
    "nostack") siglongjmps back to the thread's base function thr(), which
    then calls after() AFTERS times and does more work (work > leaf). This is
-   what crash handlers and stack-overflow recovery do.
+   what crash handlers and stack-overflow recovery do. The alternate stacks
+   are malloc'd ("heap", the default) or static arrays ("bss": below every
+   thread's stack in memory).
 
-   Usage: altstack_longjmp THREADS [onstack|nostack]
+   Usage: altstack_longjmp THREADS [heap|bss|nostack]
    Prints its own counts: altstack_longjmp: after N handler N work N leaf N */
 #include <pthread.h>
 #include <setjmp.h>
@@ -23,6 +25,8 @@
 static __thread sigjmp_buf env;
 static long n_after[MAX_THREADS], n_handler[MAX_THREADS], n_work[MAX_THREADS], n_leaf[MAX_THREADS];
 static __thread int me;
+static int use_bss;
+static char bss_stacks[MAX_THREADS][1 << 16];
 
 __attribute__((noinline, noipa)) void in_handler(void) { n_handler[me]++; }
 __attribute__((noinline)) void handler(int sig)
@@ -56,7 +60,7 @@ static void *thr(void *arg)
    stack_t ss;
    memset(&ss, 0, sizeof ss);
    ss.ss_size = 1 << 16;
-   ss.ss_sp = malloc(ss.ss_size);
+   ss.ss_sp = use_bss ? bss_stacks[me] : malloc(ss.ss_size);
    if (!ss.ss_sp || sigaltstack(&ss, NULL)) {
       perror("sigaltstack");
       exit(1);
@@ -73,14 +77,20 @@ static void *thr(void *arg)
    memset(&off, 0, sizeof off);
    off.ss_flags = SS_DISABLE;
    sigaltstack(&off, NULL);
-   free(ss.ss_sp);
+   if (!use_bss) free(ss.ss_sp);
    return NULL;
 }
 
 int main(int argc, char **argv)
 {
    int threads = argc > 1 ? atoi(argv[1]) : 4;
-   int onstack = !(argc > 2 && strcmp(argv[2], "nostack") == 0);
+   const char *where = argc > 2 ? argv[2] : "heap";
+   int onstack = strcmp(where, "nostack") != 0;
+   use_bss = strcmp(where, "bss") == 0;
+   if (onstack && !use_bss && strcmp(where, "heap") != 0) {
+      fprintf(stderr, "altstack_longjmp: the stacks are heap, bss or nostack, not %s\n", where);
+      return 2;
+   }
    if (threads < 1 || threads > MAX_THREADS) {
       fprintf(stderr, "altstack_longjmp: THREADS must be 1..%d\n", MAX_THREADS);
       return 2;
