@@ -481,3 +481,81 @@ def test_fibers_of_ended_workers_go_on_in_the_thread_that_resumes_them(tools, wh
     prof, own = run_migrating_fibers(tools, where, switch, yields_to, k, 8)
     assert own['worker0'] and own['worker1'] and own['worker2']
     assert_fiber_contexts(prof, own, k)
+
+
+def run_altstack_longjmp(tools, k, threads, stack):
+    exe = tools.compile('altstack_longjmp.c', '-O1')
+    kg = tools.kgrind(exe, threads, stack, opts=[f'--k={k}'], out=f'altjmp.{k}.{threads}.{stack}')
+    native = tools.native(exe, threads, stack)
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout
+    return ksf_records.parse(kg.profile_path), counts_printed(native.stdout)
+
+
+def contexts_by_function(prof, k):
+    """{function: {its k-context (callers, outermost first): calls}}."""
+    kk = None if k == 'inf' else int(k)
+    ends = collections.defaultdict(collections.Counter)
+    for forest in prof.forests:
+        for ctx, n in ksf_records.kccf(forest, kk, kk).items():
+            ends[ctx[-1]][ctx[:-1]] += n
+    return ends
+
+
+def below_handler(prof, k):
+    """The calls of each context inside a handler: its k-context from
+    `handler` on (the handler's own callees and theirs)."""
+    kk = None if k == 'inf' else int(k)
+    out = collections.Counter()
+    for forest in prof.forests:
+        for ctx, n in ksf_records.kccf(forest, kk, kk).items():
+            if 'handler' in ctx[:-1]:
+                out[ctx[ctx.index('handler'):]] += n
+    return out
+
+
+@pytest.mark.parametrize('threads, where', [(4, 'heap'), (1, 'heap'), (4, 'bss')])
+@pytest.mark.parametrize('k', ['1', '2', 'inf'])
+def test_siglongjmp_out_of_a_handler_on_an_alternate_stack(tools, k, threads, where):
+    """Each thread has its own sigaltstack; SIGUSR1, raised 50 frames deep,
+    runs an SA_ONSTACK handler that siglongjmps back to the thread's base
+    function thr(), which calls after() 4 times and work() > leaf(). SP
+    lands on the thread's stack below the handler's frames when the
+    alternate stack lies above it in memory (malloc'd: heap): were the
+    handler's frames left on the shadow stack, every later call would nest
+    under them (k=1: `__longjmp > after`). Static alternate stacks (bss) lie
+    below: SP rises. The same program with the handler on the thread's
+    stack (nostack) is the reference."""
+    prof, own = run_altstack_longjmp(tools, k, threads, where)
+    assert own == {'after': 200 * threads, 'handler': 50 * threads, 'work': 50 * threads, 'leaf': 150 * threads}
+    ends = contexts_by_function(prof, k)
+    depth = None if k == 'inf' else int(k)
+    # The program's own counts, in the contexts its source says.
+    for fn, callers in (('after', ('thr',)), ('work', ('thr',)), ('leaf', ('thr', 'work'))):
+        assert sum(ends[fn].values()) == own[fn], fn
+        want = callers if depth is None else callers[-depth:]
+        for ctx in ends[fn]:
+            assert ctx[-len(want):] == want, (fn, ctx)
+            assert not {'handler', 'deep', '__longjmp', 'longjmp'} & set(ctx), (fn, ctx)
+    assert sum(ends['handler'].values()) == own['handler']
+    assert sum(ends['in_handler'].values()) == own['handler']
+    assert {ctx[-1] for ctx in ends['in_handler']} == {'handler'}
+    # Nothing of the program runs below a handler once it jumped out.
+    assert not {fn for ctx in below_handler(prof, k) for fn in ctx} & {'thr', 'deep', 'after', 'work', 'leaf'}
+    if k == 'inf':
+        # One path to thr (the thread's root), and what thr calls after the
+        # jump hangs right under it.
+        thr_paths = set(ends['thr'])
+        assert len(thr_paths) == 1
+        thr_path = thr_paths.pop() + ('thr',)
+        assert ends['after'] == {thr_path: own['after']}
+        assert ends['work'] == {thr_path: own['work']}
+        for forest in prof.forests:
+            assert_inclusive_is_subtree_exclusive(forest)
+    # The same contexts as with the handler on the thread's own stack.
+    ref, ref_own = run_altstack_longjmp(tools, k, threads, 'nostack')
+    assert ref_own == own
+    ref_ends = contexts_by_function(ref, k)
+    for fn in ('after', 'work', 'leaf', 'handler', 'in_handler', 'thr'):
+        assert ends[fn] == ref_ends[fn], fn
+    assert below_handler(prof, k) == below_handler(ref, k)

@@ -98,11 +98,13 @@ static ULong* block_entry(BlockInfo* blk, Addr sp, UWord after_call)
 }
 
 // A new coroutine's first function (entered by a ret, not a call) comes
-// through kg_entry_fixup or kg_block_entry; kg_block_start checks in
-// unwind_at_block_start.
+// through kg_entry_fixup or kg_block_entry, and so may a call made after a
+// handler left its alternate stack (left_alt_stack); kg_block_start checks
+// in unwind_at_block_start.
 static void follow_stack_switch(Addr sp, BlockInfo* blk)
 {
    if (left_running_stack(current, sp)) switch_stack(current, sp, blk);
+   else if (left_alt_stack(current, sp)) unwind_to_sp(current, sp, blk);
 }
 
 extern "C" void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, ForestNode* ctx_before)
@@ -145,7 +147,8 @@ static void follow_resume_below(ThreadState* t, BlockInfo* blk, Addr sp)
 static Addr unwind_at_block_start(BlockInfo* blk)
 {
    Addr sp = VG_(get_SP)(current->tid);
-   if (sp > kg_now->top_sp || left_running_stack(current, sp)) unwind_to_sp(current, sp, blk);
+   if (sp > kg_now->top_sp || left_running_stack(current, sp) || left_alt_stack(current, sp))
+      unwind_to_sp(current, sp, blk);
    else if (current->suspended) follow_resume_below(current, blk, sp);
    return sp;
 }

@@ -349,6 +349,32 @@ Bool left_running_stack(const ThreadState* t, Addr sp)
    return !in_memory_of(t->stack, sp) && !t->stack->alt_fences;
 }
 
+// Has a handler on an alternate signal stack left it for the interrupted
+// stack (siglongjmp out of the handler, as crash handlers and stack-overflow
+// recovery do)? SP is back in the interrupted stack's memory while the top
+// frame, the handler's, lies outside it. An alternate stack above the
+// interrupted one in memory puts SP below the handler's frames: the rise
+// that pops frames (pop_dead_frames) never comes.
+Bool left_alt_stack(const ThreadState* t, Addr sp)
+{
+   const ShadowStack* s = t->stack;
+   if (!s->alt_fences) return False;
+   const Frame* top = kg_now->top;
+   UWord kind = top->tr->kind;
+   return (kind == kActivation || kind == kTransparent) && !in_memory_of(s, top->sp) && in_memory_of(s, sp);
+}
+
+// Pops the frames that lie outside the running stack's memory: a handler's
+// on an alternate signal stack that SP left (left_alt_stack), with the
+// fences of handlers nested there, down to the fence on the interrupted
+// stack; the SP rule then decides on that fence and the interrupted frames.
+void pop_alt_stack_frames(ThreadState* t)
+{
+   const ShadowStack* s = t->stack;
+   while (kg_now->top > base_frame(t) && kg_now->top->tr->kind != kStackSegment && !in_memory_of(s, kg_now->top->sp))
+      pop_frame(t);
+}
+
 // SP rose above the return address of the first function of a coroutine
 // stack in a mapping while frames of it are open. An unwind cannot leave
 // the stack it runs on, and nothing of the coroutine lies above: the thread
@@ -372,8 +398,12 @@ namespace {
 // switch_stack's).
 void unwind_to_sp(ThreadState* t, Addr sp, BlockInfo* blk = nullptr)
 {
-   if (left_running_stack(t, sp) || rose_off_coroutine_stack(t, sp)) switch_stack(t, sp, blk);
-   else pop_dead_frames(t, sp);
+   if (left_running_stack(t, sp) || rose_off_coroutine_stack(t, sp)) {
+      switch_stack(t, sp, blk);
+   } else {
+      if (left_alt_stack(t, sp)) pop_alt_stack_frames(t);
+      pop_dead_frames(t, sp);
+   }
    if (kg_frames_watch.on) kg_frames_watch.stack_rose(t->tid, sp);
 }
 
