@@ -343,7 +343,8 @@ B<--show-blocks> ask for).
 
 =item B<json>
 
-Everything: contexts, k-CCF, k-SF.
+Everything: contexts, k-CCF, k-SF (each tree a flat array of nodes in
+pre-order with their B<id> and B<parent>, readable at any depth).
 
 =item B<dot>
 

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from annotate_json import nested
 import ksf_records
 import test_annotate_model as M
 
@@ -113,8 +114,11 @@ def parse_listing(text):
     return root
 
 
-def json_counts(nodes, kids):
-    return {n['name']: (n['calls'], json_counts(n.get(kids, []), kids)) for n in nodes}
+def json_counts(flat, kids):
+    """A JSON tree (flat, annotate_json) as {name: (calls, {children})}."""
+    def counts(nodes):
+        return {n['name']: (n['calls'], counts(n.get(kids, []))) for n in nodes}
+    return counts(nested(flat, kids))
 
 
 def sorted_listing(text):
@@ -156,7 +160,7 @@ def test_listing45_json(annotate):
     import jsonschema
     d = annotate('--format=json', THESIS).json()
     jsonschema.validate(d, json.loads(SCHEMA.read_text()))
-    assert (d['version'], d['tool'], d['cmd'], d['pid'], d['k'], d['mode']) == (1, 'kgrind', './prog1', 4242, 2, 'func')
+    assert (d['version'], d['tool'], d['cmd'], d['pid'], d['k'], d['mode']) == (2, 'kgrind', './prog1', 4242, 2, 'func')
     assert d['events'] == ['Ir'] and d['total'] == {'Ir': 176}
     (t,) = d['threads']
     assert (t['tid'], t['ksf_nodes'], t['ksf_nodes_left_out'], t['kccf_nodes']) == ('all', 20, 0, 25)
@@ -206,14 +210,17 @@ def test_listing45_lower_k(annotate):
         assert {tuple(c['path']): c['calls'] for c in t['contexts']} == want
         assert t['kccf_nodes'] == M.count_nodes(M.kccf({p: (c, 0, 0) for p, c in want.items()}))
     t = annotate('--format=json', '--k=0', THESIS).json()['threads'][0]
-    assert {n['name']: n['calls'] for n in t['kccf']} == {'__root__': 2, 'a': 4, 'b': 4, 'c': 9, 'd': 2, 'e': 2, 'f': 1}
+    assert {n['name']: n['calls'] for n in t['kccf'] if n['parent'] is None} == {'__root__': 2, 'a': 4, 'b': 4, 'c': 9, 'd': 2, 'e': 2, 'f': 1}
 
 
 # ---------------------------------------------------------------------------
 # inv_k against the brute-force model on random runs.
 
-def json_forest(nodes):
-    return {n['name']: [n['calls'], n['Ir'], n['inclusive'], json_forest(n.get('callers', []))] for n in nodes}
+def json_forest(flat):
+    """A JSON k-CCF (flat, annotate_json) as {name: [calls, Ir, inclusive, {callers}]}."""
+    def forest(nodes):
+        return {n['name']: [n['calls'], n['Ir'], n['inclusive'], forest(n.get('callers', []))] for n in nodes}
+    return forest(nested(flat, 'callers'))
 
 
 def model_forest(f):
@@ -313,11 +320,10 @@ def test_merge_identical_runs_doubles(annotate, tmp_path):
     two = annotate('--format=json', THESIS, again).json()['threads'][0]
     assert (two['ksf_nodes'], two['kccf_nodes']) == (20, 25)
 
-    def doubled(nodes, kids):
-        return [dict(n, calls=2 * n['calls'], Ir=2 * n['Ir'], inclusive=2 * n['inclusive'],
-                     **({kids: doubled(n[kids], kids)} if kids in n else {})) for n in nodes]
-    assert two['ksf'] == doubled(one['ksf'], 'children')
-    assert two['kccf'] == doubled(one['kccf'], 'callers')
+    def doubled(nodes):
+        return [dict(n, calls=2 * n['calls'], Ir=2 * n['Ir'], inclusive=2 * n['inclusive']) for n in nodes]
+    assert two['ksf'] == doubled(one['ksf'])
+    assert two['kccf'] == doubled(one['kccf'])
     assert two['Ir'] == 2 * one['Ir']
 
 

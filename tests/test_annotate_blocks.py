@@ -13,6 +13,7 @@ import shutil
 import pytest
 
 import ksf_records
+from annotate_json import nested
 from test_annotate import SCHEMA, annotate, bad, ok  # noqa: F401
 
 
@@ -197,8 +198,11 @@ def test_prog4_inter_rolled(annotate, tools):
 # JSON
 
 
-def json_tree(nodes, kids):
-    return sorted((n['name'], n['calls'], tuple(json_tree(n.get(kids, []), kids))) for n in nodes)
+def json_tree(flat, kids):
+    """A JSON tree (flat, annotate_json) as sorted (name, calls, (children))."""
+    def tree(nodes):
+        return sorted((n['name'], n['calls'], tuple(tree(n.get(kids, [])))) for n in nodes)
+    return tree(nested(flat, kids))
 
 
 @pytest.mark.parametrize('mode', ['intra', 'inter'])

@@ -5,10 +5,12 @@ import collections
 import json
 import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 
-from test_annotate import (LISTING_45_KCCF, LISTING_45_KSF, SCHEMA, annotate, bad,  # noqa: F401
+from test_annotate import (LISTING_45_KCCF, LISTING_45_KSF, SCHEMA, annotate, annotate_cmd, bad,  # noqa: F401
                            json_counts, ok, parse_listing, sections, sorted_listing)
 
 FUNCS = '--funcs=a,b,c,d,e,f'
@@ -202,6 +204,56 @@ def test_deep_recursion_is_read_in_linear_time(annotate, tools):
     stacks = {l.rsplit(' ', 1)[0] for l in folded.splitlines()}
     assert len(tips) >= len(stacks) and max(t.count(' > ') for t in tips) == 32
     assert {t.split(' > ', 1)[1] for t in tips if t.startswith('... > ')} <= {' > '.join(s.split(';')[-32:]) for s in stacks}
+
+
+def dump_nodes(dump):
+    """A --ksf or --kccf dump (sections) as (depth, name, calls, Ir, inclusive) per line."""
+    out = []
+    for line in dump.splitlines():
+        m = re.match(r'^( *)\| (.+)\(\),(\d+)  \[Ir (\d+), incl (\d+)\]$', line)
+        out.append((len(m.group(1)) // 2, m.group(2), *map(int, m.groups()[2:])))
+    return out
+
+
+def test_deep_recursion_json_reads_with_any_parser(annotate, tools, tmp_path):
+    """deeprec.c 2,000 deep at k=inf, simple recursion unrolled: the k-SF
+    and inf-CCF are deeper than Python's recursion limit, and json.load still
+    reads the whole document (its trees are flat arrays of nodes with parent
+    ids, no nesting), which the schema accepts.  Each tree is its --ksf or
+    --kccf dump node for node (depth from the parent ids, name, calls, Ir,
+    inclusive), and the k-SF holds the calls the program makes: rec 2,001
+    times, even 1,001 and odd 1,000, each node one call."""
+    import jsonschema
+    depth = 2000
+    exe = tools.compile('deeprec.c', '-O1')
+    run = tools.kgrind(exe, depth, opts=['--k=inf', '--unroll-simple-rec=yes', '--funcs=main,rec,odd,even'],
+                       out='deep.out')
+    assert run.returncode == 0 and run.stdout == f'deeprec: {depth} {depth}\n', run.stderr
+    out = tmp_path / 'deep.json'
+    with open(out, 'w') as f:
+        r = subprocess.run([*annotate_cmd(), '--format=json', str(run.profile_path)], stdout=f,
+                           stderr=subprocess.PIPE, text=True, timeout=120)
+    assert r.returncode == 0 and r.stderr == '', r.stderr
+    with open(out) as f:
+        d = json.load(f)
+    jsonschema.validate(d, json.loads(SCHEMA.read_text()))
+    assert d['version'] == 2
+    (t,) = d['threads']
+    dumps = sections(ok(annotate('--ksf', '--kccf', run.profile_path)).out)
+    for key, title, count in (('ksf', 'DUMP of K-SF', 'ksf_nodes'), ('kccf', 'DUMP of K-CCF', 'kccf_nodes')):
+        nodes = t[key]
+        assert len(nodes) == t[count]
+        depths = []
+        for n in nodes:
+            depths.append(0 if n['parent'] is None else depths[n['parent']] + 1)
+        assert max(depths) > max(depth, sys.getrecursionlimit())
+        assert [(dp, n['name'], n['calls'], n['Ir'], n['inclusive']) for dp, n in zip(depths, nodes)] == \
+            dump_nodes(dumps[title]), key
+    calls = collections.Counter()
+    for n in t['ksf']:
+        assert n['calls'] == 1 or n['name'] in ('__root__', 'main')
+        calls[n['name']] += n['calls']
+    assert (calls['rec'], calls['even'], calls['odd']) == (depth + 1, depth // 2 + 1, depth // 2)
 
 
 def test_default_report_is_what_help_says(annotate, tools):

@@ -20,6 +20,7 @@ import time
 
 import pytest
 
+from annotate_json import check_flat
 from test_annotate import DATA, THESIS, THESIS_V1, annotate_cmd
 
 SECONDS = float(os.environ.get('ANNOTATE_FUZZ_SECONDS', '45'))
@@ -154,12 +155,6 @@ def mutant(seeds, i):
 # ---------------------------------------------------------------------------
 # The independent checks of an accepted report.
 
-def tree_nodes(nodes, kids):
-    for n in nodes:
-        yield n
-        yield from tree_nodes(n.get(kids, []), kids)
-
-
 def check_json(d, options):
     problems = []
 
@@ -180,21 +175,29 @@ def check_json(d, options):
         for c in ctx:
             expect(0 <= c['Ir'] <= c['inclusive'], f'thread {tid}: context {c["path"]}: Ir above inclusive')
             expect(c['Ir'] <= t['Ir'], f'thread {tid}: context {c["path"]}: Ir above the thread\'s (> 100 %)')
-        ksf = list(tree_nodes(t['ksf'], 'children'))
+        for tree in ('ksf', 'kccf'):
+            try:
+                check_flat(t[tree])
+            except AssertionError as e:
+                expect(False, f'thread {tid}: {tree} is not a flat pre-order forest: {e}')
+        ksf = t['ksf']
         expect(len(ksf) == t['ksf_nodes'], f'thread {tid}: {len(ksf)} k-SF nodes listed, ksf_nodes {t["ksf_nodes"]}')
         expect(sum(n['Ir'] for n in ksf) == t['Ir'], f'thread {tid}: k-SF nodes sum to another Ir')
         if func:
-            root = next((r for r in t['ksf'] if r['name'] == '__root__'), None)
+            root = next((r for r in ksf if r['parent'] is None and r['name'] == '__root__'), None)
             expect(root is not None and root['inclusive'] == t['Ir'],
                    f'thread {tid}: __root__ inclusive differs from the thread Ir')
-        kccf = list(tree_nodes(t['kccf'], 'callers'))
+        kccf = t['kccf']
         expect(len(kccf) == t['kccf_nodes'], f'thread {tid}: {len(kccf)} k-CCF nodes listed, '
                f'kccf_nodes {t["kccf_nodes"]}')
-        for n in kccf:
-            for key in ('calls', 'Ir', 'inclusive'):
-                below = sum(c[key] for c in n.get('callers', []))
-                expect(n[key] >= below, f'thread {tid}: k-CCF node {n["name"]}: {key} below its callers\' sum')
-        for r in t['kccf']:
+        for key in ('calls', 'Ir', 'inclusive'):
+            below = [0] * len(kccf)
+            for n in kccf:
+                if n['parent'] is not None and 0 <= n['parent'] < len(kccf):
+                    below[n['parent']] += n[key]
+            for n, b in zip(kccf, below):
+                expect(n[key] >= b, f'thread {tid}: k-CCF node {n["name"]}: {key} below its callers\' sum')
+        for r in (r for r in kccf if r['parent'] is None):
             mine = [c for c in ctx if c['path'][-1] == r['name']]
             for key in ('calls', 'Ir', 'inclusive'):
                 expect(r[key] == sum(c[key] for c in mine),

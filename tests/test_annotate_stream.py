@@ -9,6 +9,7 @@ import random
 import subprocess
 
 import speedscope_file
+from annotate_json import check_flat, nested
 import test_annotate_model as M
 from test_annotate import annotate, annotate_cmd, ok  # noqa: F401
 
@@ -48,8 +49,11 @@ def model_tree(forest):
     return {n: (c, x, i, model_tree(k)) for n, (c, x, i, k) in forest.items()}
 
 
-def json_tree(nodes, kidkey):
-    return {n['name']: (n['calls'], n['Ir'], n['inclusive'], json_tree(n.get(kidkey, []), kidkey)) for n in nodes}
+def json_tree(flat, kidkey):
+    """A JSON tree (flat, annotate_json) as {name: (calls, Ir, inclusive, {children})}."""
+    def tree(nodes):
+        return {n['name']: (n['calls'], n['Ir'], n['inclusive'], tree(n.get(kidkey, []))) for n in nodes}
+    return tree(nested(flat, kidkey))
 
 
 def test_inf_ccf_count_equals_brute_force(annotate, tmp_path):
@@ -69,12 +73,8 @@ def test_inf_ccf_count_equals_brute_force(annotate, tmp_path):
         d = annotate('--format=json', p).json()
         for t in d['threads']:
             assert t['kccf_nodes'] == want[str(t['tid'])]
-            stack, nodes = list(t['kccf']), 0
-            while stack:
-                n = stack.pop()
-                nodes += 1
-                stack += n.get('callers', [])
-            assert nodes == t['kccf_nodes']
+            check_flat(t['kccf'])
+            assert len(t['kccf']) == t['kccf_nodes']
 
 
 def test_whole_outputs_equal_brute_force_and_limited(annotate, tmp_path):

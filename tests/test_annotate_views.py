@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 import test_annotate_model as M
+from annotate_json import node_paths
 from conftest import PROGS
 from test_annotate import THESIS, annotate, ok  # noqa: F401
 from test_annotate_export import twice_profile  # noqa: F401
@@ -114,14 +115,10 @@ def test_callers_folded_is_the_kccf(annotate, tmp_path, k):
         for i in range(1, len(frames) + 1):
             prefix[tuple(frames[:i])] += n
 
-    def walk(nodes, path, out):
-        for n in nodes:
-            p = path + (n['name'],)
-            out[p] += n['Ir']
-            walk(n.get('callers', []), p, out)
     kccf = collections.Counter()
     for t in d['threads']:
-        walk(t['kccf'], (), kccf)
+        for p, n in node_paths(t['kccf']):
+            kccf[p] += n['Ir']
     assert {p: v for p, v in kccf.items() if v} == {p: v for p, v in prefix.items() if v}
 
 
@@ -198,14 +195,9 @@ def test_dot_call_graph(annotate, twice_profile, k):
 # contexts the table selects (a k=inf forest of millions of nodes has an
 # inf-CCF of tens of millions).
 
-def tree_nodes(nodes, key, path=(), out=None):
+def tree_nodes(nodes):
     """{path of names from a root: (calls, Ir, inclusive)}, in pre-order."""
-    out = {} if out is None else out
-    for n in nodes:
-        p = path + (n['name'],)
-        out[p] = (n['calls'], n['Ir'], n['inclusive'])
-        tree_nodes(n.get(key, []), key, p, out)
-    return out
+    return {p: (n['calls'], n['Ir'], n['inclusive']) for p, n in node_paths(nodes)}
 
 
 @pytest.mark.parametrize('k', [2, M.INF])
@@ -224,12 +216,12 @@ def test_limited_outputs_are_the_selected_contexts(annotate, tmp_path, k, order)
             assert [' > '.join(c['path']) for c in tp['contexts']] == shown
             assert tp['contexts'] == tf['contexts'][:len(shown)] and tp['kccf_nodes'] == tf['kccf_nodes']
             # the k-CCF: exactly the chains of those contexts, counters and sibling order of the whole one
-            kf, kp = tree_nodes(tf['kccf'], 'callers'), tree_nodes(tp['kccf'], 'callers')
+            kf, kp = tree_nodes(tf['kccf']), tree_nodes(tp['kccf'])
             chains = {tuple(reversed(c['path']))[:i] for c in tp['contexts'] for i in range(1, len(c['path']) + 1)}
             assert set(kp) == chains and [p for p in kf if p in kp] == list(kp)
             assert all(kp[p] == kf[p] for p in kp)
             # the k-SF: at k=inf the root paths of those contexts, else whole
-            sf, sp = tree_nodes(tf['ksf'], 'children'), tree_nodes(tp['ksf'], 'children')
+            sf, sp = tree_nodes(tf['ksf']), tree_nodes(tp['ksf'])
             paths = {tuple(c['path'])[:i] for c in tp['contexts'] for i in range(1, len(c['path']) + 1)}
             assert (set(sp) == paths if k is M.INF else sp == sf) and all(sp[p] == sf[p] for p in sp)
         # folded stacks: those of the selected contexts, summed over threads
@@ -244,7 +236,7 @@ def test_limited_outputs_are_the_selected_contexts(annotate, tmp_path, k, order)
         first = dump.split('DUMP of K-CCF', 1)[1].split('\n', 2)[2].split('\n\n', 1)[0]
         names = [l.split('| ', 1)[1].rsplit(',', 1)[0] for l in first.splitlines()]
         tp = part['threads'][0]
-        assert names == [p[-1] + '()' for p in tree_nodes(tp['kccf'], 'callers')]
+        assert names == [p[-1] + '()' for p in tree_nodes(tp['kccf'])]
 
 
 def test_namesakes_stay_apart(annotate, tools):

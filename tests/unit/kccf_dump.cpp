@@ -15,8 +15,11 @@
 //
 //   {"k": 2, "recorded_k": 2, "threads": [ {"tid": 1 | "all", "Ir": ...,
 //     "ksf_nodes": n, "kccf_nodes": m, "calls": <canonical activations>,
-//     "kccf": [ {"name", "calls", "Ir", "inclusive", "callers": [...]} ],
-//     "ksf":  [ {"name", "calls", "Ir", "inclusive", "children": [...]} ] } ]}
+//     "kccf": [ {"id", "parent", "name", "calls", "Ir", "inclusive"}, ... ],
+//     "ksf":  [ {"id", "parent", "name", "calls", "Ir", "inclusive"}, ... ] } ]}
+//
+// (each forest a flat array of its nodes in pre-order: id is the index,
+// parent the parent's id or null for a root)
 //
 // "kccf" and "ksf" have exactly the shape of kgrind_annotate --format=json
 // (docs/kgrind-annotate.schema.json); siblings are ordered as its default
@@ -408,35 +411,27 @@ void sort_nodes(std::vector<const Node*>& v) {
   });
 }
 
-void json_node(std::string& o, const Node* n, const char* kidkey) {
-  o += "{\"name\":" + js(g_names[n->label]) + ",\"calls\":" + std::to_string(n->calls) +
-       ",\"Ir\":" + std::to_string(n->excl) + ",\"inclusive\":" + std::to_string(n->incl);
-  if (n->nkids) {
-    std::vector<const Node*> kids;
-    kg::core::for_each_child(n, [&](Node* c) { kids.push_back(c); });
-    sort_nodes(kids);
-    o += ",\"";
-    o += kidkey;
-    o += "\":[";
-    for (size_t i = 0; i < kids.size(); ++i) {
-      if (i) o += ',';
-      json_node(o, kids[i], kidkey);
-    }
-    o += ']';
-  }
-  o += '}';
+// One node and its subtree, in pre-order; next is the next node's id.
+void json_node(std::string& o, const Node* n, long parent, long& next) {
+  long id = next++;
+  if (id) o += ',';
+  o += "{\"id\":" + std::to_string(id) + ",\"parent\":" + (parent < 0 ? "null" : std::to_string(parent)) +
+       ",\"name\":" + js(g_names[n->label]) + ",\"calls\":" + std::to_string(n->calls) +
+       ",\"Ir\":" + std::to_string(n->excl) + ",\"inclusive\":" + std::to_string(n->incl) + '}';
+  std::vector<const Node*> kids;
+  kg::core::for_each_child(n, [&](Node* c) { kids.push_back(c); });
+  sort_nodes(kids);
+  for (const Node* c : kids) json_node(o, c, id, next);
 }
 
-void json_forest(std::string& o, const Forest& f, const char* kidkey) {
+void json_forest(std::string& o, const Forest& f) {
   std::vector<const Node*> roots;
   if (f.first_tree()) roots.push_back(f.first_tree());
   for (size_t i = 0; i < f.tree_count(); ++i) roots.push_back(f.tree(i));
   sort_nodes(roots);
   o += '[';
-  for (size_t i = 0; i < roots.size(); ++i) {
-    if (i) o += ',';
-    json_node(o, roots[i], kidkey);
-  }
+  long next = 0;
+  for (const Node* r : roots) json_node(o, r, -1, next);
   o += ']';
 }
 
@@ -518,9 +513,9 @@ int main(int argc, char** argv) {
     o += "{\"tid\":" + (T.tid == "all" ? std::string("\"all\"") : T.tid) + ",\"Ir\":" + std::to_string(T.ir) +
          ",\"ksf_nodes\":" + std::to_string(T.f.node_count()) + ",\"kccf_nodes\":" +
          std::to_string(ccf.node_count()) + ",\"calls\":" + std::to_string(tot.calls) + ",\"kccf\":";
-    json_forest(o, ccf, "callers");
+    json_forest(o, ccf);
     o += ",\"ksf\":";
-    json_forest(o, T.f, "children");
+    json_forest(o, T.f);
     o += '}';
     ccf.destroy();
   }

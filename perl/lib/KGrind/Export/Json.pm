@@ -13,33 +13,32 @@ use KGrind::TreeView;
 use KGrind::Format qw(js);
 use KGrind::Output;
 
-# A forest as nested JSON objects, written with an explicit stack (a
-# recursive writer keeps a string per level: O(depth^2) memory) as it is
-# produced.
+# A forest as a flat array of node objects in pre-order, each with its
+# index in the array (id) and its parent's (null for a root): any parser
+# reads it however deep the tree is (nested objects broke parsers with
+# recursion limits on deep profiles).  Walked with an explicit stack and
+# written as it is produced.
 sub json_tree {
-    my ($o, $T, $kidkey) = @_;
+    my ($o, $T) = @_;
     my $view = tree_view($o, $T);
     my $s = '[';
-    my @stack = ([$view->{roots}, 0]);    # [siblings, index of the next one]
+    my $id = 0;
+    my @stack = ([$view->{roots}, 0, 'null']);    # [siblings, index of the next one, their parent's id]
     while (@stack) {
         my $top = $stack[-1];
-        my ($list, $i) = @$top;
-        if ($i == @$list) {       # a list ends, and with it its parent's object
-            pop @stack;
-            $s .= @stack ? ']}' : ']';
-            next;
-        }
+        my ($list, $i, $par) = @$top;
+        if ($i == @$list) { pop @stack; next }
         $top->[1]++;
         my $v = $list->[$i];
         my ($fn, $cal, $exc, $inc) = $view->{node}->($v);
-        $s .= ($i ? ',' : '') . '{"name":' . js($LNAME[$fn]) . ',"calls":' . $cal . ',"Ir":' . $exc
-            . ',"inclusive":' . $inc;
+        $s .= ($id ? ',' : '') . '{"id":' . $id . ',"parent":' . $par . ',"name":' . js($LNAME[$fn])
+            . ',"calls":' . $cal . ',"Ir":' . $exc . ',"inclusive":' . $inc . '}';
         my $kids = $view->{kids}->($v);
-        if ($kids && @$kids) { $s .= ",\"$kidkey\":["; push @stack, [$kids, 0] }
-        else { $s .= '}' }
+        push @stack, [$kids, 0, $id] if $kids && @$kids;
+        $id++;
         if (length $s >= 1 << 16) { out($s); $s = '' }
     }
-    out($s);
+    out($s, ']');
 }
 
 # The whole JSON document, written as it is produced.
@@ -50,7 +49,7 @@ sub show {
     my $kj = sub { $_[0] == $INF ? '"inf"' : $_[0] };
     my $pid = $P0->{pid} // 0;
     $pid = 0 unless $pid =~ /^\d+$/;
-    my $s = '{"version":1,"tool":"kgrind","creator":' . js($P0->{creator} // '') . ',"files":['
+    my $s = '{"version":2,"tool":"kgrind","creator":' . js($P0->{creator} // '') . ',"files":['
         . join(',', map { js($_->{file}) } @P) . '],"cmd":' . js($P0->{cmd} // '') . ",\"pid\":$pid,\"pids\":["
         . join(',', map { ($_->{pid} // '') =~ /^\d+$/ ? $_->{pid} : 0 } @P) . '],"cmds":['
         . join(',', map { js($_->{cmd} // '') } @P) . '],"k":' . $kj->($S->{kk})
@@ -81,9 +80,9 @@ sub show {
             $comma = ',';
         }
         out('],"kccf":');
-        json_tree($o, ccf_tree($o, $t), 'callers');
+        json_tree($o, ccf_tree($o, $t));
         out(',"ksf":');
-        json_tree($o, ksf_tree($o, $t), 'children');
+        json_tree($o, ksf_tree($o, $t));
         out('}');
         $sep = ',';
     }
