@@ -311,14 +311,21 @@ sub ctx_str { my ($o, $C, $cid) = @_; join(' > ', map { display_name($o, $_) } @
 # zeroed counting), summed over the profiles read; "all": every thread's.
 sub left_out_nodes {
     my ($S, $tid) = @_;
-    my $n = 0;
-    for my $P (@{$S->{P}}) {
-        while (my ($key, $val) = each %{$P->{desc} // {}}) {
-            next unless $key =~ /^thread (\S+) left out$/ && ($tid eq 'all' || $1 eq $tid);
-            $n += $1 if $val =~ /^(\d+)/;
+    # the desc: lines read once (one a thread: a lookup each, not a pass)
+    my $left = $S->{left_out} //= do {
+        my %n;
+        for my $P (@{$S->{P}}) {
+            while (my ($key, $val) = each %{$P->{desc} // {}}) {
+                next unless $key =~ /^thread (\S+) left out$/;
+                my $t = $1;
+                next unless $val =~ /^(\d+)/;
+                $n{$t} += $1;
+                $n{all} += $1 unless $t eq 'all';
+            }
         }
-    }
-    return $n;
+        \%n;
+    };
+    return $left->{$tid} // 0;
 }
 
 # Each function's source file and first costly line, from the callgrind body.

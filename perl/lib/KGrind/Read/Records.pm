@@ -170,7 +170,7 @@ sub thread_start {
         ferr($file, $ln, "ksf-thread $ttid: unknown function id $tfn") unless defined $tfname;
     }
     ferr($file, $ln, "thread $ttid" . (defined $tfname ? ", function $tfname," : '') . " appears twice")
-        if grep { $_->{tid} eq $ttid && ($_->{fname} // '') eq ($tfname // '') } @{$P->{threads}};
+        if $R->{thread_seen}{$ttid . "\0" . ($tfname // '')}++;
     @{$R->{$_}} = () for qw(bpar bfn bcal bexc binc);
     $R->{thread} = { tid => $ttid, declared => $tn + 0, ir => $tir + 0, par => '', fn => '',
                      calls => '', excl => '', incl => '', preorder => 1, line => $ln,
