@@ -210,7 +210,8 @@ private:
 };
 
 // Entries that never move once created, so callers may keep them.
-template <typename Entry, UWord kMaxLoad = kUsualLoad>   // Entry has members `const void* a; const void* b;`
+// kFirstCap: as PairIndex's (small for maps there are many of).
+template <typename Entry, UWord kMaxLoad = kUsualLoad, UWord kFirstCap = 1024>   // Entry has members `const void* a; const void* b;`
 class PairMap {
 public:
    // The entry for (a, b), created zeroed (with a, b set) on first use.
@@ -238,7 +239,7 @@ public:
    template <typename F> void for_each(F f) const { index_.for_each(f); }
 
 private:
-   PairIndex<Entry, MemberKeys<Entry>, 1024, kMaxLoad> index_;
+   PairIndex<Entry, MemberKeys<Entry>, kFirstCap, kMaxLoad> index_;
 };
 
 } // namespace kg
