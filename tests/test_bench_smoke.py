@@ -16,7 +16,7 @@ def test_bench_suite_smoke(tmp_path):
     out = tmp_path / 'results'
     proc = subprocess.run(
         [sys.executable, str(SUITE), '--runs', '1', '--scale', '0.02', '--workloads', 'callheavy',
-         '--configs', 'none,kgrind-k2', '--no-growth', '--no-ksweep', '--no-large', '--no-charts', '--out', str(out)],
+         '--configs', 'none,kgrind-k2', '--no-growth', '--no-ksweep', '--no-large', '--no-churn', '--no-charts', '--out', str(out)],
         capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
 
@@ -60,7 +60,7 @@ def test_bench_ab_smoke(tmp_path):
     """bench/ab.py (A/B of frozen builds by CPU time) on the suite's work folder."""
     out = tmp_path / 'results'
     subprocess.run([sys.executable, str(SUITE), '--runs', '1', '--scale', '0.02', '--workloads', 'callheavy',
-                    '--configs', 'native', '--no-growth', '--no-ksweep', '--no-large', '--no-charts', '--out', str(out),
+                    '--configs', 'native', '--no-growth', '--no-ksweep', '--no-large', '--no-churn', '--no-charts', '--out', str(out),
                     '--keep-work'], check=True, capture_output=True, timeout=120, cwd=tmp_path)
     env = dict(os.environ, KGRIND_AB_DIR=str(tmp_path / 'ab'))
     ab = [sys.executable, str(ROOT / 'bench' / 'ab.py')]
