@@ -10,6 +10,7 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import callgrind_format  # noqa: E402
+import profile_check  # noqa: E402
 import profile_identity  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -24,9 +25,43 @@ SAME_BEFORE = os.environ.get('KGRIND_SAME_BEFORE')
 _same_builds = []
 
 
+PROFILES = profile_check.ProfileCheck()
+
+
+def pytest_configure(config):
+    config.addinivalue_line('markers', f'{profile_check.MARK}: the test writes bad profiles on purpose '
+                            '(tests/profile_check.py does not read its directory back)')
+
+
 def pytest_sessionstart(session):
     if not VG_IN_PLACE.exists():
         pytest.exit(f'{VG_IN_PLACE} is missing: build first (./setup.sh --build)', returncode=2)
+
+
+@pytest.fixture(autouse=True)
+def _profiles_read_back(request):
+    """Hands the profiles a test leaves in its tmp_path to the checker."""
+    directory = request.getfixturevalue('tmp_path') if 'tmp_path' in request.fixturenames else None
+    yield
+    if directory is None:
+        return
+    if request.node.get_closest_marker(profile_check.MARK):
+        PROFILES.exempt(directory)
+    else:
+        PROFILES.submit(directory, request.node.nodeid)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    PROFILES.submit_rest(session.config._tmp_path_factory.getbasetemp())
+    if PROFILES.finish() and session.exitstatus == 0:
+        session.exitstatus = 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    if PROFILES.refusals:
+        terminalreporter.section('profiles kgrind_annotate refuses (tests/profile_check.py)')
+        for test, path, message in PROFILES.refusals:
+            terminalreporter.write_line(f'{test}: {message}')
 
 
 class Run:
