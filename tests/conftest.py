@@ -40,28 +40,27 @@ def pytest_sessionstart(session):
 
 @pytest.fixture(autouse=True)
 def _profiles_read_back(request):
-    """Hands the profiles a test leaves in its tmp_path to the checker."""
+    """Reads back the profiles a test leaves in its tmp_path."""
     directory = request.getfixturevalue('tmp_path') if 'tmp_path' in request.fixturenames else None
     yield
     if directory is None:
         return
     if request.node.get_closest_marker(profile_check.MARK):
         PROFILES.exempt(directory)
-    else:
-        PROFILES.submit(directory, request.node.nodeid)
+        return
+    refused = PROFILES.refusals(directory)
+    if refused:
+        pytest.fail('kgrind_annotate refuses a profile the test left:\n' + '\n'.join(refused), pytrace=False)
 
 
-def pytest_sessionfinish(session, exitstatus):
-    PROFILES.submit_rest(session.config._tmp_path_factory.getbasetemp())
-    if PROFILES.finish() and session.exitstatus == 0:
-        session.exitstatus = 1
-
-
-def pytest_terminal_summary(terminalreporter):
-    if PROFILES.refusals:
-        terminalreporter.section('profiles kgrind_annotate refuses (tests/profile_check.py)')
-        for test, path, message in PROFILES.refusals:
-            terminalreporter.write_line(f'{test}: {message}')
+@pytest.fixture(scope='session', autouse=True)
+def _fixture_profiles_read_back(tmp_path_factory):
+    """The same for the directories of module-scoped fixtures, at the end."""
+    yield
+    refused = PROFILES.rest_refusals(tmp_path_factory.getbasetemp())
+    PROFILES.close()
+    if refused:
+        pytest.fail('kgrind_annotate refuses a profile a fixture left:\n' + '\n'.join(refused), pytrace=False)
 
 
 class Run:
