@@ -8,6 +8,8 @@ import collections
 import random
 import subprocess
 
+import pytest
+
 import speedscope_file
 from annotate_json import check_flat, nested
 import test_annotate_model as M
