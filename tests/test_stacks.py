@@ -426,8 +426,9 @@ def test_boost_context_fibers_yielding_from_nested_calls(tools, k):
     fiber's contexts are its own with the program's counts, the finite-k
     contexts are the k=inf paths cut to k callers, every node's inclusive
     Ir is at least its exclusive Ir (at k=inf its subtree's), the records'
-    exclusive Ir per function is the body's, and the default options' run
-    (recursion rolled) reads without a warning."""
+    exclusive Ir per function is the body's, the body's inclusive Ir into
+    work and the suspending jump_fcontext is their exclusive Ir, and the
+    default options' run (recursion rolled) reads without a warning."""
     exe = tools.compile('boost_fibers_nested.cpp', '-O1', libs=['-lboost_context'])
     native = tools.native(exe, 3)
     assert native.returncode == 0
@@ -459,8 +460,18 @@ def test_boost_context_fibers_yielding_from_nested_calls(tools, k):
         for forest in prof.forests:
             for nid, node in forest.nodes.items():
                 records[fiber_name(forest.name(nid))] += node[3]
-        body = {callee_name.split('(')[0]: ir for callee_name, ir in run.profile().by_function().items()}
+        body_prof = run.profile()
+        body = {callee_name.split('(')[0]: ir for callee_name, ir in body_prof.by_function().items()}
         assert {fn: records[fn] for fn in NESTED_FNS} == {fn: body[fn] for fn in NESTED_FNS}
+        # The body's inclusive Ir into the fibers' leaf contexts, work and the
+        # jump_fcontext that suspends them, is their exclusive Ir.
+        into = collections.Counter()
+        for _caller, callee, _count, incl in body_prof.calls:
+            names = [fiber_name(x) for x in callee.split("'")]
+            if names[0] == 'work' or names[:2] == ['jump_fcontext', 'yield_']:
+                into[callee] += incl
+        exclusive = body_prof.by_context()
+        assert into and into == {c: exclusive[c] for c in into}
     assert nested_fibers_paths(ksf_records.parse(runs[0].profile_path), k) == truncated(expected, k)
 
 
