@@ -154,6 +154,15 @@ public:
       return nullptr;
    }
 
+   // The index's first slots, cap of them (a power of two) instead of
+   // kFirstCap, allocated now: for one of many indexes that mostly stay small.
+   void start_with(UWord cap)
+   {
+      tl_assert(!cap_ && cap && !(cap & (cap - 1)));
+      slots_ = (UWord*)alloc_zeroed(cap * sizeof(UWord), "kg.pairmap");
+      cap_ = cap;
+   }
+
    // Adds e, whose key is not in the index yet.
    void insert(Entry* e)
    {
@@ -210,8 +219,7 @@ private:
 };
 
 // Entries that never move once created, so callers may keep them.
-// kFirstCap: as PairIndex's (small for maps there are many of).
-template <typename Entry, UWord kMaxLoad = kUsualLoad, UWord kFirstCap = 1024>   // Entry has members `const void* a; const void* b;`
+template <typename Entry, UWord kMaxLoad = kUsualLoad>   // Entry has members `const void* a; const void* b;`
 class PairMap {
 public:
    // The entry for (a, b), created zeroed (with a, b set) on first use.
@@ -230,6 +238,9 @@ public:
 
    UWord size() const { return index_.size(); }
 
+   // PairIndex::start_with.
+   void start_with(UWord cap) { index_.start_with(cap); }
+
    // Frees the index, not the entries (their users keep them): for tables
    // whose lookups are over while their entries are still read.
    void forget_index() { index_.clear(); }
@@ -239,7 +250,7 @@ public:
    template <typename F> void for_each(F f) const { index_.for_each(f); }
 
 private:
-   PairIndex<Entry, MemberKeys<Entry>, kFirstCap, kMaxLoad> index_;
+   PairIndex<Entry, MemberKeys<Entry>, 1024, kMaxLoad> index_;
 };
 
 } // namespace kg

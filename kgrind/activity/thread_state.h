@@ -85,11 +85,11 @@ struct ThreadState {
    Forest* forest;
    Forest* view;            // the body's contexts (see ActNode), or forest
    Now saved;               // kg_now while another thread runs
-   // A thread's tables start small (kThreadFirstCap) and grow: a program may
-   // make thousands of threads of a few calls each (a thread per request).
-   PairMap<ActEntry, kDenseLoad, kThreadFirstCap> acts;   // (top, bottom) -> ActNode, unless acts_in_nodes()
-   PairMap<ViewPair, kUsualLoad, kThreadFirstCap> view_acts;   // the same for the view forest
-   PairIndex<Transition, TransitionKeys, kThreadFirstCap, kDenseLoad> transitions;   // (parent, transition_key)
+   // Threads after the first start these small (kThreadFirstCap; thread_state):
+   // a program may make thousands of threads of a few calls each.
+   PairMap<ActEntry, kDenseLoad> acts;            // (top, bottom) -> ActNode, unless acts_in_nodes()
+   PairMap<ViewPair> view_acts;                   // the same for the view forest
+   PairIndex<Transition, TransitionKeys, 1024, kDenseLoad> transitions;   // (parent, transition_key)
    // Block modes.
    BlockFrame* bb;          // intra: indexed by frame depth
    UInt bb_cap;

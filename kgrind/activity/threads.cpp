@@ -21,8 +21,16 @@ ThreadState* thread_state(ThreadId tid)
       t->forest = joined_forest;
       t->view = joined_view;
    } else {
-      t->forest = forest_new(clo.k, node_payload_bytes(), True);
-      t->view = separate_view() ? forest_new(clo.view_k, view_payload_bytes(), True) : t->forest;
+      // The first thread's forests and tables as they always were (its
+      // node addresses order its call edges in the body); the others' small.
+      Bool small = t->serial > 1;
+      t->forest = forest_new(clo.k, node_payload_bytes(), small);
+      t->view = separate_view() ? forest_new(clo.view_k, view_payload_bytes(), small) : t->forest;
+   }
+   if (t->serial > 1) {
+      t->transitions.start_with(kThreadFirstCap);
+      if (!acts_in_nodes()) t->acts.start_with(kThreadFirstCap);
+      if (separate_view()) t->view_acts.start_with(kThreadFirstCap);
    }
    // The root frame is the base of the thread's own stack.
    auto is_root = [](const Transition* tr) { return tr->kind == kActivation && tr->fn_id == kNoFunction; };
