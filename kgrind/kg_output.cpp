@@ -4,6 +4,7 @@
 #include "kg_activity.h"
 #include "kg_callgrind_body.h"
 #include "kg_context_names.h"
+#include "kg_events.h"
 #include "kg_ksf_records.h"
 #include "kg_options.h"
 #include "kg_profile_header.h"
@@ -28,6 +29,9 @@ void write_body(Writer& w, ULong total, const ThreadProfile* threads, UInt n_thr
    fold_contexts(w);
    rank_names_by_use(w);
    select_thread_nodes(w, threads, n_threads);
+   w.n_events = extra_event_count();
+   tl_assert(w.n_events <= sizeof w.event_totals / sizeof w.event_totals[0]);
+   if (w.n_events) w.costs.event_totals(w.event_totals);
    write_header(w, total, threads, n_threads);
    w.last_object = kNoFile;
    w.last_file = kNoFile;
@@ -38,7 +42,9 @@ void write_body(Writer& w, ULong total, const ThreadProfile* threads, UInt n_thr
    if (block_mode()) write_block_records(w);
    else write_ksf_records(w, threads, n_threads);
    write_context_ids(w);
-   w.out.printf("\ntotals: %llu\n", total);
+   w.out.printf("\ntotals: %llu", total);
+   write_all_event_counts(w.out, w);
+   w.out.put_char('\n');
    w.objects.done();
    w.files.done();
    w.contexts.done();

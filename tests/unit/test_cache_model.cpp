@@ -187,19 +187,27 @@ TEST(BranchModel, NeverTakenNeverMispredicts) {
 }
 
 TEST(BranchModel, AlwaysTakenLearnsOnceTheHistoryIsFull) {
-  // The history fills with ones over 14 branches, each reaching a fresh
+  // The history fills with ones over 7 branches, each reaching a fresh
   // counter (strongly not taken: a mispredict); then one counter, which
   // needs two more mispredicts to predict "taken".
   Predictor b;
   int mispredicts = 0;
   for (int i = 0; i < 1000; i++) mispredicts += b.p->conditional(0x401234, true);
-  EXPECT_EQ(mispredicts, 14 + 2);
+  EXPECT_EQ(mispredicts, 7 + 2);
+}
+
+TEST(BranchModel, BranchesApartBy128BytesShareCounters) {
+  // Address bits 7 and up are not in the index: a branch 128 bytes on,
+  // after the same history, finds the counter trained by the first.
+  Predictor b;
+  for (int i = 0; i < 9; i++) b.p->conditional(0x401234, true);   // history 0x7F, counter at 2
+  EXPECT_FALSE(b.p->conditional(0x401234 + 128, true));
+  EXPECT_TRUE(b.p->conditional(0x401234 + 1, true));              // its own counter
 }
 
 TEST(BranchModel, TwoBitCountersNeedTwoMissesToFlip) {
-  // Two branches whose indices collide only through the history: a
-  // loop-like pattern T T T N repeats; the history (of 14 outcomes) then has
-  // 4 values at steady state, each its own counter, each of which learns.
+  // A loop-like pattern T T T N repeats; the history then has 4 values at
+  // steady state, each its own counter, each of which learns.
   Predictor b;
   int late = 0;
   for (int i = 0; i < 4000; i++) {
@@ -209,10 +217,12 @@ TEST(BranchModel, TwoBitCountersNeedTwoMissesToFlip) {
   EXPECT_EQ(late, 0);
 }
 
-TEST(BranchModel, IndexMixesAddressAndHistory) {
-  EXPECT_EQ(cond_index(0x401234, 0), 0x1234u);
-  EXPECT_EQ(cond_index(0x401234, 0x3FFF), 0x1234u ^ 0x3FFFu);
-  EXPECT_EQ(cond_index(0x4000, 0), 0u);
+TEST(BranchModel, IndexIsSevenAddressBitsAboveSevenHistoryBits) {
+  EXPECT_EQ(cond_index(0x401234, 0), 0x34u << 7);
+  EXPECT_EQ(cond_index(0x401234, 0x7F), (0x34u << 7) | 0x7F);
+  EXPECT_EQ(cond_index(0x401234, 0xFF), cond_index(0x401234, 0x7F));   // older outcomes left out
+  EXPECT_EQ(cond_index(0x401274, 5), cond_index(0x401234, 5) | (1u << 13));   // address bit 6
+  EXPECT_EQ(cond_index(0x4012B4, 5), cond_index(0x401234, 5));                 // bit 7: out
 }
 
 }  // namespace
