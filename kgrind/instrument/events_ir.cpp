@@ -9,11 +9,6 @@ namespace kg {
 
 namespace {
 
-// An access larger than this counts as its first kMaxAccessBytes bytes
-// (the smallest line the model takes: an aligned access then touches one
-// line, an unaligned one two).
-const UWord kMaxAccessBytes = 16;
-
 class EventsIR {
 public:
    // A superblock starts; `on`: events are collected.
@@ -141,10 +136,9 @@ private:
            kEvDLmw);
    }
 
-   static IRExpr* access_size(UInt size)
-   {
-      return IRBuilder::u64(size > kMaxAccessBytes ? kMaxAccessBytes : size ? size : 1);
-   }
+   // An access touches every line its bytes are in (a 32-byte load may
+   // straddle two lines, as in cachegrind: tests/test_events.py).
+   static IRExpr* access_size(UInt size) { return IRBuilder::u64(size ? size : 1); }
 
    static Bool same_atom(const IRExpr* a, const IRExpr* c)
    {
