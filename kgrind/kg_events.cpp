@@ -140,13 +140,16 @@ void events_init()
    if (clo.branch_sim) predictor = (core::BranchPredictor*)alloc_zeroed(sizeof(core::BranchPredictor), "kg.branch");
 }
 
-void write_event_header(FileWriter& out)
+void write_cache_descs(FileWriter& out)
 {
-   if (clo.cache_sim) {
-      write_cache_desc(out, i1);
-      write_cache_desc(out, d1);
-      write_cache_desc(out, ll);
-   }
+   if (!clo.cache_sim) return;
+   write_cache_desc(out, i1);
+   write_cache_desc(out, d1);
+   write_cache_desc(out, ll);
+}
+
+void write_events_line(FileWriter& out)
+{
    out.put("events: Ir");
    for (UInt e = 0; e < kEventIds; e++)
       if ((e < kEvBc && clo.cache_sim) || (e >= kEvBc && clo.branch_sim)) out.printf(" %s", kEventNames[e]);

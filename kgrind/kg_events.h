@@ -29,9 +29,10 @@ UInt event_column(EventId e);
 // message and exit 1, before the program runs.
 void events_init();
 
-// The header's lines: "desc: I1 cache: ..." per cache (with --cache-sim),
-// then "events: Ir ..." (every profile).
-void write_event_header(FileWriter& out);
+// The header's "desc: I1 cache: ..." lines (with --cache-sim).
+void write_cache_descs(FileWriter& out);
+// The header's "events: Ir ..." line (every profile).
+void write_events_line(FileWriter& out);
 
 // " c1 c2 ...": n event counts after a cost line's Ir, trailing zeros left
 // out (readers take a missing count as 0).

@@ -94,8 +94,9 @@ void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_t
       else out.printf("desc: thread %u left out: ", threads[i].tid);
       out.printf("%llu k-SF nodes whose subtrees count nothing\n", w.thread_nodes[i].left_out);
    }
+   write_cache_descs(out);
    out.put(w.instr ? "positions: instr line\n" : "positions: line\n");
-   write_event_header(out);
+   write_events_line(out);
    out.printf("summary: %llu", total);
    write_all_event_counts(out, w);
    out.put_char('\n');
