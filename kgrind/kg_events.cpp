@@ -82,9 +82,10 @@ void adjust_host_cache(Geometry& c)
       c.g.size = size;
       c.g.assoc = 2 * g.assoc;
    }
-   VG_(umsg)("Warning: the host's %s cache (%llu B, %llu-way, %llu B lines) has a number of sets that is not "
-             "a power of two: simulating %llu B, %llu-way\n", c.name, (ULong)g.size, (ULong)g.assoc, (ULong)g.line,
-             (ULong)c.g.size, (ULong)c.g.assoc);
+   if (VG_(clo_verbosity) > 0)
+      VG_(umsg)("Warning: the host's %s cache (%llu B, %llu-way, %llu B lines) has a number of sets that is "
+                "not a power of two: simulating %llu B, %llu-way\n", c.name, (ULong)g.size, (ULong)g.assoc,
+                (ULong)g.line, (ULong)c.g.size, (ULong)c.g.assoc);
 }
 
 void choose(Geometry& c, const CacheOption& given)
@@ -94,10 +95,12 @@ void choose(Geometry& c, const CacheOption& given)
    const HChar* error = core::cache_geometry_error(c.g);
    if (!error) return;
    if (given.given) {
-      VG_(fmsg_bad_option)("", "--%s=%llu,%llu,%llu: %s\n", c.name, given.size, given.assoc, given.line, error);
+      HChar opt[96];
+      VG_(snprintf)(opt, sizeof opt, "--%s=%llu,%llu,%llu", c.name, given.size, given.assoc, given.line);
+      VG_(fmsg_bad_option)(opt, "%s: %s\n", opt, error);
    } else {
-      VG_(fmsg_bad_option)("", "the host's %s cache (%llu B, %llu-way, %llu B lines) cannot be simulated: %s; "
-                           "give --%s=<size>,<associativity>,<line size>\n",
+      VG_(fmsg_bad_option)("--cache-sim=yes", "the host's %s cache (%llu B, %llu-way, %llu B lines) cannot be "
+                           "simulated: %s; give --%s=<size>,<associativity>,<line size>\n",
                            c.name, (ULong)c.g.size, (ULong)c.g.assoc, (ULong)c.g.line, error, c.name);
    }
    VG_(exit)(1);
@@ -139,6 +142,8 @@ void events_init()
    }
    if (clo.branch_sim) predictor = (core::BranchPredictor*)alloc_zeroed(sizeof(core::BranchPredictor), "kg.branch");
 }
+
+UInt i1_line_bits() { return core::log2_of_power(i1.g.line); }
 
 void write_cache_descs(FileWriter& out)
 {

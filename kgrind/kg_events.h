@@ -29,6 +29,9 @@ UInt event_column(EventId e);
 // message and exit 1, before the program runs.
 void events_init();
 
+// log2 of I1's line size (after events_init, with --cache-sim).
+UInt i1_line_bits();
+
 // The header's "desc: I1 cache: ..." lines (with --cache-sim).
 void write_cache_descs(FileWriter& out);
 // The header's "events: Ir ..." line (every profile).

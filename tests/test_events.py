@@ -76,9 +76,9 @@ def by_context_events(profile):
 
 
 def test_events_do_not_change_ir(tools):
-    """Ir's total is the same with and without the simulations, and per
-    line of the program's source (its calls' PLT stubs aside: with events
-    they are charged where cachegrind charges them, the stub)."""
+    """Ir's total is the same with and without the simulations (with
+    events a PLT stub's Ir is at the stub, where cachegrind has it, not at
+    the calling line: test_events_equal_cachegrind compares the lines)."""
     exe = tools.compile('cache_work.c', '-O1')
     plain = tools.kgrind(exe, out='kg.out.1').profile()
     sim = tools.kgrind(exe, opts=['--cache-sim=yes', '--branch-sim=yes', *GEOMETRY], out='kg.out.2').profile()

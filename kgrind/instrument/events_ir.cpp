@@ -15,16 +15,29 @@ public:
    void begin(Bool on)
    {
       on_ = on;
+      if (on && clo.cache_sim) line_bits_ = i1_line_bits();
       n_ = 0;
       n_patches_ = 0;
       last_read_addr_ = nullptr;
+      last_fetched_ = 0;
    }
 
-   // Instruction `addr` (len bytes, of line slot `line`) is fetched.
+   // Instruction `addr` (len bytes, of line slot `line`) is fetched. An
+   // instruction wholly in the I1 line of the previous instruction's last
+   // byte, in the same superblock, needs no call: nothing fetched between
+   // them (a superblock runs straight, and threads and signals switch
+   // between superblocks only), so that line is still the most recent of
+   // its set: a hit that changes nothing, and reaches no LL.
    void fetch(IRBuilder& b, IRExpr* counters, UInt line, Addr addr, UInt len)
    {
       last_read_addr_ = nullptr;
       if (!on_ || !clo.cache_sim) return;
+      Addr last_byte = addr + (len ? len - 1 : 0);
+      Bool same_line = last_fetched_ && addr > last_fetched_ &&
+                       (addr >> line_bits_) == (last_fetched_ >> line_bits_) &&
+                       (last_byte >> line_bits_) == (last_fetched_ >> line_bits_);
+      last_fetched_ = last_byte;
+      if (same_line) return;
       call(b, counters, line, kEvI1mr, kEvILmr, "kg_sim_fetch", (void*)kg_sim_fetch,
            IRBuilder::u64(addr), IRBuilder::u64(len), nullptr);
    }
@@ -117,7 +130,8 @@ public:
    }
 
 private:
-   static const UInt kMaxEventSlots = 16384;
+   // With the flush points' counters, within a counter store chunk (8192).
+   static const UInt kMaxEventSlots = 4096;
 
    void read(IRBuilder& b, IRExpr* counters, UInt line, IRExpr* addr, UInt size, IRExpr* guard)
    {
@@ -154,7 +168,7 @@ private:
    {
       UInt n = e2 >= 0 ? 3 : 2;
       if (n_ + n > kMaxEventSlots || n_patches_ == kMaxEventSlots)
-         VG_(tool_panic)((HChar*)"kgrind: a superblock with more than 16384 event counters");
+         VG_(tool_panic)((HChar*)"kgrind: a superblock with more than 4096 event counters");
       IRConst* offset = IRConst_U64(8 * (ULong)n_);
       patches_[n_patches_++] = offset;
       slots_[n_++] = { (UShort)line, (UShort)e0 };
@@ -165,6 +179,8 @@ private:
    }
 
    Bool on_ = False;
+   UInt line_bits_ = 0;             // I1's
+   Addr last_fetched_ = 0;          // the previous instruction's last byte, or 0
    UInt n_ = 0;
    UInt n_patches_ = 0;
    EventSlot slots_[kMaxEventSlots];
