@@ -3,6 +3,7 @@ k-contexts equals cachegrind 3.19's, in total, per source line of the
 program and per function of the program, with the same cache geometry and
 the same launcher, environment and arguments; the options' errors; the
 profile's header."""
+import collections
 import re
 import subprocess
 
@@ -66,6 +67,27 @@ def test_events_equal_cachegrind(tools, source, flags, functions):
     # kgrind_annotate reads the profile.
     r = subprocess.run([*ANNOTATE, str(kg.profile_path)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_events_are_charged_to_their_context(tools):
+    """cache_work.c's walk over its 512 KB array, from two callers: from
+    caller_a a stride of one 64-byte line (every read misses the 48 KB D1;
+    the first pass, the program's first touch of the array, misses LL
+    too), from caller_b a stride of one int (one D1 miss per 16 reads; the
+    array is in the 8 MB LL by then). Three calls each; each call's return
+    reads the stack, whose line the walk evicted from D1 but not from LL."""
+    exe = tools.compile('cache_work.c', '-O1')
+    kg = tools.kgrind(exe, opts=['--cache-sim=yes', *GEOMETRY], out='kg.out.1')
+    by_caller = {}
+    for (_ob, _fl, fn, _line), costs in kg.profile().event_lines.items():
+        if fn.split("'")[0] == 'walk':
+            by_caller.setdefault(fn.split("'")[1], collections.Counter()).update(costs)
+    lines = (1 << 17) * 4 // 64
+    a, b = by_caller['caller_a'], by_caller['caller_b']
+    assert (a['Dr'], a['D1mr'], a['DLmr']) == (3 * lines + 3, 3 * lines + 3, lines)
+    assert (b['Dr'], b['D1mr'], b['DLmr']) == (3 * 16 * lines + 3, 3 * lines + 3, 0)
+    assert a['Dw'] == 3 * lines and b['Dw'] == 3 * 16 * lines
+    assert a['D1mw'] == b['D1mw'] == 0
 
 
 def by_context_events(profile):
