@@ -9,7 +9,7 @@ namespace kg {
 namespace {
 
 const HChar* const kEventNames[kEventIds] = {
-   "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bc", "Bcm", "Bi", "Bim",
+   "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bc", "Bcm", "Bi", "Bim", "Ge",
 };
 
 void* core_alloc(void*, size_t n) { return kg::alloc(n, "kg.cache"); }
@@ -124,11 +124,27 @@ inline void count_access(ULong* slots, core::CacheMiss m)
 
 } // namespace
 
-Bool extra_events_on() { return clo.cache_sim || clo.branch_sim; }
+namespace {
 
-UInt extra_event_count() { return (clo.cache_sim ? 8 : 0) + (clo.branch_sim ? 4 : 0); }
+// The event groups in column order: their first event, and whether on.
+const UInt kGroups = 3;
+const EventId kGroupFirst[kGroups + 1] = { kEvDr, kEvBc, kEvGe, kEventIds };
+Bool group_on(UInt g) { return g == 0 ? clo.cache_sim : g == 1 ? clo.branch_sim : clo.collect_bus; }
+UInt group_of(UInt e) { return e >= kEvGe ? 2 : e >= kEvBc ? 1 : 0; }
 
-UInt event_column(EventId e) { return clo.cache_sim ? (UInt)e : (UInt)e - kEvBc; }
+} // namespace
+
+Bool extra_events_on() { return clo.cache_sim || clo.branch_sim || clo.collect_bus; }
+
+UInt extra_event_count() { return event_column(kEventIds); }
+
+UInt event_column(EventId e)
+{
+   UInt column = 0;
+   for (UInt g = 0; g < kGroups && kGroupFirst[g] < e; g++)
+      if (group_on(g)) column += (e < kGroupFirst[g + 1] ? (UInt)e : (UInt)kGroupFirst[g + 1]) - kGroupFirst[g];
+   return column;
+}
 
 void events_init()
 {
@@ -157,7 +173,7 @@ void write_events_line(FileWriter& out)
 {
    out.put("events: Ir");
    for (UInt e = 0; e < kEventIds; e++)
-      if ((e < kEvBc && clo.cache_sim) || (e >= kEvBc && clo.branch_sim)) out.printf(" %s", kEventNames[e]);
+      if (group_on(group_of(e))) out.printf(" %s", kEventNames[e]);
    out.put_char('\n');
 }
 
@@ -188,6 +204,11 @@ extern "C" void VG_REGPARM(3) kg_sim_cond(ULong* slots, Addr addr, UWord taken)
 {
    slots[0]++;
    slots[1] += predictor->conditional(addr, taken != 0);
+}
+
+extern "C" void VG_REGPARM(1) kg_count_bus(ULong* slot)
+{
+   slot[0]++;
 }
 
 extern "C" void VG_REGPARM(3) kg_sim_indirect(ULong* slots, Addr addr, Addr target)

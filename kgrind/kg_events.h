@@ -14,6 +14,7 @@ namespace kg {
 enum EventId : UShort {
    kEvDr, kEvDw, kEvI1mr, kEvD1mr, kEvD1mw, kEvILmr, kEvDLmr, kEvDLmw,   // --cache-sim
    kEvBc, kEvBcm, kEvBi, kEvBim,                                       // --branch-sim
+   kEvGe,                                                              // --collect-bus
    kEventIds
 };
 
@@ -43,13 +44,14 @@ void write_event_costs(FileWriter& out, const ULong* counts, UInt n);
 
 // The simulators' entry points. `slots`: the access's event counters in its
 // (context, block): fetch [I1mr, ILmr]; read [Dr, D1mr, DLmr]; write [Dw,
-// D1mw, DLmw]; branch [Bc, Bcm] or [Bi, Bim].
+// D1mw, DLmw]; branch [Bc, Bcm] or [Bi, Bim]; an atomic instruction [Ge].
 extern "C" {
 void VG_REGPARM(3) kg_sim_fetch(ULong* slots, Addr addr, UWord size);
 void VG_REGPARM(3) kg_sim_read(ULong* slots, Addr addr, UWord size);
 void VG_REGPARM(3) kg_sim_write(ULong* slots, Addr addr, UWord size);
 void VG_REGPARM(3) kg_sim_cond(ULong* slots, Addr addr, UWord taken);
 void VG_REGPARM(3) kg_sim_indirect(ULong* slots, Addr addr, Addr target);
+void VG_REGPARM(1) kg_count_bus(ULong* slot);
 }
 
 } // namespace kg

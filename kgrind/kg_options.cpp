@@ -20,6 +20,7 @@ Options clo = {
    False,
    False,
    False,
+   False,
    {},
    {},
    {},
@@ -108,6 +109,7 @@ Bool process_option(const HChar* arg)
    else if VG_STR_CLO(arg, "--funcs", value) parse_funcs(arg, value);
    else if VG_BOOL_CLO(arg, "--cache-sim", clo.cache_sim) {}
    else if VG_BOOL_CLO(arg, "--branch-sim", clo.branch_sim) {}
+   else if VG_BOOL_CLO(arg, "--collect-bus", clo.collect_bus) {}
    else if VG_STR_CLO(arg, "--I1", value) parse_cache(arg, "--I1", value, &clo.i1);
    else if VG_STR_CLO(arg, "--D1", value) parse_cache(arg, "--D1", value, &clo.d1);
    else if VG_STR_CLO(arg, "--LL", value) parse_cache(arg, "--LL", value, &clo.ll);
@@ -169,7 +171,8 @@ void check_positions()
 // The events beyond Ir: function mode, costs per line, for now.
 void check_events()
 {
-   const HChar* opt = clo.cache_sim ? "--cache-sim=yes" : clo.branch_sim ? "--branch-sim=yes" : nullptr;
+   const HChar* opt = clo.cache_sim ? "--cache-sim=yes" : clo.branch_sim ? "--branch-sim=yes"
+                    : clo.collect_bus ? "--collect-bus=yes" : nullptr;
    if (!opt) {
       const HChar* geometry = clo.i1.given ? "--I1" : clo.d1.given ? "--D1" : clo.ll.given ? "--LL" : nullptr;
       if (geometry)
@@ -230,6 +233,7 @@ void print_usage()
 "    --D1=<size>,<assoc>,<line size>  D1 cache geometry [the host's]\n"
 "    --LL=<size>,<assoc>,<line size>  last-level cache geometry [the host's]\n"
 "    --branch-sim=no|yes       simulate branch predictors: events Bc Bcm Bi Bim [no]\n"
+"    --collect-bus=no|yes      count atomic instructions: event Ge [no]\n"
 "    --unroll-simple-rec=no|yes  keep each level of simple recursion [no: rolled]\n"
 "    --kgrind-out-file=<file>  output file name [kgrind.out.%%p]\n"
 "                              (%%p is the pid, %%q{VAR} an environment variable)\n"

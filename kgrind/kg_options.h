@@ -38,6 +38,7 @@ struct Options {
    Bool collect_jumps_given;
    Bool cache_sim;               // --cache-sim: I1/D1/LL simulation
    Bool branch_sim;              // --branch-sim: branch predictor simulation
+   Bool collect_bus;             // --collect-bus: atomic instructions (Ge)
    CacheOption i1, d1, ll;       // --I1, --D1, --LL
    UInt n_func_patterns;         // --funcs, split at commas
    const HChar* func_patterns[kMaxFuncPatterns];

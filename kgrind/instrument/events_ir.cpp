@@ -48,7 +48,12 @@ public:
    // the write cannot miss).
    void data(IRBuilder& b, IRExpr* counters, UInt line, const IRStmt* st, const IRTypeEnv* tyenv)
    {
-      if (!on_ || !clo.cache_sim) return;
+      if (!on_) return;
+      // An atomic instruction (a compare-and-swap, a store-conditional) is a
+      // global bus event, as callgrind counts them.
+      if (clo.collect_bus && (st->tag == Ist_CAS || (st->tag == Ist_LLSC && st->Ist.LLSC.storedata)))
+         bus(b, counters, line);
+      if (!clo.cache_sim) return;
       switch (st->tag) {
       case Ist_WrTmp:
          if (st->Ist.WrTmp.data->tag == Iex_Load) {
@@ -161,20 +166,32 @@ private:
       return False;
    }
 
+   void bus(IRBuilder& b, IRExpr* counters, UInt line)
+   {
+      IRExpr* at = slot_address(b, counters);
+      slots_[n_++] = { (UShort)line, (UShort)kEvGe };
+      b.call("kg_count_bus", (void*)kg_count_bus, 1, mkIRExprVec_1(at), nullptr);
+   }
+
+   // The address of the next slot (counters + its offset, patched in finish).
+   IRExpr* slot_address(IRBuilder& b, IRExpr* counters)
+   {
+      if (n_ + 3 > kMaxEventSlots || n_patches_ == kMaxEventSlots)
+         VG_(tool_panic)((HChar*)"kgrind: a superblock with more than 4096 event counters");
+      IRConst* offset = IRConst_U64(8 * (ULong)n_);
+      patches_[n_patches_++] = offset;
+      return b.op(Iop_Add64, counters, IRExpr_Const(offset));
+   }
+
    // helper(counters + slot offset, x, y) when guard holds, with slots for
    // events e0, e1 (and e2) of line `line`.
    void call(IRBuilder& b, IRExpr* counters, UInt line, EventId e0, EventId e1, const HChar* name, void* fn,
              IRExpr* x, IRExpr* y, IRExpr* guard, Int e2 = -1)
    {
-      UInt n = e2 >= 0 ? 3 : 2;
-      if (n_ + n > kMaxEventSlots || n_patches_ == kMaxEventSlots)
-         VG_(tool_panic)((HChar*)"kgrind: a superblock with more than 4096 event counters");
-      IRConst* offset = IRConst_U64(8 * (ULong)n_);
-      patches_[n_patches_++] = offset;
+      IRExpr* at = slot_address(b, counters);
       slots_[n_++] = { (UShort)line, (UShort)e0 };
       slots_[n_++] = { (UShort)line, (UShort)e1 };
       if (e2 >= 0) slots_[n_++] = { (UShort)line, (UShort)e2 };
-      IRExpr* at = b.op(Iop_Add64, counters, IRExpr_Const(offset));
       b.call(name, fn, 3, mkIRExprVec_3(at, x, y), guard);
    }
 
