@@ -72,7 +72,9 @@ void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_t
       // The body's contexts are shallower than the k-SF's (--view-k).
       out.put("\ndesc: body contexts: ");
       write_k(out, clo.view_k);
-      out.put(" callers (the k-SF records: k)");
+      out.put(" callers (the k-SF records: ");
+      write_k(out, clo.k);
+      out.put(")");
    }
    out.printf("\ndesc: mode: %s\n", mode_name());
    if (block_mode()) out.printf("desc: loops rolled: %s\n", clo.roll_loops ? "yes" : "no");

@@ -124,6 +124,11 @@ CASES = [
     Case('dlopen-chdir', 'misc', ('dl', '{plugin}'), callers={'load_and_call': {'main': 2}},
          func_callers={'plugin_entry': {'load_and_call': 2}}),
     Case('newline-in-arg', 'misc', ('args', 'first line\nsecond line', 'plain'), modes=ONE_OF_EACH),
+    # 4 threads, each with its own alternate signal stack, raise SIGUSR1
+    # 50 frames deep 50 times; the handler siglongjmps back to thr().
+    Case('altstack-longjmp', 'altstack_longjmp', ('4', 'heap'), modes=ALL_MODES, threads=5,
+         callers={'after': {'thr': 800}, 'work': {'thr': 200}, 'leaf': {'work': 600},
+                  'in_handler': {'handler': 200}}),
 ]
 MATRIX = [pytest.param(case, mode, id=f'{case.name}-{mode}') for case in CASES for mode in case.modes]
 
@@ -165,10 +170,10 @@ class Programs:
 
     def _compile(self, name, *flags):
         if name not in self.built:
-            src = HOSTILE / f'{name}.c'
-            compiler = 'gcc'
-            if not src.exists():
-                src, compiler = HOSTILE / f'{name}.cpp', 'g++'
+            # a hostile program, else one of the other tests' programs
+            src = next(d / f'{name}{suffix}' for d in (HOSTILE, PROGS) for suffix in ('.c', '.cpp')
+                       if (d / f'{name}{suffix}').exists())
+            compiler = 'g++' if src.suffix == '.cpp' else 'gcc'
             out = self.dir / (name + ('.so' if '-shared' in flags else ''))
             subprocess.run([compiler, '-g', '-O1', '-pthread', *flags, str(src), '-o', str(out)],
                            check=True, capture_output=True, timeout=TIMEOUT)

@@ -31,7 +31,7 @@ void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, cons
    if (sb->jumpkind == Ijk_Ret) add_inline_return(b, sp_now, flushed_ir);
    // After the inline pop: more frames died (longjmp, exceptions, tail
    // calls' returns), or SP rose some other way.
-   if (sp.may_have_risen()) add_unwind_check(b, sp_now, nullptr);
+   if (sp.may_have_risen()) add_unwind_check(b, sp_now, nullptr, nullptr);
    if (computed_jump && !block_mode() && !blk->fn()->no_symbol) add_jump_out(b, blk, sb->next, last_instr);
    Addr target = sb->next->tag == Iex_Const ? const_target(sb->next->Iex.Const.con) : 0;
    if (sb->jumpkind == Ijk_Boring) add_tail_call(b, blk, target, last_instr, nullptr);
@@ -103,6 +103,9 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    IRExpr* counters = nullptr;   // set by the prologue
    IRExpr* stub_counted = nullptr;
    SpTracker sp(sb_in, layout);
+   // Whether the superblock's end checks SP (add_block_end): then a check
+   // before a side exit acts only when the exit is taken (add_unwind_check).
+   Bool end_checks = sp_may_rise_by_end(sb_in, layout);
    // --toggle-collect and the like: helpers in the named functions' first
    // and returning blocks only (kg_regions.cpp).
    Bool region = !blocks && region_function(blk->fn());
@@ -132,7 +135,9 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
             IRBuilder::Cond taken = exit_condition(sb_in, i);
             pending.flush(b, counters, &taken);
          }
-         if (sp.may_have_risen()) add_unwind_check(b, sp.value(b), leaving ? pending.ir_now(b) : nullptr);
+         if (sp.may_have_risen())
+            add_unwind_check(b, sp.value(b), leaving ? pending.ir_now(b) : nullptr,
+                             end_checks ? st->Ist.Exit.guard : nullptr);
          if (st->Ist.Exit.jk == Ijk_Boring)
             add_tail_call(b, blk, const_target(st->Ist.Exit.dst), last_instr, st->Ist.Exit.guard);
          if (instr) events_ir.cond_exit(b, counters, slot_of_instr[instr - 1], st, last_instr, last_instr + last_len);
