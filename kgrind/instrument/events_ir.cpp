@@ -195,15 +195,17 @@ private:
       b.call(name, fn, 3, mkIRExprVec_3(at, x, y), guard);
    }
 
-   Bool on_ = False;
-   UInt line_bits_ = 0;             // I1's
-   Addr last_fetched_ = 0;          // the previous instruction's last byte, or 0
-   UInt n_ = 0;
-   UInt n_patches_ = 0;
+   // No initialisers: the one EventsIR is a zeroed static (the tool runs no
+   // constructors); begin sets what a superblock needs.
+   Bool on_;
+   UInt line_bits_;                 // I1's
+   Addr last_fetched_;              // the previous instruction's last byte, or 0
+   UInt n_;
+   UInt n_patches_;
    EventSlot slots_[kMaxEventSlots];
    IRConst* patches_[kMaxEventSlots];
-   IRExpr* last_read_addr_ = nullptr;
-   UInt last_read_size_ = 0;
+   IRExpr* last_read_addr_;
+   UInt last_read_size_;
 };
 
 EventsIR events_ir;
