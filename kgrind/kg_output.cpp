@@ -104,16 +104,17 @@ namespace {
 
 // The profiles written so far whose k-SF records failed the writer's
 // checks (Writer::findings): their number, and the first one's file and
-// findings.
+// findings (allocated when found: a static of a type with default member
+// values would need a constructor, which the core never runs).
 UInt inconsistent_profiles;
 HChar* first_inconsistent_path;
-RecordFindings first_inconsistent;
+RecordFindings* first_inconsistent;
 
 void note_findings(const HChar* path, const RecordFindings& found)
 {
    if (!found.threads || inconsistent_profiles++) return;
    first_inconsistent_path = VG_(strdup)("kg.findings", path);
-   first_inconsistent = found;
+   first_inconsistent = new RecordFindings(found);
 }
 
 // One warning for the profiles written inconsistent (a bug of kgrind's:
@@ -121,7 +122,7 @@ void note_findings(const HChar* path, const RecordFindings& found)
 void warn_inconsistent_profiles()
 {
    if (!inconsistent_profiles) return;
-   const RecordFindings& f = first_inconsistent;
+   const RecordFindings& f = *first_inconsistent;
    const core::RecordCheck& c = f.first;
    VG_(umsg)("kgrind: warning: a bug of kgrind's left %s inconsistent (kgrind_annotate refuses it): ",
              first_inconsistent_path);
