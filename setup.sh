@@ -13,6 +13,7 @@ packages=(valgrind autoconf automake make pkg-config g++ gcc perl binutils
           python3 python3-pytest python3-jsonschema libgtest-dev graphviz
           clang-14 libclang-rt-14-dev
           libboost-context-dev                 # tests: boost.context fibers (tests/test_stacks.py)
+          golang-go                            # tests: goroutines' stacks (tests/test_go.py)
           bzip2 sqlite3 time python3-matplotlib)   # the benchmark suite (bench/)
 
 install_deps() {
