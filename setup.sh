@@ -2,23 +2,25 @@
 # One-command setup for kgrind on Debian 12 (amd64): installs what is missing,
 # builds, installs the tool next to Valgrind's own, and profiles an example.
 #   ./setup.sh            everything
-#   ./setup.sh --deps     only the Debian packages (used by tests/run)
+#   ./setup.sh --deps     only the Debian packages the tool needs
 #   ./setup.sh --build    packages + build in ./build (no install)
+#   ./setup.sh --tests    --build, and what the tests and the benchmark suite
+#                         need (used by tests/run)
 # Idempotent: a second run only rebuilds what changed.
 set -euo pipefail
 cd "$(dirname "$0")"
 top=$PWD
 
-packages=(valgrind autoconf automake make pkg-config g++ gcc perl binutils
-          python3 python3-pytest python3-jsonschema libgtest-dev graphviz
-          clang-14 libclang-rt-14-dev
-          libboost-context-dev                 # tests: boost.context fibers (tests/test_stacks.py)
-          golang-go                            # tests: goroutines' stacks (tests/test_go.py)
+packages=(valgrind autoconf automake make pkg-config g++ gcc perl binutils)
+test_packages=(python3 python3-pytest python3-pytest-xdist python3-jsonschema libgtest-dev graphviz
+          clang-14 libclang-rt-14-dev          # the fuzzers of the core (tests/unit)
+          libboost-context-dev                 # boost.context fibers (tests/test_stacks.py)
+          golang-go                            # goroutines' stacks (tests/test_go.py)
           bzip2 sqlite3 time python3-matplotlib)   # the benchmark suite (bench/)
 
 install_deps() {
   local missing=()
-  for p in "${packages[@]}"; do
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -60,15 +62,16 @@ profile_example() {
 }
 
 case "${1:-all}" in
-  --deps) install_deps ;;
-  --build) install_deps; build ;;
+  --deps) install_deps "${packages[@]}" ;;
+  --build) install_deps "${packages[@]}"; build ;;
+  --tests) install_deps "${packages[@]}" "${test_packages[@]}"; build ;;
   all)
-    install_deps
+    install_deps "${packages[@]}"
     build
     echo "setup: make install"
     make -s -C build install >/dev/null
     profile_example
     echo "setup: done. Try: valgrind --tool=kgrind ./your-program"
     ;;
-  *) echo "usage: $0 [--deps|--build]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--deps|--build|--tests]" >&2; exit 2 ;;
 esac

@@ -239,8 +239,10 @@ Bool is_written(const WrittenNodes& selected, const core::VisitInfo& v)
 }
 
 // The selected nodes of one forest, in pre-order: a left-out node's
-// subtree is left out too, so the kept nodes' levels stay their own.
-void write_forest_nodes(Writer& w, const core::Forest& sf, Bool incl_is_excl, const WrittenNodes& selected)
+// subtree is left out too, so the kept nodes' levels stay their own. check:
+// the numbers a reader checks, node by node (function mode).
+void write_forest_nodes(Writer& w, const core::Forest& sf, Bool incl_is_excl, const WrittenNodes& selected,
+                        core::RecordCheck* check)
 {
    NodeStreamWriter list(w.out);
    auto key = [&](const ForestNode* n) { return written_label(w, n); };
@@ -248,6 +250,7 @@ void write_forest_nodes(Writer& w, const core::Forest& sf, Bool incl_is_excl, co
       if (!is_written(selected, v)) return;
       const ForestNode* n = v.node;
       list.node(v.level, record_label(w, n), n->calls, n->excl, written_incl(n, incl_is_excl));
+      if (check) check->node(written_incl(n, incl_is_excl), n->excl);
    }, key, True);
    list.finish();
 }
@@ -359,8 +362,14 @@ void write_ksf_records(Writer& w, const ThreadProfile* threads, UInt n_threads)
       UInt tid = clo.join_threads ? 0 : t.tid;
       write_thread_open(out, tid, w.thread_nodes[i].count, t.ir);
       out.put_char('\n');
-      write_forest_nodes(w, t.forest->sf, False, w.thread_nodes[i]);
+      core::RecordCheck check;
+      write_forest_nodes(w, t.forest->sf, False, w.thread_nodes[i], &check);
       write_thread_close(out, tid);
+      check.finish(t.ir, True);
+      if (!check.consistent() && w.findings.threads++ == 0) {
+         w.findings.first_tid = tid;
+         w.findings.first = check;
+      }
    }
    out.put("# ksf-end\n");
 }
@@ -409,7 +418,7 @@ void write_block_records(Writer& w)
       write_thread_open(out, forests[i]->tid, selected.count, ir);
       if (forests[i]->fn) out.printf(" fn=%u", forests[i]->fn->id + 1);
       out.put_char('\n');
-      write_forest_nodes(w, sf, True, selected);
+      write_forest_nodes(w, sf, True, selected, nullptr);
       selected.keep.destroy();
       write_thread_close(out, forests[i]->tid);
    }

@@ -4,6 +4,7 @@
 #include "kg_activity.h"
 #include "kg_callgrind_body.h"
 #include "kg_context_names.h"
+#include "kg_events.h"
 #include "kg_ksf_records.h"
 #include "kg_options.h"
 #include "kg_profile_header.h"
@@ -28,6 +29,9 @@ void write_body(Writer& w, ULong total, const ThreadProfile* threads, UInt n_thr
    fold_contexts(w);
    rank_names_by_use(w);
    select_thread_nodes(w, threads, n_threads);
+   w.n_events = extra_event_count();
+   tl_assert(w.n_events <= sizeof w.event_totals / sizeof w.event_totals[0]);
+   if (w.n_events) w.costs.event_totals(w.event_totals);
    write_header(w, total, threads, n_threads);
    w.last_object = kNoFile;
    w.last_file = kNoFile;
@@ -38,7 +42,9 @@ void write_body(Writer& w, ULong total, const ThreadProfile* threads, UInt n_thr
    if (block_mode()) write_block_records(w);
    else write_ksf_records(w, threads, n_threads);
    write_context_ids(w);
-   w.out.printf("\ntotals: %llu\n", total);
+   w.out.printf("\ntotals: %llu", total);
+   write_all_event_counts(w.out, w);
+   w.out.put_char('\n');
    w.objects.done();
    w.files.done();
    w.contexts.done();
@@ -94,8 +100,50 @@ Bool create_output_file(const HChar* path)
    return ok;
 }
 
+namespace {
+
+// The profiles written so far whose k-SF records failed the writer's
+// checks (Writer::findings): their number, and the first one's file and
+// findings (allocated when found: a static of a type with default member
+// values would need a constructor, which the core never runs).
+UInt inconsistent_profiles;
+HChar* first_inconsistent_path;
+RecordFindings* first_inconsistent;
+
+void note_findings(const HChar* path, const RecordFindings& found)
+{
+   if (!found.threads || inconsistent_profiles++) return;
+   first_inconsistent_path = VG_(strdup)("kg.findings", path);
+   first_inconsistent = new RecordFindings(found);
+}
+
+// One warning for the profiles written inconsistent (a bug of kgrind's:
+// kgrind_annotate refuses them), even with -q.
+void warn_inconsistent_profiles()
+{
+   if (!inconsistent_profiles) return;
+   const RecordFindings& f = *first_inconsistent;
+   const core::RecordCheck& c = f.first;
+   VG_(umsg)("kgrind: warning: a bug of kgrind's left %s inconsistent (kgrind_annotate refuses it): ",
+             first_inconsistent_path);
+   if (c.below())
+      VG_(umsg)("thread %u: %llu k-SF nodes' inclusive Ir below their exclusive Ir (node %llu: inclusive "
+                "Ir %llu, exclusive Ir %llu)", f.first_tid, (ULong)c.below(), (ULong)c.first_below(),
+                (ULong)c.first_incl(), (ULong)c.first_excl());
+   else
+      VG_(umsg)("thread %u: its nodes' exclusive Ir sums to %llu, its __root__'s inclusive Ir is %llu, "
+                "not its ir=", f.first_tid, (ULong)c.excl_sum(), (ULong)c.root_incl());
+   if (f.threads > 1) VG_(umsg)("; %u threads", f.threads);
+   if (inconsistent_profiles > 1) VG_(umsg)("; %u profiles", inconsistent_profiles);
+   VG_(umsg)("\n");
+   inconsistent_profiles = 0;
+}
+
+} // namespace
+
 void report_profile_written(const HChar* path, const HChar* ended_by)
 {
+   warn_inconsistent_profiles();
    if (VG_(clo_verbosity) == 0) return;
    VG_(umsg)("\n");
    if (ended_by) VG_(umsg)("Exec of %s\n", ended_by);
@@ -115,6 +163,7 @@ Bool write_profile(const HChar* path, const DumpInfo& dump, const ThreadProfile*
    w->dump = &dump;
    write_body(*w, total_ir(), threads, n_threads);
    Bool ok = w->out.close();
+   note_findings(path, w->findings);
    if (!ok) VG_(umsg)("kgrind: error writing output file '%s': %s\n", path, w->out.write_error());
    kg::release(w);
    return ok;

@@ -7,6 +7,7 @@
 #include "kg_jumps.h"
 #include "kg_dump_info.h"
 #include "kg_writer.h"
+#include "core/record_check.h"
 
 namespace kg {
 
@@ -67,6 +68,15 @@ struct WrittenNodes {
    ULong left_out;
 };
 
+// What the checks of the k-SF records as written found
+// (core/record_check.h): how many threads' records a reader refuses, the
+// first of them and its check.
+struct RecordFindings {
+   UInt threads;
+   UInt first_tid;
+   core::RecordCheck first;
+};
+
 struct Writer {
    FileWriter out;
    NameCompressor objects, files, contexts;
@@ -95,6 +105,9 @@ struct Writer {
    UInt* label_written_at;    // the label of each ksf-fns id (function
    UInt n_listed_labels;      // mode; null: the same), and their number
    WrittenNodes* thread_nodes; // function mode: what each thread's records hold
+   UInt n_events;             // events beyond Ir (kg_events.h): columns after Ir
+   ULong event_totals[16];    // their totals, in column order
+   RecordFindings findings;   // function mode: the records' checks
 };
 
 const UInt kNoFile = 0xFFFFFFFFu;

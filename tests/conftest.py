@@ -10,6 +10,7 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import callgrind_format  # noqa: E402
+import profile_check  # noqa: E402
 import profile_identity  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -24,9 +25,42 @@ SAME_BEFORE = os.environ.get('KGRIND_SAME_BEFORE')
 _same_builds = []
 
 
+PROFILES = profile_check.ProfileCheck()
+
+
+def pytest_configure(config):
+    config.addinivalue_line('markers', f'{profile_check.MARK}: the test writes bad profiles on purpose '
+                            '(tests/profile_check.py does not read its directory back)')
+
+
 def pytest_sessionstart(session):
     if not VG_IN_PLACE.exists():
         pytest.exit(f'{VG_IN_PLACE} is missing: build first (./setup.sh --build)', returncode=2)
+
+
+@pytest.fixture(autouse=True)
+def _profiles_read_back(request):
+    """Reads back the profiles a test leaves in its tmp_path."""
+    directory = request.getfixturevalue('tmp_path') if 'tmp_path' in request.fixturenames else None
+    yield
+    if directory is None:
+        return
+    if request.node.get_closest_marker(profile_check.MARK):
+        PROFILES.exempt(directory)
+        return
+    refused = PROFILES.refusals(directory)
+    if refused:
+        pytest.fail('kgrind_annotate refuses a profile the test left:\n' + '\n'.join(refused), pytrace=False)
+
+
+@pytest.fixture(scope='session', autouse=True)
+def _fixture_profiles_read_back(tmp_path_factory):
+    """The same for the directories of module-scoped fixtures, at the end."""
+    yield
+    refused = PROFILES.rest_refusals(tmp_path_factory.getbasetemp())
+    PROFILES.close()
+    if refused:
+        pytest.fail('kgrind_annotate refuses a profile a fixture left:\n' + '\n'.join(refused), pytrace=False)
 
 
 class Run:

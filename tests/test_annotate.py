@@ -350,6 +350,7 @@ def test_names_not_utf8_give_utf8_output(annotate, tmp_path):
         assert 'a\u00e9\u00e9' in r.stdout.decode('utf-8')
 
 
+@pytest.mark.writes_bad_profiles
 def test_long_node_lines_give_one_clear_error(annotate, tmp_path):
     """A 400 KB ksf-nodes line: the reader's checks, not Perl's regex
     engine, report what is wrong (no 'recursion limit' diagnostic)."""
@@ -363,6 +364,7 @@ def test_long_node_lines_give_one_clear_error(annotate, tmp_path):
     bad(annotate(p), ":24: malformed ksf-nodes record at column 73: '1234567890123456789)")
 
 
+@pytest.mark.writes_bad_profiles
 def test_merge_mismatch_is_an_error(annotate, tmp_path):
     rng = random.Random(13)
     run = M.random_activations(rng)
@@ -466,6 +468,7 @@ def body_of(text):
     return text
 
 
+@pytest.mark.writes_bad_profiles
 def test_bad_truncated(annotate, tmp_path):
     text = THESIS.read_text()
     p = tmp_path / 'trunc.out'
@@ -528,6 +531,7 @@ V3_FIRST = ksf_records.node_stream(ksf_records.parse(THESIS_V3).forests[0])[:4] 
     ('\t@4\t', '\t@x4\t', ":96: ksf-fns: '@x4' names no function of the callgrind body"),
     ('# ksf-version: 3', '# ksf-version: 4', 'unsupported k-SF record version 4'),
 ])
+@pytest.mark.writes_bad_profiles
 def test_bad_corrupted_version_3(annotate, tmp_path, old, new, needle):
     corrupt(annotate, tmp_path, THESIS_V3, old, new, needle)
 
@@ -559,6 +563,7 @@ def test_version_3_nodes_read_alike_however_split_into_lines(annotate, tmp_path)
     (v3_nodes(V3_FIRST + [1 << 6 | 2, 1, 2, 1, 2, 1]), ":98: ksf-nodes: node 3: a second tree rooted at 'a'"),
     (v3_nodes(V3_FIRST + [1 << 6 | 2, 1, 2, 0]), ':98: ksf-nodes: node 2: only the first tree may be rooted at __root__'),
 ])
+@pytest.mark.writes_bad_profiles
 def test_bad_version_3_forest_at_k_inf(annotate, tmp_path, new, needle):
     """At k = inf the reader finds a repeated sibling label itself (a
     difference of 0 after a sibling); the forest check names it as at
@@ -638,6 +643,7 @@ NODES_2 = '# ksf-nodes 1*2=10/20(2*2=4 3*2=6))) 2*2 3*3 4*2(3*4) 1*2(2*2 3*2) 6'
      ":23: thread all has 20 k-SF nodes, but its desc: line says 'k-SF nodes 21'"),
     ('desc: k: 2', 'desc: k: 3', 'desc: k: 3 disagrees with the k-SF records'),
 ])
+@pytest.mark.writes_bad_profiles
 def test_bad_corrupted(annotate, tmp_path, old, new, needle):
     corrupt(annotate, tmp_path, THESIS, old, new, needle)
 
@@ -653,10 +659,12 @@ def test_bad_corrupted(annotate, tmp_path, old, new, needle):
     ('# ksf-fn 6 f', '# ksf-fns f', 'ksf-fns record in a version 1 file'),
     ('# ksf-node 19 - 6 1 0 0', '# ksf-nodes 6', 'ksf-nodes record in a version 1 file'),
 ])
+@pytest.mark.writes_bad_profiles
 def test_bad_corrupted_version_1(annotate, tmp_path, old, new, needle):
     corrupt(annotate, tmp_path, THESIS_V1, old, new, needle)
 
 
+@pytest.mark.writes_bad_profiles
 @pytest.mark.parametrize('source,alphabet', [(THESIS, '0123456789()*=/ \t-x'),
                                              (THESIS_V3, 'AgQw09+/=@ \t-x')])
 def test_random_record_corruption_is_handled(annotate, tmp_path, source, alphabet):
@@ -695,6 +703,7 @@ def test_random_record_corruption_is_handled(annotate, tmp_path, source, alphabe
     ('calls=2 17\n', 'calls=x 17\n', 'malformed calls= line'),
     ('\n22 12\n', '\n@@@ 22 12\n', 'unrecognized line'),
 ])
+@pytest.mark.writes_bad_profiles
 def test_bad_corrupted_body(annotate, tmp_path, old, new, needle):
     """The callgrind body is read in full when sources are annotated (the
     k-SF records are always checked)."""
@@ -705,6 +714,7 @@ def test_bad_corrupted_body(annotate, tmp_path, old, new, needle):
     bad(annotate('--auto=yes', p), 'corrupt.out', needle)
 
 
+@pytest.mark.writes_bad_profiles
 def test_bad_empty_binary_and_text(annotate, tmp_path):
     e = tmp_path / 'empty.out'
     e.write_text('')
@@ -726,6 +736,7 @@ def test_bad_callgrind_profile(annotate, tools):
     assert 'k-SF' in msg
 
 
+@pytest.mark.writes_bad_profiles
 def test_bad_kgrind_profile_without_records(annotate, tmp_path):
     p = tmp_path / 'flat.out'
     p.write_text('# callgrind format\nversion: 1\ncreator: kgrind-0.1.0\npositions: line\nevents: Ir\n'
@@ -733,6 +744,7 @@ def test_bad_kgrind_profile_without_records(annotate, tmp_path):
     bad(annotate(p), 'flat.out', 'no k-SF records')
 
 
+@pytest.mark.writes_bad_profiles
 def test_bad_paths(annotate, tmp_path):
     bad(annotate(tmp_path / 'nope.out'), 'nope.out', 'no such file')
     bad(annotate(tmp_path), 'is a directory')

@@ -348,6 +348,7 @@ def with_first_label(text, label):
     return re.sub(r'^(# ksf-nodes )(\S+)', edit, text, count=1, flags=re.M)
 
 
+@pytest.mark.writes_bad_profiles
 def test_bad_node_label(annotate, intra_profile, tmp_path):
     text = intra_profile.read_text()
     n = max(int(m) for m in re.findall(r'^# ksf-block (\d+) ', text, re.M))
@@ -357,6 +358,7 @@ def test_bad_node_label(annotate, intra_profile, tmp_path):
     bad(annotate(bad_path), f'block label {n + 1} has no ksf-block record', f'bad.out:{i + 1}:')
 
 
+@pytest.mark.writes_bad_profiles
 def test_truncated(annotate, intra_profile, tmp_path):
     text = intra_profile.read_text()
     for cut, needle in ((text.index('# ksf-end\n'), "no '# ksf-end'"),
@@ -374,6 +376,7 @@ def test_truncated(annotate, intra_profile, tmp_path):
     (lambda t: with_first_label(t, 0), 'cannot be rooted at __root__'),
     (lambda t: t.replace('roll-loops=yes', 'roll-loops=maybe'), 'bad roll-loops value'),
 ])
+@pytest.mark.writes_bad_profiles
 def test_bad_block_records(annotate, intra_profile, tmp_path, edit, needle):
     p = tmp_path / 'bad.out'
     text = intra_profile.read_text()

@@ -8,6 +8,8 @@ import collections
 import random
 import subprocess
 
+import pytest
+
 import speedscope_file
 from annotate_json import check_flat, nested
 import test_annotate_model as M
@@ -156,6 +158,7 @@ def tree_lines(forest, depth=0):
     return out
 
 
+@pytest.mark.writes_bad_profiles
 def test_bad_input_prints_nothing(annotate, tmp_path):
     """Outputs are written as produced only after the whole input was read
     and checked: a profile whose last line is bad prints nothing on stdout,

@@ -230,6 +230,7 @@ def test_exec_from_a_second_thread_keeps_every_threads_profile(tools, k):
     assert main_paths[('main', 'blocked_main')] == 1
 
 
+@pytest.mark.writes_bad_profiles
 def test_block_modes_say_that_they_write_no_profile_at_exec(tools):
     """--mode=inter cannot write a profile during the run: it says so at
     the exec, and the file stays the start-up placeholder."""

@@ -183,6 +183,7 @@ def assert_incomplete_profile(path, pid, annotate):  # noqa: F811
     bad(annotate(path), 'incomplete profile', 'did not exit normally')
 
 
+@pytest.mark.writes_bad_profiles
 def test_sigkill_leaves_an_incomplete_profile(tools, annotate):  # noqa: F811
     exe = tools.compile('incomplete.c')
     path = tools.dir / 'kgrind.out'
@@ -195,6 +196,7 @@ def test_sigkill_leaves_an_incomplete_profile(tools, annotate):  # noqa: F811
     assert_incomplete_profile(path, pid, annotate)
 
 
+@pytest.mark.writes_bad_profiles
 def test_unsupported_clone_leaves_an_incomplete_profile(tools, annotate):  # noqa: F811
     """clone(CLONE_VM | SIGCHLD) natively runs and reaps its child; Valgrind's
     core refuses it and exits with no tool fini: the start-up file stays and

@@ -193,6 +193,7 @@ def cut_points(data):
     }
 
 
+@pytest.mark.writes_bad_profiles
 @pytest.mark.parametrize('auto', [False, True], ids=['records', 'with-sources'])
 def test_truncated_profile_is_called_truncated(annotate, tmp_path, whole_profile, auto):
     data = whole_profile

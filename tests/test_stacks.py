@@ -4,11 +4,13 @@ coroutines on stacks of their own. Each run is checked against the
 program's own counts, cachegrind's per-function Ir, or the callers the
 program's source says."""
 import collections
+import subprocess
 
 import pytest
 
 import callgrind_format
 import ksf_records
+from test_annotate import annotate_cmd
 
 
 def full_paths(prof):
@@ -362,6 +364,115 @@ def test_boost_context_fibers_switching_directly_keep_their_own_contexts(tools, 
     else:
         assert ours == {('fiber_entry', 'ring_body'): 3, ('ring_body', 'ring_work'): own['ring_work'],
                         ('fiber_entry', 'short_work'): own['short_work']}
+
+
+NESTED_FNS = ('body', 'nest', 'work', 'yield_', 'schedule', 'jump_fcontext')
+
+
+def nested_fibers_paths(prof, k):
+    """{context: calls} of a boost_fibers_nested.cpp profile whose last
+    function is the program's or jump_fcontext (k=inf: whole paths)."""
+    out = collections.Counter()
+    for forest in prof.forests:
+        for ctx, n in ksf_records.kccf(forest, None if k == 'inf' else int(k), None if k == 'inf' else int(k)).items():
+            ctx = tuple(map(fiber_name, ctx))
+            if ctx[-1] in NESTED_FNS:
+                out[ctx] += n
+    return out
+
+
+def nested_fibers_expected(own, main_paths):
+    """The full paths the program's own counts give: each fiber's from its
+    root (`fiber_entry > body > nest ... > yield_ > jump_fcontext`), the
+    scheduler's (main_paths: those of a k=inf run that end in main's calls)."""
+    fiber = ('__root__', 'fiber_entry', 'body')
+    # boost.context's fiber_entry first jumps back to the fiber's creator.
+    paths = collections.Counter({fiber: own['body'], ('__root__', 'fiber_entry', 'jump_fcontext'): own['body']})
+    for level in range(1, 5):
+        at = fiber + ('nest',) * level
+        for key, tail in ((f'nest{level}', ()), (f'work{level}', ('work',)),
+                          (f'yield{level}', ('yield_',)), (f'yield{level}', ('yield_', 'jump_fcontext'))):
+            if own[key]:
+                paths[at + tail] += own[key]
+    paths.update(main_paths)
+    return paths
+
+
+def truncated(paths, k):
+    out = collections.Counter()
+    for p, n in paths.items():
+        out[p if k == 'inf' else p[-(int(k) + 1):]] += n
+    return out
+
+
+def assert_reads(path):
+    """kgrind_annotate and callgrind_annotate read the profile."""
+    r = subprocess.run([*annotate_cmd(), str(path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stderr == '', r.stderr
+    c = subprocess.run(['callgrind_annotate', str(path)], capture_output=True, text=True, timeout=120)
+    assert c.returncode == 0 and c.stderr == '', c.stderr
+
+
+@pytest.mark.parametrize('k', ['1', '2', '3', 'inf'])
+def test_boost_context_fibers_yielding_from_nested_calls(tools, k):
+    """boost_fibers_nested.cpp: four boost.context fibers (unregistered
+    stacks in the heap's one mapping) each yield to a scheduler in main from
+    3 to 5 nested calls, three rounds, their frames open while the others
+    run. jump_fcontext switches SP before `ldmxcsr`, whose emulation-warning
+    exit comes 11 instructions before its end: checked there, the switch
+    left those instructions in the resumed stack's inclusive costs but in
+    the suspended one's exclusive, and at finite k kgrind_annotate refused
+    the profile (`inclusive Ir 52 is below its exclusive Ir 96`). Each
+    fiber's contexts are its own with the program's counts, the finite-k
+    contexts are the k=inf paths cut to k callers, every node's inclusive
+    Ir is at least its exclusive Ir (at k=inf its subtree's), the records'
+    exclusive Ir per function is the body's, the body's inclusive Ir into
+    work and the suspending jump_fcontext is their exclusive Ir, and the
+    default options' run (recursion rolled) reads without a warning."""
+    exe = tools.compile('boost_fibers_nested.cpp', '-O1', libs=['-lboost_context'])
+    native = tools.native(exe, 3)
+    assert native.returncode == 0
+    own = collections.Counter(counts_printed(native.stdout))
+    assert own['body'] == 4 and own['yield2'] + own['yield3'] + own['yield4'] == 12
+    ref = tools.kgrind(exe, 3, opts=['--k=inf', '--unroll-simple-rec=yes'], out='nested.inf')
+    assert ref.returncode == 0 and ref.stdout == native.stdout, ref.stderr
+    full = nested_fibers_paths(ksf_records.parse(ref.profile_path), 'inf')
+    main_paths = {p: n for p, n in full.items() if 'main' in p}
+    assert {p[p.index('main'):]: n for p, n in main_paths.items() if p[-1] == 'schedule'} == \
+        {('main', 'schedule'): own['schedule']}
+    expected = nested_fibers_expected(own, main_paths)
+    assert full == expected
+    runs = [ref] if k == 'inf' else [tools.kgrind(exe, 3, opts=[f'--k={k}', '--unroll-simple-rec=yes'],
+                                                 out=f'nested.{k}')]
+    runs.append(tools.kgrind(exe, 3, opts=[f'--k={k}'], out=f'nested.{k}.default'))
+    for run in runs:
+        assert run.returncode == 0 and run.stdout == native.stdout, run.stderr
+        assert 'warning' not in run.stderr, run.stderr
+        assert_reads(run.profile_path)
+        prof = ksf_records.parse(run.profile_path)
+        for forest in prof.forests:
+            below = {nid: (incl, excl) for nid, (_p, _l, _c, excl, incl) in forest.nodes.items() if incl < excl}
+            assert below == {}
+            if k == 'inf':
+                sums = subtree_exclusive(forest)
+                assert {nid: forest.nodes[nid][4] for nid in forest.nodes} == sums
+        records = collections.Counter()
+        for forest in prof.forests:
+            for nid, node in forest.nodes.items():
+                records[fiber_name(forest.name(nid))] += node[3]
+        body_prof = run.profile()
+        body = {callee_name.split('(')[0]: ir for callee_name, ir in body_prof.by_function().items()}
+        assert {fn: records[fn] for fn in NESTED_FNS} == {fn: body[fn] for fn in NESTED_FNS}
+        # The body's inclusive Ir into the fibers' leaf contexts, work and the
+        # jump_fcontext that suspends them, is their exclusive Ir.
+        into = collections.Counter()
+        for _caller, callee, _count, incl in body_prof.calls:
+            names = [fiber_name(x) for x in callee.split("'")]
+            if names[0] == 'work' or names[:2] == ['jump_fcontext', 'yield_']:
+                into[callee] += incl
+        exclusive = body_prof.by_context()
+        assert into and into == {c: exclusive[c] for c in into}
+    assert nested_fibers_paths(ksf_records.parse(runs[0].profile_path), k) == truncated(expected, k)
 
 
 def test_thousands_of_suspended_coroutines_keep_their_own_contexts(tools):

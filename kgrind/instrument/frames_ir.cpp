@@ -218,9 +218,18 @@ void add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir)
 // ir: the thread's Ir to store first, when a check before the superblock's
 // end may call kg_unwind (which closes inclusive costs with it) and a
 // leaving count has not stored it yet (PendingCounts), else nullptr.
-void add_unwind_check(IRBuilder& b, IRExpr* sp, IRExpr* ir)
+// taken: for a check before a side exit whose superblock checks again at
+// its end, the exit's guard: the check acts only if the exit is taken.
+// Otherwise the rest of the superblock, whose instructions count in the
+// context its prologue found, would run after the pops or the stack switch
+// (boost.context's jump_fcontext switches SP before `ldmxcsr`, whose
+// emulation-warning exit comes 11 instructions before its end): their Ir
+// would be in other frames' inclusive cost than their context's, and a
+// context's inclusive cost below its exclusive cost.
+void add_unwind_check(IRBuilder& b, IRExpr* sp, IRExpr* ir, IRExpr* taken)
 {
    IRExpr* rose = b.op(Iop_CmpLT64U, b.load64(&kg_now->top_sp), sp, Ity_I1);
+   if (taken) rose = b.op(Iop_And1, rose, taken, Ity_I1);
    if (ir) b.store_if(rose, b.at(&kg_now->ir), ir);
    b.call("kg_unwind", (void*)kg_unwind, 1, mkIRExprVec_1(sp), rose);
 }

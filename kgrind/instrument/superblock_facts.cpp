@@ -248,6 +248,18 @@ IRBuilder::Cond exit_condition(const IRSB* sb_in, Int exit)
    return { Iop_INVALID, guard, nullptr };
 }
 
+// Whether SP may have risen at the superblock's end (its end checks SP),
+// as instrument() tracks it.
+Bool sp_may_rise_by_end(const IRSB* sb_in, const VexGuestLayout* layout)
+{
+   SpTracker sp(sb_in, layout);
+   for (Int i = guest_code_start(sb_in); i < sb_in->stmts_used; i++) {
+      const IRStmt* st = sb_in->stmts[i];
+      if (st && st->tag != Ist_NoOp) sp.note(st, sb_in->tyenv);
+   }
+   return sp.may_have_risen();
+}
+
 // Is there a flush point before this side exit? Before every one in the
 // block modes; function mode skips exits that only a fault takes.
 Bool flushes_before(const IRStmt* exit, Bool blocks)
