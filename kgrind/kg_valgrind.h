@@ -27,4 +27,7 @@ extern "C" {
 #include "pub_tool_oset.h"
 #include "pub_tool_seqmatch.h"
 #include "libvex_ir.h"
+#if defined(VGA_amd64)
+#include "libvex_guest_amd64.h"
+#endif
 }

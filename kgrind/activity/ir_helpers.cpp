@@ -128,15 +128,20 @@ extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode
 }
 
 // blk, outside the top frame's function, runs where a suspended coroutine
-// stack resumes (resumed_frame), while a coroutine stack in a mapping runs:
-// a switch to that stack, below (one above raised SP: kg_unwind). Code runs
+// stack resumes (resumed_frame), or resumes moved (moved_stack), while a
+// coroutine stack in a mapping runs: a switch to that stack, below (one
+// above raised SP: kg_unwind). A moved stack's resume is seen here when the
+// switch raised SP before it jumped (Go's runtime.gogo loads SP, then jumps
+// to the goroutine's pc): kg_unwind took it for a new stack, left empty. Code runs
 // outside its top frame's function after such a switch (the top frame is
 // the switch's, the resumed code the switch's caller); a normal return pops
 // the top frame inline and leaves blk in the new top frame's function.
 static void follow_resume_below(ThreadState* t, BlockInfo* blk, Addr sp)
 {
    if (!in_shared_mapping(t, t->stack) || t->stack->alt_fences || runs(kg_now->top->tr, blk->fn())) return;
-   if (ShadowStack* resumed = resumed_stack(t, landing_at(sp, blk))) switch_to_stack(t, resumed, sp);
+   Landing l = landing_at(sp, blk);
+   if (ShadowStack* resumed = resumed_stack(t, l)) switch_to_stack(t, resumed, sp);
+   else if (ShadowStack* moved = moved_stack(t, l)) switch_to_stack(t, moved, sp);
 }
 
 // Pops the frames that died, by SP at the start of the running superblock

@@ -196,11 +196,69 @@ ShadowStack* resumed_stack(ThreadState* t, const Landing& l)
    return moved;
 }
 
+// How far a switch landing at l finds suspended coroutine stack s moved
+// (0: it is not s's copy): l returns from s's top frame (pc is the return
+// address in its slot, SP just above it) in other memory, and what s's
+// frames' slots held lies there, each as far from the top (stack_shape).
+Addr moved_by(const ShadowStack* s, const Landing& l)
+{
+   if (!s->shape || s->resume_pc != l.pc) return 0;
+   Addr delta = l.sp - (s->top->sp + sizeof(Addr));
+   return delta && stack_shape(s, delta) == s->shape ? delta : 0;
+}
+
+// A suspended stack was copied to other memory, every frame moved by delta
+// (Go's runtime.morestack: copystack moves a goroutine's stack to a larger
+// one and restarts the function that ran out of stack at its entry, on the
+// copy; the garbage collector shrinks a parked goroutine's stack the same
+// way): its frames go on there, the same activations, re-keyed to the new
+// SPs; the stack is tied to the memory sp lies in.
+void relocate_stack(ShadowStack* s, Addr delta, Addr sp)
+{
+   for (Frame* f = s->frames + 1; f <= s->top; f++)
+      if (f->sp) f->sp += delta;
+   if (s->entry_sp) s->entry_sp += delta;
+   if (!in_memory_of(s, sp)) s->registered = stack_memory_at(sp, &s->lo, &s->hi);
+}
+
+// The suspended stack that a switch landing at l resumes moved (moved_by),
+// if any: thread t's, else another thread's (which moves to t), the most
+// recently suspended of them. Only where no stack resumes at SP itself.
+// Goroutines at one depth of one recursion have stacks of one shape: the
+// thread that ran runtime.morestack copies the stack and resumes it, so
+// its own stacks come first.
+ShadowStack* moved_stack(ThreadState* t, const Landing& l)
+{
+   if (l.starting) return nullptr;
+   ThreadState* from = nullptr;
+   ShadowStack* moved = nullptr;
+   Addr delta = 0;
+   auto consider = [&](ThreadState* o) {
+      for (ShadowStack* s = o->suspended; s; s = s->next) {
+         if (s == o->own || (moved && s->suspension < moved->suspension)) continue;
+         if (Addr d = moved_by(s, l)) {
+            from = o;
+            moved = s;
+            delta = d;
+         }
+      }
+   };
+   consider(t);
+   if (!moved)
+      for (ThreadState* o = all_threads; o; o = o->next)
+         if (o != t) consider(o);
+   if (!moved) return nullptr;
+   if (from != t) move_stack(t, from, moved);
+   relocate_stack(moved, delta, l.sp);
+   return moved;
+}
+
 // The suspended stack a switch landing at l lands on, if any: the one it
-// resumes, else the best fit.
+// resumes, else the one it resumes moved, else the best fit.
 ShadowStack* stack_landed_on(ThreadState* t, const Landing& l)
 {
    if (ShadowStack* resumed = resumed_stack(t, l)) return resumed;
+   if (ShadowStack* moved = moved_stack(t, l)) return moved;
    // The nearest, the newest of those as near. What fits but the thread's
    // own stack is empty (unindexed), or not starting and has open frames
    // just below sp (kResumeGap) or a little above it (kLandingGap).

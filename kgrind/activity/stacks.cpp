@@ -76,19 +76,45 @@ ShadowStack* new_shadow_stack(Transition* root, Addr lo, Addr hi, UInt cap)
    return s;
 }
 
-// The memory of the stack a thread starts on: Valgrind's record of it, or
-// else the mapping SP lies in.
-void own_stack_memory(ThreadId tid, Addr* lo, Addr* hi)
+// Go's runtime, not linked with cgo, starts each thread it makes on a
+// stack (its g0's, 8 KB in Go 1.19) taken from its heap, which holds the
+// goroutines' stacks too: Valgrind takes such a stack to reach down to the
+// start of the mapping. Its clone leaves the thread's g in R9 (the child's
+// registers are the parent's), whose first words are the stack's bounds
+// (g.stack.lo, g.stack.hi), hi the SP the thread starts at. True, and the
+// stack's memory, when R9 points at such a pair.
+Bool go_thread_stack(ThreadId tid, Addr sp, Addr* lo, Addr* hi)
 {
+#if defined(VGA_amd64)
+   Addr g = 0, bounds[2];
+   VG_(get_shadow_regs_area)(tid, (UChar*)&g, 0, offsetof(VexGuestAMD64State, guest_R9), sizeof(g));
+   if (!g || !VG_(am_is_valid_for_client)(g, sizeof(bounds), VKI_PROT_READ)) return False;
+   VG_(memcpy)(bounds, (const void*)g, sizeof(bounds));
+   if (bounds[1] != sp || bounds[0] >= sp || sp - bounds[0] > 1024 * 1024) return False;
+   *lo = bounds[0];
+   *hi = sp;
+   return True;
+#else
+   return False;
+#endif
+}
+
+// The memory of the stack a thread starts on: Valgrind's record of it, or
+// else the mapping SP lies in. True for a Go thread's stack (go_thread_stack),
+// which lies in memory that holds other stacks.
+Bool own_stack_memory(ThreadId tid, Addr* lo, Addr* hi)
+{
+   if (tid != 1 && go_thread_stack(tid, VG_(get_SP)(tid), lo, hi)) return True;
    Addr max = VG_(thread_get_stack_max)(tid);
    SizeT size = VG_(thread_get_stack_size)(tid);
    if (max && size && max > size) {
       *lo = max - size + 1;
       *hi = max;
-      return;
+      return False;
    }
    *lo = 0;
    *hi = ~(Addr)0;
+   return False;
 }
 
 // The memory of a stack SP switched to: the registered stack it lies in
@@ -141,6 +167,25 @@ void shrink_to_base(ShadowStack* s)
    kg::release(s->frames - 1);
    set_frames(s, base, 1);
    s->top = s->frames;
+}
+
+// What the open frames of s below its top one hold at their slots (the
+// return addresses, read at sp + delta), and where each lies from the top
+// frame: the same for a copy of the stack moved by delta (Go's copystack
+// moves every frame of a goroutine's stack by one offset; the top frame's
+// slot, runtime.morestack's return address, is not copied). 0 if a slot
+// cannot be read.
+ULong stack_shape(const ShadowStack* s, Addr delta)
+{
+   ULong h = 14695981039346656037ULL;
+   for (const Frame* f = s->top; f > s->frames; f--) {
+      UWord kind = f->tr->kind;
+      if ((kind != kActivation && kind != kTransparent) || f->sp <= s->top->sp) continue;
+      if (!VG_(am_is_valid_for_client)(f->sp + delta, sizeof(Addr), VKI_PROT_READ)) return 0;
+      h = (h ^ (ULong)(f->sp - s->top->sp)) * 1099511628211ULL;
+      h = (h ^ (ULong)*(const Addr*)(f->sp + delta)) * 1099511628211ULL;
+   }
+   return h ? h : 1;
 }
 
 void release_stack(ShadowStack* s)

@@ -220,6 +220,7 @@ void suspend_stack(ThreadState* t)
    s->suspended_at = kg_now->ir;
    s->suspension = ++stack_suspensions;
    s->resume_pc = s->top > s->frames ? return_address_at(s->top->sp) : 0;
+   s->shape = s != t->own && s->resume_pc ? stack_shape(s, 0) : 0;
    for (Frame* f = s->frames + 1; f <= s->top; f++)
       if (f->tr->kind == kActivation) count_out(f->tr);
    // (With none of the thread's frames active: the ended ones close as
@@ -251,10 +252,18 @@ void resume_stack(ThreadState* t, ShadowStack* s)
    run_on(t, s);
 }
 
-// Leaves the running stack for suspended stack s, SP now sp.
+// Leaves the running stack for suspended stack s, SP now sp. An empty
+// coroutine stack left so was a switch taken for a new stack before its
+// landing told which one it resumes: it ends.
 void switch_to_stack(ThreadState* t, ShadowStack* s, Addr sp)
 {
-   suspend_stack(t);
+   ShadowStack* left = t->stack;
+   if (left != t->own && kg_now->top == left->frames && !left->registered) {
+      left->top = left->frames;
+      release_stack(left);
+   } else {
+      suspend_stack(t);
+   }
    resume_stack(t, s);
    pop_dead_frames(t, sp);
 }

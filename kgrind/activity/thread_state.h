@@ -53,6 +53,10 @@ struct ShadowStack {
    // While suspended: the return address in its top frame's slot, where a
    // resume returns to (0: none read).
    Addr resume_pc;
+   // While suspended, a coroutine stack's: what its frames' slots held
+   // (stack_shape), by which a copy of the stack in other memory is known
+   // (moved_stack). 0: not known.
+   ULong shape;
    // While suspended: the process's count of suspensions when it was left
    // (resumed_stack: the most recent of a thread's stacks and another's).
    ULong suspension;

@@ -4,6 +4,8 @@
 
 namespace kg {
 
+static void add_registered_stack(Addr start, Addr end);
+
 namespace {
 
 ThreadState* thread_state(ThreadId tid)
@@ -40,8 +42,11 @@ ThreadState* thread_state(ThreadId tid)
       set_child(t, tr, act_node(t, root_act, view_root), nullptr, kActivation);
    });
    Addr lo, hi;
-   own_stack_memory(tid, &lo, &hi);
+   Bool go = own_stack_memory(tid, &lo, &hi);
    t->own = t->stack = new_shadow_stack(root, lo, hi, kThreadFrames);
+   // The goroutines' stacks in its mapping do not hold a Go thread's stack.
+   if (go) add_registered_stack(lo, hi);
+   t->own->registered = go;
    t->own->frames[0].ir_at_entry = 0;
    Frame* frames = t->own->frames;
    t->saved = { ~(Addr)0, 0, transition_ctx(root), 0, frames, frames + t->own->cap - 1 };
@@ -166,6 +171,14 @@ void stack_registered(Addr start, Addr end)
       start = end;
       end = swap;
    }
+   add_registered_stack(start, end);
+   tie_running_stack(start, end);
+}
+
+// [start, end] is a stack (registered, or a thread's carved stack): the
+// registrations it overlaps end, and the suspended stacks in that memory.
+static void add_registered_stack(Addr start, Addr end)
+{
    UInt at = forget_registered_stacks(start, end);
    end_stacks_in(start, end);
    if (n_registered_stacks == registered_stacks_cap) {
@@ -179,7 +192,6 @@ void stack_registered(Addr start, Addr end)
                 (n_registered_stacks - at) * sizeof(StackRange));
    registered_stacks[at] = { start, end };
    n_registered_stacks++;
-   tie_running_stack(start, end);
 }
 
 void memory_unmapped(Addr a, SizeT len)

@@ -1,0 +1,86 @@
+"""Go programs: goroutines whose stacks runtime.morestack copies to larger
+ones (the function that ran out of stack restarts at its entry on the
+copy), suspended and resumed by the scheduler on any of the runtime's
+threads. Skipped, with the reason, when Go is missing (setup.sh --deps
+installs golang-go)."""
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+import ksf_records
+from conftest import BUILD, PROGS
+from test_annotate import annotate_cmd
+from test_stacks import contexts_by_function
+
+WORKERS, ROUNDS, DEPTH = 4, 2, 3000
+# Valgrind 3.19 does not decode RDTSCP, which Go's runtime uses when the
+# CPU has it; asynchronous preemption (a signal that makes the goroutine
+# call runtime.asyncPreempt) is a limit of kgrind (docs/manual.md).
+GODEBUG = 'cpu.rdtscp=off,asyncpreemptoff=1'
+
+
+@pytest.fixture
+def go_program(tools, monkeypatch):
+    go = shutil.which('go')
+    if not go:
+        pytest.skip('go is missing: setup.sh --deps installs golang-go')
+    monkeypatch.setenv('GODEBUG', GODEBUG)
+    exe = tools.dir / 'go_morestack'
+    # The build cache is kept with the build: the first build compiles Go's
+    # runtime (minutes on two cores).
+    env = dict(os.environ, GO111MODULE='off', GOFLAGS='', GOCACHE=str(BUILD / 'gocache'),
+               GOPATH=str(tools.dir / 'gopath'))
+    subprocess.run([go, 'build', '-gcflags=-l', '-o', str(exe), str(PROGS / 'go_morestack.go')],
+                   check=True, capture_output=True, text=True, env=env)
+    return exe
+
+
+def own_counts(stdout):
+    m = re.fullmatch(r'deep (\d+) leaf (\d+) sum \d+\n', stdout)
+    assert m, stdout
+    return {'main.deep': int(m.group(1)), 'main.leaf': int(m.group(2)), 'main.worker': WORKERS * ROUNDS}
+
+
+def in_source(ctx, outer, least, most, k):
+    """Is ctx (callers, outermost first) the k-context of outer followed
+    by least to most (None: any number of) calls of main.deep?"""
+    if k == 'inf':
+        deeps = len(ctx) - len(outer)
+        return (ctx[:len(outer)] == outer and set(ctx[len(outer):]) <= {'main.deep'} and
+                least <= deeps and (most is None or deeps <= most))
+    depth = int(k)
+    top = most if most is not None else least + depth
+    return any((outer + ('main.deep',) * j)[-depth:] == ctx for j in range(least, top + 1))
+
+
+@pytest.mark.parametrize('k', ['1', '2', 'inf'])
+def test_goroutines_growing_their_stacks_keep_their_calls_and_contexts(tools, go_program, k):
+    """Each worker goroutine recurses DEPTH + its number deep (main.worker >
+    main.deep ... > main.leaf); its stack grows from 8 KB to 1 MB, each
+    growth copying it, and it yields (runtime.Gosched) and hands tokens
+    over channels on the way, so it is suspended and resumed, on any
+    thread. Every call of deep and leaf counts once, as the program counts
+    them, in the contexts its source gives. Were a copied stack a new one,
+    deep would restart at the root (`__root__ > main.deep`) with an extra
+    call at every growth."""
+    args = (WORKERS, ROUNDS, DEPTH)
+    native = tools.native(go_program, *args)
+    kg = tools.kgrind(go_program, *args, opts=[f'--k={k}'], out=f'go.{k}')
+    assert native.returncode == kg.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout
+    own = own_counts(native.stdout)
+    ends = contexts_by_function(ksf_records.parse(kg.profile_path), k)
+    for fn, n in own.items():
+        assert sum(ends[fn].values()) == n, (fn, ends[fn])
+    # The program's own contexts: the worker a goroutine's root, deep called
+    # by the worker or by itself, leaf by deep.
+    source = {'main.worker': (('__root__',), 0, 0), 'main.deep': (('__root__', 'main.worker'), 0, None),
+              'main.leaf': (('__root__', 'main.worker'), 1, None)}
+    for fn, (outer, least, most) in source.items():
+        for ctx in ends[fn]:
+            assert in_source(ctx, outer, least, most, k), (fn, ctx)
+    r = subprocess.run([*annotate_cmd(), str(kg.profile_path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
