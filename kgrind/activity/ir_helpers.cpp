@@ -193,6 +193,22 @@ extern "C" void VG_REGPARM(2) kg_jump_out(Addr target, Addr jump_instr)
    kg_now->ctx = kCallPending;
 }
 
+extern "C" void VG_REGPARM(1) kg_jump_into(FnInfo* fn)
+{
+   ThreadState* t = current;
+   if (kg_now->ctx == kCallPending) return;
+   for (Frame* f = kg_now->top - 1; f > base_frame(t); f--) {
+      UWord kind = f->tr->kind;
+      // Not past a signal's fence or a stack segment's: the jump stays
+      // in the top frame, as any jump into other code without a frame.
+      if (kind != kActivation && kind != kTransparent) return;
+      if (!runs(f->tr, fn)) continue;
+      while (kg_now->top > f) pop_frame(t);
+      update_now_from_top();
+      return;
+   }
+}
+
 // The instructions of a superblock with one flush point.
 static UWord block_instructions(const BlockInfo* blk)
 {

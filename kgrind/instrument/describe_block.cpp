@@ -8,7 +8,7 @@ namespace {
 // a symbol?
 Bool function_entry(Addr a, const SourceLoc& loc)
 {
-   return loc.fn && !loc.fn->no_symbol && is_function_entry(a);
+   return loc.fn && !loc.fn->no_symbol && !loc.in_part && is_function_entry(a);
 }
 
 void count_positions(const IRSB* sb_in, Bool blocks, UInt* n_instrs, UInt* n_exits);

@@ -61,6 +61,27 @@ void add_tail_call(IRBuilder& b, const BlockInfo* blk, Addr target, Addr jump_in
    make_call_pending(b, jump_instr, guard);
 }
 
+// A direct jump of blk into the middle of another function (not its first
+// instruction: that is a tail call; a split part of blk's own function,
+// such as its `.cold` code, is blk's function already, source_loc) returns
+// to that function's activation when one is open below the top frame (the
+// thesis's "ret-jump"): kg_jump_into pops the frames above it, called only
+// when the top frame runs another function. Decided at instrumentation:
+// only blocks with such a jump pay, one compare when it is taken.
+// ir: the thread's Ir to store first, as for add_unwind_check.
+void add_jump_into(IRBuilder& b, const BlockInfo* blk, Addr target, IRExpr* guard, IRExpr* ir)
+{
+   if (!target || blk->in_plt || is_plt_stub(target)) return;
+   SourceLoc loc;
+   source_loc(target, &loc);
+   if (!loc.fn || loc.fn == blk->fn() || loc.fn->no_symbol || function_entry(target, loc)) return;
+   IRExpr* running = b.load_field(b.load64(&kg_now->top), offsetof(Frame, tr));
+   IRExpr* other = b.op(Iop_CmpNE64, function_mismatch(b, running, loc.fn), IRBuilder::u64(0), Ity_I1);
+   guard = guard ? b.op(Iop_And1, guard, other, Ity_I1) : other;
+   if (ir) b.store_if(guard, b.at(&kg_now->ir), ir);
+   b.call("kg_jump_into", (void*)kg_jump_into, 1, mkIRExprVec_1(mkIRExpr_HWord((HWord)loc.fn)), guard);
+}
+
 // A computed jump of a function with a symbol to outside its object's text
 // calls kg_jump_out, which makes a jump into code without a symbol there a
 // tail call (callgrind calls a jump into another object a call; a symbol's
