@@ -521,7 +521,7 @@ void source_loc(Addr a, SourceLoc* out)
 {
    symbol_loc(a, out);
    FnInfo* whole = whole_function(out->fn);
-   out->in_part = whole != nullptr;
+   out->part = whole ? out->fn : nullptr;
    if (whole) out->fn = whole;
 }
 

@@ -45,7 +45,7 @@ struct SourceLoc {
    FnInfo* fn;
    UInt file;            // file id; the unknown file is "???"
    UInt line;            // 0 when unknown
-   Bool in_part;         // in a split part of fn (FnInfo::whole), not fn's own body
+   const FnInfo* part;   // the split part of fn the code lies in (FnInfo::whole), else null
 };
 
 void debuginfo_init();
