@@ -10,6 +10,7 @@
 #include "kg_hotpath.h"
 #include "kg_blocks.h"
 #include "kg_costs.h"
+#include "kg_events.h"
 #include "kg_options.h"
 #include "kg_pairmap.h"
 #include "kg_runtime.h"

@@ -11,11 +11,32 @@ namespace kg {
 static BlockInfo** all_blocks;
 static UWord n_blocks, blocks_cap;
 
+BlockEvents** block_events;
+UWord block_events_cap;
+
 static void remember_block(BlockInfo* b)
 {
    append(all_blocks, n_blocks, blocks_cap, b, 4096, "kg.blocks");
    b->id = (UInt)n_blocks;
    tl_assert(b->id == n_blocks);
+}
+
+void set_block_events(const BlockInfo* blk, const EventSlot* slots, UInt n)
+{
+   if (blk->id >= block_events_cap) {
+      UWord cap = block_events_cap ? 2 * block_events_cap : 4096;
+      while (cap <= blk->id) cap *= 2;
+      BlockEvents** bigger = (BlockEvents**)alloc_zeroed(cap * sizeof(BlockEvents*), "kg.events");
+      if (block_events) VG_(memcpy)(bigger, block_events, block_events_cap * sizeof(BlockEvents*));
+      kg::release(block_events);
+      block_events = bigger;
+      block_events_cap = cap;
+   }
+   if (!n) return;
+   BlockEvents* e = (BlockEvents*)alloc_permanent(sizeof(BlockEvents) + n * sizeof(EventSlot));
+   e->n = n;
+   VG_(memcpy)(e->slots, slots, n * sizeof(EventSlot));
+   block_events[blk->id] = e;
 }
 
 BlockInfo* block_with_id(UInt id) { return all_blocks[id - 1]; }

@@ -114,7 +114,30 @@ BlockInfo* block_with_id(UInt id);
 // Blocks made so far: ids 1 .. block_info_count().
 UWord block_info_count();
 
-// Counters a (context, block) has: one per slot, at least one.
-inline UInt counter_count(const BlockInfo* blk) { return blk->n_slots ? blk->n_slots : 1; }
+// Events beyond Ir (--cache-sim, --branch-sim: kg_events.h): a (context,
+// block) has one more counter per event slot, after its flush points'. A
+// slot counts one event of one line: an access's count or misses.
+struct EventSlot {
+   UShort line;                   // an index into BlockInfo::lines()
+   UShort event;                  // kg_events.h: EventId
+};
+struct BlockEvents {
+   UInt n;
+   EventSlot slots[1];            // n of them
+};
+// Each block's event slots by id (below block_events_cap), or nullptr (no
+// events: the table stays empty, its cap 0).
+extern BlockEvents** block_events;
+extern UWord block_events_cap;
+void set_block_events(const BlockInfo* blk, const EventSlot* slots, UInt n);
+// The first event counter of a (context, block): after its flush points'.
+inline UInt event_base(const BlockInfo* blk) { return blk->n_slots ? blk->n_slots : 1; }
+// Counters a (context, block) has: one per slot, at least one, and its events'.
+inline UInt counter_count(const BlockInfo* blk)
+{
+   UInt n = event_base(blk);
+   if (__builtin_expect(blk->id < block_events_cap, 0) && block_events[blk->id]) n += block_events[blk->id]->n;
+   return n;
+}
 
 } // namespace kg

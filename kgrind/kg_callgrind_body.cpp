@@ -1,5 +1,6 @@
 #include "kg_callgrind_body.h"
 #include "kg_context_names.h"
+#include "kg_events.h"
 #include "kg_runtime.h"
 
 namespace kg {
@@ -160,7 +161,9 @@ void write_context(Writer& w, const ForestNode* n)
       const ContextLineCost& cost = costs[c];
       write_file_switch(w, &current, cost.line->file, home);
       write_cost_position(w, cost.addr, cost.line->line);
-      w.out.printf(" %llu\n", cost.ir);
+      w.out.printf(" %llu", cost.ir);
+      if (w.n_events) write_event_costs(w.out, w.costs.events_of(c), w.n_events);
+      w.out.put_char('\n');
       for (; j < w.n_jumps && w.jumps[j].ctx == n && w.jumps[j].from <= cost.addr; j++)
          if (w.jumps[j].from == cost.addr) write_jump(w, w.jumps[j], current);
    }

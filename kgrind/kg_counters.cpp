@@ -34,7 +34,7 @@ void point_block_at_table(BlockInfo* blk, ForestNode* ctx)
 {
    if (!kg_counting) {
       blk->ways[1] = blk->ways[0];
-      blk->ways[0] = { ctx, uncounted_counters(blk->n_slots + 1) };
+      blk->ways[0] = { ctx, uncounted_counters(counter_count(blk) + 1) };
       return;
    }
    ULong* counters = block_counters.get(ctx, blk, counter_count(blk));

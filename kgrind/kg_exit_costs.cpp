@@ -2,6 +2,7 @@
 #include "kg_array_ops.h"
 #include "kg_counter_store.h"
 #include "kg_counters.h"
+#include "kg_events.h"
 #include "kg_runtime.h"
 
 namespace kg {
@@ -274,6 +275,39 @@ void ExitCosts::sort_by_context()
    }
    kg::release(scratch_);
    scratch_ = (ContextLineCost*)kg::alloc((widest + 1) * sizeof(ContextLineCost));
+   n_events_ = extra_event_count();
+   kg::release(events_);
+   events_ = n_events_ ? (ULong*)kg::alloc((widest + 1) * n_events_ * sizeof(ULong), "kg.exit") : nullptr;
+}
+
+// Calls f(line, column, count) for each non-zero event counter of the entry.
+template <typename F>
+static void for_each_event(const CountedBlock& e, F f)
+{
+   const BlockInfo* blk = e.blk;
+   if (blk->id >= block_events_cap || !block_events[blk->id]) return;
+   const BlockEvents* ev = block_events[blk->id];
+   const ULong* c = e.counters + event_base(blk);
+   for (UInt s = 0; s < ev->n; s++)
+      if (c[s]) f(blk->lines()[ev->slots[s].line], event_column((EventId)ev->slots[s].event), c[s]);
+}
+
+// The index of line's cost among n folded costs sorted by line, or n.
+static UWord folded_index(const ContextLineCost* costs, UWord n, const SourceLine* line)
+{
+   UWord lo = 0, hi = n;
+   while (lo < hi) {
+      UWord mid = (lo + hi) / 2;
+      if (compare_lines((UWord)costs[mid].line, (UWord)line) < 0) lo = mid + 1;
+      else hi = mid;
+   }
+   return lo < n && costs[lo].line == line ? lo : n;
+}
+
+void ExitCosts::event_totals(ULong* out) const
+{
+   for (UInt i = 0; i < n_events_; i++) out[i] = 0;
+   for_each_entry([&](const CountedBlock& e) { for_each_event(e, [&](SourceLine*, UInt col, ULong n) { out[col] += n; }); });
 }
 
 void ExitCosts::set_exclusive_costs() const
@@ -317,7 +351,21 @@ UWord ExitCosts::costs_of(const ForestNode* ctx, const ContextLineCost** out)
       }
    }
    *out = scratch_;
-   return sort_and_fold(scratch_, m, per_instruction_ ? compare_instr_costs : compare_context_costs, add_ir);
+   UWord n = sort_and_fold(scratch_, m, per_instruction_ ? compare_instr_costs : compare_context_costs, add_ir);
+   if (!n_events_) return n;
+   // Each event to its line's folded cost (per line: --dump-instr has no
+   // events). Every line with events ran, so has Ir, unless its
+   // instructions faulted before their flush point: those are dropped.
+   VG_(memset)(events_, 0, (n + 1) * n_events_ * sizeof(ULong));
+   for (UWord g = first_group(ctx); g < n_groups_ && groups_[g].a == ctx; g++) {
+      ContextBlocks c = blocks(g);
+      for (UInt i = 0; i < c.used; i++) {
+         for_each_event(entry(c, i), [&](SourceLine* line, UInt col, ULong count) {
+            events_[folded_index(scratch_, n, line) * n_events_ + col] += count;
+         });
+      }
+   }
+   return n;
 }
 
 void ExitCosts::release()
@@ -328,8 +376,10 @@ void ExitCosts::release()
    copied_counters_ = nullptr;
    kg::release(groups_);
    kg::release(scratch_);
+   kg::release(events_);
    groups_ = nullptr;
    scratch_ = nullptr;
+   events_ = nullptr;
    n_groups_ = 0;
 }
 

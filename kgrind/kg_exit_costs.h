@@ -40,6 +40,12 @@ public:
    // The non-zero costs of every context that rep() mapped to ctx, folded
    // per line or instruction and sorted; valid until the next call.
    UWord costs_of(const ForestNode* ctx, const ContextLineCost** out);
+   // With events beyond Ir (kg_events.h), per line: the events of costs_of's
+   // i-th cost, extra_event_count() of them in column order; valid until the
+   // next costs_of.
+   const ULong* events_of(UWord i) const { return events_ + i * n_events_; }
+   // Every event's total over all contexts, in column order.
+   void event_totals(ULong* out) const;
    void release();
 
 private:
@@ -55,6 +61,8 @@ private:
    UChar* copies_;                // snapshot's copies of the tables, refs and counters
    ULong* copied_counters_;       // snapshot: what the refs' offsets index (else the run's counters)
    Bool per_instruction_;
+   ULong* events_;                // room for the widest group's costs' events
+   UInt n_events_;
 };
 
 } // namespace kg

@@ -34,6 +34,7 @@
 #include "kg_hotpath.h"
 #include "kg_blocks.h"
 #include "kg_costs.h"
+#include "kg_events.h"
 #include "kg_options.h"
 #include "kg_regions.h"
 #include "kg_pairmap.h"
@@ -46,4 +47,5 @@
 #include "instrument/prologue.cpp"
 #include "instrument/superblock_facts.cpp"
 #include "instrument/block_modes_ir.cpp"
+#include "instrument/events_ir.cpp"
 #include "instrument/superblock.cpp"

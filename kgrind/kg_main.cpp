@@ -5,6 +5,7 @@
 #include "kg_blocks.h"
 #include "kg_debuginfo.h"
 #include "kg_dumps.h"
+#include "kg_events.h"
 #include "kg_instrument.h"
 #include "kg_options.h"
 #include "kg_output.h"
@@ -45,6 +46,7 @@ void post_clo_init()
    // Chasing would fold calls and returns into the caller's superblock.
    VG_(clo_vex_control).guest_chase = False;
    check_options();
+   events_init();
    choose_unroll_threshold();
    debuginfo_init();
    if (block_mode()) {

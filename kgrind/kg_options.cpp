@@ -18,6 +18,12 @@ Options clo = {
    False,
    False,
    False,
+   False,
+   False,
+   False,
+   {},
+   {},
+   {},
    0,
    {},
 };
@@ -57,6 +63,25 @@ void parse_funcs(const HChar* arg, const HChar* value)
    }
 }
 
+// "--I1=<size>,<associativity>,<line size>": three whole numbers (the
+// cache model checks that they make a cache: kg_events.cpp).
+void parse_cache(const HChar* arg, const HChar* option, const HChar* value, CacheOption* c)
+{
+   ULong parts[3];
+   const HChar* p = value;
+   for (UInt i = 0; i < 3; i++) {
+      HChar* end = nullptr;
+      Long v = VG_(strtoll10)(p, &end);
+      Bool digits = *p >= '0' && *p <= '9' && end - p <= 12;   // at most 12 digits: no overflow
+      if (!digits || v < 0 || *end != (i < 2 ? ',' : '\0'))
+         VG_(fmsg_bad_option)(arg, "%s takes <size>,<associativity>,<line size>: three whole numbers "
+                              "(bytes, ways, bytes), e.g. %s=32768,8,64\n", option, option);
+      parts[i] = (ULong)v;
+      p = end + 1;
+   }
+   *c = { parts[0], parts[1], parts[2], True };
+}
+
 } // namespace
 
 Bool process_option(const HChar* arg)
@@ -82,6 +107,12 @@ Bool process_option(const HChar* arg)
       if (clo.dump_blocks[0] == '\0') VG_(fmsg_bad_option)(arg, "the dump file name is empty\n");
    }
    else if VG_STR_CLO(arg, "--funcs", value) parse_funcs(arg, value);
+   else if VG_BOOL_CLO(arg, "--cache-sim", clo.cache_sim) {}
+   else if VG_BOOL_CLO(arg, "--branch-sim", clo.branch_sim) {}
+   else if VG_BOOL_CLO(arg, "--collect-bus", clo.collect_bus) {}
+   else if VG_STR_CLO(arg, "--I1", value) parse_cache(arg, "--I1", value, &clo.i1);
+   else if VG_STR_CLO(arg, "--D1", value) parse_cache(arg, "--D1", value, &clo.d1);
+   else if VG_STR_CLO(arg, "--LL", value) parse_cache(arg, "--LL", value, &clo.ll);
    else if VG_BOOL_CLO(arg, "--join-threads", clo.join_threads) {}
    else if VG_BOOL_CLO(arg, "--unroll-simple-rec", clo.unroll_simple_rec) {}
    else if VG_BOOL_CLO(arg, "--dump-instr", clo.dump_instr) clo.dump_instr_given = True;
@@ -137,6 +168,24 @@ void check_positions()
                          "(kgrind writes jumps between instructions, not between lines)\n");
 }
 
+// The events beyond Ir: function mode, costs per line, for now.
+void check_events()
+{
+   const HChar* opt = clo.cache_sim ? "--cache-sim=yes" : clo.branch_sim ? "--branch-sim=yes"
+                    : clo.collect_bus ? "--collect-bus=yes" : nullptr;
+   if (!opt) {
+      const HChar* geometry = clo.i1.given ? "--I1" : clo.d1.given ? "--D1" : clo.ll.given ? "--LL" : nullptr;
+      if (geometry)
+         KG_BAD_COMBINATION(geometry, "%s sets a cache of --cache-sim=yes: add --cache-sim=yes or drop %s\n",
+                            geometry, geometry);
+      return;
+   }
+   if (block_mode()) KG_BAD_COMBINATION(opt, "%s needs function mode (--mode=func)\n", opt);
+   if (clo.dump_instr)
+      KG_BAD_COMBINATION(opt, "%s writes costs per line: drop --dump-instr=yes (per-instruction events are not "
+                         "implemented yet)\n", opt);
+}
+
 void check_options()
 {
    if (clo.roll_loops && clo.mode == kModeFunc)
@@ -153,6 +202,7 @@ void check_options()
    }
    check_view_k();
    check_positions();
+   check_events();
 }
 
 void print_usage()
@@ -177,6 +227,13 @@ void print_usage()
 "                              [no; block modes: always yes]\n"
 "    --collect-jumps=no|yes    jump=/jcnd= lines (jumps and conditional jumps per\n"
 "                              context); needs --dump-instr=yes [no; block modes: yes]\n"
+"    --cache-sim=no|yes        simulate I1, D1 and LL caches: events Dr Dw I1mr\n"
+"                              D1mr D1mw ILmr DLmr DLmw after Ir [no]\n"
+"    --I1=<size>,<assoc>,<line size>  I1 cache geometry [the host's]\n"
+"    --D1=<size>,<assoc>,<line size>  D1 cache geometry [the host's]\n"
+"    --LL=<size>,<assoc>,<line size>  last-level cache geometry [the host's]\n"
+"    --branch-sim=no|yes       simulate branch predictors: events Bc Bcm Bi Bim [no]\n"
+"    --collect-bus=no|yes      count atomic instructions: event Ge [no]\n"
 "    --unroll-simple-rec=no|yes  keep each level of simple recursion [no: rolled]\n"
 "    --kgrind-out-file=<file>  output file name [kgrind.out.%%p]\n"
 "                              (%%p is the pid, %%q{VAR} an environment variable)\n"

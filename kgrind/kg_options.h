@@ -11,6 +11,15 @@ const UInt kMaxFuncPatterns = 64;
 // --mode: function k-SFs, or basic-block k-SFs per function / per thread.
 enum Mode : UInt { kModeFunc = 0, kModeIntra = 1, kModeInter = 2 };
 
+// --I1, --D1, --LL: a cache's size, associativity and line size as given
+// (checked by the cache model once the options are read: kg_events.cpp).
+struct CacheOption {
+   ULong size;
+   ULong assoc;
+   ULong line;
+   Bool given;
+};
+
 struct Options {
    const HChar* out_file;        // template; %p expands to the pid
    UInt k;                       // --k
@@ -27,6 +36,10 @@ struct Options {
    Bool dump_instr_given;
    Bool collect_jumps;           // --collect-jumps: jump=/jcnd= lines (block modes: default yes)
    Bool collect_jumps_given;
+   Bool cache_sim;               // --cache-sim: I1/D1/LL simulation
+   Bool branch_sim;              // --branch-sim: branch predictor simulation
+   Bool collect_bus;             // --collect-bus: atomic instructions (Ge)
+   CacheOption i1, d1, ll;       // --I1, --D1, --LL
    UInt n_func_patterns;         // --funcs, split at commas
    const HChar* func_patterns[kMaxFuncPatterns];
 };

@@ -4,6 +4,7 @@
 #include "kg_activity.h"
 #include "kg_callgrind_body.h"
 #include "kg_context_names.h"
+#include "kg_events.h"
 #include "kg_ksf_records.h"
 #include "kg_options.h"
 #include "kg_profile_header.h"
@@ -28,6 +29,9 @@ void write_body(Writer& w, ULong total, const ThreadProfile* threads, UInt n_thr
    fold_contexts(w);
    rank_names_by_use(w);
    select_thread_nodes(w, threads, n_threads);
+   w.n_events = extra_event_count();
+   tl_assert(w.n_events <= sizeof w.event_totals / sizeof w.event_totals[0]);
+   if (w.n_events) w.costs.event_totals(w.event_totals);
    write_header(w, total, threads, n_threads);
    w.last_object = kNoFile;
    w.last_file = kNoFile;
@@ -38,7 +42,9 @@ void write_body(Writer& w, ULong total, const ThreadProfile* threads, UInt n_thr
    if (block_mode()) write_block_records(w);
    else write_ksf_records(w, threads, n_threads);
    write_context_ids(w);
-   w.out.printf("\ntotals: %llu\n", total);
+   w.out.printf("\ntotals: %llu", total);
+   write_all_event_counts(w.out, w);
+   w.out.put_char('\n');
    w.objects.done();
    w.files.done();
    w.contexts.done();
@@ -98,16 +104,17 @@ namespace {
 
 // The profiles written so far whose k-SF records failed the writer's
 // checks (Writer::findings): their number, and the first one's file and
-// findings.
+// findings (allocated when found: a static of a type with default member
+// values would need a constructor, which the core never runs).
 UInt inconsistent_profiles;
 HChar* first_inconsistent_path;
-RecordFindings first_inconsistent;
+RecordFindings* first_inconsistent;
 
 void note_findings(const HChar* path, const RecordFindings& found)
 {
    if (!found.threads || inconsistent_profiles++) return;
    first_inconsistent_path = VG_(strdup)("kg.findings", path);
-   first_inconsistent = found;
+   first_inconsistent = new RecordFindings(found);
 }
 
 // One warning for the profiles written inconsistent (a bug of kgrind's:
@@ -115,7 +122,7 @@ void note_findings(const HChar* path, const RecordFindings& found)
 void warn_inconsistent_profiles()
 {
    if (!inconsistent_profiles) return;
-   const RecordFindings& f = first_inconsistent;
+   const RecordFindings& f = *first_inconsistent;
    const core::RecordCheck& c = f.first;
    VG_(umsg)("kgrind: warning: a bug of kgrind's left %s inconsistent (kgrind_annotate refuses it): ",
              first_inconsistent_path);

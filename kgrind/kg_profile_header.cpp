@@ -1,5 +1,6 @@
 #include "kg_profile_header.h"
 #include "kg_activity.h"
+#include "kg_events.h"
 #include "kg_options.h"
 #include "kg_version.h"
 
@@ -29,6 +30,13 @@ void write_identity(FileWriter& out)
 }
 
 } // namespace
+
+// The totals' event counts after Ir, every column written (summary: and
+// totals: must have one count per event).
+void write_all_event_counts(FileWriter& out, const Writer& w)
+{
+   for (UInt i = 0; i < w.n_events; i++) out.printf(" %llu", w.event_totals[i]);
+}
 
 const HChar* mode_name()
 {
@@ -88,9 +96,12 @@ void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_t
       else out.printf("desc: thread %u left out: ", threads[i].tid);
       out.printf("%llu k-SF nodes whose subtrees count nothing\n", w.thread_nodes[i].left_out);
    }
+   write_cache_descs(out);
    out.put(w.instr ? "positions: instr line\n" : "positions: line\n");
-   out.put("events: Ir\n");
-   out.printf("summary: %llu\n", total);
+   write_events_line(out);
+   out.printf("summary: %llu", total);
+   write_all_event_counts(out, w);
+   out.put_char('\n');
 }
 
 } // namespace kg

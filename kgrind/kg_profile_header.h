@@ -15,6 +15,7 @@ void write_k(FileWriter& out, UInt k);
 // callgrind_annotate prints its desc: line; kgrind_annotate recognizes the
 // key "Incomplete profile".
 void write_placeholder(FileWriter& out);
+void write_all_event_counts(FileWriter& out, const Writer& w);
 void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_threads);
 
 } // namespace kg

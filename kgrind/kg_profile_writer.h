@@ -105,6 +105,8 @@ struct Writer {
    UInt* label_written_at;    // the label of each ksf-fns id (function
    UInt n_listed_labels;      // mode; null: the same), and their number
    WrittenNodes* thread_nodes; // function mode: what each thread's records hold
+   UInt n_events;             // events beyond Ir (kg_events.h): columns after Ir
+   ULong event_totals[16];    // their totals, in column order
    RecordFindings findings;   // function mode: the records' checks
 };
 

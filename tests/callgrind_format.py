@@ -36,6 +36,11 @@ class Profile:
         self.totals = None
         # (object, file, function, line) -> Ir, exclusive self cost
         self.lines = collections.Counter()
+        # every event: (object, file, function, line) -> Counter(event -> n)
+        self.event_lines = collections.defaultdict(collections.Counter)
+        # summary: and totals: as event -> n
+        self.summary_events = None
+        self.totals_events = None
         # with `positions: instr line`: (object, function, address) -> Ir
         self.instrs = collections.Counter()
         # the same by (object, file, address): an address is code of that
@@ -62,6 +67,21 @@ class Profile:
         out = collections.Counter()
         for (_ob, _fl, fn, _line), ir in self.lines.items():
             out[callee(fn)] += ir
+        return out
+
+    def by_function_events(self):
+        """Exclusive cost per function of every event: function ->
+        Counter(event -> n), contexts counting for their activated function."""
+        out = collections.defaultdict(collections.Counter)
+        for (_ob, _fl, fn, _line), costs in self.event_lines.items():
+            out[callee(fn)].update(costs)
+        return out
+
+    def by_file_line_events(self):
+        """(file, line) -> Counter(event -> n)."""
+        out = collections.defaultdict(collections.Counter)
+        for (_ob, fl, _fn, line), costs in self.event_lines.items():
+            out[(fl, line)].update(costs)
         return out
 
     def by_context(self):
@@ -207,8 +227,10 @@ class _Reader:
             prof.events = val.split()
         elif key == 'summary':
             prof.summary = int(val.split()[0])
+            prof.summary_events = dict(zip(prof.events, map(int, val.split())))
         elif key == 'totals':
             prof.totals = int(val.split()[0])
+            prof.totals_events = dict(zip(prof.events, map(int, val.split())))
 
     def position(self, parts):
         if len(parts) < len(self.positions):
@@ -259,6 +281,9 @@ class _Reader:
             self.call = {}          # cob=, cfi=, cfn= hold for one call
             return
         prof.lines[(self.ob, self.file_in_force(), self.fn, line_no)] += ir
+        if len(prof.events) > 1:
+            prof.event_lines[(self.ob, self.file_in_force(), self.fn, line_no)].update(
+                {e: n for e, n in zip(prof.events, costs) if n})
         if 'instr' in pos_of:
             prof.instrs[(self.ob, self.fn, pos_of['instr'])] += ir
             prof.instr_lines[(self.ob, self.file_in_force(), pos_of['instr'])] += ir

@@ -71,6 +71,7 @@ class Case:
     threads: int = None          # thread forests (function mode not joined, inter mode)
     max_depth: int = None        # longest root path of the --k=inf forests (the CCT)
     reference_lines: bool = False    # own lines cost what callgrind says
+    libs: tuple = ()             # to link the program with
 
 
 # The deaths come from 10 frames of descend() down.
@@ -129,6 +130,11 @@ CASES = [
     Case('altstack-longjmp', 'altstack_longjmp', ('4', 'heap'), modes=ALL_MODES, threads=5,
          callers={'after': {'thr': 800}, 'work': {'thr': 200}, 'leaf': {'work': 600},
                   'in_handler': {'handler': 200}}),
+    # 4 boost.context fibers (nothing registered) yielding to main's
+    # scheduler from 3 to 5 nested calls, 3 rounds.
+    Case('boost-fibers', 'boost_fibers_nested', ('3',), libs=('-lboost_context',),
+         callers={'nest(int, int, int)': {'body(int, int)': 12, 'nest(int, int, int)': 21},
+                  'work(int)': {'nest(int, int, int)': 66}, 'yield_()': {'nest(int, int, int)': 12}}),
 ]
 MATRIX = [pytest.param(case, mode, id=f'{case.name}-{mode}') for case in CASES for mode in case.modes]
 
@@ -168,21 +174,21 @@ class Programs:
         self.dir = dir
         self.built = {}
 
-    def _compile(self, name, *flags):
+    def _compile(self, name, *flags, libs=()):
         if name not in self.built:
             # a hostile program, else one of the other tests' programs
             src = next(d / f'{name}{suffix}' for d in (HOSTILE, PROGS) for suffix in ('.c', '.cpp')
                        if (d / f'{name}{suffix}').exists())
             compiler = 'g++' if src.suffix == '.cpp' else 'gcc'
             out = self.dir / (name + ('.so' if '-shared' in flags else ''))
-            subprocess.run([compiler, '-g', '-O1', '-pthread', *flags, str(src), '-o', str(out)],
+            subprocess.run([compiler, '-g', '-O1', '-pthread', *flags, str(src), '-o', str(out), *libs],
                            check=True, capture_output=True, timeout=TIMEOUT)
             self.built[name] = out
         return self.built[name]
 
     def command(self, case):
         plugin = self._compile('plugin', '-shared', '-fPIC') if case.prog == 'misc' else None
-        return self._compile(case.prog), [a.format(plugin=plugin) for a in case.args]
+        return self._compile(case.prog, libs=case.libs), [a.format(plugin=plugin) for a in case.args]
 
 
 @pytest.fixture(scope='module')

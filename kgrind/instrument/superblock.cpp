@@ -73,8 +73,13 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    Bool blocks = block_mode();
    Bool per_instruction = clo.dump_instr;   // the block modes: always
    BlockInfo* blk = describe_block(sb_in, slot_of_instr, &n_instrs, may_call_stub, &stub_slot, per_instruction, blocks);
-   UInt stub_instrs = stub_instructions(sb_in, blk, n_instrs);
    Bool sigreturn = counts_as_sigreturn_code(sb_in, blk);
+   // With events, a PLT stub counts in its own counters (its events need
+   // room), charged to its own position as cachegrind does; a signal
+   // restorer's events are not simulated (docs/design/events.md).
+   Bool events = extra_events_on();
+   UInt stub_instrs = events ? 0 : stub_instructions(sb_in, blk, n_instrs);
+   events_ir.begin(events && !sigreturn);
    static BBInfo* block_of[4096];
    static UInt block_len[4096];
    if (blocks) {
@@ -96,6 +101,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    Bool leaving = !blocks && unrolled_loop(sb_in, blk);
    PendingCounts pending(per_instruction, blocks || clo.collect_jumps, leaving);
    Addr last_instr = 0;
+   UInt last_len = 0;
    Int instr = 0;
    IRExpr* counters = nullptr;   // set by the prologue
    IRExpr* stub_counted = nullptr;
@@ -123,6 +129,8 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          if (blocks && block_of[instr])
             add_block_step(b, block_of[instr], block_len[instr], block_helper, block_helper_name);
          last_instr = (Addr)st->Ist.IMark.addr;
+         last_len = st->Ist.IMark.len;
+         events_ir.fetch(b, counters, slot_of_instr[instr], last_instr, last_len);
          pending.add(slot_of_instr[instr++]);
          break;
       case Ist_Exit:
@@ -138,19 +146,23 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
             add_tail_call(b, blk, target, last_instr, st->Ist.Exit.guard);
             add_jump_into(b, blk, target, st->Ist.Exit.guard, leaving ? pending.ir_now(b) : nullptr);
          }
+         if (instr) events_ir.cond_exit(b, counters, slot_of_instr[instr - 1], st, last_instr, last_instr + last_len);
          break;
       default:
+         if (instr) events_ir.data(b, counters, slot_of_instr[instr - 1], st, sb_in->tyenv);
          break;
       }
       b.add(st);
       sp.note(st, sb_in->tyenv);
    }
+   if (counters && instr) events_ir.indirect(b, counters, slot_of_instr[instr - 1], sb_in, last_instr);
    if (counters) pending.flush(b, counters, nullptr);
    blk->counts_leaving = leaving;
    if (counters && may_call_stub)
       add_stub_counter(b, blk, pending, counters, stub_slot, stub ? IRBuilder::u64(stub) : sb->next);
    add_plt_handover(b, stub_counted, sb->next);
    pending.finish(blk);
+   events_ir.finish(blk);
    finish_array_check(blk);
    add_block_end(b, sb, blk, last_instr, sp, pending.flushed_ir());
    if (region && sb->jumpkind == Ijk_Ret)

@@ -69,4 +69,16 @@ extern "C" uint64_t kg_freestanding_kids(const uint64_t* keys, uint32_t n) {
   if (!separating_layout(keys, n, 1, kid_key_of, &l)) l = fullest_layout(keys, n, kid_key_of);
   return l.slots + l.shift + fixed_kid_key(n, keys[0]) + growing_kid_key(n, keys[0]);
 }
+// The cache and branch models (cache_model.h, branch_model.h) on caller-given accesses.
+extern "C" uint64_t kg_freestanding_events(const uint64_t* addrs, uint32_t n) {
+  Allocator al = {nullptr, kg_test_alloc, kg_test_free};
+  CacheHierarchy h;
+  h.init(al, {32768, 8, 64}, {32768, 8, 64}, {1 << 20, 16, 64});
+  static BranchPredictor b;
+  uint64_t r = cache_geometry_error({1024, 3, 64}) != nullptr;
+  for (uint32_t i = 0; i < n; i++)
+    r += h.fetch(addrs[i], 4) + h.data(addrs[i], 8) + b.conditional(addrs[i], addrs[i] & 1) + b.indirect(addrs[i], r);
+  h.destroy();
+  return r;
+}
 #endif

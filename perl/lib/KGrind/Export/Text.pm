@@ -113,13 +113,18 @@ sub context_table {
     my $pk = $o->{sort} eq 'calls' ? '%calls' : $o->{sort} eq 'inclusive' ? '%incl' : '%Ir';
     my $den = $o->{sort} eq 'calls' ? $sum : $t->{ir};
     push @out, sprintf('%15s %8s %15s %12s  %s', 'Ir', $pk, 'incl Ir', 'calls', 'context');
-    my $key = key_arrays($o->{sort}, $C, 1);
-    for my $cid (@$show) {
-        push @out, sprintf('%15s %8s %15s %12s  %s', commify(cval($C, 'xexcl', $cid)),
-            pct(ref $key ? $key->[$cid] : vec($key, $cid, 64), $den),
-            commify(outer_incl($C, $cid)), commify(cval($C, 'xcalls', $cid)), ctx_str($o, $C, $cid));
-    }
-    return @out;
+    # the rows are the same for threads that share C's contexts and order
+    # (KGrind::Model::thread_ccfs) and have the same Ir
+    my $rows = $C->{same} ? \$C->{same}{"rows\0$sorted\0$t->{ir}"} : \my $own;
+    $$rows //= do {
+        my $key = key_arrays($o->{sort}, $C, 1);
+        [map {
+            sprintf('%15s %8s %15s %12s  %s', commify(cval($C, 'xexcl', $_)),
+                    pct(ref $key ? $key->[$_] : vec($key, $_, 64), $den),
+                    commify(outer_incl($C, $_)), commify(cval($C, 'xcalls', $_)), ctx_str($o, $C, $_))
+        } @$show];
+    };
+    return @out, @$$rows;
 }
 
 # A tree, thesis style: "| name,calls  [Ir excl, incl incl]", two spaces

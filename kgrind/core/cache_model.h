@@ -1,0 +1,176 @@
+// kgrind core: the cache model of --cache-sim=yes, written from the model
+// cachegrind's manual documents ("Cache Simulation Specifics"): separate
+// first-level instruction and data caches (I1, D1) in front of a unified
+// last-level cache (LL); each set-associative with LRU replacement and
+// write-allocate (a write miss brings the line in, as a read miss does);
+// the set of an address chosen by bit selection (the address's bits M to
+// M+N-1, for lines of 2^M bytes and 2^N sets); LL reached only on a
+// first-level miss. An access that touches two lines (an instruction or a
+// datum straddling a line boundary) looks up both and counts as one access,
+// and as one miss if either line missed; so at LL, which sees the lines the
+// first level missed. Writes are accesses like reads (the caller says which
+// event a miss is).
+//
+// Geometry checks (cache_geometry_error) give one message per fault, before
+// any memory is taken: a tool calls them while reading its options.
+#pragma once
+#include <stdint.h>
+
+#include "containers.h"
+
+namespace kg {
+namespace core {
+
+// One cache's size, associativity and line size, in bytes and ways.
+struct CacheGeometry {
+  uint64_t size;
+  uint64_t assoc;
+  uint64_t line;
+};
+
+// Smallest line a cache may have (an access of at most 16 bytes then
+// touches at most two lines when it is aligned to its size) and the largest
+// cache size (tags of 2^31 bytes of 16-byte lines: 1 GB of tool memory).
+const uint64_t kMinCacheLine = 16;
+const uint64_t kMaxCacheSize = (uint64_t)1 << 30;
+
+inline bool is_power_of_two(uint64_t x) { return x && !(x & (x - 1)); }
+
+inline uint32_t log2_of_power(uint64_t x) {
+  uint32_t n = 0;
+  while (x > 1) {
+    x >>= 1;
+    n++;
+  }
+  return n;
+}
+
+// nullptr if g is a cache the model can simulate, else why not (a sentence
+// without the option's name, which the caller puts first).
+inline const char* cache_geometry_error(CacheGeometry g) {
+  if (g.size == 0) return "the cache size is 0";
+  if (g.assoc == 0) return "the associativity is 0";
+  if (g.line == 0) return "the line size is 0";
+  if (g.size > kMaxCacheSize) return "the cache size is over 1 GB (1073741824 bytes)";
+  if (!is_power_of_two(g.line)) return "the line size is not a power of two";
+  if (g.line < kMinCacheLine) return "the line size is under 16 bytes";
+  if (g.line > g.size) return "the line size is larger than the cache";
+  if (g.assoc > g.size / g.line) return "the associativity is larger than the number of lines (size / line size)";
+  if (g.size % (g.assoc * g.line) != 0)
+    return "the size is not a multiple of associativity x line size (a whole number of sets)";
+  if (!is_power_of_two(g.size / (g.assoc * g.line)))
+    return "the number of sets (size / (associativity x line size)) is not a power of two";
+  return nullptr;
+}
+
+// One set-associative LRU cache of line numbers (address >> line bits).
+// Each set holds its lines most recent first; a line number of all ones is
+// an empty way (no address reaches it: it would be the line past 2^64).
+class CacheLevel {
+ public:
+  void init(const Allocator& al, CacheGeometry g) {
+    al_ = al;
+    assoc_ = (uint32_t)g.assoc;
+    line_bits_ = log2_of_power(g.line);
+    uint64_t sets = g.size / (g.assoc * g.line);
+    set_mask_ = sets - 1;
+    uint64_t n = sets * g.assoc;
+    tags_ = (uint64_t*)al_.alloc(al_.ctx, n * sizeof(uint64_t));
+    for (uint64_t i = 0; i < n; i++) tags_[i] = kEmpty;
+  }
+  void destroy() {
+    if (tags_) al_.free(al_.ctx, tags_);
+    tags_ = nullptr;
+  }
+
+  uint32_t line_bits() const { return line_bits_; }
+
+  // Looks line number `line` up; true on a hit. Either way the line is
+  // the set's most recent afterwards (a miss evicts the least recent).
+  bool access_line(uint64_t line) {
+    uint64_t* set = tags_ + (line & set_mask_) * assoc_;
+    if (set[0] == line) return true;
+    uint32_t i = 1;
+    while (i < assoc_ && set[i] != line) i++;
+    bool hit = i < assoc_;
+    if (!hit) i = assoc_ - 1;
+    for (; i > 0; i--) set[i] = set[i - 1];
+    set[0] = line;
+    return hit;
+  }
+
+ private:
+  static const uint64_t kEmpty = ~(uint64_t)0;
+  Allocator al_;
+  uint64_t* tags_;
+  uint64_t set_mask_;
+  uint32_t assoc_;
+  uint32_t line_bits_;
+};
+
+// What one access missed: the first level, and the last level.
+enum CacheMiss : uint32_t { kHit = 0, kL1Miss = 1, kLLMiss = 3 };
+
+// I1, D1 and LL.
+class CacheHierarchy {
+ public:
+  void init(const Allocator& al, CacheGeometry i1, CacheGeometry d1, CacheGeometry ll) {
+    i1_.init(al, i1);
+    d1_.init(al, d1);
+    ll_.init(al, ll);
+  }
+  void destroy() {
+    i1_.destroy();
+    d1_.destroy();
+    ll_.destroy();
+  }
+
+  // An instruction fetch of `size` bytes at addr.
+  CacheMiss fetch(uint64_t addr, uint64_t size) { return access(i1_, addr, size); }
+  // A data read or write (write-allocate: the same lookups as a read).
+  CacheMiss data(uint64_t addr, uint64_t size) { return access(d1_, addr, size); }
+
+ private:
+  // Every line [addr, addr + size) touches, at L1; the bytes of the access
+  // in each line L1 missed, at LL. An access of size 0 touches addr's line.
+  CacheMiss access(CacheLevel& l1, uint64_t addr, uint64_t size) {
+    uint32_t bits = l1.line_bits();
+    uint64_t end = addr + (size ? size - 1 : 0);   // the last byte
+    uint64_t first = addr >> bits;
+    uint64_t last = end >> bits;
+    if (first == last) {   // the common case: one line
+      if (l1.access_line(first)) return kHit;
+      return ll_hit(addr, end) ? kL1Miss : kLLMiss;
+    }
+    bool l1_miss = false, ll_miss = false;
+    for (uint64_t line = first;; line++) {
+      if (!l1.access_line(line)) {
+        l1_miss = true;
+        uint64_t from = line == first ? addr : line << bits;
+        uint64_t to = line == last ? end : ((line + 1) << bits) - 1;
+        if (!ll_hit(from, to)) ll_miss = true;
+      }
+      if (line == last) break;
+    }
+    return ll_miss ? kLLMiss : l1_miss ? kL1Miss : kHit;
+  }
+
+  // Bytes [from, to] at LL: each LL line they touch (one, unless LL's lines
+  // are smaller than the first level's); true if all hit.
+  bool ll_hit(uint64_t from, uint64_t to) {
+    uint32_t bits = ll_.line_bits();
+    bool hit = true;
+    for (uint64_t line = from >> bits;; line++) {
+      if (!ll_.access_line(line)) hit = false;
+      if (line == to >> bits) break;
+    }
+    return hit;
+  }
+
+  CacheLevel i1_;
+  CacheLevel d1_;
+  CacheLevel ll_;
+};
+
+}  // namespace core
+}  // namespace kg

@@ -1,0 +1,220 @@
+#include "kg_events.h"
+#include "core/branch_model.h"
+#include "core/cache_model.h"
+#include "kg_options.h"
+#include "kg_runtime.h"
+
+namespace kg {
+
+namespace {
+
+const HChar* const kEventNames[kEventIds] = {
+   "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bc", "Bcm", "Bi", "Bim", "Ge",
+};
+
+void* core_alloc(void*, size_t n) { return kg::alloc(n, "kg.cache"); }
+void core_free(void*, void* p) { kg::release(p); }
+const core::Allocator kToolAllocator = { nullptr, core_alloc, core_free };
+
+core::CacheHierarchy caches;
+core::BranchPredictor* predictor;
+
+struct Geometry {
+   const HChar* name;   // "I1", "D1", "LL"
+   core::CacheGeometry g;
+};
+Geometry i1 = { "I1", {} }, d1 = { "D1", {} }, ll = { "LL", {} };
+
+// cachegrind's fallback where the host says nothing: a model 3/4 Athlon's.
+const core::CacheGeometry kFallbackI1 = { 65536, 2, 64 };
+const core::CacheGeometry kFallbackD1 = { 65536, 2, 64 };
+const core::CacheGeometry kFallbackLL = { 262144, 8, 64 };
+
+core::CacheGeometry of_vex(const VexCache& c) { return { c.sizeB, c.assoc, c.line_sizeB }; }
+
+// The host's caches as VEX read them (CPUID): I1 and D1 the first level's
+// instruction and data caches (or its unified one), LL the highest level's.
+void host_geometry()
+{
+   VexArch arch;
+   VexArchInfo info;
+   VG_(machine_get_VexArchInfo)(&arch, &info);
+   const VexCacheInfo& ci = info.hwcache_info;
+   Bool have_i1 = False, have_d1 = False, have_ll = False;
+   UInt ll_level = 0;
+   for (UInt i = 0; i < ci.num_caches; i++) {
+      const VexCache& c = ci.caches[i];
+      if (c.level == 1 && (c.kind == INSN_CACHE || c.kind == UNIFIED_CACHE)) { i1.g = of_vex(c); have_i1 = True; }
+      if (c.level == 1 && (c.kind == DATA_CACHE || c.kind == UNIFIED_CACHE)) { d1.g = of_vex(c); have_d1 = True; }
+      if (c.level >= 2 && c.level > ll_level && c.kind != INSN_CACHE) {
+         ll.g = of_vex(c);
+         ll_level = c.level;
+         have_ll = True;
+      }
+   }
+   if (!have_i1 || !have_d1 || !have_ll) {
+      VG_(umsg)("Warning: the host's cache configuration is unknown: simulating a model 3/4 Athlon's "
+                "(give --I1, --D1 and --LL to choose)\n");
+      i1.g = kFallbackI1;
+      d1.g = kFallbackD1;
+      ll.g = kFallbackLL;
+   }
+}
+
+// A host cache whose number of sets is not a power of two cannot be
+// simulated as it is. Sets of 3 x 2^n (6, 12, 24 MB caches) become 2^(n+1)
+// sets of 1.5 times the ways, the size kept; any other count (a virtual
+// machine's 508 MB, direct-mapped) the next power of two in size with twice
+// the ways, which is what cachegrind 3.19 simulates on such a host (the one
+// case measured: tests/test_events.py). Said in a warning, as cachegrind does.
+void adjust_host_cache(Geometry& c)
+{
+   core::CacheGeometry g = c.g;
+   if (!g.assoc || !g.line || !g.size || g.size % g.line) return;
+   ULong lines = g.size / g.line;
+   if (lines % g.assoc == 0 && core::is_power_of_two(lines / g.assoc)) return;
+   ULong sets = lines / g.assoc;
+   if (lines % g.assoc == 0 && sets % 3 == 0 && core::is_power_of_two(sets / 3) && g.assoc % 2 == 0) {
+      c.g.assoc = g.assoc * 3 / 2;
+   } else {
+      ULong size = 1;
+      while (size < g.size) size *= 2;
+      c.g.size = size;
+      c.g.assoc = 2 * g.assoc;
+   }
+   if (VG_(clo_verbosity) > 0)
+      VG_(umsg)("Warning: the host's %s cache (%llu B, %llu-way, %llu B lines) has a number of sets that is "
+                "not a power of two: simulating %llu B, %llu-way\n", c.name, (ULong)g.size, (ULong)g.assoc,
+                (ULong)g.line, (ULong)c.g.size, (ULong)c.g.assoc);
+}
+
+void choose(Geometry& c, const CacheOption& given)
+{
+   if (given.given) c.g = { given.size, given.assoc, given.line };
+   else adjust_host_cache(c);
+   const HChar* error = core::cache_geometry_error(c.g);
+   if (!error) return;
+   if (given.given) {
+      HChar opt[96];
+      VG_(snprintf)(opt, sizeof opt, "--%s=%llu,%llu,%llu", c.name, given.size, given.assoc, given.line);
+      VG_(fmsg_bad_option)(opt, "%s: %s\n", opt, error);
+   } else {
+      VG_(fmsg_bad_option)("--cache-sim=yes", "the host's %s cache (%llu B, %llu-way, %llu B lines) cannot be "
+                           "simulated: %s; give --%s=<size>,<associativity>,<line size>\n",
+                           c.name, (ULong)c.g.size, (ULong)c.g.assoc, (ULong)c.g.line, error, c.name);
+   }
+   VG_(exit)(1);
+}
+
+void write_cache_desc(FileWriter& out, const Geometry& c)
+{
+   out.printf("desc: %s cache: %llu B, %llu B, ", c.name, (ULong)c.g.size, (ULong)c.g.line);
+   if (c.g.assoc == 1) out.put("direct-mapped\n");
+   else out.printf("%llu-way associative\n", (ULong)c.g.assoc);
+}
+
+// Counting misses: bit 0 of a result is a first-level miss, bit 1 a
+// last-level one (core::CacheMiss).
+inline void count_access(ULong* slots, core::CacheMiss m)
+{
+   slots[0]++;
+   slots[1] += m & 1;
+   slots[2] += m >> 1;
+}
+
+} // namespace
+
+namespace {
+
+// The event groups in column order: their first event, and whether on.
+const UInt kGroups = 3;
+const EventId kGroupFirst[kGroups + 1] = { kEvDr, kEvBc, kEvGe, kEventIds };
+Bool group_on(UInt g) { return g == 0 ? clo.cache_sim : g == 1 ? clo.branch_sim : clo.collect_bus; }
+UInt group_of(UInt e) { return e >= kEvGe ? 2 : e >= kEvBc ? 1 : 0; }
+
+} // namespace
+
+Bool extra_events_on() { return clo.cache_sim || clo.branch_sim || clo.collect_bus; }
+
+UInt extra_event_count() { return event_column(kEventIds); }
+
+UInt event_column(EventId e)
+{
+   UInt column = 0;
+   for (UInt g = 0; g < kGroups && kGroupFirst[g] < e; g++)
+      if (group_on(g)) column += (e < kGroupFirst[g + 1] ? (UInt)e : (UInt)kGroupFirst[g + 1]) - kGroupFirst[g];
+   return column;
+}
+
+void events_init()
+{
+   if (!extra_events_on()) return;
+   if (clo.cache_sim) {
+      host_geometry();
+      choose(i1, clo.i1);
+      choose(d1, clo.d1);
+      choose(ll, clo.ll);
+      caches.init(kToolAllocator, i1.g, d1.g, ll.g);
+   }
+   if (clo.branch_sim) predictor = (core::BranchPredictor*)alloc_zeroed(sizeof(core::BranchPredictor), "kg.branch");
+}
+
+UInt i1_line_bits() { return core::log2_of_power(i1.g.line); }
+
+void write_cache_descs(FileWriter& out)
+{
+   if (!clo.cache_sim) return;
+   write_cache_desc(out, i1);
+   write_cache_desc(out, d1);
+   write_cache_desc(out, ll);
+}
+
+void write_events_line(FileWriter& out)
+{
+   out.put("events: Ir");
+   for (UInt e = 0; e < kEventIds; e++)
+      if (group_on(group_of(e))) out.printf(" %s", kEventNames[e]);
+   out.put_char('\n');
+}
+
+void write_event_costs(FileWriter& out, const ULong* counts, UInt n)
+{
+   while (n && !counts[n - 1]) n--;
+   for (UInt i = 0; i < n; i++) out.printf(" %llu", counts[i]);
+}
+
+extern "C" void VG_REGPARM(3) kg_sim_fetch(ULong* slots, Addr addr, UWord size)
+{
+   core::CacheMiss m = caches.fetch(addr, size);
+   slots[0] += m & 1;
+   slots[1] += m >> 1;
+}
+
+extern "C" void VG_REGPARM(3) kg_sim_read(ULong* slots, Addr addr, UWord size)
+{
+   count_access(slots, caches.data(addr, size));
+}
+
+extern "C" void VG_REGPARM(3) kg_sim_write(ULong* slots, Addr addr, UWord size)
+{
+   count_access(slots, caches.data(addr, size));
+}
+
+extern "C" void VG_REGPARM(3) kg_sim_cond(ULong* slots, Addr addr, UWord taken)
+{
+   slots[0]++;
+   slots[1] += predictor->conditional(addr, taken != 0);
+}
+
+extern "C" void VG_REGPARM(1) kg_count_bus(ULong* slot)
+{
+   slot[0]++;
+}
+
+extern "C" void VG_REGPARM(3) kg_sim_indirect(ULong* slots, Addr addr, Addr target)
+{
+   slots[0]++;
+   slots[1] += predictor->indirect(addr, target);
+}
+
+} // namespace kg

@@ -1,0 +1,57 @@
+// Events beyond Ir (--cache-sim, --branch-sim): which are on, their names
+// and columns in a profile, the cache geometry, and the simulators that
+// instrumented code calls per instruction fetch, data access and branch
+// (docs/design/events.md). Each helper adds to the event counters of the
+// (context, block) the block's prologue found: counting is attributed to the
+// context exactly as Ir is.
+#pragma once
+#include "kg_block_info.h"
+#include "kg_writer.h"
+
+namespace kg {
+
+// Every event beyond Ir, in callgrind's column order.
+enum EventId : UShort {
+   kEvDr, kEvDw, kEvI1mr, kEvD1mr, kEvD1mw, kEvILmr, kEvDLmr, kEvDLmw,   // --cache-sim
+   kEvBc, kEvBcm, kEvBi, kEvBim,                                       // --branch-sim
+   kEvGe,                                                              // --collect-bus
+   kEventIds
+};
+
+// Whether any event beyond Ir is on.
+Bool extra_events_on();
+// Events beyond Ir that a profile has (its columns after Ir).
+UInt extra_event_count();
+// The column of an event after Ir (0-based), for an event that is on.
+UInt event_column(EventId e);
+
+// After the options: checks the geometry (host defaults for what --I1,
+// --D1, --LL did not give) and makes the simulators. A bad geometry is one
+// message and exit 1, before the program runs.
+void events_init();
+
+// log2 of I1's line size (after events_init, with --cache-sim).
+UInt i1_line_bits();
+
+// The header's "desc: I1 cache: ..." lines (with --cache-sim).
+void write_cache_descs(FileWriter& out);
+// The header's "events: Ir ..." line (every profile).
+void write_events_line(FileWriter& out);
+
+// " c1 c2 ...": n event counts after a cost line's Ir, trailing zeros left
+// out (readers take a missing count as 0).
+void write_event_costs(FileWriter& out, const ULong* counts, UInt n);
+
+// The simulators' entry points. `slots`: the access's event counters in its
+// (context, block): fetch [I1mr, ILmr]; read [Dr, D1mr, DLmr]; write [Dw,
+// D1mw, DLmw]; branch [Bc, Bcm] or [Bi, Bim]; an atomic instruction [Ge].
+extern "C" {
+void VG_REGPARM(3) kg_sim_fetch(ULong* slots, Addr addr, UWord size);
+void VG_REGPARM(3) kg_sim_read(ULong* slots, Addr addr, UWord size);
+void VG_REGPARM(3) kg_sim_write(ULong* slots, Addr addr, UWord size);
+void VG_REGPARM(3) kg_sim_cond(ULong* slots, Addr addr, UWord taken);
+void VG_REGPARM(3) kg_sim_indirect(ULong* slots, Addr addr, Addr target);
+void VG_REGPARM(1) kg_count_bus(ULong* slot);
+}
+
+} // namespace kg

@@ -1,0 +1,228 @@
+// Unit tests of kgrind/core/cache_model.h and branch_model.h: hand-computed
+// sequences for LRU, write-allocate, straddling accesses and LL reached only
+// on a first-level miss; random streams against a brute-force LRU; the
+// geometry checks' messages; the branch predictors' documented behaviour.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <list>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../../kgrind/core/branch_model.h"
+#include "../../kgrind/core/cache_model.h"
+
+using namespace kg::core;
+
+namespace {
+
+void* host_alloc(void*, size_t n) { return std::malloc(n); }
+void host_free(void*, void* p) { std::free(p); }
+const Allocator kHost = {nullptr, host_alloc, host_free};
+
+struct Hierarchy {
+  CacheHierarchy h;
+  Hierarchy(CacheGeometry i1, CacheGeometry d1, CacheGeometry ll) { h.init(kHost, i1, d1, ll); }
+  ~Hierarchy() { h.destroy(); }
+};
+
+std::string error_of(uint64_t size, uint64_t assoc, uint64_t line) {
+  const char* e = cache_geometry_error({size, assoc, line});
+  return e ? e : "";
+}
+
+TEST(CacheGeometry, ValidGeometries) {
+  EXPECT_EQ(error_of(32768, 8, 64), "");
+  EXPECT_EQ(error_of(49152, 12, 64), "");   // 64 sets of 12 ways: the size need not be a power of two
+  EXPECT_EQ(error_of(64, 1, 64), "");       // one line
+  EXPECT_EQ(error_of(1024, 16, 64), "");    // fully associative
+  EXPECT_EQ(error_of(1 << 30, 2, 64), "");
+}
+
+TEST(CacheGeometry, EachFaultHasItsMessage) {
+  EXPECT_EQ(error_of(0, 1, 64), "the cache size is 0");
+  EXPECT_EQ(error_of(1024, 0, 64), "the associativity is 0");
+  EXPECT_EQ(error_of(1024, 1, 0), "the line size is 0");
+  EXPECT_EQ(error_of((1ull << 30) + 64, 1, 64), "the cache size is over 1 GB (1073741824 bytes)");
+  EXPECT_EQ(error_of(1024, 1, 48), "the line size is not a power of two");
+  EXPECT_EQ(error_of(1024, 1, 8), "the line size is under 16 bytes");
+  EXPECT_EQ(error_of(1024, 1, 4096), "the line size is larger than the cache");
+  EXPECT_EQ(error_of(1024, 32, 64), "the associativity is larger than the number of lines (size / line size)");
+  EXPECT_EQ(error_of(1000, 1, 64), "the size is not a multiple of associativity x line size (a whole number of sets)");
+  EXPECT_EQ(error_of(1024, 3, 64), "the size is not a multiple of associativity x line size (a whole number of sets)");
+  EXPECT_EQ(error_of(3 * 1024, 1, 64), "the number of sets (size / (associativity x line size)) is not a power of two");
+}
+
+const CacheGeometry kBig = {1 << 20, 16, 64};   // an LL that holds everything below
+
+TEST(CacheModel, DirectMappedConflict) {
+  Hierarchy c({1024, 1, 64}, {1024, 1, 64}, kBig);   // 16 sets: 0 and 1024 share set 0
+  EXPECT_EQ(c.h.data(0, 4), kLLMiss);
+  EXPECT_EQ(c.h.data(0, 4), kHit);
+  EXPECT_EQ(c.h.data(60, 4), kHit);      // same line
+  EXPECT_EQ(c.h.data(1024, 4), kLLMiss);  // evicts line 0
+  EXPECT_EQ(c.h.data(0, 4), kL1Miss);    // back from LL
+  EXPECT_EQ(c.h.data(64, 4), kLLMiss);   // set 1: no conflict
+  EXPECT_EQ(c.h.data(0, 4), kHit);
+}
+
+TEST(CacheModel, LeastRecentlyUsedIsEvicted) {
+  Hierarchy c({1024, 1, 64}, {256, 2, 64}, kBig);   // D1: 2 sets of 2 ways; lines 0, 2, 4 in set 0
+  EXPECT_EQ(c.h.data(0, 1), kLLMiss);     // A
+  EXPECT_EQ(c.h.data(128, 1), kLLMiss);   // B
+  EXPECT_EQ(c.h.data(0, 1), kHit);        // A most recent
+  EXPECT_EQ(c.h.data(256, 1), kLLMiss);   // C evicts B
+  EXPECT_EQ(c.h.data(0, 1), kHit);
+  EXPECT_EQ(c.h.data(128, 1), kL1Miss);   // B evicts C
+  EXPECT_EQ(c.h.data(256, 1), kL1Miss);   // C evicts A
+  EXPECT_EQ(c.h.data(128, 1), kHit);
+}
+
+TEST(CacheModel, WritesAllocate) {
+  Hierarchy c({1024, 1, 64}, {1024, 1, 64}, kBig);
+  EXPECT_EQ(c.h.data(4096, 8), kLLMiss);   // a write miss brings the line in
+  EXPECT_EQ(c.h.data(4100, 4), kHit);      // a read of it hits
+}
+
+TEST(CacheModel, StraddlingAccessTouchesBothLinesAndCountsOnce) {
+  Hierarchy c({1024, 1, 64}, {1024, 1, 64}, kBig);
+  EXPECT_EQ(c.h.data(60, 8), kLLMiss);   // lines 0 and 1: both missed, one miss
+  EXPECT_EQ(c.h.data(0, 1), kHit);       // both now present
+  EXPECT_EQ(c.h.data(64, 1), kHit);
+  EXPECT_EQ(c.h.data(60, 8), kHit);
+  EXPECT_EQ(c.h.data(1024 + 64, 1), kLLMiss);   // evicts line 1 only
+  EXPECT_EQ(c.h.data(60, 8), kL1Miss);   // line 0 hits, line 1 misses at L1 and hits at LL
+  EXPECT_EQ(c.h.data(1024, 1), kLLMiss);    // evicts line 0
+  EXPECT_EQ(c.h.fetch(120, 16), kLLMiss);   // I1 and D1 are separate; lines 1 and 2 at LL: 2 is new
+  EXPECT_EQ(c.h.fetch(120, 16), kHit);
+}
+
+TEST(CacheModel, LastLevelOnlyOnFirstLevelMiss) {
+  // D1 and I1 one line each; LL one set of two ways (LRU over two lines).
+  Hierarchy c({64, 1, 64}, {64, 1, 64}, {128, 2, 64});
+  EXPECT_EQ(c.h.data(0, 1), kLLMiss);     // LL: 0
+  EXPECT_EQ(c.h.fetch(64, 1), kLLMiss);   // LL: 1 0
+  EXPECT_EQ(c.h.data(0, 1), kHit);        // D1 hit: LL untouched, still 1 0
+  EXPECT_EQ(c.h.fetch(128, 1), kLLMiss);  // evicts 0: LL 2 1 (2 0 had the hit reached LL)
+  EXPECT_EQ(c.h.data(64, 1), kL1Miss);    // line 1 still in LL
+}
+
+TEST(CacheModel, SmallerLastLevelLinesSeeTheAccessedBytes) {
+  // LL lines of 16 bytes under D1 lines of 64: a miss looks up the LL lines
+  // of the bytes accessed, not of the whole first-level line.
+  Hierarchy c({64, 1, 64}, {64, 1, 64}, {1024, 64, 16});
+  EXPECT_EQ(c.h.data(0, 4), kLLMiss);     // LL line 0
+  EXPECT_EQ(c.h.data(64, 4), kLLMiss);    // D1 now holds line 1
+  EXPECT_EQ(c.h.data(4, 4), kL1Miss);     // LL line 0 again: a hit
+  EXPECT_EQ(c.h.data(64, 4), kL1Miss);
+  EXPECT_EQ(c.h.data(16, 4), kLLMiss);    // LL line 1 was never looked up
+}
+
+// A brute-force model: each set a list, most recent first.
+struct ReferenceCache {
+  CacheGeometry g;
+  std::vector<std::list<uint64_t>> sets;
+  explicit ReferenceCache(CacheGeometry geo) : g(geo), sets(geo.size / (geo.assoc * geo.line)) {}
+  bool access(uint64_t line) {
+    auto& s = sets[line % sets.size()];
+    for (auto it = s.begin(); it != s.end(); ++it)
+      if (*it == line) {
+        s.erase(it);
+        s.push_front(line);
+        return true;
+      }
+    s.push_front(line);
+    if (s.size() > g.assoc) s.pop_back();
+    return false;
+  }
+};
+
+TEST(CacheModel, RandomStreamsAgreeWithBruteForce) {
+  std::mt19937_64 rng(7);
+  const CacheGeometry geos[] = {{1024, 1, 64}, {2048, 4, 32}, {4096, 8, 64}, {512, 8, 64}, {49152 / 16, 12, 16}};
+  for (const CacheGeometry& l1 : geos) {
+    CacheGeometry ll = {8192, 4, 64};
+    Hierarchy c(l1, l1, ll);
+    ReferenceCache d1(l1), rll(ll);
+    for (int i = 0; i < 200000; i++) {
+      uint64_t addr = rng() % 20000;
+      uint64_t size = 1 + rng() % 16;
+      uint64_t first = addr / l1.line, last = (addr + size - 1) / l1.line;
+      bool l1_miss = false, ll_miss = false;
+      for (uint64_t line = first; line <= last; line++) {
+        if (d1.access(line)) continue;
+        l1_miss = true;
+        uint64_t from = std::max(addr, line * l1.line), to = std::min(addr + size - 1, line * l1.line + l1.line - 1);
+        for (uint64_t l = from / ll.line; l <= to / ll.line; l++)
+          if (!rll.access(l)) ll_miss = true;
+      }
+      CacheMiss want = ll_miss ? kLLMiss : l1_miss ? kL1Miss : kHit;
+      ASSERT_EQ(c.h.data(addr, size), want) << "geometry " << l1.size << "," << l1.assoc << "," << l1.line
+                                            << " access " << i;
+    }
+  }
+}
+
+struct Predictor {
+  BranchPredictor* p = static_cast<BranchPredictor*>(std::calloc(1, sizeof(BranchPredictor)));
+  ~Predictor() { std::free(p); }
+};
+
+TEST(BranchModel, IndirectPredictsTheLastTargetPerLow9Bits) {
+  Predictor b;
+  EXPECT_TRUE(b.p->indirect(0x1000, 0x4000));    // fresh entry: target 0
+  EXPECT_FALSE(b.p->indirect(0x1000, 0x4000));
+  EXPECT_TRUE(b.p->indirect(0x1000, 0x5000));
+  EXPECT_FALSE(b.p->indirect(0x1000, 0x5000));
+  EXPECT_TRUE(b.p->indirect(0x1200, 0x4000));    // same low 9 bits: shares the entry
+  EXPECT_TRUE(b.p->indirect(0x1000, 0x5000));
+  EXPECT_TRUE(b.p->indirect(0x1001, 0x5000));    // a neighbour has its own entry
+  EXPECT_FALSE(b.p->indirect(0x1000, 0x5000));
+}
+
+TEST(BranchModel, NeverTakenNeverMispredicts) {
+  Predictor b;
+  for (int i = 0; i < 1000; i++) ASSERT_FALSE(b.p->conditional(0x401234, false));
+}
+
+TEST(BranchModel, AlwaysTakenLearnsOnceTheHistoryIsFull) {
+  // The history fills with ones over 7 branches, each reaching a fresh
+  // counter (strongly not taken: a mispredict); then one counter, which
+  // needs two more mispredicts to predict "taken".
+  Predictor b;
+  int mispredicts = 0;
+  for (int i = 0; i < 1000; i++) mispredicts += b.p->conditional(0x401234, true);
+  EXPECT_EQ(mispredicts, 7 + 2);
+}
+
+TEST(BranchModel, BranchesApartBy128BytesShareCounters) {
+  // Address bits 7 and up are not in the index: a branch 128 bytes on,
+  // after the same history, finds the counter trained by the first.
+  Predictor b;
+  for (int i = 0; i < 9; i++) b.p->conditional(0x401234, true);   // history 0x7F, counter at 2
+  EXPECT_FALSE(b.p->conditional(0x401234 + 128, true));
+  EXPECT_TRUE(b.p->conditional(0x401234 + 1, true));              // its own counter
+}
+
+TEST(BranchModel, TwoBitCountersNeedTwoMissesToFlip) {
+  // A loop-like pattern T T T N repeats; the history then has 4 values at
+  // steady state, each its own counter, each of which learns.
+  Predictor b;
+  int late = 0;
+  for (int i = 0; i < 4000; i++) {
+    bool m = b.p->conditional(0x2000, i % 4 != 3);
+    if (i >= 400) late += m;
+  }
+  EXPECT_EQ(late, 0);
+}
+
+TEST(BranchModel, IndexIsSevenAddressBitsAboveSevenHistoryBits) {
+  EXPECT_EQ(cond_index(0x401234, 0), 0x34u << 7);
+  EXPECT_EQ(cond_index(0x401234, 0x7F), (0x34u << 7) | 0x7F);
+  EXPECT_EQ(cond_index(0x401234, 0xFF), cond_index(0x401234, 0x7F));   // older outcomes left out
+  EXPECT_EQ(cond_index(0x401274, 5), cond_index(0x401234, 5) | (1u << 13));   // address bit 6
+  EXPECT_EQ(cond_index(0x4012B4, 5), cond_index(0x401234, 5));                 // bit 7: out
+}
+
+}  // namespace
