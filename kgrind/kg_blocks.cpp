@@ -68,11 +68,13 @@ BBInfo* block_at(Addr addr, const SourceLoc& loc)
    b->line = loc.line;
    b->offset = symbol_offset(addr);
    HChar buf[512];
+   // A block of a split part (f.cold) is its function's, named after the
+   // part its offset is in.
+   const HChar* symbol = (loc.part ? loc.part : loc.fn)->name;
    if (loc.file && loc.line)
-      VG_(snprintf)(buf, sizeof buf, "{%s+%u at %s:%u}", loc.fn->name, b->offset,
-                    base_name(file_name(loc.file)), loc.line);
+      VG_(snprintf)(buf, sizeof buf, "{%s+%u at %s:%u}", symbol, b->offset, base_name(file_name(loc.file)), loc.line);
    else
-      VG_(snprintf)(buf, sizeof buf, "{%s+%u at ??}", loc.fn->name, b->offset);
+      VG_(snprintf)(buf, sizeof buf, "{%s+%u at ??}", symbol, b->offset);
    b->name = kg::strdup(buf);
    VG_(addToXA)(by_label, &b);
    VG_(addToFM)(by_addr, (UWord)addr, (UWord)b);

@@ -211,6 +211,52 @@ static void find_structor_variant(const HChar* name, Addr entry, HChar out[3])
    VG_(clo_demangle) = demangle;
 }
 
+// The length of a split part's function's name in the part's name
+// (`f.cold`, `f.cold.2`, demangled `f(int) [clone .cold]`, all "f..."),
+// else 0.
+static SizeT split_stem(const HChar* name)
+{
+   SizeT len = VG_(strlen)(name);
+   SizeT end = len;
+   Bool clone = end > 0 && name[end - 1] == ']';   // " [clone .cold]"
+   if (clone) end--;
+   SizeT digits = end;
+   while (digits > 0 && name[digits - 1] >= '0' && name[digits - 1] <= '9') digits--;
+   if (digits < end && digits > 0 && name[digits - 1] == '.') end = digits - 1;
+   if (end < 6 || VG_(strncmp)(name + end - 5, ".cold", 5) != 0) return 0;
+   end -= 5;
+   if (!clone) return end;
+   if (end < 8 || VG_(strncmp)(name + end - 8, " [clone ", 8) != 0) return 0;
+   return end - 8;
+}
+
+// The function whose split part `part` is: the one function of the part's
+// name without its suffix in the part's object, or of several such (static
+// namesakes) the one of the part's source file. Functions are interned as
+// their code is first translated, and a function runs before its cold part
+// does: it is found then. Searched again only when new functions came.
+static FnInfo* whole_function(FnInfo* part)
+{
+   if (!part->split_part || part->whole) return part->whole;
+   UInt n = function_count();
+   if (part->whole_sought == n) return nullptr;
+   part->whole_sought = n;
+   SizeT stem = split_stem(part->name);
+   FnInfo* found = nullptr;
+   UInt matches = 0;
+   for (UInt i = 0; i < n; i++) {
+      FnInfo* fn = function_by_id(i);
+      if (fn->object != part->object || fn->no_symbol || fn->split_part ||
+          VG_(strncmp)(fn->name, part->name, stem) != 0 || fn->name[stem] != 0)
+         continue;
+      if (!found || (fn->file == part->file && found->file != part->file)) found = fn;
+      matches++;
+   }
+   if (matches > 1 && found && found->file != part->file) found = nullptr;
+   part->whole = found;
+   return found;
+}
+
 // The function found at address at, a run-time address of it (0: none, as
 // for names made from addresses), whose symbol starts at entry.
 static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool no_symbol, Addr at = 0,
@@ -236,6 +282,9 @@ static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool n
    fn->stack_segment = VG_STREQ(fn->name, "__morestack");
    fn->array_counters = 0;
    fn->structor[0] = 0;
+   fn->split_part = !no_symbol && split_stem(fn->name) > 0;
+   fn->whole = nullptr;
+   fn->whole_sought = ~0u;
    if (at && !no_symbol) find_structor_variant(fn->name, entry, fn->structor);
    fn->traced = block_mode() && clo.n_func_patterns == 0 ? object_is_main(object)
                                                          : name_is_traced(fn->name);
@@ -423,7 +472,7 @@ RecentFunction& recent_function_slot(Addr entry)
 
 } // namespace
 
-void source_loc(Addr a, SourceLoc* out)
+static void symbol_loc(Addr a, SourceLoc* out)
 {
    DiEpoch ep = VG_(current_DiEpoch)();
    const HChar* file = nullptr;
@@ -464,6 +513,16 @@ void source_loc(Addr a, SourceLoc* out)
       kg::release(recent.mangled);
       recent.mangled = nullptr;
    }
+}
+
+// A split part's code is its function's (FnInfo::whole): its costs and
+// calls are that function's, in that function's activation.
+void source_loc(Addr a, SourceLoc* out)
+{
+   symbol_loc(a, out);
+   FnInfo* whole = whole_function(out->fn);
+   out->part = whole ? out->fn : nullptr;
+   if (whole) out->fn = whole;
 }
 
 namespace {

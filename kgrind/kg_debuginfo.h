@@ -32,12 +32,20 @@ struct FnInfo {
    // mangled name's C1, C2, C3, D0, D1, D2): "D0"; "" for other functions.
    // A class's deleting and complete destructors demangle alike.
    HChar structor[3];
+   // A split part of another function (gcc's `f.cold`, `f.cold.1`: the
+   // unlikely paths moved out of f's body, which f jumps to and which jump
+   // back into f): its code is `whole`'s, found by name in the same object
+   // (null: not a part, or its function not seen yet).
+   Bool split_part;
+   FnInfo* whole;
+   UInt whole_sought;    // function_count() at the last search that found no whole
 };
 
 struct SourceLoc {
    FnInfo* fn;
    UInt file;            // file id; the unknown file is "???"
    UInt line;            // 0 when unknown
+   const FnInfo* part;   // the split part of fn the code lies in (FnInfo::whole), else null
 };
 
 void debuginfo_init();

@@ -370,6 +370,11 @@ void VG_REGPARM(1) kg_block_start(BlockInfo* blk);
 // without a symbol (a stripped library's static function, a .fini) it is a
 // tail call, which the target's block then starts as after a call.
 void VG_REGPARM(2) kg_jump_out(Addr target, Addr jump_instr);
+// A direct jump into another function fn, not at its first instruction,
+// while the top frame runs another function: if an activation of fn is
+// open among the 16 frames below the top frame (no fence between), the
+// jump returns to it and the frames above it are popped (a "ret-jump").
+void VG_REGPARM(1) kg_jump_into(FnInfo* fn);
 // A PLT stub's block, when SP rose or its counters are not its caller's:
 // the stub's instructions are the caller's, and a pending call stays
 // pending until the stub jumps to the real function.

@@ -198,6 +198,31 @@ extern "C" void VG_REGPARM(2) kg_jump_out(Addr target, Addr jump_instr)
    kg_now->ctx = kCallPending;
 }
 
+// How far below the top frame a jump into another function's middle looks
+// for that function's activation.
+constexpr UWord kRetJumpFrames = 16;
+
+extern "C" void VG_REGPARM(1) kg_jump_into(FnInfo* fn)
+{
+   ThreadState* t = current;
+   if (kg_now->ctx == kCallPending) return;
+   // Among the frames just below the top (a jump returns through the
+   // frames that jumps entered, the thesis's "forward jumps"): a walk of
+   // the whole stack at every such jump that returns nowhere (stripped
+   // python3: 200,000 at scale 1) would cost as much as the stack is deep.
+   for (UWord i = 1; i <= kRetJumpFrames && kg_now->top - i > base_frame(t); i++) {
+      Frame* f = kg_now->top - i;
+      UWord kind = f->tr->kind;
+      // Not past a signal's fence or a stack segment's: the jump stays
+      // in the top frame, as any jump into other code without a frame.
+      if (kind != kActivation && kind != kTransparent) return;
+      if (!runs(f->tr, fn)) continue;
+      while (kg_now->top > f) pop_frame(t);
+      update_now_from_top();
+      return;
+   }
+}
+
 // The instructions of a superblock with one flush point.
 static UWord block_instructions(const BlockInfo* blk)
 {

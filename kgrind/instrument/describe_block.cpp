@@ -5,10 +5,11 @@ namespace kg {
 namespace {
 
 // Is a (whose source location is loc) a function's first instruction, with
-// a symbol?
+// a symbol? (A split part's first instruction is not: its code is its
+// function's, source_loc.)
 Bool function_entry(Addr a, const SourceLoc& loc)
 {
-   return loc.fn && !loc.fn->no_symbol && is_function_entry(a);
+   return loc.fn && !loc.fn->no_symbol && !loc.part && is_function_entry(a);
 }
 
 void count_positions(const IRSB* sb_in, Bool blocks, UInt* n_instrs, UInt* n_exits);

@@ -47,18 +47,47 @@ IRExpr* load_transition_ctx(IRBuilder& b, IRExpr* tr, IRExpr* active = nullptr)
 // function's own first instruction is a loop, not a call, which happens
 // where code of another function runs in its frame (a `.cold` part jumped
 // to from the middle of its function): checked inline.
-void add_tail_call(IRBuilder& b, const BlockInfo* blk, Addr target, Addr jump_instr, IRExpr* guard)
+void add_tail_call(IRBuilder& b, const BlockInfo* blk, Addr target, const SourceLoc* loc, Addr jump_instr,
+                   IRExpr* guard)
 {
    if (!target || blk->in_plt) return;
    if (!is_plt_stub(target)) {
-      SourceLoc loc;
-      source_loc(target, &loc);
-      if (loc.fn == blk->fn() || !function_entry(target, loc)) return;
+      if (loc->fn == blk->fn() || !function_entry(target, *loc)) return;
       IRExpr* running = b.load_field(b.load64(&kg_now->top), offsetof(Frame, tr));
-      IRExpr* other = b.op(Iop_CmpNE64, function_mismatch(b, running, loc.fn), IRBuilder::u64(0), Ity_I1);
+      IRExpr* other = b.op(Iop_CmpNE64, function_mismatch(b, running, loc->fn), IRBuilder::u64(0), Ity_I1);
       guard = guard ? b.op(Iop_And1, guard, other, Ity_I1) : other;
    }
    make_call_pending(b, jump_instr, guard);
+}
+
+// A direct jump of blk into the middle of another function (not its first
+// instruction: that is a tail call; a split part of blk's own function,
+// such as its `.cold` code, is blk's function already, source_loc) returns
+// to that function's activation when one is open below the top frame (the
+// thesis's "ret-jump"): kg_jump_into pops the frames above it, called only
+// when the top frame runs another function. Decided at instrumentation:
+// only blocks with such a jump pay, one compare when it is taken.
+// ir: the thread's Ir to store first, as for add_unwind_check.
+void add_jump_into(IRBuilder& b, const BlockInfo* blk, Addr target, const SourceLoc* loc, IRExpr* guard, IRExpr* ir)
+{
+   if (!target || blk->in_plt || is_plt_stub(target)) return;
+   if (!loc->fn || loc->fn == blk->fn() || loc->fn->no_symbol || function_entry(target, *loc)) return;
+   IRExpr* running = b.load_field(b.load64(&kg_now->top), offsetof(Frame, tr));
+   IRExpr* other = b.op(Iop_CmpNE64, function_mismatch(b, running, loc->fn), IRBuilder::u64(0), Ity_I1);
+   guard = guard ? b.op(Iop_And1, guard, other, Ity_I1) : other;
+   if (ir) b.store_if(guard, b.at(&kg_now->ir), ir);
+   b.call("kg_jump_into", (void*)kg_jump_into, 1, mkIRExprVec_1(mkIRExpr_HWord((HWord)loc->fn)), guard);
+}
+
+// A direct jump of blk to target (when guard holds; nullptr: always): a
+// tail call or a ret-jump, from one look-up of the target.
+void add_direct_jump(IRBuilder& b, const BlockInfo* blk, Addr target, Addr jump_instr, IRExpr* guard, IRExpr* ir)
+{
+   if (!target || blk->in_plt) return;
+   SourceLoc loc = {};
+   if (!is_plt_stub(target)) source_loc(target, &loc);
+   add_tail_call(b, blk, target, &loc, jump_instr, guard);
+   add_jump_into(b, blk, target, &loc, guard, ir);
 }
 
 // A computed jump of a function with a symbol to outside its object's text

@@ -34,7 +34,7 @@ void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, cons
    if (sp.may_have_risen()) add_unwind_check(b, sp_now, nullptr, nullptr);
    if (computed_jump && !block_mode() && !blk->fn()->no_symbol) add_jump_out(b, blk, sb->next, last_instr);
    Addr target = sb->next->tag == Iex_Const ? const_target(sb->next->Iex.Const.con) : 0;
-   if (sb->jumpkind == Ijk_Boring) add_tail_call(b, blk, target, last_instr, nullptr);
+   if (sb->jumpkind == Ijk_Boring) add_direct_jump(b, blk, target, last_instr, nullptr, flushed_ir);
    if (ends_in_call(sb)) {
       // The next block is the callee's: it starts an activation.
       if (target) call_targets.get((void*)target, nullptr);
@@ -139,7 +139,8 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
             add_unwind_check(b, sp.value(b), leaving ? pending.ir_now(b) : nullptr,
                              end_checks ? st->Ist.Exit.guard : nullptr);
          if (st->Ist.Exit.jk == Ijk_Boring)
-            add_tail_call(b, blk, const_target(st->Ist.Exit.dst), last_instr, st->Ist.Exit.guard);
+            add_direct_jump(b, blk, const_target(st->Ist.Exit.dst), last_instr, st->Ist.Exit.guard,
+                            leaving ? pending.ir_now(b) : nullptr);
          if (instr) events_ir.cond_exit(b, counters, slot_of_instr[instr - 1], st, last_instr, last_instr + last_len);
          break;
       default:
