@@ -14,6 +14,7 @@ use KGrind::Labels;
 use KGrind::Check::Forest;
 use KGrind::Read::Lists;
 use KGrind::Read::Stream;
+use KGrind::Read::Events;
 
 our @EXPORT = qw(record_line);
 our @EXPORT_OK = qw(table_name check_merge);
@@ -67,6 +68,8 @@ sub record_line {
         block_record($R, $l, $ln);
     } elsif ($l =~ /^# ksf-thread (\d+|all) nodes=(\d+) ir=(\d+)(?: fn=(\d+))?$/) {
         thread_start($R, $ln, $1, $2, $3, $4);
+    } elsif (index($l, '# ksf-events ') == 0) {
+        event_stream($R, $l, $ln);
     } elsif ($l =~ /^# ksf-end-thread (\d+|all)$/) {
         thread_end($R, $ln, $1);
     } elsif ($l eq '# ksf-end') {
@@ -100,6 +103,7 @@ sub options_record {
     $P->{k} = $o{k} eq 'inf' ? $INF : $o{k} + 0;
     @$P{qw(mode rolling joined)} = @o{qw(mode rolling joined)};
     $P->{roll} = $o{'roll-loops'} // 'no';
+    $P->{events} = events_option($R, $o{events}, $ln) if defined $o{events};
     $R->{intra} = $o{mode} eq 'intra';
     $R->{labmap} = $o{mode} eq 'func' ? $R->{fnmap} : $R->{blkmap};
     $P->{blocks} = [] if $o{mode} ne 'func';
@@ -208,6 +212,7 @@ sub thread_end {
     ferr($file, $ln, "thread $tid declares nodes=$T->{declared} but has $nnodes nodes")
         if $nnodes != $T->{declared};
     ferr($file, $ln, "thread $tid has no nodes") if $nnodes == 0;
+    events_end($R, $ln, $T, $nnodes);
     check_counters($T, $P->{k}, $blocks, @index, $bad, $file);
     delete $T->{declared};
     push @{$P->{threads}}, $T;
