@@ -3,7 +3,7 @@ package KGrind::Read::Events;
 # that ksf-options' "events=" names, and each thread's "# ksf-events" lines,
 # every listed node's exclusive count of each event in the nodes' order.
 # A thread's events end up in $T->{ev}: one packed column ("Q>", as
-# KGrind::Columns) an event, in the order of $P->{events}.  $R is the
+# KGrind::Columns) an event, in the order of $P->{ksf_events}.  $R is the
 # reader's state (KGrind::Profile).
 use strict;
 use warnings;
@@ -26,13 +26,16 @@ sub events_option {
         ferr($file, $ln, "ksf-options: events= names Ir (every record has it)") if $e eq 'Ir';
     }
     ferr($file, $ln, "ksf-options: events= in a block-mode profile") if $R->{P}{mode} ne 'func';
+    my @body = grep { $_ ne 'Ir' } split ' ', $R->{P}{events} // 'Ir';
+    ferr($file, $ln, "ksf-options: events=$value is not the body's events after Ir (", join(',', @body), ")")
+        unless "@body" eq "@names";
     return \@names;
 }
 
 # A "# ksf-events <base64>" line: whole nodes, each "mask [count]...".
 sub event_stream {
     my ($R, $l, $ln) = @_;
-    my ($file, $T, $names) = ($R->{file}, $R->{thread}, $R->{P}{events});
+    my ($file, $T, $names) = ($R->{file}, $R->{thread}, $R->{P}{ksf_events});
     ferr($file, $ln, "ksf-events outside a ksf-thread record") unless $T;
     ferr($file, $ln, "ksf-events in a profile whose ksf-options name no events=") unless $names;
     ferr($file, $ln, "ksf-events record in a version $R->{version} file") if $R->{version} < 3;
@@ -63,7 +66,7 @@ sub event_stream {
 # At ksf-end-thread: one count of each event a node, packed.
 sub events_end {
     my ($R, $ln, $T, $nnodes) = @_;
-    my ($file, $names) = ($R->{file}, $R->{P}{events});
+    my ($file, $names) = ($R->{file}, $R->{P}{ksf_events});
     return unless $names;
     my $cols = delete($T->{ev_read}) // [map { [] } @$names];
     my $got = @$cols ? @{$cols->[0]} : 0;

@@ -103,7 +103,7 @@ sub options_record {
     $P->{k} = $o{k} eq 'inf' ? $INF : $o{k} + 0;
     @$P{qw(mode rolling joined)} = @o{qw(mode rolling joined)};
     $P->{roll} = $o{'roll-loops'} // 'no';
-    $P->{events} = events_option($R, $o{events}, $ln) if defined $o{events};
+    $P->{ksf_events} = events_option($R, $o{events}, $ln) if defined $o{events};
     $R->{intra} = $o{mode} eq 'intra';
     $R->{labmap} = $o{mode} eq 'func' ? $R->{fnmap} : $R->{blkmap};
     $P->{blocks} = [] if $o{mode} ne 'func';

@@ -1,0 +1,90 @@
+"""Events beyond Ir in the k-SF records (docs/output-format.md, section 3):
+each listed node's exclusive events, read back by the tests' own reader
+(ksf_records.py) and compared with the callgrind body's per-function
+events (which test_events.py compares with cachegrind) and with
+hand-computed counts of cache_work.c's per-context misses."""
+import collections
+import subprocess
+
+import pytest
+
+import ksf_records
+
+from conftest import ROOT
+
+GEOMETRY = ['--I1=32768,8,64', '--D1=49152,12,64', '--LL=8388608,16,64']
+ALL_EVENTS = ['--cache-sim=yes', '--branch-sim=yes', '--collect-bus=yes', *GEOMETRY]
+ANNOTATE = ['perl', str(ROOT / 'perl' / 'kgrind_annotate.pl')]
+
+
+def record_events_by_function(prof):
+    """Each function's exclusive events summed over its k-SF nodes, every
+    thread."""
+    out = collections.defaultdict(collections.Counter)
+    for forest in prof.forests:
+        for nid, (_parent, label, _calls, _excl, _incl) in forest.nodes.items():
+            out[forest.names[label]].update(forest.events[nid])
+    return out
+
+
+def without_zeros(by_fn):
+    return {fn: {e: n for e, n in c.items() if n} for fn, c in by_fn.items() if any(c.values())}
+
+
+@pytest.mark.parametrize('source,k', [('cache_work.c', '1'), ('cache_work.c', '2'), ('threads.c', '3'),
+                                      ('atomics.c', '1')])
+def test_record_events_sum_to_the_body(tools, source, k):
+    """Per function, the nodes' events sum to the body's; per event, over
+    all nodes, to the summary; the nodes' exclusive Ir is still the Ir."""
+    exe = tools.compile(source, '-O1')
+    kg = tools.kgrind(exe, opts=[f'--k={k}', *ALL_EVENTS], out='kg.out.1')
+    assert kg.returncode == 0, kg.stderr
+    assert 'warning' not in kg.stderr
+    body = kg.profile()
+    prof = ksf_records.parse(kg.profile_path)
+    names = prof.options['events'].split(',')
+    assert ['Ir', *names] == body.events
+    by_fn = record_events_by_function(prof)
+    body_fn = {fn: {e: n for e, n in c.items() if e != 'Ir'} for fn, c in body.by_function_events().items()}
+    assert without_zeros(by_fn) == without_zeros(body_fn) != {}
+    totals = collections.Counter()
+    for counts in by_fn.values():
+        totals.update(counts)
+    assert [totals[e] for e in names] == [body.summary_events[e] for e in names]
+    r = subprocess.run([*ANNOTATE, str(kg.profile_path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_record_events_per_context(tools):
+    """At --k=1, walk's node under each caller holds that caller's misses:
+    test_events.py's hand-computed counts (caller_a: a stride of one
+    64-byte line, every read a D1 miss, the first pass LL misses too;
+    caller_b: a stride of one int, one D1 miss per 16 reads), now from the
+    records alone."""
+    exe = tools.compile('cache_work.c', '-O1')
+    kg = tools.kgrind(exe, opts=['--k=1', '--cache-sim=yes', *GEOMETRY], out='kg.out.1')
+    prof = ksf_records.parse(kg.profile_path)
+    by_caller = collections.defaultdict(collections.Counter)
+    for forest in prof.forests:
+        for nid, (parent, label, _calls, _excl, _incl) in forest.nodes.items():
+            if forest.names[label] == 'walk' and parent is not None:
+                by_caller[forest.name(parent)].update(forest.events[nid])
+    lines = (1 << 17) * 4 // 64
+    a, b = by_caller['caller_a'], by_caller['caller_b']
+    assert (a['Dr'], a['D1mr'], a['DLmr'], a['Dw'], a['D1mw']) == (3 * lines + 3, 3 * lines + 3, lines, 3 * lines, 0)
+    assert (b['Dr'], b['D1mr'], b['DLmr'], b['Dw'], b['D1mw']) == (3 * 16 * lines + 3, 3 * lines + 3, 0,
+                                                                    3 * 16 * lines, 0)
+
+
+def test_no_record_events_without_events_or_with_a_separate_view(tools):
+    """Without events the records are as before (no events=, no
+    ksf-events). With a separate view (--k=inf, view-k 2) the counters are
+    the view's contexts', not the k-SF nodes': the records carry no events
+    (the body still does)."""
+    exe = tools.compile('cache_work.c', '-O1')
+    for opts in ([], ['--k=inf', '--cache-sim=yes', *GEOMETRY]):
+        kg = tools.kgrind(exe, opts=opts, out='kg.out.1')
+        assert kg.returncode == 0, kg.stderr
+        text = kg.profile_path.read_text()
+        assert '# ksf-events ' not in text and ' events=' not in text
+        assert kg.profile().events[0] == 'Ir'
