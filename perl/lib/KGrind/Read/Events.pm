@@ -73,6 +73,7 @@ sub events_end {
     ferr($file, $ln, "thread $T->{tid}: ksf-events lists $got nodes, the thread has $nnodes")
         if @$names && $got != $nnodes;
     $T->{ev} = [map { pack('Q>*', @$_) } @$cols];
+    $T->{ev_names} = $names;
 }
 
 1;
