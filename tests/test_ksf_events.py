@@ -4,7 +4,10 @@ each listed node's exclusive events, read back by the tests' own reader
 events (which test_events.py compares with cachegrind) and with
 hand-computed counts of cache_work.c's per-context misses."""
 import collections
+import json
 import subprocess
+
+import jsonschema
 
 import pytest
 
@@ -88,3 +91,65 @@ def test_no_record_events_without_events_or_with_a_separate_view(tools):
         text = kg.profile_path.read_text()
         assert '# ksf-events ' not in text and ' events=' not in text
         assert kg.profile().events[0] == 'Ir'
+
+
+def annotate_json(*args):
+    r = subprocess.run([*ANNOTATE, '--format=json', '--top=0', '--threshold=100', *map(str, args)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, json.loads((ROOT / 'docs' / 'kgrind-annotate.schema.json').read_text()))
+    return doc
+
+
+def context_events_by_function(doc):
+    """Each activated function's events summed over its contexts."""
+    out = collections.defaultdict(collections.Counter)
+    for t in doc['threads']:
+        for c in t['contexts']:
+            out[c['path'][-1]].update(c['events'])
+    return out
+
+
+@pytest.mark.parametrize('k,view', [('2', ['0', '1', '2']), ('inf', ['inf', '1'])])
+def test_annotate_sums_each_event_per_context(tools, k, view):
+    """kgrind_annotate's contexts at every k' <= k: per function, the
+    events summed over its contexts are the callgrind body's, as Ir's are;
+    the totals are the summary's."""
+    exe = tools.compile('cache_work.c', '-O1')
+    kg = tools.kgrind(exe, opts=[f'--k={k}', f'--view-k={k}', *ALL_EVENTS], out='kg.out.1')
+    assert kg.returncode == 0, kg.stderr
+    body = kg.profile()
+    body_fn = {fn: {e: n for e, n in c.items() if e != 'Ir'} for fn, c in body.by_function_events().items()}
+    for kk in view:
+        doc = annotate_json(f'--k={kk}', kg.profile_path)
+        assert doc['events'] == body.events
+        assert {e: doc['total'][e] for e in body.events} == dict(body.summary_events)
+        by_fn = context_events_by_function(doc)
+        assert without_zeros(by_fn) == without_zeros(body_fn), kk
+
+
+def test_annotate_shows_and_sorts_by_an_event(tools):
+    """--sort=D1mr puts walk's two contexts first (each 3 * 8192 + 3 D1
+    misses, test_record_events_per_context), --show gives the columns in
+    the order asked; an event the records lack is one clear error."""
+    exe = tools.compile('cache_work.c', '-O1')
+    kg = tools.kgrind(exe, opts=['--k=1', '--cache-sim=yes', *GEOMETRY], out='kg.out.1')
+    r = subprocess.run([*ANNOTATE, '--sort=D1mr', '--show=D1mr,Ir,DLmr', '--top=2', str(kg.profile_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    head = next(i for i, l in enumerate(lines) if l.split()[:3] == ['D1mr', 'Ir', 'DLmr'])
+    assert lines[head].split()[3] == '%D1mr'
+    rows = [l.split() for l in lines[head + 1:head + 3]]
+    lines_walked = (1 << 17) * 4 // 64
+    assert sorted((row[-1], row[0], row[2]) for row in rows) == [
+        ('walk', f'{3 * lines_walked + 3:,}', '0'), ('walk', f'{3 * lines_walked + 3:,}', f'{lines_walked:,}')]
+    assert sorted(row[-3] for row in rows) == ['caller_a', 'caller_b']
+    for opt, what in (('--sort=Bcm', '--sort'), ('--show=Ir,Ge', '--show')):
+        r = subprocess.run([*ANNOTATE, opt, str(kg.profile_path)], capture_output=True, text=True)
+        assert r.returncode == 2 and r.stdout == ''
+        assert r.stderr.startswith(f"kgrind_annotate: {what}: unknown event '{opt.split(',')[-1].split('=')[-1]}'")
+    plain = tools.kgrind(exe, out='kg.out.2')
+    r = subprocess.run([*ANNOTATE, '--sort=D1mr', str(plain.profile_path)], capture_output=True, text=True)
+    assert r.returncode == 2 and 'the k-SF records have Ir only' in r.stderr
