@@ -2,16 +2,18 @@
 each listed node's exclusive events, read back by the tests' own reader
 (ksf_records.py) and compared with the callgrind body's per-function
 events (which test_events.py compares with cachegrind) and with
-hand-computed counts of cache_work.c's per-context misses."""
+hand-computed counts of cache_work.c's per-context misses; kgrind_annotate's
+contexts, JSON and pprof with those events."""
 import collections
 import json
+import shutil
 import subprocess
 
 import jsonschema
-
 import pytest
 
 import ksf_records
+import pprof_wire
 
 from conftest import ROOT
 
@@ -153,3 +155,41 @@ def test_annotate_shows_and_sorts_by_an_event(tools):
     plain = tools.kgrind(exe, out='kg.out.2')
     r = subprocess.run([*ANNOTATE, '--sort=D1mr', str(plain.profile_path)], capture_output=True, text=True)
     assert r.returncode == 2 and 'the k-SF records have Ir only' in r.stderr
+
+
+@pytest.mark.parametrize('k', ['1', 'inf'])
+def test_pprof_has_a_sample_type_per_event(tools, k):
+    """--format=pprof: calls, Ir, then one sample type per event of the
+    records; each sample's values are its context's (the JSON's), so each
+    event sums to its total; `go tool pprof -sample_index=D1mr` reads it
+    where go is installed."""
+    exe = tools.compile('cache_work.c', '-O1')
+    kg = tools.kgrind(exe, opts=[f'--k={k}', f'--view-k={k}', '--cache-sim=yes', *GEOMETRY], out='kg.out.1')
+    doc = annotate_json(kg.profile_path)
+    path = tools.dir / 'profile.pb.gz'
+    r = subprocess.run([*ANNOTATE, '--format=pprof', str(kg.profile_path)], capture_output=True)
+    assert r.returncode == 0, r.stderr
+    path.write_bytes(r.stdout)
+    p = pprof_wire.decode(path)
+    assert p['sample_types'] == [('calls', 'count')] + [(e, 'count') for e in doc['events']]
+    by_stack = collections.Counter()
+    for s in p['samples']:
+        by_stack[tuple(reversed(s['stack']))] += 1
+        assert len(s['values']) == 2 + len(doc['events']) - 1
+    want = {}
+    for c in doc['threads'][0]['contexts']:
+        want[tuple(c['path'])] = [c['calls'], c['Ir']] + [c['events'][e] for e in doc['events'][1:]]
+    got = {}
+    for s in p['samples']:
+        stack = tuple(f for f in reversed(s['stack']) if not f.startswith('[truncated'))
+        got[stack] = s['values']
+    assert got == want
+    for i, e in enumerate(doc['events']):
+        assert sum(s['values'][1 + i] for s in p['samples']) == doc['total'][e]
+    if shutil.which('go'):
+        r = subprocess.run(['go', 'tool', 'pprof', '-sample_index=D1mr', '-top', str(path)],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert f"of {doc['total']['D1mr']} total" in r.stdout
+        top = [l.split() for l in r.stdout.splitlines() if l.strip().endswith(' walk')]
+        assert top and int(top[0][0]) == 2 * (3 * (1 << 17) * 4 // 64 + 3)
