@@ -41,6 +41,7 @@ prints the totals and the changed contexts, largest change first.
                               sort key for contexts and tree children [Ir];
                               an event such as D1mr: contexts only (text, json)
   --show=<event>,...          the events' columns in the table (Ir, D1mr, ...) [Ir]
+  --event=<event>             folded: the stacks' weight (D1mr, ...) [Ir]
   --threshold=<0-100>         show contexts until this cumulative share [99]
   --top=<N>                   show at most N contexts (0: no limit) [40]
   --k=<N>|inf                 show the N-CCF (N <= the recorded k) [recorded k]
@@ -103,7 +104,7 @@ sub parse_options {
         my $ok = GetOptionsFromArray(\@argv, \%o, 'sort=s', 'threshold=s', 'top=s', 'k=s', 'thread=s',
             'join-threads', 'ksf', 'kccf', 'costs=s', 'tree-order=s', 'auto=s', 'context=s',
             'include|I=s@', 'format=s', 'version', 'help|h', 'show-blocks', 'blocks-disasm',
-            'names=s', 'callers', 'context-id=s', 'show=s', 'diff', 'normalize', 'fail-above=s', 'force',
+            'names=s', 'callers', 'context-id=s', 'show=s', 'event=s', 'diff', 'normalize', 'fail-above=s', 'force',
             'vs' => sub { $o{vs}++ }, '<>' => sub { push @{$args[$o{vs} ? 1 : 0]}, "$_[0]" });
         push @{$args[$o{vs} ? 1 : 0]}, @argv;    # after '--'
         unless ($ok) {
@@ -129,6 +130,9 @@ sub parse_options {
         fail("bad --show value '$e' (events of the profile, e.g. --show=Ir,D1mr)") unless $e =~ /^[A-Z]\w*$/;
     }
     fail("--show names '$_' twice") for do { my %n; grep { $n{$_}++ == 1 } @{$o{show}} };
+    fail("bad --event value '$o{event}' (an event of the profile, e.g. D1mr)")
+        if defined $o{event} && $o{event} !~ /^[A-Z]\w*$/;
+    fail("--event: only with --format=folded") if defined $o{event} && $o{format} ne 'folded';
     my $events = $o{sort} !~ /^(?:Ir|calls|inclusive)$/ || grep { $_ ne 'Ir' } @{$o{show}};
     fail("--show and --sort with events beyond Ir: only with --format=text or json")
         if $events && ($o{format} !~ /^(?:text|json)$/ || $o{diff});
@@ -289,6 +293,11 @@ The sort key for contexts and tree children [Ir]. An event of a profile
 made with B<--cache-sim>, B<--branch-sim> or B<--collect-bus> (B<D1mr>,
 B<Bcm>, ...) sorts the contexts by their exclusive count of it (text and
 JSON).
+
+=item B<--event>=I<event>
+
+B<--format=folded>: the event the stacks weigh (their exclusive count of
+it) [Ir].
 
 =item B<--show>=I<event>,...
 

@@ -193,3 +193,24 @@ def test_pprof_has_a_sample_type_per_event(tools, k):
         assert f"of {doc['total']['D1mr']} total" in r.stdout
         top = [l.split() for l in r.stdout.splitlines() if l.strip().endswith(' walk')]
         assert top and int(top[0][0]) == 2 * (3 * (1 << 17) * 4 // 64 + 3)
+
+
+def test_folded_weighs_stacks_by_an_event(tools):
+    """--format=folded --event=D1mr: each stack weighs its context's D1mr
+    (the JSON's), at k=1 and at k=inf (the CCT's own walk)."""
+    exe = tools.compile('cache_work.c', '-O1')
+    for k in ('1', 'inf'):
+        kg = tools.kgrind(exe, opts=[f'--k={k}', f'--view-k={k}', '--cache-sim=yes', *GEOMETRY], out=f'kg.{k}')
+        doc = annotate_json('--names=short', kg.profile_path)
+        want = collections.Counter()
+        for c in doc['threads'][0]['contexts']:
+            if c['events']['D1mr']:
+                want[';'.join(c['path'])] += c['events']['D1mr']
+        r = subprocess.run([*ANNOTATE, '--format=folded', '--names=short', '--event=D1mr', str(kg.profile_path)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        got = collections.Counter()
+        for line in r.stdout.splitlines():
+            stack, n = line.rsplit(' ', 1)
+            got[stack] += int(n)
+        assert got == want and sum(got.values()) == doc['total']['D1mr'], k

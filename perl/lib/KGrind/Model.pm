@@ -58,6 +58,7 @@ sub build_model {
     $S{blocks} = block_table(\@P) if $S{blockmode};
     my @evF = map { $_->{F} } @{$S{threads}};
     check_event_names('--show', $o->{show} // ['Ir'], @evF);
+    check_event_names('--event', [$o->{event}], @evF) if defined $o->{event};
     check_event_names('--sort', [$o->{sort}], @evF) unless $o->{sort} =~ /^(?:calls|inclusive)$/;
     push @KEEP, \%S;    # lives until the process exits: never freed piece by piece
     @S{qw(src fnline)} = source_lines(\@P, $join, [map { $_->{key} } @$forests]) if $want_src;
