@@ -214,3 +214,18 @@ def test_folded_weighs_stacks_by_an_event(tools):
             stack, n = line.rsplit(' ', 1)
             got[stack] += int(n)
         assert got == want and sum(got.values()) == doc['total']['D1mr'], k
+
+
+def test_sort_by_an_event_at_k_inf(tools):
+    """At k = inf (the calling context tree's own contexts) --sort=D1mr
+    ranks walk's two full contexts first, each with its 3 * 8192 + 3 D1
+    misses."""
+    exe = tools.compile('cache_work.c', '-O1')
+    kg = tools.kgrind(exe, opts=['--k=inf', '--view-k=inf', '--cache-sim=yes', *GEOMETRY], out='kg.out.1')
+    r = subprocess.run([*ANNOTATE, '--sort=D1mr', '--show=D1mr', '--top=2', str(kg.profile_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rows = [l.split() for l in r.stdout.splitlines() if l.rstrip().endswith(' walk')]
+    lines_walked = (1 << 17) * 4 // 64
+    assert sorted((row[0], row[-3]) for row in rows) == [(f'{3 * lines_walked + 3:,}', 'caller_a'),
+                                                         (f'{3 * lines_walked + 3:,}', 'caller_b')]

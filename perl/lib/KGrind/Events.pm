@@ -62,6 +62,8 @@ sub context_event {
     my ($C, $e, $cid) = @_;
     my ($F, $kk, $K) = @$C{qw(F_of kk K)};
     my $i = event_index($F, $e);
+    # a calling context tree's contexts are its nodes (KGrind::Forest::cct_contexts)
+    return vec($F->{ev}[$i], $cid, 64) if $C->{cct} && $C->{F} == $F;
     my $sum = $C->{events} //= context_events($F, $kk == $INF ? -1 : $kk, $K == $INF ? -1 : $K);
     my $s = $sum->{pack('N*', reverse @{ctx_labels($C, $cid)})};
     return $s ? $s->[$i] : 0;
@@ -74,9 +76,13 @@ sub event_index {
     die "event $e not in the forest\n";
 }
 
-# Event $e of every context of C, an array by context id (a sort key).
+# Event $e of every context of C, an array by context id (a sort key), or
+# for a calling context tree's contexts its packed column (as the tree's
+# Ir: KGrind::Model::each_key).
 sub event_column {
     my ($C, $e) = @_;
+    my $F = $C->{F_of};
+    return $F->{ev}[event_index($F, $e)] if $C->{cct} && $C->{F} == $F;
     return $C->{"event $e"} //= do {
         my @x;
         $x[$_] = context_event($C, $e, $_) for @{KGrind::Forest::ctx_ids($C)};
