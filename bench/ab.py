@@ -12,7 +12,7 @@ time.
     bench/ab.py run --work DIR NAME... [--configs k2,intra-k2] [--workloads ...] [--runs 5] [--scale 1]
 
 --work is a folder with bin/ and data/ from
-`bench/suite.py --runs 1 --configs native --keep-work --out DIR --no-growth --no-ksweep --no-large --no-charts`
+`bench/suite.py --runs 1 --configs native --keep-work --out DIR --no-growth --no-ksweep --no-large --no-churn --no-charts`
 (DIR/work; python3 and perl run bench/workloads/ scripts; the workload cc1plus needs the large phase's data/cc1plus-N.ii,
 e.g. from `--no-growth --no-ksweep --large-runs 1 --configs native`). The name `none` stands for `valgrind --tool=none`. Prints, per
 workload, the minimum and median CPU seconds of each build and configuration

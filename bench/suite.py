@@ -6,9 +6,11 @@ programs.
     bench/suite.py                      the full suite (about 45 min), report in
                                         bench/results/<timestamp>/
     bench/suite.py --runs 1 --scale 0.1 --workloads callheavy \\
-                   --configs none,kgrind-k2 --no-growth --no-ksweep --no-large   (smoke)
+                   --configs none,kgrind-k2 --no-growth --no-ksweep --no-large --no-churn   (smoke)
     bench/suite.py --workloads= --no-growth --no-ksweep --large perl --large-runs 1 \\
-                   --large-scale 0.01          the large-program phase only (smoke)
+                   --large-scale 0.01 --no-churn   the large-program phase only (smoke)
+    bench/suite.py --workloads= --no-growth --no-ksweep --no-large --out B   the thread-churn
+                                        phase only (then --report-only A --merge B: into A's report)
     bench/suite.py --report-only bench/results/<timestamp>   redo report/charts
 
 Steps:
@@ -30,7 +32,11 @@ Steps:
     kgrind k=1, 2, 4, 8, inf), --large-runs interleaved rounds; then the
     wall time and peak RSS of kgrind_annotate's default report on their k=2
     and k=inf profiles (these get no --format=json: their inf-CCF is huge);
- 7. report.md (Markdown tables, targets), results.json, charts/*.png.
+ 7. thread churn (--churn, --no-churn): tests/progs/thread_churn.c creating
+    1,000 and 10,000 threads, at most 8 alive, under kgrind: peak RSS side by
+    side, and kgrind_annotate's default report on the larger profile
+    (bench/churn.py);
+ 8. report.md (Markdown tables, targets), results.json, charts/*.png.
 
 Ratios (x none, x callgrind --separate-callers=2) are computed per round from
 the same round's runs, then the median over rounds is shown.
@@ -54,6 +60,8 @@ import threading
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / 'bench'))
+import churn  # noqa: E402  (the thread-churn phase)
 WORKLOADS_DIR = ROOT / 'bench' / 'workloads'
 BUILD = pathlib.Path(os.environ.get('KGRIND_BUILD', ROOT / 'build'))
 
@@ -604,6 +612,8 @@ class Suite:
             self.timing(a.large, a.large_configs, 'large', a.large_runs, a.large_scale)
         self.annotate_all()
         self.annotate_large()
+        if a.churn:
+            churn.run(self, a.churn, run_measured)
         self.data['meta']['loadavg_end'] = open('/proc/loadavg').read().split()[:3]
         self.data['meta']['minutes'] = (time.time() - self.t0) / 60
         self.save()
@@ -676,6 +686,9 @@ class Report:
                 self.meta.update({k: v for k, v in od['meta'].items() if k.startswith('large')
                                   or k == 'cc1plus_input_lines'})
                 self.data['annotate_default'] = od.get('annotate_default', {})
+            if od.get('churn'):
+                self.data['churn'] = od['churn']
+                phases.add('churn')
             self.merged.append((other, sorted(phases), od['meta']))
 
     def recs(self, phase, w=None, c=None, scale=None):
@@ -874,6 +887,7 @@ class Report:
                 L.append('| ' + ' | '.join(row) + ' |')
             L.append('')
         L += self.large_section()
+        L += churn.section(self.data, fmt_mb, target_row)
         fails = [r for r in self.runs if r['rc'] != 0]
         if fails:
             L.append('## Failed runs')
@@ -1222,13 +1236,17 @@ def parse_args(argv):
     ap.add_argument('--large-runs', type=int, default=2, help='interleaved rounds of the large programs [2]')
     ap.add_argument('--large-scale', type=float, default=1.0, help='input size factor of the large programs [1]')
     ap.add_argument('--large-configs', default=','.join(LARGE_CONFIGS), help=f'comma list [{",".join(LARGE_CONFIGS)}]')
+    ap.add_argument('--churn', default=','.join(map(str, churn.COUNTS)),
+                    help='thread counts of the thread-churn phase, smaller first '
+                         f'[{",".join(map(str, churn.COUNTS))}]')
+    ap.add_argument('--no-churn', action='store_true')
     ap.add_argument('--timeout', type=float, default=900, help='seconds per run before it is killed [900]')
     ap.add_argument('--annotate-timeout', type=float, default=600, help='seconds per kgrind_annotate [600]')
     ap.add_argument('--out', help='results folder [bench/results/<timestamp>]')
     ap.add_argument('--keep-work', action='store_true', help='keep the built workloads and inputs')
     ap.add_argument('--report-only', metavar='DIR', help='rewrite report.md and charts from DIR/results.json')
     ap.add_argument('--merge', action='append', default=[], metavar='DIR',
-                    help='with --report-only: take the growth, k-sweep and large-program runs from DIR')
+                    help='with --report-only: take the growth, k-sweep, large-program and churn runs from DIR')
     ap.add_argument('--update-docs', action='store_true',
                     help='also put the report into docs/results.md (between its suite markers)')
     a = ap.parse_args(argv)
@@ -1241,6 +1259,12 @@ def parse_args(argv):
     a.ksweep = [] if a.no_ksweep else split(a.ksweep)
     a.large = [] if a.no_large else split(a.large)
     a.large_configs = split(a.large_configs)
+    try:
+        a.churn = [] if a.no_churn else [int(n) for n in split(a.churn)]
+    except ValueError:
+        ap.error(f'--churn: thread counts, comma-separated (got {a.churn!r})')
+    if a.churn and (len(a.churn) < 2 or any(n < 1 for n in a.churn) or a.churn != sorted(a.churn)):
+        ap.error(f'--churn: two or more thread counts, smaller first (got {",".join(map(str, a.churn))})')
     known = {n for n, _, _ in CONFIGS + BLOCK_CONFIGS}
     for c in a.large_configs:
         if c not in LARGE_CONFIGS:

@@ -20,12 +20,18 @@ core::Allocator valgrind_allocator()
 
 } // namespace
 
-Forest* forest_new(UInt k, UInt payload_bytes)
+Forest* forest_new(UInt k, UInt payload_bytes, Bool small)
 {
    Forest* f = (Forest*)alloc_zeroed(sizeof(Forest));
    UInt flags = clo.unroll_simple_rec ? 0u : (UInt)core::Forest::kRollSimpleRecursion;
+   if (small) flags |= core::Forest::kSmallPool;
    f->sf.init(valgrind_allocator(), k, kRootLabel, flags, payload_bytes);
    return f;
+}
+
+void forest_compact(Forest* f)
+{
+   f->sf.compact_roots();
 }
 
 void forest_reset(Forest* f)

@@ -19,8 +19,13 @@ struct Forest {
 };
 
 // A forest of depth k (--k, or --view-k) for the --unroll-simple-rec
-// option, with payload_bytes of the caller's after each node.
-Forest* forest_new(UInt k, UInt payload_bytes = 0);
+// option, with payload_bytes of the caller's after each node; small: its
+// node memory starts at a few KB (a thread's: there may be thousands of
+// threads of a few nodes each).
+Forest* forest_new(UInt k, UInt payload_bytes = 0, Bool small = False);
+// A forest that will grow little if at all (its thread ended): its memory
+// cut to what its nodes need (core::Forest::compact_roots).
+void forest_compact(Forest* f);
 // Zeroes every counter (after fork, in the child).
 void forest_reset(Forest* f);
 // dst := join(dst, src) (Def. 4*).

@@ -154,6 +154,15 @@ public:
       return nullptr;
    }
 
+   // The index's first slots, cap of them (a power of two) instead of
+   // kFirstCap, allocated now: for one of many indexes that mostly stay small.
+   void start_with(UWord cap)
+   {
+      tl_assert(!cap_ && cap && !(cap & (cap - 1)));
+      slots_ = (UWord*)alloc_zeroed(cap * sizeof(UWord), "kg.pairmap");
+      cap_ = cap;
+   }
+
    // Adds e, whose key is not in the index yet.
    void insert(Entry* e)
    {
@@ -228,6 +237,9 @@ public:
    Entry* find(const void* a, const void* b) const { return index_.find(a, b); }
 
    UWord size() const { return index_.size(); }
+
+   // PairIndex::start_with.
+   void start_with(UWord cap) { index_.start_with(cap); }
 
    // Frees the index, not the entries (their users keep them): for tables
    // whose lookups are over while their entries are still read.

@@ -16,7 +16,7 @@ def test_bench_suite_smoke(tmp_path):
     out = tmp_path / 'results'
     proc = subprocess.run(
         [sys.executable, str(SUITE), '--runs', '1', '--scale', '0.02', '--workloads', 'callheavy',
-         '--configs', 'none,kgrind-k2', '--no-growth', '--no-ksweep', '--no-large', '--no-charts', '--out', str(out)],
+         '--configs', 'none,kgrind-k2', '--no-growth', '--no-ksweep', '--no-large', '--no-churn', '--no-charts', '--out', str(out)],
         capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
 
@@ -60,7 +60,7 @@ def test_bench_ab_smoke(tmp_path):
     """bench/ab.py (A/B of frozen builds by CPU time) on the suite's work folder."""
     out = tmp_path / 'results'
     subprocess.run([sys.executable, str(SUITE), '--runs', '1', '--scale', '0.02', '--workloads', 'callheavy',
-                    '--configs', 'native', '--no-growth', '--no-ksweep', '--no-large', '--no-charts', '--out', str(out),
+                    '--configs', 'native', '--no-growth', '--no-ksweep', '--no-large', '--no-churn', '--no-charts', '--out', str(out),
                     '--keep-work'], check=True, capture_output=True, timeout=120, cwd=tmp_path)
     env = dict(os.environ, KGRIND_AB_DIR=str(tmp_path / 'ab'))
     ab = [sys.executable, str(ROOT / 'bench' / 'ab.py')]
@@ -119,3 +119,40 @@ def test_bench_large_smoke(tmp_path):
     assert re.search(r'time kgrind --k=4 ≤ 1\.25× kgrind --k=2 \| – \| not measured', report)
     if (out / 'charts').exists():
         assert (out / 'charts' / 'large_cost_vs_k.png').stat().st_size > 1000
+
+
+def test_bench_churn_smoke(tmp_path):
+    """The thread-churn phase alone, at small thread counts: both runs and
+    kgrind_annotate measured, the report's table and targets from them."""
+    out = tmp_path / 'results'
+    proc = subprocess.run(
+        [sys.executable, str(SUITE), '--workloads=', '--no-growth', '--no-ksweep', '--no-large', '--no-charts',
+         '--churn', '20,60', '--out', str(out)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    churn = json.loads((out / 'results.json').read_text())['churn']
+    assert churn['counts'] == [20, 60]
+    runs = churn['runs']
+    for n in ('20', '60'):
+        assert runs[n]['rc'] == 0 and runs[n]['rss_kb'] > 1000 and runs[n]['profile_bytes'] > 0
+    assert runs['60']['profile_bytes'] > runs['20']['profile_bytes']
+    assert churn['annotate']['rc'] == 0 and churn['annotate']['seconds'] > 0
+    report = (out / 'report.md').read_text()
+    rows = {}
+    for line in report.splitlines():
+        cells = [c.strip() for c in line.strip('|').split('|')]
+        if len(cells) == 6 and cells[0] in ('20', '60'):
+            rows[cells[0]] = cells
+    assert set(rows) == {'20', '60'}, report
+    assert float(rows['60'][3]) == round(runs['60']['rss_kb'] / 1024, 1)
+    ratio = runs['60']['rss_kb'] / runs['20']['rss_kb']
+    assert re.search(rf'\| peak RSS at 60 threads ≤ 1\.2× at 20 \| [0-9.]+ MB / [0-9.]+ MB = {ratio:.2f}× \| '
+                     rf'\*\*{"met" if ratio <= 1.2 else "not met"}\*\* \|', report), report
+    assert re.search(r'\| kgrind_annotate on the 60-thread profile < 5 s \| [0-9.]+ s \| \*\*(met|not met)\*\* \|',
+                     report), report
+
+
+def test_bench_churn_counts_refused(tmp_path):
+    proc = subprocess.run([sys.executable, str(SUITE), '--churn', '100,10', '--out', str(tmp_path / 'r')],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 2 and '--churn: two or more thread counts, smaller first' in proc.stderr

@@ -135,6 +135,10 @@ CASES = [
     Case('boost-fibers', 'boost_fibers_nested', ('3',), libs=('-lboost_context',),
          callers={'nest(int, int, int)': {'body(int, int)': 12, 'nest(int, int, int)': 21},
                   'work(int)': {'nest(int, int, int)': 66}, 'yield_()': {'nest(int, int, int)': 12}}),
+    # 1,000 threads made and ended, at most 8 alive: each its own forest.
+    Case('thread-churn', 'thread_churn', ('1000',), modes=ALL_MODES, threads=1001,
+         callers={'request': {'body': 1000}, 'parse': {'request': 2000}, 'reply': {'request': 2000},
+                  'format': {'reply': 2000}}),
 ]
 MATRIX = [pytest.param(case, mode, id=f'{case.name}-{mode}') for case in CASES for mode in case.modes]
 

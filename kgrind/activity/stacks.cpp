@@ -128,6 +128,21 @@ Addr return_address_at(Addr sp)
    return *(const Addr*)sp;
 }
 
+// A stack that will have no frame pushed again but its base (its thread
+// ended, the base frame is still settled and restarted): its frames' memory
+// cut to the base frame's, which is where its top stays.
+void shrink_to_base(ShadowStack* s)
+{
+   tl_assert(s->top == s->frames);
+   if (s->cap <= 1) return;
+   Frame* base = (Frame*)kg::alloc(3 * sizeof(Frame));
+   base[0] = s->frames[-1];
+   base[1] = s->frames[0];
+   kg::release(s->frames - 1);
+   set_frames(s, base, 1);
+   s->top = s->frames;
+}
+
 void release_stack(ShadowStack* s)
 {
    kg::release(s->frames - 1);

@@ -68,6 +68,9 @@ struct ShadowStack {
    ShadowStack* unindexed_prev;
 };
 
+// The slots a thread's tables first have (a power of two).
+const UWord kThreadFirstCap = 16;
+
 struct ThreadState {
    ThreadId tid;
    UInt serial;             // 1, 2, ... in order of creation (tids are reused)
@@ -82,6 +85,8 @@ struct ThreadState {
    Forest* forest;
    Forest* view;            // the body's contexts (see ActNode), or forest
    Now saved;               // kg_now while another thread runs
+   // Threads after the first start these small (kThreadFirstCap; thread_state):
+   // a program may make thousands of threads of a few calls each.
    PairMap<ActEntry, kDenseLoad> acts;            // (top, bottom) -> ActNode, unless acts_in_nodes()
    PairMap<ViewPair> view_acts;                   // the same for the view forest
    PairIndex<Transition, TransitionKeys, 1024, kDenseLoad> transitions;   // (parent, transition_key)

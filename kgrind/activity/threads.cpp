@@ -21,8 +21,16 @@ ThreadState* thread_state(ThreadId tid)
       t->forest = joined_forest;
       t->view = joined_view;
    } else {
-      t->forest = forest_new(clo.k, node_payload_bytes());
-      t->view = separate_view() ? forest_new(clo.view_k, view_payload_bytes()) : t->forest;
+      // The first thread's forests and tables as they always were (its
+      // node addresses order its call edges in the body); the others' small.
+      Bool small = t->serial > 1;
+      t->forest = forest_new(clo.k, node_payload_bytes(), small);
+      t->view = separate_view() ? forest_new(clo.view_k, view_payload_bytes(), small) : t->forest;
+   }
+   if (t->serial > 1) {
+      t->transitions.start_with(kThreadFirstCap);
+      if (!acts_in_nodes()) t->acts.start_with(kThreadFirstCap);
+      if (separate_view()) t->view_acts.start_with(kThreadFirstCap);
    }
    // The root frame is the base of the thread's own stack.
    auto is_root = [](const Transition* tr) { return tr->kind == kActivation && tr->fn_id == kNoFunction; };
@@ -49,6 +57,25 @@ ThreadState* thread_state(ThreadId tid)
       t->saved.bb_forest = t->inter_forest;
    }
    return t;
+}
+
+// What a thread that ended keeps is what its profile needs: its forests
+// and its transitions (flushed into them for each profile), and its own
+// stack's base frame (__root__'s, settled by dumps). Its activation indexes
+// (lookups for new calls) go, its own stack's other frames, and its
+// forests' dense roots arrays (8 bytes a function id up to its largest
+// root's). The block modes' frames (bb_top) stay as they are.
+void release_ended_thread(ThreadState* t)
+{
+   t->acts.forget_index();
+   t->view_acts.forget_index();
+   if (!block_mode() && t->stack == t->own && t->saved.top == t->own->frames) {
+      shrink_to_base(t->own);
+      t->saved.top = t->saved.frames_last = t->own->frames;
+   }
+   if (clo.join_threads) return;   // the forests are every thread's
+   forest_compact(t->forest);
+   if (t->view != t->forest) forest_compact(t->view);
 }
 
 void switch_to(ThreadId tid)
@@ -112,6 +139,7 @@ void thread_exits(ThreadId tid)
    // The tid will be reused by a new thread, which gets its own state.
    current->saved = *kg_now;
    by_tid[tid] = nullptr;
+   release_ended_thread(current);
    current = nullptr;
 }
 

@@ -177,6 +177,19 @@ class Forest {
     nodes_ = 0;
   }
 
+  // R in the hash map from now on, the dense array freed: for a forest that
+  // will grow little if at all (a thread that ended), whose dense array
+  // (8 bytes a label up to its largest root's) may be far bigger than its
+  // few roots. Lookups and later trees work as before; the roots keep their
+  // order (tree(i)).
+  void compact_roots() {
+    if (flags_ & kSparseRoots) return;
+    for (size_t i = 0; i < root_list_.size(); ++i)
+      if (dense(root_list_[i]->label)) roots_.set(root_list_[i]->label, root_list_[i]);
+    dense_roots_.destroy();
+    flags_ |= kSparseRoots;
+  }
+
   // ---- online construction (Listing 3.2) --------------------------------
   // A new activation of the first tree's root (once per thread / run).
   Activation enter_root() {

@@ -150,6 +150,37 @@ TEST(SparseRoots, SameForestAsDenseRoots) {
   }
 }
 
+// compact_roots (a thread's forest when the thread ends) moves R to the hash
+// map halfway through: the forest built on from there is the same, node for
+// node, and every tree is found.
+TEST(SparseRoots, CompactedHalfwaySameForest) {
+  for (int seed = 0; seed < 8; ++seed) {
+    std::vector<Stream> ss = random_streams(seed + 300, 2 + seed % 3);
+    for (uint32_t k : {1u, 2u, 3u}) {
+      SCOPED_TRACE("seed=" + std::to_string(seed) + " k=" + kname(k));
+      oracle::AllocStats st_dense, st_compact;
+      Forest dense, compact;
+      dense.init(oracle::allocator(&st_dense), k, 0, 0);
+      compact.init(oracle::allocator(&st_compact), k, 0, Forest::kSmallPool);
+      oracle::Driver dd, dc;
+      for (size_t i = 0; i < ss.size(); ++i) {
+        dd.run(dense, ss[i]);
+        dc.run(compact, ss[i]);
+        if (i == 0) compact.compact_roots();
+      }
+      ASSERT_EQ(oracle::check_structure(compact), "");
+      EXPECT_TRUE(oracle::extract_sf(compact) == oracle::extract_sf(dense));
+      ASSERT_EQ(compact.tree_count(), dense.tree_count());
+      for (size_t i = 0; i < dense.tree_count(); ++i) {
+        EXPECT_EQ(compact.tree(i)->label, dense.tree(i)->label);
+        EXPECT_EQ(compact.find_tree(dense.tree(i)->label), compact.tree(i));
+      }
+      dense.destroy();
+      compact.destroy();
+    }
+  }
+}
+
 // A per-node payload (the tool keeps an activation record there at k=inf):
 // the same forest node for node, each node's payload zeroed when it is made
 // and its own (a stamp written into every payload after each stream

@@ -166,26 +166,28 @@ sub inv_k {
 # the same sorted chains, but each chain's labels are kept as its context's
 # path and only the number of new prefixes is counted.  Context ids follow
 # the sorted chains; every output sorts contexts by key and path anyway.
+my @PLAB;
 sub inv_k_contexts {
     my ($F, $kk, $K) = @_;
     my ($par, $fn, $cal, $exc, $inc, $depth) = map { col($F, $_) } qw(par fn calls excl incl depth);
     my $maxbytes = $kk == $INF ? 1e18 : 4 * $kk;
     my $clear = $K == $INF ? 0 : $K;
     my $n0 = $F->{n};
-    my (@chain, @bucket, @roottree);
+    my (@chain, %bucket, @roottree);
     $#chain = $n0 - 1;
+    # each label's packed key, made once for all threads
+    push @PLAB, pack('N', @PLAB + 1) while @PLAB < @LNAME;
     # key: chain, a 0 label, the node id (top bit set: cleared top region)
-    my @plab = map { pack('N', $_ + 1) } 0 .. $#LNAME;
     for my $v (0 .. $n0 - 1) {    # parents have smaller ids
         my $p = $par->[$v];
         my $g = $fn->[$v];
         if ($p < 0) {
             my $rt = $roottree[$v] = first_root($F, $v);
-            push @{$bucket[$g]}, ($chain[$v] = $plab[$g]) . pack('NN', 0, !$rt && 0 < $clear ? $v | 0x80000000 : $v);
+            push @{$bucket{$g}}, ($chain[$v] = $PLAB[$g]) . pack('NN', 0, !$rt && 0 < $clear ? $v | 0x80000000 : $v);
         } elsif ($roottree[$v] = $roottree[$p]) {
-            push @{$bucket[$g]}, ($chain[$v] = $plab[$g] . substr($chain[$p], 0, $maxbytes)) . pack('NN', 0, $v);
+            push @{$bucket{$g}}, ($chain[$v] = $PLAB[$g] . substr($chain[$p], 0, $maxbytes)) . pack('NN', 0, $v);
         } else {
-            push @{$bucket[$g]}, ($chain[$v] = $plab[$g] . substr($chain[$p], 0, $maxbytes))
+            push @{$bucket{$g}}, ($chain[$v] = $PLAB[$g] . substr($chain[$p], 0, $maxbytes))
                 . pack('NN', 0, $depth->[$v] < $clear ? $v | 0x80000000 : $v);
         }
     }
@@ -196,7 +198,9 @@ sub inv_k_contexts {
     # cchain: a context's sort key (its chain is all but the last 8 bytes)
     my (@xcal, @xexc, @xinc, @cchain);
     my ($n, $prev, $plen, $have) = (0, '', 0, 0);
-    for my $key (map { $_ ? sort @$_ : () } @bucket) {
+    # (the labels this forest uses, not every label: a thread of a few nodes
+    # costs a few keys however many functions the program has)
+    for my $key (map { sort @{$bucket{$_}} } sort { $a <=> $b } keys %bucket) {
         my $len = length($key) - 8;            # bytes of this chain's labels
         ($prev ^ $key) =~ /\A(?:\0\0\0\0)*/;
         my $j = $+[0];                          # common prefix with the previous key
@@ -216,7 +220,7 @@ sub inv_k_contexts {
             $have = 1;
         }
     }
-    undef @bucket;
+    undef %bucket;
     return { n => $n, chain => \@cchain, ctx => [0 .. $#cchain], xcalls => \@xcal, xexcl => \@xexc,
              xincl => \@xinc };
 }

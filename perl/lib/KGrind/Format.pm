@@ -8,7 +8,12 @@ use Exporter 'import';
 
 our @EXPORT = qw(commify pct utf8_clean js dq frame_name);
 
-sub commify { my $n = reverse shift; $n =~ s/(\d{3})(?=\d)/$1,/g; scalar reverse $n }
+sub commify {
+    return "$_[0]" if length $_[0] <= 3;    # no comma (most counts of small forests)
+    my $n = reverse shift;
+    $n =~ s/(\d{3})(?=\d)/$1,/g;
+    scalar reverse $n;
+}
 
 sub pct { my ($a, $b) = @_; $b ? sprintf('%.2f%%', 100 * $a / $b) : '-' }
 

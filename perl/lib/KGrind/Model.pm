@@ -11,6 +11,7 @@ no warnings 'recursion';
 no warnings 'portable';    # 64-bit vec on packed columns
 use Exporter 'import';
 use List::Util ();
+use Digest::SHA ();
 use KGrind::Error;
 use KGrind::Labels;
 use KGrind::Columns;
@@ -119,19 +120,43 @@ sub thread_ccfs {
     my $K = $P0->{k};
     my $tree = $o->{kccf} || $o->{format} eq 'json' || ($o->{format} eq 'dot' && $P0->{mode} ne 'func');
     my @threads;
+    # threads whose forests are the same, column for column (a program's
+    # many threads doing the same work), share one k-CCF's contexts: each
+    # gets a copy of the first one's (its arrays shared, read only), with
+    # its own Ir; and their sorted contexts (sorted_contexts: {same}). Not a
+    # CCT's (its automaton is the thread's, dropped once walked).
+    my %same;
     for my $f (@$forests) {
         my $F = join_forests($f->{tid}, @{$f->{forests}});
         # a CCT's inf-CCF is walked where printed (ccf_tree), but for the block modes' graph
         my $lazy = $kk == $INF && KGrind::Forest::single_tree($F) && !($o->{format} eq 'dot' && $P0->{mode} ne 'func');
-        my $C = inv_k($F, $kk, $K, !$lazy && $o->{'tree-order'} eq 'natural', !$lazy && $tree);
+        my $key = same_forest_key($F);
+        my $C;
+        if (defined $key && $same{$key}) { $C = { %{$same{$key}} } }
+        else {
+            $C = inv_k($F, $kk, $K, !$lazy && $o->{'tree-order'} eq 'natural', !$lazy && $tree);
+            $C->{outer} = KGrind::Inclusive::outermost($F, $kk, $K);
+            if (defined $key && !$C->{cct}) {
+                $C->{same} = {};
+                $same{$key} = $C;
+            }
+        }
         $C->{keep_automaton} = $lazy && $tree && !$o->{limited};    # the whole inf-CCF is printed
-        $C->{outer} = KGrind::Inclusive::outermost($F, $kk, $K);
         $C->{ir} = $F->{ir};
         @$C{qw(F_of kk K)} = ($F, $kk, $K);    # events beyond Ir (KGrind::Events)
         push @threads, { tid => $f->{tid}, F => $F, C => $C, ir => $F->{ir},
                          (defined $f->{fname} ? (fname => $f->{fname}) : ()) };
     }
     return \@threads;
+}
+
+# A digest of a forest's columns as read (packed), its events' included, for thread_ccfs: undef
+# for a forest joined from several (unpacked columns, first roots).
+sub same_forest_key {
+    my ($F) = @_;
+    my @cols = (@$F{qw(par fn depth calls excl incl)}, @{$F->{ev} // []});    # events too (KGrind::Events)
+    return undef if $F->{firstroots} || grep { !defined || ref } @cols;
+    return Digest::SHA::sha256(join('', map { pack('Q>', length) . $_ } $F->{n}, @cols));
 }
 
 # The block table, merged by name over the profiles (counts summed).
@@ -174,6 +199,11 @@ sub source_lines {
 # The views of a thread's contexts.
 # A context's counter (xcalls, xexcl, xincl): an array, or a CCT's packed
 # column (KGrind::Forest::cct_contexts).
+# What k-contexts' label chains (KGrind::Forest::inv_k_contexts) give, made
+# once for all threads that have the context: "s<names>\0chain" its string
+# (ctx_str), "o" its KGrind::Inclusive key, "n" its names' sort key.
+my %CHAIN;
+
 sub cval { my ($C, $name, $cid) = @_; my $c = $C->{$name}; ref $c ? $c->[$cid] : vec($c, $cid, 64) }
 
 # Context cid's inclusive Ir of its outermost activations, at most the
@@ -182,7 +212,9 @@ sub cval { my ($C, $name, $cid) = @_; my $c = $C->{$name}; ref $c ? $c->[$cid] :
 sub outer_incl {
     my ($C, $cid) = @_;
     my $outer = $C->{outer} or return cval($C, 'xincl', $cid);
-    my $v = $outer->{KGrind::Inclusive::key_of(ctx_labels($C, $cid))} // cval($C, 'xincl', $cid);
+    my $ckey = $C->{chain} ? $CHAIN{'o' . substr($C->{chain}[$cid], 0, -8)} //= KGrind::Inclusive::key_of(ctx_labels($C, $cid))
+                           : KGrind::Inclusive::key_of(ctx_labels($C, $cid));
+    my $v = $outer->{$ckey} // cval($C, 'xincl', $cid);
     return $v < $C->{ir} ? $v : $C->{ir};
 }
 
@@ -247,6 +279,15 @@ sub top_candidates {
 # Guttman-Rosler transform: one plain (C) string sort.
 sub sorted_contexts {
     my ($o, $C, $limit) = @_;
+    # the same for the threads that share C's contexts (thread_ccfs), but by
+    # inclusive Ir (each capped at its thread's Ir)
+    return $C->{same}{"$o->{sort}\0" . ($limit // 0)} //= sort_contexts($o, $C, $limit)
+        if $C->{same} && $o->{sort} ne 'inclusive';
+    return sort_contexts($o, $C, $limit);
+}
+
+sub sort_contexts {
+    my ($o, $C, $limit) = @_;
     my $key = key_arrays($o->{sort}, $C, 1);
     my $ids = $limit && ctx_count($C) > $limit ? top_candidates($C, $key, $limit) : ctx_ids($C);
     my $kv = ref $key ? sub { $key->[$_[0]] } : sub { vec($key, $_[0], 64) };
@@ -266,7 +307,10 @@ sub sorted_contexts {
         my $s = sprintf('%0*d', $w, $max - $kv->($cid));
         if ($corder) { $s .= pack('N', $corder->[$cid]) }    # the paths' order, without the paths
         elsif ($C->{cct}) { $s .= "\0" . $LNAME[$_] for @{ctx_labels($C, $cid)} }
-        elsif ($cch) { $s .= "\0" . $LNAME[$_ - 1] for reverse unpack('N*', substr($cch->[$cid], 0, -8)) }
+        elsif ($cch) {
+            my $part = substr($cch->[$cid], 0, -8);
+            $s .= $CHAIN{"n$part"} //= join('', map { "\0" . $LNAME[$_ - 1] } reverse unpack('N*', $part));
+        }
         else {
             my $u = $cid;
             while ($u >= 0) { $s .= "\0" . $LNAME[$cfn->[$u]]; $u = $cpar->[$u] }
@@ -315,21 +359,34 @@ sub ctx_fn {
 }
 
 # A context as the text shows it: its path, outermost first, names as --names asks.
-sub ctx_str { my ($o, $C, $cid) = @_; join(' > ', map { display_name($o, $_) } @{ctx_path($C, $cid)}) }
+sub ctx_str {
+    my ($o, $C, $cid) = @_;
+    return join(' > ', map { display_name($o, $_) } @{ctx_path($C, $cid)}) unless $C->{chain};
+    # a k-context's string made once for all threads (by its labels)
+    return $CHAIN{"s$o->{names}\0" . substr($C->{chain}[$cid], 0, -8)}
+        //= join(' > ', map { display_name($o, $_) } @{ctx_path($C, $cid)});
+}
 
 # The k-SF nodes kgrind left out of thread $tid's records (subtrees that
 # count nothing: a fork child's copy of its parent's forest, paused or
 # zeroed counting), summed over the profiles read; "all": every thread's.
 sub left_out_nodes {
     my ($S, $tid) = @_;
-    my $n = 0;
-    for my $P (@{$S->{P}}) {
-        while (my ($key, $val) = each %{$P->{desc} // {}}) {
-            next unless $key =~ /^thread (\S+) left out$/ && ($tid eq 'all' || $1 eq $tid);
-            $n += $1 if $val =~ /^(\d+)/;
+    # the desc: lines read once (one a thread: a lookup each, not a pass)
+    my $left = $S->{left_out} //= do {
+        my %n;
+        for my $P (@{$S->{P}}) {
+            while (my ($key, $val) = each %{$P->{desc} // {}}) {
+                next unless $key =~ /^thread (\S+) left out$/;
+                my $t = $1;
+                next unless $val =~ /^(\d+)/;
+                $n{$t} += $1;
+                $n{all} += $1 unless $t eq 'all';
+            }
         }
-    }
-    return $n;
+        \%n;
+    };
+    return $left->{$tid} // 0;
 }
 
 # Each function's source file and first costly line, from the callgrind body.

@@ -119,14 +119,20 @@ sub context_table {
     my @show = @{$o->{show} // ['Ir']};
     my $cols = join(' ', ('%15s') x @show);
     push @out, sprintf("$cols %8s %15s %12s  %s", @show, $pk, 'incl Ir', 'calls', 'context');
-    my $key = key_arrays($o->{sort}, $C, 1);
-    for my $cid (@$show) {
-        push @out, sprintf("$cols %8s %15s %12s  %s",
-            map({ commify($_ eq 'Ir' ? cval($C, 'xexcl', $cid) : context_event($C, $_, $cid)) } @show),
-            pct(ref $key ? $key->[$cid] : vec($key, $cid, 64), $den),
-            commify(outer_incl($C, $cid)), commify(cval($C, 'xcalls', $cid)), ctx_str($o, $C, $cid));
-    }
-    return @out;
+    # the rows are the same for threads that share C's contexts and order
+    # (KGrind::Model::thread_ccfs: their events too) and have the same Ir
+    my $rows = $C->{same} ? \$C->{same}{"rows\0$sorted\0$t->{ir}"} : \my $own;
+    $$rows //= do {
+        my $key = key_arrays($o->{sort}, $C, 1);
+        [map {
+            my $cid = $_;
+            sprintf("$cols %8s %15s %12s  %s",
+                    map({ commify($_ eq 'Ir' ? cval($C, 'xexcl', $cid) : context_event($C, $_, $cid)) } @show),
+                    pct(ref $key ? $key->[$cid] : vec($key, $cid, 64), $den),
+                    commify(outer_incl($C, $cid)), commify(cval($C, 'xcalls', $cid)), ctx_str($o, $C, $cid))
+        } @$show];
+    };
+    return @out, @$$rows;
 }
 
 # A tree, thesis style: "| name,calls  [Ir excl, incl incl]", two spaces

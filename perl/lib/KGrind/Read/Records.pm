@@ -9,6 +9,7 @@ use strict;
 use warnings;
 no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use Exporter 'import';
+use Digest::SHA ();
 use KGrind::Error;
 use KGrind::Labels;
 use KGrind::Check::Forest;
@@ -174,7 +175,7 @@ sub thread_start {
         ferr($file, $ln, "ksf-thread $ttid: unknown function id $tfn") unless defined $tfname;
     }
     ferr($file, $ln, "thread $ttid" . (defined $tfname ? ", function $tfname," : '') . " appears twice")
-        if grep { $_->{tid} eq $ttid && ($_->{fname} // '') eq ($tfname // '') } @{$P->{threads}};
+        if $R->{thread_seen}{$ttid . "\0" . ($tfname // '')}++;
     @{$R->{$_}} = () for qw(bpar bfn bcal bexc binc);
     $R->{thread} = { tid => $ttid, declared => $tn + 0, ir => $tir + 0, par => '', fn => '',
                      calls => '', excl => '', incl => '', preorder => 1, line => $ln,
@@ -208,12 +209,25 @@ sub thread_end {
     # the index of children and slab roots: only check_counters' slab checks need it
     my $slabs = $P->{k} != $INF && $P->{k} > 0;
     my $blocks = $R->{labmap} != $R->{fnmap};
-    my @index = check_forest($T, $R->{labmap}, $R->{intra}, $blocks, $bad, $slabs);
-    ferr($file, $ln, "thread $tid declares nodes=$T->{declared} but has $nnodes nodes")
-        if $nnodes != $T->{declared};
-    ferr($file, $ln, "thread $tid has no nodes") if $nnodes == 0;
+    # a thread whose record is an earlier one's, column for column and with
+    # the same Ir (a program's many threads doing the same work), passes the
+    # same checks into the same columns: the earlier one's are taken
+    my $key = Digest::SHA::sha256(join('', map { defined $_ ? pack('Q>', length) . $_ : 'u' }
+                                       $T->{ir}, $T->{repeat}, @$T{qw(par fn depth calls excl incl)}));
+    if (my $same = $R->{same_thread}{$key}) {
+        delete $T->{repeat};
+        @$T{keys %$same} = values %$same;
+        ferr($file, $ln, "thread $tid declares nodes=$T->{declared} but has $nnodes nodes")
+            if $nnodes != $T->{declared};
+    } else {
+        my @index = check_forest($T, $R->{labmap}, $R->{intra}, $blocks, $bad, $slabs);
+        ferr($file, $ln, "thread $tid declares nodes=$T->{declared} but has $nnodes nodes")
+            if $nnodes != $T->{declared};
+        ferr($file, $ln, "thread $tid has no nodes") if $nnodes == 0;
+        check_counters($T, $P->{k}, $blocks, @index, $bad, $file);
+        $R->{same_thread}{$key} = { map { exists $T->{$_} ? ($_ => $T->{$_}) : () } qw(fn depth roots) };
+    }
     events_end($R, $ln, $T, $nnodes);
-    check_counters($T, $P->{k}, $blocks, @index, $bad, $file);
     delete $T->{declared};
     push @{$P->{threads}}, $T;
     undef $R->{thread};
