@@ -340,8 +340,7 @@ void ExitCosts::gather_node_events()
                                   [](const ForestNode*&, const ForestNode*&) {});
    node_events_ = (ULong*)alloc_zeroed((n_event_nodes_ + 1) * n_ev * sizeof(ULong), "kg.exit");
    for (UWord g = 0; g < n_groups_; g++) {
-      const ULong* at = node_events((const ForestNode*)groups_[g].a);
-      ULong* into = (ULong*)at;
+      ULong* into = node_events_ + (node_events((const ForestNode*)groups_[g].a) - node_events_);
       ContextBlocks c = blocks(g);
       for (UInt i = 0; i < c.used; i++)
          for_each_event(entry(c, i), [into](SourceLine*, UInt col, ULong n) { into[col] += n; });
