@@ -4,6 +4,7 @@ each listed node's exclusive events, read back by the tests' own reader
 events (which test_events.py compares with cachegrind) and with
 hand-computed counts of cache_work.c's per-context misses; kgrind_annotate's
 contexts, JSON and pprof with those events."""
+import base64
 import collections
 import json
 import shutil
@@ -229,3 +230,27 @@ def test_sort_by_an_event_at_k_inf(tools):
     lines_walked = (1 << 17) * 4 // 64
     assert sorted((row[0], row[-3]) for row in rows) == [(f'{3 * lines_walked + 3:,}', 'caller_a'),
                                                          (f'{3 * lines_walked + 3:,}', 'caller_b')]
+
+
+@pytest.mark.writes_bad_profiles
+def test_bad_event_records_are_refused(tools):
+    """A profile whose event records are damaged: one clear message, exit
+    status 2."""
+    exe = tools.compile('cache_work.c', '-O1')
+    kg = tools.kgrind(exe, opts=['--k=1', '--cache-sim=yes', *GEOMETRY], out='kg.out.1')
+    text = kg.profile_path.read_text()
+    first_events = next(l for l in text.splitlines() if l.startswith('# ksf-events '))
+    cases = [
+        (text.replace(first_events + '\n', '', 1), 'ksf-events lists'),
+        (text.replace(' events=Dr,Dw,', ' events=Dw,Dr,', 1), "is not the body's events after Ir"),
+        (text.replace(' events=Dr,Dw,', ' events=Dr,Dr,', 1), 'events= names Dr twice'),
+        # mask 1 << 13 (BER C0 00): a 14th event of 12
+        (text.replace(first_events, '# ksf-events ' + base64.b64encode(bytes([0xC0, 0])).decode(), 1), 'names events beyond'),
+        (text.replace(first_events, '# ksf-events ' + '!!!!', 1), 'ksf-events: malformed base64'),
+    ]
+    for i, (bad, needle) in enumerate(cases):
+        path = tools.dir / f'bad.{i}'
+        path.write_text(bad)
+        r = subprocess.run([*ANNOTATE, str(path)], capture_output=True, text=True)
+        assert r.returncode == 2 and r.stdout == '', (needle, r.stderr)
+        assert needle in r.stderr and r.stderr.count('\n') == 1, (needle, r.stderr)
