@@ -244,7 +244,7 @@ def test_bad_event_records_are_refused(tools):
         (text.replace(first_events + '\n', '', 1), 'ksf-events lists'),
         (text.replace(' events=Dr,Dw,', ' events=Dw,Dr,', 1), "is not the body's events after Ir"),
         (text.replace(' events=Dr,Dw,', ' events=Dr,Dr,', 1), 'events= names Dr twice'),
-        # mask 1 << 13 (BER C0 00): a 14th event of 12
+        # mask 1 << 13 (BER C0 00): a 14th event, of --cache-sim's 8
         (text.replace(first_events, '# ksf-events ' + base64.b64encode(bytes([0xC0, 0])).decode(), 1), 'names events beyond'),
         (text.replace(first_events, '# ksf-events ' + '!!!!', 1), 'ksf-events: malformed base64'),
     ]
