@@ -177,6 +177,14 @@ void write_events_line(FileWriter& out)
    out.put_char('\n');
 }
 
+const HChar* extra_event_name(UInt column)
+{
+   for (UInt e = 0; e < kEventIds; e++)
+      if (group_on(group_of(e)) && column-- == 0) return kEventNames[e];
+   tl_assert(0);
+   return "";
+}
+
 void write_event_costs(FileWriter& out, const ULong* counts, UInt n)
 {
    while (n && !counts[n - 1]) n--;

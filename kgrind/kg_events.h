@@ -24,6 +24,9 @@ Bool extra_events_on();
 UInt extra_event_count();
 // The column of an event after Ir (0-based), for an event that is on.
 UInt event_column(EventId e);
+// The name of the event in a column after Ir (0-based, below
+// extra_event_count()).
+const HChar* extra_event_name(UInt column);
 
 // After the options: checks the geometry (host defaults for what --I1,
 // --D1, --LL did not give) and makes the simulators. A bad geometry is one

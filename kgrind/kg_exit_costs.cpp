@@ -310,8 +310,15 @@ void ExitCosts::event_totals(ULong* out) const
    for_each_entry([&](const CountedBlock& e) { for_each_event(e, [&](SourceLine*, UInt col, ULong n) { out[col] += n; }); });
 }
 
-void ExitCosts::set_exclusive_costs() const
+static Int compare_node_pointers(const void* pa, const void* pb)
 {
+   UWord a = (UWord)*(const ForestNode* const*)pa, b = (UWord)*(const ForestNode* const*)pb;
+   return a == b ? 0 : a < b ? -1 : 1;
+}
+
+void ExitCosts::set_exclusive_costs()
+{
+   gather_node_events();
    for (UWord g = 0; g < n_groups_; g++) ((ForestNode*)groups_[g].a)->excl = 0;
    for (UWord g = 0; g < n_groups_; g++) {
       ForestNode* ctx = (ForestNode*)groups_[g].a;
@@ -319,6 +326,36 @@ void ExitCosts::set_exclusive_costs() const
       for (UInt i = 0; i < c.used; i++)
          for_each_cost(entry(c, i), per_instruction_, [ctx](SourceLine*, Addr, ULong ir) { ctx->excl += ir; });
    }
+}
+
+// Each context's events, summed over its groups: the contexts sorted (a
+// context may have a table and an array), their events in that order.
+void ExitCosts::gather_node_events()
+{
+   UInt n_ev = extra_event_count();
+   if (!n_ev) return;
+   event_nodes_ = (const ForestNode**)kg::alloc((n_groups_ + 1) * sizeof(ForestNode*), "kg.exit");
+   for (UWord g = 0; g < n_groups_; g++) event_nodes_[g] = (const ForestNode*)groups_[g].a;
+   n_event_nodes_ = sort_and_fold(event_nodes_, n_groups_, compare_node_pointers,
+                                  [](const ForestNode*&, const ForestNode*&) {});
+   node_events_ = (ULong*)alloc_zeroed((n_event_nodes_ + 1) * n_ev * sizeof(ULong), "kg.exit");
+   for (UWord g = 0; g < n_groups_; g++) {
+      ULong* into = node_events_ + (node_events((const ForestNode*)groups_[g].a) - node_events_);
+      ContextBlocks c = blocks(g);
+      for (UInt i = 0; i < c.used; i++)
+         for_each_event(entry(c, i), [into](SourceLine*, UInt col, ULong n) { into[col] += n; });
+   }
+}
+
+const ULong* ExitCosts::node_events(const ForestNode* ctx) const
+{
+   UWord lo = 0, hi = n_event_nodes_;
+   while (lo < hi) {
+      UWord mid = (lo + hi) / 2;
+      if ((UWord)event_nodes_[mid] < (UWord)ctx) lo = mid + 1;
+      else hi = mid;
+   }
+   return lo < n_event_nodes_ && event_nodes_[lo] == ctx ? node_events_ + lo * extra_event_count() : nullptr;
 }
 
 void ExitCosts::regroup(const ForestNode* (*rep)(const void* ctx, const void* arg), const void* arg)
@@ -377,6 +414,11 @@ void ExitCosts::release()
    kg::release(groups_);
    kg::release(scratch_);
    kg::release(events_);
+   kg::release(event_nodes_);
+   kg::release(node_events_);
+   event_nodes_ = nullptr;
+   node_events_ = nullptr;
+   n_event_nodes_ = 0;
    groups_ = nullptr;
    scratch_ = nullptr;
    events_ = nullptr;

@@ -32,8 +32,13 @@ public:
    void take(Bool per_instruction);
    // The same from copies of the counters, which go on (a dump during the run).
    void snapshot(Bool per_instruction);
-   // Sets each context node's excl to its exclusive cost.
-   void set_exclusive_costs() const;
+   // Sets each context node's excl to its exclusive cost; with events
+   // beyond Ir, also gathers each context's exclusive events (node_events).
+   void set_exclusive_costs();
+   // After set_exclusive_costs, with events beyond Ir: ctx's exclusive
+   // events, extra_event_count() of them in column order (every event
+   // counter of its blocks), or null where it counted none.
+   const ULong* node_events(const ForestNode* ctx) const;
    // Groups the counters by rep(context, arg): contexts reported as one
    // (identity: each context alone). Before costs_of.
    void regroup(const ForestNode* (*rep)(const void* ctx, const void* arg), const void* arg);
@@ -50,6 +55,7 @@ public:
 
 private:
    void sort_by_context();
+   void gather_node_events();
    UWord first_group(const ForestNode* ctx) const;
    template <typename F> void for_each_entry(F f) const;
    ContextBlocks blocks(UWord g) const;
@@ -63,6 +69,9 @@ private:
    Bool per_instruction_;
    ULong* events_;                // room for the widest group's costs' events
    UInt n_events_;
+   const ForestNode** event_nodes_;   // the contexts node_events knows, sorted
+   ULong* node_events_;           // their events, extra_event_count() a context
+   UWord n_event_nodes_;
 };
 
 } // namespace kg

@@ -2,6 +2,7 @@
 #include "kg_activity.h"
 #include "kg_blocks.h"
 #include "kg_context_names.h"
+#include "kg_events.h"
 #include "kg_options.h"
 #include "kg_profile_header.h"
 #include "kg_runtime.h"
@@ -79,6 +80,11 @@ void write_function_table(Writer& w)
    kg::release(body_ids);
 }
 
+// Whether the records carry each node's exclusive events beyond Ir: in
+// function mode, with the k-SF's own counters (a separate view counts in
+// the view's contexts).
+Bool records_have_events(const Writer& w) { return w.n_events && !block_mode() && !separate_view(); }
+
 void write_records_header(Writer& w, Bool recursion_rolled)
 {
    FileWriter& out = w.out;
@@ -89,9 +95,43 @@ void write_records_header(Writer& w, Bool recursion_rolled)
    out.printf(" mode=%s rolling=%s joined=%s", mode_name(), recursion_rolled ? "yes" : "no",
               clo.join_threads ? "yes" : "no");
    if (block_mode()) out.printf(" roll-loops=%s", clo.roll_loops ? "yes" : "no");
+   if (records_have_events(w))
+      for (UInt c = 0; c < w.n_events; c++) out.printf("%s%s", c ? "," : " events=", extra_event_name(c));
    out.put_char('\n');
    write_function_table(w);
 }
+
+// Lines "# <kind> <base64>" of whole runs of BER numbers (core/ksf_nodes.h):
+// a run (of at most kMaxRunBytes) is begun on a new line where it might
+// pass kMaxRecordLine.
+template <UInt kMaxRunBytes> class BerLines {
+public:
+   BerLines(FileWriter& out, const HChar* prefix) : out_(out), prefix_(prefix) {}
+
+   void begin_run()
+   {
+      if (used_ > kLineBytes) flush_line();
+   }
+   void put_ber(ULong v) { used_ += core::put_ber(v, bytes_ + used_); }
+   void flush_line()
+   {
+      if (!used_) return;
+      out_.put(prefix_);
+      text_[core::base64_encode(bytes_, used_, text_)] = '\0';
+      out_.put(text_);
+      out_.put_char('\n');
+      used_ = 0;
+   }
+
+private:
+   static const UInt kLineBytes = kMaxRecordLine / 4 * 3 - kMaxRunBytes;
+
+   FileWriter& out_;
+   const HChar* prefix_;
+   UChar bytes_[kLineBytes + kMaxRunBytes];
+   HChar text_[(kLineBytes + kMaxRunBytes + 2) / 3 * 4 + 1];   // bytes_ in base64
+   UInt used_ = 0;
+};
 
 // "# ksf-nodes" (version 3): one forest in pre-order, each node a run of
 // unsigned integers in BER (Perl's pack "w": 7 bits a byte, most
@@ -106,7 +146,7 @@ void write_records_header(Writer& w, Bool recursion_rolled)
 // this 6.6 (sqlite3 k=2).
 class NodeStreamWriter {
 public:
-   explicit NodeStreamWriter(FileWriter& out) : out_(out) {}
+   explicit NodeStreamWriter(FileWriter& out) : lines_(out, "# ksf-nodes ") {}
 
    ~NodeStreamWriter() { kg::release(labels_); }
 
@@ -128,13 +168,11 @@ public:
    void finish()
    {
       if (pending_) put_pending(level_, False);
-      flush_line();
+      lines_.flush_line();
    }
 
 private:
-   static const UInt kMaxNodeBytes = 5 * core::kMaxBerBytes;   // five 64-bit numbers
    static const ULong kCallsInShape = 7;              // calls 0-6: in the shape
-   static const UInt kLineBytes = kMaxRecordLine / 4 * 3 - kMaxNodeBytes;
 
    // labels_[level]: the label of the last node at that level.
    void remember_label(UInt level, UInt label)
@@ -155,28 +193,16 @@ private:
    {
       ULong shape = (closes << 6) | (opens ? 32 : 0) | (incl_ != excl_ ? 16 : 0) | (excl_ ? 8 : 0)
                   | (calls_ < kCallsInShape ? calls_ : kCallsInShape);
-      if (used_ > kLineBytes) flush_line();
+      lines_.begin_run();
       put_ber(shape);
       put_ber(label_);
       if (calls_ >= kCallsInShape) put_ber(calls_ - kCallsInShape);
       if (excl_) put_ber(excl_);
       if (incl_ != excl_) put_ber(incl_);
    }
-   void put_ber(ULong v) { used_ += core::put_ber(v, bytes_ + used_); }
-   void flush_line()
-   {
-      if (!used_) return;
-      out_.put("# ksf-nodes ");
-      text_[core::base64_encode(bytes_, used_, text_)] = '\0';
-      out_.put(text_);
-      out_.put_char('\n');
-      used_ = 0;
-   }
+   void put_ber(ULong v) { lines_.put_ber(v); }
 
-   FileWriter& out_;
-   UChar bytes_[kLineBytes + kMaxNodeBytes];
-   HChar text_[(kLineBytes + kMaxNodeBytes + 2) / 3 * 4 + 1];   // bytes_ in base64
-   UInt used_ = 0;
+   BerLines<5 * core::kMaxBerBytes> lines_;   // a node: five 64-bit numbers
    Bool pending_ = False;   // the last node, written once its successor shows its shape
    UInt level_ = 0;
    UInt label_ = 0;         // as written: less the previous sibling's
@@ -253,6 +279,30 @@ void write_forest_nodes(Writer& w, const core::Forest& sf, Bool incl_is_excl, co
       if (check) check->node(written_incl(n, incl_is_excl), n->excl);
    }, key, True);
    list.finish();
+}
+
+// "# ksf-events" (function mode, events on): the same nodes' exclusive
+// events, in the same order, each node "mask [count]...": mask's bit c says
+// the count of the c-th event of ksf-options' events= follows (else 0).
+// sums: each event's sum over the nodes, added to.
+void write_forest_events(Writer& w, const core::Forest& sf, const WrittenNodes& selected, ULong* sums)
+{
+   BerLines<(kMaxEventColumns + 1) * core::kMaxBerBytes> lines(w.out, "# ksf-events ");
+   auto key = [&](const ForestNode* n) { return written_label(w, n); };
+   core::visit_preorder_by(sf, [&](const core::VisitInfo& v) {
+      if (!is_written(selected, v)) return;
+      const ULong* ev = w.costs.node_events(v.node);
+      ULong mask = 0;
+      for (UInt c = 0; ev && c < w.n_events; c++) mask |= (ev[c] != 0 ? 1ULL : 0) << c;
+      lines.begin_run();
+      lines.put_ber(mask);
+      for (UInt c = 0; c < w.n_events; c++)
+         if (mask >> c & 1) {
+            lines.put_ber(ev[c]);
+            sums[c] += ev[c];
+         }
+   }, key, True);
+   lines.flush_line();
 }
 
 // Function mode numbers the functions in the records by how many k-SF
@@ -357,6 +407,7 @@ void write_ksf_records(Writer& w, const ThreadProfile* threads, UInt n_threads)
 {
    FileWriter& out = w.out;
    write_records_header(w, !clo.unroll_simple_rec);
+   ULong event_sums[kMaxEventColumns] = {};
    for (UInt i = 0; i < n_threads; i++) {
       const ThreadProfile& t = threads[i];
       UInt tid = clo.join_threads ? 0 : t.tid;
@@ -364,6 +415,7 @@ void write_ksf_records(Writer& w, const ThreadProfile* threads, UInt n_threads)
       out.put_char('\n');
       core::RecordCheck check;
       write_forest_nodes(w, t.forest->sf, False, w.thread_nodes[i], &check);
+      if (records_have_events(w)) write_forest_events(w, t.forest->sf, w.thread_nodes[i], event_sums);
       write_thread_close(out, tid);
       check.finish(t.ir, True);
       if (!check.consistent() && w.findings.threads++ == 0) {
@@ -371,6 +423,9 @@ void write_ksf_records(Writer& w, const ThreadProfile* threads, UInt n_threads)
          w.findings.first = check;
       }
    }
+   // Every event counter is some context's: the nodes' events sum to the totals.
+   for (UInt c = 0; records_have_events(w) && c < w.n_events; c++)
+      if (event_sums[c] != w.event_totals[c] && !w.findings.event_sums_off++) w.findings.first_event = c;
    out.put("# ksf-end\n");
 }
 

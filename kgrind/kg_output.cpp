@@ -112,7 +112,7 @@ RecordFindings* first_inconsistent;
 
 void note_findings(const HChar* path, const RecordFindings& found)
 {
-   if (!found.threads || inconsistent_profiles++) return;
+   if ((!found.threads && !found.event_sums_off) || inconsistent_profiles++) return;
    first_inconsistent_path = VG_(strdup)("kg.findings", path);
    first_inconsistent = new RecordFindings(found);
 }
@@ -126,7 +126,10 @@ void warn_inconsistent_profiles()
    const core::RecordCheck& c = f.first;
    VG_(umsg)("kgrind: warning: a bug of kgrind's left %s inconsistent (kgrind_annotate refuses it): ",
              first_inconsistent_path);
-   if (c.below())
+   if (!f.threads)
+      VG_(umsg)("the k-SF nodes' %s does not sum to its total (%u events)", extra_event_name(f.first_event),
+                f.event_sums_off);
+   else if (c.below())
       VG_(umsg)("thread %u: %llu k-SF nodes' inclusive Ir below their exclusive Ir (node %llu: inclusive "
                 "Ir %llu, exclusive Ir %llu)", f.first_tid, (ULong)c.below(), (ULong)c.first_below(),
                 (ULong)c.first_incl(), (ULong)c.first_excl());

@@ -71,10 +71,15 @@ struct WrittenNodes {
 // What the checks of the k-SF records as written found
 // (core/record_check.h): how many threads' records a reader refuses, the
 // first of them and its check.
+// Events beyond Ir a profile can have (kg_events.h: 13).
+const UInt kMaxEventColumns = 16;
+
 struct RecordFindings {
    UInt threads;
    UInt first_tid;
    core::RecordCheck first;
+   UInt event_sums_off;   // events whose nodes' sum is not their total
+   UInt first_event;      // the first of them (its column)
 };
 
 struct Writer {
@@ -106,7 +111,7 @@ struct Writer {
    UInt n_listed_labels;      // mode; null: the same), and their number
    WrittenNodes* thread_nodes; // function mode: what each thread's records hold
    UInt n_events;             // events beyond Ir (kg_events.h): columns after Ir
-   ULong event_totals[16];    // their totals, in column order
+   ULong event_totals[kMaxEventColumns];    // their totals, in column order
    RecordFindings findings;   // function mode: the records' checks
 };
 

@@ -37,7 +37,11 @@ caller first, short names); at most --top rows, until they hold
 sources (--auto=yes, or source files given) only when asked.  --diff
 prints the totals and the changed contexts, largest change first.
 
-  --sort=Ir|calls|inclusive   sort key for contexts and tree children [Ir]
+  --sort=Ir|calls|inclusive|<event>
+                              sort key for contexts and tree children [Ir];
+                              an event such as D1mr: contexts only (text, json)
+  --show=<event>,...          the events' columns in the table (Ir, D1mr, ...) [Ir]
+  --event=<event>             folded: the stacks' weight (D1mr, ...) [Ir]
   --threshold=<0-100>         show contexts until this cumulative share [99]
   --top=<N>                   show at most N contexts (0: no limit) [40]
   --k=<N>|inf                 show the N-CCF (N <= the recorded k) [recorded k]
@@ -100,7 +104,7 @@ sub parse_options {
         my $ok = GetOptionsFromArray(\@argv, \%o, 'sort=s', 'threshold=s', 'top=s', 'k=s', 'thread=s',
             'join-threads', 'ksf', 'kccf', 'costs=s', 'tree-order=s', 'auto=s', 'context=s',
             'include|I=s@', 'format=s', 'version', 'help|h', 'show-blocks', 'blocks-disasm',
-            'names=s', 'callers', 'context-id=s', 'diff', 'normalize', 'fail-above=s', 'force',
+            'names=s', 'callers', 'context-id=s', 'show=s', 'event=s', 'diff', 'normalize', 'fail-above=s', 'force',
             'vs' => sub { $o{vs}++ }, '<>' => sub { push @{$args[$o{vs} ? 1 : 0]}, "$_[0]" });
         push @{$args[$o{vs} ? 1 : 0]}, @argv;    # after '--'
         unless ($ok) {
@@ -118,7 +122,20 @@ sub parse_options {
     $o{threshold} //= 99;
     $o{'show-blocks'} = 1 if $o{'blocks-disasm'};
     my %sorts = (ir => 'Ir', calls => 'calls', inclusive => 'inclusive', incl => 'inclusive');
-    $o{sort} = $sorts{lc $o{sort}} // fail("bad --sort value '$o{sort}' (Ir, calls or inclusive)");
+    # an event's name (D1mr): checked against the profile's events when read
+    $o{sort} = $sorts{lc $o{sort}} // ($o{sort} =~ /^[A-Z]\w*$/ ? $o{sort}
+        : fail("bad --sort value '$o{sort}' (Ir, calls, inclusive or an event of the profile, e.g. D1mr)"));
+    $o{show} = [split /,/, $o{show} // 'Ir', -1];
+    for my $e (@{$o{show}}) {
+        fail("bad --show value '$e' (events of the profile, e.g. --show=Ir,D1mr)") unless $e =~ /^[A-Z]\w*$/;
+    }
+    fail("--show names '$_' twice") for do { my %n; grep { $n{$_}++ == 1 } @{$o{show}} };
+    fail("bad --event value '$o{event}' (an event of the profile, e.g. D1mr)")
+        if defined $o{event} && $o{event} !~ /^[A-Z]\w*$/;
+    fail("--event: only with --format=folded") if defined $o{event} && $o{format} ne 'folded';
+    my $events = $o{sort} !~ /^(?:Ir|calls|inclusive)$/ || grep { $_ ne 'Ir' } @{$o{show}};
+    fail("--show and --sort with events beyond Ir: only with --format=text or json")
+        if $events && ($o{format} !~ /^(?:text|json)$/ || $o{diff});
     fail("bad --threshold value '$o{threshold}' (a percentage 0-100)")
         unless $o{threshold} =~ /^\d+(?:\.\d*)?$/ && $o{threshold} <= 100;
     fail("bad --top value '$o{top}' (a non-negative integer)") unless $o{top} =~ /^\d+$/;
@@ -270,9 +287,22 @@ aside) unless B<--force> is given.  Arguments ending in a source suffix
 
 =over 4
 
-=item B<--sort>=B<Ir>|B<calls>|B<inclusive>
+=item B<--sort>=B<Ir>|B<calls>|B<inclusive>|I<event>
 
-The sort key for contexts and tree children [Ir].
+The sort key for contexts and tree children [Ir]. An event of a profile
+made with B<--cache-sim>, B<--branch-sim> or B<--collect-bus> (B<D1mr>,
+B<Bcm>, ...) sorts the contexts by their exclusive count of it (text and
+JSON).
+
+=item B<--event>=I<event>
+
+B<--format=folded>: the event the stacks weigh (their exclusive count of
+it) [Ir].
+
+=item B<--show>=I<event>,...
+
+The exclusive events the table shows, in this order [Ir]: B<Ir> and the
+events of the profile's k-SF records.
 
 =item B<--threshold>=I<0-100>
 

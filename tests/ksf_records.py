@@ -14,6 +14,7 @@ class Forest:
         self.children = collections.defaultdict(list)
         self.roots = []
         self.ir = None
+        self.events = []         # ksf-events: per node id, {event: exclusive count}
 
     def add(self, nid, parent, label, calls, excl, incl):
         self.nodes[nid] = (parent, label, calls, excl, incl)
@@ -83,6 +84,32 @@ class NodeLists:
             pos = m.end()
 
 
+def ber_numbers(data):
+    value = 0
+    for byte in data:
+        value = value << 7 | byte & 0x7F
+        if byte < 0x80:
+            yield value
+            value = 0
+    assert data[-1] < 0x80, 'line ends inside a number'
+
+
+def feed_events(forest, names, text):
+    """A ksf-events line: per node in the nodes' order, 'mask [count]...',
+    mask's bit c saying that the count of names[c] follows (else 0)."""
+    numbers = list(ber_numbers(base64.b64decode(text, validate=True)))
+    i = 0
+    while i < len(numbers):
+        mask = numbers[i]
+        i += 1
+        assert mask >> len(names) == 0, mask
+        counts = {}
+        for c, name in enumerate(names):
+            counts[name] = numbers[i] if mask >> c & 1 else 0
+            i += mask >> c & 1
+        forest.events.append(counts)
+
+
 class NodeStream:
     """Version 3 ksf-nodes: base64 of BER integers (7 bits a byte, high bit
     on all but the last), a node 'shape label [calls - 7] [excl] [incl]' in
@@ -99,13 +126,7 @@ class NodeStream:
 
     @staticmethod
     def numbers(data):
-        value = 0
-        for byte in data:
-            value = value << 7 | byte & 0x7F
-            if byte < 0x80:
-                yield value
-                value = 0
-        assert data[-1] < 0x80, 'ksf-nodes line ends inside a number'
+        return ber_numbers(data)
 
     def feed(self, text):
         numbers = list(self.numbers(base64.b64decode(text, validate=True)))
@@ -197,6 +218,8 @@ def parse(path):
                 lists = NodeStream(cur) if version >= 3 else NodeLists(cur)
             elif line.startswith('# ksf-nodes '):
                 lists.feed(line[len('# ksf-nodes '):])
+            elif line.startswith('# ksf-events '):
+                feed_events(cur, prof.options['events'].split(','), line[len('# ksf-events '):])
             elif line.startswith('# ksf-node '):
                 f = line.split()
                 assert f[3] == '-' or int(f[3]) in cur.nodes, line   # parent first
@@ -205,6 +228,7 @@ def parse(path):
             elif line.startswith('# ksf-end-thread'):
                 assert not lists.open, line
                 assert len(cur.nodes) == cur.expected_nodes
+                assert 'events' not in prof.options or len(cur.events) == len(cur.nodes), line
                 cur = None
             elif line == '# ksf-end':
                 ended = True

@@ -22,7 +22,13 @@ sub join_forests {
     return $F[0] if @F == 1;
     my (@par, @fn, @cal, @exc, @inc, @depth, %root, %child, %first);
     my $ir = 0;
+    # events beyond Ir: only those every forest has (KGrind::Read::Events)
+    my @evn = @{$F[0]{ev_names} // []};
+    for my $F (@F[1 .. $#F]) { my %has = map { $_ => 1 } @{$F->{ev_names} // []}; @evn = grep { $has{$_} } @evn }
+    my @ev = map { [] } @evn;
     for my $F (@F) {
+        my %at = map { ($F->{ev_names}[$_] => $_) } 0 .. $#{$F->{ev_names} // []};
+        my @fev = map { [unpack('Q>*', $F->{ev}[$at{$_}])] } @evn;
         $ir += $F->{ir};
         my ($p, $f, $c, $x, $i) = map { col($F, $_) } qw(par fn calls excl incl);
         my @map;
@@ -40,10 +46,12 @@ sub join_forests {
                 else { push @par, -1; push @depth, 0; $root{($v == 0 ? 'F' : 'R') . $lab} = $u; $first{$u} = 1 if $v == 0 }
             }
             $cal[$u] += $c->[$v]; $exc[$u] += $x->[$v]; $inc[$u] += $i->[$v];
+            ($ev[$_][$u] //= 0) += $fev[$_][$v] for 0 .. $#evn;
             $map[$v] = $u;
         }
     }
-    return pack_columns({ tid => $tid, ir => $ir, n => scalar(@fn), preorder => 0, firstroots => \%first },
+    return pack_columns({ tid => $tid, ir => $ir, n => scalar(@fn), preorder => 0, firstroots => \%first,
+                          (@evn ? (ev_names => \@evn, ev => [map { pack('Q>*', map { $_ // 0 } @$_) } @ev]) : ()) },
                         par => \@par, fn => \@fn, calls => \@cal, excl => \@exc, incl => \@inc, depth => \@depth);
 }
 

@@ -18,11 +18,13 @@ use KGrind::Columns;
 use KGrind::Profile;
 use KGrind::Forest;
 use KGrind::Inclusive;
+use KGrind::Events;
 use KGrind::Names qw(display_name);
 use KGrind::Format qw(utf8_clean);
 
 our @EXPORT = qw(build_model cval outer_incl key_arrays each_key sorted_contexts shown_contexts select_contexts
-                 ctx_fn ctx_str left_out_nodes model_sources export_name export_names contexts_model model_head);
+                 ctx_fn ctx_str left_out_nodes model_sources export_name export_names contexts_model model_head
+                 is_ir_key);
 
 # What the exporters write as the program that wrote their file.
 our $EXPORTER = 'kgrind_annotate';
@@ -55,6 +57,10 @@ sub build_model {
     fail("--show-blocks/--blocks-disasm: $P0->{file} is a function-mode profile (no basic blocks; "
          . "profile with --mode=intra or --mode=inter)") if $o->{'show-blocks'} && $P0->{mode} eq 'func';
     $S{blocks} = block_table(\@P) if $S{blockmode};
+    my @evF = map { $_->{F} } @{$S{threads}};
+    check_event_names('--show', $o->{show} // ['Ir'], @evF);
+    check_event_names('--event', [$o->{event}], @evF) if defined $o->{event};
+    check_event_names('--sort', [$o->{sort}], @evF) unless $o->{sort} =~ /^(?:calls|inclusive)$/;
     push @KEEP, \%S;    # lives until the process exits: never freed piece by piece
     @S{qw(src fnline)} = source_lines(\@P, $join, [map { $_->{key} } @$forests]) if $want_src;
     return \%S;
@@ -137,17 +143,18 @@ sub thread_ccfs {
         }
         $C->{keep_automaton} = $lazy && $tree && !$o->{limited};    # the whole inf-CCF is printed
         $C->{ir} = $F->{ir};
+        @$C{qw(F_of kk K)} = ($F, $kk, $K);    # events beyond Ir (KGrind::Events)
         push @threads, { tid => $f->{tid}, F => $F, C => $C, ir => $F->{ir},
                          (defined $f->{fname} ? (fname => $f->{fname}) : ()) };
     }
     return \@threads;
 }
 
-# A digest of a forest's columns as read (packed), for thread_ccfs: undef
+# A digest of a forest's columns as read (packed), its events' included, for thread_ccfs: undef
 # for a forest joined from several (unpacked columns, first roots).
 sub same_forest_key {
     my ($F) = @_;
-    my @cols = @$F{qw(par fn depth calls excl incl)};
+    my @cols = (@$F{qw(par fn depth calls excl incl)}, @{$F->{ev} // []});    # events too (KGrind::Events)
     return undef if $F->{firstroots} || grep { !defined || ref } @cols;
     return Digest::SHA::sha256(join('', map { pack('Q>', length) . $_ } $F->{n}, @cols));
 }
@@ -218,11 +225,15 @@ sub xouter {
     return $C->{xouter} //= do { my @x; $x[$_] = outer_incl($C, $_) for @{$C->{ctx}}; \@x };
 }
 
-# The sort keys: inclusive is the contexts' outermost inclusive Ir, the
+# Whether a sort key is Ir's (Ir, calls, inclusive), not an event's.
+sub is_ir_key { $_[0] =~ /^(?:Ir|calls|inclusive)$/ }
+
+# The sort keys: an event's is its column (KGrind::Events); inclusive is the contexts' outermost inclusive Ir, the
 # trees' plain inclusive counters.  An array, or for a CCT's contexts a
 # packed column (read with each_key).
 sub key_arrays {
     my ($sort, $C, $ctx) = @_;
+    return event_column($C, $sort) unless is_ir_key($sort);
     return $ctx ? ($sort eq 'calls' ? $C->{xcalls} : $sort eq 'inclusive' ? xouter($C) : $C->{xexcl})
                 : col($C, $sort eq 'calls' ? 'calls' : $sort eq 'inclusive' ? 'incl' : 'excl');
 }

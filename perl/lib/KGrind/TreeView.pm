@@ -10,7 +10,7 @@ use Exporter 'import';
 use KGrind::Labels;
 use KGrind::Columns;
 use KGrind::Forest;
-use KGrind::Model qw(key_arrays select_contexts);
+use KGrind::Model qw(key_arrays select_contexts is_ir_key);
 
 our @EXPORT = qw(tree_view ccf_tree ksf_tree);
 
@@ -23,7 +23,8 @@ sub tree_kids {
         $roots = $srt->($roots);
         for my $k (@$kids) { $k = $srt->($k) if $k && @$k > 1 }
     } elsif ($o->{'tree-order'} eq 'sorted') {
-        my $key = key_arrays($o->{sort}, $T, 0);
+        # trees have no events: an event's sort orders the contexts only
+        my $key = key_arrays(is_ir_key($o->{sort}) ? $o->{sort} : 'Ir', $T, 0);
         my $fn = col($T, 'fn');
         my $srt = sub { [sort { $key->[$b] <=> $key->[$a] || $LNAME[$fn->[$a]] cmp $LNAME[$fn->[$b]] } @{$_[0]}] };
         $roots = $srt->($roots);

@@ -1,6 +1,7 @@
 package KGrind::Export::Folded;
-# --format=folded: flame-graph stacks, "a;b;c <exclusive Ir>", summed over
-# the threads and sorted; with --callers the k-CCF as caller stacks.
+# --format=folded: flame-graph stacks, "a;b;c <exclusive Ir>" (or, with
+# --event, the exclusive count of that event of the k-SF records), summed
+# over the threads and sorted; with --callers the k-CCF as caller stacks.
 use strict;
 use warnings;
 no warnings 'portable';    # 64-bit vec on packed columns
@@ -9,24 +10,27 @@ use KGrind::Labels;
 use KGrind::Columns;
 use KGrind::Forest qw(children_of ctx_ids ctx_labels);
 use KGrind::Model qw(cval select_contexts);
+use KGrind::Events qw(context_event);
 use KGrind::Names qw(display_name);
 use KGrind::Output;
 
 # The stacks of the contexts, outermost function first; with --callers the
 # k-CCF as folded stacks, the activated function first, then its callers,
 # innermost first: an icicle per function (who calls it, up to k levels).
-# Each stack weighs the exclusive Ir of its context.
+# Each stack weighs the exclusive Ir (or --event) of its context.
 sub show {
     my ($o, $S) = @_;
+    my $e = $o->{event} // 'Ir';
+    my $weight = sub { my ($C, $cid) = @_; $e eq 'Ir' ? cval($C, 'xexcl', $cid) : context_event($C, $e, $cid) };
     # names as they are (--names=short if asked), but ';', the separator
     my @frame = map { (my $x = display_name($o, $_)) =~ s/;/%3B/g; $x } @LNAME;
-    return cct_folded(\@frame, $S->{threads})
+    return cct_folded(\@frame, $S->{threads}, $e eq 'Ir' ? undef : $weight)
         if !$o->{callers} && !$o->{limited} && !grep { !$_->{C}{cct} } @{$S->{threads}};
     my %sum;
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
         for my $cid (@{$o->{limited} ? select_contexts($o, $C) : ctx_ids($C)}) {
-            my $x = cval($C, 'xexcl', $cid) or next;
+            my $x = $weight->($C, $cid) or next;
             my $labels = ctx_labels($C, $cid);
             $sum{join(';', @frame[$o->{callers} ? reverse @$labels : @$labels])} += $x;
         }
@@ -39,7 +43,7 @@ sub show {
 # the sorted stacks of show), written as produced: memory linear in
 # the trees, not in the output (the sum of the depths).
 sub cct_folded {
-    my ($frame, $threads) = @_;
+    my ($frame, $threads, $weight) = @_;    # $weight: an event's, else Ir
     my (@fn, @excl, @kids, @roots);    # per node of all trees, numbered one tree after the other
     my $base = 0;
     for my $t (@$threads) {
@@ -48,7 +52,7 @@ sub cct_folded {
         push @roots, map { $_ + $base } @$r;
         $kids[$_ + $base] = [map { $_ + $base } @{$k->[$_]}] for grep { $k->[$_] } 0 .. $#$k;
         push @fn, @{col($C->{F}, 'fn')};
-        $excl[$base + $_] = vec($C->{xexcl}, $_, 64) for 0 .. $C->{nctx} - 1;
+        $excl[$base + $_] = $weight ? $weight->($C, $_) : vec($C->{xexcl}, $_, 64) for 0 .. $C->{nctx} - 1;
         $base += $C->{nctx};
     }
     walk_stacks($frame, \@fn, \@kids, \@roots, ';', sub {

@@ -6,9 +6,11 @@ use strict;
 use warnings;
 no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use Exporter 'import';
+use List::Util ();
 use KGrind::Labels;
 use KGrind::Forest qw(ccf_nodes ctx_labels);
 use KGrind::Model;
+use KGrind::Events qw(context_event forest_event_names);
 use KGrind::TreeView;
 use KGrind::Format qw(js);
 use KGrind::Output;
@@ -47,6 +49,12 @@ sub show {
     my @P = @{$S->{P}};
     my $P0 = $P[0];
     my $kj = sub { $_[0] == $INF ? '"inf"' : $_[0] };
+    # events beyond Ir: their sums over the threads' nodes
+    my $events = @{$S->{threads}} ? forest_event_names($S->{threads}[0]{F}) : [];
+    my @ev_total = (0) x @$events;
+    for my $t (@{$S->{threads}}) {
+        for my $i (0 .. $#$events) { $ev_total[$i] += List::Util::sum0(unpack('Q>*', $t->{F}{ev}[$i])) }
+    }
     my $pid = $P0->{pid} // 0;
     $pid = 0 unless $pid =~ /^\d+$/;
     my $s = '{"version":2,"tool":"kgrind","creator":' . js($P0->{creator} // '') . ',"files":['
@@ -55,7 +63,8 @@ sub show {
         . join(',', map { js($_->{cmd} // '') } @P) . '],"k":' . $kj->($S->{kk})
         . ',"recorded_k":' . $kj->($S->{K}) . ',"mode":' . js($P0->{mode}) . ',"rolling":'
         . ($P0->{rolling} eq 'yes' ? 'true' : 'false') . ',"joined":' . ($S->{joined} ? 'true' : 'false')
-        . ',"events":["Ir"],"total":{"Ir":' . $S->{total} . '},"sort":' . js($o->{sort});
+        . ',"events":[' . join(',', map { js($_) } 'Ir', @$events) . '],"total":{"Ir":' . $S->{total}
+        . join('', map { ',' . js($events->[$_]) . ':' . $ev_total[$_] } 0 .. $#$events) . '},"sort":' . js($o->{sort});
     if ($S->{blockmode}) {
         $s .= ',"roll_loops":' . ($P0->{roll} eq 'yes' ? 'true' : 'false') . ',"blocks":['
             . join(',', map { '{"name":' . js($_->{name}) . ',"address":' . js(sprintf('0x%x', $_->{addr}))
@@ -76,7 +85,9 @@ sub show {
         for my $cid (@$sorted) {
             out($comma, '{"path":[', join(',', @jname[@{ctx_labels($C, $cid)}]), '],"calls":', cval($C, 'xcalls', $cid),
                 ',"Ir":', cval($C, 'xexcl', $cid), ',"inclusive":', cval($C, 'xincl', $cid), ',"inclusive_outermost":',
-                outer_incl($C, $cid), '}');
+                outer_incl($C, $cid),
+                (@$events ? (',"events":{', join(',', map { js($_) . ':' . context_event($C, $_, $cid) } @$events), '}') : ()),
+                '}');
             $comma = ',';
         }
         out('],"kccf":');

@@ -4,7 +4,8 @@ package KGrind::Export::Pprof;
 # it is produced (write_file).
 #
 # One sample per (thread, k-context): its stack is the context's path,
-# innermost function first; values [calls, Ir] (Ir exclusive); string labels
+# innermost function first; values [calls, Ir] (Ir exclusive), then each
+# event beyond Ir of the k-SF records (D1mr, ...: exclusive); string labels
 # "thread" and "k".  A context that does not reach __root__ (finite k) gets
 # a synthetic outermost frame "[truncated k=N]", so pprof never shows it as
 # rooted.  One location per function, at the function's first costly line.
@@ -16,6 +17,7 @@ use KGrind::Error;
 use KGrind::Columns;
 use KGrind::Forest qw(children_of ctx_labels);
 use KGrind::Model qw(cval select_contexts export_name export_names model_head);
+use KGrind::Events qw(context_event forest_event_names);
 use KGrind::Output;
 
 # --format=pprof, written as produced (KGrind::Export::Pprof::write_file):
@@ -25,15 +27,18 @@ use KGrind::Output;
 sub show {
     my ($o, $S) = @_;
     my $name = export_names($o);
+    my $events = @{$S->{threads}} ? forest_event_names($S->{threads}[0]{F}) : [];
     my @threads = map {
         my $C = $_->{C};
-        { tid => $_->{tid}, each_sample => $C->{cct} && !$o->{limited} ? cct_pprof_samples($C, $name) : sub {
+        my $ev = sub { my ($cid) = @_; map { context_event($C, $_, $cid) } @$events };
+        { tid => $_->{tid}, each_sample => $C->{cct} && !$o->{limited} ? cct_pprof_samples($C, $name, $ev) : sub {
             my ($emit) = @_;
-            $emit->([@$name[@{ctx_labels($C, $_)}]], cval($C, 'xcalls', $_), cval($C, 'xexcl', $_))
+            $emit->([@$name[@{ctx_labels($C, $_)}]], cval($C, 'xcalls', $_), cval($C, 'xexcl', $_), $ev->($_))
                 for @{select_contexts($o, $C)};
         } }
     } @{$S->{threads}};
     my $head = model_head($S, sub { export_name($o, $_[0]) });
+    $head->{events} = $events;
     my $ok = eval { write_file($head, \@threads, \&out); 1 };
     unless ($ok) { die $@ if ref $@; fail("pprof: " . (split /\n/, $@)[0]) }
 }
@@ -43,7 +48,7 @@ sub show {
 # one concatenation (making every context's path was O(nodes x depth) in
 # Perl: 119.7 s against 32.7 s for cc1plus's 2.9 M-node CCT).
 sub cct_pprof_samples {
-    my ($C, $name) = @_;
+    my ($C, $name, $ev) = @_;
     return sub {
         my (undef, $emit_stack, $location_of) = @_;
         my ($roots, $kids) = children_of(col($C->{F}, 'par'));
@@ -52,7 +57,7 @@ sub cct_pprof_samples {
         while (my $e = pop @todo) {
             my ($v, $callers) = @$e;
             my $stack = $location_of->($name->[$fn->[$v]]) . $callers;
-            $emit_stack->($stack, cval($C, 'xcalls', $v), cval($C, 'xexcl', $v));
+            $emit_stack->($stack, cval($C, 'xcalls', $v), cval($C, 'xexcl', $v), $ev->($v));
             push @todo, map { [$_, $stack] } reverse @{$kids->[$v] // []};
         }
     };
@@ -98,7 +103,8 @@ sub frames_of {
 
 # The profile written piece by piece with $put, gzipped as it goes.
 # $threads: [{tid, each_sample}], each_sample calling its first argument
-# with each sample's frames (outermost first), calls and Ir, in order; or,
+# with each sample's frames (outermost first), calls, Ir and the events of
+# $data->{events} (beyond Ir, if any), in order; or,
 # for stacks that share their callers' part (a calling context tree), its
 # second with the stack already encoded, innermost first, each frame's
 # location by its third (a frame name's location id as a varint).  The
@@ -112,8 +118,8 @@ sub write_file {
     my $z = gzip_stream($put);
     my $S = new_strings();
     my $value_type = sub { f_int(1, str_id($S, $_[0])) . f_int(2, str_id($S, $_[1])) };
-    $z->(f_bytes($PROFILE{sample_type}, $value_type->('calls', 'count'))
-         . f_bytes($PROFILE{sample_type}, $value_type->('Ir', 'count')));
+    $z->(join('', map { f_bytes($PROFILE{sample_type}, $value_type->($_, 'count')) }
+                  'calls', 'Ir', @{$data->{events} // []}));
     # one function and one location per name, with the same id; a
     # location's id kept as its varint (the samples repeat it)
     my (%location, @names);
@@ -125,13 +131,13 @@ sub write_file {
         my $labels = f_bytes(3, f_int(1, str_id($S, 'thread')) . f_int(2, str_id($S, "$t->{tid}")))
                    . f_bytes(3, f_int(1, str_id($S, 'k')) . f_int(2, str_id($S, "$data->{k}")));
         my $emit_stack = sub {
-            my ($stack, $calls, $ir) = @_;
-            $z->(f_bytes($PROFILE{sample}, f_bytes(1, $stack) . f_packed(2, $calls, $ir) . $labels));
+            my ($stack, @values) = @_;    # calls, Ir, events
+            $z->(f_bytes($PROFILE{sample}, f_bytes(1, $stack) . f_packed(2, @values) . $labels));
         };
         my $location_of = sub { $location{$_[0]} // $location->($_[0]) };
         $t->{each_sample}->(sub {
-            my ($path, $calls, $ir) = @_;
-            $emit_stack->(join('', reverse map { $location_of->($_) } @{frames_of($data, $path)}), $calls, $ir);
+            my ($path, @values) = @_;
+            $emit_stack->(join('', reverse map { $location_of->($_) } @{frames_of($data, $path)}), @values);
         }, $emit_stack, $location_of);
     }
     $z->(f_bytes($PROFILE{mapping}, f_int(1, 1) . f_int(5, str_id($S, $data->{program} // '')) . f_int(7, 1)

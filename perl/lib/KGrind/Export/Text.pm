@@ -10,6 +10,7 @@ use Exporter 'import';
 use KGrind::Labels;
 use KGrind::Forest qw(ccf_nodes ctx_count);
 use KGrind::Model;
+use KGrind::Events qw(context_event forest_event_names);
 use KGrind::TreeView;
 use KGrind::Format qw(commify pct frame_name);
 use KGrind::Output;
@@ -86,7 +87,8 @@ sub header {
                  : $S->{joined} ? "$nthr, joined by kgrind_annotate (thread all)"
                  : "$nthr, " . ($blocks ? $S->{ntids} : scalar(@{$S->{threads}})) . ' shown';
     push @out, sprintf('%-22s%s', 'Threads:', $thr_desc);
-    push @out, sprintf('%-22s%s', 'Events:', 'Ir');
+    my $events = @{$S->{threads}} ? forest_event_names($S->{threads}[0]{F}) : [];
+    push @out, sprintf('%-22s%s', 'Events:', join(' ', 'Ir', @$events));
     push @out, sprintf('%-22s%s', 'Total Ir:', commify($S->{total}));
     push @out, '', 'No basic block of a traced function ran: the block modes trace the functions of '
         . '--funcs (by default the main executable\'s); pass --funcs to trace library code.'
@@ -110,18 +112,24 @@ sub context_table {
         kstr($S->{kk}) . ($S->{blockmode} ? ' block' : ''), forest_desc($t), scalar(@$show), ctx_count($C), $o->{sort},
         $o->{threshold}, $o->{top} ? ", top $o->{top}" : '');
     push @out, $RULE;
-    my $pk = $o->{sort} eq 'calls' ? '%calls' : $o->{sort} eq 'inclusive' ? '%incl' : '%Ir';
-    my $den = $o->{sort} eq 'calls' ? $sum : $t->{ir};
-    push @out, sprintf('%15s %8s %15s %12s  %s', 'Ir', $pk, 'incl Ir', 'calls', 'context');
+    my $pk = $o->{sort} eq 'calls' ? '%calls' : $o->{sort} eq 'inclusive' ? '%incl' : "%$o->{sort}";
+    # an event's share: of its total over the contexts
+    my $den = $o->{sort} eq 'calls' || !is_ir_key($o->{sort}) ? $sum : $t->{ir};
+    # the exclusive columns: --show's events (Ir by default)
+    my @show = @{$o->{show} // ['Ir']};
+    my $cols = join(' ', ('%15s') x @show);
+    push @out, sprintf("$cols %8s %15s %12s  %s", @show, $pk, 'incl Ir', 'calls', 'context');
     # the rows are the same for threads that share C's contexts and order
-    # (KGrind::Model::thread_ccfs) and have the same Ir
+    # (KGrind::Model::thread_ccfs: their events too) and have the same Ir
     my $rows = $C->{same} ? \$C->{same}{"rows\0$sorted\0$t->{ir}"} : \my $own;
     $$rows //= do {
         my $key = key_arrays($o->{sort}, $C, 1);
         [map {
-            sprintf('%15s %8s %15s %12s  %s', commify(cval($C, 'xexcl', $_)),
-                    pct(ref $key ? $key->[$_] : vec($key, $_, 64), $den),
-                    commify(outer_incl($C, $_)), commify(cval($C, 'xcalls', $_)), ctx_str($o, $C, $_))
+            my $cid = $_;
+            sprintf("$cols %8s %15s %12s  %s",
+                    map({ commify($_ eq 'Ir' ? cval($C, 'xexcl', $cid) : context_event($C, $_, $cid)) } @show),
+                    pct(ref $key ? $key->[$cid] : vec($key, $cid, 64), $den),
+                    commify(outer_incl($C, $cid)), commify(cval($C, 'xcalls', $cid)), ctx_str($o, $C, $cid))
         } @$show];
     };
     return @out, @$$rows;

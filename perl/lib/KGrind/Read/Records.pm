@@ -15,6 +15,7 @@ use KGrind::Labels;
 use KGrind::Check::Forest;
 use KGrind::Read::Lists;
 use KGrind::Read::Stream;
+use KGrind::Read::Events;
 
 our @EXPORT = qw(record_line);
 our @EXPORT_OK = qw(table_name check_merge);
@@ -68,6 +69,8 @@ sub record_line {
         block_record($R, $l, $ln);
     } elsif ($l =~ /^# ksf-thread (\d+|all) nodes=(\d+) ir=(\d+)(?: fn=(\d+))?$/) {
         thread_start($R, $ln, $1, $2, $3, $4);
+    } elsif (index($l, '# ksf-events ') == 0) {
+        event_stream($R, $l, $ln);
     } elsif ($l =~ /^# ksf-end-thread (\d+|all)$/) {
         thread_end($R, $ln, $1);
     } elsif ($l eq '# ksf-end') {
@@ -101,6 +104,7 @@ sub options_record {
     $P->{k} = $o{k} eq 'inf' ? $INF : $o{k} + 0;
     @$P{qw(mode rolling joined)} = @o{qw(mode rolling joined)};
     $P->{roll} = $o{'roll-loops'} // 'no';
+    $P->{ksf_events} = events_option($R, $o{events}, $ln) if defined $o{events};
     $R->{intra} = $o{mode} eq 'intra';
     $R->{labmap} = $o{mode} eq 'func' ? $R->{fnmap} : $R->{blkmap};
     $P->{blocks} = [] if $o{mode} ne 'func';
@@ -223,6 +227,7 @@ sub thread_end {
         check_counters($T, $P->{k}, $blocks, @index, $bad, $file);
         $R->{same_thread}{$key} = { map { exists $T->{$_} ? ($_ => $T->{$_}) : () } qw(fn depth roots) };
     }
+    events_end($R, $ln, $T, $nnodes);
     delete $T->{declared};
     push @{$P->{threads}}, $T;
     undef $R->{thread};
