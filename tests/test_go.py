@@ -3,6 +3,7 @@ ones (the function that ran out of stack restarts at its entry on the
 copy), suspended and resumed by the scheduler on any of the runtime's
 threads. Skipped, with the reason, when Go is missing (setup.sh --deps
 installs golang-go)."""
+import collections
 import os
 import re
 import shutil
@@ -10,10 +11,12 @@ import subprocess
 
 import pytest
 
+import callgrind_format
 import ksf_records
 from conftest import BUILD, PROGS
 from test_annotate import annotate_cmd
 from test_stacks import contexts_by_function
+from test_stress import FUNCTION_MODES, MODES, annotators_read
 
 WORKERS, ROUNDS, DEPTH = 4, 2, 3000
 # Valgrind 3.19 does not decode RDTSCP, which Go's runtime uses when the
@@ -84,3 +87,27 @@ def test_goroutines_growing_their_stacks_keep_their_calls_and_contexts(tools, go
             assert in_source(ctx, outer, least, most, k), (fn, ctx)
     r = subprocess.run([*annotate_cmd(), str(kg.profile_path)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize('mode', sorted(set(MODES) - {'k2', 'kinf'}))
+def test_go_program_under_every_mode(tools, go_program, mode):
+    """The same program under the stress test's other modes (k=0, threads
+    joined, the block modes, --smc-check=all): the program's output and
+    exit status are its own, both annotators read the profile, its totals
+    agree, and in the function modes the callgrind body's calls of deep
+    and leaf are the program's."""
+    args = (WORKERS, ROUNDS, DEPTH)
+    native = tools.native(go_program, *args)
+    kg = tools.kgrind(go_program, *args, opts=MODES[mode], out=f'go.{mode}')
+    assert native.returncode == kg.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout
+    annotators_read(kg.profile_path)
+    body = callgrind_format.parse(kg.profile_path)
+    assert body.summary == body.totals == body.total()
+    if mode in FUNCTION_MODES:
+        own = own_counts(native.stdout)
+        calls = collections.Counter()
+        for _caller, callee, count, _incl in body.calls:
+            calls[callgrind_format.callee(callee)] += count
+        assert {fn: calls[fn] for fn in ('main.deep', 'main.leaf')} == \
+            {fn: own[fn] for fn in ('main.deep', 'main.leaf')}
