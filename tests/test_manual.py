@@ -164,6 +164,10 @@ def work():
     shutil.rmtree(d, ignore_errors=True)
 
 
+# The blocks run in order in one directory (a block uses what the ones
+# before it made): one pytest-xdist worker runs them all (tests/run's
+# --dist loadgroup).
+@pytest.mark.xdist_group('manual_blocks')
 @pytest.mark.parametrize('line,commands,status,excerpt', BLOCKS,
                          ids=[f'line{b[0]}' for b in BLOCKS])
 def test_block_runs(work, line, commands, status, excerpt):
