@@ -10,6 +10,7 @@ namespace {
 
 const HChar* const kEventNames[kEventIds] = {
    "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bc", "Bcm", "Bi", "Bim", "Ge",
+   "sysCount", "sysTime", "sysCpuTime",
 };
 
 void* core_alloc(void*, size_t n) { return kg::alloc(n, "kg.cache"); }
@@ -124,25 +125,27 @@ inline void count_access(ULong* slots, core::CacheMiss m)
 
 } // namespace
 
-namespace {
+Bool event_on(UInt e)
+{
+   if (e <= kEvDw) return clo.cache_sim || clo.collect_data;
+   if (e <= kEvDLmw) return clo.cache_sim;
+   if (e <= kEvBim) return clo.branch_sim;
+   if (e == kEvGe) return clo.collect_bus;
+   if (e == kEvSysCpuTime) return clo.collect_systime == kSysTimeNsec;
+   return clo.collect_systime != kSysTimeNo;
+}
 
-// The event groups in column order: their first event, and whether on.
-const UInt kGroups = 3;
-const EventId kGroupFirst[kGroups + 1] = { kEvDr, kEvBc, kEvGe, kEventIds };
-Bool group_on(UInt g) { return g == 0 ? clo.cache_sim : g == 1 ? clo.branch_sim : clo.collect_bus; }
-UInt group_of(UInt e) { return e >= kEvGe ? 2 : e >= kEvBc ? 1 : 0; }
-
-} // namespace
-
-Bool extra_events_on() { return clo.cache_sim || clo.branch_sim || clo.collect_bus; }
+Bool extra_events_on()
+{
+   return clo.cache_sim || clo.collect_data || clo.branch_sim || clo.collect_bus || clo.collect_systime;
+}
 
 UInt extra_event_count() { return event_column(kEventIds); }
 
 UInt event_column(EventId e)
 {
    UInt column = 0;
-   for (UInt g = 0; g < kGroups && kGroupFirst[g] < e; g++)
-      if (group_on(g)) column += (e < kGroupFirst[g + 1] ? (UInt)e : (UInt)kGroupFirst[g + 1]) - kGroupFirst[g];
+   for (UInt f = 0; f < e; f++) column += event_on(f);
    return column;
 }
 
@@ -173,14 +176,14 @@ void write_events_line(FileWriter& out)
 {
    out.put("events: Ir");
    for (UInt e = 0; e < kEventIds; e++)
-      if (group_on(group_of(e))) out.printf(" %s", kEventNames[e]);
+      if (event_on(e)) out.printf(" %s", kEventNames[e]);
    out.put_char('\n');
 }
 
 const HChar* extra_event_name(UInt column)
 {
    for (UInt e = 0; e < kEventIds; e++)
-      if (group_on(group_of(e)) && column-- == 0) return kEventNames[e];
+      if (event_on(e) && column-- == 0) return kEventNames[e];
    tl_assert(0);
    return "";
 }

@@ -1,4 +1,5 @@
-// Events beyond Ir (--cache-sim, --branch-sim): which are on, their names
+// Events beyond Ir (--cache-sim, --branch-sim, --collect-bus, --collect-data,
+// --collect-systime): which are on, their names
 // and columns in a profile, the cache geometry, and the simulators that
 // instrumented code calls per instruction fetch, data access and branch
 // (docs/design/events.md). Each helper adds to the event counters of the
@@ -15,9 +16,12 @@ enum EventId : UShort {
    kEvDr, kEvDw, kEvI1mr, kEvD1mr, kEvD1mw, kEvILmr, kEvDLmr, kEvDLmw,   // --cache-sim
    kEvBc, kEvBcm, kEvBi, kEvBim,                                       // --branch-sim
    kEvGe,                                                              // --collect-bus
+   kEvSysCount, kEvSysTime, kEvSysCpuTime,                             // --collect-systime
    kEventIds
 };
 
+// Whether an event (EventId) is on.
+Bool event_on(UInt e);
 // Whether any event beyond Ir is on.
 Bool extra_events_on();
 // Events beyond Ir that a profile has (its columns after Ir).

@@ -37,6 +37,7 @@
 #include "kg_events.h"
 #include "kg_options.h"
 #include "kg_regions.h"
+#include "kg_systime.h"
 #include "kg_pairmap.h"
 #include "kg_runtime.h"
 

@@ -10,6 +10,7 @@
 #include "kg_options.h"
 #include "kg_output.h"
 #include "kg_regions.h"
+#include "kg_systime.h"
 #include "kg_version.h"
 extern "C" {
 #include "pub_tool_vkiscnums.h"
@@ -47,6 +48,7 @@ void post_clo_init()
    VG_(clo_vex_control).guest_chase = False;
    check_options();
    events_init();
+   systime_init();
    choose_unroll_threshold();
    debuginfo_init();
    if (block_mode()) {
@@ -118,8 +120,9 @@ const HChar* mode_option() { return clo.mode == kModeIntra ? "intra" : "inter"; 
 
 // A successful exec does not return: the image's profile is written before
 // (all threads: the core ends the others only after this callback).
-void pre_syscall(ThreadId, UInt sysno, UWord* args, UInt)
+void pre_syscall(ThreadId tid, UInt sysno, UWord* args, UInt)
 {
+   systime_pre(tid);
    if (!is_exec(sysno)) return;
    Bool at = sysno == __NR_execveat;
    HChar path[512];
@@ -135,8 +138,9 @@ void pre_syscall(ThreadId, UInt sysno, UWord* args, UInt)
    regions_exec_starts(what);
 }
 
-void post_syscall(ThreadId, UInt sysno, UWord*, UInt, SysRes res)
+void post_syscall(ThreadId tid, UInt sysno, UWord*, UInt, SysRes res)
 {
+   systime_post(tid);
    if (is_exec(sysno) && sr_isError(res)) regions_exec_failed();
 }
 

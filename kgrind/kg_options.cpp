@@ -21,6 +21,8 @@ Options clo = {
    False,
    False,
    False,
+   False,
+   kSysTimeNo,
    {},
    {},
    {},
@@ -82,6 +84,16 @@ void parse_cache(const HChar* arg, const HChar* option, const HChar* value, Cach
    *c = { parts[0], parts[1], parts[2], True };
 }
 
+// "--collect-systime=no|yes|msec|usec|nsec" (yes: msec), as callgrind's.
+void parse_systime(const HChar* arg, const HChar* value)
+{
+   if (VG_STREQ(value, "no")) clo.collect_systime = kSysTimeNo;
+   else if (VG_STREQ(value, "yes") || VG_STREQ(value, "msec")) clo.collect_systime = kSysTimeMsec;
+   else if (VG_STREQ(value, "usec")) clo.collect_systime = kSysTimeUsec;
+   else if (VG_STREQ(value, "nsec")) clo.collect_systime = kSysTimeNsec;
+   else VG_(fmsg_bad_option)(arg, "--collect-systime takes no, yes, msec, usec or nsec\n");
+}
+
 } // namespace
 
 Bool process_option(const HChar* arg)
@@ -110,6 +122,8 @@ Bool process_option(const HChar* arg)
    else if VG_BOOL_CLO(arg, "--cache-sim", clo.cache_sim) {}
    else if VG_BOOL_CLO(arg, "--branch-sim", clo.branch_sim) {}
    else if VG_BOOL_CLO(arg, "--collect-bus", clo.collect_bus) {}
+   else if VG_BOOL_CLO(arg, "--collect-data", clo.collect_data) {}
+   else if VG_STR_CLO(arg, "--collect-systime", value) parse_systime(arg, value);
    else if VG_STR_CLO(arg, "--I1", value) parse_cache(arg, "--I1", value, &clo.i1);
    else if VG_STR_CLO(arg, "--D1", value) parse_cache(arg, "--D1", value, &clo.d1);
    else if VG_STR_CLO(arg, "--LL", value) parse_cache(arg, "--LL", value, &clo.ll);
@@ -172,14 +186,13 @@ void check_positions()
 void check_events()
 {
    const HChar* opt = clo.cache_sim ? "--cache-sim=yes" : clo.branch_sim ? "--branch-sim=yes"
-                    : clo.collect_bus ? "--collect-bus=yes" : nullptr;
-   if (!opt) {
-      const HChar* geometry = clo.i1.given ? "--I1" : clo.d1.given ? "--D1" : clo.ll.given ? "--LL" : nullptr;
-      if (geometry)
-         KG_BAD_COMBINATION(geometry, "%s sets a cache of --cache-sim=yes: add --cache-sim=yes or drop %s\n",
-                            geometry, geometry);
-      return;
-   }
+                    : clo.collect_bus ? "--collect-bus=yes" : clo.collect_data ? "--collect-data=yes"
+                    : clo.collect_systime ? "--collect-systime" : nullptr;
+   const HChar* geometry = clo.i1.given ? "--I1" : clo.d1.given ? "--D1" : clo.ll.given ? "--LL" : nullptr;
+   if (geometry && !clo.cache_sim)
+      KG_BAD_COMBINATION(geometry, "%s sets a cache of --cache-sim=yes: add --cache-sim=yes or drop %s\n",
+                         geometry, geometry);
+   if (!opt) return;
    if (block_mode()) KG_BAD_COMBINATION(opt, "%s needs function mode (--mode=func)\n", opt);
    if (clo.dump_instr)
       KG_BAD_COMBINATION(opt, "%s writes costs per line: drop --dump-instr=yes (per-instruction events are not "
@@ -234,6 +247,11 @@ void print_usage()
 "    --LL=<size>,<assoc>,<line size>  last-level cache geometry [the host's]\n"
 "    --branch-sim=no|yes       simulate branch predictors: events Bc Bcm Bi Bim [no]\n"
 "    --collect-bus=no|yes      count atomic instructions: event Ge [no]\n"
+"    --collect-data=no|yes     count data reads and writes without simulating the\n"
+"                              caches: events Dr Dw (--cache-sim=yes has them) [no]\n"
+"    --collect-systime=no|yes|msec|usec|nsec  count system calls and their elapsed\n"
+"                              time: events sysCount sysTime (in milliseconds for\n"
+"                              yes and msec), and sysCpuTime with nsec [no]\n"
 "    --unroll-simple-rec=no|yes  keep each level of simple recursion [no: rolled]\n"
 "    --kgrind-out-file=<file>  output file name [kgrind.out.%%p]\n"
 "                              (%%p is the pid, %%q{VAR} an environment variable)\n"

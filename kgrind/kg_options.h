@@ -11,6 +11,9 @@ const UInt kMaxFuncPatterns = 64;
 // --mode: function k-SFs, or basic-block k-SFs per function / per thread.
 enum Mode : UInt { kModeFunc = 0, kModeIntra = 1, kModeInter = 2 };
 
+// --collect-systime: system calls' count and time; the unit of sysTime.
+enum SysTime : UInt { kSysTimeNo = 0, kSysTimeMsec, kSysTimeUsec, kSysTimeNsec };
+
 // --I1, --D1, --LL: a cache's size, associativity and line size as given
 // (checked by the cache model once the options are read: kg_events.cpp).
 struct CacheOption {
@@ -39,6 +42,8 @@ struct Options {
    Bool cache_sim;               // --cache-sim: I1/D1/LL simulation
    Bool branch_sim;              // --branch-sim: branch predictor simulation
    Bool collect_bus;             // --collect-bus: atomic instructions (Ge)
+   Bool collect_data;            // --collect-data: data reads and writes (Dr Dw), no simulation
+   SysTime collect_systime;      // --collect-systime: sysCount sysTime (sysCpuTime)
    CacheOption i1, d1, ll;       // --I1, --D1, --LL
    UInt n_func_patterns;         // --funcs, split at commas
    const HChar* func_patterns[kMaxFuncPatterns];

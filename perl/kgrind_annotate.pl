@@ -123,15 +123,15 @@ sub parse_options {
     $o{'show-blocks'} = 1 if $o{'blocks-disasm'};
     my %sorts = (ir => 'Ir', calls => 'calls', inclusive => 'inclusive', incl => 'inclusive');
     # an event's name (D1mr): checked against the profile's events when read
-    $o{sort} = $sorts{lc $o{sort}} // ($o{sort} =~ /^[A-Z]\w*$/ ? $o{sort}
+    $o{sort} = $sorts{lc $o{sort}} // ($o{sort} =~ /^[A-Za-z]\w*$/ ? $o{sort}
         : fail("bad --sort value '$o{sort}' (Ir, calls, inclusive or an event of the profile, e.g. D1mr)"));
     $o{show} = [split /,/, $o{show} // 'Ir', -1];
     for my $e (@{$o{show}}) {
-        fail("bad --show value '$e' (events of the profile, e.g. --show=Ir,D1mr)") unless $e =~ /^[A-Z]\w*$/;
+        fail("bad --show value '$e' (events of the profile, e.g. --show=Ir,D1mr)") unless $e =~ /^[A-Za-z]\w*$/;
     }
     fail("--show names '$_' twice") for do { my %n; grep { $n{$_}++ == 1 } @{$o{show}} };
     fail("bad --event value '$o{event}' (an event of the profile, e.g. D1mr)")
-        if defined $o{event} && $o{event} !~ /^[A-Z]\w*$/;
+        if defined $o{event} && $o{event} !~ /^[A-Za-z]\w*$/;
     fail("--event: only with --format=folded") if defined $o{event} && $o{format} ne 'folded';
     my $events = $o{sort} !~ /^(?:Ir|calls|inclusive)$/ || grep { $_ ne 'Ir' } @{$o{show}};
     fail("--show and --sort with events beyond Ir: only with --format=text or json")
@@ -290,7 +290,8 @@ aside) unless B<--force> is given.  Arguments ending in a source suffix
 =item B<--sort>=B<Ir>|B<calls>|B<inclusive>|I<event>
 
 The sort key for contexts and tree children [Ir]. An event of a profile
-made with B<--cache-sim>, B<--branch-sim> or B<--collect-bus> (B<D1mr>,
+made with B<--cache-sim>, B<--branch-sim>, B<--collect-bus>, B<--collect-data> or
+B<--collect-systime> (B<D1mr>,
 B<Bcm>, ...) sorts the contexts by their exclusive count of it (text and
 JSON).
 

@@ -53,7 +53,7 @@ public:
       // global bus event, as callgrind counts them.
       if (clo.collect_bus && (st->tag == Ist_CAS || (st->tag == Ist_LLSC && st->Ist.LLSC.storedata)))
          bus(b, counters, line);
-      if (!clo.cache_sim) return;
+      if (!clo.cache_sim && !clo.collect_data) return;
       switch (st->tag) {
       case Ist_WrTmp:
          if (st->Ist.WrTmp.data->tag == Iex_Load) {
@@ -124,6 +124,19 @@ public:
            sb->next, nullptr);
    }
 
+   // The superblock's end: a system call of the instruction at line `line`,
+   // whose count and time the core's system call callbacks add to these
+   // slots (kg_systime.h).
+   void syscall(IRBuilder& b, IRExpr* counters, UInt line, const IRSB* sb)
+   {
+      if (!on_ || !clo.collect_systime || !is_syscall_end(sb->jumpkind)) return;
+      IRExpr* at = slot_address(b, counters);
+      slots_[n_++] = { (UShort)line, (UShort)kEvSysCount };
+      slots_[n_++] = { (UShort)line, (UShort)kEvSysTime };
+      if (clo.collect_systime == kSysTimeNsec) slots_[n_++] = { (UShort)line, (UShort)kEvSysCpuTime };
+      b.store64((const void*)&kg_syscall_slots, at);
+   }
+
    // The block's counters are known: the slots' offsets, after its flush
    // points'; its EventSlots.
    void finish(BlockInfo* blk)
@@ -140,8 +153,9 @@ private:
 
    void read(IRBuilder& b, IRExpr* counters, UInt line, IRExpr* addr, UInt size, IRExpr* guard)
    {
-      call(b, counters, line, kEvDr, kEvD1mr, "kg_sim_read", (void*)kg_sim_read, addr, access_size(size), guard,
-           kEvDLmr);
+      if (!clo.cache_sim) count(b, counters, line, kEvDr, guard);
+      else call(b, counters, line, kEvDr, kEvD1mr, "kg_sim_read", (void*)kg_sim_read, addr, access_size(size), guard,
+                kEvDLmr);
       last_read_addr_ = guard ? nullptr : addr;
       last_read_size_ = size;
    }
@@ -151,7 +165,8 @@ private:
       Bool modify = !guard && last_read_addr_ && size == last_read_size_ && same_atom(addr, last_read_addr_);
       last_read_addr_ = nullptr;
       if (modify) return;
-      call(b, counters, line, kEvDw, kEvD1mw, "kg_sim_write", (void*)kg_sim_write, addr, access_size(size), guard,
+      if (!clo.cache_sim) count(b, counters, line, kEvDw, guard);
+      else call(b, counters, line, kEvDw, kEvD1mw, "kg_sim_write", (void*)kg_sim_write, addr, access_size(size), guard,
            kEvDLmw);
    }
 
@@ -164,6 +179,15 @@ private:
       if (a->tag == Iex_RdTmp && c->tag == Iex_RdTmp) return a->Iex.RdTmp.tmp == c->Iex.RdTmp.tmp;
       if (a->tag == Iex_Const && c->tag == Iex_Const) return eqIRConst(a->Iex.Const.con, c->Iex.Const.con);
       return False;
+   }
+
+   // --collect-data without --cache-sim: the access counted inline, when
+   // its guard holds, in a slot of event e.
+   void count(IRBuilder& b, IRExpr* counters, UInt line, EventId e, IRExpr* guard)
+   {
+      IRExpr* at = slot_address(b, counters);
+      slots_[n_++] = { (UShort)line, (UShort)e };
+      b.add_if(guard, b.place(at, 0), IRBuilder::u64(1));
    }
 
    void bus(IRBuilder& b, IRExpr* counters, UInt line)

@@ -151,6 +151,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       sp.note(st, sb_in->tyenv);
    }
    if (counters && instr) events_ir.indirect(b, counters, slot_of_instr[instr - 1], sb_in, last_instr);
+   if (counters && instr) events_ir.syscall(b, counters, slot_of_instr[instr - 1], sb_in);
    if (counters) pending.flush(b, counters, nullptr);
    blk->counts_leaving = leaving;
    if (counters && may_call_stub)
