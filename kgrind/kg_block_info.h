@@ -118,7 +118,8 @@ UWord block_info_count();
 // block) has one more counter per event slot, after its flush points'. A
 // slot counts one event of one line: an access's count or misses.
 struct EventSlot {
-   UShort line;                   // an index into BlockInfo::lines()
+   UShort line;                   // an index into BlockInfo::lines(), or with
+                                  // per-instruction positions into instrs()
    UShort event;                  // kg_events.h: EventId
 };
 struct BlockEvents {

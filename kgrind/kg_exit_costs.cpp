@@ -280,16 +280,25 @@ void ExitCosts::sort_by_context()
    events_ = n_events_ ? (ULong*)kg::alloc((widest + 1) * n_events_ * sizeof(ULong), "kg.exit") : nullptr;
 }
 
-// Calls f(line, column, count) for each non-zero event counter of the entry.
+// Calls f(line, addr, column, count) for each non-zero event counter of the
+// entry: at its line (addr 0), or per instruction at its instruction.
 template <typename F>
-static void for_each_event(const CountedBlock& e, F f)
+static void for_each_event(const CountedBlock& e, Bool per_instruction, F f)
 {
    const BlockInfo* blk = e.blk;
    if (blk->id >= block_events_cap || !block_events[blk->id]) return;
    const BlockEvents* ev = block_events[blk->id];
    const ULong* c = e.counters + event_base(blk);
-   for (UInt s = 0; s < ev->n; s++)
-      if (c[s]) f(blk->lines()[ev->slots[s].line], event_column((EventId)ev->slots[s].event), c[s]);
+   for (UInt s = 0; s < ev->n; s++) {
+      if (!c[s]) continue;
+      UInt col = event_column((EventId)ev->slots[s].event);
+      if (per_instruction) {
+         const InstrPos& in = blk->instrs()[ev->slots[s].line];
+         f(in.line, in.addr, col, c[s]);
+      } else {
+         f(blk->lines()[ev->slots[s].line], (Addr)0, col, c[s]);
+      }
+   }
 }
 
 // The index of line's cost among n folded costs sorted by line, or n.
@@ -304,10 +313,24 @@ static UWord folded_index(const ContextLineCost* costs, UWord n, const SourceLin
    return lo < n && costs[lo].line == line ? lo : n;
 }
 
+// The same per instruction: the index of addr's cost (sorted by address).
+static UWord folded_instr_index(const ContextLineCost* costs, UWord n, Addr addr)
+{
+   UWord lo = 0, hi = n;
+   while (lo < hi) {
+      UWord mid = (lo + hi) / 2;
+      if (costs[mid].addr < addr) lo = mid + 1;
+      else hi = mid;
+   }
+   return lo < n && costs[lo].addr == addr ? lo : n;
+}
+
 void ExitCosts::event_totals(ULong* out) const
 {
    for (UInt i = 0; i < n_events_; i++) out[i] = 0;
-   for_each_entry([&](const CountedBlock& e) { for_each_event(e, [&](SourceLine*, UInt col, ULong n) { out[col] += n; }); });
+   for_each_entry([&](const CountedBlock& e) {
+      for_each_event(e, per_instruction_, [&](SourceLine*, Addr, UInt col, ULong n) { out[col] += n; });
+   });
 }
 
 static Int compare_node_pointers(const void* pa, const void* pb)
@@ -343,7 +366,7 @@ void ExitCosts::gather_node_events()
       ULong* into = node_events_ + (node_events((const ForestNode*)groups_[g].a) - node_events_);
       ContextBlocks c = blocks(g);
       for (UInt i = 0; i < c.used; i++)
-         for_each_event(entry(c, i), [into](SourceLine*, UInt col, ULong n) { into[col] += n; });
+         for_each_event(entry(c, i), per_instruction_, [into](SourceLine*, Addr, UInt col, ULong n) { into[col] += n; });
    }
 }
 
@@ -390,15 +413,16 @@ UWord ExitCosts::costs_of(const ForestNode* ctx, const ContextLineCost** out)
    *out = scratch_;
    UWord n = sort_and_fold(scratch_, m, per_instruction_ ? compare_instr_costs : compare_context_costs, add_ir);
    if (!n_events_) return n;
-   // Each event to its line's folded cost (per line: --dump-instr has no
-   // events). Every line with events ran, so has Ir, unless its
-   // instructions faulted before their flush point: those are dropped.
+   // Each event to its line's (or instruction's) folded cost. Every line
+   // with events ran, so has Ir, unless its instructions faulted before
+   // their flush point: those are dropped.
    VG_(memset)(events_, 0, (n + 1) * n_events_ * sizeof(ULong));
    for (UWord g = first_group(ctx); g < n_groups_ && groups_[g].a == ctx; g++) {
       ContextBlocks c = blocks(g);
       for (UInt i = 0; i < c.used; i++) {
-         for_each_event(entry(c, i), [&](SourceLine* line, UInt col, ULong count) {
-            events_[folded_index(scratch_, n, line) * n_events_ + col] += count;
+         for_each_event(entry(c, i), per_instruction_, [&](SourceLine* line, Addr addr, UInt col, ULong count) {
+            UWord at = per_instruction_ ? folded_instr_index(scratch_, n, addr) : folded_index(scratch_, n, line);
+            events_[at * n_events_ + col] += count;
          });
       }
    }

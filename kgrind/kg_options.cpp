@@ -182,7 +182,7 @@ void check_positions()
                          "(kgrind writes jumps between instructions, not between lines)\n");
 }
 
-// The events beyond Ir: function mode, costs per line, for now.
+// The events beyond Ir: function mode (per line or per instruction).
 void check_events()
 {
    const HChar* opt = clo.cache_sim ? "--cache-sim=yes" : clo.branch_sim ? "--branch-sim=yes"
@@ -194,9 +194,6 @@ void check_events()
                          geometry, geometry);
    if (!opt) return;
    if (block_mode()) KG_BAD_COMBINATION(opt, "%s needs function mode (--mode=func)\n", opt);
-   if (clo.dump_instr)
-      KG_BAD_COMBINATION(opt, "%s writes costs per line: drop --dump-instr=yes (per-instruction events are not "
-                         "implemented yet)\n", opt);
 }
 
 void check_options()

@@ -46,6 +46,9 @@ class Profile:
         # the same by (object, file, address): an address is code of that
         # object only if that file is the object's
         self.instr_lines = collections.Counter()
+        # every event per instruction: (object, function, address) ->
+        # Counter(event -> n)
+        self.instr_events = collections.defaultdict(collections.Counter)
         self.calls = []          # (caller fn, callee fn, count, inclusive Ir)
         # where the calls are: (caller fn, callee fn, file, line) -> count
         self.call_sites = collections.Counter()
@@ -287,6 +290,9 @@ class _Reader:
         if 'instr' in pos_of:
             prof.instrs[(self.ob, self.fn, pos_of['instr'])] += ir
             prof.instr_lines[(self.ob, self.file_in_force(), pos_of['instr'])] += ir
+            if len(prof.events) > 1:
+                prof.instr_events[(self.ob, self.fn, pos_of['instr'])].update(
+                    {e: n for e, n in zip(prof.events, costs) if n})
 
     def body_line(self, line):
         m = _NAME.match(line)

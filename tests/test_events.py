@@ -139,6 +139,41 @@ def test_collect_bus_counts_atomic_instructions(tools):
     assert mine.summary_events['Ge'] == ref.summary_events['Ge']
 
 
+def test_events_per_instruction(tools):
+    """--dump-instr=yes: every event per instruction. Summed per line, the
+    per-line profile's (which is cachegrind's); per instruction of the
+    program's functions that make no PLT call, callgrind's --dump-instr=yes
+    on the events its model computes as cachegrind's (Ir, the instruction
+    cache's and the branch predictors'; docs/design/events.md); the k-SF
+    records' events sum to the totals, as with lines."""
+    exe = tools.compile('cache_work.c', '-O1')
+    opts = ['--cache-sim=yes', '--branch-sim=yes', *GEOMETRY]
+    per_instr = tools.kgrind(exe, opts=[*opts, '--dump-instr=yes'], out='kg.out.1')
+    assert per_instr.returncode == 0, per_instr.stderr
+    assert 'warning' not in per_instr.stderr
+    per_line = tools.kgrind(exe, opts=opts, out='kg.out.2').profile()
+    mine = per_instr.profile()
+    assert mine.header['positions'] == 'instr line' and mine.events == EVENTS
+    assert mine.summary_events == per_line.summary_events
+    assert {k: +c for k, c in mine.event_lines.items()} == {k: +c for k, c in per_line.event_lines.items()}
+    path = tools.dir / 'cl.out.1'
+    proc = tools._valgrind([str(VG_IN_PLACE)], 'callgrind', [f'--callgrind-out-file={path}', '--dump-instr=yes', *opts],
+                           exe, [])
+    assert proc.returncode == 0, proc.stderr
+    ref = callgrind_format.parse(path)
+    same_model = ['Ir', 'I1mr', 'ILmr', 'Bc', 'Bcm', 'Bi', 'Bim']
+
+    def by_instr(profile):
+        out = collections.defaultdict(collections.Counter)
+        for (_ob, fn, addr), costs in profile.instr_events.items():
+            if fn.split("'")[0] in PROGRAMS[0][2]:
+                out[(fn.split("'")[0], addr)].update({e: n for e, n in costs.items() if e in same_model})
+        return out
+    got, want = by_instr(mine), by_instr(ref)
+    assert len(got) > 50 and got == want
+    assert sum(c['Bcm'] for c in got.values()) > 0
+
+
 def test_header_names_the_geometry(tools):
     exe = tools.compile('prog4.c', '-O0')
     kg = tools.kgrind(exe, opts=['--cache-sim=yes', '--I1=16384,4,64', '--D1=1024,1,64', '--LL=1048576,16,128'])
@@ -177,7 +212,6 @@ def test_default_geometry_is_cachegrinds(tools):
     (['--cache-sim=maybe'], '--cache-sim'),
     (['--D1=1024,1,64'], '--D1 sets a cache of --cache-sim=yes: add --cache-sim=yes or drop --D1'),
     (['--cache-sim=yes', '--mode=intra'], '--cache-sim=yes needs function mode (--mode=func)'),
-    (['--branch-sim=yes', '--dump-instr=yes'], '--branch-sim=yes writes costs per line: drop --dump-instr=yes'),
     (['--collect-bus=yes', '--mode=inter'], '--collect-bus=yes needs function mode (--mode=func)'),
 ])
 def test_bad_event_options_are_refused(tools, opts, message):

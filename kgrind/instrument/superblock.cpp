@@ -77,6 +77,9 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    Bool events = extra_events_on();
    UInt stub_instrs = events ? 0 : stub_instructions(sb_in, blk, n_instrs);
    events_ir.begin(events && !sigreturn);
+   // An event slot's position (EventSlot::line): the instruction's line
+   // slot, or with per-instruction positions the instruction's index.
+   auto event_pos = [&](Int i) { return per_instruction ? (UInt)i : slot_of_instr[i]; };
    static BBInfo* block_of[4096];
    static UInt block_len[4096];
    if (blocks) {
@@ -127,7 +130,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
             add_block_step(b, block_of[instr], block_len[instr], block_helper, block_helper_name);
          last_instr = (Addr)st->Ist.IMark.addr;
          last_len = st->Ist.IMark.len;
-         events_ir.fetch(b, counters, slot_of_instr[instr], last_instr, last_len);
+         events_ir.fetch(b, counters, event_pos(instr), last_instr, last_len);
          pending.add(slot_of_instr[instr++]);
          break;
       case Ist_Exit:
@@ -141,17 +144,17 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          if (st->Ist.Exit.jk == Ijk_Boring)
             add_direct_jump(b, blk, const_target(st->Ist.Exit.dst), last_instr, st->Ist.Exit.guard,
                             leaving ? pending.ir_now(b) : nullptr);
-         if (instr) events_ir.cond_exit(b, counters, slot_of_instr[instr - 1], st, last_instr, last_instr + last_len);
+         if (instr) events_ir.cond_exit(b, counters, event_pos(instr - 1), st, last_instr, last_instr + last_len);
          break;
       default:
-         if (instr) events_ir.data(b, counters, slot_of_instr[instr - 1], st, sb_in->tyenv);
+         if (instr) events_ir.data(b, counters, event_pos(instr - 1), st, sb_in->tyenv);
          break;
       }
       b.add(st);
       sp.note(st, sb_in->tyenv);
    }
-   if (counters && instr) events_ir.indirect(b, counters, slot_of_instr[instr - 1], sb_in, last_instr);
-   if (counters && instr) events_ir.syscall(b, counters, slot_of_instr[instr - 1], sb_in);
+   if (counters && instr) events_ir.indirect(b, counters, event_pos(instr - 1), sb_in, last_instr);
+   if (counters && instr) events_ir.syscall(b, counters, event_pos(instr - 1), sb_in);
    if (counters) pending.flush(b, counters, nullptr);
    blk->counts_leaving = leaving;
    if (counters && may_call_stub)
