@@ -135,10 +135,7 @@ Bool event_on(UInt e)
    return clo.collect_systime != kSysTimeNo;
 }
 
-Bool extra_events_on()
-{
-   return clo.cache_sim || clo.collect_data || clo.branch_sim || clo.collect_bus || clo.collect_systime;
-}
+Bool extra_events_on() { return events_asked(); }
 
 UInt extra_event_count() { return event_column(kEventIds); }
 

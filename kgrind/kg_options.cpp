@@ -146,13 +146,15 @@ Bool process_option(const HChar* arg)
    do { VG_(fmsg_bad_option)(opt, __VA_ARGS__); VG_(exit)(1); } while (0)
 
 // The body's context depth: what --view-k says, or 2 when k is inf or a
-// multiple of 2 (the k-SF keeps the whole k), else k. A view context must
-// follow from the k-context and its depth in the forest: view_k divides k.
+// multiple of 2 (the k-SF keeps the whole k), else k; with events beyond
+// Ir, k: the counters' contexts are then the k-SF's nodes, whose records
+// carry the events (docs/design/events.md). A view context must follow
+// from the k-context and its depth in the forest: view_k divides k.
 void check_view_k()
 {
    if (!clo.view_k_given) {
       Bool halves = clo.k == kInfiniteK || (clo.k > 2 && clo.k % 2 == 0);
-      clo.view_k = block_mode() || !halves ? clo.k : 2;
+      clo.view_k = block_mode() || !halves || events_asked() ? clo.k : 2;
       return;
    }
    if (block_mode() && clo.view_k != clo.k)
@@ -222,7 +224,8 @@ void print_usage()
 "                              (0 = vertex profile, 1 = edge profile, inf = CCT)\n"
 "    --view-k=<n|inf>          callers in the contexts of the callgrind body, which\n"
 "                              has per-line costs (KCachegrind, callgrind_annotate);\n"
-"                              the k-SF records keep --k [2 if k is inf or even, else k]\n"
+"                              the k-SF records keep --k [2 if k is inf or even,\n"
+"                              else k; k with events beyond Ir]\n"
 "    --mode=func|intra|inter   k-SF labels: functions, basic blocks per function\n"
 "                              (intra), or basic blocks of the whole thread [func]\n"
 "    --roll-loops=no|yes       block modes: a block already on the current path\n"

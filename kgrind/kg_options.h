@@ -60,6 +60,11 @@ inline Bool block_mode() { return clo.mode != kModeFunc; }
 // Whether the body's contexts are shallower than the k-SF's: then each
 // thread keeps a second forest at view_k for them (activity/layouts.cpp).
 inline Bool separate_view() { return clo.view_k != clo.k; }
+// Whether an option asks for events beyond Ir (kg_events.h).
+inline Bool events_asked()
+{
+   return clo.cache_sim || clo.branch_sim || clo.collect_bus || clo.collect_data || clo.collect_systime;
+}
 void print_usage();
 void print_debug_usage();
 

@@ -13,10 +13,12 @@ import subprocess
 import jsonschema
 import pytest
 
+import callgrind_format
 import ksf_records
 import pprof_wire
 
 from conftest import ROOT
+from test_events import cachegrind
 
 GEOMETRY = ['--I1=32768,8,64', '--D1=49152,12,64', '--LL=8388608,16,64']
 ALL_EVENTS = ['--cache-sim=yes', '--branch-sim=yes', '--collect-bus=yes', *GEOMETRY]
@@ -84,16 +86,51 @@ def test_record_events_per_context(tools):
 
 def test_no_record_events_without_events_or_with_a_separate_view(tools):
     """Without events the records are as before (no events=, no
-    ksf-events). With a separate view (--k=inf, view-k 2) the counters are
-    the view's contexts', not the k-SF nodes': the records carry no events
-    (the body still does)."""
+    ksf-events). With a separate view asked for (--k=inf --view-k=2) the
+    counters are the view's contexts', not the k-SF nodes': the records
+    carry no events (the body still does)."""
     exe = tools.compile('cache_work.c', '-O1')
-    for opts in ([], ['--k=inf', '--cache-sim=yes', *GEOMETRY]):
+    for opts in ([], ['--k=inf', '--view-k=2', '--cache-sim=yes', *GEOMETRY]):
         kg = tools.kgrind(exe, opts=opts, out='kg.out.1')
         assert kg.returncode == 0, kg.stderr
         text = kg.profile_path.read_text()
         assert '# ksf-events ' not in text and ' events=' not in text
         assert kg.profile().events[0] == 'Ir'
+
+
+@pytest.mark.parametrize('k,view', [('4', ['1', '2', '4']), ('inf', ['inf', '2', '0'])])
+def test_events_at_every_k_by_default(tools, k, view):
+    """With events, --view-k defaults to --k (at k=4 and k=inf, where it is
+    2 without events), so the records carry every node's events and
+    kgrind_annotate has them at any k' <= k: per function, summed over the
+    k'-contexts, the body's and, for the program's functions that make no
+    PLT call, cachegrind's; --sort=D1mr ranks walk's two callers' contexts
+    first at every k'."""
+    exe = tools.compile('cache_work.c', '-O1')
+    opts = ['--cache-sim=yes', '--branch-sim=yes', *GEOMETRY]
+    kg = tools.kgrind(exe, opts=[f'--k={k}', *opts], out='kg.out.1')
+    assert kg.returncode == 0, kg.stderr
+    assert 'warning' not in kg.stderr
+    prof = ksf_records.parse(kg.profile_path)
+    assert prof.options['view-k'] == k and prof.options['events'].startswith('Dr,Dw,')
+    body = kg.profile()
+    body_fn = {fn: {e: n for e, n in c.items() if e != 'Ir'} for fn, c in body.by_function_events().items()}
+    ref = callgrind_format.parse(cachegrind(tools, exe, opts, 'cg.out.1')).by_function_events()
+    lines_walked = (1 << 17) * 4 // 64
+    for kk in view:
+        doc = annotate_json(f'--k={kk}', kg.profile_path)
+        by_fn = context_events_by_function(doc)
+        assert without_zeros(by_fn) == without_zeros(body_fn), kk
+        for fn in ('walk', 'straddle', 'branchy', 'indirect'):
+            assert +by_fn[fn] == {e: n for e, n in ref[fn].items() if e != 'Ir' and n}, (kk, fn)
+        if kk == '0':
+            continue
+        r = subprocess.run([*ANNOTATE, f'--k={kk}', '--sort=D1mr', '--show=D1mr', '--top=2', str(kg.profile_path)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        rows = [l.split() for l in r.stdout.splitlines() if l.rstrip().endswith(' walk')]
+        assert sorted((row[0], row[-3]) for row in rows) == [(f'{3 * lines_walked + 3:,}', 'caller_a'),
+                                                             (f'{3 * lines_walked + 3:,}', 'caller_b')], kk
 
 
 def annotate_json(*args):

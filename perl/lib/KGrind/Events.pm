@@ -29,8 +29,8 @@ sub check_event_names {
             next if grep { $_ eq $e } @have;
             fail("$what: unknown event '$e': "
                  . (@have ? 'the k-SF records have Ir ' . join(' ', @have)
-                    : 'the k-SF records have Ir only (profile with --cache-sim=yes, --branch-sim=yes or '
-                      . '--collect-bus=yes, and --view-k equal to --k)'));
+                    : 'the k-SF records have Ir only (profile with an event option such as --cache-sim=yes, '
+                      . 'and without a --view-k below --k)'));
         }
     }
 }
