@@ -41,7 +41,9 @@ prints the totals and the changed contexts, largest change first.
                               sort key for contexts and tree children [Ir];
                               an event such as D1mr: contexts only (text, json)
   --show=<event>,...          the events' columns in the table (Ir, D1mr, ...) [Ir]
-  --event=<event>             folded: the stacks' weight (D1mr, ...) [Ir]
+  --event=<event>             folded, speedscope: the stacks' weight; dot: a line
+                              and the colour of each box; --diff: compared too
+                              (D1mr, CEst, ...) [Ir]
   --threshold=<0-100>         show contexts until this cumulative share [99]
   --top=<N>                   show at most N contexts (0: no limit) [40]
   --k=<N>|inf                 show the N-CCF (N <= the recorded k) [recorded k]
@@ -78,8 +80,8 @@ prints the totals and the changed contexts, largest change first.
                               text, json or folded (two counts, a differential
                               flame graph); sides summed over their threads
   --normalize                 --diff: NEW scaled to BASE's totals first
-  --fail-above=<PCT>          --diff: exit status 1 when the total Ir, or a
-                              context's Ir (in % of BASE's total), grew by
+  --fail-above=<PCT>          --diff: exit status 1 when the total Ir (or --event), or a
+                              context's count (in % of BASE's total), grew by
                               more than PCT %
   --force                     join (or --diff) profiles of different programs
   --version, -h/--help
@@ -132,9 +134,12 @@ sub parse_options {
     fail("--show names '$_' twice") for do { my %n; grep { $n{$_}++ == 1 } @{$o{show}} };
     fail("bad --event value '$o{event}' (an event of the profile, e.g. D1mr)")
         if defined $o{event} && $o{event} !~ /^[A-Za-z]\w*$/;
-    fail("--event: only with --format=folded") if defined $o{event} && $o{format} ne 'folded';
-    my $events = $o{sort} !~ /^(?:Ir|calls|inclusive)$/ || grep { $_ ne 'Ir' } @{$o{show}};
-    fail("--show and --sort with events beyond Ir: only with --format=text or json")
+    fail("--event: only with --format=folded, speedscope or dot, or --diff")
+        if defined $o{event} && $o{format} !~ /^(?:folded|speedscope|dot)$/ && !$o{diff};
+    # --diff sorts by Ir, calls, inclusive or its --event
+    my $events = ($o{sort} !~ /^(?:Ir|calls|inclusive)$/ && !($o{diff} && $o{sort} eq ($o{event} // '')))
+                 || grep { $_ ne 'Ir' } @{$o{show}};
+    fail("--show and --sort with events beyond Ir: only with --format=text or json (--diff: --sort=<its --event>)")
         if $events && ($o{format} !~ /^(?:text|json)$/ || $o{diff});
     fail("bad --threshold value '$o{threshold}' (a percentage 0-100)")
         unless $o{threshold} =~ /^\d+(?:\.\d*)?$/ && $o{threshold} <= 100;
@@ -297,13 +302,18 @@ JSON).
 
 =item B<--event>=I<event>
 
-B<--format=folded>: the event the stacks weigh (their exclusive count of
-it) [Ir].
+B<--format=folded> and B<speedscope>: the event the stacks weigh (their
+exclusive count of it); B<--format=dot>: each box also shows it, and is
+coloured by its share of it; B<--diff>: each context's change of it is
+shown too, and B<--fail-above> applies to it instead of Ir. Any event of the
+records or a derived one (B<CEst>, B<L1m>, B<LLm>, B<Bm>: the manual gives
+their formulas) [Ir].
 
 =item B<--show>=I<event>,...
 
-The exclusive events the table shows, in this order [Ir]: B<Ir> and the
-events of the profile's k-SF records.
+The exclusive events the table shows, in this order [Ir]: B<Ir>, the
+events of the profile's k-SF records and the derived ones (B<CEst>, B<L1m>,
+B<LLm>, B<Bm>).
 
 =item B<--threshold>=I<0-100>
 

@@ -14,7 +14,56 @@ use KGrind::Labels;
 use KGrind::Columns ();
 use KGrind::Forest qw(first_root preorder ctx_labels);
 
-our @EXPORT = qw(forest_event_names context_event event_column check_event_names);
+our @EXPORT = qw(forest_event_names context_event event_column check_event_names derived_names derived_value
+                 is_derived miss_rates);
+
+# Derived events, KCachegrind's formulas (its "Cycle Estimation"; the
+# manual): each a sum of weighted events, an event the profile lacks
+# counting 0 (KCachegrind's L2m, of old profiles, is never in kgrind's).
+my @DERIVED = (
+    [L1m  => [1, 'I1mr'], [1, 'D1mr'], [1, 'D1mw']],
+    [LLm  => [1, 'ILmr'], [1, 'DLmr'], [1, 'DLmw']],
+    [Bm   => [1, 'Bcm'], [1, 'Bim']],
+    # Ir + 10 Bm + 10 L1m + 20 Ge + 100 LLm
+    [CEst => [1, 'Ir'], [10, 'Bcm'], [10, 'Bim'], [10, 'I1mr'], [10, 'D1mr'], [10, 'D1mw'], [20, 'Ge'],
+             [100, 'ILmr'], [100, 'DLmr'], [100, 'DLmw']],
+);
+my %DERIVED = map { $_->[0] => [@$_[1 .. $#$_]] } @DERIVED;
+
+sub is_derived { exists $DERIVED{$_[0]} }
+
+# The derived events forest F has: those with a term among its events.
+sub derived_names {
+    my ($F) = @_;
+    my %have = map { $_ => 1 } @{forest_event_names($F)};
+    return [map { $_->[0] } grep { my $d = $_; grep { $have{$_->[1]} } @$d[1 .. $#$d] } @DERIVED];
+}
+
+# Derived event $e's value, $get->($event) giving an event's (Ir's too),
+# $have a hash of the events there are.
+sub derived_value {
+    my ($e, $get, $have) = @_;
+    my $v = 0;
+    for my $t (@{$DERIVED{$e}}) { $v += $t->[0] * $get->($t->[1]) if $t->[1] eq 'Ir' || $have->{$t->[1]} }
+    return $v;
+}
+
+# Cachegrind's summary rates, as [name, numerator, denominator] for those
+# whose events there are ($have, Ir counting as there), from the counts
+# $get->($event) gives.
+sub miss_rates {
+    my ($get, $have) = @_;
+    my $n = sub { my $s = 0; for (@_) { return undef unless $_ eq 'Ir' || $have->{$_}; $s += $get->($_) } $s };
+    my @rates = (['I1', [qw(I1mr)], [qw(Ir)]], ['LLi', [qw(ILmr)], [qw(Ir)]],
+                 ['D1', [qw(D1mr D1mw)], [qw(Dr Dw)]], ['LLd', [qw(DLmr DLmw)], [qw(Dr Dw)]],
+                 ['LL', [qw(ILmr DLmr DLmw)], [qw(Ir Dr Dw)]], ['Bc', [qw(Bcm)], [qw(Bc)]], ['Bi', [qw(Bim)], [qw(Bi)]]);
+    my @out;
+    for my $r (@rates) {
+        my ($num, $den) = ($n->(@{$r->[1]}), $n->(@{$r->[2]}));
+        push @out, [$r->[0], $num, $den] if defined $num && defined $den;
+    }
+    return \@out;
+}
 
 # The events (beyond Ir) that forest F's nodes carry, or [].
 sub forest_event_names { my ($F) = @_; $F->{ev_names} // [] }
@@ -25,7 +74,7 @@ sub check_event_names {
     for my $e (@$names) {
         next if $e eq 'Ir';
         for my $F (@F) {
-            my @have = @{forest_event_names($F)};
+            my @have = (@{forest_event_names($F)}, @{derived_names($F)});
             next if grep { $_ eq $e } @have;
             fail("$what: unknown event '$e': "
                  . (@have ? 'the k-SF records have Ir ' . join(' ', @have)

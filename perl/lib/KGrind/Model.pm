@@ -24,7 +24,7 @@ use KGrind::Format qw(utf8_clean);
 
 our @EXPORT = qw(build_model cval outer_incl key_arrays each_key sorted_contexts shown_contexts select_contexts
                  ctx_fn ctx_str left_out_nodes model_sources export_name export_names contexts_model model_head
-                 is_ir_key);
+                 is_ir_key context_value event_totals);
 
 # What the exporters write as the program that wrote their file.
 our $EXPORTER = 'kgrind_annotate';
@@ -228,11 +228,42 @@ sub xouter {
 # Whether a sort key is Ir's (Ir, calls, inclusive), not an event's.
 sub is_ir_key { $_[0] =~ /^(?:Ir|calls|inclusive)$/ }
 
+# Context cid's exclusive count of $e: Ir, an event of the records or a
+# derived event (KGrind::Events).
+sub context_value {
+    my ($C, $e, $cid) = @_;
+    return cval($C, 'xexcl', $cid) if $e eq 'Ir';
+    return context_event($C, $e, $cid) unless is_derived($e);
+    my $have = $C->{have_events} //= { map { $_ => 1 } @{forest_event_names($C->{F_of})} };
+    return derived_value($e, sub { context_value($C, $_[0], $cid) }, $have);
+}
+
+# Ir and each event's total over the selected threads' nodes, the derived
+# events' from them: a hash by name, and the hash of the events there are.
+sub event_totals {
+    my ($S) = @_;
+    my %t = (Ir => $S->{total});
+    my $names = @{$S->{threads}} ? forest_event_names($S->{threads}[0]{F}) : [];
+    for my $th (@{$S->{threads}}) {
+        for my $i (0 .. $#$names) { $t{$names->[$i]} += List::Util::sum0(unpack('Q>*', $th->{F}{ev}[$i])) }
+    }
+    my %have = map { $_ => 1 } @$names;
+    if (@{$S->{threads}}) {
+        $t{$_} = derived_value($_, sub { $t{$_[0]} // 0 }, \%have) for @{derived_names($S->{threads}[0]{F})};
+    }
+    return (\%t, \%have);
+}
+
 # The sort keys: an event's is its column (KGrind::Events); inclusive is the contexts' outermost inclusive Ir, the
 # trees' plain inclusive counters.  An array, or for a CCT's contexts a
 # packed column (read with each_key).
 sub key_arrays {
     my ($sort, $C, $ctx) = @_;
+    return $C->{"derived $sort"} //= do {
+        my @x;
+        $x[$_] = context_value($C, $sort, $_) for @{KGrind::Forest::ctx_ids($C)};
+        \@x;
+    } if is_derived($sort);
     return event_column($C, $sort) unless is_ir_key($sort);
     return $ctx ? ($sort eq 'calls' ? $C->{xcalls} : $sort eq 'inclusive' ? xouter($C) : $C->{xexcl})
                 : col($C, $sort eq 'calls' ? 'calls' : $sort eq 'inclusive' ? 'incl' : 'excl');
@@ -419,19 +450,22 @@ sub export_names { my ($o) = @_; [map { export_name($o, $_) } @LNAME] }
 # The model that the exporters' write(\%model, $out_fh, \%options) reads:
 # model_head and the selected threads' k-contexts, each with its path
 # (names as export_name gives them) and counters.
+# With --event (an event beyond Ir), each context has that event's count
+# too, under its name, and the model says which (event).
 sub contexts_model {
     my ($o, $S) = @_;
     my $name = sub { export_name($o, $_[0]) };
+    my $e = defined $o->{event} && $o->{event} ne 'Ir' ? $o->{event} : undef;
     my @threads;
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
         push @threads, { tid => $t->{tid}, Ir => $t->{ir} + 0, contexts => [map {
             { path => [map { $name->($_) } @{ctx_path($C, $_)}], calls => cval($C, 'xcalls', $_) + 0,
               Ir => cval($C, 'xexcl', $_) + 0, inclusive => cval($C, 'xincl', $_) + 0,
-              inclusive_outermost => outer_incl($C, $_) + 0 }
+              inclusive_outermost => outer_incl($C, $_) + 0, ($e ? ($e => context_value($C, $e, $_) + 0) : ()) }
         } @{select_contexts($o, $C)}] };
     }
-    return { %{model_head($S, $name)}, threads => \@threads };
+    return { %{model_head($S, $name)}, threads => \@threads, ($e ? (event => $e) : ()) };
 }
 
 # The model but its threads and edges: the profiles, k and the comments

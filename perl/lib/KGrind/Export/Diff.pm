@@ -4,7 +4,9 @@ package KGrind::Export::Diff;
 # (each side's contexts summed over its threads, keyed by full names), as a
 # text table, JSON, or a differential flame graph (folded stacks with two
 # counts: "a;b;c <base Ir> <new Ir>", what flamegraph.pl's difffolded.pl
-# writes).  compare() builds the diff, write() prints it.
+# writes).  With --event (an event of the records or a derived one), each
+# context's count of it is compared too, and --fail-above applies to it.
+# compare() builds the diff, write() prints it.
 use strict;
 use warnings;
 no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
@@ -18,6 +20,11 @@ use KGrind::Format qw(commify);
 use KGrind::Output qw(written);
 
 my @VALUES = qw(calls Ir inclusive);
+
+# The values compared: calls, Ir, inclusive and the --event's.
+sub values_of { my ($o) = @_; (@VALUES, event_of($o) // ()) }
+# The --event beyond Ir, or undef.
+sub event_of { my ($o) = @_; defined $o->{event} && $o->{event} ne 'Ir' ? $o->{event} : undef }
 
 # --diff BASE... --vs NEW...: each side read and joined as usual, at the
 # smaller of their k unless --k says; contexts keyed by full names.
@@ -40,19 +47,23 @@ sub run {
 # activations, as the text report (recursion counted once, at most 100 %)
 my %FIELD = (calls => 'calls', Ir => 'Ir', inclusive => 'inclusive_outermost');
 
-# path key -> {calls, Ir, inclusive} summed over the threads; and the totals.
+# path key -> {calls, Ir, inclusive (and the --event)} summed over the
+# threads; and the totals (the event's: over every context).
 sub side_contexts {
-    my ($model) = @_;
+    my ($model, $o) = @_;
+    my $e = event_of($o);
+    my @values = values_of($o);
     my (%ctx, %total);
     for my $t (@{$model->{threads}}) {
         for my $c (@{$t->{contexts}}) {
-            my $x = $ctx{join("\0", @{$c->{path}})} //= { map { ($_ => 0) } @VALUES };
-            $x->{$_} += $c->{$FIELD{$_}} for @VALUES;
+            my $x = $ctx{join("\0", @{$c->{path}})} //= { map { ($_ => 0) } @values };
+            $x->{$_} += $c->{$FIELD{$_} // $_} for @values;
             $total{calls} += $c->{calls};
+            $total{$e} += $c->{$e} if $e;
         }
         $total{Ir} += $t->{Ir};
     }
-    $total{$_} //= 0 for qw(calls Ir);
+    $total{$_} //= 0 for 'calls', 'Ir', $e // ();
     return (\%ctx, \%total);
 }
 
@@ -60,13 +71,12 @@ sub side_contexts {
 # the base's calls, Ir to its Ir), rounded: deltas then show shifts of
 # cost between contexts, not the change of the whole.
 sub scaled {
-    my ($ctx, $total, $to) = @_;
-    my %f = (calls => $total->{calls} ? $to->{calls} / $total->{calls} : 1,
-             Ir => $total->{Ir} ? $to->{Ir} / $total->{Ir} : 1);
+    my ($ctx, $total, $to, $o) = @_;
+    my %f = map { ($_ => $total->{$_} ? $to->{$_} / $total->{$_} : 1) } grep { $_ ne 'inclusive' } values_of($o);
     $f{inclusive} = $f{Ir};
     my %out;
     for my $key (keys %$ctx) {
-        $out{$key} = { map { ($_ => int($ctx->{$key}{$_} * $f{$_} + 0.5)) } @VALUES };
+        $out{$key} = { map { ($_ => int($ctx->{$key}{$_} * $f{$_} + 0.5)) } values_of($o) };
     }
     return (\%out, { %$to });
 }
@@ -75,44 +85,48 @@ sub pct_of { my ($d, $base) = @_; $base ? 100 * $d / $base : undef }
 
 sub compare {
     my ($base, $new, $o) = @_;
-    my ($bctx, $btot) = side_contexts($base);
-    my ($nctx, $ntot) = side_contexts($new);
+    my ($bctx, $btot) = side_contexts($base, $o);
+    my ($nctx, $ntot) = side_contexts($new, $o);
     my $raw_new_total = { %$ntot };
-    ($nctx, $ntot) = scaled($nctx, $ntot, $btot) if $o->{normalize};
-    my $zero = { map { ($_ => 0) } @VALUES };
+    ($nctx, $ntot) = scaled($nctx, $ntot, $btot, $o) if $o->{normalize};
+    my @values = values_of($o);
+    my $zero = { map { ($_ => 0) } @values };
     my (@rows, %count);
     my %keys = map { ($_ => 1) } keys %$bctx, keys %$nctx;
     for my $key (keys %keys) {
         my ($b, $n) = ($bctx->{$key} // $zero, $nctx->{$key} // $zero);
-        my %delta = map { ($_ => $n->{$_} - $b->{$_}) } @VALUES;
+        my %delta = map { ($_ => $n->{$_} - $b->{$_}) } @values;
         my $status = !$bctx->{$key} ? 'new' : !$nctx->{$key} ? 'vanished'
-                   : (grep { $delta{$_} } @VALUES) ? 'changed' : 'same';
+                   : (grep { $delta{$_} } @values) ? 'changed' : 'same';
         $count{$status}++;
         push @rows, { path => [split /\0/, $key], status => $status, base => $b, new => $n,
                       delta => \%delta };
     }
-    my $sort = $o->{sort};
+    # with --event, by its change unless --sort says otherwise
+    my $sort = $o->{sort} eq 'Ir' && event_of($o) ? event_of($o) : $o->{sort};
     @rows = sort { abs($b->{delta}{$sort}) <=> abs($a->{delta}{$sort})
                    || join("\0", @{$a->{path}}) cmp join("\0", @{$b->{path}}) } @rows;
-    my %d = (k => $new->{k}, sort => $sort, normalized => $o->{normalize} ? 1 : 0, rows => \@rows,
+    my %d = (k => $new->{k}, sort => $sort, event => event_of($o), normalized => $o->{normalize} ? 1 : 0, rows => \@rows,
              count => \%count, base => { files => $base->{files}, total => $btot },
              new => { files => $new->{files}, total => $ntot, measured_total => $raw_new_total });
     $d{failed} = regressions(\%d, $o->{'fail-above'}) if defined $o->{'fail-above'};
     return \%d;
 }
 
-# --fail-above=PCT: the total Ir grew by more than PCT %, or a context's
-# exclusive Ir by more than PCT % of the base's total (a share of the whole
-# program, so that a tiny context doubling does not fail a CI run).
+# --fail-above=PCT: the total Ir (or --event) grew by more than PCT %, or a
+# context's exclusive count by more than PCT % of the base's total (a share
+# of the whole program, so that a tiny context doubling does not fail a CI
+# run).
 sub regressions {
     my ($d, $pct) = @_;
+    my $e = $d->{event} // 'Ir';
     my @why;
-    my $bt = $d->{base}{total}{Ir};
-    my $growth = pct_of($d->{new}{total}{Ir} - $bt, $bt);
-    push @why, sprintf('total Ir %+.2f%%', $growth) if defined $growth && $growth > $pct;
-    my @ctx = grep { my $p = pct_of($_->{delta}{Ir}, $bt); defined $p && $p > $pct } @{$d->{rows}};
-    push @why, sprintf('%d context(s) grew by more than %s%% of the base total Ir, first %s %+.2f%%',
-                       scalar(@ctx), $pct, join(' > ', @{$ctx[0]{path}}), pct_of($ctx[0]{delta}{Ir}, $bt))
+    my $bt = $d->{base}{total}{$e};
+    my $growth = pct_of($d->{new}{total}{$e} - $bt, $bt);
+    push @why, sprintf('total %s %+.2f%%', $e, $growth) if defined $growth && $growth > $pct;
+    my @ctx = grep { my $p = pct_of($_->{delta}{$e}, $bt); defined $p && $p > $pct } @{$d->{rows}};
+    push @why, sprintf('%d context(s) grew by more than %s%% of the base total %s, first %s %+.2f%%',
+                       scalar(@ctx), $pct, $e, join(' > ', @{$ctx[0]{path}}), pct_of($ctx[0]{delta}{$e}, $bt))
         if @ctx;
     return \@why;
 }
@@ -128,9 +142,10 @@ sub write {
 
 sub write_folded {
     my ($d, $fh) = @_;
+    my $e = $d->{event} // 'Ir';
     for my $r (sort { join("\0", @{$a->{path}}) cmp join("\0", @{$b->{path}}) } @{$d->{rows}}) {
-        next unless $r->{base}{Ir} || $r->{new}{Ir};
-        print $fh join(';', @{$r->{path}}), " $r->{base}{Ir} $r->{new}{Ir}\n";
+        next unless $r->{base}{$e} || $r->{new}{$e};
+        print $fh join(';', @{$r->{path}}), " $r->{base}{$e} $r->{new}{$e}\n";
     }
 }
 
@@ -140,8 +155,8 @@ sub write_json {
     my %out = (version => 1, tool => 'kgrind', diff => JSON::PP::true, k => $d->{k}, sort => $d->{sort},
                normalized => $d->{normalized} ? JSON::PP::true : JSON::PP::false,
                base => $side->('base'), new => $side->('new'),
-               delta => { Ir => $d->{new}{total}{Ir} - $d->{base}{total}{Ir},
-                          calls => $d->{new}{total}{calls} - $d->{base}{total}{calls} },
+               delta => { map { ($_ => $d->{new}{total}{$_} - $d->{base}{total}{$_}) } 'Ir', 'calls', $d->{event} // () },
+               ($d->{event} ? (event => $d->{event}) : ()),
                counts => { map { ($_ => $d->{count}{$_} // 0) } qw(changed new vanished same) },
                contexts => [shown($d)],
                ($d->{failed} ? (failed => $d->{failed}) : ()));
@@ -154,6 +169,7 @@ sub write_text {
     my ($d, $fh, $o) = @_;
     my $rule = '-' x 80;
     my ($bt, $nt) = ($d->{base}{total}{Ir}, $d->{new}{total}{Ir});
+    my $e = $d->{event};
     my $g = pct_of($nt - $bt, $bt);
     my $c = $d->{count};
     my @shown = shown($d);
@@ -167,16 +183,23 @@ sub write_text {
         sprintf('%-14s%s -> %s (%s%s)', 'Total Ir:', commify($bt), commify($d->{new}{measured_total}{Ir}),
                 signed($d->{new}{measured_total}{Ir} - $bt),
                 defined $g && !$d->{normalized} ? sprintf(', %+.2f%%', $g) : ''),
+        ($e ? sprintf('%-14s%s -> %s (%s)', "Total $e:", commify($d->{base}{total}{$e}),
+                      commify($d->{new}{measured_total}{$e}),
+                      signed($d->{new}{measured_total}{$e} - $d->{base}{total}{$e})) : ()),
         sprintf('%-14s%d changed, %d new, %d vanished, %d unchanged', 'Contexts:',
                 map { $c->{$_} // 0 } qw(changed new vanished same)),
         ''), "\n";
     unless (@shown) { print $fh "No k-context changed.\n"; return }
     print $fh sprintf("%d of %d changed contexts shown (--top)\n", $limit, scalar @shown) if $limit < @shown;
-    print $fh sprintf("%13s %9s %13s %13s %13s %10s  %-8s %s\n",
+    # with --event: its delta, base and new columns first
+    my $ecols = $e ? '%13s %13s %13s ' : '';
+    print $fh sprintf("$ecols%13s %9s %13s %13s %13s %10s  %-8s %s\n", ($e ? ("delta $e", "base $e", "new $e") : ()),
                       'delta Ir', '%', 'base Ir', 'new Ir', 'delta incl', 'delta calls', 'status', 'context');
     for my $r (@shown[0 .. $limit - 1]) {
         my $p = pct_of($r->{delta}{Ir}, $r->{base}{Ir});
-        print $fh sprintf("%13s %9s %13s %13s %13s %10s  %-8s %s\n", signed($r->{delta}{Ir}),
+        print $fh sprintf("$ecols%13s %9s %13s %13s %13s %10s  %-8s %s\n",
+                          ($e ? (signed($r->{delta}{$e}), commify($r->{base}{$e}), commify($r->{new}{$e})) : ()),
+                          signed($r->{delta}{Ir}),
                           defined $p ? sprintf('%+.1f%%', $p) : '', commify($r->{base}{Ir}), commify($r->{new}{Ir}),
                           signed($r->{delta}{inclusive}), signed($r->{delta}{calls}), $r->{status},
                           join(' > ', map { display_name($o, $_) } @{$r->{path}}));

@@ -87,6 +87,8 @@ sub cct_model {
     my ($o, $S) = @_;
     my $J = join_forests('all', map { $_->{F} } @{$S->{threads}});
     my $C = inv_k($J, $INF, $INF, 0, 0);
+    @$C{qw(F_of kk K)} = ($J, $INF, $INF);    # its events (KGrind::Events): the nodes'
+    my $e = defined $o->{event} && $o->{event} ne 'Ir' ? $o->{event} : undef;
     my ($show) = shown_contexts($o, $C, sorted_contexts($o, $C, $o->{top}));
     my ($par, $fn) = @$J{qw(par fn)};
     my $parent = sub { vec($par, $_[0], 32) - 1 };
@@ -116,11 +118,15 @@ sub cct_model {
     };
     my @contexts = map { { key => $key{$_}, name => $name->($_), tooltip => $tooltip->($_),
                            calls => vec($J->{calls}, $_, 64), Ir => vec($J->{excl}, $_, 64),
-                           inclusive_outermost => vec($J->{incl}, $_, 64) } } sort { $a <=> $b } keys %in;
+                           inclusive_outermost => vec($J->{incl}, $_, 64),
+                           ($e ? ($e => context_value($C, $e, $_)) : ()) } } sort { $a <=> $b } keys %in;
     my @edges = map { { from_key => $key{$parent->($_)}, to_key => $key{$_}, calls => vec($J->{calls}, $_, 64),
                         inclusive => vec($J->{incl}, $_, 64) } } grep { $parent->($_) >= 0 } sort { $a <=> $b } keys %in;
+    my $e_total = 0;
+    if ($e) { $e_total += context_value($C, $e, $_) for 0 .. $J->{n} - 1 }
     return { k => 'inf', files => [map { $_->{file} } @{$S->{P}}], total => $S->{total},
-             threads => [{ contexts => \@contexts }], edges => \@edges, shown => [map { $key{$_} } @$show] };
+             threads => [{ contexts => \@contexts }], edges => \@edges, shown => [map { $key{$_} } @$show],
+             ($e ? (event => $e, event_total => $e_total) : ()) };
 }
 
 # The call edges between the contexts shown, summed over threads and
@@ -176,13 +182,14 @@ sub key { join("\0", map { (my $n = $_) =~ s/#\d+\z//; $n } @{$_[0]}) }
 # graph: its paths can be 10^5 deep) needs no path.
 sub contexts {
     my ($data) = @_;
+    my $e = $data->{event};    # --event: that event's count too
     my %ctx;
     for my $t (@{$data->{threads}}) {
         for my $c (@{$t->{contexts}}) {
             my $x = $ctx{$c->{key} // key($c->{path})} //= {
                 name => $c->{name} // $c->{path}[-1], tooltip => $c->{tooltip} // join(' > ', @{$c->{path}}),
                 calls => 0, Ir => 0, inclusive => 0 };
-            $x->{$_} += $c->{$_} for qw(calls Ir);
+            $x->{$_} += $c->{$_} // 0 for 'calls', 'Ir', $e // ();
             $x->{inclusive} += $c->{inclusive_outermost};    # recursion counted once: at most 100 %
         }
     }
@@ -193,7 +200,7 @@ sub contexts {
 # the threshold, at most top of them.
 sub hottest {
     my ($ctx, $o) = @_;
-    my $key = $o->{sort} eq 'inclusive' ? 'inclusive' : $o->{sort};
+    my $key = $o->{sort} eq 'Ir' && defined $o->{event} ? $o->{event} : $o->{sort};
     my @all = sort { $ctx->{$b}{$key} <=> $ctx->{$a}{$key} || $a cmp $b } keys %$ctx;
     my $sum = 0;
     $sum += $ctx->{$_}{$key} for @all;
@@ -231,6 +238,9 @@ sub write {
     my @nodes = sort keys %node;
     @id{@nodes} = 0 .. $#nodes;
     my $total = $data->{total} || 1;
+    # --event: a box's share and colour are of that event's total
+    my $e = $data->{event};
+    my $e_total = $e ? ($data->{event_total} // do { my $n = 0; $n += $_->{$e} for values %$ctx; $n }) || 1 : 0;
     my @out = ('digraph kgrind {', '  node [shape=box, style=filled, fontname="Helvetica"];',
                '  edge [fontname="Helvetica", fontsize=10];',
                '  label=' . dq("k-contexts (k=$data->{k}) of " . join(', ', @{$data->{files}})
@@ -241,6 +251,10 @@ sub write {
         my $label = display_name($o, $c->{name}) . "\nIr " . commify($c->{Ir}) . sprintf(' (%.1f%%)', 100 * $share)
                   . "\nincl " . commify($c->{inclusive}) . sprintf(' (%.1f%%)', 100 * $c->{inclusive} / $total)
                   . "\ncalls " . commify($c->{calls});
+        if ($e) {
+            $share = $c->{$e} / $e_total;
+            $label .= "\n$e " . commify($c->{$e}) . sprintf(' (%.1f%%)', 100 * $share);
+        }
         push @out, sprintf('  n%d [label=%s, tooltip=%s, fillcolor="%s"];', $id{$k}, dq($label),
                            dq($c->{tooltip}), fill_colour($share));
     }

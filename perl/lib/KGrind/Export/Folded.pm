@@ -9,8 +9,7 @@ use Exporter 'import';
 use KGrind::Labels;
 use KGrind::Columns;
 use KGrind::Forest qw(children_of ctx_ids ctx_labels);
-use KGrind::Model qw(cval select_contexts);
-use KGrind::Events qw(context_event);
+use KGrind::Model qw(cval select_contexts context_value);
 use KGrind::Names qw(display_name);
 use KGrind::Output;
 
@@ -21,7 +20,7 @@ use KGrind::Output;
 sub show {
     my ($o, $S) = @_;
     my $e = $o->{event} // 'Ir';
-    my $weight = sub { my ($C, $cid) = @_; $e eq 'Ir' ? cval($C, 'xexcl', $cid) : context_event($C, $e, $cid) };
+    my $weight = sub { my ($C, $cid) = @_; context_value($C, $e, $cid) };
     # names as they are (--names=short if asked), but ';', the separator
     my @frame = map { (my $x = display_name($o, $_)) =~ s/;/%3B/g; $x } @LNAME;
     return cct_folded(\@frame, $S->{threads}, $e eq 'Ir' ? undef : $weight)

@@ -10,7 +10,7 @@ use List::Util ();
 use KGrind::Labels;
 use KGrind::Forest qw(ccf_nodes ctx_labels);
 use KGrind::Model;
-use KGrind::Events qw(context_event forest_event_names);
+use KGrind::Events qw(context_event forest_event_names derived_names miss_rates);
 use KGrind::TreeView;
 use KGrind::Format qw(js);
 use KGrind::Output;
@@ -43,18 +43,21 @@ sub json_tree {
     out($s, ']');
 }
 
+# A rate as a JSON number (0 when the denominator is 0).
+sub rate { my ($num, $den) = @_; $den ? sprintf('%.6g', $num / $den) : 0 }
+
 # The whole JSON document, written as it is produced.
 sub show {
     my ($o, $S) = @_;
     my @P = @{$S->{P}};
     my $P0 = $P[0];
     my $kj = sub { $_[0] == $INF ? '"inf"' : $_[0] };
-    # events beyond Ir: their sums over the threads' nodes
+    # events beyond Ir: their sums over the threads' nodes; the derived
+    # events and miss rates of those sums
     my $events = @{$S->{threads}} ? forest_event_names($S->{threads}[0]{F}) : [];
-    my @ev_total = (0) x @$events;
-    for my $t (@{$S->{threads}}) {
-        for my $i (0 .. $#$events) { $ev_total[$i] += List::Util::sum0(unpack('Q>*', $t->{F}{ev}[$i])) }
-    }
+    my $derived = @{$S->{threads}} ? derived_names($S->{threads}[0]{F}) : [];
+    my ($total, $have) = event_totals($S);
+    my $rates = @$events ? miss_rates(sub { $total->{$_[0]} // 0 }, $have) : [];
     my $pid = $P0->{pid} // 0;
     $pid = 0 unless $pid =~ /^\d+$/;
     my $s = '{"version":2,"tool":"kgrind","creator":' . js($P0->{creator} // '') . ',"files":['
@@ -64,7 +67,10 @@ sub show {
         . ',"recorded_k":' . $kj->($S->{K}) . ',"mode":' . js($P0->{mode}) . ',"rolling":'
         . ($P0->{rolling} eq 'yes' ? 'true' : 'false') . ',"joined":' . ($S->{joined} ? 'true' : 'false')
         . ',"events":[' . join(',', map { js($_) } 'Ir', @$events) . '],"total":{"Ir":' . $S->{total}
-        . join('', map { ',' . js($events->[$_]) . ':' . $ev_total[$_] } 0 .. $#$events) . '},"sort":' . js($o->{sort});
+        . join('', map { ',' . js($_) . ':' . $total->{$_} } @$events) . '}'
+        . (@$derived ? ',"derived":{' . join(',', map { js($_) . ':' . $total->{$_} } @$derived) . '}' : '')
+        . (@$rates ? ',"rates":{' . join(',', map { js($_->[0]) . ':' . rate($_->[1], $_->[2]) } @$rates) . '}' : '')
+        . ',"sort":' . js($o->{sort});
     if ($S->{blockmode}) {
         $s .= ',"roll_loops":' . ($P0->{roll} eq 'yes' ? 'true' : 'false') . ',"blocks":['
             . join(',', map { '{"name":' . js($_->{name}) . ',"address":' . js(sprintf('0x%x', $_->{addr}))
@@ -87,6 +93,8 @@ sub show {
                 ',"Ir":', cval($C, 'xexcl', $cid), ',"inclusive":', cval($C, 'xincl', $cid), ',"inclusive_outermost":',
                 outer_incl($C, $cid),
                 (@$events ? (',"events":{', join(',', map { js($_) . ':' . context_event($C, $_, $cid) } @$events), '}') : ()),
+                (@$derived ? (',"derived":{', join(',', map { js($_) . ':' . context_value($C, $_, $cid) } @$derived), '}')
+                           : ()),
                 '}');
             $comma = ',';
         }

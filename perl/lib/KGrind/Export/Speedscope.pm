@@ -4,8 +4,8 @@ package KGrind::Export::Speedscope;
 # speedscope's src/lib/file-format-spec.ts).  One profile per thread, unit
 # "none" (instructions):
 # - "sampled" (write, and write_file's each_sample): a sample per k-context
-#   with exclusive Ir, its stack the context's path, outermost first,
-#   weighed by that Ir.  A context that does not reach __root__ (finite k)
+#   with exclusive Ir (or --event), its stack the context's path, outermost
+#   first, weighed by that count.  A context that does not reach __root__ (finite k)
 #   starts with the frame "[truncated k=N]", as in the pprof export.  The
 #   samples are in path order, so the "Time Order" view draws the contexts
 #   sharing callers side by side.  Its size is the sum of the stacks' depths.
@@ -30,11 +30,12 @@ sub frames_of { KGrind::Export::Pprof::frames_of(@_) }
 # calls); the frame ids are given in the order of the model's contexts.
 sub model_samples {
     my ($data, $t, $frame_id) = @_;
+    my $e = $data->{event} // 'Ir';    # --event: weighed by that event
     my @samples = sort { $a->[2] cmp $b->[2] } map {
         my $frames = frames_of($data, $_->{path});
         $frame_id->($_) for @$frames;
-        [$frames, $_->{Ir}, join("\0", @$frames)]
-    } grep { $_->{Ir} } @{$t->{contexts}};
+        [$frames, $_->{$e}, join("\0", @$frames)]
+    } grep { $_->{$e} } @{$t->{contexts}};
     return \@samples;
 }
 
@@ -42,7 +43,8 @@ sub model_samples {
 # sampled profiles of the contexts model (contexts_model).
 sub show {
     my ($o, $S) = @_;
-    return write_evented_ccts($o, $S) if !$o->{limited} && $S->{kk} == $INF && !grep { !$_->{C}{cct} } @{$S->{threads}};
+    return write_evented_ccts($o, $S) if !$o->{limited} && $S->{kk} == $INF && ($o->{event} // 'Ir') eq 'Ir'
+                                         && !grep { !$_->{C}{cct} } @{$S->{threads}};
     out(written(\&write, contexts_model($o, $S), $o));
 }
 
@@ -135,7 +137,7 @@ sub write_file {
 
 sub thread_name {
     my ($data, $t) = @_;
-    return "thread $t->{tid} (k=$data->{k}, Ir)";
+    return "thread $t->{tid} (k=$data->{k}, " . ($data->{event} // 'Ir') . ')';
 }
 
 sub write_sampled {

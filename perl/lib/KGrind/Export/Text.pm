@@ -10,7 +10,7 @@ use Exporter 'import';
 use KGrind::Labels;
 use KGrind::Forest qw(ccf_nodes ctx_count);
 use KGrind::Model;
-use KGrind::Events qw(context_event forest_event_names);
+use KGrind::Events qw(forest_event_names derived_names miss_rates);
 use KGrind::TreeView;
 use KGrind::Format qw(commify pct frame_name);
 use KGrind::Output;
@@ -90,6 +90,7 @@ sub header {
     my $events = @{$S->{threads}} ? forest_event_names($S->{threads}[0]{F}) : [];
     push @out, sprintf('%-22s%s', 'Events:', join(' ', 'Ir', @$events));
     push @out, sprintf('%-22s%s', 'Total Ir:', commify($S->{total}));
+    push @out, derived_lines($S) if @$events;
     push @out, '', 'No basic block of a traced function ran: the block modes trace the functions of '
         . '--funcs (by default the main executable\'s); pass --funcs to trace library code.'
         if $blocks && !grep { $_->{F}{n} > ($P0->{mode} eq 'inter' ? 1 : 0) } @{$S->{threads}};
@@ -99,6 +100,20 @@ sub header {
             . ", k-SF nodes $t->{F}{n}" . left_out_note($S, $t->{tid})
             . ', ' . kstr($S->{kk}) . '-CCF nodes ' . header_ccf_nodes($o, $t->{C}));
     }
+    return @out;
+}
+
+# The header's derived figures: the cycle estimate (KCachegrind's formula)
+# and cachegrind's miss rates, of the selected threads' totals.
+sub derived_lines {
+    my ($S) = @_;
+    my ($t, $have) = event_totals($S);
+    my $derived = derived_names($S->{threads}[0]{F});
+    my @out;
+    push @out, sprintf('%-22s%s', 'Derived:', join(', ', map { "$_ " . commify($t->{$_}) } @$derived)) if @$derived;
+    my $rates = miss_rates(sub { $t->{$_[0]} // 0 }, $have);
+    push @out, sprintf('%-22s%s', 'Miss rates:', join(', ', map { "$_->[0] " . pct($_->[1], $_->[2]) } @$rates))
+        if @$rates;
     return @out;
 }
 
@@ -127,7 +142,7 @@ sub context_table {
         [map {
             my $cid = $_;
             sprintf("$cols %8s %15s %12s  %s",
-                    map({ commify($_ eq 'Ir' ? cval($C, 'xexcl', $cid) : context_event($C, $_, $cid)) } @show),
+                    map({ commify(context_value($C, $_, $cid)) } @show),
                     pct(ref $key ? $key->[$cid] : vec($key, $cid, 64), $den),
                     commify(outer_incl($C, $cid)), commify(cval($C, 'xcalls', $cid)), ctx_str($o, $C, $cid))
         } @$show];
