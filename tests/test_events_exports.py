@@ -132,3 +132,16 @@ def test_diff_per_event_fails_above_on_it(tools):
     assert 'delta D1mr' in r.stdout
     annotate('--diff', '--event=D1mr', f'--fail-above={growth * 1.1:.3f}', base, new)
     annotate('--diff', '--fail-above=0.001', base, new)
+
+
+def test_bad_event_requests_are_refused(tools):
+    """An event option kgrind_annotate cannot honour: one line, status 2."""
+    _exe, path = profile(tools, 'kg.out.1')
+    for args, needle in [
+        (['--event=D1mr', path], '--event: only with --format=folded, speedscope or dot, or --diff'),
+        (['--event=D1mr', '--format=pprof', path], '--event: only with --format=folded, speedscope or dot, or --diff'),
+        (['--event=sysCount', '--format=folded', path], "--event: unknown event 'sysCount'"),
+        (['--diff', '--sort=D1mr', path, path], '--show and --sort with events beyond Ir'),
+    ]:
+        r = annotate(*args, status=2)
+        assert r.stdout == '' and needle in r.stderr and r.stderr.count('\n') == 1, r.stderr
