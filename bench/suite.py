@@ -6,10 +6,12 @@ programs.
     bench/suite.py                      the full suite (about 45 min), report in
                                         bench/results/<timestamp>/
     bench/suite.py --runs 1 --scale 0.1 --workloads callheavy \\
-                   --configs none,kgrind-k2 --no-growth --no-ksweep --no-large --no-churn   (smoke)
+                   --configs none,kgrind-k2 --no-growth --no-ksweep --no-large --no-churn --no-events   (smoke)
     bench/suite.py --workloads= --no-growth --no-ksweep --large perl --large-runs 1 \\
-                   --large-scale 0.01 --no-churn   the large-program phase only (smoke)
-    bench/suite.py --workloads= --no-growth --no-ksweep --no-large --out B   the thread-churn
+                   --large-scale 0.01 --no-churn --no-events   the large-program phase only (smoke)
+    bench/suite.py --workloads= --no-growth --no-ksweep --no-large --no-churn --out B   the events
+                                        phase only (then --report-only A --merge B: into A's report)
+    bench/suite.py --workloads= --no-growth --no-ksweep --no-large --no-events --out B   the thread-churn
                                         phase only (then --report-only A --merge B: into A's report)
     bench/suite.py --report-only bench/results/<timestamp>   redo report/charts
 
@@ -36,7 +38,11 @@ Steps:
     1,000 and 10,000 threads, at most 8 alive, under kgrind: peak RSS side by
     side, and kgrind_annotate's default report on the larger profile
     (bench/churn.py);
- 8. report.md (Markdown tables, targets), results.json, charts/*.png.
+ 8. events (--events, --no-events): kgrind --cache-sim=yes and --branch-sim=yes
+    at k=2 next to cachegrind and callgrind --separate-callers=2 with the same
+    simulation, and --collect-data=yes, on the suite's workloads, with peak
+    RSS (bench/events_phase.py);
+ 9. report.md (Markdown tables, targets), results.json, charts/*.png.
 
 Ratios (x none, x callgrind --separate-callers=2) are computed per round from
 the same round's runs, then the median over rounds is shown.
@@ -62,6 +68,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'bench'))
 import churn  # noqa: E402  (the thread-churn phase)
+import events_phase  # noqa: E402  (the events phase)
 WORKLOADS_DIR = ROOT / 'bench' / 'workloads'
 BUILD = pathlib.Path(os.environ.get('KGRIND_BUILD', ROOT / 'build'))
 
@@ -614,6 +621,8 @@ class Suite:
         self.annotate_large()
         if a.churn:
             churn.run(self, a.churn, run_measured)
+        if a.events:
+            events_phase.run(self, a.events, a.events_runs, a.scale)
         self.data['meta']['loadavg_end'] = open('/proc/loadavg').read().split()[:3]
         self.data['meta']['minutes'] = (time.time() - self.t0) / 60
         self.save()
@@ -888,6 +897,7 @@ class Report:
             L.append('')
         L += self.large_section()
         L += churn.section(self.data, fmt_mb, target_row)
+        L += events_phase.section(self.runs, fmt_mb, target_row)
         fails = [r for r in self.runs if r['rc'] != 0]
         if fails:
             L.append('## Failed runs')
@@ -1240,6 +1250,11 @@ def parse_args(argv):
                     help='thread counts of the thread-churn phase, smaller first '
                          f'[{",".join(map(str, churn.COUNTS))}]')
     ap.add_argument('--no-churn', action='store_true')
+    ap.add_argument('--events', default=','.join(WORKLOAD_NAMES),
+                    help='workloads of the events phase (cache and branch simulation next to cachegrind and '
+                         f'callgrind) [{",".join(WORKLOAD_NAMES)}]')
+    ap.add_argument('--events-runs', type=int, default=2, help='interleaved rounds of the events phase [2]')
+    ap.add_argument('--no-events', action='store_true')
     ap.add_argument('--timeout', type=float, default=900, help='seconds per run before it is killed [900]')
     ap.add_argument('--annotate-timeout', type=float, default=600, help='seconds per kgrind_annotate [600]')
     ap.add_argument('--out', help='results folder [bench/results/<timestamp>]')
@@ -1259,6 +1274,10 @@ def parse_args(argv):
     a.ksweep = [] if a.no_ksweep else split(a.ksweep)
     a.large = [] if a.no_large else split(a.large)
     a.large_configs = split(a.large_configs)
+    a.events = [] if a.no_events else split(a.events)
+    for w in a.events:
+        if w not in WORKLOAD_NAMES:
+            ap.error(f'unknown events-phase workload {w} (known: {", ".join(WORKLOAD_NAMES)})')
     try:
         a.churn = [] if a.no_churn else [int(n) for n in split(a.churn)]
     except ValueError:
