@@ -74,10 +74,13 @@ sub check_event_names {
     for my $e (@$names) {
         next if $e eq 'Ir';
         for my $F (@F) {
-            my @have = (@{forest_event_names($F)}, @{derived_names($F)});
-            next if grep { $_ eq $e } @have;
-            fail("$what: unknown event '$e': "
+            my @have = @{forest_event_names($F)};
+            my @derived = @{derived_names($F)};
+            next if grep { $_ eq $e } @have, @derived;
+            fail("$what: unknown event '$e'" . ($what eq '--sort' ? ' (--sort takes Ir, calls, inclusive or an event)' : '')
+                 . ': '
                  . (@have ? 'the k-SF records have Ir ' . join(' ', @have)
+                            . (@derived ? ', derived ' . join(' ', @derived) : '')
                     : 'the k-SF records have Ir only (profile with an event option such as --cache-sim=yes, '
                       . 'and without a --view-k below --k)'));
         }
