@@ -1,6 +1,7 @@
 #include "kg_callgrind_body.h"
 #include "kg_context_names.h"
 #include "kg_events.h"
+#include "kg_inline_chains.h"
 #include "kg_runtime.h"
 
 namespace kg {
@@ -85,7 +86,16 @@ void write_calls(Writer& w, const ForestNode* caller, UInt* current_file, UInt h
    for (UWord e = first_edge(w, caller); e < w.n_edges && w.edges[e]->a == caller; e++) {
       const CallEdge* edge = w.edges[e];
       SourceLoc site = { nullptr, 0, 0 };
-      if (edge->call_site) source_loc(edge->call_site, &site);
+      Addr site_addr = edge->call_site;
+      if (is_inline_site(site_addr)) {
+         // An inlined level's: the line its caller's source calls it at,
+         // at the instruction where it was first entered.
+         const InlineChain& c = inline_chain(site_chain(site_addr));
+         site = { c.fn, c.call_file, c.call_line, nullptr };
+         site_addr = edge->target;
+      } else if (site_addr) {
+         source_loc(site_addr, &site);
+      }
       write_file_switch(w, current_file, site.fn ? site.file : home, home);
       const ForestNode* callee = (const ForestNode*)edge->b;
       // Readers take the object and file in force (fi= included) when cob=
@@ -106,7 +116,7 @@ void write_calls(Writer& w, const ForestNode* caller, UInt* current_file, UInt h
       w.out.printf("calls=%llu ", edge->calls);
       write_position(w, edge->target, target.line);
       w.out.put_char('\n');
-      write_cost_position(w, edge->call_site, site.line);
+      write_cost_position(w, site_addr, site.line);
       w.out.printf(" %llu\n", edge->incl);
    }
 }

@@ -311,6 +311,20 @@ FnInfo* function_named_by_address(Addr entry, const FnInfo* like)
    return intern_function(address_name(entry), like->object, like->file, True, 0, 0, True);
 }
 
+FnInfo* inlined_function(const HChar* name, UInt object, UInt file)
+{
+   static const HChar kSuffix[] = " [inlined]";
+   SizeT n = VG_(strlen)(name);
+   HChar* full = (HChar*)kg::alloc(n + sizeof kSuffix);
+   VG_(memcpy)(full, name, n);
+   VG_(memcpy)(full + n, kSuffix, sizeof kSuffix);
+   // No symbol's entry: the key is (object, 0, name), the suffix keeps it
+   // apart from every real function's.
+   FnInfo* fn = intern_function(full, object, file, False);
+   kg::release(full);
+   return fn;
+}
+
 // n bytes of client code at a can be read.
 static Bool readable_code(Addr a, SizeT n)
 {

@@ -15,6 +15,8 @@ extern "C" {
 #include "pub_tool_vkiscnums.h"
 }
 
+extern "C" Bool VG_(clo_read_inline_info);
+
 namespace kg {
 
 namespace {
@@ -46,6 +48,7 @@ void post_clo_init()
    // Chasing would fold calls and returns into the caller's superblock.
    VG_(clo_vex_control).guest_chase = False;
    check_options();
+   if (!inline_frames_on()) VG_(clo_read_inline_info) = False;
    events_init();
    choose_unroll_threshold();
    debuginfo_init();
@@ -191,6 +194,9 @@ void pre_clo_init()
    // --vex-iropt-register-updates still overrides it.
    VG_(clo_vex_control).iropt_register_updates_default = VexRegUpdSpAtMemAccess;
    VG_(clo_px_file_backed) = VexRegUpdSpAtMemAccess;
+   // --inline-frames reads the debug info's inline records (the core's
+   // --read-inline-info, which --read-inline-info=no still turns off).
+   VG_(clo_read_inline_info) = True;
 }
 
 } // namespace

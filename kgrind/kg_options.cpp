@@ -18,6 +18,8 @@ Options clo = {
    False,
    False,
    False,
+   True,
+   False,
    False,
    False,
    False,
@@ -117,6 +119,7 @@ Bool process_option(const HChar* arg)
    else if VG_BOOL_CLO(arg, "--unroll-simple-rec", clo.unroll_simple_rec) {}
    else if VG_BOOL_CLO(arg, "--dump-instr", clo.dump_instr) clo.dump_instr_given = True;
    else if VG_BOOL_CLO(arg, "--collect-jumps", clo.collect_jumps) clo.collect_jumps_given = True;
+   else if VG_BOOL_CLO(arg, "--inline-frames", clo.inline_frames) clo.inline_frames_given = True;
    else if (VG_STREQN(9, arg, "--kgrind-")) {
       // The core's message would only say "Unrecognised option"; name ours.
       VG_(fmsg_bad_option)(arg, "unknown kgrind option (see --help)\n");
@@ -234,6 +237,9 @@ void print_usage()
 "    --LL=<size>,<assoc>,<line size>  last-level cache geometry [the host's]\n"
 "    --branch-sim=no|yes       simulate branch predictors: events Bc Bcm Bi Bim [no]\n"
 "    --collect-bus=no|yes      count atomic instructions: event Ge [no]\n"
+"    --inline-frames=yes|no    inlined functions as context levels (`f [inlined]`),\n"
+"                              where the debug info has inline records; function\n"
+"                              mode without --collect-jumps [yes]\n"
 "    --unroll-simple-rec=no|yes  keep each level of simple recursion [no: rolled]\n"
 "    --kgrind-out-file=<file>  output file name [kgrind.out.%%p]\n"
 "                              (%%p is the pid, %%q{VAR} an environment variable)\n"

@@ -36,6 +36,8 @@ struct Options {
    Bool dump_instr_given;
    Bool collect_jumps;           // --collect-jumps: jump=/jcnd= lines (block modes: default yes)
    Bool collect_jumps_given;
+   Bool inline_frames;           // --inline-frames: inlined functions as context levels
+   Bool inline_frames_given;
    Bool cache_sim;               // --cache-sim: I1/D1/LL simulation
    Bool branch_sim;              // --branch-sim: branch predictor simulation
    Bool collect_bus;             // --collect-bus: atomic instructions (Ge)
@@ -55,6 +57,10 @@ inline Bool block_mode() { return clo.mode != kModeFunc; }
 // Whether the body's contexts are shallower than the k-SF's: then each
 // thread keeps a second forest at view_k for them (activity/layouts.cpp).
 inline Bool separate_view() { return clo.view_k != clo.k; }
+// Whether inlined functions are context levels: function mode, without
+// --collect-jumps (a jump's count is the difference of two flush points'
+// counts in one context).
+inline Bool inline_frames_on() { return clo.inline_frames && !block_mode() && !clo.collect_jumps; }
 void print_usage();
 void print_debug_usage();
 

@@ -83,7 +83,7 @@ static ULong* block_entry(BlockInfo* blk, Addr sp, UWord after_call)
    ThreadState* t = current;
    if (after_call) {
       push_activation(t, activated_function(blk), sp, blk, kg_now->call_site);
-   } else if (blk->fn_entry && !runs(kg_now->top->tr, blk->fn())) {
+   } else if (blk->fn_entry && !runs(physical_frame()->tr, blk->fn())) {
       if (linked_to_new_coroutine(t) || entered_below_top(t, sp)) switch_stack(t, sp, blk);
       // A jump to a function's first instruction from another function is a
       // tail call; a jump back to its own entry is a loop. (Direct jumps

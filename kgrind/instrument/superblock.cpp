@@ -92,10 +92,16 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    UInt n_positions, n_exits;
    count_positions(sb_in, blocks, &n_positions, &n_exits);
    UInt max_counters = n_exits + 1 + (may_call_stub ? 1 : 0);
+   // --inline-frames: each instruction's inline chain; a flush point at
+   // each change of chain, whose runs count in their levels' contexts.
+   static UInt chain_of[4096];
+   Bool inline_chains = checks_inline_chains(blk);
+   UInt chain_changes = inline_chains ? inline_runs(sb_in, blk, chain_of) : 0;
+   max_counters += chain_changes;
 
    IRSB* sb = deepCopyIRSBExceptStmts(sb_in);
    IRBuilder b(sb, layout);
-   Bool leaving = !blocks && unrolled_loop(sb_in, blk);
+   Bool leaving = !blocks && !chain_changes && unrolled_loop(sb_in, blk);
    PendingCounts pending(per_instruction, blocks || clo.collect_jumps, leaving);
    Addr last_instr = 0;
    UInt last_len = 0;
@@ -122,7 +128,13 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          if (!counters && region_entry)
             b.call_reading_sp("kg_region_enter", (void*)kg_region_enter, IRBuilder::u64((ULong)blk), nullptr);
          if (!counters && sigreturn) counters = add_sigreturn_prologue(b, blk);
-         if (!counters) counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted, max_counters);
+         if (!counters) {
+            counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted, max_counters);
+            if (inline_chains) counters = add_inline_run(b, blk, chain_of[0], counters);
+         } else if (inline_chains && chain_of[instr] != chain_of[instr - 1]) {
+            pending.flush(b, counters, nullptr);
+            counters = add_inline_run(b, blk, chain_of[instr], counters);
+         }
          if (blocks && block_of[instr])
             add_block_step(b, block_of[instr], block_len[instr], block_helper, block_helper_name);
          last_instr = (Addr)st->Ist.IMark.addr;
@@ -159,6 +171,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    pending.finish(blk);
    events_ir.finish(blk);
    finish_array_check(blk);
+   if (inline_chains && sb->jumpkind == Ijk_Ret) add_inline_leave(b, blk);
    add_block_end(b, sb, blk, last_instr, sp, pending.flushed_ir());
    if (region && sb->jumpkind == Ijk_Ret)
       b.call_reading_sp("kg_region_leave", (void*)kg_region_leave, IRBuilder::u64((ULong)blk), nullptr);
