@@ -14,15 +14,18 @@ Bool checks_inline_chains(const BlockInfo* blk)
    return inline_frames_on() && !blk->in_plt && !fn->no_symbol && fn_traced(fn) && !fn->resolver;
 }
 
-// The chain of each instruction of sb (chain_of[i] for its i-th IMark);
-// returns how many times the chain changes from one instruction to the next.
-UInt inline_runs(IRSB* sb, const BlockInfo* blk, UInt* chain_of)
+// The chain of each instruction of sb (chain_of[i] for its i-th IMark; the
+// function of its first instruction, as the block's); returns how many
+// times the chain changes from one instruction to the next.
+UInt inline_runs(IRSB* sb, UInt* chain_of)
 {
    UInt n = 0, changes = 0;
+   SourceLoc first = {};
    for (Int i = 0; i < sb->stmts_used; i++) {
       IRStmt* st = sb->stmts[i];
       if (!st || st->tag != Ist_IMark) continue;
-      chain_of[n] = inline_chain_at((Addr)st->Ist.IMark.addr, blk->fn());
+      if (!n) source_loc((Addr)st->Ist.IMark.addr, &first);
+      chain_of[n] = inline_chain_at((Addr)st->Ist.IMark.addr, first.fn);
       if (n && chain_of[n] != chain_of[n - 1]) changes++;
       n++;
    }

@@ -69,7 +69,15 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    UInt stub_slot = 0;
    Bool blocks = block_mode();
    Bool per_instruction = clo.dump_instr;   // the block modes: always
-   BlockInfo* blk = describe_block(sb_in, slot_of_instr, &n_instrs, may_call_stub, &stub_slot, per_instruction, blocks);
+   // --inline-frames: each instruction's inline chain; a flush point at
+   // each change of chain, whose runs count in their levels' contexts.
+   static UInt chain_of[4096];
+   UInt chain_changes = inline_frames_on() ? inline_runs(sb_in, chain_of) : 0;
+   BlockInfo* blk = describe_block(sb_in, slot_of_instr, &n_instrs, may_call_stub, &stub_slot, per_instruction, blocks,
+                                   chain_changes);
+   // Every block of a function that may have inlined levels checks them:
+   // a run of no chain pops the levels a previous block left.
+   Bool inline_chains = inline_frames_on() && checks_inline_chains(blk);
    Bool sigreturn = counts_as_sigreturn_code(sb_in, blk);
    // With events, a PLT stub counts in its own counters (its events need
    // room), charged to its own position as cachegrind does; a signal
@@ -83,7 +91,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       if (ends_in_call(sb_in)) note_return_site(end_of_last_instruction(sb_in));
       find_blocks(sb_in, blk, block_of, block_len);
    }
-   if (per_instruction) describe_positions(sb_in, blk, blocks);
+   if (per_instruction) describe_positions(sb_in, blk, blocks, chain_changes ? chain_of : nullptr, chain_changes);
    void* block_helper = clo.mode == kModeIntra ? (void*)kg_block_intra : (void*)kg_block_inter;
    const HChar* block_helper_name = clo.mode == kModeIntra ? "kg_block_intra" : "kg_block_inter";
 
@@ -92,11 +100,6 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    UInt n_positions, n_exits;
    count_positions(sb_in, blocks, &n_positions, &n_exits);
    UInt max_counters = n_exits + 1 + (may_call_stub ? 1 : 0);
-   // --inline-frames: each instruction's inline chain; a flush point at
-   // each change of chain, whose runs count in their levels' contexts.
-   static UInt chain_of[4096];
-   Bool inline_chains = checks_inline_chains(blk);
-   UInt chain_changes = inline_chains ? inline_runs(sb_in, blk, chain_of) : 0;
    max_counters += chain_changes;
 
    IRSB* sb = deepCopyIRSBExceptStmts(sb_in);
@@ -131,9 +134,9 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          if (!counters) {
             counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted, max_counters);
             if (inline_chains) counters = add_inline_run(b, blk, chain_of[0], counters);
-         } else if (inline_chains && chain_of[instr] != chain_of[instr - 1]) {
+         } else if (chain_changes && chain_of[instr] != chain_of[instr - 1]) {
             pending.flush(b, counters, nullptr);
-            counters = add_inline_run(b, blk, chain_of[instr], counters);
+            if (inline_chains) counters = add_inline_run(b, blk, chain_of[instr], counters);
          }
          if (blocks && block_of[instr])
             add_block_step(b, block_of[instr], block_len[instr], block_helper, block_helper_name);
