@@ -42,6 +42,13 @@ void point_block_at_table(BlockInfo* blk, ForestNode* ctx)
    blk->ways[0] = { ctx, counters };
 }
 
+ULong* counters_in(BlockInfo* blk, ForestNode* ctx)
+{
+   if (ULong* in_array = array_counters(ctx, blk)) return in_array;
+   if (!kg_counting) return uncounted_counters(counter_count(blk) + 1);
+   return block_counters.get(ctx, blk, counter_count(blk));
+}
+
 extern "C" void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk)
 {
    point_block_at(blk, kg_now->ctx);

@@ -37,6 +37,10 @@ inline UInt array_check_c2(UInt end) { return 256 - end + 1; }
 // nullptr if blk has no offset, ctx is not its function's or counting is off.
 ULong* array_counters(ForestNode* ctx, BlockInfo* blk);
 
+// The counters of (ctx, blk), leaving the block's ways as they are (a run
+// of inlined levels: instrument/inline_runs_ir.cpp).
+ULong* counters_in(BlockInfo* blk, ForestNode* ctx);
+
 // Makes the counters of (ctx, blk) the block's way 0: inline for a hit in
 // way 1 (half of sqlite3's 121 M calls), the table otherwise.
 void point_block_at_table(BlockInfo* blk, ForestNode* ctx);

@@ -117,6 +117,7 @@ UInt inline_chain_at(Addr a, const FnInfo* fn)
    UInt n = 0;
    DiEpoch ep = VG_(current_DiEpoch)();
    InlIPCursor* iipc = VG_(new_IIPC)(ep, a);
+   if (!iipc) return 0;   // no inline record covers a
    do {
       if (n < kMaxLevels && parse_level(VG_(describe_IP)(ep, a, iipc), &levels[n])) n++;
    } while (VG_(next_IIPC)(iipc));

@@ -44,7 +44,9 @@ extern "C" void VG_REGPARM(2) kg_inline_enter(BlockInfo* blk, UWord chain)
       }
    }
    update_now_from_top();
-   kg_now->found_counters = block_counters_now(blk);
+   // Not through the block's ways, which keep the context the block
+   // starts in (its next run would miss them).
+   kg_now->found_counters = counters_in(blk, kg_now->ctx);
 }
 
 extern "C" void VG_REGPARM(1) kg_inline_leave(BlockInfo* blk)
