@@ -10,8 +10,24 @@ CounterStore counter_store;
 BlockCountersIndex block_counters;
 
 static void mark_counter_arrays();
+
+// counters_in's recent answers from the table, valid while the ways are (a
+// generation of forget_cached_counters): a run of inlined levels misses the
+// block's ways by design.
+namespace {
+struct RecentCounters {
+   const ForestNode* ctx;
+   const BlockInfo* blk;
+   ULong* counters;
+   UInt generation;
+};
+const UInt kRecentCounters = 4096;
+RecentCounters recent_counters[kRecentCounters];
+UInt counters_generation = 1;
+} // namespace
 void forget_cached_counters()
 {
+   counters_generation++;   // counters_in's recent answers
    mark_counter_arrays();
    for (UInt id = 1; id <= block_info_count(); id++)
       for (UInt w = 0; w < kCounterWays; w++) block_with_id(id)->ways[w] = { nullptr, nullptr };
@@ -42,11 +58,17 @@ void point_block_at_table(BlockInfo* blk, ForestNode* ctx)
    blk->ways[0] = { ctx, counters };
 }
 
+
 ULong* counters_in(BlockInfo* blk, ForestNode* ctx)
 {
+   // An array moves when it grows: not kept.
    if (ULong* in_array = array_counters(ctx, blk)) return in_array;
    if (!kg_counting) return uncounted_counters(counter_count(blk) + 1);
-   return block_counters.get(ctx, blk, counter_count(blk));
+   RecentCounters& r = recent_counters[((UWord)ctx >> 4 ^ (UWord)blk >> 3) % kRecentCounters];
+   if (r.ctx == ctx && r.blk == blk && r.generation == counters_generation) return r.counters;
+   ULong* counters = block_counters.get(ctx, blk, counter_count(blk));
+   r = { ctx, blk, counters, counters_generation };
+   return counters;
 }
 
 extern "C" void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk)
