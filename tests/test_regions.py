@@ -72,7 +72,8 @@ def one_name_per_function(profiles):
         for ctx, homes in p.function_homes.items():
             callee = callgrind_format.callee(ctx)
             for home in homes:
-                names[(home, re.sub(r' \[[^]]*\]', '', callee))].add(callee)
+                # (not an inlined level's mark: `f [inlined]` is another function than f)
+                names[(home, re.sub(r' \[(?!inlined\])[^]]*\]', '', callee))].add(callee)
     return {k: v for k, v in names.items() if len(v) > 1} == {}
 
 
