@@ -180,7 +180,8 @@ sub contexts {
     for my $t (@{$data->{threads}}) {
         for my $c (@{$t->{contexts}}) {
             my $x = $ctx{$c->{key} // key($c->{path})} //= {
-                name => $c->{name} // $c->{path}[-1], tooltip => $c->{tooltip} // join(' > ', @{$c->{path}}),
+                name => $c->{name} // $c->{path}[-1], tooltip => $c->{tooltip} // join(' > ',
+                    (is_truncated($data->{k}, $c->{path}[0]) ? truncation_marker($data->{k}) : ()), @{$c->{path}}),
                 calls => 0, Ir => 0, inclusive => 0 };
             $x->{$_} += $c->{$_} for qw(calls Ir);
             $x->{inclusive} += $c->{inclusive_outermost};    # recursion counted once: at most 100 %
