@@ -21,7 +21,8 @@ my $MIN_ELIDE = 5;    # a shorter row (k <= 3) keeps all its functions
 
 # Paths (each an array of names, outermost first) as strings fitted in
 # $width columns (0: as they are), and the lines to print above them
-# (the common part), wrapped at $line columns.
+# (the common part), wrapped at $line columns: none when the paths are
+# shown as they are.
 sub fit_contexts {
     my ($paths, $width, $line) = @_;
     my @plain = map { join($SEP, @$_) } @$paths;
@@ -46,7 +47,7 @@ sub fit_contexts {
     push @note, wrap_chain('Every context below starts with: ', [@{$paths->[0]}[0 .. $common - 1]], $line)
         if $common;
     push @note, join('; ', ($common ? "'...' in a row: that part" : ()),
-                     (@long ? '..N..: N callers left out (--width=0: whole contexts)' : ()));
+                     (@long ? '..N..: N callers left out (--width=0: whole contexts)' : ())) if $common || @long;
     return (\@shown, \@note);
 }
 

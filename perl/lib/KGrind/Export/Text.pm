@@ -146,11 +146,14 @@ sub context_table {
         my $fmt = sub { join(' ', map { sprintf('%*s', $w[$_], $_[0][$_]) } 0 .. $#w) . '  ' };
         # rows wider than --width: the numbers' columns as wide as they
         # need, the contexts fitted in the rest (KGrind::ContextFit)
-        if ($o->{width} && grep { length($fmt->($nums[$_])) + length(join(' > ', @{$paths[$_]})) > $o->{width} } 0 .. $#nums) {
+        my ($ctx, $note) = ([map { join(' > ', @$_) } @paths], []);
+        if ($o->{width} && grep { length($fmt->($nums[$_])) + length($ctx->[$_]) > $o->{width} } 0 .. $#nums) {
+            my @was = @w;
             for my $i (0 .. $#w) { $w[$i] = List::Util::max(map { length $_->[$i] } \@head, @nums) }
+            my $room = $o->{width} - length $fmt->(\@head);
+            ($ctx, $note) = fit_contexts(\@paths, $room < $MIN_ROOM ? $MIN_ROOM : $room, $o->{width});
+            @w = @was unless @$note;    # rows as they are (too short to fold)
         }
-        my $room = $o->{width} - length $fmt->(\@head);
-        my ($ctx, $note) = fit_contexts(\@paths, $o->{width} ? ($room < $MIN_ROOM ? $MIN_ROOM : $room) : 0, $o->{width});
         [@$note, $fmt->(\@head) . 'context', map { $fmt->($nums[$_]) . $ctx->[$_] } 0 .. $#nums];
     };
     return @out, @$$rows;
