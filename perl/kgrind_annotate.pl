@@ -240,9 +240,11 @@ sub main {
     };
     unless ($written) { return 0 if ref $@ eq 'KG::Closed'; die $@ }
     close STDOUT or ($!{EPIPE} ? return 0 : fail("cannot write the output: $!"));
-    # stacks of k-contexts: say what they are not (KGrind::Model::finite_k_note)
+    # stacks of k-contexts: say what they are not (KGrind::Model::finite_k_note),
+    # to a user at a terminal (not in the logs of scripts, which read the marker)
     print STDERR 'kgrind_annotate: ', KGrind::Model::finite_k_note(KGrind::Labels::kstr($S->{kk})), "\n"
-        if $S && !$S->{blockmode} && $S->{kk} != $KGrind::Labels::INF && $o->{format} =~ /^(?:folded|pprof|speedscope)$/;
+        if $S && !$S->{blockmode} && $S->{kk} != $KGrind::Labels::INF && $o->{format} =~ /^(?:folded|pprof|speedscope)$/
+           && -t STDERR;
     if ($failed && @$failed) {    # --diff --fail-above: the diff is printed, the status says it failed
         print STDERR "kgrind_annotate: above --fail-above=$o->{'fail-above'}%: ", join('; ', @$failed), "\n";
         return 1;
