@@ -183,9 +183,15 @@ def parse_raw(text, tid=None):
             names[m[1]] = m[2]
     got = collections.Counter()
     lines = samples_part.splitlines()[1:]     # after the value-type line
-    for line, labels in zip(lines[0::2], lines[1::2]):
+    samples = []    # [sample line, its labels' line (none without labels)]
+    for line in lines:
+        if re.match(r'\s*(\d+)\s+(\d+): ([\d ]+)$', line):
+            samples.append([line, ''])
+        else:
+            assert samples and not samples[-1][1], line
+            samples[-1][1] = line
+    for line, labels in samples:
         m = re.match(r'\s*(\d+)\s+(\d+): ([\d ]+)$', line)
-        assert m, line
         thread = re.search(r'thread:\[(\S+)\]', labels)
         thread = thread[1] if thread else tid
         stack = tuple(reversed([names[i] for i in m[3].split()]))
