@@ -1,14 +1,16 @@
 package KGrind::ContextFit;
 # The text table's contexts fitted into a column: deep contexts (k = inf)
 # are chains of 15-60 functions whose first ones every row repeats.  When
-# a row would be wider than its column, the part every row starts with is
-# printed once above the table and each row starts "... > " instead; a
-# row still too wide (at least $MIN_ELIDE functions) leaves callers out
-# in its middle, each run shown as "..N.." (N functions left out), keeping
-# its innermost functions and, for each other row it would otherwise look
-# the same as, the function where the two part (fit_contexts).  As gaps
-# say how many functions they hide, two rows that keep the same functions
-# at the same places are the same context: rows stay apart.
+# a row would be wider than its column (and some row has at least
+# $MIN_ELIDE functions: shorter contexts, k <= 3, are left as they are),
+# the part every row starts with is printed once above the table and each
+# row starts "... > " instead; a row still too wide (at least $MIN_ELIDE
+# functions) leaves callers out in its middle, each run shown as "..N.."
+# (N functions left out), keeping its innermost functions and, for each
+# other row it would otherwise look the same as, the function where the
+# two part (fit_contexts).  As gaps say how many functions they hide, two
+# rows that keep the same functions at the same places are the same
+# context: rows stay apart.
 use strict;
 use warnings;
 use Exporter 'import';
@@ -26,7 +28,8 @@ my $MIN_ELIDE = 5;    # a shorter row (k <= 3) keeps all its functions
 sub fit_contexts {
     my ($paths, $width, $line) = @_;
     my @plain = map { join($SEP, @$_) } @$paths;
-    return (\@plain, []) if !$width || !grep { length > $width } @plain;
+    return (\@plain, []) if !$width || !grep { length > $width } @plain
+                            or !grep { @$_ >= $MIN_ELIDE } @$paths;
     # the common part: every row keeps at least its last function
     my $common = common_prefix($paths);
     my @rest = map { [@$_[$common .. $#$_]] } @$paths;
