@@ -25,6 +25,10 @@ my %CLOSE = ('(' => ')', '<' => '>', '[' => ']', '{' => '}');
 my $OPERATOR = qr{operator(?:\s*(?:new|delete)(?:\[\])?|\(\)|\[\]|->\*?|<=>|<<=?|>>=?|&&|\|\||\+\+|--
                              |[-+*/%^&|~!=<>,]=?|\s+[^()<]+)}x;
 
+# A run of characters that are neither brackets nor the start of an
+# operator: taken in one step.
+my $PLAIN = qr/(?:[^()<>\[\]{}o]|o(?!perator))+/;
+
 # The operator name starting at $i, if one does (after a start of name:
 # the string's start, a space or one of $after).
 sub operator_at {
@@ -41,6 +45,8 @@ sub atoms {
     my @atoms;
     my $i = 0;
     while ($i < length $n) {
+        pos($n) = $i;
+        if ($n =~ /\G($PLAIN)/gc) { push @atoms, split //, $1; $i = pos($n); next }
         if (my $op = operator_at($n, $i, ':~')) {
             push @atoms, $op;
             $i += length $op;
@@ -61,6 +67,8 @@ sub group_end {
     my ($n, $i) = @_;
     my @open;
     while ($i < length $n) {
+        pos($n) = $i;
+        if (@open && $n =~ /\G$PLAIN/gc) { $i = pos($n); next }
         if (@open && (my $op = operator_at($n, $i, ':~(<,'))) {
             $i += length $op;
             next;
@@ -98,8 +106,10 @@ sub shorten {
     my $a = atoms($n) or return $n;
     unless ($params) {
         # trailing qualifiers, then the parameter list
-        while (@$a && (join('', @$a) =~ /(?:\s+(?:const|volatile|noexcept)|\s*&&?)\z/)) {
+        my $tail = join('', @$a[($#$a > 40 ? $#$a - 40 : 0) .. $#$a]);
+        while (@$a && $tail =~ /(?:\s+(?:const|volatile|noexcept)|\s*&&?)\z/) {
             my $q = length $&;
+            substr($tail, -$q) = '';
             $q -= length pop @$a while $q > 0;
         }
         pop @$a if @$a > 1 && $a->[-1] =~ /\A\(/ && $a->[-2] !~ /\A\s\z/;
@@ -107,8 +117,13 @@ sub shorten {
     # the return type of a template function: up to the last top-level space
     # before the name (a space inside the qualifiers after it is not one)
     my $end = $#$a;
-    if ($params) { ($end) = grep { $a->[$_] =~ /\A\(/ } reverse 0 .. $#$a; $end //= $#$a }
-    my ($last_space) = grep { $a->[$_] eq " " && ($a->[$_ + 1] // "<") !~ /\A</ } reverse 0 .. $end;
+    if ($params) { $end-- while $end > 0 && $a->[$end] !~ /\A\(/; $end = $#$a if $a->[$end] !~ /\A\(/ }
+    my $last_space;
+    for (my $i = $end; $i >= 0; $i--) {
+        next unless $a->[$i] eq ' ' && ($a->[$i + 1] // '<') !~ /\A</;
+        $last_space = $i;
+        last;
+    }
     splice(@$a, 0, $last_space + 1) if defined $last_space && $last_space < $end;
     my $s = join('', map { /\A[<(]/ ? collapse($_, $depth) : $_ } @$a);
     return $s eq '' ? $n : $s;
@@ -149,9 +164,8 @@ sub unique_names {
         for my $l (@levels) {
             my @s = map { shorten($_, @$l) } @g;
             my %n;
-            next if grep { $n{$_}++ } @s;
-            $shown = \@s;
-            last;
+            unless (grep { $n{$_}++ } @s) { $shown = \@s; last }
+            last if $l->[1] && !grep { index($_, '<...>') >= 0 } @s;    # deeper shows no more
         }
         $shown //= \@g;
         @short{@g} = @$shown;
