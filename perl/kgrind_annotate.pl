@@ -51,9 +51,10 @@ prints the totals and the changed contexts, largest change first.
                               caller first, inclusive and exclusive shares
   --tree-min=<0-100>          --tree: leave out contexts below this inclusive
                               share of the thread's Ir [0.5]
-  --width=<N>                 fit the table's contexts in N columns: the part
-                              all rows share printed once, callers in the
-                              middle left out (0: whole contexts) [120]
+  --width=<N>                 fit the table's contexts (function mode) in N
+                              columns: the part all rows share printed once,
+                              callers in the middle left out (0: whole
+                              contexts) [120]
   --ksf                       print the k-Slab Forest (thesis style)
   --kccf                      print the k-Calling Context Forest (thesis style)
   --costs=yes|no              print Ir next to tree nodes [yes]
@@ -359,7 +360,7 @@ thread's Ir is below this percentage [0.5].
 
 =item B<--width>=I<N>
 
-Fit the table's contexts in I<N> columns [120]: when a row would be
+Fit the table's contexts (function mode) in I<N> columns [120]: when a row would be
 wider, the part every row starts with is printed once above the table
 (rows start with C<...>), and a row still too wide leaves out callers in
 its middle, shown as C<..>I<N>C<..>, keeping the functions that tell it

@@ -147,7 +147,8 @@ sub context_table {
         # rows wider than --width: the numbers' columns as wide as they
         # need, the contexts fitted in the rest (KGrind::ContextFit)
         my ($ctx, $note) = ([map { join(' > ', @$_) } @paths], []);
-        if ($o->{width} && grep { length($fmt->($nums[$_])) + length($ctx->[$_]) > $o->{width} } 0 .. $#nums) {
+        # (function mode: a block mode's contexts are printed whole, as its tools read them)
+        if ($o->{width} && !$S->{blockmode} && grep { length($fmt->($nums[$_])) + length($ctx->[$_]) > $o->{width} } 0 .. $#nums) {
             my @was = @w;
             for my $i (0 .. $#w) { $w[$i] = List::Util::max(map { length $_->[$i] } \@head, @nums) }
             my $room = $o->{width} - length $fmt->(\@head);
