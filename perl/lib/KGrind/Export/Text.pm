@@ -9,13 +9,12 @@ no warnings 'portable';    # 64-bit vec on packed columns
 use Exporter 'import';
 use List::Util ();
 use KGrind::Labels;
-use KGrind::Forest qw(ccf_nodes ctx_count);
+use KGrind::Forest qw(ccf_nodes ctx_count ctx_path);
 use KGrind::Model;
 use KGrind::Events qw(context_event forest_event_names);
 use KGrind::TreeView;
 use KGrind::Format qw(commify pct frame_name);
 use KGrind::Output;
-use KGrind::Forest qw(ctx_path);
 use KGrind::Names qw(display_name);
 use KGrind::ContextFit qw(fit_contexts);
 use KGrind::HotTree qw(hot_tree_lines);
@@ -145,9 +144,9 @@ sub context_table {
         my @w = ((15) x @show, 8, 15, 12);
         my $fmt = sub { join(' ', map { sprintf('%*s', $w[$_], $_[0][$_]) } 0 .. $#w) . '  ' };
         # rows wider than --width: the numbers' columns as wide as they
-        # need, the contexts fitted in the rest (KGrind::ContextFit)
+        # need, the contexts fitted in the rest (KGrind::ContextFit); a
+        # block mode's contexts are printed whole
         my ($ctx, $note) = ([map { join(' > ', @$_) } @paths], []);
-        # (function mode: a block mode's contexts are printed whole, as its tools read them)
         if ($o->{width} && !$S->{blockmode} && grep { length($fmt->($nums[$_])) + length($ctx->[$_]) > $o->{width} } 0 .. $#nums) {
             my @was = @w;
             for my $i (0 .. $#w) { $w[$i] = List::Util::max(map { length $_->[$i] } \@head, @nums) }
