@@ -13,6 +13,8 @@ from test_annotate import annotate, ok  # noqa: F401  (fixture)
 
 THREADS = 300
 FUNCTIONS = ('request', 'parse', 'reply', 'format')
+LEVELS = 8      # thread_churn's levels of a<j>/b<j> on a thread's path
+STEPS = tuple(f'{ab}{j}' for j in range(LEVELS) for ab in 'ab')
 
 
 def program_counts(stdout):
@@ -27,7 +29,7 @@ def calls_by_thread(prof):
     for forest in prof.forests:
         calls = collections.Counter()
         for ctx, n in ksf_records.kccf(forest, ksf_records.k_of(prof), 0).items():
-            if ctx[-1] in FUNCTIONS:
+            if ctx[-1] in FUNCTIONS + STEPS:
                 calls[ctx[-1]] += n
         out.append((forest.tid, calls))
     return out
@@ -41,10 +43,27 @@ def churn(tmp_path_factory):
     return tools, exe
 
 
-def test_every_thread_created_has_its_record_with_its_own_calls(churn, annotate):  # noqa: F811
+def expected_work(i, paths):
+    """What thread i (1-based) calls: (parse calls, the a<j>/b<j> of its path)."""
+    path = i % paths
+    steps = tuple('ab'[path >> j & 1] + str(j) for j in range(LEVELS)) if paths > 1 else ()
+    return i % 3 + 1, steps
+
+
+def thread_work(calls):
+    """The same, from a thread's record's calls (each step called once)."""
+    steps = tuple(sorted((f for f in STEPS if calls[f]), key=lambda f: int(f[1:])))
+    assert all(calls[f] == 1 for f in steps), calls
+    return calls['parse'], steps
+
+
+# 1 path: every thread but for its parse count alike; 256: threads do
+# different work (about 3 x 256 distinct forests).
+@pytest.mark.parametrize('paths', [1, 256])
+def test_every_thread_created_has_its_record_with_its_own_calls(churn, annotate, paths):  # noqa: F811
     tools, exe = churn
-    kg = tools.kgrind(exe, THREADS, opts=['--k=2'])
-    native = tools.native(exe, THREADS)
+    kg = tools.kgrind(exe, THREADS, paths, opts=['--k=2'])
+    native = tools.native(exe, THREADS, paths)
     assert kg.returncode == native.returncode == 0, kg.stderr
     assert kg.stdout == native.stdout
     counts = program_counts(native.stdout)
@@ -61,11 +80,14 @@ def test_every_thread_created_has_its_record_with_its_own_calls(churn, annotate)
     # format twice: the multiset over the threads (their records' order is
     # the order they first ran in).
     assert all(c['request'] == 1 and c['reply'] == 2 and c['format'] == 2 for c in workers)
-    assert sorted(c['parse'] for c in workers) == sorted(i % 3 + 1 for i in range(1, THREADS + 1))
+    assert sorted(thread_work(c) for c in workers) == sorted(expected_work(i, paths) for i in range(1, THREADS + 1))
+    if paths > 1:   # hundreds of kinds of work
+        assert len({thread_work(c) for c in workers}) == len({expected_work(i, paths) for i in range(1, THREADS + 1)}) > 200
     totals = collections.Counter()
     for _tid, calls in per_thread:
         totals.update(calls)
-    assert {f: totals[f] for f in FUNCTIONS} == {f: counts[f] for f in FUNCTIONS}
+    names = FUNCTIONS + (STEPS if paths > 1 else ())
+    assert {f: totals[f] for f in names} == {f: counts[f] for f in names}
     body = kg.profile()
     assert sum(f.ir for f in prof.forests) == body.summary == body.total()
 
