@@ -8,6 +8,7 @@
 // it into the helpers, where separate units would make each a call.
 #include "kg_activity.h"
 #include "kg_hotpath.h"
+#include "kg_array_ops.h"
 #include "kg_blocks.h"
 #include "kg_costs.h"
 #include "kg_events.h"

@@ -28,7 +28,7 @@ namespace {
 const UInt kCompactBatch = 16;
 
 EndedThread* ended_threads;
-UInt n_ended_threads, ended_threads_cap;
+UWord n_ended_threads, ended_threads_cap;
 ULong ended_clock;              // the sum of their clocks
 Forest* ended_view;             // the body's contexts of the compacted threads
 ThreadState* waiting[kCompactBatch];   // ended, to be compacted with the next batch
@@ -228,14 +228,7 @@ void free_ended_thread(ThreadState* t)
 
 void add_ended_thread(const EndedThread& e)
 {
-   if (n_ended_threads == ended_threads_cap) {
-      ended_threads_cap = ended_threads_cap ? 2 * ended_threads_cap : 256;
-      EndedThread* grown = (EndedThread*)kg::alloc(ended_threads_cap * sizeof(EndedThread), "kg.ended");
-      if (n_ended_threads) VG_(memcpy)(grown, ended_threads, n_ended_threads * sizeof(EndedThread));
-      kg::release(ended_threads);
-      ended_threads = grown;
-   }
-   ended_threads[n_ended_threads++] = e;
+   append(ended_threads, n_ended_threads, ended_threads_cap, e, 256, "kg.ended");
    ended_clock += e.clock;
 }
 

@@ -59,7 +59,7 @@ void forget_node_counts(const ThreadProfile* threads, UInt n)
 UInt thread_profile_count()
 {
    if (clo.join_threads) return 1;
-   UInt n = n_ended_threads;
+   UInt n = (UInt)n_ended_threads;
    for (ThreadState* t = all_threads; t; t = t->next) n++;
    return n;
 }
@@ -85,15 +85,16 @@ UInt thread_profiles(ThreadProfile* out)
    }
    // Oldest first: the main thread is thread 1.
    UInt n = thread_profile_count();
-   UInt i = n - n_ended_threads;
+   UInt n_ended = (UInt)n_ended_threads;
+   UInt i = n - n_ended;
    for (ThreadState* t = all_threads; t; t = t->next) {
       i--;
       out[i] = { t->serial, t->forest, t->view, counted_ir(t), nullptr };
    }
-   if (!n_ended_threads) return n;
-   for (UInt e = 0; e < n_ended_threads; e++) {
+   if (!n_ended) return n;
+   for (UInt e = 0; e < n_ended; e++) {
       const EndedThread& et = ended_threads[e];
-      out[n - n_ended_threads + e] = { et.serial, nullptr, nullptr, et.counted, &et };
+      out[n - n_ended + e] = { et.serial, nullptr, nullptr, et.counted, &et };
    }
    VG_(ssort)(out, n, sizeof(ThreadProfile), [](const void* a, const void* b) -> Int {
       UInt x = ((const ThreadProfile*)a)->tid, y = ((const ThreadProfile*)b)->tid;
