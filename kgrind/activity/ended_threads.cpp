@@ -148,9 +148,12 @@ void decode_forest(const EndedThread& e, core::Forest& f)
 }
 
 // The forest a writer reads for an ended thread, decoded anew when another
-// thread's is asked for (the writer reads the threads one after another).
+// thread's is asked for (the writer reads the threads one after another),
+// and after anything that may change a record or move the records.
 Forest* decoded;
 const EndedThread* decoded_of;
+
+void forget_decoded() { decoded_of = nullptr; }
 
 // ---- Compaction ---------------------------------------------------------------
 
@@ -228,6 +231,7 @@ void free_ended_thread(ThreadState* t)
 
 void add_ended_thread(const EndedThread& e)
 {
+   forget_decoded();
    append(ended_threads, n_ended_threads, ended_threads_cap, e, 256, "kg.ended");
    ended_clock += e.clock;
 }
@@ -285,6 +289,7 @@ static void end_thread(ThreadState* t)
 // stays where it is, as the parent's other threads' does.
 static void forget_ended_threads()
 {
+   forget_decoded();
    n_waiting = 0;
    n_ended_threads = 0;
    ended_clock = 0;
@@ -293,6 +298,7 @@ static void forget_ended_threads()
 
 static void zero_ended_threads()
 {
+   forget_decoded();
    for (UInt i = 0; i < n_ended_threads; i++) {
       ended_threads[i].zeroed = True;
       ended_threads[i].counted = 0;
