@@ -106,24 +106,6 @@ def test_off_has_physical_contexts_only(tools):
 def test_annotate_table_marks_inlined_levels(tools):
     exe = tools.compile('inline_levels.c', *FLAGS)
     kg = tools.kgrind(exe, opts=['--k=2'])
-    import subprocess
     out = subprocess.run([*annotate_cmd(), str(kg.profile_path)], capture_output=True, text=True, check=True).stdout
     assert re.search(r'work > outer \[inlined\] > sq \[inlined\]', out), out
 
-
-def test_pprof_locations_carry_inline_chains(tools):
-    """pprof: a function and the functions inlined into it are one Location
-    whose Lines are the chain, innermost first (profile.proto's inline
-    frames); the samples' stacks are the contexts' levels."""
-    import pprof_wire
-    exe = tools.compile('inline_levels.c', *FLAGS)
-    kg = tools.kgrind(exe, opts=['--k=inf'])
-    out = tools.dir / 'inl.pb.gz'
-    out.write_bytes(subprocess.run([*annotate_cmd(), '--format=pprof', str(kg.profile_path)], check=True,
-                                   capture_output=True).stdout)
-    p = pprof_wire.decode(out)
-    chains = {tuple(line['function']['name'] for line in loc['lines']) for loc in p['locations'].values()}
-    assert ('sq [inlined]', 'outer [inlined]', 'work') in chains
-    assert ('bump',) in chains and ('tick [inlined]', 'branchy') in chains
-    stacks = {tuple(reversed(smp['stack'])) for smp in p['samples']}
-    assert any(st[-4:] == ('run', 'work', 'outer [inlined]', 'sq [inlined]') for st in stacks)
