@@ -40,8 +40,10 @@ struct Options {
    Bool branch_sim;              // --branch-sim: branch predictor simulation
    Bool collect_bus;             // --collect-bus: atomic instructions (Ge)
    CacheOption i1, d1, ll;       // --I1, --D1, --LL
-   UInt n_func_patterns;         // --funcs, split at commas
-   const HChar* func_patterns[kMaxFuncPatterns];
+   UInt n_func_patterns;         // --funcs, split at commas, and --fn-skip
+   const HChar* func_patterns[kMaxFuncPatterns];   // without a leading '!'
+   Bool func_excluded[kMaxFuncPatterns];           // '!' in --funcs, or --fn-skip
+   Bool func_skipped[kMaxFuncPatterns];            // from --fn-skip (its warning names it)
 };
 
 extern Options clo;
@@ -58,10 +60,13 @@ inline Bool separate_view() { return clo.view_k != clo.k; }
 void print_usage();
 void print_debug_usage();
 
-// Whether a (demangled) function name is traced; records which patterns
-// matched, for the end-of-run warning.
-Bool name_is_traced(const HChar* name);
-// Patterns of --funcs that never matched (for the warning).
-UInt unmatched_patterns(const HChar** out, UInt max);
+// Whether a (demangled) function name is traced: it matches a pattern of
+// --funcs (or, without any, `by_default` says), and no exclusion ('!' in
+// --funcs, --fn-skip). Records which patterns matched, for the end-of-run
+// warning.
+Bool name_is_traced(const HChar* name, Bool by_default);
+// Patterns of --funcs and --fn-skip that never matched (for the warning):
+// their indexes into clo.func_patterns.
+UInt unmatched_patterns(UInt* out, UInt max);
 
 } // namespace kg
