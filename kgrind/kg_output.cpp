@@ -26,6 +26,7 @@ void write_body(Writer& w, ULong total, const ThreadProfile* threads, UInt n_thr
    // (with a separate view they follow from the transitions instead).
    if (!separate_view()) w.costs.set_exclusive_costs();
    number_contexts(w, threads, n_threads);
+   name_callers(w);
    fold_contexts(w);
    rank_names_by_use(w);
    select_thread_nodes(w, threads, n_threads);
@@ -54,6 +55,7 @@ void write_body(Writer& w, ULong total, const ThreadProfile* threads, UInt n_thr
    kg::release(w.jumps);
    kg::release(w.slots);
    kg::release(w.reps);
+   release_caller_names(w);
    kg::release(w.name_rank);
    kg::release(w.written_label);
    kg::release(w.listed_id);
