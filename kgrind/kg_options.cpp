@@ -21,6 +21,7 @@ Options clo = {
    False,
    False,
    False,
+   False,
    {},
    {},
    {},
@@ -170,7 +171,8 @@ void check_view_k()
 
 // The body's positions (callgrind's --dump-instr and --collect-jumps). The
 // block modes count per instruction anyway: instruction positions always,
-// jumps unless --collect-jumps=no. Jumps are between instructions only.
+// jumps unless --collect-jumps=no. Without --dump-instr jumps go from line
+// to line, as callgrind's.
 void check_positions()
 {
    if (block_mode()) {
@@ -180,9 +182,9 @@ void check_positions()
       clo.dump_instr = True;
       if (!clo.collect_jumps_given) clo.collect_jumps = True;
    }
-   if (clo.collect_jumps && !clo.dump_instr)
-      KG_BAD_COMBINATION("--collect-jumps=yes", "--collect-jumps=yes needs --dump-instr=yes "
-                         "(kgrind writes jumps between instructions, not between lines)\n");
+   // Jumps at line level (positions: line) count per instruction all the
+   // same: each exit's counter gives its jump's count.
+   clo.count_instr = clo.dump_instr || clo.collect_jumps;
 }
 
 // The events beyond Ir: function mode, costs per line, for now.
@@ -201,6 +203,8 @@ void check_events()
    if (clo.dump_instr)
       KG_BAD_COMBINATION(opt, "%s writes costs per line: drop --dump-instr=yes (per-instruction events are not "
                          "implemented yet)\n", opt);
+   if (clo.collect_jumps)
+      KG_BAD_COMBINATION(opt, "%s with --collect-jumps=yes is not implemented yet: drop one of them\n", opt);
 }
 
 void check_options()
@@ -245,7 +249,8 @@ void print_usage()
 "                              (positions: instr line), as callgrind's option\n"
 "                              [no; block modes: always yes]\n"
 "    --collect-jumps=no|yes    jump=/jcnd= lines (jumps and conditional jumps per\n"
-"                              context); needs --dump-instr=yes [no; block modes: yes]\n"
+"                              context), from line to line, or between instructions\n"
+"                              with --dump-instr=yes [no; block modes: yes]\n"
 "    --cache-sim=no|yes        simulate I1, D1 and LL caches: events Dr Dw I1mr\n"
 "                              D1mr D1mw ILmr DLmr DLmw after Ir [no]\n"
 "    --I1=<size>,<assoc>,<line size>  I1 cache geometry [the host's]\n"

@@ -36,6 +36,8 @@ struct Options {
    Bool dump_instr_given;
    Bool collect_jumps;           // --collect-jumps: jump=/jcnd= lines (block modes: default yes)
    Bool collect_jumps_given;
+   Bool count_instr;             // counters per instruction: --dump-instr, or
+                                 // --collect-jumps (each exit's count); set by check_options
    Bool cache_sim;               // --cache-sim: I1/D1/LL simulation
    Bool branch_sim;              // --branch-sim: branch predictor simulation
    Bool collect_bus;             // --collect-bus: atomic instructions (Ge)

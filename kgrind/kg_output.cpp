@@ -19,8 +19,8 @@ void write_body(Writer& w, ULong total, const ThreadProfile* threads, UInt n_thr
 {
    w.instr = clo.dump_instr;
    w.n_jumps = clo.collect_jumps ? collect_jumps(&w.jumps) : 0;
-   if (w.dump->during_run) w.costs.snapshot(w.instr);
-   else w.costs.take(w.instr);
+   if (w.dump->during_run) w.costs.snapshot(clo.count_instr, !w.instr);
+   else w.costs.take(clo.count_instr, !w.instr);
    w.n_edges = collect_call_edges(!w.dump->during_run, &w.edges, &w.edge_copies);
    // The k-SF records' exclusive costs, from the counters before folding
    // (with a separate view they follow from the transitions instead).
@@ -28,6 +28,7 @@ void write_body(Writer& w, ULong total, const ThreadProfile* threads, UInt n_thr
    number_contexts(w, threads, n_threads);
    name_callers(w);
    fold_contexts(w);
+   if (!w.instr) order_jumps_by_line(w.jumps, w.n_jumps);
    rank_names_by_use(w);
    select_thread_nodes(w, threads, n_threads);
    w.n_events = extra_event_count();

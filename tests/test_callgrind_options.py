@@ -12,6 +12,7 @@ import pytest
 import ksf_records
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / 'examples'
+JUMP_FUNCS = {'main', 'walk', 'classify'}    # tests/progs/jumps.c
 OWN = ('main', 'work', 'helper', 'leaf', 'fib')
 
 
@@ -110,3 +111,33 @@ def test_callgrind_only_options_say_what_kgrind_does_instead(tools, opt, instead
 def test_a_name_that_only_starts_like_callgrinds_is_unknown(tools):
     r = tools.kgrind(tools.compile('prog4.c', '-O0'), opts=['--separate-callersx=2'], out=None)
     assert r.returncode == 1 and 'Unknown option: --separate-callersx=2' in r.stderr
+
+
+def line_jumps(prof):
+    """{(function, from line, to line, conditional, 'taken'|'executed'): n}
+    of JUMP_FUNCS' jumps, contexts counting for their function."""
+    out = collections.Counter()
+    for j in prof.jumps:
+        fn = j.fn.split("'")[0]
+        if fn in JUMP_FUNCS:
+            out[(fn, j.from_line, j.to_line, j.cond, 'taken')] += j.taken
+            out[(fn, j.from_line, j.to_line, j.cond, 'executed')] += j.executed
+    return out
+
+
+@pytest.mark.parametrize('k', ['0', '2'])
+def test_collect_jumps_alone_gives_callgrinds_line_level_jumps(tools, k):
+    exe = tools.compile('jumps.c', '-O2')
+    kg = tools.kgrind(exe, opts=[f'--k={k}', '--collect-jumps=yes'])
+    cg = tools.reference('callgrind', exe, opts=['--collect-jumps=yes'])
+    assert kg.returncode == 0, kg.stderr
+    assert kg.stdout == cg.stdout
+    mine, ref = kg.profile(), cg.profile()
+    assert mine.header['positions'] == 'line' == ref.header['positions']
+    expected = line_jumps(ref)
+    assert {key[3] for key in expected} == {True, False}      # jcnd= and jump= both occur
+    assert sum(n for key, n in expected.items() if key[4] == "executed") > 500
+    assert line_jumps(mine) == expected
+    # the costs per line are those of a run without jumps
+    plain = tools.kgrind(exe, opts=[f'--k={k}'], out='plain.out').profile()
+    assert mine.lines == plain.lines

@@ -68,7 +68,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    Bool may_call_stub = stub || ends_in_indirect_call(sb_in);
    UInt stub_slot = 0;
    Bool blocks = block_mode();
-   Bool per_instruction = clo.dump_instr;   // the block modes: always
+   Bool per_instruction = clo.count_instr;   // the block modes: always
    BlockInfo* blk = describe_block(sb_in, slot_of_instr, &n_instrs, may_call_stub, &stub_slot, per_instruction, blocks);
    Bool sigreturn = counts_as_sigreturn_code(sb_in, blk);
    // With events, a PLT stub counts in its own counters (its events need
