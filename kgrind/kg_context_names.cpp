@@ -290,7 +290,10 @@ void rank_names_by_use(Writer& w)
 {
    IdUse* use = (IdUse*)kg::alloc((w.n_names + 1) * sizeof(IdUse));
    for (UInt i = 0; i < w.n_names; i++) use[i] = { 1, i };   // its fn= line
-   for (UWord e = 0; e < w.n_edges; e++) use[find_slot(w, (const ForestNode*)w.edges[e]->b)->name_id - 1].uses++;
+   for (UWord e = 0; e < w.n_edges; e++) {
+      const ContextSlot* s = find_slot(w, (const ForestNode*)w.edges[e]->b);
+      if (s) use[s->name_id - 1].uses++;   // else another thread's (--separate-threads)
+   }
    rank_by_use(use, w.n_names, &w.name_rank);
    kg::release(use);
 }

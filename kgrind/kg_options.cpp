@@ -22,6 +22,7 @@ Options clo = {
    False,
    False,
    False,
+   False,
    {},
    {},
    {},
@@ -132,6 +133,7 @@ Bool process_option(const HChar* arg)
    else if VG_STR_CLO(arg, "--D1", value) parse_cache(arg, "--D1", value, &clo.d1);
    else if VG_STR_CLO(arg, "--LL", value) parse_cache(arg, "--LL", value, &clo.ll);
    else if VG_BOOL_CLO(arg, "--join-threads", clo.join_threads) {}
+   else if VG_BOOL_CLO(arg, "--separate-threads", clo.separate_threads) {}
    else if VG_BOOL_CLO(arg, "--unroll-simple-rec", clo.unroll_simple_rec) {}
    else if VG_BOOL_CLO(arg, "--dump-instr", clo.dump_instr) clo.dump_instr_given = True;
    else if VG_BOOL_CLO(arg, "--collect-jumps", clo.collect_jumps) clo.collect_jumps_given = True;
@@ -205,6 +207,8 @@ void check_events()
                          "implemented yet)\n", opt);
    if (clo.collect_jumps)
       KG_BAD_COMBINATION(opt, "%s with --collect-jumps=yes is not implemented yet: drop one of them\n", opt);
+   if (clo.separate_threads && !clo.join_threads)
+      KG_BAD_COMBINATION(opt, "%s with --separate-threads=yes is not implemented yet: drop one of them\n", opt);
 }
 
 void check_options()
@@ -245,6 +249,8 @@ void print_usage()
 "    --fn-skip=<glob>          as callgrind's: matching functions are not traced,\n"
 "                              their cost goes to their caller (as --funcs='!<glob>')\n"
 "    --join-threads=no|yes     one forest for all threads [no]\n"
+"    --separate-threads=no|yes one file a thread, <file>-<thread> (callgrind's\n"
+"                              names), each with its thread's records [no]\n"
 "    --dump-instr=no|yes       per-instruction costs in the callgrind body\n"
 "                              (positions: instr line), as callgrind's option\n"
 "                              [no; block modes: always yes]\n"

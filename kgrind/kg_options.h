@@ -31,6 +31,7 @@ struct Options {
    Bool k_given;                 // --k appeared on the command line
    const HChar* dump_blocks;     // --dump-blocks=<file> (debugging), or nullptr
    Bool join_threads;            // --join-threads
+   Bool separate_threads;        // --separate-threads: one file a thread
    Bool unroll_simple_rec;       // --unroll-simple-rec
    Bool dump_instr;              // --dump-instr: positions: instr line (block modes: always)
    Bool dump_instr_given;

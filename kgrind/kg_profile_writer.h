@@ -115,6 +115,7 @@ struct Writer {
    UInt n_events;             // events beyond Ir (kg_events.h): columns after Ir
    ULong event_totals[kMaxEventColumns];    // their totals, in column order
    RecordFindings findings;   // function mode: the records' checks
+   UInt only_thread;          // the file of this thread alone (--separate-threads), or 0
 };
 
 const UInt kNoFile = 0xFFFFFFFFu;

@@ -141,3 +141,58 @@ def test_collect_jumps_alone_gives_callgrinds_line_level_jumps(tools, k):
     # the costs per line are those of a run without jumps
     plain = tools.kgrind(exe, opts=[f'--k={k}'], out='plain.out').profile()
     assert mine.lines == plain.lines
+
+
+THREAD_FUNCS = ('main', 'worker', 'sum_to', 'squares')    # tests/progs/threads.c
+
+
+def own_per_function(prof):
+    """Exclusive Ir per THREAD_FUNCS function and calls into them per
+    (caller, callee)."""
+    ir = collections.Counter({f: n for f, n in prof.by_function().items() if f in THREAD_FUNCS})
+    calls = collections.Counter()
+    for caller, callee, count, _incl in prof.calls:
+        if callee.split("'")[0] in THREAD_FUNCS:
+            calls[(caller.split("'")[0], callee.split("'")[0])] += count
+    return ir, calls
+
+
+def test_separate_threads_writes_callgrinds_files(tools):
+    """One file a thread, named as callgrind's; the main thread's equals
+    callgrind's first file, and the workers' (run one after another, so
+    Valgrind gives each the same thread id, whose file callgrind shares
+    among them) sum to callgrind's second, in per-function Ir and calls."""
+    exe = tools.compile('threads.c', '-O0')
+    kg = tools.kgrind(exe, opts=['--separate-threads=yes'], out='kg.out')
+    cg = tools.reference('callgrind', exe, opts=['--separate-threads=yes'])
+    assert kg.returncode == 0, kg.stderr
+    assert kg.stdout == cg.stdout
+    assert 'Output written to' in kg.stderr and 'one file a thread' in kg.stderr
+    mine = sorted(p.name for p in tools.dir.glob('kg.out*'))
+    assert mine == ['kg.out-01', 'kg.out-02', 'kg.out-03', 'kg.out-04', 'kg.out-05']
+    ref_files = sorted(p for p in pathlib.Path(cg.profile_path).parent.glob(pathlib.Path(cg.profile_path).name + '-*'))
+    assert [p.name[-3:] for p in ref_files] == ['-01', '-02']
+    import callgrind_format
+    ref = [own_per_function(callgrind_format.parse(p)) for p in ref_files]
+    files = [callgrind_format.parse(tools.dir / n) for n in mine]
+    assert [f.header.get('thread') for f in files] == ['1', '2', '3', '4', '5']
+    per_thread = [own_per_function(f) for f in files]
+    assert per_thread[0] == ref[0] and per_thread[0][0]['main'] > 0
+    workers = (sum((p[0] for p in per_thread[1:]), collections.Counter()),
+               sum((p[1] for p in per_thread[1:]), collections.Counter()))
+    assert workers == ref[1] and workers[0]['sum_to'] > 0 and workers[0]['squares'] > 0
+    # each file's Ir is its thread's
+    for f in files:
+        assert f.totals == f.summary == f.total()
+    # the k-SF records are a run's without the option, a thread a file
+    whole = ksf_records.parse(tools.kgrind(exe, out='whole.out').profile_path)
+    split = [ksf_records.parse(tools.dir / n) for n in mine]
+    assert [len(s.forests) for s in split] == [1] * 5
+    assert [ksf_records.kccf(s.forests[0], 2, 2) for s in split] == [ksf_records.kccf(f, 2, 2) for f in whole.forests]
+
+
+def test_separate_threads_with_joined_threads_is_one_file(tools):
+    exe = tools.compile('threads.c', '-O0')
+    kg = tools.kgrind(exe, opts=['--separate-threads=yes', '--join-threads=yes'], out='kg.out')
+    assert kg.returncode == 0, kg.stderr
+    assert sorted(p.name for p in tools.dir.glob('kg.out*')) == ['kg.out']
