@@ -8,6 +8,8 @@ import pathlib
 import re
 import subprocess
 
+import pytest
+
 import ksf_records
 from test_annotate import annotate  # noqa: F401
 
@@ -61,8 +63,9 @@ def cpp_profile(tools, source, *flags):
     return run.profile_path
 
 
-def test_callers_are_short_while_unique_and_names_stay_apart(tools):
-    path = cpp_profile(tools, 'tests/progs/templates.cpp', '-O0')
+@pytest.mark.parametrize('source', ['tests/progs/templates.cpp', 'tests/progs/caller_names.cpp'])
+def test_callers_are_short_while_unique_and_names_stay_apart(tools, source):
+    path = cpp_profile(tools, source, '-O0')
     names = body_names(path)
     chains = resolve(names)
     # one name per context: no two names stand for the same chain
@@ -74,10 +77,25 @@ def test_callers_are_short_while_unique_and_names_stay_apart(tools):
         contexts |= {tuple(reversed(c)) for c in ksf_records.kccf(forest, 2, 2)}
     missing = [n for n, c in chains.items() if c not in contexts and c[-1] != '__root__' and len(c) == 3]
     assert not missing, missing[:5]
-    # the short names are used: templates and parameter lists gone from callers
-    callers = {c for n in names for c in n.split("'")[1:]}
-    assert any('<...>' in c for c in callers)
-    assert sum('(' in c and c != '(below main)' for c in callers) < len(callers) / 4
+    # short names are used: callers written shorter than their full names
+    shortened = {c for n, chain in chains.items() for c, f in zip(n.split("'")[1:], chain[1:]) if c != f}
+    assert len(shortened) >= 5
+
+
+def test_caller_names_by_kind(tools):
+    """Each kind of C++ name as a caller of leaf (tests/progs/caller_names.cpp):
+    short where no other function has its short name; the overloads and
+    the template's two instances in full."""
+    path = cpp_profile(tools, 'tests/progs/caller_names.cpp', '-O0')
+    callers = {n.split("'")[1] for n in body_names(path) if n.startswith('leaf(long)\'') and n.endswith("'main")}
+    assert callers == {
+        '(anonymous namespace)::Acc::operator()', '(anonymous namespace)::Acc::operator<<',
+        '(anonymous namespace)::Acc::operator<', '(anonymous namespace)::Acc::operator bool',
+        '(anonymous namespace)::Acc::get() const &', '(anonymous namespace)::Acc::get() &&',
+        'main::{lambda(long)#1}::operator()',
+        'over(int)', 'over(double)',
+        'std::vector<int, std::allocator<int> > twice<int>(int)',
+        'std::vector<long, std::allocator<long> > twice<long>(long)'}
 
 
 def test_the_kcachegrind_example_tells_its_contexts_apart(tools):
