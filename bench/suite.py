@@ -34,8 +34,8 @@ Steps:
     and k=inf profiles (these get no --format=json: their inf-CCF is huge);
  7. thread churn (--churn, --no-churn): tests/progs/thread_churn.c creating
     1,000 and 10,000 threads, at most 8 alive, under kgrind: peak RSS side by
-    side, and kgrind_annotate's default report on the larger profile
-    (bench/churn.py);
+    side, and kgrind_annotate's default report on the larger profile; the
+    same with threads doing different work (bench/churn.py);
  8. report.md (Markdown tables, targets), results.json, charts/*.png.
 
 Ratios (x none, x callgrind --separate-callers=2) are computed per round from

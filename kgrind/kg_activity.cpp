@@ -8,12 +8,17 @@
 // it into the helpers, where separate units would make each a call.
 #include "kg_activity.h"
 #include "kg_hotpath.h"
+#include "kg_array_ops.h"
 #include "kg_blocks.h"
 #include "kg_costs.h"
 #include "kg_events.h"
+#include "kg_exit_costs.h"
+#include "kg_call_edges.h"
+#include "kg_counters.h"
 #include "kg_options.h"
 #include "kg_pairmap.h"
 #include "kg_runtime.h"
+#include "core/ksf_nodes.h"
 
 #include "activity/thread_state.h"
 #include "activity/layouts.cpp"
@@ -28,4 +33,5 @@
 #include "activity/counting.cpp"
 #include "activity/threads.cpp"
 #include "activity/context_ids.cpp"
+#include "activity/ended_threads.cpp"
 #include "activity/thread_profiles.cpp"

@@ -37,12 +37,21 @@ extern FramesWatch kg_frames_watch;
 // End of run: closes every open activation of every thread.
 void finish_all_threads();
 
+struct EndedThread;   // a thread that ended, compact (activity/ended_threads.cpp)
 struct ThreadProfile {
    ThreadId tid;
-   Forest* forest;      // the k-SF
-   Forest* view;        // the body's contexts (the k-SF without --view-k)
+   Forest* forest;      // the k-SF (null for a compact thread: thread_forest)
+   Forest* view;        // the body's contexts (the k-SF without --view-k; null
+                        // for a compact thread: ended_threads_view)
    ULong ir;
+   const EndedThread* ended;   // the thread's compact record, or null
 };
+// A thread's k-SF: its forest, or a compact thread's decoded (valid until
+// another compact thread's is asked for).
+const core::Forest& thread_forest(const ThreadProfile& t);
+// The body's contexts of every compact thread (their counters' and call
+// edges' nodes), or null.
+Forest* ended_threads_view();
 // Every thread that ever ran (or 1 when threads are joined): the size of
 // thread_profiles' array.
 UInt thread_profile_count();

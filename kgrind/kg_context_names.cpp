@@ -196,15 +196,21 @@ UWord canonical_node_count(const core::Forest& sf)
 // share the first one's name id. Cut chains (k = inf) stay apart.
 void number_contexts(Writer& w, const ThreadProfile* threads, UInt n_threads)
 {
+   // The compact threads' contexts are ended_threads_view's, after the others'.
+   Forest* ended = ended_threads_view();
+   UInt n_views = n_threads + (ended ? 1 : 0);
+   auto view = [&](UInt i) { return i < n_threads ? threads[i].view : ended; };
    UWord total = 0;
-   for (UInt i = 0; i < n_threads; i++) total += canonical_node_count(threads[i].view->sf);
+   for (UInt i = 0; i < n_views; i++)
+      if (view(i)) total += canonical_node_count(view(i)->sf);
    w.slots = (ContextSlot*)kg::alloc((total + 1) * sizeof(ContextSlot));
    ContextTable table;
    table.init(total);
    UInt next_name = 0;
    w.n_slots = 0;
-   for (UInt i = 0; i < n_threads; i++) {
-      core::visit_preorder(threads[i].view->sf, [&](const core::VisitInfo& v) {
+   for (UInt i = 0; i < n_views; i++) {
+      if (!view(i)) continue;
+      core::visit_preorder(view(i)->sf, [&](const core::VisitInfo& v) {
          if (v.cleared) return;
          tl_assert(w.n_slots < total);
          ContextSlot& s = w.slots[w.n_slots];

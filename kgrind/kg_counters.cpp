@@ -2,6 +2,7 @@
 #include "kg_hotpath.h"
 #include "kg_array_ops.h"
 #include "kg_counter_store.h"
+#include "kg_debuginfo.h"
 #include "kg_runtime.h"
 
 namespace kg {
@@ -136,6 +137,46 @@ static void zero_counter_arrays()
 {
    for (UWord c = 0; c < n_array_contexts; c++)
       VG_(memset)(counter_array(array_contexts[c]), 0, array_capacity(array_contexts[c]) * sizeof(ULong));
+}
+
+void move_context_counters(ForestNode* from, ForestNode* into)
+{
+   if (const ContextBlocks* c = block_counters.table_of(from)) {
+      for (UInt i = 0; i < c->cap; i++) {
+         CountersRef ref = c->slots[i];
+         if (!ref) continue;
+         BlockInfo* blk = block_with_id(ref_block_id(ref));
+         UInt n = counter_count(blk);
+         const ULong* src = counter_store.at(ref_offset(ref));
+         ULong* dst = block_counters.get(into, blk, n);
+         for (UInt j = 0; j < n; j++) dst[j] += src[j];
+      }
+   }
+   ULong* arr = counter_arrays_on() ? counter_array(from) : nullptr;
+   if (!arr) return;
+   UInt cap = array_capacity(from);
+   if (!counter_array(into)) {   // the array itself moves
+      *counter_array_word(into) = arr;
+      *array_limit_word(into) = *array_limit_word(from);
+      remember_array_context(into);
+   } else {
+      ULong* dst = array_capacity(into) < cap ? grow_counter_array(into, function_by_id(into->label - 1), cap)
+                                               : counter_array(into);
+      for (UInt j = 0; j < cap; j++) dst[j] += arr[j];
+      free_counter_array(arr, cap);
+   }
+   *counter_array_word(from) = nullptr;
+   *array_limit_word(from) = 0;
+}
+
+void forget_counters_of(Bool (*gone)(const ForestNode* ctx, void* arg), void* arg)
+{
+   block_counters.forget_contexts([&](const ForestNode* ctx) { return gone(ctx, arg); });
+   UWord kept = 0;
+   for (UWord c = 0; c < n_array_contexts; c++)
+      if (!gone(array_contexts[c], arg)) array_contexts[kept++] = array_contexts[c];
+   n_array_contexts = kept;
+   forget_cached_counters();
 }
 
 void reset_counters()

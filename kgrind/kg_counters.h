@@ -60,6 +60,14 @@ void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk);
 // block finds its counters again (counting switched on or off).
 void forget_cached_counters();
 
+// Threads that ended (activity/ended_threads.cpp): ctx's counters, its
+// table's and its counter array's, added into into's (the array itself
+// moves when into has none); then, for the contexts for which gone(ctx,
+// arg) holds, whose nodes are about to be freed, their tables and counters
+// given back, their arrays forgotten, and every block's cached counters.
+void move_context_counters(ForestNode* from, ForestNode* into);
+void forget_counters_of(Bool (*gone)(const ForestNode* ctx, void* arg), void* arg);
+
 // After fork, in the child: every block counter back to zero.
 void reset_counters();
 

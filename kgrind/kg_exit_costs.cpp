@@ -408,6 +408,44 @@ UWord ExitCosts::costs_of(const ForestNode* ctx, const ContextLineCost** out)
    return n;
 }
 
+namespace {
+ArrayGroups context_ir_groups;   // context_ir's, between context_ir_begin and context_ir_end
+} // namespace
+
+void context_ir_begin() { if (counter_arrays_on()) context_ir_groups.make(); }
+void context_ir_end() { context_ir_groups.release(); }
+
+// Every cost of one (context, block)'s counters, as the exit reads them
+// (count_reached on a copy: the counters go on).
+static ULong block_ir(const BlockInfo* blk, const ULong* counters)
+{
+   UInt n = counter_count(blk);
+   ULong local[64];
+   ULong* copy = n <= 64 ? local : (ULong*)kg::alloc(n * sizeof(ULong));
+   VG_(memcpy)(copy, counters, n * sizeof(ULong));
+   CountedBlock e = { blk, copy };
+   count_reached(e);
+   ULong ir = 0;
+   for_each_cost(e, False, [&](SourceLine*, Addr, ULong cost) { ir += cost; });
+   if (copy != local) kg::release(copy);
+   return ir;
+}
+
+ULong context_ir(const ForestNode* ctx)
+{
+   ULong ir = 0;
+   if (const ContextBlocks* c = block_counters.table_of(ctx)) {
+      for (UInt i = 0; i < c->cap; i++)
+         if (c->slots[i]) ir += block_ir(block_with_id(ref_block_id(c->slots[i])), counter_store.at(ref_offset(c->slots[i])));
+   }
+   ULong* arr = counter_arrays_on() ? counter_array((ForestNode*)ctx) : nullptr;
+   if (!arr) return ir;
+   ContextBlocks c = context_ir_groups.describe(ctx, context_ir_groups.refs_held(ctx));
+   for (UInt i = 0; i < c.used; i++)
+      ir += block_ir(block_with_id(ref_block_id(c.slots[i])), counter_store.at(c.base + ref_offset(c.slots[i])));
+   return ir;
+}
+
 void ExitCosts::release()
 {
    array_groups.release();

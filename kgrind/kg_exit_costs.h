@@ -76,4 +76,11 @@ private:
    UWord n_event_nodes_;
 };
 
+// A context's exclusive Ir so far, from its counters (function mode, per
+// line): for the records of threads that ended (activity/ended_threads.cpp),
+// between context_ir_begin and context_ir_end.
+void context_ir_begin();
+ULong context_ir(const ForestNode* ctx);
+void context_ir_end();
+
 } // namespace kg

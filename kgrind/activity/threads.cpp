@@ -159,8 +159,9 @@ void thread_exits(ThreadId tid)
    // The tid will be reused by a new thread, which gets its own state.
    current->saved = *kg_now;
    by_tid[tid] = nullptr;
-   release_ended_thread(current);
+   ThreadState* t = current;
    current = nullptr;
+   end_thread(t);
 }
 
 // A thread that registers the stack it runs on (its own, or a coroutine's
@@ -256,6 +257,7 @@ static void forget_other_threads(ThreadId tid)
       if (by_tid[i] != current) by_tid[i] = nullptr;
    current->next = nullptr;
    all_threads = current;
+   forget_ended_threads();
 }
 
 void fork_child(ThreadId tid)
