@@ -25,7 +25,7 @@ def run(suite, counts, run_measured):
     res = {'counts': counts, 'runs': {}, 'annotate': None}
     for n in counts:
         out = suite.keep / f'churn-{n}.out'
-        cmd = ['valgrind', '--tool=kgrind', f'--kgrind-out-file={out}', str(exe), str(n)]
+        cmd = [suite.valgrind, '--tool=kgrind', f'--kgrind-out-file={out}', str(exe), str(n)]
         wall, cpu, rss, rc = run_measured(cmd, None, suite.logs / f'churn-{n}.stderr', suite.env, suite.work,
                                           suite.args.timeout)
         res['runs'][str(n)] = {'wall': wall, 'cpu': cpu, 'rss_kb': rss, 'rc': rc,
