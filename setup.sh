@@ -6,8 +6,9 @@
 #   ./setup.sh --build    packages + build in ./build (no install)
 #   ./setup.sh --tests    --build, and what the tests and the benchmark suite
 #                         need (used by tests/run)
+#   ./setup.sh --test-deps  only the packages of --tests (no build)
 # Against a Valgrind other than the system's (built from source, say), set
-# KGRIND_VALGRIND=PREFIX (configure --with-valgrind=PREFIX; docs/valgrind-versions.md).
+# KGRIND_VALGRIND=PREFIX (configure --with-valgrind=PREFIX; docs/building.md, "Valgrind versions").
 # Other distributions: install the packages named in the README, then --build.
 # Idempotent: a second run only rebuilds what changed.
 set -euo pipefail
@@ -84,6 +85,7 @@ case "${1:-all}" in
   --deps) install_deps "${packages[@]}" ;;
   --build) install_deps "${packages[@]}"; build ;;
   --tests) install_deps "${packages[@]}" "${test_packages[@]}"; build ;;
+  --test-deps) install_deps "${packages[@]}" "${test_packages[@]}" ;;
   all)
     install_deps "${packages[@]}"
     build
@@ -92,5 +94,5 @@ case "${1:-all}" in
     profile_example
     echo "setup: done. Try: valgrind --tool=kgrind ./your-program"
     ;;
-  *) echo "usage: $0 [--deps|--build|--tests]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--deps|--build|--tests|--test-deps]" >&2; exit 2 ;;
 esac

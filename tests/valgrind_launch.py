@@ -39,6 +39,12 @@ class Valgrind:
         env['VALGRIND_LIB'] = str(self.lib)
         return env
 
+    def configure_args(self):
+        """configure options that build against the same Valgrind (for
+        tests that configure a tree of their own)."""
+        prefix = self.conf.get('VG_PREFIX')
+        return [f'--with-valgrind={prefix}', '--enable-untested-valgrind'] if prefix else []
+
     def series(self):
         """(major, minor) of the Valgrind version, e.g. (3, 19)."""
         parts = self.version.split('.')
