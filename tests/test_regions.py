@@ -16,11 +16,11 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, ROOT
+from conftest import ROOT, VALGRIND
 import callgrind_format
 import ksf_records
 
-INCLUDES = ('-I', str(ROOT / 'include'), '-I', '/usr/include/valgrind')
+INCLUDES = ('-I', str(ROOT / 'include'), '-I', VALGRIND.includedir)
 ANNOTATE = ['perl', str(ROOT / 'perl' / 'kgrind_annotate.pl')]
 CONTROL = ['perl', str(ROOT / 'perl' / 'kgrind_control.pl')]
 
@@ -350,8 +350,8 @@ class WaitingProgram:
     def __init__(self, tools, out, exe=None, args=(), opts=()):
         self.exe = exe or compile_prog(tools, 'roi_wait')
         self.prefix = f'--vgdb-prefix={tools.dir}/vgdb'
-        self.proc = subprocess.Popen([str(BUILD / 'kgrind' / 'vg-in-place'), '--tool=kgrind', self.prefix, *opts,
-                                      f'--kgrind-out-file={out}', str(self.exe), *args], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen(VALGRIND.argv('kgrind', self.prefix, *opts, f'--kgrind-out-file={out}', self.exe, *args),
+                                     env=VALGRIND.env(), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tools.dir)
         self.pid = str(self.proc.pid)
         assert read_line(self.proc.stdout, 120) == 'ready\n'
