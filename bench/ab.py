@@ -89,10 +89,10 @@ def run_one(build, config, work, workload, scale, outdir):
     if not (AB / build).is_dir() and build != 'none':
         raise SystemExit(f'no build {build} in {AB}: bench/ab.py snapshot {build}')
     if build == 'none':
-        cmd = ['valgrind', '--tool=none'] + argv
+        cmd = [suite.VALGRIND, '--tool=none'] + argv
     else:
         env['VALGRIND_LIB'] = str(AB / build)
-        cmd = ['valgrind', '--tool=kgrind', f'--kgrind-out-file={outdir}/out'] + CONFIGS[config] + argv
+        cmd = [suite.VALGRIND, '--tool=kgrind', f'--kgrind-out-file={outdir}/out'] + CONFIGS[config] + argv
     with open(stdin or os.devnull, 'rb') as fin:
         p = subprocess.Popen(cmd, stdin=fin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         err = p.stderr.read()   # before waiting: a full pipe would block the child

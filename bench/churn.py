@@ -28,7 +28,7 @@ def run_variant(suite, exe, counts, run_measured, name, extra):
     res = {'runs': {}, 'annotate': None}
     for n in counts:
         out = suite.keep / f'{name}-{n}.out'
-        cmd = ['valgrind', '--tool=kgrind', f'--kgrind-out-file={out}', str(exe), str(n), *extra]
+        cmd = [suite.valgrind, '--tool=kgrind', f'--kgrind-out-file={out}', str(exe), str(n), *extra]
         wall, cpu, rss, rc = run_measured(cmd, None, suite.logs / f'{name}-{n}.stderr', suite.env, suite.work,
                                           suite.args.timeout)
         res['runs'][str(n)] = {'wall': wall, 'cpu': cpu, 'rss_kb': rss, 'rc': rc,

@@ -166,7 +166,9 @@ void write_context(Writer& w, const ForestNode* n)
    write_context_ref(w, "fn", n);
    w.last_line_known = False;
    UInt current = home;
-   UWord j = w.instr ? first_jump(w, n) : 0;
+   // The jumps from each cost's instruction, or line (positions: line;
+   // both sorted alike: order_jumps_by_line).
+   UWord j = first_jump(w, n);
    for (UWord c = 0; c < n_costs; c++) {
       const ContextLineCost& cost = costs[c];
       write_file_switch(w, &current, cost.line->file, home);
@@ -174,8 +176,14 @@ void write_context(Writer& w, const ForestNode* n)
       w.out.printf(" %llu", cost.ir);
       if (w.n_events) write_event_costs(w.out, w.costs.events_of(c), w.n_events);
       w.out.put_char('\n');
-      for (; j < w.n_jumps && w.jumps[j].ctx == n && w.jumps[j].from <= cost.addr; j++)
-         if (w.jumps[j].from == cost.addr) write_jump(w, w.jumps[j], current);
+      auto before = [&](const ContextJump& x) {
+         return w.instr ? x.from < cost.addr : compare_lines((UWord)x.from_line, (UWord)cost.line) < 0;
+      };
+      auto at = [&](const ContextJump& x) {
+         return w.instr ? x.from == cost.addr : compare_lines((UWord)x.from_line, (UWord)cost.line) == 0;
+      };
+      for (; j < w.n_jumps && w.jumps[j].ctx == n && before(w.jumps[j]); j++) {}
+      for (; j < w.n_jumps && w.jumps[j].ctx == n && at(w.jumps[j]); j++) write_jump(w, w.jumps[j], current);
    }
    write_calls(w, n, &current, home, has_costs);
    // After fi=/fe= lines the next context states its file again. No blank

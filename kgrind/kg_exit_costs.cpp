@@ -188,9 +188,10 @@ CountedBlock ExitCosts::entry(const ContextBlocks& c, UInt i) const
    return { block_with_id(ref_block_id(ref)), copied_counters_ ? copied_counters_ + offset : counter_store.at(offset) };
 }
 
-void ExitCosts::take(Bool per_instruction)
+void ExitCosts::take(Bool per_instruction, Bool by_line)
 {
    per_instruction_ = per_instruction;
+   by_line_ = by_line;
    UWord n_tables;
    ContextBlocks** tables = block_counters.take_contexts(&n_tables);
    // The arrays' groups after the tables'.
@@ -203,9 +204,10 @@ void ExitCosts::take(Bool per_instruction)
    for_each_entry([](const CountedBlock& e) { count_reached(e); });
 }
 
-void ExitCosts::snapshot(Bool per_instruction)
+void ExitCosts::snapshot(Bool per_instruction, Bool by_line)
 {
    per_instruction_ = per_instruction;
+   by_line_ = by_line;
    UWord n_groups = 0, n = 0, n_counters = 0;
    block_counters.for_each([&](const ContextBlocks*, CountersRef ref) {
       n++;
@@ -383,12 +385,13 @@ UWord ExitCosts::costs_of(const ForestNode* ctx, const ContextLineCost** out)
       ContextBlocks c = blocks(g);
       for (UInt i = 0; i < c.used; i++) {
          for_each_cost(entry(c, i), per_instruction_, [&](SourceLine* line, Addr addr, ULong ir) {
-            scratch_[m++] = { (ForestNode*)ctx, line, addr, ir };
+            scratch_[m++] = { (ForestNode*)ctx, line, by_line_ ? (Addr)0 : addr, ir };
          });
       }
    }
    *out = scratch_;
-   UWord n = sort_and_fold(scratch_, m, per_instruction_ ? compare_instr_costs : compare_context_costs, add_ir);
+   Bool by_instr = per_instruction_ && !by_line_;
+   UWord n = sort_and_fold(scratch_, m, by_instr ? compare_instr_costs : compare_context_costs, add_ir);
    if (!n_events_) return n;
    // Each event to its line's folded cost (per line: --dump-instr has no
    // events). Every line with events ran, so has Ir, unless its

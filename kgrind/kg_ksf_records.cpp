@@ -496,6 +496,8 @@ void put_context_label(const ForestNode* n, void* arg)
 // k-SF need not know it.
 void write_context_id(UWord id, UInt thread, const ForestNode* node, void* arg)
 {
+   const Writer& w = *(const Writer*)arg;
+   if (w.only_thread && thread != w.only_thread) return;   // another thread's file has it
    FileWriter& out = ((Writer*)arg)->out;
    out.printf("# kgrind-context %lu ", id);
    if (thread) out.printf("%u", thread);

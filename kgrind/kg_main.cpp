@@ -2,6 +2,7 @@
 // Start-up, the core's callbacks, and the end of the run.
 #include "kg_valgrind.h"
 #include "kg_activity.h"
+#include "kg_callgrind_options.h"
 #include "kg_blocks.h"
 #include "kg_debuginfo.h"
 #include "kg_dumps.h"
@@ -154,10 +155,11 @@ void fini(Int exit_code)
 }
 
 // The tool's options: the region options (kg_regions.h), then the others
-// (kg_options.h).
+// (kg_options.h); callgrind's that kgrind does not take stop with what
+// kgrind does instead (kg_callgrind_options.h).
 Bool process_tool_option(const HChar* arg)
 {
-   return process_region_option(arg) || process_option(arg);
+   return process_region_option(arg) || process_option(arg) || refuse_callgrind_option(arg);
 }
 
 void print_tool_usage()

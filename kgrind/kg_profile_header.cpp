@@ -65,6 +65,8 @@ void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_t
 {
    FileWriter& out = w.out;
    write_identity(out);
+   // A thread's own file (--separate-threads), as callgrind names its part.
+   if (w.only_thread) out.printf("part: 1\nthread: %u\n", w.only_thread);
    out.put("\ndesc: Tool: kgrind, a k-calling-context profiler\n");
    out.put("desc: k: ");
    write_k(out, clo.k);

@@ -153,4 +153,11 @@ ULong ir_elapsed()
 // The Ir counted of thread t.
 static ULong counted_ir(ThreadState* t) { return now_of(t).ir - t->ir_uncounted; }
 
+ULong ir_counted()
+{
+   ULong ir = 0;
+   for (ThreadState* t = all_threads; t; t = t->next) ir += counted_ir(t);
+   return ir;
+}
+
 } // namespace kg

@@ -226,7 +226,7 @@ extern "C" void VG_REGPARM(1) kg_jump_into(FnInfo* fn)
 // The instructions of a superblock with one flush point.
 static UWord block_instructions(const BlockInfo* blk)
 {
-   if (clo.dump_instr) return blk->n_instrs;   // per-instruction positions
+   if (clo.count_instr) return blk->n_instrs;   // per-instruction counters
    UWord n = 0;
    for (UInt i = 0; i < blk->n_runs; i++) n += blk->runs()[i].n;
    return n;

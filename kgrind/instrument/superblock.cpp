@@ -68,7 +68,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    Bool may_call_stub = stub || ends_in_indirect_call(sb_in);
    UInt stub_slot = 0;
    Bool blocks = block_mode();
-   Bool per_instruction = clo.dump_instr;   // the block modes: always
+   Bool per_instruction = clo.count_instr;   // the block modes: always
    // --inline-frames: each instruction's inline chain; a flush point at
    // each change of chain, whose runs count in their levels' contexts.
    static UInt chain_of[4096];

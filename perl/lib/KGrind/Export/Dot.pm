@@ -15,7 +15,7 @@ no warnings 'portable';    # 64-bit vec on packed columns
 use KGrind::Labels;
 use KGrind::Forest;
 use KGrind::Model;
-use KGrind::Names qw(display_name);
+use KGrind::Names qw(display_name short_name);
 use KGrind::Format qw(commify utf8_clean dq);
 use KGrind::Output;
 
@@ -132,9 +132,14 @@ sub call_edges {
     my ($S, $threads) = @_;
     return cct_edges($threads) if $S->{kk} == $INF;
     my $n = $S->{kk} + 1;
-    my $path = sub { my @p = reverse split /'/, $_[0]; @p > $n ? [@p[-$n .. -1]] : \@p };
     my %sum;
     for my $P (@{$S->{P}}) {
+        my $full = full_caller_names($P->{calls} // {});
+        my $path = sub {
+            my ($head, @callers) = split /'/, $_[0];
+            my @p = reverse $head, map { $full->{$_} // $_ } @callers;
+            @p > $n ? [@p[-$n .. -1]] : \@p;
+        };
         while (my ($k, $v) = each %{$P->{calls} // {}}) {
             my ($from, $to) = map { $path->($_) } split /\0/, $k;
             my $e = $sum{join("\0", @$from) . "\0\0" . join("\0", @$to)} //= { from => $from, to => $to,
@@ -144,6 +149,20 @@ sub call_edges {
         }
     }
     return [map { $sum{$_} } sort keys %sum];
+}
+
+# The body names a context's callers short where no other function of the
+# body has that short name (docs/output-format.md): short name -> the full
+# name, from the functions the body's contexts start with (every caller is
+# one: its own context calls).
+sub full_caller_names {
+    my ($calls) = @_;
+    my (%heads, %by_short, %full);
+    for my $pair (keys %$calls) { $heads{(split /'/, $_)[0]} = 1 for split /\0/, $pair }
+    push @{$by_short{short_name($_)}}, $_ for keys %heads;
+    for my $s (keys %by_short) { $full{$s} = $by_short{$s}[0] if @{$by_short{$s}} == 1 }
+    $full{$_} = $_ for keys %heads;    # full names stand for themselves
+    return \%full;
 }
 
 sub cct_edges {
