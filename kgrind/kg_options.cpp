@@ -18,8 +18,8 @@ Options clo = {
    False,
    False,
    False,
-   True,
    False,
+   True,    // inline_frames
    False,
    False,
    False,
