@@ -229,11 +229,11 @@ def test_go_tool_pprof_equals_json(annotate, tmp_path, twice_profile, k):
     want = expected_stacks(d)
     path = pprof_file(tmp_path, prof)
     assert parse_raw(go_pprof(path, '-raw'), str(d['threads'][0]['tid'])) == want
-    # -traces lists the samples with Ir (the default sample type)
+    # -traces lists every sample with its Ir (the default sample type),
+    # 0 too (an inlined level whose code all lies in deeper levels)
     traces = collections.Counter()
     for (_t, stack, _calls, ir), n in want.items():
-        if ir:
-            traces[(stack, ir)] += n
+        traces[(stack, ir)] += n
     assert parse_traces(go_pprof(path, '-traces')) == traces
     # -top: a function's flat Ir is that of the contexts it is the last of;
     # cum, that of the stacks holding it
