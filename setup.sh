@@ -6,6 +6,10 @@
 #   ./setup.sh --build    packages + build in ./build (no install)
 #   ./setup.sh --tests    --build, and what the tests and the benchmark suite
 #                         need (used by tests/run)
+#   ./setup.sh --test-deps  only the packages of --tests (no build)
+# Against a Valgrind other than the system's (built from source, say), set
+# KGRIND_VALGRIND=PREFIX (configure --with-valgrind=PREFIX; docs/building.md, "Valgrind versions").
+# Other distributions: install the packages named in the README, then --build.
 # Idempotent: a second run only rebuilds what changed.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -19,6 +23,18 @@ test_packages=(python3 python3-pytest python3-pytest-xdist python3-jsonschema li
           bzip2 sqlite3 time python3-matplotlib)   # the benchmark suite (bench/)
 
 install_deps() {
+  if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
+    # not Debian or Ubuntu: check the commands only (README: package names)
+    local cmd absent=()
+    for cmd in autoreconf make pkg-config g++ gcc perl; do command -v "$cmd" >/dev/null || absent+=("$cmd"); done
+    if [ ${#absent[@]} -gt 0 ]; then
+      echo "setup: missing ${absent[*]}: this system has no apt; install them and Valgrind's development files" >&2
+      echo "  Fedora: sudo dnf install valgrind valgrind-devel autoconf automake make pkgconf-pkg-config gcc-c++ perl" >&2
+      echo "  Arch:   sudo pacman -S valgrind autoconf automake make pkgconf gcc perl" >&2
+      exit 1
+    fi
+    return 0
+  fi
   local missing=()
   for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -37,9 +53,13 @@ build() {
     autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
   fi
   mkdir -p build
-  if [ ! -f build/Makefile ] || [ configure -nt build/config.status ]; then
-    echo "setup: configure"
-    (cd build && ../configure -q)
+  local flags=()
+  [ -z "${KGRIND_VALGRIND:-}" ] || flags+=("--with-valgrind=$KGRIND_VALGRIND")
+  if [ ! -f build/Makefile ] || [ configure -nt build/config.status ] ||
+     [ "${flags[*]:-}" != "$(cat build/.setup-flags 2>/dev/null)" ]; then
+    echo "setup: configure ${flags[*]:-}"
+    (cd build && ../configure -q "${flags[@]}")
+    echo "${flags[*]:-}" > build/.setup-flags
   fi
   echo "setup: make"
   make -s -C build -j"$(nproc)" >/dev/null
@@ -65,6 +85,7 @@ case "${1:-all}" in
   --deps) install_deps "${packages[@]}" ;;
   --build) install_deps "${packages[@]}"; build ;;
   --tests) install_deps "${packages[@]}" "${test_packages[@]}"; build ;;
+  --test-deps) install_deps "${packages[@]}" "${test_packages[@]}" ;;
   all)
     install_deps "${packages[@]}"
     build
@@ -73,5 +94,5 @@ case "${1:-all}" in
     profile_example
     echo "setup: done. Try: valgrind --tool=kgrind ./your-program"
     ;;
-  *) echo "usage: $0 [--deps|--build|--tests]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--deps|--build|--tests|--test-deps]" >&2; exit 2 ;;
 esac

@@ -33,6 +33,7 @@ CONFIGS = {
     'k1': ['--k=1'], 'k2': ['--k=2'], 'k4': ['--k=4'], 'k8': ['--k=8'], 'kinf': ['--k=inf'],
     'intra-k2': ['--mode=intra', '--k=2'], 'intra-roll': ['--mode=intra', '--roll-loops=yes'],
     'inter-k2': ['--mode=inter', '--k=2'], 'inter-roll': ['--mode=inter', '--roll-loops=yes'],
+    'k2-noinline': ['--k=2', '--inline-frames=no'],
     'k2-instr': ['--k=2', '--dump-instr=yes'], 'k2-jumps': ['--k=2', '--dump-instr=yes', '--collect-jumps=yes'],
 }
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -88,10 +89,10 @@ def run_one(build, config, work, workload, scale, outdir):
     if not (AB / build).is_dir() and build != 'none':
         raise SystemExit(f'no build {build} in {AB}: bench/ab.py snapshot {build}')
     if build == 'none':
-        cmd = ['valgrind', '--tool=none'] + argv
+        cmd = [suite.VALGRIND, '--tool=none'] + argv
     else:
         env['VALGRIND_LIB'] = str(AB / build)
-        cmd = ['valgrind', '--tool=kgrind', f'--kgrind-out-file={outdir}/out'] + CONFIGS[config] + argv
+        cmd = [suite.VALGRIND, '--tool=kgrind', f'--kgrind-out-file={outdir}/out'] + CONFIGS[config] + argv
     with open(stdin or os.devnull, 'rb') as fin:
         p = subprocess.Popen(cmd, stdin=fin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         err = p.stderr.read()   # before waiting: a full pipe would block the child

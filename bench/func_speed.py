@@ -17,6 +17,10 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / 'tests'))
+import valgrind_launch  # noqa: E402
+
+VALGRIND = valgrind_launch.Valgrind(ROOT / 'build').launcher
 LIB = ROOT / 'build' / 'kgrind' / '.in_place'
 
 CONFIGS = [
@@ -64,7 +68,7 @@ def main():
     for run in range(args.runs):
         for wname, cmd, stdin in workloads:
             for cname, opts in CONFIGS:
-                full = cmd if opts is None else ['valgrind'] + [o.format(out=work / 'prof.out') for o in opts] + cmd
+                full = cmd if opts is None else [VALGRIND] + [o.format(out=work / 'prof.out') for o in opts] + cmd
                 t, rss = timed(full, stdin)
                 results.setdefault((wname, cname), []).append(t)
     print(f'| workload | config | median s | × none | × callgrind sc=2 |')

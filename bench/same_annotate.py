@@ -24,6 +24,10 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / 'tests'))
+import valgrind_launch  # noqa: E402
+
+VALGRIND = valgrind_launch.Valgrind(ROOT / 'build')
 PROGS = ROOT / 'tests' / 'progs'
 WORKLOADS = ROOT / 'bench' / 'workloads'
 
@@ -50,13 +54,13 @@ BLOCK_PROGRAMS = ('prog4.c', 'loops.c', 'prog1.c', 'threads.c')
 
 def compile_prog(src, out):
     compiler = 'g++' if src.suffix == '.cpp' else 'gcc'
-    subprocess.run([compiler, '-g', '-O1', f'-I{ROOT / "include"}', '-I/usr/include/valgrind', str(src), '-o', str(out), '-pthread'],
+    subprocess.run([compiler, '-g', '-O1', f'-I{ROOT / "include"}', f'-I{VALGRIND.includedir}', str(src), '-o', str(out), '-pthread'],
                    check=True, capture_output=True)
 
 
 def kgrind(lib, exe, opts, outfile, cwd, args=()):
     env = dict(os.environ, VALGRIND_LIB=lib)
-    subprocess.run(['nice', 'valgrind', '--tool=kgrind', f'--kgrind-out-file={outfile}', *opts, str(exe), *args],
+    subprocess.run(['nice', VALGRIND.launcher, '--tool=kgrind', f'--kgrind-out-file={outfile}', *opts, str(exe), *args],
                    cwd=cwd, env=env, capture_output=True, timeout=600)
 
 

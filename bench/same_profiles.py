@@ -124,7 +124,7 @@ def main():
     after = pathlib.Path(args.after) if args.after else ROOT / 'build' / 'kgrind' / '.in_place'
     results, suite_rc = [], 0
     if not args.suite_only:
-        builds = profile_identity.Builds(before, after, tmp / 'libs')
+        builds = profile_identity.Builds(before, after, tmp / 'libs', launcher=suite.VALGRIND)
         results += run_workloads(builds, tmp, QUICK if args.quick else list(CONFIGS))
     if not args.workloads_only:
         suite_rc, suite_results = run_suite(before, args.after, tmp, args.tests, pytest_args)

@@ -43,6 +43,9 @@ Steps:
     simulation, and --collect-data=yes, on the suite's workloads, with peak
     RSS (bench/events_phase.py);
  9. report.md (Markdown tables, targets), results.json, charts/*.png.
+    side, and kgrind_annotate's default report on the larger profile; the
+    same with threads doing different work (bench/churn.py);
+ 8. report.md (Markdown tables, targets), results.json, charts/*.png.
 
 Ratios (x none, x callgrind --separate-callers=2) are computed per round from
 the same round's runs, then the median over rounds is shown.
@@ -67,10 +70,15 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'bench'))
+sys.path.insert(0, str(ROOT / 'tests'))
 import churn  # noqa: E402  (the thread-churn phase)
 import events_phase  # noqa: E402  (the events phase)
+import valgrind_launch  # noqa: E402
 WORKLOADS_DIR = ROOT / 'bench' / 'workloads'
 BUILD = pathlib.Path(os.environ.get('KGRIND_BUILD', ROOT / 'build'))
+# the launcher of the Valgrind the build is made for (build/valgrind.conf):
+# every tool of a comparison runs through it
+VALGRIND = valgrind_launch.Valgrind(BUILD).launcher
 
 # ---------------------------------------------------------------------------
 # Configurations.  {out} is the output file of the run.
@@ -437,6 +445,7 @@ class Suite:
         self.lib = lib
         self.annotate = annotate / 'kgrind_annotate'
         self.env = dict(os.environ, VALGRIND_LIB=str(lib))
+        self.valgrind = VALGRIND
         return digest
 
     def machine(self, digest):
@@ -464,7 +473,7 @@ class Suite:
         return {
             'date': datetime.datetime.now().isoformat(timespec='seconds'),
             'nproc': os.cpu_count(), 'cpu': cpu, 'mem': mem,
-            'valgrind': sh('valgrind', '--version'),
+            'valgrind': sh(VALGRIND, '--version'),
             'kernel': os.uname().release,
             'git': sh('git', 'rev-parse', '--short', 'HEAD') + (' (kgrind/ modified)' if dirty else ''),
             'tool_sha256': digest,
@@ -486,7 +495,7 @@ class Suite:
         if opts is None:
             cmd = argv
         else:
-            cmd = ['valgrind'] + [o.format(out=outfile) for o in opts] + argv
+            cmd = [VALGRIND] + [o.format(out=outfile) for o in opts] + argv
         elapsed, cpu, rss, rc = run_measured(cmd, stdin, self.logs / f'{tag}.stderr', self.env, self.work,
                                              self.args.timeout)
         rec = {'phase': phase, 'workload': workload, 'config': config, 'scale': scale,

@@ -37,12 +37,21 @@ extern FramesWatch kg_frames_watch;
 // End of run: closes every open activation of every thread.
 void finish_all_threads();
 
+struct EndedThread;   // a thread that ended, compact (activity/ended_threads.cpp)
 struct ThreadProfile {
    ThreadId tid;
-   Forest* forest;      // the k-SF
-   Forest* view;        // the body's contexts (the k-SF without --view-k)
+   Forest* forest;      // the k-SF (null for a compact thread: thread_forest)
+   Forest* view;        // the body's contexts (the k-SF without --view-k; null
+                        // for a compact thread: ended_threads_view)
    ULong ir;
+   const EndedThread* ended;   // the thread's compact record, or null
 };
+// A thread's k-SF: its forest, or a compact thread's decoded (valid until
+// another compact thread's is asked for).
+const core::Forest& thread_forest(const ThreadProfile& t);
+// The body's contexts of every compact thread (their counters' and call
+// edges' nodes), or null.
+Forest* ended_threads_view();
 // Every thread that ever ran (or 1 when threads are joined): the size of
 // thread_profiles' array.
 UInt thread_profile_count();
@@ -74,6 +83,8 @@ void pause_counting();
 void resume_counting();
 // The Ir the process ran so far, counted or not.
 ULong ir_elapsed();
+// The Ir counted since the last zeroing, every thread's (ended ones' too).
+ULong ir_counted();
 // Context ids (activity/context_ids.cpp).
 // An id of thread tid's current k-context, stable in the run (1, 2, ...).
 UWord current_context_id(ThreadId tid);
@@ -83,6 +94,11 @@ void for_each_context_id(void (*f)(UWord id, UInt thread, const ForestNode* node
 // Every running thread: its current context and shadow stack depth.
 void for_each_live_thread(void (*f)(UInt thread, ThreadId tid, const ForestNode* ctx, UInt depth, void* arg),
                           void* arg);
+// Every running thread: its Ir counted since the last zeroing, and the
+// contexts of its running stack's frames, innermost first (frames[0] is
+// the current context; depth of them, a buffer valid during the call).
+void for_each_live_stack(void (*f)(UInt thread, ThreadId tid, ULong counted_ir, const ForestNode* const* frames,
+                                   UInt depth, void* arg), void* arg);
 
 // Block modes (activity/block_modes.cpp): every block forest, oldest thread first, then by function id.
 struct BlockForest;

@@ -76,8 +76,8 @@ BlockInfo* position_block(Addr at)
    source_loc(at, &loc);
    SourceLine* line = source_line(loc);
    // Per-instruction positions (the block modes: always), or per line.
-   BlockInfo* b = block_info_new(at, 1, &line, clo.dump_instr ? sizeof(InstrPos) + sizeof(FlushPoint) : sizeof(LineRun));
-   if (clo.dump_instr) {
+   BlockInfo* b = block_info_new(at, 1, &line, clo.count_instr ? sizeof(InstrPos) + sizeof(FlushPoint) : sizeof(LineRun));
+   if (clo.count_instr) {
       b->n_instrs = 1;
       *b->instrs() = { at, line, 0, 0, False };
       *b->points() = { 0, 0 };

@@ -23,7 +23,7 @@ CallEdge* call_edge(ForestNode* caller, ForestNode* callee, Addr call_site)
    }
    for (CallEdge* e = first; e; e = e->next_site)
       if (e->call_site == call_site) return e;
-   CallEdge* e = (CallEdge*)alloc_permanent(sizeof(CallEdge));
+   CallEdge* e = PairMap<CallEdge>::new_entry();
    *e = { caller, callee, call_site, 0, 0, 0, first->next_site };
    first->next_site = e;
    return e;
@@ -120,6 +120,32 @@ UWord collect_call_edges(Bool at_exit, CallEdge*** out, CallEdge** copies)
    *out = all;
    *copies = copy;
    return merge_call_edges(all, n);
+}
+
+void move_call_edges(ForestNode* (*moved)(const void* node, void* arg), void* arg)
+{
+   UWord n = 0;
+   call_edges.for_each([&](CallEdge* first) { n += moved(first->a, arg) || moved(first->b, arg); });
+   if (!n) return;
+   CallEdge** chains = (CallEdge**)kg::alloc(n * sizeof(CallEdge*));
+   UWord m = 0;
+   call_edges.for_each([&](CallEdge* first) {
+      if (moved(first->a, arg) || moved(first->b, arg)) chains[m++] = first;
+   });
+   call_edges.remove_if([&](CallEdge* first) { return moved(first->a, arg) || moved(first->b, arg); });
+   for (UWord i = 0; i < m; i++) {
+      for (CallEdge* e = chains[i], *next; e; e = next) {
+         next = e->next_site;
+         ForestNode* a = moved(e->a, arg);
+         ForestNode* b = moved(e->b, arg);
+         CallEdge* into = call_edge(a ? a : (ForestNode*)e->a, b ? b : (ForestNode*)e->b, e->call_site);
+         into->calls += e->calls;
+         into->incl += e->incl;
+         if (!into->target) into->target = e->target;
+         PairMap<CallEdge>::recycle(e);
+      }
+   }
+   kg::release(chains);
 }
 
 void reset_call_edges()

@@ -27,6 +27,11 @@ UWord collect_call_edges(Bool at_exit, CallEdge*** out, CallEdge** copies);
 // into the first.
 UWord merge_call_edges(CallEdge** all, UWord n);
 
+// Every edge whose caller or callee moved (moved(node, arg): the node it
+// moved to, or null) added into the edge of the nodes they moved to, at the
+// same site, and given back.
+void move_call_edges(ForestNode* (*moved)(const void* node, void* arg), void* arg);
+
 // After fork, in the child: every edge's counts back to zero.
 void reset_call_edges();
 

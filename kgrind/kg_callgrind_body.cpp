@@ -1,6 +1,7 @@
 #include "kg_callgrind_body.h"
 #include "kg_context_names.h"
 #include "kg_events.h"
+#include "kg_inline_chains.h"
 #include "kg_runtime.h"
 
 namespace kg {
@@ -85,7 +86,16 @@ void write_calls(Writer& w, const ForestNode* caller, UInt* current_file, UInt h
    for (UWord e = first_edge(w, caller); e < w.n_edges && w.edges[e]->a == caller; e++) {
       const CallEdge* edge = w.edges[e];
       SourceLoc site = { nullptr, 0, 0 };
-      if (edge->call_site) source_loc(edge->call_site, &site);
+      Addr site_addr = edge->call_site;
+      if (is_inline_site(site_addr)) {
+         // An inlined level's: the line its caller's source calls it at,
+         // at the instruction where it was first entered.
+         const InlineChain& c = inline_chain(site_chain(site_addr));
+         site = { c.fn, c.call_file, c.call_line, nullptr };
+         site_addr = edge->target;
+      } else if (site_addr) {
+         source_loc(site_addr, &site);
+      }
       write_file_switch(w, current_file, site.fn ? site.file : home, home);
       const ForestNode* callee = (const ForestNode*)edge->b;
       // Readers take the object and file in force (fi= included) when cob=
@@ -106,7 +116,7 @@ void write_calls(Writer& w, const ForestNode* caller, UInt* current_file, UInt h
       w.out.printf("calls=%llu ", edge->calls);
       write_position(w, edge->target, target.line);
       w.out.put_char('\n');
-      write_cost_position(w, edge->call_site, site.line);
+      write_cost_position(w, site_addr, site.line);
       w.out.printf(" %llu\n", edge->incl);
    }
 }
@@ -156,7 +166,9 @@ void write_context(Writer& w, const ForestNode* n)
    write_context_ref(w, "fn", n);
    w.last_line_known = False;
    UInt current = home;
-   UWord j = w.instr ? first_jump(w, n) : 0;
+   // The jumps from each cost's instruction, or line (positions: line;
+   // both sorted alike: order_jumps_by_line).
+   UWord j = first_jump(w, n);
    for (UWord c = 0; c < n_costs; c++) {
       const ContextLineCost& cost = costs[c];
       write_file_switch(w, &current, cost.line->file, home);
@@ -164,8 +176,14 @@ void write_context(Writer& w, const ForestNode* n)
       w.out.printf(" %llu", cost.ir);
       if (w.n_events) write_event_costs(w.out, w.costs.events_of(c), w.n_events);
       w.out.put_char('\n');
-      for (; j < w.n_jumps && w.jumps[j].ctx == n && w.jumps[j].from <= cost.addr; j++)
-         if (w.jumps[j].from == cost.addr) write_jump(w, w.jumps[j], current);
+      auto before = [&](const ContextJump& x) {
+         return w.instr ? x.from < cost.addr : compare_lines((UWord)x.from_line, (UWord)cost.line) < 0;
+      };
+      auto at = [&](const ContextJump& x) {
+         return w.instr ? x.from == cost.addr : compare_lines((UWord)x.from_line, (UWord)cost.line) == 0;
+      };
+      for (; j < w.n_jumps && w.jumps[j].ctx == n && before(w.jumps[j]); j++) {}
+      for (; j < w.n_jumps && w.jumps[j].ctx == n && at(w.jumps[j]); j++) write_jump(w, w.jumps[j], current);
    }
    write_calls(w, n, &current, home, has_costs);
    // After fi=/fe= lines the next context states its file again. No blank

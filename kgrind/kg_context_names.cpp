@@ -3,6 +3,7 @@
 #include "kg_display_names.h"
 #include "kg_options.h"
 #include "kg_runtime.h"
+#include "kg_short_names.h"
 
 namespace kg {
 
@@ -56,6 +57,8 @@ UInt context_chain(const ForestNode* n, UInt* labels, Bool* cut)
    return *cut ? kMaxNamedCallers + 1 : count;
 }
 
+// The function's full name, then its callers' (short where unique:
+// Writer::caller_names), joined by ' as callgrind's --separate-callers.
 void write_context_name(Writer& w, const ForestNode* n, UWord node_id)
 {
    UInt labels[kMaxChain];
@@ -63,7 +66,8 @@ void write_context_name(Writer& w, const ForestNode* n, UWord node_id)
    UInt count = context_chain(n, labels, &cut);
    for (UInt i = 0; i < count; i++) {
       if (i) w.out.put_char('\'');
-      w.out.put_escaped(label_name(labels[i]));
+      const HChar* caller = i && labels[i] < w.n_labels ? w.caller_names[labels[i]] : nullptr;
+      w.out.put_escaped(caller ? caller : label_name(labels[i]));
    }
    if (cut) w.out.printf("'...#%lu", node_id);
 }
@@ -192,15 +196,21 @@ UWord canonical_node_count(const core::Forest& sf)
 // share the first one's name id. Cut chains (k = inf) stay apart.
 void number_contexts(Writer& w, const ThreadProfile* threads, UInt n_threads)
 {
+   // The compact threads' contexts are ended_threads_view's, after the others'.
+   Forest* ended = ended_threads_view();
+   UInt n_views = n_threads + (ended ? 1 : 0);
+   auto view = [&](UInt i) { return i < n_threads ? threads[i].view : ended; };
    UWord total = 0;
-   for (UInt i = 0; i < n_threads; i++) total += canonical_node_count(threads[i].view->sf);
+   for (UInt i = 0; i < n_views; i++)
+      if (view(i)) total += canonical_node_count(view(i)->sf);
    w.slots = (ContextSlot*)kg::alloc((total + 1) * sizeof(ContextSlot));
    ContextTable table;
    table.init(total);
    UInt next_name = 0;
    w.n_slots = 0;
-   for (UInt i = 0; i < n_threads; i++) {
-      core::visit_preorder(threads[i].view->sf, [&](const core::VisitInfo& v) {
+   for (UInt i = 0; i < n_views; i++) {
+      if (!view(i)) continue;
+      core::visit_preorder(view(i)->sf, [&](const core::VisitInfo& v) {
          if (v.cleared) return;
          tl_assert(w.n_slots < total);
          ContextSlot& s = w.slots[w.n_slots];
@@ -220,6 +230,65 @@ void number_contexts(Writer& w, const ThreadProfile* threads, UInt n_threads)
    VG_(ssort)(w.slots, w.n_slots, sizeof(ContextSlot), compare_slot_nodes);
 }
 
+namespace {
+
+struct ShortName {
+   const HChar* name;
+   UInt label;
+};
+
+Int compare_short_names(const void* pa, const void* pb)
+{
+   return VG_(strcmp)(((const ShortName*)pa)->name, ((const ShortName*)pb)->name);
+}
+
+} // namespace
+
+// Every function of the body's contexts (the labels of their chains) gets
+// its short name; two functions with the same short name (overloads,
+// namesakes) keep their full names, so that context names stay unique.
+void name_callers(Writer& w)
+{
+   w.n_labels = function_count() + 1;
+   w.caller_names = (HChar**)alloc_zeroed(w.n_labels * sizeof(HChar*));
+   Bool* used = (Bool*)alloc_zeroed(w.n_labels * sizeof(Bool));
+   UInt n_used = 0;
+   for (UWord i = 0; i < w.n_slots; i++) {
+      UInt labels[kMaxChain];
+      Bool cut;
+      UInt count = context_chain(w.slots[i].node, labels, &cut);
+      for (UInt j = 0; j < count; j++)
+         if (labels[j] != kRootLabel && labels[j] < w.n_labels && !used[labels[j]]) {
+            used[labels[j]] = True;
+            n_used++;
+         }
+   }
+   ShortName* names = (ShortName*)kg::alloc((n_used + 1) * sizeof(ShortName));
+   UInt n = 0;
+   for (UInt l = 1; l < w.n_labels; l++)
+      if (used[l]) names[n++] = { short_name(label_name(l)), l };
+   VG_(ssort)(names, n, sizeof(ShortName), compare_short_names);
+   for (UInt i = 0; i < n;) {
+      UInt j = i + 1;
+      while (j < n && VG_STREQ(names[j].name, names[i].name)) j++;
+      for (UInt m = i; m < j; m++) {
+         if (j - i == 1) w.caller_names[names[m].label] = (HChar*)names[m].name;
+         else kg::release((void*)names[m].name);
+      }
+      i = j;
+   }
+   kg::release(names);
+   kg::release(used);
+}
+
+void release_caller_names(Writer& w)
+{
+   for (UInt l = 0; l < w.n_labels; l++) kg::release(w.caller_names[l]);
+   kg::release(w.caller_names);
+   w.caller_names = nullptr;
+   w.n_labels = 0;
+}
+
 // fn= ids by use: a context's name is written once, then its id at its fn=
 // line and at every call into it; the most used get the shortest ids
 // (sqlite3: 2.6 KB). After fold_contexts: the calls are the body's.
@@ -227,7 +296,10 @@ void rank_names_by_use(Writer& w)
 {
    IdUse* use = (IdUse*)kg::alloc((w.n_names + 1) * sizeof(IdUse));
    for (UInt i = 0; i < w.n_names; i++) use[i] = { 1, i };   // its fn= line
-   for (UWord e = 0; e < w.n_edges; e++) use[find_slot(w, (const ForestNode*)w.edges[e]->b)->name_id - 1].uses++;
+   for (UWord e = 0; e < w.n_edges; e++) {
+      const ContextSlot* s = find_slot(w, (const ForestNode*)w.edges[e]->b);
+      if (s) use[s->name_id - 1].uses++;   // else another thread's (--separate-threads)
+   }
    rank_by_use(use, w.n_names, &w.name_rank);
    kg::release(use);
 }

@@ -26,6 +26,11 @@ void rank_by_use(IdUse* use, UInt n, UInt** rank_of);
 void number_contexts(Writer& w, const ThreadProfile* threads, UInt n_threads);
 // Costs, calls and jumps of every node go to its context's first node.
 void fold_contexts(Writer& w);
+// The callers' names in context names (Writer::caller_names): short
+// (kg_short_names.h) where no other function of the body has the same short
+// name. After number_contexts; release_caller_names frees them.
+void name_callers(Writer& w);
+void release_caller_names(Writer& w);
 // fn= ids by use (Writer::name_rank). After fold_contexts.
 void rank_names_by_use(Writer& w);
 

@@ -42,6 +42,13 @@ public:
    UInt add(UInt n)
    {
       tl_assert(n <= kChunkCounters);
+      if (n < kRecycledSizes && free_[n]) {
+         UInt offset = free_[n] - 1;
+         ULong* c = at(offset);
+         free_[n] = (UInt)c[0];
+         VG_(memset)(c, 0, n * sizeof(ULong));
+         return offset;
+      }
       if (n > room_) new_chunk();
       UInt offset = next_;
       next_ += n;
@@ -49,8 +56,18 @@ public:
       return offset;
    }
    ULong* at(UInt offset) const { return chunks_[offset >> kChunkShift] + (offset & (kChunkCounters - 1)); }
+   // n counters at offset that nothing counts into any more (their
+   // context went: a thread that ended), for the next add(n). Runs of
+   // kRecycledSizes counters and more stay where they are.
+   void recycle(UInt offset, UInt n)
+   {
+      if (!n || n >= kRecycledSizes) return;
+      at(offset)[0] = free_[n];
+      free_[n] = offset + 1;
+   }
 
 private:
+   static const UInt kRecycledSizes = 256;
    static const UInt kChunkShift = 13;   // 64 KB chunks, as alloc_permanent's
    static const UInt kChunkCounters = 1u << kChunkShift;
 
@@ -77,6 +94,7 @@ private:
    UWord n_chunks_ = 0;
    UInt next_ = 0;       // offset of the next free counter
    UInt room_ = 0;       // free counters left in the last chunk
+   UInt free_[kRecycledSizes] = {};   // recycled runs by size: offset + 1, linked through their first counter
 };
 extern CounterStore counter_store;
 
@@ -120,6 +138,26 @@ public:
 
    template <typename F> void for_each_context(F f) const { contexts_.for_each(f); }
 
+   // ctx's table, or null.
+   const ContextBlocks* table_of(const ForestNode* ctx) const { return contexts_.find(ctx, nullptr); }
+
+   // Drops the tables of the contexts for which gone(ctx) holds, giving
+   // back their slots and counters (their contexts' nodes are about to be
+   // freed, and new ones may get their addresses).
+   template <typename Gone> void forget_contexts(Gone gone)
+   {
+      VG_(memset)(recent_, 0, sizeof recent_);
+      contexts_.remove_if([&](ContextBlocks* c) {
+         if (!gone((const ForestNode*)c->a)) return False;
+         for (UInt i = 0; i < c->cap; i++)
+            if (c->slots[i]) counter_store.recycle(ref_offset(c->slots[i]), counter_count(block_with_id(ref_block_id(c->slots[i]))));
+         free_slots(c->slots, c->cap);
+         c->slots = (CountersRef*)free_tables_;
+         free_tables_ = c;
+         return True;
+      });
+   }
+
    // Every context's table as an array of *n (the caller releases it), in
    // the index's own memory, each table holding its refs in slots[0, used):
    // at exit, where an array of every pair could set the peak RSS (cc1plus:
@@ -162,7 +200,13 @@ private:
       if (recent && recent->a == ctx) return recent;
       ContextBlocks* c = contexts_.find(ctx, nullptr);
       if (!c) {
-         c = (ContextBlocks*)alloc_permanent(sizeof(ContextBlocks));
+         c = free_tables_;
+         if (c) {
+            free_tables_ = (ContextBlocks*)c->slots;
+            VG_(memset)(c, 0, sizeof(ContextBlocks));
+         } else {
+            c = (ContextBlocks*)alloc_permanent(sizeof(ContextBlocks));
+         }
          c->a = ctx;
          c->cap = kFirstCap;
          c->slots = new_slots(c->cap);
@@ -214,6 +258,7 @@ private:
    static const UInt kRecent = 256;
    ContextBlocks* recent_[kRecent] = {};
    CountersRef* free_[kSizeClasses] = {};
+   ContextBlocks* free_tables_ = nullptr;   // given back (forget_contexts), linked through slots
 };
 extern BlockCountersIndex block_counters;   // probed at every context change of a block
 

@@ -2,6 +2,7 @@
 #include "kg_hotpath.h"
 #include "kg_array_ops.h"
 #include "kg_counter_store.h"
+#include "kg_debuginfo.h"
 #include "kg_runtime.h"
 
 namespace kg {
@@ -10,8 +11,24 @@ CounterStore counter_store;
 BlockCountersIndex block_counters;
 
 static void mark_counter_arrays();
+
+// counters_in's recent answers from the table, valid while the ways are (a
+// generation of forget_cached_counters): a run of inlined levels misses the
+// block's ways by design.
+namespace {
+struct RecentCounters {
+   const ForestNode* ctx;
+   const BlockInfo* blk;
+   ULong* counters;
+   UInt generation;
+};
+const UInt kRecentCounters = 4096;
+RecentCounters recent_counters[kRecentCounters];
+UInt counters_generation = 1;
+} // namespace
 void forget_cached_counters()
 {
+   counters_generation++;   // counters_in's recent answers
    mark_counter_arrays();
    for (UInt id = 1; id <= block_info_count(); id++)
       for (UInt w = 0; w < kCounterWays; w++) block_with_id(id)->ways[w] = { nullptr, nullptr };
@@ -40,6 +57,19 @@ void point_block_at_table(BlockInfo* blk, ForestNode* ctx)
    ULong* counters = block_counters.get(ctx, blk, counter_count(blk));
    blk->ways[1] = blk->ways[0];   // the least recent way makes room
    blk->ways[0] = { ctx, counters };
+}
+
+
+ULong* counters_in(BlockInfo* blk, ForestNode* ctx)
+{
+   // An array moves when it grows: not kept.
+   if (ULong* in_array = array_counters(ctx, blk)) return in_array;
+   if (!kg_counting) return uncounted_counters(counter_count(blk) + 1);
+   RecentCounters& r = recent_counters[((UWord)ctx >> 4 ^ (UWord)blk >> 3) % kRecentCounters];
+   if (r.ctx == ctx && r.blk == blk && r.generation == counters_generation) return r.counters;
+   ULong* counters = block_counters.get(ctx, blk, counter_count(blk));
+   r = { ctx, blk, counters, counters_generation };
+   return counters;
 }
 
 extern "C" void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk)
@@ -136,6 +166,46 @@ static void zero_counter_arrays()
 {
    for (UWord c = 0; c < n_array_contexts; c++)
       VG_(memset)(counter_array(array_contexts[c]), 0, array_capacity(array_contexts[c]) * sizeof(ULong));
+}
+
+void move_context_counters(ForestNode* from, ForestNode* into)
+{
+   if (const ContextBlocks* c = block_counters.table_of(from)) {
+      for (UInt i = 0; i < c->cap; i++) {
+         CountersRef ref = c->slots[i];
+         if (!ref) continue;
+         BlockInfo* blk = block_with_id(ref_block_id(ref));
+         UInt n = counter_count(blk);
+         const ULong* src = counter_store.at(ref_offset(ref));
+         ULong* dst = block_counters.get(into, blk, n);
+         for (UInt j = 0; j < n; j++) dst[j] += src[j];
+      }
+   }
+   ULong* arr = counter_arrays_on() ? counter_array(from) : nullptr;
+   if (!arr) return;
+   UInt cap = array_capacity(from);
+   if (!counter_array(into)) {   // the array itself moves
+      *counter_array_word(into) = arr;
+      *array_limit_word(into) = *array_limit_word(from);
+      remember_array_context(into);
+   } else {
+      ULong* dst = array_capacity(into) < cap ? grow_counter_array(into, function_by_id(into->label - 1), cap)
+                                               : counter_array(into);
+      for (UInt j = 0; j < cap; j++) dst[j] += arr[j];
+      free_counter_array(arr, cap);
+   }
+   *counter_array_word(from) = nullptr;
+   *array_limit_word(from) = 0;
+}
+
+void forget_counters_of(Bool (*gone)(const ForestNode* ctx, void* arg), void* arg)
+{
+   block_counters.forget_contexts([&](const ForestNode* ctx) { return gone(ctx, arg); });
+   UWord kept = 0;
+   for (UWord c = 0; c < n_array_contexts; c++)
+      if (!gone(array_contexts[c], arg)) array_contexts[kept++] = array_contexts[c];
+   n_array_contexts = kept;
+   forget_cached_counters();
 }
 
 void reset_counters()

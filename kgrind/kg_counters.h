@@ -37,6 +37,10 @@ inline UInt array_check_c2(UInt end) { return 256 - end + 1; }
 // nullptr if blk has no offset, ctx is not its function's or counting is off.
 ULong* array_counters(ForestNode* ctx, BlockInfo* blk);
 
+// The counters of (ctx, blk), leaving the block's ways as they are (a run
+// of inlined levels: instrument/inline_runs_ir.cpp).
+ULong* counters_in(BlockInfo* blk, ForestNode* ctx);
+
 // Makes the counters of (ctx, blk) the block's way 0: inline for a hit in
 // way 1 (half of sqlite3's 121 M calls), the table otherwise.
 void point_block_at_table(BlockInfo* blk, ForestNode* ctx);
@@ -59,6 +63,14 @@ void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk);
 // Every block's cached (context -> counters) ways are emptied, so that each
 // block finds its counters again (counting switched on or off).
 void forget_cached_counters();
+
+// Threads that ended (activity/ended_threads.cpp): ctx's counters, its
+// table's and its counter array's, added into into's (the array itself
+// moves when into has none); then, for the contexts for which gone(ctx,
+// arg) holds, whose nodes are about to be freed, their tables and counters
+// given back, their arrays forgotten, and every block's cached counters.
+void move_context_counters(ForestNode* from, ForestNode* into);
+void forget_counters_of(Bool (*gone)(const ForestNode* ctx, void* arg), void* arg);
 
 // After fork, in the child: every block counter back to zero.
 void reset_counters();

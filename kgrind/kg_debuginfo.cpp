@@ -286,8 +286,7 @@ static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool n
    fn->whole = nullptr;
    fn->whole_sought = ~0u;
    if (at && !no_symbol) find_structor_variant(fn->name, entry, fn->structor);
-   fn->traced = block_mode() && clo.n_func_patterns == 0 ? object_is_main(object)
-                                                         : name_is_traced(fn->name);
+   fn->traced = name_is_traced(fn->name, block_mode() ? object_is_main(object) : True);
    VG_(addToXA)(fn_list, &fn);
    VG_(addToFM)(fn_index, (UWord)fn, (UWord)fn);
    return fn;
@@ -309,6 +308,20 @@ FnInfo* function_named_by_address(Addr entry, const FnInfo* like)
    // in every run, whatever the load address); output qualifies it by the
    // object (display_name).
    return intern_function(address_name(entry), like->object, like->file, True, 0, 0, True);
+}
+
+FnInfo* inlined_function(const HChar* name, UInt object, UInt file)
+{
+   static const HChar kSuffix[] = " [inlined]";
+   SizeT n = VG_(strlen)(name);
+   HChar* full = (HChar*)kg::alloc(n + sizeof kSuffix);
+   VG_(memcpy)(full, name, n);
+   VG_(memcpy)(full + n, kSuffix, sizeof kSuffix);
+   // No symbol's entry: the key is (object, 0, name), the suffix keeps it
+   // apart from every real function's.
+   FnInfo* fn = intern_function(full, object, file, False);
+   kg::release(full);
+   return fn;
 }
 
 // n bytes of client code at a can be read.
@@ -353,10 +366,13 @@ Bool is_plt_stub(Addr a)
 
 void warn_unmatched_patterns()
 {
-   const HChar* unmatched[kMaxFuncPatterns];
+   UInt unmatched[kMaxFuncPatterns];
    UInt n = unmatched_patterns(unmatched, kMaxFuncPatterns);
-   for (UInt i = 0; i < n; i++)
-      VG_(umsg)("Warning: --funcs pattern '%s' matched no function that ran\n", unmatched[i]);
+   for (UInt i = 0; i < n; i++) {
+      UInt p = unmatched[i];
+      VG_(umsg)("Warning: %s pattern '%s%s' matched no function that ran\n", clo.func_skipped[p] ? "--fn-skip" : "--funcs",
+                clo.func_excluded[p] && !clo.func_skipped[p] ? "!" : "", clo.func_patterns[p]);
+   }
 }
 
 // Valgrind names several start-up functions "(below main)" (_start,

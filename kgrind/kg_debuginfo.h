@@ -60,6 +60,11 @@ Bool is_function_entry(Addr a);
 // ("0x401136"), in the same object as `like`.
 FnInfo* function_named_by_address(Addr entry, const FnInfo* like);
 
+// The function `name` inlined into code of object `object` (a context level
+// of --inline-frames): one per (object, name), named "name [inlined]", its
+// file the first one given.
+FnInfo* inlined_function(const HChar* name, UInt object, UInt file);
+
 // Code in an object that no symbol covers and that is no PLT stub: a
 // stripped library's static function, .init, .fini.
 Bool is_unnamed_object_code(Addr a);

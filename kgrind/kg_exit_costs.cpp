@@ -188,9 +188,10 @@ CountedBlock ExitCosts::entry(const ContextBlocks& c, UInt i) const
    return { block_with_id(ref_block_id(ref)), copied_counters_ ? copied_counters_ + offset : counter_store.at(offset) };
 }
 
-void ExitCosts::take(Bool per_instruction)
+void ExitCosts::take(Bool per_instruction, Bool by_line)
 {
    per_instruction_ = per_instruction;
+   by_line_ = by_line;
    UWord n_tables;
    ContextBlocks** tables = block_counters.take_contexts(&n_tables);
    // The arrays' groups after the tables'.
@@ -203,9 +204,10 @@ void ExitCosts::take(Bool per_instruction)
    for_each_entry([](const CountedBlock& e) { count_reached(e); });
 }
 
-void ExitCosts::snapshot(Bool per_instruction)
+void ExitCosts::snapshot(Bool per_instruction, Bool by_line)
 {
    per_instruction_ = per_instruction;
+   by_line_ = by_line;
    UWord n_groups = 0, n = 0, n_counters = 0;
    block_counters.for_each([&](const ContextBlocks*, CountersRef ref) {
       n++;
@@ -406,12 +408,13 @@ UWord ExitCosts::costs_of(const ForestNode* ctx, const ContextLineCost** out)
       ContextBlocks c = blocks(g);
       for (UInt i = 0; i < c.used; i++) {
          for_each_cost(entry(c, i), per_instruction_, [&](SourceLine* line, Addr addr, ULong ir) {
-            scratch_[m++] = { (ForestNode*)ctx, line, addr, ir };
+            scratch_[m++] = { (ForestNode*)ctx, line, by_line_ ? (Addr)0 : addr, ir };
          });
       }
    }
    *out = scratch_;
-   UWord n = sort_and_fold(scratch_, m, per_instruction_ ? compare_instr_costs : compare_context_costs, add_ir);
+   Bool by_instr = per_instruction_ && !by_line_;
+   UWord n = sort_and_fold(scratch_, m, by_instr ? compare_instr_costs : compare_context_costs, add_ir);
    if (!n_events_) return n;
    // Each event to its line's (or instruction's) folded cost. Every line
    // with events ran, so has Ir, unless its instructions faulted before
@@ -427,6 +430,44 @@ UWord ExitCosts::costs_of(const ForestNode* ctx, const ContextLineCost** out)
       }
    }
    return n;
+}
+
+namespace {
+ArrayGroups context_ir_groups;   // context_ir's, between context_ir_begin and context_ir_end
+} // namespace
+
+void context_ir_begin() { if (counter_arrays_on()) context_ir_groups.make(); }
+void context_ir_end() { context_ir_groups.release(); }
+
+// Every cost of one (context, block)'s counters, as the exit reads them
+// (count_reached on a copy: the counters go on).
+static ULong block_ir(const BlockInfo* blk, const ULong* counters)
+{
+   UInt n = counter_count(blk);
+   ULong local[64];
+   ULong* copy = n <= 64 ? local : (ULong*)kg::alloc(n * sizeof(ULong));
+   VG_(memcpy)(copy, counters, n * sizeof(ULong));
+   CountedBlock e = { blk, copy };
+   count_reached(e);
+   ULong ir = 0;
+   for_each_cost(e, False, [&](SourceLine*, Addr, ULong cost) { ir += cost; });
+   if (copy != local) kg::release(copy);
+   return ir;
+}
+
+ULong context_ir(const ForestNode* ctx)
+{
+   ULong ir = 0;
+   if (const ContextBlocks* c = block_counters.table_of(ctx)) {
+      for (UInt i = 0; i < c->cap; i++)
+         if (c->slots[i]) ir += block_ir(block_with_id(ref_block_id(c->slots[i])), counter_store.at(ref_offset(c->slots[i])));
+   }
+   ULong* arr = counter_arrays_on() ? counter_array((ForestNode*)ctx) : nullptr;
+   if (!arr) return ir;
+   ContextBlocks c = context_ir_groups.describe(ctx, context_ir_groups.refs_held(ctx));
+   for (UInt i = 0; i < c.used; i++)
+      ir += block_ir(block_with_id(ref_block_id(c.slots[i])), counter_store.at(c.base + ref_offset(c.slots[i])));
+   return ir;
 }
 
 void ExitCosts::release()

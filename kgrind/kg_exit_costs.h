@@ -28,10 +28,11 @@ class ExitCosts {
 public:
    // Takes every (context, block)'s counters, consuming the index they are
    // found by (--collect-jumps collects them first): per line, or per
-   // instruction.
-   void take(Bool per_instruction);
+   // instruction; by_line: per-instruction counters folded per line
+   // (--collect-jumps without --dump-instr).
+   void take(Bool per_instruction, Bool by_line);
    // The same from copies of the counters, which go on (a dump during the run).
-   void snapshot(Bool per_instruction);
+   void snapshot(Bool per_instruction, Bool by_line);
    // Sets each context node's excl to its exclusive cost; with events
    // beyond Ir, also gathers each context's exclusive events (node_events).
    void set_exclusive_costs();
@@ -67,11 +68,19 @@ private:
    UChar* copies_;                // snapshot's copies of the tables, refs and counters
    ULong* copied_counters_;       // snapshot: what the refs' offsets index (else the run's counters)
    Bool per_instruction_;
+   Bool by_line_;                 // costs_of folds per line all the same
    ULong* events_;                // room for the widest group's costs' events
    UInt n_events_;
    const ForestNode** event_nodes_;   // the contexts node_events knows, sorted
    ULong* node_events_;           // their events, extra_event_count() a context
    UWord n_event_nodes_;
 };
+
+// A context's exclusive Ir so far, from its counters (function mode, per
+// line): for the records of threads that ended (activity/ended_threads.cpp),
+// between context_ir_begin and context_ir_end.
+void context_ir_begin();
+ULong context_ir(const ForestNode* ctx);
+void context_ir_end();
 
 } // namespace kg

@@ -383,6 +383,13 @@ void VG_REGPARM(1) kg_plt_start(BlockInfo* blk);
 // after a handler returned into it, its instructions are charged to the
 // instruction the signal interrupted; else it counts as any block does.
 void VG_REGPARM(1) kg_sigreturn_code(BlockInfo* blk);
+// A run of blk's instructions whose inline chain is `chain` starts while
+// the top frame's levels are another chain's: pops and pushes inlined
+// levels to it (activity/inline_frames.cpp), leaving blk's counters in the
+// context it runs in in kg_now->found_counters.
+void VG_REGPARM(2) kg_inline_enter(BlockInfo* blk, UWord chain);
+// blk returns from its function: the inlined levels on top are popped.
+void VG_REGPARM(1) kg_inline_leave(BlockInfo* blk);
 }
 
 } // namespace kg

@@ -35,6 +35,7 @@
 #include "kg_blocks.h"
 #include "kg_costs.h"
 #include "kg_events.h"
+#include "kg_inline_chains.h"
 #include "kg_options.h"
 #include "kg_regions.h"
 #include "kg_systime.h"
@@ -49,4 +50,5 @@
 #include "instrument/superblock_facts.cpp"
 #include "instrument/block_modes_ir.cpp"
 #include "instrument/events_ir.cpp"
+#include "instrument/inline_runs_ir.cpp"
 #include "instrument/superblock.cpp"

@@ -103,7 +103,7 @@ UWord collect_jumps(ContextJump** out)
    ContextJump* all = (ContextJump*)kg::alloc((cap + 1) * sizeof(ContextJump));
    block_counters.for_each([&](const ContextBlocks* c, CountersRef ref) {
       const BlockInfo* blk = block_with_id(ref_block_id(ref));
-      if (clo.dump_instr) n += superblock_jumps((const ForestNode*)c->a, blk, counter_store.at(ref_offset(ref)), all + n);
+      if (clo.count_instr) n += superblock_jumps((const ForestNode*)c->a, blk, counter_store.at(ref_offset(ref)), all + n);
    });
    indirect_jumps.for_each([&](IndirectJumps* e) {
       const BlockInfo* blk = (const BlockInfo*)e->b;
@@ -126,6 +126,22 @@ UWord merge_jumps(ContextJump* all, UWord n)
       // another: conditional if it is one anywhere (whichever came first).
       into.cond = into.cond || from.cond;
    });
+}
+
+static Int compare_jumps_by_line(const void* pa, const void* pb)
+{
+   const ContextJump* a = (const ContextJump*)pa;
+   const ContextJump* b = (const ContextJump*)pb;
+   if (a->ctx != b->ctx) return (UWord)a->ctx < (UWord)b->ctx ? -1 : 1;
+   Word by_line = compare_lines((UWord)a->from_line, (UWord)b->from_line);
+   if (by_line) return by_line < 0 ? -1 : 1;
+   if (a->from != b->from) return a->from < b->from ? -1 : 1;
+   return a->to < b->to ? -1 : a->to > b->to ? 1 : 0;
+}
+
+void order_jumps_by_line(ContextJump* all, UWord n)
+{
+   VG_(ssort)(all, n, sizeof(ContextJump), compare_jumps_by_line);
 }
 
 void reset_indirect_jumps()

@@ -30,6 +30,9 @@ struct ContextJump {
 // Sorted by context, source and target; the caller releases the array.
 UWord collect_jumps(ContextJump** out);
 UWord merge_jumps(ContextJump* all, UWord n);
+// The jumps sorted by context, source line (as ExitCosts sorts a context's
+// lines: compare_lines) and target: positions: line.
+void order_jumps_by_line(ContextJump* all, UWord n);
 
 // After fork, in the child: the computed jumps' counts back to zero.
 void reset_indirect_jumps();

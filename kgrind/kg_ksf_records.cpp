@@ -314,7 +314,7 @@ void order_labels(Writer& w, const ThreadProfile* threads, UInt n_threads)
    IdUse* use = (IdUse*)alloc_zeroed(n * sizeof(IdUse));
    for (UInt i = 0; i < n; i++) use[i].id = i;
    for (UInt t = 0; t < n_threads; t++)
-      core::visit_preorder(threads[t].forest->sf, [&](const core::VisitInfo& v) {
+      core::visit_preorder(thread_forest(threads[t]), [&](const core::VisitInfo& v) {
          if (v.node->label < n) use[v.node->label].uses++;
       });
    use[kRootLabel].uses = ~0u;   // stays first
@@ -368,8 +368,8 @@ void list_named_labels(Writer& w, const ThreadProfile* threads, UInt n_threads)
          if (is_written(selected, v)) r.named[written_label(w, v.node)] = True;
       };
       // every node written: any order will do (the sorted walk costs more)
-      if (selected.keep.empty()) core::visit_preorder(threads[t].forest->sf, name);
-      else core::visit_preorder_by(threads[t].forest->sf, name, key, True);
+      if (selected.keep.empty()) core::visit_preorder(thread_forest(threads[t]), name);
+      else core::visit_preorder_by(thread_forest(threads[t]), name, key, True);
    }
    for_each_context_id(name_context_ranks, &r);
    w.listed_id = (UInt*)kg::alloc(n * sizeof(UInt));
@@ -392,7 +392,7 @@ void select_thread_nodes(Writer& w, const ThreadProfile* threads, UInt n_threads
       return;
    }
    order_labels(w, threads, n_threads);
-   for (UInt i = 0; i < n_threads; i++) select_written_nodes(w, threads[i].forest->sf, False, &w.thread_nodes[i]);
+   for (UInt i = 0; i < n_threads; i++) select_written_nodes(w, thread_forest(threads[i]), False, &w.thread_nodes[i]);
    list_named_labels(w, threads, n_threads);
 }
 
@@ -414,8 +414,9 @@ void write_ksf_records(Writer& w, const ThreadProfile* threads, UInt n_threads)
       write_thread_open(out, tid, w.thread_nodes[i].count, t.ir);
       out.put_char('\n');
       core::RecordCheck check;
-      write_forest_nodes(w, t.forest->sf, False, w.thread_nodes[i], &check);
-      if (records_have_events(w)) write_forest_events(w, t.forest->sf, w.thread_nodes[i], event_sums);
+      const core::Forest& sf = thread_forest(t);
+      write_forest_nodes(w, sf, False, w.thread_nodes[i], &check);
+      if (records_have_events(w)) write_forest_events(w, sf, w.thread_nodes[i], event_sums);
       write_thread_close(out, tid);
       check.finish(t.ir, True);
       if (!check.consistent() && w.findings.threads++ == 0) {
@@ -495,6 +496,8 @@ void put_context_label(const ForestNode* n, void* arg)
 // k-SF need not know it.
 void write_context_id(UWord id, UInt thread, const ForestNode* node, void* arg)
 {
+   const Writer& w = *(const Writer*)arg;
+   if (w.only_thread && thread != w.only_thread) return;   // another thread's file has it
    FileWriter& out = ((Writer*)arg)->out;
    out.printf("# kgrind-context %lu ", id);
    if (thread) out.printf("%u", thread);

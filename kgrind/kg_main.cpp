@@ -2,6 +2,7 @@
 // Start-up, the core's callbacks, and the end of the run.
 #include "kg_valgrind.h"
 #include "kg_activity.h"
+#include "kg_callgrind_options.h"
 #include "kg_blocks.h"
 #include "kg_debuginfo.h"
 #include "kg_dumps.h"
@@ -15,6 +16,8 @@
 extern "C" {
 #include "pub_tool_vkiscnums.h"
 }
+
+extern "C" Bool VG_(clo_read_inline_info);
 
 namespace kg {
 
@@ -47,6 +50,7 @@ void post_clo_init()
    // Chasing would fold calls and returns into the caller's superblock.
    VG_(clo_vex_control).guest_chase = False;
    check_options();
+   if (!inline_frames_on()) VG_(clo_read_inline_info) = False;
    events_init();
    systime_init();
    choose_unroll_threshold();
@@ -155,10 +159,11 @@ void fini(Int exit_code)
 }
 
 // The tool's options: the region options (kg_regions.h), then the others
-// (kg_options.h).
+// (kg_options.h); callgrind's that kgrind does not take stop with what
+// kgrind does instead (kg_callgrind_options.h).
 Bool process_tool_option(const HChar* arg)
 {
-   return process_region_option(arg) || process_option(arg);
+   return process_region_option(arg) || process_option(arg) || refuse_callgrind_option(arg);
 }
 
 void print_tool_usage()
@@ -195,6 +200,9 @@ void pre_clo_init()
    // --vex-iropt-register-updates still overrides it.
    VG_(clo_vex_control).iropt_register_updates_default = VexRegUpdSpAtMemAccess;
    VG_(clo_px_file_backed) = VexRegUpdSpAtMemAccess;
+   // --inline-frames reads the debug info's inline records (the core's
+   // --read-inline-info, which --read-inline-info=no still turns off).
+   VG_(clo_read_inline_info) = True;
 }
 
 } // namespace

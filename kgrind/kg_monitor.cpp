@@ -21,7 +21,10 @@ void print_monitor_help()
 "                             dump or zeroing (kgrind.out.<pid>.<n>), then zero\n"
 "  zero                       zero the counters\n"
 "  instrumentation [on|off]   show, or switch, instrumentation (counting)\n"
-"  status                     each thread's current k-context and shadow stack depth\n");
+"  status                     each thread's current k-context and shadow stack depth\n"
+"  stack                      each thread's whole shadow stack, innermost frame first\n"
+"  events                     the events counted since the last dump or zeroing:\n"
+"                             their totals, and each thread's Ir\n");
 }
 
 const HChar* label_name(UInt label) { return label ? current_name(function_by_id(label - 1)) : "__root__"; }
@@ -39,6 +42,31 @@ void print_thread_status(UInt thread, ThreadId tid, const ForestNode* ctx, UInt 
    VG_(gdb_printf)("thread %u (Valgrind tid %u): shadow stack depth %u, context ", thread, tid, depth);
    print_context(ctx);
    VG_(gdb_printf)("\n");
+}
+
+// callgrind_control -b's form: "Backtrace for thread N", then a line per
+// frame, "[depth] context", the innermost (depth 0) first.
+void print_thread_stack(UInt thread, ThreadId tid, ULong, const ForestNode* const* frames, UInt depth, void*)
+{
+   VG_(gdb_printf)("Backtrace for thread %u (Valgrind tid %u), %u frames, innermost first:\n", thread, tid, depth);
+   for (UInt i = 0; i < depth; i++) {
+      VG_(gdb_printf)("  [%2u] %s   (", i, label_name(frames[i]->label));
+      print_context(frames[i]);
+      VG_(gdb_printf)(")\n");
+   }
+}
+
+void print_thread_events(UInt thread, ThreadId tid, ULong counted_ir, const ForestNode* const*, UInt, void*)
+{
+   VG_(gdb_printf)("thread %u (Valgrind tid %u): Ir %llu\n", thread, tid, counted_ir);
+}
+
+// callgrind_control -e's: the events and their totals since the last dump
+// or zeroing (the threads that ended included), then the running threads'.
+void print_events()
+{
+   VG_(gdb_printf)("events: Ir\ntotals: %llu\n", ir_counted());
+   for_each_live_stack(print_thread_events, nullptr);
 }
 
 void print_status()
@@ -86,9 +114,13 @@ Bool monitor_command(const HChar* command)
       VG_(gdb_printf)("instrumentation: %s\n", instrumentation_on() ? "on" : "off");
    } else if (VG_STREQ(word, "status")) {
       print_status();
+   } else if (VG_STREQ(word, "stack")) {
+      for_each_live_stack(print_thread_stack, nullptr);
+   } else if (VG_STREQ(word, "events")) {
+      print_events();
    } else {
       VG_(gdb_printf)("kgrind: unknown monitor command '%s' (kgrind's: dump [reason], zero,"
-                      " instrumentation [on|off], status, help)\n", word);
+                      " instrumentation [on|off], status, stack, events, help)\n", word);
    }
    replying_to_gdb = False;
    kg::release(copy);

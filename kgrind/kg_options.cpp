@@ -19,6 +19,10 @@ Options clo = {
    False,
    False,
    False,
+   True,    // inline_frames
+   False,
+   False,
+   False,
    False,
    False,
    False,
@@ -27,6 +31,8 @@ Options clo = {
    {},
    {},
    0,
+   {},
+   {},
    {},
 };
 
@@ -45,7 +51,22 @@ UInt parse_k(const HChar* arg, const HChar* option, const HChar* value)
    return (UInt)k;
 }
 
-// "--funcs=a,b*,c": comma-separated globs (* and ?), matched against demangled names.
+void add_func_pattern(const HChar* arg, const HChar* option, const HChar* pattern, Bool skipped)
+{
+   Bool excluded = skipped || pattern[0] == '!';
+   if (!skipped && excluded) pattern++;
+   if (pattern[0] == '\0')
+      VG_(fmsg_bad_option)(arg, "%s has an empty pattern (two commas, a comma at an end, or '!' alone)\n", option);
+   if (clo.n_func_patterns == kMaxFuncPatterns)
+      VG_(fmsg_bad_option)(arg, "--funcs and --fn-skip take at most %u patterns\n", kMaxFuncPatterns);
+   clo.func_patterns[clo.n_func_patterns] = pattern;
+   clo.func_excluded[clo.n_func_patterns] = excluded;
+   clo.func_skipped[clo.n_func_patterns] = skipped;
+   clo.n_func_patterns++;
+}
+
+// "--funcs=a,b*,!c": comma-separated globs (* and ?), matched against
+// demangled names; a leading '!' excludes what it matches.
 void parse_funcs(const HChar* arg, const HChar* value)
 {
    if (value[0] == '\0') VG_(fmsg_bad_option)(arg, "--funcs needs at least one name or pattern\n");
@@ -55,11 +76,7 @@ void parse_funcs(const HChar* arg, const HChar* value)
       if (*p != ',' && *p != '\0') continue;
       Bool last = *p == '\0';
       *p = '\0';
-      if (start[0] == '\0')
-         VG_(fmsg_bad_option)(arg, "--funcs has an empty pattern (two commas, or a comma at an end)\n");
-      if (clo.n_func_patterns == kMaxFuncPatterns)
-         VG_(fmsg_bad_option)(arg, "--funcs takes at most %u patterns\n", kMaxFuncPatterns);
-      clo.func_patterns[clo.n_func_patterns++] = start;
+      add_func_pattern(arg, "--funcs", start, False);
       if (last) break;
       start = p + 1;
    }
@@ -119,6 +136,10 @@ Bool process_option(const HChar* arg)
       if (clo.dump_blocks[0] == '\0') VG_(fmsg_bad_option)(arg, "the dump file name is empty\n");
    }
    else if VG_STR_CLO(arg, "--funcs", value) parse_funcs(arg, value);
+   else if VG_STR_CLO(arg, "--fn-skip", value) {
+      if (value[0] == '\0') VG_(fmsg_bad_option)(arg, "--fn-skip needs a function name or pattern\n");
+      add_func_pattern(arg, "--fn-skip", value, True);
+   }
    else if VG_BOOL_CLO(arg, "--cache-sim", clo.cache_sim) {}
    else if VG_BOOL_CLO(arg, "--branch-sim", clo.branch_sim) {}
    else if VG_BOOL_CLO(arg, "--collect-bus", clo.collect_bus) {}
@@ -128,9 +149,11 @@ Bool process_option(const HChar* arg)
    else if VG_STR_CLO(arg, "--D1", value) parse_cache(arg, "--D1", value, &clo.d1);
    else if VG_STR_CLO(arg, "--LL", value) parse_cache(arg, "--LL", value, &clo.ll);
    else if VG_BOOL_CLO(arg, "--join-threads", clo.join_threads) {}
+   else if VG_BOOL_CLO(arg, "--separate-threads", clo.separate_threads) {}
    else if VG_BOOL_CLO(arg, "--unroll-simple-rec", clo.unroll_simple_rec) {}
    else if VG_BOOL_CLO(arg, "--dump-instr", clo.dump_instr) clo.dump_instr_given = True;
    else if VG_BOOL_CLO(arg, "--collect-jumps", clo.collect_jumps) clo.collect_jumps_given = True;
+   else if VG_BOOL_CLO(arg, "--inline-frames", clo.inline_frames) clo.inline_frames_given = True;
    else if (VG_STREQN(9, arg, "--kgrind-")) {
       // The core's message would only say "Unrecognised option"; name ours.
       VG_(fmsg_bad_option)(arg, "unknown kgrind option (see --help)\n");
@@ -169,7 +192,8 @@ void check_view_k()
 
 // The body's positions (callgrind's --dump-instr and --collect-jumps). The
 // block modes count per instruction anyway: instruction positions always,
-// jumps unless --collect-jumps=no. Jumps are between instructions only.
+// jumps unless --collect-jumps=no. Without --dump-instr jumps go from line
+// to line, as callgrind's.
 void check_positions()
 {
    if (block_mode()) {
@@ -179,9 +203,9 @@ void check_positions()
       clo.dump_instr = True;
       if (!clo.collect_jumps_given) clo.collect_jumps = True;
    }
-   if (clo.collect_jumps && !clo.dump_instr)
-      KG_BAD_COMBINATION("--collect-jumps=yes", "--collect-jumps=yes needs --dump-instr=yes "
-                         "(kgrind writes jumps between instructions, not between lines)\n");
+   // Jumps at line level (positions: line) count per instruction all the
+   // same: each exit's counter gives its jump's count.
+   clo.count_instr = clo.dump_instr || clo.collect_jumps;
 }
 
 // The events beyond Ir: function mode (per line or per instruction).
@@ -196,6 +220,10 @@ void check_events()
                          geometry, geometry);
    if (!opt) return;
    if (block_mode()) KG_BAD_COMBINATION(opt, "%s needs function mode (--mode=func)\n", opt);
+   if (clo.collect_jumps)
+      KG_BAD_COMBINATION(opt, "%s with --collect-jumps=yes is not implemented yet: drop one of them\n", opt);
+   if (clo.separate_threads && !clo.join_threads)
+      KG_BAD_COMBINATION(opt, "%s with --separate-threads=yes is not implemented yet: drop one of them\n", opt);
 }
 
 void check_options()
@@ -231,15 +259,20 @@ void print_usage()
 "    --roll-loops=no|yes       block modes: a block already on the current path\n"
 "                              is counted there (loops rolled); implies --k=inf [no]\n"
 "    --funcs=<glob>[,<glob>]   trace only matching functions (demangled names,\n"
-"                              * and ? wildcards); others pass their cost to the\n"
-"                              nearest traced caller [all; block modes: the\n"
-"                              functions of the main executable]\n"
+"                              * and ? wildcards; !<glob> excludes); others pass\n"
+"                              their cost to the nearest traced caller [all;\n"
+"                              block modes: the functions of the main executable]\n"
+"    --fn-skip=<glob>          as callgrind's: matching functions are not traced,\n"
+"                              their cost goes to their caller (as --funcs='!<glob>')\n"
 "    --join-threads=no|yes     one forest for all threads [no]\n"
+"    --separate-threads=no|yes one file a thread, <file>-<thread> (callgrind's\n"
+"                              names), each with its thread's records [no]\n"
 "    --dump-instr=no|yes       per-instruction costs in the callgrind body\n"
 "                              (positions: instr line), as callgrind's option\n"
 "                              [no; block modes: always yes]\n"
 "    --collect-jumps=no|yes    jump=/jcnd= lines (jumps and conditional jumps per\n"
-"                              context); needs --dump-instr=yes [no; block modes: yes]\n"
+"                              context), from line to line, or between instructions\n"
+"                              with --dump-instr=yes [no; block modes: yes]\n"
 "    --cache-sim=no|yes        simulate I1, D1 and LL caches: events Dr Dw I1mr\n"
 "                              D1mr D1mw ILmr DLmr DLmw after Ir [no]\n"
 "    --I1=<size>,<assoc>,<line size>  I1 cache geometry [the host's]\n"
@@ -252,6 +285,9 @@ void print_usage()
 "    --collect-systime=no|yes|msec|usec|nsec  count system calls and their elapsed\n"
 "                              time: events sysCount sysTime (in milliseconds for\n"
 "                              yes and msec), and sysCpuTime with nsec [no]\n"
+"    --inline-frames=yes|no    inlined functions as context levels (`f [inlined]`),\n"
+"                              where the debug info has inline records; function\n"
+"                              mode without --collect-jumps [yes]\n"
 "    --unroll-simple-rec=no|yes  keep each level of simple recursion [no: rolled]\n"
 "    --kgrind-out-file=<file>  output file name [kgrind.out.%%p]\n"
 "                              (%%p is the pid, %%q{VAR} an environment variable)\n"
@@ -265,24 +301,25 @@ void print_debug_usage()
 "                              thread and activation, to <file> (%%p: pid)\n");
 }
 
-Bool name_is_traced(const HChar* name)
+Bool name_is_traced(const HChar* name, Bool by_default)
 {
-   if (clo.n_func_patterns == 0) return True;
-   Bool traced = False;
+   Bool included = by_default, excluded = False;
+   for (UInt i = 0; i < clo.n_func_patterns; i++)
+      if (!clo.func_excluded[i]) included = False;   // --funcs lists what is traced
    for (UInt i = 0; i < clo.n_func_patterns; i++) {
-      if (VG_(string_match)(clo.func_patterns[i], name)) {
-         pattern_matched[i] = True;
-         traced = True;
-      }
+      if (!VG_(string_match)(clo.func_patterns[i], name)) continue;
+      pattern_matched[i] = True;
+      if (clo.func_excluded[i]) excluded = True;
+      else included = True;
    }
-   return traced;
+   return included && !excluded;
 }
 
-UInt unmatched_patterns(const HChar** out, UInt max)
+UInt unmatched_patterns(UInt* out, UInt max)
 {
    UInt n = 0;
    for (UInt i = 0; i < clo.n_func_patterns && n < max; i++)
-      if (!pattern_matched[i]) out[n++] = clo.func_patterns[i];
+      if (!pattern_matched[i]) out[n++] = i;
    return n;
 }
 

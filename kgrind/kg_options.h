@@ -34,19 +34,26 @@ struct Options {
    Bool k_given;                 // --k appeared on the command line
    const HChar* dump_blocks;     // --dump-blocks=<file> (debugging), or nullptr
    Bool join_threads;            // --join-threads
+   Bool separate_threads;        // --separate-threads: one file a thread
    Bool unroll_simple_rec;       // --unroll-simple-rec
    Bool dump_instr;              // --dump-instr: positions: instr line (block modes: always)
    Bool dump_instr_given;
    Bool collect_jumps;           // --collect-jumps: jump=/jcnd= lines (block modes: default yes)
    Bool collect_jumps_given;
+   Bool inline_frames;           // --inline-frames: inlined functions as context levels
+   Bool inline_frames_given;
+   Bool count_instr;             // counters per instruction: --dump-instr, or
+                                 // --collect-jumps (each exit's count); set by check_options
    Bool cache_sim;               // --cache-sim: I1/D1/LL simulation
    Bool branch_sim;              // --branch-sim: branch predictor simulation
    Bool collect_bus;             // --collect-bus: atomic instructions (Ge)
    Bool collect_data;            // --collect-data: data reads and writes (Dr Dw), no simulation
    SysTime collect_systime;      // --collect-systime: sysCount sysTime (sysCpuTime)
    CacheOption i1, d1, ll;       // --I1, --D1, --LL
-   UInt n_func_patterns;         // --funcs, split at commas
-   const HChar* func_patterns[kMaxFuncPatterns];
+   UInt n_func_patterns;         // --funcs, split at commas, and --fn-skip
+   const HChar* func_patterns[kMaxFuncPatterns];   // without a leading '!'
+   Bool func_excluded[kMaxFuncPatterns];           // '!' in --funcs, or --fn-skip
+   Bool func_skipped[kMaxFuncPatterns];            // from --fn-skip (its warning names it)
 };
 
 extern Options clo;
@@ -65,13 +72,21 @@ inline Bool events_asked()
 {
    return clo.cache_sim || clo.branch_sim || clo.collect_bus || clo.collect_data || clo.collect_systime;
 }
+
+// Whether inlined functions are context levels: function mode, without
+// --collect-jumps (a jump's count is the difference of two flush points'
+// counts in one context).
+inline Bool inline_frames_on() { return clo.inline_frames && !block_mode() && !clo.collect_jumps; }
 void print_usage();
 void print_debug_usage();
 
-// Whether a (demangled) function name is traced; records which patterns
-// matched, for the end-of-run warning.
-Bool name_is_traced(const HChar* name);
-// Patterns of --funcs that never matched (for the warning).
-UInt unmatched_patterns(const HChar** out, UInt max);
+// Whether a (demangled) function name is traced: it matches a pattern of
+// --funcs (or, without any, `by_default` says), and no exclusion ('!' in
+// --funcs, --fn-skip). Records which patterns matched, for the end-of-run
+// warning.
+Bool name_is_traced(const HChar* name, Bool by_default);
+// Patterns of --funcs and --fn-skip that never matched (for the warning):
+// their indexes into clo.func_patterns.
+UInt unmatched_patterns(UInt* out, UInt max);
 
 } // namespace kg

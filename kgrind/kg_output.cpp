@@ -15,18 +15,37 @@ namespace kg {
 
 namespace {
 
-void write_body(Writer& w, ULong total, const ThreadProfile* threads, UInt n_threads)
+// What every file of the profile reads: the costs, call edges and jumps of
+// every thread (taken once; a thread's file writes its own contexts').
+void gather(Writer& w)
 {
    w.instr = clo.dump_instr;
    w.n_jumps = clo.collect_jumps ? collect_jumps(&w.jumps) : 0;
-   if (w.dump->during_run) w.costs.snapshot(w.instr);
-   else w.costs.take(w.instr);
+   if (w.dump->during_run) w.costs.snapshot(clo.count_instr, !w.instr);
+   else w.costs.take(clo.count_instr, !w.instr);
    w.n_edges = collect_call_edges(!w.dump->during_run, &w.edges, &w.edge_copies);
    // The k-SF records' exclusive costs, from the counters before folding
    // (with a separate view they follow from the transitions instead).
    if (!separate_view()) w.costs.set_exclusive_costs();
+}
+
+void release_gathered(Writer& w)
+{
+   w.costs.release();
+   kg::release(w.edges);
+   kg::release(w.edge_copies);
+   kg::release(w.jumps);
+}
+
+// One file: the threads' contexts, costs and calls, and their records.
+// `thread`: the file of that thread alone (--separate-threads), or 0.
+void write_body(Writer& w, ULong total, const ThreadProfile* threads, UInt n_threads, UInt thread)
+{
+   w.only_thread = thread;
    number_contexts(w, threads, n_threads);
+   name_callers(w);
    fold_contexts(w);
+   if (!w.instr) order_jumps_by_line(w.jumps, w.n_jumps);
    rank_names_by_use(w);
    select_thread_nodes(w, threads, n_threads);
    w.n_events = extra_event_count();
@@ -48,17 +67,18 @@ void write_body(Writer& w, ULong total, const ThreadProfile* threads, UInt n_thr
    w.objects.done();
    w.files.done();
    w.contexts.done();
-   w.costs.release();
-   kg::release(w.edges);
-   kg::release(w.edge_copies);
-   kg::release(w.jumps);
    kg::release(w.slots);
    kg::release(w.reps);
+   release_caller_names(w);
    kg::release(w.name_rank);
    kg::release(w.written_label);
    kg::release(w.listed_id);
    kg::release(w.label_written_at);
    release_thread_nodes(w, n_threads);
+   w.slots = nullptr;
+   w.reps = nullptr;
+   w.name_rank = w.written_label = w.listed_id = w.label_written_at = nullptr;
+   w.thread_nodes = nullptr;
 }
 
 ULong total_ir_of(const ThreadProfile* threads, UInt n)
@@ -151,23 +171,61 @@ void report_profile_written(const HChar* path, const HChar* ended_by)
    VG_(umsg)("\n");
    if (ended_by) VG_(umsg)("Exec of %s\n", ended_by);
    VG_(umsg)("I   refs:      %'llu\n", total_ir());
-   if (path) VG_(umsg)("Output written to %s\n", path);
+   if (path && separate_thread_files())
+      VG_(umsg)("Output written to %s-<thread> (--separate-threads=yes: one file a thread)\n", path);
+   else if (path) VG_(umsg)("Output written to %s\n", path);
 }
+
+// "<path>-<thread>", callgrind's names of --separate-threads=yes files
+// ("callgrind.out.1234-02"). Allocated.
+const HChar* thread_file_name(const HChar* path, UInt thread)
+{
+   HChar* name = (HChar*)kg::alloc(VG_(strlen)(path) + 16, "kg.out");
+   VG_(sprintf)(name, "%s-%02u", path, thread);
+   return name;
+}
+
+namespace {
+
+Bool write_file(Writer& w, const HChar* path, ULong total, const ThreadProfile* threads, UInt n_threads,
+                UInt thread)
+{
+   const HChar* why = nullptr;
+   if (!w.out.open(path, &why)) {
+      VG_(umsg)("kgrind: cannot create output file '%s': %s\n", path, why);
+      return False;
+   }
+   w.findings = RecordFindings();
+   write_body(w, total, threads, n_threads, thread);
+   Bool ok = w.out.close();
+   note_findings(path, w.findings);
+   if (!ok) VG_(umsg)("kgrind: error writing output file '%s': %s\n", path, w.out.write_error());
+   return ok;
+}
+
+} // namespace
+
+Bool separate_thread_files() { return clo.separate_threads && !clo.join_threads && !block_mode(); }
 
 Bool write_profile(const HChar* path, const DumpInfo& dump, const ThreadProfile* threads, UInt n_threads)
 {
    Writer* w = (Writer*)alloc_zeroed(sizeof(Writer));   // the file buffer: not on the stack
-   const HChar* why = nullptr;
-   if (!w->out.open(path, &why)) {
-      VG_(umsg)("kgrind: cannot create output file '%s': %s\n", path, why);
-      kg::release(w);
-      return False;
-   }
    w->dump = &dump;
-   write_body(*w, total_ir(), threads, n_threads);
-   Bool ok = w->out.close();
-   note_findings(path, w->findings);
-   if (!ok) VG_(umsg)("kgrind: error writing output file '%s': %s\n", path, w->out.write_error());
+   gather(*w);
+   Bool ok = True;
+   if (!separate_thread_files()) {
+      ok = write_file(*w, path, total_ir(), threads, n_threads, 0);
+   } else {
+      // One file a thread, as callgrind's --separate-threads=yes; the
+      // start-up file at `path` goes (the threads' files are the profile).
+      for (UInt i = 0; i < n_threads; i++) {
+         const HChar* name = thread_file_name(path, threads[i].tid);
+         ok = write_file(*w, name, threads[i].ir, threads + i, 1, threads[i].tid) && ok;
+         kg::release((void*)name);
+      }
+      if (ok) VG_(unlink)(path);
+   }
+   release_gathered(*w);
    kg::release(w);
    return ok;
 }

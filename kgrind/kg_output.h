@@ -26,7 +26,11 @@ struct ThreadProfile;
 // were flushed and node counts derived (kg_activity.h,
 // flush_all_transitions): it only reads the model. Reports failures by
 // name with the reason.
+// With --separate-threads=yes (function mode, threads not joined) one file
+// a thread, "<path>-<thread>" (thread_file_name), instead of `path`.
 Bool write_profile(const HChar* path, const DumpInfo& dump, const ThreadProfile* threads, UInt n_threads);
+Bool separate_thread_files();
+const HChar* thread_file_name(const HChar* path, UInt thread);
 
 // The end of an image's log: the total Ir and the file its profile went
 // to, after `ended_by` if not null ("Exec of ..."). Nothing with -q.

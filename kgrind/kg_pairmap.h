@@ -179,6 +179,22 @@ public:
          if (slots_[i]) f((Entry*)(slots_[i] & ~kTagMask));
    }
 
+   // Drops the entries for which drop(entry) holds (not what they point
+   // to), the others laid out again in slots of the same number.
+   template <typename Drop> void remove_if(Drop drop)
+   {
+      if (!cap_) return;
+      UWord* kept = (UWord*)alloc_zeroed(cap_ * sizeof(UWord), "kg.pairmap");
+      used_ = 0;
+      for_each([&](Entry* e) {
+         if (drop(e)) return;
+         put(kept, cap_, e);
+         used_++;
+      });
+      release(slots_);
+      slots_ = kept;
+   }
+
    // The entries as an array of *n pointers (the caller releases it), in the
    // index's own memory, which has room for *room (if asked): the index is
    // empty afterwards. For output at exit, where a copy could set the peak
@@ -226,10 +242,30 @@ public:
    Entry* get(const void* a, const void* b)
    {
       if (Entry* e = index_.find(a, b)) return e;
-      Entry* e = (Entry*)alloc_permanent(sizeof(Entry));
+      Entry* e = new_entry();
       e->a = a;
       e->b = b;
       index_.insert(e);
+      return e;
+   }
+
+   // Drops the entries for which drop(entry) holds from the index (their
+   // memory stays the caller's: recycle).
+   template <typename Drop> void remove_if(Drop drop) { index_.remove_if(drop); }
+   // An entry no longer in any map of this type, for the next get (entries
+   // come from permanent memory, which is never freed).
+   static void recycle(Entry* e)
+   {
+      *(Entry**)e = free_;
+      free_ = e;
+   }
+   // A zeroed entry, recycled if there is one, in no map yet.
+   static Entry* new_entry()
+   {
+      Entry* e = free_;
+      if (!e) return (Entry*)alloc_permanent(sizeof(Entry));
+      free_ = *(Entry**)e;
+      VG_(memset)(e, 0, sizeof(Entry));
       return e;
    }
 
@@ -251,6 +287,7 @@ public:
 
 private:
    PairIndex<Entry, MemberKeys<Entry>, 1024, kMaxLoad> index_;
+   inline static Entry* free_ = nullptr;   // recycled entries, linked through their first word
 };
 
 } // namespace kg

@@ -65,6 +65,8 @@ void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_t
 {
    FileWriter& out = w.out;
    write_identity(out);
+   // A thread's own file (--separate-threads), as callgrind names its part.
+   if (w.only_thread) out.printf("part: 1\nthread: %u\n", w.only_thread);
    out.put("\ndesc: Tool: kgrind, a k-calling-context profiler\n");
    out.put("desc: k: ");
    write_k(out, clo.k);
@@ -78,6 +80,8 @@ void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_t
    }
    out.printf("\ndesc: mode: %s\n", mode_name());
    if (block_mode()) out.printf("desc: loops rolled: %s\n", clo.roll_loops ? "yes" : "no");
+   // Absent when off, as in profiles from before the option.
+   if (inline_frames_on()) out.put("desc: inline frames: yes\n");
    out.printf("desc: recursion rolling: %s\n", clo.unroll_simple_rec ? "no" : "yes");
    out.printf("desc: threads joined: %s\n", clo.join_threads ? "yes" : "no");
    out.put("desc: Trigger: ");

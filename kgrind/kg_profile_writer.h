@@ -102,6 +102,8 @@ struct Writer {
    Bool last_line_known;      // False after fn=, fl=, fi=, fe=: next one absolute
    const DumpInfo* dump;      // why and what this file covers
    UInt n_names;              // distinct contexts (name ids 1..n_names)
+   HChar** caller_names;      // by label: its name as a caller in context
+   UInt n_labels;             // names (short where unique), or null
    UInt* name_rank;           // 0-based fn= id written for each name id - 1
    UInt* written_label;       // each label's rank: the records' order of
                               // labels (function mode; null: the label)
@@ -113,6 +115,7 @@ struct Writer {
    UInt n_events;             // events beyond Ir (kg_events.h): columns after Ir
    ULong event_totals[kMaxEventColumns];    // their totals, in column order
    RecordFindings findings;   // function mode: the records' checks
+   UInt only_thread;          // the file of this thread alone (--separate-threads), or 0
 };
 
 const UInt kNoFile = 0xFFFFFFFFu;

@@ -214,9 +214,6 @@ Bool process_region_option(const HChar* arg)
       // Costs are always per source line; there is nothing else to dump.
       if (!flag) VG_(fmsg_bad_option)(arg, "kgrind always writes source line positions (--dump-line=yes)\n");
    }
-   else if VG_BOOL_CLO(arg, "--separate-threads", flag) {
-      // The k-SF records are per thread whatever it says (docs/regions.md).
-   }
    else return False;
    region_options_given = True;
    return True;
@@ -236,7 +233,7 @@ void print_region_usage()
 "    --dump-every-bb=<count>   dump a profile every <count> basic blocks (checked at\n"
 "                              each thread time slice)\n"
 "    --dump-line=yes           accepted (positions are always source lines)\n"
-"    --separate-threads=no|yes accepted (the k-SF records are always per thread)\n"
+
    );
 }
 

@@ -49,6 +49,14 @@ prints the totals and the changed contexts, largest change first.
   --k=<N>|inf                 show the N-CCF (N <= the recorded k) [recorded k]
   --thread=<tid>|all          select one thread's forest [all]
   --join-threads              join all threads' forests into one
+  --tree                      print the tree of the hot contexts: outermost
+                              caller first, inclusive and exclusive shares
+  --tree-min=<0-100>          --tree: leave out contexts below this inclusive
+                              share of the thread's Ir [0.5]
+  --width=<N>                 fit the table's contexts (function mode) in N
+                              columns: the part all rows share printed once,
+                              callers in the middle left out (0: whole
+                              contexts) [120]
   --ksf                       print the k-Slab Forest (thesis style)
   --kccf                      print the k-Calling Context Forest (thesis style)
   --costs=yes|no              print Ir next to tree nodes [yes]
@@ -106,7 +114,7 @@ sub parse_options {
         my $ok = GetOptionsFromArray(\@argv, \%o, 'sort=s', 'threshold=s', 'top=s', 'k=s', 'thread=s',
             'join-threads', 'ksf', 'kccf', 'costs=s', 'tree-order=s', 'auto=s', 'context=s',
             'include|I=s@', 'format=s', 'version', 'help|h', 'show-blocks', 'blocks-disasm',
-            'names=s', 'callers', 'context-id=s', 'show=s', 'event=s', 'diff', 'normalize', 'fail-above=s', 'force',
+            'names=s', 'callers', 'width=s', 'tree', 'tree-min=s', 'context-id=s', 'show=s', 'event=s', 'diff', 'normalize', 'fail-above=s', 'force',
             'vs' => sub { $o{vs}++ }, '<>' => sub { push @{$args[$o{vs} ? 1 : 0]}, "$_[0]" });
         push @{$args[$o{vs} ? 1 : 0]}, @argv;    # after '--'
         unless ($ok) {
@@ -120,6 +128,7 @@ sub parse_options {
     # given, --top and --threshold also limit the trees and the machine
     # formats (select_contexts); their defaults are the table's
     my $given = defined $o{top} || defined $o{threshold};
+    my $given_tree_min = defined $o{'tree-min'};
     $o{top} //= 40;
     $o{threshold} //= 99;
     $o{'show-blocks'} = 1 if $o{'blocks-disasm'};
@@ -146,6 +155,12 @@ sub parse_options {
     fail("bad --top value '$o{top}' (a non-negative integer)") unless $o{top} =~ /^\d+$/;
     $o{limited} = $given && ($o{top} > 0 || $o{threshold} < 100);    # --top=0 --threshold=100: everything
     fail("bad --context value '$o{context}' (a non-negative integer)") unless $o{context} =~ /^\d+$/;
+    $o{width} //= 120;
+    fail("bad --width value '$o{width}' (a number of columns, or 0: no limit)") unless $o{width} =~ /^\d+$/;
+    $o{'tree-min'} //= 0.5;
+    fail("bad --tree-min value '$o{'tree-min'}' (a percentage 0-100)")
+        unless $o{'tree-min'} =~ /^\d+(?:\.\d*)?$/ && $o{'tree-min'} <= 100;
+    fail("--tree, --tree-min: only with --format=text") if ($o{tree} || $given_tree_min) && $o{format} ne 'text';
     fail("bad --context-id value '$o{'context-id'}' (an id from KGRIND_CURRENT_CONTEXT(), a positive integer)")
         if defined $o{'context-id'} && $o{'context-id'} !~ /^[1-9]\d*$/;
     fail("bad --k value '$o{k}' (a non-negative integer or inf)")
@@ -231,6 +246,11 @@ sub main {
     };
     unless ($written) { return 0 if ref $@ eq 'KG::Closed'; die $@ }
     close STDOUT or ($!{EPIPE} ? return 0 : fail("cannot write the output: $!"));
+    # stacks of k-contexts: say what they are not (KGrind::Model::finite_k_note),
+    # to a user at a terminal (not in the logs of scripts, which read the marker)
+    print STDERR 'kgrind_annotate: ', KGrind::Model::finite_k_note(KGrind::Labels::kstr($S->{kk})), "\n"
+        if $S && !$S->{blockmode} && $S->{kk} != $KGrind::Labels::INF && $o->{format} =~ /^(?:folded|pprof|speedscope)$/
+           && -t STDERR;
     if ($failed && @$failed) {    # --diff --fail-above: the diff is printed, the status says it failed
         print STDERR "kgrind_annotate: above --fail-above=$o->{'fail-above'}%: ", join('; ', @$failed), "\n";
         return 1;
@@ -336,6 +356,26 @@ Select one thread's forest [all].
 =item B<--join-threads>
 
 Join all threads' forests into one.
+
+=item B<--tree>
+
+Print, per thread, the tree of its hot contexts: outermost caller first,
+each node a context with its inclusive and exclusive share of the
+thread's Ir and its calls; a chain of single callees stays in one column,
+siblings are drawn with C<+> and C<|>.
+
+=item B<--tree-min>=I<0-100>
+
+With B<--tree>: leave out the contexts whose inclusive share of the
+thread's Ir is below this percentage [0.5].
+
+=item B<--width>=I<N>
+
+Fit the table's contexts (function mode) in I<N> columns [120]: when a row would be
+wider, the part every row starts with is printed once above the table
+(rows start with C<...>), and a row still too wide leaves out callers in
+its middle, shown as C<..>I<N>C<..>, keeping the functions that tell it
+from the other rows. 0: whole contexts.
 
 =item B<--ksf>
 

@@ -19,7 +19,11 @@ Without an option it lists them, as -l: "PID <pid>: <command line>" each.
   -l, --list             list the running kgrind processes (pid, command line)
   -s, --stat             instrumentation and collection state, Ir run,
                          each thread's current k-context and stack depth
-  -b, --back             each thread's current k-context (innermost first)
+  -b, --back             each thread's whole shadow stack, innermost frame first,
+                         each frame with its k-context
+  -e, --events           the events counted since the last dump or zeroing:
+                         totals, and each thread's Ir
+  -k, --kill             kill the process (Valgrind's v.kill)
   -d, --dump[=<reason>]  write a profile now (kgrind.out.<pid>.<n>), then zero
   -z, --zero             zero the counters
   -i, --instr=on|off     switch instrumentation (counting) on or off
@@ -42,7 +46,7 @@ my %o;
 {
     my @warn;
     local $SIG{__WARN__} = sub { push @warn, $_[0] };
-    GetOptionsFromArray(\@argv, \%o, 'help|h', 'version', 'list|l', 'stat|s', 'back|b', 'dump|d', 'zero|z',
+    GetOptionsFromArray(\@argv, \%o, 'help|h', 'version', 'list|l', 'stat|s', 'back|b', 'events|e', 'kill|k', 'dump|d', 'zero|z',
                         'instr|i=s', 'vgdb-prefix=s')
         or do { my $m = $warn[0] // "bad options\n"; chomp $m; fail("$m (see kgrind_control --help)") };
 }
@@ -101,7 +105,10 @@ push @commands, ['instrumentation', $o{instr}] if defined $o{instr};
 push @commands, ['zero'] if $o{zero};
 $o{dump} = 1 if defined $dump_reason;
 push @commands, ['dump', defined $dump_reason && $dump_reason ne '' ? $dump_reason : ()] if $o{dump};
-push @commands, ['status'] if $o{stat} || $o{back};
+push @commands, ['status'] if $o{stat};
+push @commands, ['stack'] if $o{back};
+push @commands, ['events'] if $o{events};
+push @commands, ['v.kill'] if $o{kill};
 unless (@commands) {
     # As callgrind_control without options: show the processes.
     print "PID $_: $procs->{$_}\n" for @targets;
@@ -112,10 +119,7 @@ my $status = 0;
 for my $pid (@targets) {
     for my $c (@commands) {
         my $out = monitor($pid, @$c);
-        if ($c->[0] eq 'status' && !$o{stat}) {
-            $out = join('', grep { /^thread / } split /^/, $out);   # -b: the threads' contexts
-            $out =~ s/^thread (\d+) \(Valgrind tid \d+\): shadow stack depth \d+, context /thread $1: /mg;
-        }
+        $out = '' if $c->[0] eq 'v.kill';    # vgdb's own lines on the kill
         print "PID $pid: " if @targets > 1;
         print $out;
         $status = 1 if $out =~ /^kgrind: .*(?:failed|unknown|cannot)/m;
@@ -126,7 +130,12 @@ exit $status;
 # One monitor command to process pid; its answer.
 sub monitor {
     my ($pid, @cmd) = @_;
+    # vgdb reports the connection's end after v.kill: not news
+    my $quiet = $cmd[0] eq 'v.kill';
+    open(my $stderr, '>&', \*STDERR) or fail("cannot dup stderr: $!") if $quiet;
+    open(STDERR, '>', '/dev/null') if $quiet;
     open(my $fh, '-|', 'vgdb', @prefix, "--pid=$pid", @cmd) or fail("cannot run vgdb: $!");
+    open(STDERR, '>&', $stderr) if $quiet;
     local $/;
     my $out = <$fh> // '';
     close $fh;
@@ -175,7 +184,22 @@ k-context and stack depth.
 
 =item B<-b>, B<--back>
 
-Each thread's current k-context (innermost first).
+Each thread's whole shadow stack (its running stack), innermost frame
+first: "[I<depth>] I<function>   (I<its k-context>)" a frame, as
+B<callgrind_control -b>'s backtrace.
+
+=item B<-e>, B<--events>
+
+The events counted since the last dump or zeroing, as
+B<callgrind_control -e>: "events: Ir", their totals (every thread's, the
+ended ones' too), and each running thread's Ir.
+
+=item B<-k>, B<--kill>
+
+Kill the process (Valgrind's B<v.kill> monitor command), as
+B<callgrind_control -k>.  It writes no profile: its file stays the
+start-up one, "Incomplete profile", or the dumps written before it
+(dump first with B<-d>).
 
 =item B<-d>, B<--dump>[=I<reason>]
 

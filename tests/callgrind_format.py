@@ -72,6 +72,17 @@ class Profile:
             out[callee(fn)] += ir
         return out
 
+    def by_physical_function(self):
+        """Exclusive Ir per physical function (the one whose code runs, as
+        cachegrind and callgrind count): a kgrind context whose activated
+        function is inlined (`g [inlined]'f [inlined]'p'...`) counts for
+        its first level that is not; one with no such level (inlining deeper
+        than the body's contexts) for None."""
+        out = collections.Counter()
+        for (_ob, _fl, fn, _line), ir in self.lines.items():
+            out[physical(fn)] += ir
+        return out
+
     def by_function_events(self):
         """Exclusive cost per function of every event: function ->
         Counter(event -> n), contexts counting for their activated function."""
@@ -118,6 +129,15 @@ def callee(context):
     """The activated function of a kgrind context name (callgrind's
     --separate-callers naming: callee'caller1'caller2...)."""
     return context.split("'", 1)[0]
+
+
+def physical(context):
+    """The physical function of a kgrind context name: its first level
+    not marked ` [inlined]` (--inline-frames), or None."""
+    for level in context.split("'"):
+        if not level.endswith(' [inlined]'):
+            return level
+    return None
 
 
 _NAME = re.compile(r'^(ob|fl|fi|fe|fn|cob|cfi|cfl|cfn|jfi|jfn)=(.*)$')

@@ -12,12 +12,14 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import callgrind_format  # noqa: E402
 import profile_check  # noqa: E402
 import profile_identity  # noqa: E402
+import valgrind_launch  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUILD = pathlib.Path(os.environ.get('KGRIND_BUILD', ROOT / 'build'))
-VG_IN_PLACE = BUILD / 'kgrind' / 'vg-in-place'
 IN_PLACE_LIB = BUILD / 'kgrind' / '.in_place'
 PROGS = ROOT / 'tests' / 'progs'
+# the Valgrind this build is made for: every tool runs through its launcher
+VALGRIND = valgrind_launch.Valgrind(BUILD)
 # bench/same_profiles.py: every kgrind run of the suite is also run under
 # the build in KGRIND_SAME_BEFORE and this one (or KGRIND_SAME_AFTER), and
 # what the two wrote must be the same (tests/profile_identity.py).
@@ -34,8 +36,9 @@ def pytest_configure(config):
 
 
 def pytest_sessionstart(session):
-    if not VG_IN_PLACE.exists():
-        pytest.exit(f'{VG_IN_PLACE} is missing: build first (./setup.sh --build)', returncode=2)
+    missing = VALGRIND.missing()
+    if missing:
+        pytest.exit(missing, returncode=2)
 
 
 @pytest.fixture(autouse=True)
@@ -95,13 +98,14 @@ class Toolbox:
         return subprocess.run([str(exe), *map(str, args)], capture_output=True,
                               text=True, cwd=self.dir, input=input, timeout=120)
 
-    def _valgrind(self, launcher, tool, opts, exe, args, env=None):
-        cmd = [*launcher, f'--tool={tool}', *opts, str(exe), *map(str, args)]
+    def valgrind(self, tool, opts, exe, args=(), env=None):
+        """Runs `tool` (kgrind or a reference) through the build's launcher."""
+        cmd = VALGRIND.argv(tool, *opts, exe, *args)
         # pytest's PYTEST_CURRENT_TEST ends in "(setup)" in a fixture and in
         # "(call)" in the test: one byte moves the client's argv strings, and
         # libc's start-up (strrchr of argv[0] in __init_misc) takes another
         # path at some lengths of the test's directory.
-        env = {k: v for k, v in (env or os.environ).items() if k != 'PYTEST_CURRENT_TEST'}
+        env = {k: v for k, v in VALGRIND.env(env).items() if k != 'PYTEST_CURRENT_TEST'}
         return subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir,
                               timeout=300, env=env)
 
@@ -120,7 +124,7 @@ class Toolbox:
         if out is not None:
             path = self.dir / out
             opts.insert(0, f'--kgrind-out-file={path}')
-        proc = self._valgrind([str(VG_IN_PLACE)], 'kgrind', opts, exe, args)
+        proc = self.valgrind('kgrind', opts, exe, args)
         if SAME_BEFORE:
             self._same_as_before(exe, args, opts)
         return Run(proc, path)
@@ -128,7 +132,7 @@ class Toolbox:
     def _same_as_before(self, exe, args, opts):
         if not _same_builds:
             after = os.environ.get('KGRIND_SAME_AFTER', str(IN_PLACE_LIB))
-            _same_builds.append(profile_identity.Builds(SAME_BEFORE, after))
+            _same_builds.append(profile_identity.Builds(SAME_BEFORE, after, launcher=VALGRIND.launcher))
         status, detail = profile_identity.compare(_same_builds[0], self.dir / 'same', exe, args, opts)
         test = os.environ.get('PYTEST_CURRENT_TEST', '?').split(' ')[0]
         with open(os.environ.get('KGRIND_SAME_REPORT', BUILD / 'same_profiles.txt'), 'a') as report:
@@ -136,8 +140,8 @@ class Toolbox:
         assert status != 'differ', f'the profile differs from the one of {SAME_BEFORE}: {detail}'
 
     def reference(self, tool, exe, *args, opts=(), chase=False):
-        """Runs one of Valgrind's tools from the same library directory as
-        kgrind, so the client sees the same environment. chase=False makes
+        """Runs one of Valgrind's tools the way kgrind runs (same launcher,
+        library directory and environment). chase=False makes
         VEX translate as kgrind does (the guest's own ld.so start-up runs a
         few hundred instructions differently with superblock chasing on)."""
         path = self.dir / f'{tool}.out'
@@ -146,8 +150,7 @@ class Toolbox:
             opts.append('--cache-sim=no')
         if not chase:
             opts.append('--vex-guest-chase=no')
-        env = dict(os.environ, VALGRIND_LIB=str(IN_PLACE_LIB))
-        proc = self._valgrind(['valgrind'], tool, opts, exe, args, env=env)
+        proc = self.valgrind(tool, opts, exe, args)
         return Run(proc, path)
 
 

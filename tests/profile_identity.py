@@ -24,7 +24,8 @@ PID_LINE = re.compile(rb'^pid: (\d+)$', re.M)
 class Builds:
     """Two tool builds (VALGRIND_LIB directories) behind equal-length links."""
 
-    def __init__(self, before_lib, after_lib, root=None):
+    def __init__(self, before_lib, after_lib, root=None, launcher='valgrind'):
+        self.launcher = launcher
         for lib in (before_lib, after_lib):
             if not any(pathlib.Path(lib).glob('kgrind-*')):
                 raise SystemExit(f'{lib}: no kgrind tool there (a VALGRIND_LIB directory)')
@@ -79,7 +80,7 @@ def _outcome(builds, run_dir, which, run_name, exe, args, opts, env, stdin, time
     cwd.mkdir(parents=True)
     env = dict(env, VALGRIND_LIB=str(builds.libs[which]))
     env.pop('PYTEST_CURRENT_TEST', None)
-    cmd = ['valgrind', '--tool=kgrind', *opts, str(exe), *map(str, args)]
+    cmd = [builds.launcher, '--tool=kgrind', *opts, str(exe), *map(str, args)]
     try:
         proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, timeout=timeout,
                               stdin=open(stdin, 'rb') if stdin else subprocess.DEVNULL)

@@ -77,10 +77,14 @@ def check_pprof_equals_json(tmp_path, annotate, *args):
     assert p['sample_types'] == [('calls', 'count'), ('Ir', 'count')]
     assert p['default_sample_type'] == 'Ir'
     got = collections.Counter()
+    tids = [str(t['tid']) for t in d['threads']]
     for s in p['samples']:
-        assert s['labels']['k'] == str(d['k'])
+        # a label only where samples differ (no tag box on every node): the
+        # thread when there are several, k never (it is in the comments)
+        assert 'k' not in s['labels'] and ('thread' in s['labels']) == (len(tids) > 1)
         calls, ir = s['values']
-        got[(s['labels']['thread'], tuple(reversed(s['stack'])), calls, ir)] += 1
+        got[(s['labels'].get('thread', tids[0]), tuple(reversed(s['stack'])), calls, ir)] += 1
+    assert f"threads: {', '.join(tids)}" in p['comments']
     assert got == expected_stacks(d)
     assert sum(s['values'][1] for s in p['samples']) == d['total']['Ir']
     # one function per name, and its location points at it
@@ -168,8 +172,9 @@ def go_pprof(path, *args):
     return r.stdout
 
 
-def parse_raw(text):
-    """go tool pprof -raw: samples as Counter((thread, stack, calls, Ir))."""
+def parse_raw(text, tid=None):
+    """go tool pprof -raw: samples as Counter((thread, stack, calls, Ir));
+    tid: the thread of samples without a thread label (a one-thread file)."""
     samples_part, rest = text.split('\nSamples:\n', 1)[1].split('\nLocations\n', 1)
     names = {}
     for line in rest.split('\nMappings\n')[0].splitlines():
@@ -178,10 +183,17 @@ def parse_raw(text):
             names[m[1]] = m[2]
     got = collections.Counter()
     lines = samples_part.splitlines()[1:]     # after the value-type line
-    for line, labels in zip(lines[0::2], lines[1::2]):
+    samples = []    # [sample line, its labels' line (none without labels)]
+    for line in lines:
+        if re.match(r'\s*(\d+)\s+(\d+): ([\d ]+)$', line):
+            samples.append([line, ''])
+        else:
+            assert samples and not samples[-1][1], line
+            samples[-1][1] = line
+    for line, labels in samples:
         m = re.match(r'\s*(\d+)\s+(\d+): ([\d ]+)$', line)
-        assert m, line
-        thread = re.search(r'thread:\[(\S+)\]', labels)[1]
+        thread = re.search(r'thread:\[(\S+)\]', labels)
+        thread = thread[1] if thread else tid
         stack = tuple(reversed([names[i] for i in m[3].split()]))
         got[(thread, stack, int(m[1]), int(m[2]))] += 1
     return got
@@ -216,12 +228,12 @@ def test_go_tool_pprof_equals_json(annotate, tmp_path, twice_profile, k):
     d = annotate('--format=json', prof).json()
     want = expected_stacks(d)
     path = pprof_file(tmp_path, prof)
-    assert parse_raw(go_pprof(path, '-raw')) == want
-    # -traces lists the samples with Ir (the default sample type)
+    assert parse_raw(go_pprof(path, '-raw'), str(d['threads'][0]['tid'])) == want
+    # -traces lists every sample with its Ir (the default sample type),
+    # 0 too (an inlined level whose code all lies in deeper levels)
     traces = collections.Counter()
     for (_t, stack, _calls, ir), n in want.items():
-        if ir:
-            traces[(stack, ir)] += n
+        traces[(stack, ir)] += n
     assert parse_traces(go_pprof(path, '-traces')) == traces
     # -top: a function's flat Ir is that of the contexts it is the last of;
     # cum, that of the stacks holding it

@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 
+from conftest import VALGRIND
 from test_annotate import ROOT, THESIS
 
 
@@ -17,8 +18,8 @@ def test_installed_script_finds_its_modules(tmp_path):
         pytest.skip('no configure script (run ./setup.sh --build first)')
     build, prefix = tmp_path / 'build', tmp_path / 'prefix'
     build.mkdir()
-    subprocess.run([str(ROOT / 'configure'), '-q', f'--prefix={prefix}'], cwd=build, check=True,
-                   capture_output=True)
+    subprocess.run([str(ROOT / 'configure'), '-q', f'--prefix={prefix}', *VALGRIND.configure_args()], cwd=build,
+                   check=True, capture_output=True)
     subprocess.run(['make', '-s', 'install-binSCRIPTS', 'install-dist_perlmodDATA', 'install-dist_perlreadDATA',
                     'install-dist_perlcheckDATA', 'install-dist_perlexportDATA'], cwd=build, check=True,
                    capture_output=True)
@@ -47,8 +48,8 @@ def installed_man_pages(tmp_path):
         pytest.skip('no man or pod2man')
     build, prefix = tmp_path / 'build', tmp_path / 'prefix'
     build.mkdir()
-    subprocess.run([str(ROOT / 'configure'), '-q', f'--prefix={prefix}'], cwd=build, check=True,
-                   capture_output=True)
+    subprocess.run([str(ROOT / 'configure'), '-q', f'--prefix={prefix}', *VALGRIND.configure_args()], cwd=build,
+                   check=True, capture_output=True)
     subprocess.run(['make', '-s', 'install-man'], cwd=build, check=True, capture_output=True)
     return prefix / 'share' / 'man'
 

@@ -46,12 +46,22 @@ def folded(text):
     return out
 
 
+def marked_path(d, c):
+    """A JSON context's path as the stack formats show it: at finite k one
+    that does not start at __root__ starts with the truncation marker (and
+    says so in the JSON)."""
+    cut = d['k'] != 'inf' and c['path'][0] != '__root__'
+    assert c.get('truncated', False) == cut, c
+    return [f"[truncated k={d['k']}]"] * cut + c['path']
+
+
 def json_folded(d, reverse=False):
     want = collections.Counter()
     for t in d['threads']:
         for c in t['contexts']:
             if c['Ir']:
-                want[';'.join(reversed(c['path']) if reverse else c['path'])] += c['Ir']
+                path = marked_path(d, c)
+                want[';'.join(reversed(path) if reverse else path)] += c['Ir']
     return dict(want)
 
 
@@ -87,7 +97,50 @@ def test_names_short(annotate, cxx_profile):
     assert {f for t in d['threads'] for c in t['contexts'] for f in c['path']} <= set(SHORT) | {'__root__'}
 
 
+OPERATOR = re.compile(r'operator(?:\(\)|\[\]|<<=?|>>=?|<=>|->\*?|[-+*/%^&|~!=<>,]=?| new(?:\[\])?| delete(?:\[\])?)')
+
+
+def plain_short(name):
+    """A shown name (no return type) without its parameter list and
+    trailing qualifiers, template arguments collapsed to <...>: what
+    --names=short shows of a name no other function shares."""
+    out, i, groups = '', 0, []
+    while i < len(name):
+        m = OPERATOR.match(name, i) if name.startswith('operator', i) else None
+        if m:
+            out += m[0]
+            i = m.end()
+            continue
+        if name[i] in '<({':
+            close = {'<': '>', '(': ')', '{': '}'}
+            depth, j = 0, i
+            while True:
+                if name[j] in '<({':
+                    depth += 1
+                elif name[j] in '>)}':
+                    depth -= 1
+                j += 1
+                if depth == 0:
+                    break
+            assert name[j - 1] == close[name[i]], name
+            out += '<...>' if name[i] == '<' else name[i:j]
+            groups.append((len(out) - (5 if name[i] == '<' else j - i), name[i], len(out)))
+            i = j
+            continue
+        out += name[i]
+        i += 1
+    # the parameter list: the last top-level (...) after a name, then qualifiers
+    if groups and groups[-1][1] == '(' and groups[-1][0] > 0 and out[groups[-1][0] - 1] != ' ':
+        tail = out[groups[-1][2]:]
+        if re.fullmatch(r'(?:\s*(?:const|volatile|noexcept|&&?))*', tail):
+            out = out[:groups[-1][0]]
+    return out
+
+
 def test_names_short_real_cxx(annotate, tools):
+    """Short names drop parameter lists and template arguments while no other
+    function of the profile has the same short name; functions that share it
+    (overloads, instances of a template) show what tells them apart."""
     exe = tools.compile('templates.cpp', '-O0')
     run = tools.kgrind(exe, opts=['--k=1'])
     assert run.returncode == 0, run.stderr
@@ -95,10 +148,20 @@ def test_names_short_real_cxx(annotate, tools):
     for name in ('sum_pairs<...>', '(anonymous namespace)::Point::operator<', '(anonymous namespace)::Point::area',
                  'std::map<...>::operator[]', 'main::{lambda(long)#1}::operator()'):
         assert re.search(rf'(?:^|  |> ){re.escape(name)}(?: >|$)', text, re.M), name
-    rows = ' '.join(re.findall(r'^ +[\d,]+ +\S+% +[\d,]+ +[\d,]+  (.*)$', text, re.M))
-    # template arguments collapsed (operator< and operator<< aside), no parameter lists
-    assert not re.search(r'<(?!\.\.\.>)', re.sub(r'operator\S*', '', rows)), rows
-    assert 'const&' not in rows and '(long)' not in rows.replace('{lambda(long)#1}', '')
+    # at k=0 a row is one function: the table's names against the JSON's, in the same order
+    row = r'^ +[\d,]+ +\S+% +[\d,]+ +[\d,]+  (.*)$'
+    names = re.findall(row, ok(annotate('--k=0', '--top=0', '--threshold=100', run.profile_path)).out, re.M)
+    paths = [c['path'] for c in annotate('--format=json', '--k=0', run.profile_path).json()['threads'][0]['contexts']]
+    assert len(names) == len(paths) > 100 and all(len(p) == 1 for p in paths)
+    shown = {p[0]: n for p, n in zip(paths, names)}
+    assert len(set(shown.values())) == len(shown) == len(names)     # no two functions shown alike
+    by_plain = collections.defaultdict(set)
+    for f, s in shown.items():
+        by_plain[plain_short(s)].add(f)
+    for f, s in shown.items():
+        # the plain short name while unique, else more of the full name
+        assert (s == plain_short(s)) == (len(by_plain[plain_short(s)]) == 1), (s, f)
+    assert any(len(v) > 1 for v in by_plain.values())   # templates.cpp has namesakes under short names
 
 
 @pytest.mark.parametrize('k', [1, 2, M.INF])
@@ -112,6 +175,8 @@ def test_callers_folded_is_the_kccf(annotate, tmp_path, k):
     prefix = collections.Counter()
     for stack, n in got.items():
         frames = stack.split(';')
+        if frames[-1] == f'[truncated k={k}]':    # the caller stack goes on beyond k callers
+            frames.pop()
         for i in range(1, len(frames) + 1):
             prefix[tuple(frames[:i])] += n
 
@@ -131,11 +196,19 @@ def test_callers_needs_folded(annotate):
 # ---------------------------------------------------------------------------
 # Graphviz.
 
-def parse_dot(text):
+def parse_dot(text, k=None):
+    """Nodes {id: (path, calls, label)} and edges; a tooltip's truncation
+    marker (k given: a path that does not start at __root__) checked and
+    dropped."""
     nodes, edges = {}, []
     for m in re.finditer(r'^  n(\d+) \[label="([^"]*)", tooltip="([^"]*)"', text, re.M):
         calls = int(re.search(r'\\ncalls ([\d,]+)', m[2])[1].replace(',', ''))
-        nodes[int(m[1])] = (tuple(m[3].split(' > ')), calls, m[2])
+        path = m[3].split(' > ')
+        if k is not None:
+            cut = path[0] == f'[truncated k={k}]'
+            path = path[cut:]
+            assert cut == (k != 'inf' and path[0] != '__root__'), m[3]
+        nodes[int(m[1])] = (tuple(path), calls, m[2])
     for m in re.finditer(r'^  n(\d+) -> n(\d+) \[label="([\d,]+)x\\n([\d,]+)"\];', text, re.M):
         edges.append((int(m[1]), int(m[2]), int(m[3].replace(',', '')), int(m[4].replace(',', ''))))
     return nodes, edges
@@ -164,7 +237,7 @@ def test_dot_call_graph(annotate, twice_profile, k):
         for c in t['contexts']:
             calls[tuple(c['path'])] += c['calls']
     full = ok(annotate('--format=dot', '--threshold=100', '--top=0', prof)).out
-    nodes, edges = parse_dot(full)
+    nodes, edges = parse_dot(full, k)
     # one node per context, with its calls; one edge per caller -> callee pair
     assert sorted(p for p, _c, _l in nodes.values()) == sorted(calls)
     assert all(c == calls[p] for p, c, _l in nodes.values())
@@ -182,7 +255,7 @@ def test_dot_call_graph(annotate, twice_profile, k):
         assert pb[:-1] == pa[-len(pb) + 1:] if k != 'inf' else pb[:-1] == pa
     # pruned: the hottest contexts, still connected, every node named plainly
     top = ok(annotate('--format=dot', '--top=5', prof)).out
-    n5, e5 = parse_dot(top)
+    n5, e5 = parse_dot(top, k)
     assert 5 <= len(n5) < len(nodes) and connected(n5, e5)
     assert any(p[-1] == 'scaled' for p, _c, _l in n5.values())
     assert '()' not in top
@@ -225,12 +298,7 @@ def test_limited_outputs_are_the_selected_contexts(annotate, tmp_path, k, order)
             paths = {tuple(c['path'])[:i] for c in tp['contexts'] for i in range(1, len(c['path']) + 1)}
             assert (set(sp) == paths if k is M.INF else sp == sf) and all(sp[p] == sf[p] for p in sp)
         # folded stacks: those of the selected contexts, summed over threads
-        want = collections.Counter()
-        for t in part['threads']:
-            for c in t['contexts']:
-                if c['Ir']:
-                    want[';'.join(c['path'])] += c['Ir']
-        assert folded(ok(annotate('--format=folded', *limit, prof)).out) == dict(want)
+        assert folded(ok(annotate('--format=folded', *limit, prof)).out) == json_folded(part)
         # --kccf prints the same pruned tree
         dump = ok(annotate('--kccf', '--costs=no', f'--tree-order={order}', *limit, prof)).out
         first = dump.split('DUMP of K-CCF', 1)[1].split('\n', 2)[2].split('\n\n', 1)[0]

@@ -122,8 +122,9 @@ def test_bench_large_smoke(tmp_path):
 
 
 def test_bench_churn_smoke(tmp_path):
-    """The thread-churn phase alone, at small thread counts: both runs and
-    kgrind_annotate measured, the report's table and targets from them."""
+    """The thread-churn phase alone, at small thread counts: both variants'
+    runs and kgrind_annotate measured, the report's table and targets from
+    them."""
     out = tmp_path / 'results'
     proc = subprocess.run(
         [sys.executable, str(SUITE), '--workloads=', '--no-growth', '--no-ksweep', '--no-large', '--no-charts',
@@ -132,24 +133,26 @@ def test_bench_churn_smoke(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     churn = json.loads((out / 'results.json').read_text())['churn']
     assert churn['counts'] == [20, 60]
-    runs = churn['runs']
-    for n in ('20', '60'):
-        assert runs[n]['rc'] == 0 and runs[n]['rss_kb'] > 1000 and runs[n]['profile_bytes'] > 0
-    assert runs['60']['profile_bytes'] > runs['20']['profile_bytes']
-    assert churn['annotate']['rc'] == 0 and churn['annotate']['seconds'] > 0
     report = (out / 'report.md').read_text()
-    rows = {}
-    for line in report.splitlines():
-        cells = [c.strip() for c in line.strip('|').split('|')]
-        if len(cells) == 6 and cells[0] in ('20', '60'):
-            rows[cells[0]] = cells
-    assert set(rows) == {'20', '60'}, report
-    assert float(rows['60'][3]) == round(runs['60']['rss_kb'] / 1024, 1)
-    ratio = runs['60']['rss_kb'] / runs['20']['rss_kb']
-    assert re.search(rf'\| peak RSS at 60 threads ≤ 1\.2× at 20 \| [0-9.]+ MB / [0-9.]+ MB = {ratio:.2f}× \| '
-                     rf'\*\*{"met" if ratio <= 1.2 else "not met"}\*\* \|', report), report
-    assert re.search(r'\| kgrind_annotate on the 60-thread profile < 5 s \| [0-9.]+ s \| \*\*(met|not met)\*\* \|',
-                     report), report
+    for label, variant in (('same work', churn), ('distinct (256 paths)', churn['distinct'])):
+        runs = variant['runs']
+        for n in ('20', '60'):
+            assert runs[n]['rc'] == 0 and runs[n]['rss_kb'] > 1000 and runs[n]['profile_bytes'] > 0
+        assert runs['60']['profile_bytes'] > runs['20']['profile_bytes']
+        assert variant['annotate']['rc'] == 0 and variant['annotate']['seconds'] > 0
+        rows = {}
+        for line in report.splitlines():
+            cells = [c.strip() for c in line.strip('|').split('|')]
+            if len(cells) == 7 and cells[0] == label and cells[1] in ('20', '60'):
+                rows[cells[1]] = cells
+        assert set(rows) == {'20', '60'}, report
+        assert float(rows['60'][4]) == round(runs['60']['rss_kb'] / 1024, 1)
+        ratio = runs['60']['rss_kb'] / runs['20']['rss_kb']
+        of = '' if label == 'same work' else ', ' + re.escape(label)
+        assert re.search(rf'\| peak RSS at 60 threads ≤ 1\.2× at 20{of} \| [0-9.]+ MB / [0-9.]+ MB = {ratio:.2f}× \| '
+                         rf'\*\*{"met" if ratio <= 1.2 else "not met"}\*\* \|', report), report
+        assert re.search(rf'\| kgrind_annotate on the 60-thread profile < 5 s{of} \| [0-9.]+ s \| \*\*(met|not met)\*\* \|',
+                         report), report
 
 
 def test_bench_churn_counts_refused(tmp_path):

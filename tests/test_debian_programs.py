@@ -12,12 +12,12 @@ import pytest
 
 import callgrind_format
 import ksf_records
-from conftest import IN_PLACE_LIB, VG_IN_PLACE
+from conftest import VALGRIND
 from test_annotate import annotate_cmd
 
 
 # The programs' hash seeds fixed: their runs are then deterministic.
-ENV = dict(os.environ, VALGRIND_LIB=str(IN_PLACE_LIB), PERL_HASH_SEED='0', PERL_PERTURB_KEYS='0')
+ENV = VALGRIND.env(dict(os.environ, PERL_HASH_SEED='0', PERL_PERTURB_KEYS='0'))
 
 
 def program(name):
@@ -51,7 +51,7 @@ def native(tools, *cmd):
 def kgrind(tools, *cmd, opts=()):
     """kgrind's run of cmd, whose output (bytes) and status are the native run's."""
     path = tools.dir / 'kgrind.out'
-    kg = Run([str(VG_IN_PLACE), '--tool=kgrind', f'--kgrind-out-file={path}', *opts, *cmd], tools.dir, path)
+    kg = Run(VALGRIND.argv('kgrind', f'--kgrind-out-file={path}', *opts, *cmd), tools.dir, path)
     ref = native(tools, *cmd)
     assert (kg.status, kg.stdout) == (ref.status, ref.stdout), kg.stderr
     return kg
@@ -61,7 +61,7 @@ def reference(tools, tool, *cmd):
     """Valgrind's tool on cmd as kgrind translates (conftest's Toolbox.reference)."""
     path = tools.dir / f'{tool}.out'
     extra = ['--cache-sim=no'] if tool == 'cachegrind' else []
-    return Run(['valgrind', f'--tool={tool}', f'--{tool}-out-file={path}', '--vex-guest-chase=no', *extra, *cmd],
+    return Run(VALGRIND.argv(tool, f'--{tool}-out-file={path}', '--vex-guest-chase=no', *extra, *cmd),
                tools.dir, path)
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import callgrind_format
 
-from conftest import ROOT, VG_IN_PLACE
+from conftest import ROOT
 
 GEOMETRY = ['--I1=32768,8,64', '--D1=49152,12,64', '--LL=8388608,16,64']
 EVENTS = 'Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw Bc Bcm Bi Bim'.split()
@@ -28,12 +28,12 @@ PROGRAMS = [
 
 
 def cachegrind(tools, exe, opts, out):
-    """cachegrind through the same launcher as kgrind (vg-in-place), so the
+    """cachegrind through the same launcher as kgrind, so the
     client's environment, and with it its stack addresses, are the same,
     and with VEX translating as kgrind does (no superblock chasing)."""
     path = tools.dir / out
-    proc = tools._valgrind([str(VG_IN_PLACE)], 'cachegrind',
-                           [f'--cachegrind-out-file={path}', '--vex-guest-chase=no', *opts], exe, [])
+    proc = tools.valgrind('cachegrind',
+                          [f'--cachegrind-out-file={path}', '--vex-guest-chase=no', *opts], exe, [])
     assert proc.returncode == 0, proc.stderr
     return path
 
@@ -130,8 +130,7 @@ def test_collect_bus_counts_atomic_instructions(tools):
     by_fn = mine.by_function_events()
     assert (by_fn['bump']['Ge'], by_fn['cas']['Ge'], by_fn['main']['Ge']) == (1000, 500, 0)
     path = tools.dir / 'cl.out.1'
-    proc = tools._valgrind([str(VG_IN_PLACE)], 'callgrind', [f'--callgrind-out-file={path}', '--collect-bus=yes'],
-                           exe, [])
+    proc = tools.valgrind('callgrind', [f'--callgrind-out-file={path}', '--collect-bus=yes'], exe)
     assert proc.returncode == 0, proc.stderr
     ref = callgrind_format.parse(path)
     assert ref.events == ['Ir', 'Ge']

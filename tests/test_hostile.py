@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 import callgrind_format
-from conftest import PROGS, VG_IN_PLACE
+from conftest import PROGS, VALGRIND
 from test_annotate import annotate, bad, ok  # noqa: F401
 
 VALGRIND_FAILURE = re.compile(r"INTERNAL ERROR|the 'impossible' happened|Killed by fatal signal")
@@ -187,7 +187,7 @@ def assert_incomplete_profile(path, pid, annotate):  # noqa: F811
 def test_sigkill_leaves_an_incomplete_profile(tools, annotate):  # noqa: F811
     exe = tools.compile('incomplete.c')
     path = tools.dir / 'kgrind.out'
-    proc = subprocess.Popen([str(VG_IN_PLACE), '--tool=kgrind', f'--kgrind-out-file={path}', str(exe), 'kill'],
+    proc = subprocess.Popen(VALGRIND.argv('kgrind', f'--kgrind-out-file={path}', exe, 'kill'), env=VALGRIND.env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tools.dir)
     pid = int(proc.stdout.readline().split()[1])
     os.kill(pid, signal.SIGKILL)

@@ -12,7 +12,7 @@ import pytest
 
 import callgrind_format
 import ksf_records
-from conftest import PROGS, ROOT
+from conftest import PROGS, ROOT, VALGRIND
 
 
 def cct_paths(prof):
@@ -475,7 +475,7 @@ def test_fork_child_profile_leaves_out_its_parents_zeroed_forest(tools, k):
     every path to what the child counted, and loses no count. The parent's
     profile keeps its whole forest: every branch/b* context the program's
     structure makes, once each."""
-    exe = tools.compile('fork_forest.c', '-O1', '-I', str(ROOT / 'include'), '-I', '/usr/include/valgrind')
+    exe = tools.compile('fork_forest.c', '-O1', '-I', str(ROOT / 'include'), '-I', VALGRIND.includedir)
     kg = tools.kgrind(exe, opts=[f'--k={k}'], out='kg.%p')
     assert kg.returncode == 0 and kg.stdout == 'tree 2184 child exit 0\n', kg.stderr
     profiles = {}

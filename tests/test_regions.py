@@ -16,11 +16,11 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, ROOT
+from conftest import ROOT, VALGRIND
 import callgrind_format
 import ksf_records
 
-INCLUDES = ('-I', str(ROOT / 'include'), '-I', '/usr/include/valgrind')
+INCLUDES = ('-I', str(ROOT / 'include'), '-I', VALGRIND.includedir)
 ANNOTATE = ['perl', str(ROOT / 'perl' / 'kgrind_annotate.pl')]
 CONTROL = ['perl', str(ROOT / 'perl' / 'kgrind_control.pl')]
 
@@ -72,7 +72,8 @@ def one_name_per_function(profiles):
         for ctx, homes in p.function_homes.items():
             callee = callgrind_format.callee(ctx)
             for home in homes:
-                names[(home, re.sub(r' \[[^]]*\]', '', callee))].add(callee)
+                # (not an inlined level's mark: `f [inlined]` is another function than f)
+                names[(home, re.sub(r' \[(?!inlined\])[^]]*\]', '', callee))].add(callee)
     return {k: v for k, v in names.items() if len(v) > 1} == {}
 
 
@@ -350,8 +351,8 @@ class WaitingProgram:
     def __init__(self, tools, out, exe=None, args=(), opts=()):
         self.exe = exe or compile_prog(tools, 'roi_wait')
         self.prefix = f'--vgdb-prefix={tools.dir}/vgdb'
-        self.proc = subprocess.Popen([str(BUILD / 'kgrind' / 'vg-in-place'), '--tool=kgrind', self.prefix, *opts,
-                                      f'--kgrind-out-file={out}', str(self.exe), *args], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen(VALGRIND.argv('kgrind', self.prefix, *opts, f'--kgrind-out-file={out}', self.exe, *args),
+                                     env=VALGRIND.env(), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tools.dir)
         self.pid = str(self.proc.pid)
         assert read_line(self.proc.stdout, 120) == 'ready\n'
@@ -383,8 +384,20 @@ def test_kgrind_control_dumps_a_waiting_program_that_goes_on(tools):
         depth = re.search(r"^thread 1 \(Valgrind tid 1\): shadow stack depth (\d+), context (\S+)$",
                           status.stdout, re.M)
         assert depth and int(depth[1]) > 3, status.stdout
+        # -b: the whole shadow stack, innermost first, each frame with its context
         back = prog.control('-b', pid)
-        assert back.stdout == f'thread 1: {depth[2]}\n'
+        assert back.returncode == 0, back.stderr
+        lines = back.stdout.splitlines()
+        assert lines[0] == f'Backtrace for thread 1 (Valgrind tid 1), {depth[1]} frames, innermost first:'
+        frames = [re.fullmatch(r'  \[ ?(\d+)\] (.+?)   \((.+)\)', l).groups() for l in lines[1:]]
+        assert [int(f[0]) for f in frames] == list(range(int(depth[1])))
+        assert frames[0][2] == depth[2]
+        names = [f[1] for f in frames]
+        assert all(ctx.startswith(f"{name}'") for _d, name, ctx in frames)
+        # each frame's context is the frame and its callers below it
+        assert all(frames[i][2].split("'")[:3] == names[i:i + 3] for i in range(len(frames) - 2))
+        assert names.index('fgets') < names.index('main') < names.index('(below main)') < len(names) - 1
+        assert names[-1] == '_start'
         unknown = subprocess.run(['vgdb', prog.prefix, f'--pid={pid}', 'frobnicate'], capture_output=True,
                                  text=True, timeout=60)
         assert "unknown monitor command 'frobnicate'" in unknown.stdout
@@ -401,6 +414,29 @@ def test_kgrind_control_dumps_a_waiting_program_that_goes_on(tools):
     assert 'ready\n' + stdout == native.stdout
     final = callgrind_format.parse(tools.dir / 'kgrind.out.2')
     assert final.by_function()['work'] > 0 and 'warm_up' not in nonzero(final.by_function())
+
+
+def test_kgrind_control_events_are_the_dumps_totals_and_kill_ends_the_run(tools):
+    prog = WaitingProgram(tools, tools.dir / 'kgrind.out')
+    try:
+        events = prog.control('-e', prog.pid)
+        assert events.returncode == 0, events.stderr
+        m = re.fullmatch(r'events: Ir\ntotals: (\d+)\nthread 1 \(Valgrind tid 1\): Ir (\d+)\n', events.stdout)
+        assert m and m[1] == m[2] and int(m[1]) > 10000, events.stdout
+        # blocked in read(): the dump holds what -e counted
+        assert prog.control('-d', prog.pid).returncode == 0
+        assert callgrind_format.parse(tools.dir / 'kgrind.out.1').totals == int(m[1])
+        # the dump zeroed the counters
+        again = prog.control('-e', prog.pid)
+        assert again.stdout == 'events: Ir\ntotals: 0\nthread 1 (Valgrind tid 1): Ir 0\n'
+        killed = prog.control('-k', prog.pid)
+        assert killed.returncode == 0 and killed.stdout == '' and killed.stderr == ''
+        stdout, _stderr = prog.proc.communicate(timeout=60)
+    finally:
+        prog.kill()
+    # killed, not ended: the program neither worked nor returned its 3
+    assert prog.proc.returncode != 3 and 'sum' not in stdout
+    assert sorted(p.name for p in tools.dir.glob('kgrind.out*')) == ['kgrind.out.1']
 
 
 def test_live_dump_to_a_vanished_directory_is_reported_and_the_run_goes_on(tools):

@@ -26,7 +26,7 @@ import pytest
 
 import callgrind_format
 import ksf_records
-from conftest import PROGS, ROOT, VG_IN_PLACE
+from conftest import PROGS, ROOT, VALGRIND
 
 HOSTILE = PROGS / 'hostile'
 ANNOTATE = ROOT / 'perl' / 'kgrind_annotate.pl'
@@ -157,9 +157,9 @@ class Ran:
 
 
 def run_tool(tool, opts, exe, args, cwd):
-    """The program under the uninstalled launcher, in cwd; a hang fails."""
-    cmd = [str(VG_IN_PLACE), f'--tool={tool}', *opts, str(exe), *args]
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    """The program under the build's launcher, in cwd; a hang fails."""
+    cmd = VALGRIND.argv(tool, *opts, exe, *args)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=VALGRIND.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, errors='replace', preexec_fn=no_core_dumps,
                             start_new_session=True)
     try:

@@ -8,11 +8,15 @@ import re
 
 import pytest
 
+import callgrind_format
 import ksf_records
 from test_annotate import annotate, ok  # noqa: F401  (fixture)
+from test_regions import context_calls, dump_files
 
 THREADS = 300
 FUNCTIONS = ('request', 'parse', 'reply', 'format')
+LEVELS = 8      # thread_churn's levels of a<j>/b<j> on a thread's path
+STEPS = tuple(f'{ab}{j}' for j in range(LEVELS) for ab in 'ab')
 
 
 def program_counts(stdout):
@@ -27,10 +31,40 @@ def calls_by_thread(prof):
     for forest in prof.forests:
         calls = collections.Counter()
         for ctx, n in ksf_records.kccf(forest, ksf_records.k_of(prof), 0).items():
-            if ctx[-1] in FUNCTIONS:
+            if ctx[-1] in FUNCTIONS + STEPS:
                 calls[ctx[-1]] += n
         out.append((forest.tid, calls))
     return out
+
+
+def records_by_context(prof):
+    """What the body's contexts hold according to the k-SF records of every
+    thread: ({context name: exclusive Ir}, {context name: calls}), each
+    record's canonical nodes (not the top regions of its trees after the
+    first) by their k-context, summed over the threads."""
+    k = ksf_records.k_of(prof)
+    excl, calls = collections.Counter(), collections.Counter()
+    for forest in prof.forests:
+        for tree, root in enumerate(forest.roots):
+            stack = [(root, (forest.name(root),), 0)]
+            while stack:
+                nid, path, depth = stack.pop()
+                if tree == 0 or depth >= k:
+                    name = "'".join(reversed(path[-(k + 1):]))
+                    excl[name] += forest.nodes[nid][3]
+                    calls[name] += forest.nodes[nid][2]
+                stack += [(kid, (path + (forest.name(kid),))[-(k + 1):], depth + 1) for kid in forest.children[nid]]
+    return excl, calls
+
+
+def assert_body_is_the_records_summed(path):
+    """The body (one fn= per context, summed over threads) says what the
+    threads' records say: each context's exclusive Ir and calls into it."""
+    body = callgrind_format.parse(path)
+    excl, calls = records_by_context(ksf_records.parse(path))
+    assert {c: n for c, n in body.by_context().items() if n} == {c: n for c, n in excl.items() if n}
+    into = context_calls(body)
+    assert {c: n for c, n in into.items() if n} == {c: n for c, n in calls.items() if n and c != '__root__'}
 
 
 @pytest.fixture(scope='module')
@@ -41,10 +75,27 @@ def churn(tmp_path_factory):
     return tools, exe
 
 
-def test_every_thread_created_has_its_record_with_its_own_calls(churn, annotate):  # noqa: F811
+def expected_work(i, paths):
+    """What thread i (1-based) calls: (parse calls, the a<j>/b<j> of its path)."""
+    path = i % paths
+    steps = tuple('ab'[path >> j & 1] + str(j) for j in range(LEVELS)) if paths > 1 else ()
+    return i % 3 + 1, steps
+
+
+def thread_work(calls):
+    """The same, from a thread's record's calls (each step called once)."""
+    steps = tuple(sorted((f for f in STEPS if calls[f]), key=lambda f: int(f[1:])))
+    assert all(calls[f] == 1 for f in steps), calls
+    return calls['parse'], steps
+
+
+# 1 path: every thread but for its parse count alike; 256: threads do
+# different work (about 3 x 256 distinct forests).
+@pytest.mark.parametrize('paths', [1, 256])
+def test_every_thread_created_has_its_record_with_its_own_calls(churn, annotate, paths):  # noqa: F811
     tools, exe = churn
-    kg = tools.kgrind(exe, THREADS, opts=['--k=2'])
-    native = tools.native(exe, THREADS)
+    kg = tools.kgrind(exe, THREADS, paths, opts=['--k=2'])
+    native = tools.native(exe, THREADS, paths)
     assert kg.returncode == native.returncode == 0, kg.stderr
     assert kg.stdout == native.stdout
     counts = program_counts(native.stdout)
@@ -61,13 +112,17 @@ def test_every_thread_created_has_its_record_with_its_own_calls(churn, annotate)
     # format twice: the multiset over the threads (their records' order is
     # the order they first ran in).
     assert all(c['request'] == 1 and c['reply'] == 2 and c['format'] == 2 for c in workers)
-    assert sorted(c['parse'] for c in workers) == sorted(i % 3 + 1 for i in range(1, THREADS + 1))
+    assert sorted(thread_work(c) for c in workers) == sorted(expected_work(i, paths) for i in range(1, THREADS + 1))
+    if paths > 1:   # hundreds of kinds of work
+        assert len({thread_work(c) for c in workers}) == len({expected_work(i, paths) for i in range(1, THREADS + 1)}) > 200
     totals = collections.Counter()
     for _tid, calls in per_thread:
         totals.update(calls)
-    assert {f: totals[f] for f in FUNCTIONS} == {f: counts[f] for f in FUNCTIONS}
+    names = FUNCTIONS + (STEPS if paths > 1 else ())
+    assert {f: totals[f] for f in names} == {f: counts[f] for f in names}
     body = kg.profile()
     assert sum(f.ir for f in prof.forests) == body.summary == body.total()
+    assert_body_is_the_records_summed(kg.profile_path)
 
     # kgrind_annotate reads it: the default report, and JSON whose threads'
     # Ir sum to the profile's total and whose per-thread calls are the records'.
@@ -89,19 +144,43 @@ def tool_peak_heap(stderr):
     return int(peaks[-1].replace(',', ''))
 
 
-def test_an_ended_thread_keeps_memory_for_its_forest_not_a_fixed_cost(churn):
+@pytest.mark.parametrize('paths', [1, 256])
+def test_an_ended_thread_keeps_its_record_not_its_forest(churn, paths):
     """The tool's peak heap at 400 threads less at 100, per k-SF node the
-    300 more threads added, is at most 1 KB: each node's forest memory,
-    transitions, counters and call edges: about 380 bytes. (Before, each
-    thread kept its tables' and forests' first allocations: 95 KB a thread
-    of 50 nodes, 1.9 KB a node.)"""
+    300 more threads added, is at most 24 bytes: a thread that ended keeps
+    its record's numbers (about 7 bytes a node), its counters and call
+    edges added into the ended threads' shared ones
+    (docs/design/processes.md). Before it kept its forest, transitions,
+    counters and call edges: 380 bytes a node, and 1.9 KB before that. With
+    256 paths the threads' forests are hundreds of different ones."""
     tools, exe = churn
     heap, nodes = {}, {}
     for n in (100, 400):
-        kg = tools.kgrind(exe, n, opts=['--k=2', '--profile-heap=yes'], out=f'heap-{n}.out')
+        kg = tools.kgrind(exe, n, paths, opts=['--k=2', '--profile-heap=yes'], out=f'heap-{n}-{paths}.out')
         assert kg.returncode == 0, kg.stderr
         heap[n] = tool_peak_heap(kg.stderr)
         nodes[n] = sum(len(f.nodes) for f in ksf_records.parse(kg.profile_path).forests)
     added = nodes[400] - nodes[100]
-    assert added >= 300 * 10
-    assert heap[400] - heap[100] <= 1024 * added, (heap, nodes)
+    assert added >= 300 * 40
+    assert heap[400] - heap[100] <= 24 * added, (heap, nodes)
+
+
+def test_dumps_during_churn_count_every_call_once(churn):
+    """Dumps while threads end (each dump zeroes the counters, those of the
+    threads already ended and kept compact too): every call the program
+    made is in exactly one dump's records, and each dump's body says what
+    its records say."""
+    tools, exe = churn
+    kg = tools.kgrind(exe, THREADS, 256, opts=['--k=2', '--dump-every-bb=10000'], out='dumps.out')
+    native = tools.native(exe, THREADS, 256)
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    files = dump_files(tools, 'dumps.out')
+    assert len(files) >= 6
+    totals = collections.Counter()
+    for f in files:
+        assert_body_is_the_records_summed(f)
+        for _tid, calls in calls_by_thread(ksf_records.parse(f)):
+            totals.update(calls)
+    counts = program_counts(native.stdout)
+    names = FUNCTIONS + STEPS
+    assert {f: totals[f] for f in names} == {f: counts[f] for f in names}

@@ -113,6 +113,7 @@ void zero_counters()
       t->ir_uncounted = now_of(t).ir;
       restart_frames(t);
    }
+   zero_ended_threads();
    if (joined_forest) forest_reset(joined_forest);
    if (joined_view && joined_view != joined_forest) forest_reset(joined_view);
    reset_costs();
@@ -146,10 +147,17 @@ ULong ir_elapsed()
 {
    ULong ir = 0;
    for (ThreadState* t = all_threads; t; t = t->next) ir += now_of(t).ir;
-   return ir;
+   return ir + ended_threads_clock();
 }
 
 // The Ir counted of thread t.
 static ULong counted_ir(ThreadState* t) { return now_of(t).ir - t->ir_uncounted; }
+
+ULong ir_counted()
+{
+   ULong ir = 0;
+   for (ThreadState* t = all_threads; t; t = t->next) ir += counted_ir(t);
+   return ir;
+}
 
 } // namespace kg

@@ -22,6 +22,15 @@ void update_now_from_top()
    if (kg_now->ctx != kCallPending) kg_now->ctx = transition_ctx(top->tr);
 }
 
+// The top frame below the inlined levels (--inline-frames) on top of the
+// running stack: the frame of the function whose code runs.
+const Frame* physical_frame()
+{
+   const Frame* f = kg_now->top;
+   while (f->tr->kind == kActivation && is_inline_site(f->tr->site)) f--;
+   return f;
+}
+
 // A frame of transition tr's closes (pops, or is settled) with inclusive
 // cost incl. A recursive activation of the same context is already
 // measured by the outermost one: its inclusive cost counts only there.

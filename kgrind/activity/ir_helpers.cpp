@@ -83,7 +83,7 @@ static ULong* block_entry(BlockInfo* blk, Addr sp, UWord after_call)
    ThreadState* t = current;
    if (after_call) {
       push_activation(t, activated_function(blk), sp, blk, kg_now->call_site);
-   } else if (blk->fn_entry && !runs(kg_now->top->tr, blk->fn())) {
+   } else if (blk->fn_entry && !runs(physical_frame()->tr, blk->fn())) {
       if (linked_to_new_coroutine(t) || entered_below_top(t, sp)) switch_stack(t, sp, blk);
       // A jump to a function's first instruction from another function is a
       // tail call; a jump back to its own entry is a loop. (Direct jumps
@@ -226,7 +226,7 @@ extern "C" void VG_REGPARM(1) kg_jump_into(FnInfo* fn)
 // The instructions of a superblock with one flush point.
 static UWord block_instructions(const BlockInfo* blk)
 {
-   if (clo.dump_instr) return blk->n_instrs;   // per-instruction positions
+   if (clo.count_instr) return blk->n_instrs;   // per-instruction counters
    UWord n = 0;
    for (UInt i = 0; i < blk->n_runs; i++) n += blk->runs()[i].n;
    return n;

@@ -36,7 +36,7 @@ void derive_node_counts(const ThreadProfile* threads, UInt n)
 {
    if (!counts_derived()) return;
    for (UInt i = 0; i < n; i++)
-      core::visit_postorder(threads[i].forest->sf, [](ForestNode* node) {
+      if (threads[i].forest) core::visit_postorder(threads[i].forest->sf, [](ForestNode* node) {
          tl_assert(node->incl == 0);   // its first transition's edge_incl, flushed (flush_all_transitions)
          ULong incl = node->excl;
          core::for_each_child(node, [&](ForestNode* c) { incl += c->incl; });
@@ -48,7 +48,7 @@ void forget_node_counts(const ThreadProfile* threads, UInt n)
 {
    if (!counts_derived()) return;
    for (UInt i = 0; i < n; i++)
-      core::visit_postorder(threads[i].forest->sf, [](ForestNode* node) { node->incl = 0; });
+      if (threads[i].forest) core::visit_postorder(threads[i].forest->sf, [](ForestNode* node) { node->incl = 0; });
    if (calls_added_for_good) return;
    for (ThreadState* t = all_threads; t; t = t->next) {
       add_calls_to_nodes(t, -1);
@@ -59,7 +59,7 @@ void forget_node_counts(const ThreadProfile* threads, UInt n)
 UInt thread_profile_count()
 {
    if (clo.join_threads) return 1;
-   UInt n = 0;
+   UInt n = (UInt)n_ended_threads;
    for (ThreadState* t = all_threads; t; t = t->next) n++;
    return n;
 }
@@ -80,18 +80,26 @@ UInt thread_profiles(ThreadProfile* out)
       out[0].forest = joined_forest;
       out[0].view = joined_view;
       out[0].ir = ir;
+      out[0].ended = nullptr;
       return 1;
    }
    // Oldest first: the main thread is thread 1.
    UInt n = thread_profile_count();
-   UInt i = n;
+   UInt n_ended = (UInt)n_ended_threads;
+   UInt i = n - n_ended;
    for (ThreadState* t = all_threads; t; t = t->next) {
       i--;
-      out[i].tid = t->serial;
-      out[i].forest = t->forest;
-      out[i].view = t->view;
-      out[i].ir = counted_ir(t);
+      out[i] = { t->serial, t->forest, t->view, counted_ir(t), nullptr };
    }
+   if (!n_ended) return n;
+   for (UInt e = 0; e < n_ended; e++) {
+      const EndedThread& et = ended_threads[e];
+      out[n - n_ended + e] = { et.serial, nullptr, nullptr, et.counted, &et };
+   }
+   VG_(ssort)(out, n, sizeof(ThreadProfile), [](const void* a, const void* b) -> Int {
+      UInt x = ((const ThreadProfile*)a)->tid, y = ((const ThreadProfile*)b)->tid;
+      return x < y ? -1 : x > y ? 1 : 0;
+   });
    return n;
 }
 

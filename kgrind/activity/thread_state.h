@@ -117,6 +117,14 @@ struct ThreadState {
    UWord n_calls_at_pause;
 };
 
+// Threads that ended, compacted in batches (ended_threads.cpp): thread t
+// ended; a fork child forgets them; zero_counters zeroes their records; the
+// sum of their clocks.
+static void end_thread(ThreadState* t);
+static void forget_ended_threads();
+static void zero_ended_threads();
+static ULong ended_threads_clock();
+
 struct TransitionCalls {
    Transition* tr;
    ULong calls;

@@ -106,6 +106,21 @@ void for_each_live_thread(void (*f)(UInt thread, ThreadId tid, const ForestNode*
    }
 }
 
+void for_each_live_stack(void (*f)(UInt thread, ThreadId tid, ULong counted_ir, const ForestNode* const* frames,
+                                   UInt depth, void* arg), void* arg)
+{
+   for (ThreadState* t = all_threads; t; t = t->next) {
+      if (!by_tid[t->tid] || by_tid[t->tid] != t) continue;
+      const Now& now = now_of(t);
+      UInt depth = (UInt)(now.top - t->stack->frames);
+      const ForestNode** frames = (const ForestNode**)kg::alloc((depth + 1) * sizeof(ForestNode*));
+      UInt n = 0;
+      for (const Frame* fr = now.top; fr > t->stack->frames; fr--) frames[n++] = ctx_of(child_of(fr->tr));
+      f(t->serial, t->tid, counted_ir(t), frames, n, arg);
+      kg::release(frames);
+   }
+}
+
 void thread_starts_running(ThreadId tid, ULong blocks_done)
 {
    switch_to(tid);
@@ -144,8 +159,9 @@ void thread_exits(ThreadId tid)
    // The tid will be reused by a new thread, which gets its own state.
    current->saved = *kg_now;
    by_tid[tid] = nullptr;
-   release_ended_thread(current);
+   ThreadState* t = current;
    current = nullptr;
+   end_thread(t);
 }
 
 // A thread that registers the stack it runs on (its own, or a coroutine's
@@ -241,6 +257,7 @@ static void forget_other_threads(ThreadId tid)
       if (by_tid[i] != current) by_tid[i] = nullptr;
    current->next = nullptr;
    all_threads = current;
+   forget_ended_threads();
 }
 
 void fork_child(ThreadId tid)

@@ -60,6 +60,10 @@ FnInfo* frame_fn(const Transition* tr)
 
 namespace {
 
+// Transitions of threads that ended, given back (ended_threads.cpp),
+// linked through their first word: at finite k all are transition_bytes().
+Transition* free_transitions;
+
 // Whether tr's frames run fn (frame_fn(tr) == fn, with no lookup).
 Bool runs(const Transition* tr, const FnInfo* fn) { return tr->fn_id == fn->id; }
 
@@ -94,6 +98,9 @@ Transition* transition(ThreadState* t, const void* parent, const void* key, Same
       TransitionRecord* r = (TransitionRecord*)alloc_permanent(offsetof(TransitionRecord, tr) + transition_bytes());
       r->child = child;
       tr = &r->tr;
+   } else if (free_transitions) {
+      tr = free_transitions;
+      free_transitions = *(Transition**)tr;
    } else {
       tr = (Transition*)alloc_permanent(transition_bytes());
    }

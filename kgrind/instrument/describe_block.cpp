@@ -22,8 +22,9 @@ void count_positions(const IRSB* sb_in, Bool blocks, UInt* n_instrs, UInt* n_exi
 // and flush points, else for as many line runs as it may have (each run
 // counts at least one instruction, and a called stub has one more:
 // PendingCounts::finish gives back the rest).
+// chain_changes: flush points at changes of inline chain (--inline-frames).
 BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs, Bool stub, UInt* stub_slot,
-                          Bool positions, Bool blocks)
+                          Bool positions, Bool blocks, UInt chain_changes)
 {
    SourceLine* slots[kMaxSlots];
    UInt n_slots = 0;
@@ -53,7 +54,8 @@ BlockInfo* describe_block(IRSB* sb_in, UInt* slot_of_instr, Int* n_instrs, Bool 
    count_positions(sb_in, blocks, &n_positions, &n_exits);
    UInt max_runs = *n_instrs + 1;
    BlockInfo* blk = block_info_new(first, n_slots, slots,
-                                   positions ? n_positions * sizeof(InstrPos) + (n_exits + 1) * sizeof(FlushPoint)
+                                   positions ? n_positions * sizeof(InstrPos) +
+                                                  (n_exits + chain_changes + 1) * sizeof(FlushPoint)
                                              : max_runs * sizeof(LineRun));
    if (!positions) blk->n_runs = (UShort)max_runs;
    blk->fn_entry = function_entry(first, first_loc);

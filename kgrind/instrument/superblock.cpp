@@ -68,8 +68,16 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    Bool may_call_stub = stub || ends_in_indirect_call(sb_in);
    UInt stub_slot = 0;
    Bool blocks = block_mode();
-   Bool per_instruction = clo.dump_instr;   // the block modes: always
-   BlockInfo* blk = describe_block(sb_in, slot_of_instr, &n_instrs, may_call_stub, &stub_slot, per_instruction, blocks);
+   Bool per_instruction = clo.count_instr;   // the block modes: always
+   // --inline-frames: each instruction's inline chain; a flush point at
+   // each change of chain, whose runs count in their levels' contexts.
+   static UInt chain_of[4096];
+   UInt chain_changes = inline_frames_on() ? inline_runs(sb_in, chain_of) : 0;
+   BlockInfo* blk = describe_block(sb_in, slot_of_instr, &n_instrs, may_call_stub, &stub_slot, per_instruction, blocks,
+                                   chain_changes);
+   // Every block of a function that may have inlined levels checks them:
+   // a run of no chain pops the levels a previous block left.
+   Bool inline_chains = inline_frames_on() && checks_inline_chains(blk);
    Bool sigreturn = counts_as_sigreturn_code(sb_in, blk);
    // With events, a PLT stub counts in its own counters (its events need
    // room), charged to its own position as cachegrind does; a signal
@@ -86,7 +94,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       if (ends_in_call(sb_in)) note_return_site(end_of_last_instruction(sb_in));
       find_blocks(sb_in, blk, block_of, block_len);
    }
-   if (per_instruction) describe_positions(sb_in, blk, blocks);
+   if (per_instruction) describe_positions(sb_in, blk, blocks, chain_changes ? chain_of : nullptr, chain_changes);
    void* block_helper = clo.mode == kModeIntra ? (void*)kg_block_intra : (void*)kg_block_inter;
    const HChar* block_helper_name = clo.mode == kModeIntra ? "kg_block_intra" : "kg_block_inter";
 
@@ -95,10 +103,11 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    UInt n_positions, n_exits;
    count_positions(sb_in, blocks, &n_positions, &n_exits);
    UInt max_counters = n_exits + 1 + (may_call_stub ? 1 : 0);
+   max_counters += chain_changes;
 
    IRSB* sb = deepCopyIRSBExceptStmts(sb_in);
    IRBuilder b(sb, layout);
-   Bool leaving = !blocks && unrolled_loop(sb_in, blk);
+   Bool leaving = !blocks && !chain_changes && unrolled_loop(sb_in, blk);
    PendingCounts pending(per_instruction, blocks || clo.collect_jumps, leaving);
    Addr last_instr = 0;
    UInt last_len = 0;
@@ -125,7 +134,13 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          if (!counters && region_entry)
             b.call_reading_sp("kg_region_enter", (void*)kg_region_enter, IRBuilder::u64((ULong)blk), nullptr);
          if (!counters && sigreturn) counters = add_sigreturn_prologue(b, blk);
-         if (!counters) counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted, max_counters);
+         if (!counters) {
+            counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted, max_counters);
+            if (inline_chains) counters = add_inline_run(b, blk, chain_of[0], counters);
+         } else if (chain_changes && chain_of[instr] != chain_of[instr - 1]) {
+            pending.flush(b, counters, nullptr);
+            if (inline_chains) counters = add_inline_run(b, blk, chain_of[instr], counters);
+         }
          if (blocks && block_of[instr])
             add_block_step(b, block_of[instr], block_len[instr], block_helper, block_helper_name);
          last_instr = (Addr)st->Ist.IMark.addr;
@@ -163,6 +178,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    pending.finish(blk);
    events_ir.finish(blk);
    finish_array_check(blk);
+   if (inline_chains && sb->jumpkind == Ijk_Ret) add_inline_leave(b, blk);
    add_block_end(b, sb, blk, last_instr, sp, pending.flushed_ir());
    if (region && sb->jumpkind == Ijk_Ret)
       b.call_reading_sp("kg_region_leave", (void*)kg_region_leave, IRBuilder::u64((ULong)blk), nullptr);

@@ -285,10 +285,13 @@ void count_positions(const IRSB* sb_in, Bool blocks, UInt* n_instrs, UInt* n_exi
 // that flushes_before, one at the end), for per-instruction costs and
 // jumps (a called PLT stub's counter comes after the flush points:
 // add_stub_counter).
-void describe_positions(IRSB* sb_in, BlockInfo* blk, Bool blocks)
+// chain_of: each instruction's inline chain (--inline-frames), with a flush
+// point before each change (instrument), or nullptr.
+void describe_positions(IRSB* sb_in, BlockInfo* blk, Bool blocks, const UInt* chain_of, UInt chain_changes)
 {
    UInt n_instrs, n_exits;
    count_positions(sb_in, blocks, &n_instrs, &n_exits);   // as describe_block made room for
+   n_exits += chain_changes;
    blk->n_instrs = (UShort)n_instrs;
    blk->n_slots = (UShort)(n_exits + 1);
    FlushPoint* points = blk->points();
@@ -298,6 +301,11 @@ void describe_positions(IRSB* sb_in, BlockInfo* blk, Bool blocks)
       IRStmt* st = sb_in->stmts[i];
       if (!st || (st->tag == Ist_Exit && !flushes_before(st, blocks))) continue;
       if (st->tag == Ist_IMark) {
+         if (chain_of && instr >= 0 && chain_of[instr + 1] != chain_of[instr]) {
+            points[point].instr = instr;   // a run's end: no exit
+            points[point].jump_target = 0;
+            point++;
+         }
          InstrPos& x = blk->instrs()[++instr];
          SourceLoc loc;
          x.addr = (Addr)st->Ist.IMark.addr;

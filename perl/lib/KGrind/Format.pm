@@ -46,8 +46,13 @@ sub js {
 # bytes that are not UTF-8 pass them through utf8_clean first.
 sub dq { my $s = shift; $s =~ s/(["\\])/\\$1/g; $s =~ s/\n/\\n/g; "\"$s\"" }
 
-# A tree node's name: function names get "()" (thesis style); block names
-# ({foo+12 at prog4.c:14} and __root__, $blocks) are printed as they are.
-sub frame_name { my ($n, $blocks) = @_; $n =~ /\)\z/ || $blocks ? $n : "$n()" }
+# A tree node's name: function names get "()" (thesis style) unless they
+# have a parameter list (C++: "Shape::area() const", "f(int) [libx.so]");
+# block names ({foo+12 at prog4.c:14} and __root__, $blocks) are printed
+# as they are.
+sub frame_name {
+    my ($n, $blocks) = @_;
+    $blocks || $n =~ /\)(?:\s+(?:const|volatile|noexcept)|\s*&&?)*(?:\s\[[^\[\]]*\]|#\d+)*\z/ ? $n : "$n()";
+}
 
 1;

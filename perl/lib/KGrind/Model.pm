@@ -24,7 +24,7 @@ use KGrind::Format qw(utf8_clean);
 
 our @EXPORT = qw(build_model cval outer_incl key_arrays each_key sorted_contexts shown_contexts select_contexts
                  ctx_fn ctx_str left_out_nodes model_sources export_name export_names contexts_model model_head
-                 is_ir_key context_value event_totals);
+                 is_ir_key context_value event_totals truncation_marker is_truncated finite_k_note);
 
 # What the exporters write as the program that wrote their file.
 our $EXPORTER = 'kgrind_annotate';
@@ -481,8 +481,29 @@ sub model_head {
              sources => model_sources($S, $name),
              comments => ["kgrind k-contexts (k=$k) of " . join(', ', map { $_->{file} } @{$S->{P}})
                           . ': one sample per thread and context',
+                          'threads: ' . join(', ', map { $_->{tid} } @{$S->{threads}}),
                           $k eq 'inf' ? 'stacks are full calling contexts'
-                          : "a stack whose outermost frame is [truncated k=$k] lacks its outer callers"] };
+                          : 'a stack whose outermost frame is ' . truncation_marker($k) . ' lacks its outer callers'] };
+}
+
+# The frame every format puts before (outside) a context that does not
+# reach __root__ at finite k: its stack lacks its outer callers.
+sub truncation_marker { "[truncated k=$_[0]]" }
+
+# Whether context path $path (names or labels, outermost first) is cut at
+# k $k (a number, or inf: never): it does not start at __root__.
+sub is_truncated { my ($k, $first) = @_; $k ne 'inf' && $k != $INF && $first ne $ROOT_NAME }
+
+# The note the stack formats (folded, pprof, speedscope) print on standard
+# error at finite k: what their stacks are, and what their totals per
+# outer function are not.
+sub finite_k_note {
+    my ($k) = @_;
+    my $m = truncation_marker($k);
+    return "note: k=$k: each stack is a k-context (at most " . ($k + 1) . " functions); one that does not "
+         . "reach __root__ starts with $m, so a function's total over the stacks (pprof's cum, a flame "
+         . "graph's width) counts only the contexts in which it is at most $k calls above the "
+         . "instructions; profile with --k=inf for whole stacks";
 }
 
 1;

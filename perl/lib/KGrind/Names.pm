@@ -6,18 +6,28 @@ package KGrind::Names;
 #   Shape::area() const -> Shape::area      operator<<(std::ostream&, P const&) -> operator<<
 #   f(int) [libx.so] -> f [libx.so]         (namesakes stay apart)
 # Names without brackets (C functions, __root__, 0x401136) are unchanged.
+# A short name stays that short only while no other function of the
+# profiles has it (display_name): overloads get their parameter lists,
+# instances of a template their arguments, as far as it takes to tell
+# them apart (unique_names).
 use strict;
 use warnings;
 no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use Exporter 'import';
+use List::Util ();
+use KGrind::Labels;
 
-our @EXPORT_OK = qw(short_name display_name);
+our @EXPORT_OK = qw(short_name display_name unique_names);
 
 my %CLOSE = ('(' => ')', '<' => '>', '[' => ']', '{' => '}');
 
 # "operator" and its symbol, one atom: its brackets are not brackets.
 my $OPERATOR = qr{operator(?:\s*(?:new|delete)(?:\[\])?|\(\)|\[\]|->\*?|<=>|<<=?|>>=?|&&|\|\||\+\+|--
                              |[-+*/%^&|~!=<>,]=?|\s+[^()<]+)}x;
+
+# A run of characters that are neither brackets nor the start of an
+# operator: taken in one step.
+my $PLAIN = qr/(?:[^()<>\[\]{}o]|o(?!perator))+/;
 
 # The operator name starting at $i, if one does (after a start of name:
 # the string's start, a space or one of $after).
@@ -35,6 +45,8 @@ sub atoms {
     my @atoms;
     my $i = 0;
     while ($i < length $n) {
+        pos($n) = $i;
+        if ($n =~ /\G($PLAIN)/gc) { push @atoms, split //, $1; $i = pos($n); next }
         if (my $op = operator_at($n, $i, ':~')) {
             push @atoms, $op;
             $i += length $op;
@@ -55,6 +67,8 @@ sub group_end {
     my ($n, $i) = @_;
     my @open;
     while ($i < length $n) {
+        pos($n) = $i;
+        if (@open && $n =~ /\G$PLAIN/gc) { $i = pos($n); next }
         if (@open && (my $op = operator_at($n, $i, ':~(<,'))) {
             $i += length $op;
             next;
@@ -76,28 +90,98 @@ sub group_end {
 # n-th namesake of an older profile ("#2").
 my $QUALIFIERS = qr/(?:\s\[[^\[\]]*\]|#\d+)+\z/;
 
-sub short_name {
-    my ($n) = @_;
+sub short_name { shorten($_[0], 0, 0) }
+
+# The name with the template argument lists nested deeper than $depth
+# collapsed to "<...>" (0: every one), its return type left out, and its
+# parameter list and trailing qualifiers (const, &&) left out unless
+# $params.
+sub shorten {
+    my ($n, $depth, $params) = @_;
     return $n unless $n =~ /[(<]/;
     if ($n =~ /$QUALIFIERS/ && $-[0] > 0) {
         my $start = $-[0];
-        return short_name(substr($n, 0, $start)) . substr($n, $start);
+        return shorten(substr($n, 0, $start), $depth, $params) . substr($n, $start);
     }
     my $a = atoms($n) or return $n;
-    # trailing qualifiers, then the parameter list
-    while (@$a && (join('', @$a) =~ /(?:\s+(?:const|volatile|noexcept)|\s*&&?)\z/)) {
-        my $q = length $&;
-        $q -= length pop @$a while $q > 0;
+    unless ($params) {
+        # trailing qualifiers, then the parameter list
+        my $tail = join('', @$a[($#$a > 40 ? $#$a - 40 : 0) .. $#$a]);
+        while (@$a && $tail =~ /(?:\s+(?:const|volatile|noexcept)|\s*&&?)\z/) {
+            my $q = length $&;
+            substr($tail, -$q) = '';
+            $q -= length pop @$a while $q > 0;
+        }
+        pop @$a if @$a > 1 && $a->[-1] =~ /\A\(/ && $a->[-2] !~ /\A\s\z/;
     }
-    pop @$a if @$a > 1 && $a->[-1] =~ /\A\(/ && $a->[-2] !~ /\A\s\z/;
     # the return type of a template function: up to the last top-level space
-    my ($last_space) = grep { $a->[$_] eq " " && ($a->[$_ + 1] // "<") !~ /\A</ } reverse 0 .. $#$a;
-    splice(@$a, 0, $last_space + 1) if defined $last_space && $last_space < $#$a;
-    my $s = join('', map { /\A</ ? '<...>' : $_ } @$a);
+    # before the name (a space inside the qualifiers after it is not one)
+    my $end = $#$a;
+    if ($params) { $end-- while $end > 0 && $a->[$end] !~ /\A\(/; $end = $#$a if $a->[$end] !~ /\A\(/ }
+    my $last_space;
+    for (my $i = $end; $i >= 0; $i--) {
+        next unless $a->[$i] eq ' ' && ($a->[$i + 1] // '<') !~ /\A</;
+        $last_space = $i;
+        last;
+    }
+    splice(@$a, 0, $last_space + 1) if defined $last_space && $last_space < $end;
+    my $s = join('', map { /\A[<(]/ ? collapse($_, $depth) : $_ } @$a);
     return $s eq '' ? $n : $s;
 }
 
+# A bracketed group "<...>" or "(...)" with the template argument lists in
+# it nested deeper than $depth collapsed.
+sub collapse {
+    my ($g, $depth) = @_;
+    my $open = substr($g, 0, 1);
+    return '<...>' if $open eq '<' && $depth == 0;
+    my $inner = substr($g, 1, -1);
+    my $a = $inner =~ /[(<]/ ? atoms($inner) : undef;
+    return $g unless $a;
+    my $d = $open eq '<' ? $depth - 1 : $depth;
+    return $open . join('', map { /\A[<(]/ ? collapse($_, $d) : $_ } @$a) . substr($g, -1);
+}
+
+# Each name of @$names as --names=short shows it: its short name while no
+# other name of @$names has it, else the shortest of these that tells the
+# names sharing it apart: the parameter lists, then the template arguments
+# one level deeper at a time (with and without the parameter lists), then
+# the full name.  Returns {name => shown name}.
+sub unique_names {
+    my ($names) = @_;
+    my (%short, %by);
+    for my $n (@$names) {
+        next if exists $short{$n};
+        my $s = $short{$n} = short_name($n);
+        push @{$by{$s}}, $n;
+    }
+    for my $group (grep { @$_ > 1 } values %by) {
+        my @g = do { my %seen; grep { !$seen{$_}++ } @$group };
+        next if @g < 2;
+        my $deepest = List::Util::max(map { tr/<// } @g);
+        my @levels = ([0, 1], map { ([$_, 0], [$_, 1]) } 1 .. $deepest);
+        my $shown;
+        for my $l (@levels) {
+            my @s = map { shorten($_, @$l) } @g;
+            my %n;
+            unless (grep { $n{$_}++ } @s) { $shown = \@s; last }
+            last if $l->[1] && !grep { index($_, '<...>') >= 0 } @s;    # deeper shows no more
+        }
+        $shown //= \@g;
+        @short{@g} = @$shown;
+    }
+    return \%short;
+}
+
 # A name as --names asks ($o->{names}: short or full).
-sub display_name { my ($o, $n) = @_; $o->{names} eq 'short' ? short_name($n) : $n }
+# Short names are made unique among every label read (@LNAME), once
+# the labels are all known (made again if more were read since).
+my ($SHOWN, $SHOWN_FOR) = ({}, 0);
+sub display_name {
+    my ($o, $n) = @_;
+    return $n unless $o->{names} eq 'short';
+    ($SHOWN, $SHOWN_FOR) = (unique_names(\@LNAME), scalar @LNAME) if $SHOWN_FOR != @LNAME;
+    return $SHOWN->{$n} // short_name($n);
+}
 
 1;

@@ -30,6 +30,10 @@ sub read_profile {
     open(my $fh, '<:raw', $file) or fail("$file: cannot open: $!");
     my %P = (file => $file, mtime => (stat $fh)[9], threads => [], src => {},
              fnline => {}, desc => {});
+    # a gzipped profile (gzip kgrind.out.1) is read as its contents
+    my $gz = gunzipped($file, $fh);
+    if (defined $gz) { close $fh; open($fh, '<:raw', $gz) or fail("$file: cannot read: $!") }
+    my $bytes = defined $gz ? length $$gz : -s $file;
     # the reader's state: the file's tables (fn id -> global label id, fn
     # id -> name ("name#n" for duplicates), block modes: block label ->
     # global label id, file id -> source path), the forest being read and
@@ -38,7 +42,7 @@ sub read_profile {
     my $R = { file => $file, P => \%P, P0 => $P0, want_src => $want_src, fnmap => [], fnname => [],
               blkmap => [], fname => [], blkseen => {}, fnseen => {}, names => {}, thread => undef,
               bpar => [], bfn => [], bcal => [], bexc => [], binc => [], nnodes => 0, version => 0,
-              first => 1, instr => 0 };
+              first => 1, instr => 0, bytes => $bytes };
     body_start($R);
     eval {
         my $ln = 0;
@@ -52,7 +56,7 @@ sub read_profile {
         1;
     } or do {
         my $e = $@;
-        refuse_cut_line($file) if ref $e eq 'KG::Error';
+        refuse_cut_line($file, $gz) if ref $e eq 'KG::Error';
         die $e;
     };
     return \%P;
@@ -62,13 +66,14 @@ sub read_profile {
 # first line (or a start of it) that ends inside a line was cut (a full
 # disk, a copy stopped), whatever error its last line gave.
 sub refuse_cut_line {
-    my ($file) = @_;
-    open(my $fh, '<:raw', $file) or return;
-    my ($lines, $last, $first, $buf) = (0, '', undef);
+    my ($file, $gz) = @_;    # $gz: a gzipped file's contents
+    open(my $fh, '<:raw', $gz // $file) or return;
+    my ($lines, $last, $first, $buf, $bytes) = (0, '', undef, undef, 0);
     while (read($fh, $buf, 1 << 16)) {
         $first //= $buf;
         $lines += $buf =~ tr/\n//;
         $last = substr($buf, -1);
+        $bytes += length $buf;
     }
     close $fh;
     return if !defined $first || $last eq "\n";
@@ -77,8 +82,25 @@ sub refuse_cut_line {
     my $head = '# callgrind format';
     return unless $l1 =~ /^(?:version:\s*\d|creator:)/ || $l1 eq $head
         || (length $l1 >= 3 && $lines == 0 && $l1 eq substr($head, 0, length $l1));
-    fail("$file:" . ($lines + 1) . ": truncated: the file ends inside line " . ($lines + 1)
-         . " (kgrind ends a profile with a complete line)");
+    fail("$file:" . ($lines + 1) . ": truncated: the file ends inside line " . ($lines + 1) . ", after byte $bytes"
+         . ($gz ? ' of its gzipped contents' : '') . " (kgrind ends a profile with a complete line)");
+}
+
+# A gzipped file's contents (a reference to them), or undef for a file
+# that does not start as gzip does.
+sub gunzipped {
+    my ($file, $fh) = @_;
+    my $magic = '';
+    read($fh, $magic, 2);
+    seek($fh, 0, 0) or fail("$file: cannot read: $!");
+    return undef unless $magic eq "\x1f\x8b";
+    require IO::Uncompress::Gunzip;
+    my $data = '';
+    IO::Uncompress::Gunzip::gunzip($fh => \$data, MultiStream => 1, Strict => 1)
+        or fail("$file: a gzipped file that does not decompress: $IO::Uncompress::Gunzip::GunzipError "
+                . '(cut short? gunzip -t tells)');
+    fail("$file: a gzipped file of no data") if $data eq '';
+    return \$data;
 }
 
 # Reads the lines of $fh (line numbers after $ln); returns the last one's.
@@ -128,7 +150,7 @@ sub check_complete {
             if defined $P->{desc}{'Incomplete profile'};
         # A start of kgrind's file (its records and totals: come after the
         # header and body), not some other callgrind-format file.
-        fail("$file:$ln: truncated: the file ends at line $ln, before the k-SF records "
+        fail("$file:$ln: truncated: the file ends at line $ln, after byte $R->{bytes}, before the k-SF records "
              . "and the 'totals:' line")
             if ($creator eq '' || $creator =~ /^kgrind/) && !$P->{totals};
         if ($creator ne '' && $creator !~ /^kgrind/) {
@@ -138,10 +160,10 @@ sub check_complete {
         fail("$file: no k-SF records ('# ksf-version: 1'): not a kgrind profile with k-SF data"
              . ($creator ne '' ? " (creator: $creator)" : ''));
     }
-    fail("$file:$ln: truncated: thread $T->{tid} has no '# ksf-end-thread' "
+    fail("$file:$ln: truncated after byte $R->{bytes}: thread $T->{tid} has no '# ksf-end-thread' "
          . "(opened at line $T->{line}, $R->{nnodes} of $T->{declared} nodes read)") if $T;
-    fail("$file:$ln: truncated: no '# ksf-end' record at the end of the k-SF records") unless $R->{seen_end};
-    fail("$file:$ln: truncated: no 'totals:' line at the end of the callgrind body") unless $P->{totals};
+    fail("$file:$ln: truncated after byte $R->{bytes}: no '# ksf-end' record at the end of the k-SF records") unless $R->{seen_end};
+    fail("$file:$ln: truncated after byte $R->{bytes}: no 'totals:' line at the end of the callgrind body") unless $P->{totals};
     # A block-mode run may trace no block at all (nothing of --funcs ran).
     fail("$file: no ksf-thread records") unless @{$P->{threads}} || ($P->{mode} // "func") ne "func";
     $P->{events} //= 'Ir';

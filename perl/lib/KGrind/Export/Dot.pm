@@ -5,7 +5,8 @@ package KGrind::Export::Dot;
 # context -> callee context; at k = inf a context's path) labelled with
 # its calls and inclusive Ir, pruned to the contexts within --threshold
 # and --top by the sort key, each joined to the graph's root through its
-# heaviest callers, so the graph is connected.  In the block modes
+# heaviest callers (among those nearer the roots: caller_depths), so the
+# graph is connected, recursive contexts too.  In the block modes
 # (block_graph) each thread's k-CCF nodes on the paths of its hottest
 # contexts, a cluster a thread.
 use strict;
@@ -14,7 +15,7 @@ no warnings 'portable';    # 64-bit vec on packed columns
 use KGrind::Labels;
 use KGrind::Forest;
 use KGrind::Model;
-use KGrind::Names qw(display_name);
+use KGrind::Names qw(display_name short_name);
 use KGrind::Format qw(commify utf8_clean dq);
 use KGrind::Output;
 
@@ -137,9 +138,14 @@ sub call_edges {
     my ($S, $threads) = @_;
     return cct_edges($threads) if $S->{kk} == $INF;
     my $n = $S->{kk} + 1;
-    my $path = sub { my @p = reverse split /'/, $_[0]; @p > $n ? [@p[-$n .. -1]] : \@p };
     my %sum;
     for my $P (@{$S->{P}}) {
+        my $full = full_caller_names($P->{calls} // {});
+        my $path = sub {
+            my ($head, @callers) = split /'/, $_[0];
+            my @p = reverse $head, map { $full->{$_} // $_ } @callers;
+            @p > $n ? [@p[-$n .. -1]] : \@p;
+        };
         while (my ($k, $v) = each %{$P->{calls} // {}}) {
             my ($from, $to) = map { $path->($_) } split /\0/, $k;
             my $e = $sum{join("\0", @$from) . "\0\0" . join("\0", @$to)} //= { from => $from, to => $to,
@@ -149,6 +155,20 @@ sub call_edges {
         }
     }
     return [map { $sum{$_} } sort keys %sum];
+}
+
+# The body names a context's callers short where no other function of the
+# body has that short name (docs/output-format.md): short name -> the full
+# name, from the functions the body's contexts start with (every caller is
+# one: its own context calls).
+sub full_caller_names {
+    my ($calls) = @_;
+    my (%heads, %by_short, %full);
+    for my $pair (keys %$calls) { $heads{(split /'/, $_)[0]} = 1 for split /\0/, $pair }
+    push @{$by_short{short_name($_)}}, $_ for keys %heads;
+    for my $s (keys %by_short) { $full{$s} = $by_short{$s}[0] if @{$by_short{$s}} == 1 }
+    $full{$_} = $_ for keys %heads;    # full names stand for themselves
+    return \%full;
 }
 
 sub cct_edges {
@@ -187,7 +207,8 @@ sub contexts {
     for my $t (@{$data->{threads}}) {
         for my $c (@{$t->{contexts}}) {
             my $x = $ctx{$c->{key} // key($c->{path})} //= {
-                name => $c->{name} // $c->{path}[-1], tooltip => $c->{tooltip} // join(' > ', @{$c->{path}}),
+                name => $c->{name} // $c->{path}[-1], tooltip => $c->{tooltip} // join(' > ',
+                    (is_truncated($data->{k}, $c->{path}[0]) ? truncation_marker($data->{k}) : ()), @{$c->{path}}),
                 calls => 0, Ir => 0, inclusive => 0 };
             $x->{$_} += $c->{$_} // 0 for 'calls', 'Ir', $e // ();
             $x->{inclusive} += $c->{inclusive_outermost};    # recursion counted once: at most 100 %
@@ -214,6 +235,27 @@ sub hottest {
     return @show;
 }
 
+# Each context's depth in the call graph: 0 for the contexts no other
+# context calls (__root__, a thread's first function), else one more than
+# its least deep caller's (a breadth-first walk along the call edges).
+sub caller_depths {
+    my ($ctx, $in) = @_;
+    my %out;
+    for my $t (keys %$in) {
+        push @{$out{$_->{from_key}}}, $t for grep { $_->{from_key} ne $t } @{$in->{$t}};
+    }
+    my @level = grep { my $t = $_; !grep { $_->{from_key} ne $t } @{$in->{$t} // []} } sort keys %$ctx;
+    my %depth = map { $_ => 0 } @level;
+    for (my $d = 1; @level; $d++) {
+        my @next;
+        for my $f (@level) {
+            for my $t (@{$out{$f} // []}) { next if exists $depth{$t}; $depth{$t} = $d; push @next, $t }
+        }
+        @level = @next;
+    }
+    return \%depth;
+}
+
 sub write {
     my ($data, $fh, $o) = @_;
     my $ctx = contexts($data);
@@ -224,13 +266,17 @@ sub write {
         push @{$in{$t}}, $e;
         $edge{"$f\0\0$t"} = $e;
     }
-    # shown contexts, then each one's chain of heaviest callers
+    # shown contexts, then each one's chain of heaviest callers nearer the
+    # roots (a recursive context's heaviest caller is often itself, or a
+    # context it calls: a chain of heaviest callers would go round)
+    my $depth = caller_depths($ctx, \%in);
     my %node;
     for my $k ($data->{shown} ? @{$data->{shown}} : hottest($ctx, $o)) {
         while (defined $k && !$node{$k}) {
             $node{$k} = 1;
+            my $d = $depth->{$k} // next;
             my ($heavy) = sort { $b->{inclusive} <=> $a->{inclusive} || $a->{from_key} cmp $b->{from_key} }
-                          @{$in{$k} // []};
+                          grep { ($depth->{$_->{from_key}} // $d) < $d } @{$in{$k} // []};
             $k = $heavy ? $heavy->{from_key} : undef;
         }
     }

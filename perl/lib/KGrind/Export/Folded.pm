@@ -2,6 +2,8 @@ package KGrind::Export::Folded;
 # --format=folded: flame-graph stacks, "a;b;c <exclusive Ir>" (or, with
 # --event, the exclusive count of that event of the k-SF records), summed
 # over the threads and sorted; with --callers the k-CCF as caller stacks.
+# At finite k a stack that does not reach __root__ starts with
+# "[truncated k=N]", as pprof's and speedscope's do.
 use strict;
 use warnings;
 no warnings 'portable';    # 64-bit vec on packed columns
@@ -9,7 +11,7 @@ use Exporter 'import';
 use KGrind::Labels;
 use KGrind::Columns;
 use KGrind::Forest qw(children_of ctx_ids ctx_labels);
-use KGrind::Model qw(cval select_contexts context_value);
+use KGrind::Model qw(cval select_contexts context_value truncation_marker is_truncated);
 use KGrind::Names qw(display_name);
 use KGrind::Output;
 
@@ -25,13 +27,19 @@ sub show {
     my @frame = map { (my $x = display_name($o, $_)) =~ s/;/%3B/g; $x } @LNAME;
     return cct_folded(\@frame, $S->{threads}, $e eq 'Ir' ? undef : $weight)
         if !$o->{callers} && !$o->{limited} && !grep { !$_->{C}{cct} } @{$S->{threads}};
+    # at finite k a context that does not reach __root__ starts with the
+    # truncation marker (outermost: last in a --callers stack), as in pprof
+    my $k = kstr($S->{kk});
+    my $cut = $S->{blockmode} ? undef : truncation_marker($k);
     my %sum;
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
         for my $cid (@{$o->{limited} ? select_contexts($o, $C) : ctx_ids($C)}) {
             my $x = $weight->($C, $cid) or next;
             my $labels = ctx_labels($C, $cid);
-            $sum{join(';', @frame[$o->{callers} ? reverse @$labels : @$labels])} += $x;
+            my @stack = @frame[@$labels];
+            unshift @stack, $cut if defined $cut && is_truncated($k, $LNAME[$labels->[0]]);
+            $sum{join(';', $o->{callers} ? reverse @stack : @stack)} += $x;
         }
     }
     out("$_ $sum{$_}\n") for sort keys %sum;

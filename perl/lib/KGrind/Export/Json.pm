@@ -89,7 +89,11 @@ sub show {
             . ',"kccf_nodes":' . ccf_nodes($C) . ',"contexts":[');
         my $comma = '';
         for my $cid (@$sorted) {
-            out($comma, '{"path":[', join(',', @jname[@{ctx_labels($C, $cid)}]), '],"calls":', cval($C, 'xcalls', $cid),
+            my $labels = ctx_labels($C, $cid);
+            out($comma, '{"path":[', join(',', @jname[@$labels]), '],',
+                # the stack formats' truncation marker (KGrind::Model::truncation_marker)
+                (!$S->{blockmode} && is_truncated(kstr($S->{kk}), $LNAME[$labels->[0]]) ? '"truncated":true,' : ()),
+                '"calls":', cval($C, 'xcalls', $cid),
                 ',"Ir":', cval($C, 'xexcl', $cid), ',"inclusive":', cval($C, 'xincl', $cid), ',"inclusive_outermost":',
                 outer_incl($C, $cid),
                 (@$events ? (',"events":{', join(',', map { js($_) . ':' . context_event($C, $_, $cid) } @$events), '}') : ()),

@@ -5,10 +5,12 @@ package KGrind::Export::Pprof;
 #
 # One sample per (thread, k-context): its stack is the context's path,
 # innermost function first; values [calls, Ir] (Ir exclusive), then each
-# event beyond Ir of the k-SF records (D1mr, ...: exclusive); string labels
-# "thread" and "k".  A context that does not reach __root__ (finite k) gets
-# a synthetic outermost frame "[truncated k=N]", so pprof never shows it as
-# rooted.  One location per function, at the function's first costly line.
+# event beyond Ir of the k-SF records (D1mr, ...: exclusive); a string label
+# "thread" when there are several threads (k and the threads are in the
+# comments).  A context that does not reach __root__ (finite k) gets a
+# synthetic outermost frame "[truncated k=N]" (KGrind::Model::
+# truncation_marker), so pprof never shows it as rooted.  One location per
+# function, at the function's first costly line.
 use strict;
 use warnings;
 no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
@@ -16,7 +18,7 @@ use Compress::Raw::Zlib qw(Z_OK WANT_GZIP);
 use KGrind::Error;
 use KGrind::Columns;
 use KGrind::Forest qw(children_of ctx_labels);
-use KGrind::Model qw(cval select_contexts export_name export_names model_head);
+use KGrind::Model qw(cval select_contexts export_name export_names model_head truncation_marker);
 use KGrind::Events qw(context_event forest_event_names);
 use KGrind::Output;
 
@@ -91,14 +93,13 @@ sub str_id {
     return $S->{id}{$s} = $#{$S->{list}};
 }
 
-sub truncation_frame { my ($k) = @_; "[truncated k=$k]" }
 
 # Frames of a context, outermost first: its path, plus the truncation
 # marker when the path does not start at __root__.
 sub frames_of {
     my ($data, $path) = @_;
     return $path if $data->{k} eq 'inf' || $path->[0] eq $data->{root};
-    return [truncation_frame($data->{k}), @$path];
+    return [truncation_marker($data->{k}), @$path];
 }
 
 # The profile written piece by piece with $put, gzipped as it goes.
@@ -128,8 +129,10 @@ sub write_file {
         return $location{$_[0]} = varint(scalar @names);
     };
     for my $t (@$threads) {
-        my $labels = f_bytes(3, f_int(1, str_id($S, 'thread')) . f_int(2, str_id($S, "$t->{tid}")))
-                   . f_bytes(3, f_int(1, str_id($S, 'k')) . f_int(2, str_id($S, "$data->{k}")));
+        # a label only where it tells samples apart (pprof draws a tag box
+        # for each label on every node): the thread, when there are several;
+        # k and the threads are in the comments
+        my $labels = @$threads > 1 ? f_bytes(3, f_int(1, str_id($S, 'thread')) . f_int(2, str_id($S, "$t->{tid}"))) : '';
         my $emit_stack = sub {
             my ($stack, @values) = @_;    # calls, Ir, events
             $z->(f_bytes($PROFILE{sample}, f_bytes(1, $stack) . f_packed(2, @values) . $labels));

@@ -6,6 +6,7 @@ use strict;
 use warnings;
 no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use File::Spec;
+use List::Util ();
 use KGrind::Labels;
 use KGrind::Model qw(cval outer_incl shown_contexts ctx_fn ctx_str);
 use KGrind::Format qw(commify pct);
@@ -56,6 +57,32 @@ sub annotate_sources {
     push @$out, '', '-- ' . (@missing == 1 ? 'Source file' : scalar(@missing) . ' source files') . ' not found '
         . (@{$o->{include}} ? '(searched -I ' . join(', ', @{$o->{include}}) . ')' : '(add directories with -I)')
         . ': ' . join(', ', map { "'$_'" } @missing) if @missing;
+    if ($o->{auto} eq 'yes' and my $none = no_line_data($o, $S, $hot)) { push @$out, '', $none }
+}
+
+# With --auto, the line that says that the program's own functions in the
+# tables have no file:line data (built without -g, or stripped), so
+# nothing of them can be annotated; '' when they have.
+sub no_line_data {
+    my ($o, $S, $hot) = @_;
+    my ($program) = split ' ', $S->{P}[0]{cmd} // '';
+    return '' unless defined $program;
+    (my $exe = $program) =~ s{.*/}{};
+    my (%seen, @without);
+    for my $h (@$hot) {
+        my ($t, $sorted) = @$h;
+        my ($show) = shown_contexts($o, $t->{C}, $sorted);
+        for my $fn (map { $LNAME[ctx_fn($t->{C}, $_)] } @$show) {
+            next if $seen{$fn}++;
+            my ($obj, $file);
+            for my $P (@{$S->{P}}) { $obj //= $P->{fnobj}{$fn}; $file //= $P->{fnfile}{$fn} }
+            next unless defined $obj && $obj =~ m{(?:^|/)\Q$exe\E\z};
+            push @without, $fn if ($file // '???') eq '???';
+        }
+    }
+    return '' unless @without;
+    return "-- $exe has no file:line data for its functions in the tables (" . join(', ', @without[0 .. List::Util::min(4, $#without)])
+        . (@without > 5 ? ', ...' : '') . "): it was built without debug info (-g) or stripped, so its sources cannot be annotated";
 }
 
 # The files to annotate, [name given, the body's name of it]: the files

@@ -7,17 +7,23 @@ use strict;
 use warnings;
 no warnings 'portable';    # 64-bit vec on packed columns
 use Exporter 'import';
+use List::Util ();
 use KGrind::Labels;
-use KGrind::Forest qw(ccf_nodes ctx_count);
+use KGrind::Forest qw(ccf_nodes ctx_count ctx_path);
 use KGrind::Model;
 use KGrind::Events qw(forest_event_names derived_names miss_rates);
 use KGrind::TreeView;
 use KGrind::Format qw(commify pct frame_name);
 use KGrind::Output;
+use KGrind::Names qw(display_name);
+use KGrind::ContextFit qw(fit_contexts);
+use KGrind::HotTree qw(hot_tree_lines);
 
 our @EXPORT_OK = qw(show forest_desc);
 
 my $RULE = '-' x 80;
+# the fewest columns a fitted context gets, however wide the numbers
+my $MIN_ROOM = 40;
 
 sub show {
     my ($o, $S) = @_;
@@ -29,6 +35,11 @@ sub show {
         my $sorted = sorted_contexts($o, $C, $want_src ? 0 : $o->{top});
         push @hot, [$t, $sorted];
         push @out, context_table($o, $S, $t, $sorted);
+        if ($o->{tree}) {
+            push @out, '', $RULE, sprintf('Tree of the hot %s-contexts, thread %s (at least %s%% of its Ir inclusive)',
+                                          kstr($S->{kk}), forest_desc($t), $o->{'tree-min'}), $RULE,
+                       hot_tree_lines($o, $S, $t);
+        }
         if ($o->{ksf}) {
             my $T = ksf_tree($o, $t);
             push @out, '', $RULE, "DUMP of K-SF (k=" . kstr($S->{K}) . ", thread " . forest_desc($t) . ", $t->{F}{n} nodes"
@@ -132,20 +143,33 @@ sub context_table {
     my $den = $o->{sort} eq 'calls' || !is_ir_key($o->{sort}) ? $sum : $t->{ir};
     # the exclusive columns: --show's events (Ir by default)
     my @show = @{$o->{show} // ['Ir']};
-    my $cols = join(' ', ('%15s') x @show);
-    push @out, sprintf("$cols %8s %15s %12s  %s", @show, $pk, 'incl Ir', 'calls', 'context');
     # the rows are the same for threads that share C's contexts and order
     # (KGrind::Model::thread_ccfs: their events too) and have the same Ir
     my $rows = $C->{same} ? \$C->{same}{"rows\0$sorted\0$t->{ir}"} : \my $own;
     $$rows //= do {
         my $key = key_arrays($o->{sort}, $C, 1);
-        [map {
+        my @head = (@show, $pk, 'incl Ir', 'calls');
+        my @nums = map {
             my $cid = $_;
-            sprintf("$cols %8s %15s %12s  %s",
-                    map({ commify(context_value($C, $_, $cid)) } @show),
-                    pct(ref $key ? $key->[$cid] : vec($key, $cid, 64), $den),
-                    commify(outer_incl($C, $cid)), commify(cval($C, 'xcalls', $cid)), ctx_str($o, $C, $cid))
-        } @$show];
+            [map({ commify(context_value($C, $_, $cid)) } @show),
+             pct(ref $key ? $key->[$cid] : vec($key, $cid, 64), $den),
+             commify(outer_incl($C, $cid)), commify(cval($C, 'xcalls', $cid))]
+        } @$show;
+        my @paths = map { [map { display_name($o, $_) } @{ctx_path($C, $_)}] } @$show;
+        my @w = ((15) x @show, 8, 15, 12);
+        my $fmt = sub { join(' ', map { sprintf('%*s', $w[$_], $_[0][$_]) } 0 .. $#w) . '  ' };
+        # rows wider than --width: the numbers' columns as wide as they
+        # need, the contexts fitted in the rest (KGrind::ContextFit); a
+        # block mode's contexts are printed whole
+        my ($ctx, $note) = ([map { join(' > ', @$_) } @paths], []);
+        if ($o->{width} && !$S->{blockmode} && grep { length($fmt->($nums[$_])) + length($ctx->[$_]) > $o->{width} } 0 .. $#nums) {
+            my @was = @w;
+            for my $i (0 .. $#w) { $w[$i] = List::Util::max(map { length $_->[$i] } \@head, @nums) }
+            my $room = $o->{width} - length $fmt->(\@head);
+            ($ctx, $note) = fit_contexts(\@paths, $room < $MIN_ROOM ? $MIN_ROOM : $room, $o->{width});
+            @w = @was unless @$note;    # rows as they are (too short to fold)
+        }
+        [@$note, $fmt->(\@head) . 'context', map { $fmt->($nums[$_]) . $ctx->[$_] } 0 .. $#nums];
     };
     return @out, @$$rows;
 }

@@ -119,7 +119,12 @@ sub name_line {
             ferr($file, $ln, "$key=($id) used before its name was given") unless defined $name;
         }
     }
-    if    ($key eq 'fn') { $B->{fn} = $name; $B->{fi} = undef; $P->{fnfile}{base_name($name)} //= $B->{fl} }
+    if    ($key eq 'fn') {
+        ($B->{fn}, $B->{fi}) = ($name, undef);
+        $P->{fnfile}{base_name($name)} //= $B->{fl};
+        $P->{fnobj}{base_name($name)} //= $B->{ob} if defined $B->{ob};
+    }
+    elsif ($key eq 'ob') { $B->{ob} = $name }
     elsif ($key eq 'cfn') { $B->{cfn} = $name }
     elsif ($key eq 'fl') { $B->{fl} = $name; $B->{fi} = undef }
     elsif ($key eq 'fi' || $key eq 'fe') { $B->{fi} = $name eq $B->{fl} ? undef : $name }

@@ -1,0 +1,38 @@
+#!/bin/sh
+# The KCachegrind pictures of docs/manual.md: examples/lookups.cpp (-O2)
+# under kgrind at k=2, opened by KCachegrind in a virtual X server and
+# driven by xdotool ("Shorten Templates" on, the flat profile filtered).
+#   docs/img/make_kcachegrind_pictures.sh   (from the source tree, after ./setup.sh --build;
+#                                            needs kcachegrind xvfb xdotool imagemagick)
+set -eu
+top=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+g++ -g -O2 "$top/examples/lookups.cpp" -o "$work/lookups"
+(cd "$work" && "$top/build/kgrind/vg-in-place" --tool=kgrind -q --kgrind-out-file=lookups.kg ./lookups >/dev/null)
+cat > "$work/drive.sh" <<'DRIVE'
+#!/bin/sh
+# $1 profile, $2 picture, $3 the flat profile's width, $4 search, $5 the lower pane's tab (x)
+export XDG_CONFIG_HOME="$(dirname "$1")/config"
+rm -rf "$XDG_CONFIG_HOME"; mkdir -p "$XDG_CONFIG_HOME"
+printf '[TipOfDay]\nRunOnStart=false\n' > "$XDG_CONFIG_HOME/kcachegrindrc"
+kcachegrind -qwindowgeometry 1400x800+0+0 "$1" >/dev/null 2>&1 &
+pid=$!
+sleep 8
+drag() { xdotool mousemove "$1" "$2"; sleep 0.3; xdotool mousedown 1; sleep 0.3
+         xdotool mousemove $(( ($1 + $3) / 2 )) "$2"; sleep 0.2; xdotool mousemove "$3" "$2"; sleep 0.2; xdotool mouseup 1; sleep 1; }
+xdotool mousemove 651 38 click 1; sleep 1            # Shorten Templates
+drag 336 300 "$3"                                    # the flat profile's width
+xdotool mousemove 128 89 click 1; xdotool type --delay 50 "$4"; xdotool key Return; sleep 1
+[ "$3" -gt 600 ] && drag 353 119 $(( $3 - 20 ))      # its Function column
+xdotool mousemove 200 "$6" click 1; sleep 1          # a context selected
+[ "$5" -gt 0 ] && xdotool mousemove "$5" 756 click 1 # Call Graph
+sleep 3
+import -window root "$2"
+kill $pid
+DRIVE
+chmod +x "$work/drive.sh"
+xvfb-run -a -s "-screen 0 1400x800x24" dbus-run-session "$work/drive.sh" "$work/lookups.kg" "$work/flat.png" 760 Scope::lookup 0 157
+xvfb-run -a -s "-screen 0 1400x800x24" dbus-run-session "$work/drive.sh" "$work/lookups.kg" "$work/callers.png" 360 memcmp 521 138
+convert "$work/flat.png" -crop 760x300+0+0 -colors 64 PNG8:"$top/docs/img/kcachegrind-flat.png"
+convert "$work/callers.png" -colors 64 PNG8:"$top/docs/img/kcachegrind-callers.png"
+rm -rf "$work"

@@ -1,0 +1,61 @@
+// Inlined functions as context levels (--inline-frames): an inlined level
+// is a frame of its own above its physical function's frame, with that
+// frame's SP, so that whatever pops the physical frame (a return, an
+// unwind) pops its levels too. Its transition's site is the level's chain
+// (kInlineSiteBase + chain id: kg_inline_chains.h), which inline IR
+// compares with a run's chain at each run boundary (instrument/inline_runs_ir.cpp).
+
+namespace kg {
+
+namespace {
+
+// The chain of the inlined levels on top of the running stack (0: the top
+// frame is no inlined level).
+UInt top_chain()
+{
+   const Transition* tr = kg_now->top->tr;
+   return tr->kind == kActivation && is_inline_site(tr->site) ? site_chain(tr->site) : 0;
+}
+
+} // namespace
+
+extern "C" void VG_REGPARM(2) kg_inline_enter(BlockInfo* blk, UWord chain)
+{
+   ThreadState* t = current;
+   if (kg_now->ctx == kCallPending) return;   // not at a run boundary
+   UInt cur = top_chain();
+   while (cur && !chain_contains((UInt)chain, cur)) {
+      pop_frame(t);
+      cur = top_chain();
+   }
+   // Levels are pushed only onto an activation of the block's own function
+   // (the code runs in its frame).
+   const Frame* below = kg_now->top;
+   Bool own = below->tr->kind == kActivation && below > base_frame(t) &&
+              (cur || runs(below->tr, blk->fn()));
+   if (own && cur != chain) {
+      UInt path[64];
+      UInt n = 0;
+      for (UInt c = (UInt)chain; c != cur && n < 64; c = inline_chain(c).parent) path[n++] = c;
+      Addr sp = below->sp;
+      while (n) {
+         UInt c = path[--n];
+         push_frame(t, sp, entered_transition(t, inline_chain(c).fn, blk, inline_site(c)));
+      }
+   }
+   update_now_from_top();
+   // Not through the block's ways, which keep the context the block
+   // starts in (its next run would miss them).
+   kg_now->found_counters = counters_in(blk, kg_now->ctx);
+}
+
+extern "C" void VG_REGPARM(1) kg_inline_leave(BlockInfo* blk)
+{
+   ThreadState* t = current;
+   (void)blk;
+   if (kg_now->ctx == kCallPending) return;
+   while (top_chain()) pop_frame(t);
+   update_now_from_top();
+}
+
+} // namespace kg

@@ -1,0 +1,156 @@
+#include "kg_inline_chains.h"
+#include "kg_options.h"
+#include "kg_runtime.h"
+
+namespace kg {
+
+namespace {
+
+XArray* chains;    // id -> InlineChain
+WordFM* index;     // key (parent, fn, call file, call line) -> id
+
+struct ChainKey {
+   UInt parent;
+   UInt fn;
+   UInt call_file;
+   UInt call_line;
+};
+
+Word compare_keys(UWord a, UWord b)
+{
+   const ChainKey* x = (const ChainKey*)a;
+   const ChainKey* y = (const ChainKey*)b;
+   if (x->parent != y->parent) return x->parent < y->parent ? -1 : 1;
+   if (x->fn != y->fn) return x->fn < y->fn ? -1 : 1;
+   if (x->call_file != y->call_file) return x->call_file < y->call_file ? -1 : 1;
+   if (x->call_line != y->call_line) return x->call_line < y->call_line ? -1 : 1;
+   return 0;
+}
+
+void init()
+{
+   chains = VG_(newXA)(VG_(malloc), "kg.inline", VG_(free), sizeof(InlineChain));
+   index = VG_(newFM)(VG_(malloc), "kg.inline", VG_(free), compare_keys);
+   InlineChain none = { 0, 0, nullptr, 0, 0 };
+   VG_(addToXA)(chains, &none);
+}
+
+UInt intern_chain(UInt parent, FnInfo* fn, UInt call_file, UInt call_line)
+{
+   ChainKey probe = { parent, fn->id, call_file, call_line };
+   UWord key, id;
+   if (VG_(lookupFM)(index, &key, &id, (UWord)&probe)) return (UInt)id;
+   ChainKey* k = (ChainKey*)alloc_permanent(sizeof(ChainKey));
+   *k = probe;
+   InlineChain c = { parent, inline_chain(parent).depth + 1, fn, call_file, call_line };
+   id = (UWord)VG_(sizeXA)(chains);
+   VG_(addToXA)(chains, &c);
+   VG_(addToFM)(index, (UWord)k, id);
+   return (UInt)id;
+}
+
+// One level of VG_(describe_IP)'s text, "0x<addr>: <function> (<file>:<line>)"
+// (or "(in <object>)" without a line): the function, file and line.
+struct Level {
+   HChar* fn;
+   HChar* file;
+   UInt line;
+};
+
+Bool parse_level(const HChar* text, Level* out)
+{
+   const HChar* colon = VG_(strstr)(text, ": ");
+   if (!colon) return False;
+   const HChar* name = colon + 2;
+   SizeT len = VG_(strlen)(name);
+   out->file = nullptr;
+   out->line = 0;
+   // The location: the last " (" whose text ends in ":<digits>)".
+   SizeT name_len = len;
+   if (len > 2 && name[len - 1] == ')') {
+      SizeT d = len - 1;
+      while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9') d--;
+      if (d < len - 1 && d > 0 && name[d - 1] == ':') {
+         SizeT open = d - 1;
+         while (open > 1 && !(name[open - 1] == '(' && name[open - 2] == ' ')) open--;
+         if (open > 1) {
+            name_len = open - 2;
+            SizeT flen = d - 1 - open;
+            out->file = (HChar*)kg::alloc(flen + 1);
+            VG_(memcpy)(out->file, name + open, flen);
+            out->file[flen] = 0;
+            for (SizeT i = d; i < len - 1; i++) out->line = out->line * 10 + (UInt)(name[i] - '0');
+         }
+      }
+   }
+   if (!out->file) {
+      const HChar* in = VG_(strstr)(name, " (in ");
+      if (in) name_len = (SizeT)(in - name);
+   }
+   out->fn = (HChar*)kg::alloc(name_len + 1);
+   VG_(memcpy)(out->fn, name, name_len);
+   out->fn[name_len] = 0;
+   return True;
+}
+
+} // namespace
+
+const InlineChain& inline_chain(UInt id)
+{
+   if (!chains) init();
+   return *(const InlineChain*)VG_(indexXA)(chains, id);
+}
+
+Bool chain_contains(UInt inner, UInt outer)
+{
+   UInt d = inline_chain(outer).depth;
+   while (inline_chain(inner).depth > d) inner = inline_chain(inner).parent;
+   return inner == outer;
+}
+
+UInt inline_chain_at(Addr a, const FnInfo* fn)
+{
+   if (!chains) init();
+   if (!inline_frames_on() || fn->no_symbol) return 0;
+   const UInt kMaxLevels = 64;
+   Level levels[kMaxLevels];
+   UInt n = 0;
+   DiEpoch ep = VG_(current_DiEpoch)();
+   InlIPCursor* iipc = VG_(new_IIPC)(ep, a);
+   if (!iipc) return 0;   // no inline record covers a
+   do {
+      if (n < kMaxLevels && parse_level(VG_(describe_IP)(ep, a, iipc), &levels[n])) n++;
+   } while (VG_(next_IIPC)(iipc));
+   VG_(delete_IIPC)(iipc);
+   // The innermost level's file as the lines of the profile name it (with
+   // its directory; describe_IP's has none).
+   const HChar* file = nullptr;
+   const HChar* dir = nullptr;
+   UInt line = 0;
+   if (n > 1 && VG_(get_filename_linenum)(ep, a, &file, &dir, &line) && file) {
+      SizeT len = (dir && dir[0] ? VG_(strlen)(dir) + 1 : 0) + VG_(strlen)(file) + 1;
+      HChar* path = (HChar*)kg::alloc(len);
+      if (dir && dir[0]) VG_(sprintf)(path, "%s/%s", dir, file);
+      else VG_(sprintf)(path, "%s", file);
+      kg::release(levels[0].file);
+      levels[0].file = path;
+   }
+   // levels[0] is the innermost function (at a's own line), levels[n - 1]
+   // the physical one; level i's line is where level i - 1 is called.
+   UInt chain = 0;
+   for (UInt i = n - 1; i >= 1 && i < n; i--) {
+      // The inlined function's file: where it calls the next level, or
+      // the instruction's own (both lines of its source).
+      const HChar* own_file = levels[i - 1].file ? levels[i - 1].file : "???";
+      FnInfo* inl = inlined_function(levels[i - 1].fn, fn->object, intern_file(own_file));
+      UInt call_file = levels[i].file ? intern_file(levels[i].file) : 0;
+      chain = intern_chain(chain, inl, call_file, levels[i].line);
+   }
+   for (UInt i = 0; i < n; i++) {
+      kg::release(levels[i].fn);
+      if (levels[i].file) kg::release(levels[i].file);
+   }
+   return chain;
+}
+
+} // namespace kg

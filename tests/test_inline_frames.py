@@ -1,0 +1,111 @@
+"""Inlined functions as context levels (--inline-frames, docs/design/
+shadow-stacks.md, "Inlined levels"): every inline-extended context's Ir
+equals an oracle independent of kgrind (tests/inline_oracle.py: callgrind's
+per-instruction Ir per physical context, llvm-symbolizer's inline chains) at
+k = 1, 2, 3 and inf; entries of inlined functions equal the program's own
+counts where the compiler keeps an inlined body in one piece."""
+import pathlib
+import re
+import subprocess
+
+import pytest
+
+import ksf_records
+from inline_oracle import Oracle, kgrind_contexts
+from test_annotate import annotate_cmd
+from testdeps import debian_tool
+
+KS = [1, 2, 3, None]
+# -no-pie: callgrind's addresses are the executable's own (llvm-symbolizer's);
+# -fno-plt: no stub between a call and its callee.
+FLAGS = ['-O2', '-no-pie', '-fno-plt']
+
+
+def k_opt(k):
+    return f'--k={"inf" if k is None else k}'
+
+
+def check_against_oracle(tools, exe, args=()):
+    cl = tools.reference('callgrind', exe, *args,
+                         opts=['--dump-instr=yes', '--separate-callers=40', '--separate-recs=1'])
+    assert cl.returncode == 0, cl.stderr
+    oracle = Oracle(cl.profile_path, exe, debian_tool('llvm-symbolizer-14', 'llvm-14'))
+    compared = 0
+    for k in KS:
+        kg = tools.kgrind(exe, *args, opts=[k_opt(k)], out=f'kgrind.out.{k}')
+        assert kg.returncode == 0, kg.stderr
+        assert kg.stdout == cl.stdout
+        assert 'desc: inline frames: yes' in kg.profile_path.read_text()
+        expected, ambiguous = oracle.contexts(k)
+        mine = kgrind_contexts(kg.profile_path, k)
+        mine = {c: ir for c, ir in mine.items() if oracle.own(c)}
+        assert not ambiguous, ambiguous
+        assert dict(mine) == dict(expected), k
+        assert any(n.endswith(' [inlined]') for c in expected for n in c)
+        compared += len(expected)
+    return compared
+
+
+def test_own_program_contexts_equal_oracle(tools):
+    exe = tools.compile('inline_levels.c', *FLAGS)
+    assert check_against_oracle(tools, exe) > 0
+
+
+GTEST_SAMPLES = pathlib.Path('/usr/src/googletest/googletest/samples')
+
+
+def gtest_sample(tools, *sources):
+    """One of googletest's samples (Debian's libgtest-dev: its sources, and
+    libgtest.a, which has no debug info) built with -g -O2: gtest's header
+    templates and the sample's own code inlined into the tests."""
+    paths = [GTEST_SAMPLES / s for s in sources]
+    if not all(p.exists() for p in paths):
+        pytest.skip('googletest\'s samples are not installed (libgtest-dev)')
+    exe = tools.dir / paths[-1].stem
+    subprocess.run(['g++', '-g', *FLAGS, *map(str, paths), '-o', str(exe), '-lgtest', '-lgtest_main', '-pthread'],
+                   check=True, capture_output=True, text=True)
+    return exe
+
+
+@pytest.mark.parametrize('sources', [('sample1.cc', 'sample1_unittest.cc'), ('sample3_unittest.cc',)],
+                         ids=['sample1', 'sample3'])
+def test_googletest_samples_contexts_equal_oracle(tools, sources):
+    assert check_against_oracle(tools, gtest_sample(tools, *sources), ['--gtest_print_time=0']) > 0
+
+
+def test_entries_of_inlined_functions_are_the_programs_counts(tools):
+    """outer and sq inlined in a loop (1000 calls each), tick in a branch
+    taken 334 times, calling bump: the program prints its own counts."""
+    exe = tools.compile('inline_levels.c', *FLAGS)
+    kg = tools.kgrind(exe, opts=['--k=inf'])
+    _r, n_sq, n_outer, n_tick = map(int, kg.stdout.split())
+    prof = ksf_records.parse(kg.profile_path)
+    calls = {}
+    for forest in prof.forests:
+        calls.update(ksf_records.kccf(forest, None, None))
+    under = {c[c.index('run'):]: n for c, n in calls.items() if 'run' in c}
+    assert under == {
+        ('run',): 1,
+        ('run', 'work'): 1,
+        ('run', 'work', 'outer [inlined]'): n_outer,
+        ('run', 'work', 'outer [inlined]', 'sq [inlined]'): n_sq,
+        ('run', 'branchy'): 1,
+        ('run', 'branchy', 'tick [inlined]'): n_tick,
+        ('run', 'branchy', 'tick [inlined]', 'bump'): n_tick,
+    }
+    assert (n_sq, n_outer, n_tick) == (1000, 1000, 334)
+
+
+def test_off_has_physical_contexts_only(tools):
+    exe = tools.compile('inline_levels.c', *FLAGS)
+    kg = tools.kgrind(exe, opts=['--k=inf', '--inline-frames=no'])
+    text = kg.profile_path.read_text()
+    assert '[inlined]' not in text and 'inline frames' not in text
+
+
+def test_annotate_table_marks_inlined_levels(tools):
+    exe = tools.compile('inline_levels.c', *FLAGS)
+    kg = tools.kgrind(exe, opts=['--k=2'])
+    out = subprocess.run([*annotate_cmd(), str(kg.profile_path)], capture_output=True, text=True, check=True).stdout
+    assert re.search(r'work > outer \[inlined\] > sq \[inlined\]', out), out
+
