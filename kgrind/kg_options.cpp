@@ -3,37 +3,12 @@
 
 namespace kg {
 
+// Designated: every option not named here starts as 0, False or nullptr.
 Options clo = {
-   "kgrind.out.%p",
-   2,
-   2,
-   False,
-   kModeFunc,
-   False,
-   False,
-   nullptr,
-   False,
-   False,
-   False,
-   False,
-   False,
-   False,
-   False,
-   True,    // inline_frames
-   False,
-   False,
-   False,
-   False,
-   False,
-   False,
-   kSysTimeNo,
-   {},
-   {},
-   {},
-   0,
-   {},
-   {},
-   {},
+   .out_file = "kgrind.out.%p",
+   .k = 2,
+   .view_k = 2,
+   .mode = kModeFunc,
 };
 
 namespace {
@@ -153,7 +128,7 @@ Bool process_option(const HChar* arg)
    else if VG_BOOL_CLO(arg, "--unroll-simple-rec", clo.unroll_simple_rec) {}
    else if VG_BOOL_CLO(arg, "--dump-instr", clo.dump_instr) clo.dump_instr_given = True;
    else if VG_BOOL_CLO(arg, "--collect-jumps", clo.collect_jumps) clo.collect_jumps_given = True;
-   else if VG_BOOL_CLO(arg, "--inline-frames", clo.inline_frames) clo.inline_frames_given = True;
+   else if VG_BOOL_CLO(arg, "--inline-frames", clo.inline_frames) {}
    else if (VG_STREQN(9, arg, "--kgrind-")) {
       // The core's message would only say "Unrecognised option"; name ours.
       VG_(fmsg_bad_option)(arg, "unknown kgrind option (see --help)\n");
@@ -287,7 +262,7 @@ void print_usage()
 "                              yes and msec), and sysCpuTime with nsec [no]\n"
 "    --inline-frames=yes|no    inlined functions as context levels (`f [inlined]`),\n"
 "                              where the debug info has inline records; function\n"
-"                              mode without --collect-jumps [yes]\n"
+"                              mode without --collect-jumps [no]\n"
 "    --unroll-simple-rec=no|yes  keep each level of simple recursion [no: rolled]\n"
 "    --kgrind-out-file=<file>  output file name [kgrind.out.%%p]\n"
 "                              (%%p is the pid, %%q{VAR} an environment variable)\n"

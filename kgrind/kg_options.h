@@ -40,8 +40,8 @@ struct Options {
    Bool dump_instr_given;
    Bool collect_jumps;           // --collect-jumps: jump=/jcnd= lines (block modes: default yes)
    Bool collect_jumps_given;
-   Bool inline_frames;           // --inline-frames: inlined functions as context levels
-   Bool inline_frames_given;
+   Bool inline_frames;           // --inline-frames: inlined functions as context levels [no:
+                                 // its cost, docs/design/shadow-stacks.md]
    Bool count_instr;             // counters per instruction: --dump-instr, or
                                  // --collect-jumps (each exit's count); set by check_options
    Bool cache_sim;               // --cache-sim: I1/D1/LL simulation

@@ -32,7 +32,7 @@ def check_against_oracle(tools, exe, args=()):
     oracle = Oracle(cl.profile_path, exe, debian_tool('llvm-symbolizer-14', 'llvm-14'))
     compared = 0
     for k in KS:
-        kg = tools.kgrind(exe, *args, opts=[k_opt(k)], out=f'kgrind.out.{k}')
+        kg = tools.kgrind(exe, *args, opts=[k_opt(k), '--inline-frames=yes'], out=f'kgrind.out.{k}')
         assert kg.returncode == 0, kg.stderr
         assert kg.stdout == cl.stdout
         assert 'desc: inline frames: yes' in kg.profile_path.read_text()
@@ -77,7 +77,7 @@ def test_entries_of_inlined_functions_are_the_programs_counts(tools):
     """outer and sq inlined in a loop (1000 calls each), tick in a branch
     taken 334 times, calling bump: the program prints its own counts."""
     exe = tools.compile('inline_levels.c', *FLAGS)
-    kg = tools.kgrind(exe, opts=['--k=inf'])
+    kg = tools.kgrind(exe, opts=['--k=inf', '--inline-frames=yes'])
     _r, n_sq, n_outer, n_tick = map(int, kg.stdout.split())
     prof = ksf_records.parse(kg.profile_path)
     calls = {}
@@ -96,16 +96,17 @@ def test_entries_of_inlined_functions_are_the_programs_counts(tools):
     assert (n_sq, n_outer, n_tick) == (1000, 1000, 334)
 
 
-def test_off_has_physical_contexts_only(tools):
+@pytest.mark.parametrize('opts', [[], ['--inline-frames=no']], ids=['default', 'no'])
+def test_off_has_physical_contexts_only(tools, opts):
     exe = tools.compile('inline_levels.c', *FLAGS)
-    kg = tools.kgrind(exe, opts=['--k=inf', '--inline-frames=no'])
+    kg = tools.kgrind(exe, opts=['--k=inf', *opts])
     text = kg.profile_path.read_text()
     assert '[inlined]' not in text and 'inline frames' not in text
 
 
 def test_annotate_table_marks_inlined_levels(tools):
     exe = tools.compile('inline_levels.c', *FLAGS)
-    kg = tools.kgrind(exe, opts=['--k=2'])
+    kg = tools.kgrind(exe, opts=['--k=2', '--inline-frames=yes'])
     out = subprocess.run([*annotate_cmd(), str(kg.profile_path)], capture_output=True, text=True, check=True).stdout
     assert re.search(r'work > outer \[inlined\] > sq \[inlined\]', out), out
 
