@@ -16,7 +16,7 @@ def test_bench_suite_smoke(tmp_path):
     out = tmp_path / 'results'
     proc = subprocess.run(
         [sys.executable, str(SUITE), '--runs', '1', '--scale', '0.02', '--workloads', 'callheavy',
-         '--configs', 'none,kgrind-k2', '--no-growth', '--no-ksweep', '--no-large', '--no-churn', '--no-charts', '--out', str(out)],
+         '--configs', 'none,kgrind-k2', '--no-growth', '--no-ksweep', '--no-large', '--no-churn', '--no-events', '--no-charts', '--out', str(out)],
         capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
 
@@ -60,7 +60,7 @@ def test_bench_ab_smoke(tmp_path):
     """bench/ab.py (A/B of frozen builds by CPU time) on the suite's work folder."""
     out = tmp_path / 'results'
     subprocess.run([sys.executable, str(SUITE), '--runs', '1', '--scale', '0.02', '--workloads', 'callheavy',
-                    '--configs', 'native', '--no-growth', '--no-ksweep', '--no-large', '--no-churn', '--no-charts', '--out', str(out),
+                    '--configs', 'native', '--no-growth', '--no-ksweep', '--no-large', '--no-churn', '--no-events', '--no-charts', '--out', str(out),
                     '--keep-work'], check=True, capture_output=True, timeout=120, cwd=tmp_path)
     env = dict(os.environ, KGRIND_AB_DIR=str(tmp_path / 'ab'))
     ab = [sys.executable, str(ROOT / 'bench' / 'ab.py')]
@@ -90,7 +90,7 @@ def test_bench_large_smoke(tmp_path):
     out = tmp_path / 'results'
     proc = subprocess.run(
         [sys.executable, str(SUITE), '--runs', '1', '--workloads=', '--no-growth', '--no-ksweep',
-         '--large', 'perl', '--large-runs', '1', '--large-scale', '0.01',
+         '--large', 'perl', '--large-runs', '1', '--large-scale', '0.01', '--no-events', '--no-churn',
          '--large-configs', 'none,callgrind,kgrind-k2,kgrind-kinf',
          '--out', str(out)],
         capture_output=True, text=True, timeout=300, cwd=tmp_path)
@@ -127,8 +127,8 @@ def test_bench_churn_smoke(tmp_path):
     them."""
     out = tmp_path / 'results'
     proc = subprocess.run(
-        [sys.executable, str(SUITE), '--workloads=', '--no-growth', '--no-ksweep', '--no-large', '--no-charts',
-         '--churn', '20,60', '--out', str(out)],
+        [sys.executable, str(SUITE), '--workloads=', '--no-growth', '--no-ksweep', '--no-large', '--no-events',
+         '--no-charts', '--churn', '20,60', '--out', str(out)],
         capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     churn = json.loads((out / 'results.json').read_text())['churn']
@@ -159,3 +159,28 @@ def test_bench_churn_counts_refused(tmp_path):
     proc = subprocess.run([sys.executable, str(SUITE), '--churn', '100,10', '--out', str(tmp_path / 'r')],
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 2 and '--churn: two or more thread counts, smaller first' in proc.stderr
+
+
+def test_bench_events_smoke(tmp_path):
+    """The events phase (bench/events_phase.py) on one round of callheavy:
+    kgrind, cachegrind and callgrind with the same simulation side by side,
+    the ratios in the report computed from the runs."""
+    out = tmp_path / 'results'
+    proc = subprocess.run(
+        [sys.executable, str(SUITE), '--runs', '1', '--scale', '0.02', '--workloads=', '--no-growth', '--no-ksweep',
+         '--no-large', '--no-churn', '--no-charts', '--events', 'callheavy', '--events-runs', '1', '--out', str(out)],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    runs = {r['config']: r for r in json.loads((out / 'results.json').read_text())['runs'] if r['phase'] == 'events'}
+    assert set(runs) == {'none', 'kgrind-k2', 'kgrind-data', 'kgrind-cache', 'cachegrind-cache', 'callgrind-cache',
+                         'kgrind-branch', 'cachegrind-branch', 'callgrind-branch'}
+    for r in runs.values():
+        assert r['rc'] == 0 and r['workload'] == 'callheavy' and r['wall'] > 0 and r['rss_kb'] > 1000
+    report = (out / 'report.md').read_text()
+    for label, mine, ref in (('kgrind / cachegrind, cache', 'kgrind-cache', 'cachegrind-cache'),
+                             ('kgrind / callgrind, branch', 'kgrind-branch', 'callgrind-branch')):
+        m = re.search(rf'^\| {re.escape(label)} \| ([0-9.]+) \|$', report, re.M)
+        assert m, report
+        assert abs(float(m.group(1)) - runs[mine]['wall'] / runs[ref]['wall']) < 0.011
+    assert re.search(r'\| --cache-sim: kgrind no slower than cachegrind \| worst [0-9.]+x \(callheavy\) \| '
+                     r'\*\*(met|not met)\*\* \|', report), report
