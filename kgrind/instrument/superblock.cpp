@@ -77,7 +77,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
                                    chain_changes);
    // Every block of a function that may have inlined levels checks them:
    // a run of no chain pops the levels a previous block left.
-   Bool inline_chains = inline_frames_on() && checks_inline_chains(blk);
+   Bool inline_chains = checks_inline_chains(blk);
    Bool sigreturn = counts_as_sigreturn_code(sb_in, blk);
    // With events, a PLT stub counts in its own counters (its events need
    // room), charged to its own position as cachegrind does; a signal
