@@ -19,6 +19,7 @@
 #include "kg_options.h"
 #include "kg_pairmap.h"
 #include "kg_runtime.h"
+#include "kg_tiers.h"
 #include "core/ksf_nodes.h"
 
 #include "activity/thread_state.h"
@@ -30,6 +31,7 @@
 #include "activity/stack_switch.cpp"
 #include "activity/kids.cpp"
 #include "activity/ir_helpers.cpp"
+#include "activity/tiers.cpp"
 #include "activity/inline_frames.cpp"
 #include "activity/block_modes.cpp"
 #include "activity/counting.cpp"

@@ -39,6 +39,7 @@
 #include "kg_options.h"
 #include "kg_regions.h"
 #include "kg_systime.h"
+#include "kg_tiers.h"
 #include "kg_pairmap.h"
 #include "kg_runtime.h"
 
@@ -51,4 +52,5 @@
 #include "instrument/block_modes_ir.cpp"
 #include "instrument/events_ir.cpp"
 #include "instrument/inline_runs_ir.cpp"
+#include "instrument/tier_ir.cpp"
 #include "instrument/superblock.cpp"

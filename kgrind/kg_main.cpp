@@ -12,6 +12,7 @@
 #include "kg_output.h"
 #include "kg_regions.h"
 #include "kg_systime.h"
+#include "kg_tiers.h"
 #include "kg_version.h"
 extern "C" {
 #include "pub_tool_vkiscnums.h"
@@ -156,6 +157,7 @@ void fini(Int exit_code)
    Bool ok = write_final_profile(path);
    warn_unmatched_patterns();
    report_profile_written(ok ? path : nullptr, nullptr);
+   if (VG_(clo_stats)) print_tier_stats();
 }
 
 // The tool's options: the region options (kg_regions.h), then the others

@@ -9,6 +9,8 @@ Options clo = {
    .k = 2,
    .view_k = 2,
    .mode = kModeFunc,
+   .tiering = True,
+   .tier_threshold = 100,
 };
 
 namespace {
@@ -76,6 +78,17 @@ void parse_cache(const HChar* arg, const HChar* option, const HChar* value, Cach
    *c = { parts[0], parts[1], parts[2], True };
 }
 
+// "--tier-threshold=<n>": 1 .. 10^9 runs.
+UInt parse_tier_threshold(const HChar* arg, const HChar* value)
+{
+   HChar* end = nullptr;
+   Long n = VG_(strtoll10)(value, &end);
+   Bool digits = value[0] >= '0' && value[0] <= '9' && end - value <= 10;
+   if (!digits || *end != '\0' || n < 1 || n > 1000000000)
+      VG_(fmsg_bad_option)(arg, "--tier-threshold takes a whole number of runs from 1 to 1000000000\n");
+   return (UInt)n;
+}
+
 // "--collect-systime=no|yes|msec|usec|nsec" (yes: msec), as callgrind's.
 void parse_systime(const HChar* arg, const HChar* value)
 {
@@ -129,6 +142,8 @@ Bool process_option(const HChar* arg)
    else if VG_BOOL_CLO(arg, "--dump-instr", clo.dump_instr) clo.dump_instr_given = True;
    else if VG_BOOL_CLO(arg, "--collect-jumps", clo.collect_jumps) clo.collect_jumps_given = True;
    else if VG_BOOL_CLO(arg, "--inline-frames", clo.inline_frames) {}
+   else if VG_BOOL_CLO(arg, "--tiering", clo.tiering) {}
+   else if VG_STR_CLO(arg, "--tier-threshold", value) clo.tier_threshold = parse_tier_threshold(arg, value);
    else if (VG_STREQN(9, arg, "--kgrind-")) {
       // The core's message would only say "Unrecognised option"; name ours.
       VG_(fmsg_bad_option)(arg, "unknown kgrind option (see --help)\n");
@@ -264,6 +279,10 @@ void print_usage()
 "                              where the debug info has inline records; function\n"
 "                              mode without --collect-jumps [no]\n"
 "    --unroll-simple-rec=no|yes  keep each level of simple recursion [no: rolled]\n"
+"    --tiering=no|yes          translate a block cheaply (a helper call) until it\n"
+"                              has run --tier-threshold times, then with the inline\n"
+"                              fast path; the counts are the same either way [yes]\n"
+"    --tier-threshold=<n>      a block's runs before its fast translation [100]\n"
 "    --kgrind-out-file=<file>  output file name [kgrind.out.%%p]\n"
 "                              (%%p is the pid, %%q{VAR} an environment variable)\n"
    );

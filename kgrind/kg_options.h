@@ -54,6 +54,8 @@ struct Options {
    const HChar* func_patterns[kMaxFuncPatterns];   // without a leading '!'
    Bool func_excluded[kMaxFuncPatterns];           // '!' in --funcs, or --fn-skip
    Bool func_skipped[kMaxFuncPatterns];            // from --fn-skip (its warning names it)
+   Bool tiering;                 // --tiering: cold blocks at tier 1 (docs/design/tiers.md)
+   UInt tier_threshold;          // --tier-threshold: a block's tier-1 runs before tier 2
 };
 
 extern Options clo;

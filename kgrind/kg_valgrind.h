@@ -29,5 +29,7 @@ extern "C" {
 #include "libvex_ir.h"
 #if defined(VGA_amd64)
 #include "libvex_guest_amd64.h"
+#elif defined(VGA_arm64)
+#include "libvex_guest_arm64.h"
 #endif
 }

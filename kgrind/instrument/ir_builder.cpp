@@ -186,6 +186,17 @@ public:
       add(IRStmt_Dirty(di));
    }
 
+   // A helper call (always) whose 64-bit result is returned; reading_sp:
+   // the helper reads the guest SP itself (call_reading_sp).
+   IRExpr* call_result(const HChar* name, void* fn, Int regparms, IRExpr** args, Bool reading_sp)
+   {
+      IRDirty* di = dirty(name, fn, regparms, args, nullptr);
+      di->tmp = newIRTemp(sb_->tyenv, Ity_I64);
+      if (reading_sp) reads_sp(di);
+      add(IRStmt_Dirty(di));
+      return IRExpr_RdTmp(di->tmp);
+   }
+
    void add(IRStmt* st) { addStmtToIRSB(sb_, st); }
 
 private:

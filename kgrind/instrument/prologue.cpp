@@ -145,6 +145,21 @@ void finish_array_check(BlockInfo* blk)
    fn->array_counters = end;
 }
 
+// How a block that is not a PLT stub starts: a function's first block
+// pushes its frame, speculatively; a direct call's target that is not one
+// (code without symbols) pushes when predicted; other blocks check their
+// context (an untraced function's first block always calls the helper:
+// tail calls). Tier 1's helper starts a block the same way (kg_tiers.h).
+TierStart block_start(BlockInfo* blk)
+{
+   // ld.so's lazy-binding trampoline enters by the helper, which notes the
+   // call it resolves (push_activation).
+   if (blk->fn_entry && fn_traced(blk->fn()) && !blk->fn()->resolver) return kTierEntry;
+   if (!blk->fn_entry && call_targets.find((void*)blk->addr, nullptr) && fn_traced(activated_function(blk)))
+      return kTierCalledEntry;
+   return blk->fn_entry ? kTierAlways : kTierPlain;
+}
+
 // The block prologue (see the top of this file). Returns the block's
 // counters for the context it runs in. `stub_instrs`, *stub_counted: see
 // add_plt_prologue.
@@ -152,11 +167,9 @@ IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout,
                      IRExpr** stub_counted, UInt max_counters)
 {
    if (blk->in_plt) return add_plt_prologue(b, blk, stub_instrs, stub_counted);
-   // ld.so's lazy-binding trampoline enters by the helper, which notes the
-   // call it resolves (push_activation).
-   Bool entry = blk->fn_entry && fn_traced(blk->fn()) && !blk->fn()->resolver;
-   Bool called_entry = !blk->fn_entry && call_targets.find((void*)blk->addr, nullptr) &&
-                       fn_traced(activated_function(blk));
+   TierStart start = block_start(blk);
+   Bool entry = start == kTierEntry;
+   Bool called_entry = start == kTierCalledEntry;
    Bool in_array = counts_in_array(blk, max_counters);
    if (!entry && !called_entry && in_array)
       return add_array_prologue(b, blk, b.load64(&kg_now->ctx), "kg_block_counters", (void*)kg_block_counters, True);

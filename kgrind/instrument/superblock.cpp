@@ -7,9 +7,9 @@ namespace {
 
 // The superblock's end, by how it leaves: a computed jump's targets (block
 // modes) and site, a return's inline pop, the unwind check, and a call or
-// tail call made pending.
+// tail call made pending. tier_one: a return pops through tier 1's helper.
 void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, const SpTracker& sp,
-                   IRExpr* flushed_ir)
+                   IRExpr* flushed_ir, Bool tier_one)
 {
    Bool computed_jump = sb->jumpkind == Ijk_Boring && sb->next->tag != Iex_Const && !blk->in_plt;
    // Function mode counts every function's jumps (a function without a
@@ -28,7 +28,10 @@ void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, cons
       b.store64(&kg_now->jump_site, IRBuilder::u64(last_instr));
    }
    IRExpr* sp_now = sb->jumpkind == Ijk_Ret || sp.may_have_risen() ? sp.value(b) : nullptr;
-   if (sb->jumpkind == Ijk_Ret) add_inline_return(b, sp_now, flushed_ir);
+   if (sb->jumpkind == Ijk_Ret) {
+      if (tier_one) add_tier_return(b, sp_now);
+      else add_inline_return(b, sp_now, flushed_ir);
+   }
    // After the inline pop: more frames died (longjmp, exceptions, tail
    // calls' returns), or SP rose some other way.
    if (sp.may_have_risen()) add_unwind_check(b, sp_now, nullptr, nullptr);
@@ -122,6 +125,8 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    // and returning blocks only (kg_regions.cpp).
    Bool region = !blocks && region_function(blk->fn());
    Bool region_entry = region && blk->fn_entry;
+   Bool tier_one = at_tier_one(blk, sigreturn, region);
+   if (!tier_one && tiering_on()) tier_two_made();
 
    Int start = guest_code_start(sb_in);
    for (Int i = 0; i < start; i++)
@@ -134,6 +139,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          if (!counters && region_entry)
             b.call_reading_sp("kg_region_enter", (void*)kg_region_enter, IRBuilder::u64((ULong)blk), nullptr);
          if (!counters && sigreturn) counters = add_sigreturn_prologue(b, blk);
+         if (!counters && tier_one) counters = add_tier_prologue(b, blk, layout);
          if (!counters) {
             counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted, max_counters);
             if (inline_chains) counters = add_inline_run(b, blk, chain_of[0], counters);
@@ -179,7 +185,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    events_ir.finish(blk);
    finish_array_check(blk);
    if (inline_chains && sb->jumpkind == Ijk_Ret) add_inline_leave(b, blk);
-   add_block_end(b, sb, blk, last_instr, sp, pending.flushed_ir());
+   add_block_end(b, sb, blk, last_instr, sp, pending.flushed_ir(), tier_one);
    if (region && sb->jumpkind == Ijk_Ret)
       b.call_reading_sp("kg_region_leave", (void*)kg_region_leave, IRBuilder::u64((ULong)blk), nullptr);
    return sb;

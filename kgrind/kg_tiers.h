@@ -1,0 +1,44 @@
+// Tiered instrumentation: a superblock's first translation is cheap to
+// make (tier 1: its prologue and its return are helper calls, the C twins
+// of the inline code), and one that has run --tier-threshold times is
+// translated again with the inline fast path (tier 2). The tiers count in
+// the same counters, frames and transitions (docs/design/tiers.md).
+#pragma once
+#include "kg_block_info.h"
+
+namespace kg {
+
+// How a tier-1 block's helper starts it: the C twin of the prologue tier 2
+// gives it (instrument/prologue.cpp, add_prologue).
+enum TierStart : UWord {
+   kTierPlain = 0,         // kg_block_start when its context is not way 0's
+   kTierAlways = 1,        // an untraced function's first block: kg_block_start
+   kTierEntry = 2,         // a traced function's first block: the speculative push
+   kTierCalledEntry = 3,   // a direct call's target without a symbol: the predicted push
+};
+
+// Whether superblocks start at tier 1 in this run: --tiering in function
+// mode without events beyond Ir and inlined levels (those run at tier 2
+// from the start).
+Bool tiering_on();
+// Whether the superblock at addr has reached the threshold: translated at
+// tier 2 from now on.
+Bool tier_promoted(Addr addr);
+// A block was translated at tier 1 (its runs start at 0), or at tier 2.
+void tier_one_made(const BlockInfo* blk);
+void tier_two_made();
+// --stats=yes: translations per tier, promotions, tier-1 runs.
+void print_tier_stats();
+
+extern "C" {
+// A tier-1 block's start: its counters in the context it runs in, or
+// nullptr when it has run the threshold's times (promoted: the block
+// leaves before its first instruction, its translations are discarded and
+// it runs again at tier 2).
+ULong* VG_REGPARM(3) kg_tier_block(BlockInfo* blk, UWord start, Addr sp);
+// A tier-1 block ending in a return: the inline pop's C twin
+// (instrument/frames_ir.cpp, add_inline_return).
+void VG_REGPARM(1) kg_tier_return(Addr sp);
+}
+
+} // namespace kg
