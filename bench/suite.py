@@ -155,8 +155,20 @@ EXTRA_CONFIGS = [   # measured on the large programs only
     ('kgrind-k8',           ['--tool=kgrind', '--k=8', '--kgrind-out-file={out}'],       '8'),
 ]
 CONFIG_LABELS['kgrind-k8'] = 'kgrind --k=8'
+# Tiered instrumentation (docs/design/tiers.md), on request (--configs,
+# --large-configs): --stats=yes prints the translations per tier, which
+# the report shows next to the ratios.
+TIER_CONFIGS = [
+    ('kgrind-k2-tier',      ['--tool=kgrind', '--k=2', '--tiering=yes', '--stats=yes',
+                             '--kgrind-out-file={out}'],                                 '2'),
+    ('kgrind-kinf-tier',    ['--tool=kgrind', '--k=inf', '--tiering=yes', '--stats=yes',
+                             '--kgrind-out-file={out}'],                                 'inf'),
+]
+CONFIG_LABELS.update({'kgrind-k2-tier': 'kgrind --k=2 --tiering=yes', 'kgrind-kinf-tier': 'kgrind --k=inf --tiering=yes'})
+TIER_STATS = re.compile(r'kgrind tiers: threshold (\d+); translations: tier 1 (\d+), tier 2 (\d+) \((\d+) promoted\)')
 LARGE_CONFIGS = ['native', 'none', 'cachegrind', 'callgrind', 'callgrind-sc2',
                  'kgrind-k1', 'kgrind-k2', 'kgrind-k4', 'kgrind-k8', 'kgrind-kinf']
+LARGE_KNOWN = LARGE_CONFIGS + [n for n, _, _ in TIER_CONFIGS]
 LARGE_KS = ['kgrind-k1', 'kgrind-k2', 'kgrind-k4', 'kgrind-k8', 'kgrind-kinf']
 # kgrind_annotate's default report is timed on these profiles (target on cc1plus k=inf).
 LARGE_ANNOTATED = ['kgrind-k2', 'kgrind-kinf']
@@ -280,6 +292,19 @@ def gen_cpp(path, types):
     lines += [f'  s += use{i}(argc * {i + 10});' for i in range(types)]
     lines += ['  std::cout << s << std::endl;', '}']
     path.write_text('\n'.join(lines) + '\n')
+
+
+def tier_stats(stderr_path):
+    """Translations per tier of a --tiering=yes --stats=yes run, or None."""
+    try:
+        text = pathlib.Path(stderr_path).read_text(errors='replace')
+    except OSError:
+        return None
+    m = TIER_STATS.search(text)
+    if not m:
+        return None
+    threshold, tier_one, tier_two, promoted = map(int, m.groups())
+    return {'threshold': threshold, 'tier_one': tier_one, 'tier_two': tier_two, 'promoted': promoted}
 
 
 def output_of(*cmd):
@@ -426,7 +451,7 @@ class Suite:
             d.mkdir(parents=True, exist_ok=True)
         self.wl = Workloads(self.work)
         self.data = {'runs': [], 'annotate': {}, 'annotate_default': {}, 'meta': {}}
-        self.configs = {name: (opts, k) for name, opts, k in CONFIGS + BLOCK_CONFIGS + EXTRA_CONFIGS}
+        self.configs = {name: (opts, k) for name, opts, k in CONFIGS + BLOCK_CONFIGS + EXTRA_CONFIGS + TIER_CONFIGS}
         self.t0 = time.time()
 
     # -- tool snapshot ------------------------------------------------------
@@ -501,6 +526,9 @@ class Suite:
         rec = {'phase': phase, 'workload': workload, 'config': config, 'scale': scale,
                'round': round_no, 'k': k, 'wall': elapsed, 'cpu': cpu, 'rss_kb': rss, 'rc': rc,
                'out_bytes': None, 'ksf_nodes': None, 'threads': None}
+        tiers = tier_stats(self.logs / f'{tag}.stderr')
+        if tiers:
+            rec['tiers'] = tiers
         if outfile.exists():
             rec['out_bytes'] = outfile.stat().st_size
             if k is not None:
@@ -661,6 +689,22 @@ def target_row(what, measured, ok):
     return f'| {what} | {measured or "–"} | {verdict} |'
 
 
+def tiers_table(ws, cs, table):
+    """The translations per tier of the tiered configurations (--stats=yes)."""
+    rows = []
+    for w in ws:
+        for c in cs:
+            t = table.get((w, c), {}).get('tiers')
+            if t:
+                rows.append(f'| {w} | {CONFIG_LABELS.get(c, c)} | {t["threshold"]} | {fmt_int(t["tier_one"])} | '
+                            f'{fmt_int(t["tier_two"])} | {fmt_int(t["promoted"])} |')
+    if not rows:
+        return []
+    return ['', 'Tiers (round 1): superblocks translated at tier 1 (helper calls) and at tier 2 (inline), '
+            'and the tier-1 blocks retranslated at tier 2 after --tier-threshold runs.', '',
+            '| workload | config | threshold | tier 1 | tier 2 | retranslated |', '|---|---|--:|--:|--:|--:|'] + rows
+
+
 def fmt_int(x):
     return '–' if x is None else f'{x:,}'
 
@@ -739,6 +783,7 @@ class Report:
                     s['out_bytes'] = max(sizes) if sizes else None
                     nodes = [r['ksf_nodes'] for r in ok if r['ksf_nodes'] is not None]
                     s['ksf_nodes'] = max(nodes) if nodes else None
+                    s['tiers'] = next((r['tiers'] for r in ok if r.get('tiers')), None)
                     for ref, key in RATIO_REFS.items():
                         ratios = [r['wall'] / by[(w, ref)][i]['wall'] for i, r in rr.items()
                                   if r['rc'] == 0 and (w, ref) in by and i in by[(w, ref)]
@@ -843,6 +888,7 @@ class Report:
                 L.append(f'| {w} | {CONFIG_LABELS.get(c, c)} | {s["wall"]:.2f} | {fmt(s.get("x_none"))} | '
                          f'{fmt(s.get("x_cg"))} | {fmt_mb(s["rss_kb"])} | {fmt_kb(s.get("out_bytes"))} | '
                          f'{fmt_int(s.get("ksf_nodes"))} | {kccf} |')
+        L += tiers_table(ws, cs, table)
         L.append('')
         L.append('### Geometric means over the workloads')
         L.append('')
@@ -959,6 +1005,7 @@ class Report:
                          f'{fmt(s.get("x_none"))} | '
                          f'{fmt(s.get("x_k2"))} | {fmt_mb(s.get("rss_kb"))} | {size} | '
                          f'{fmt_int(s.get("ksf_nodes"))} |')
+            L += tiers_table([w], cs, table)
             L += ['', '| target | measured | verdict |', '|---|---|---|']
             L += self.large_targets(w, table)
             L.append('')
@@ -1293,10 +1340,10 @@ def parse_args(argv):
         ap.error(f'--churn: thread counts, comma-separated (got {a.churn!r})')
     if a.churn and (len(a.churn) < 2 or any(n < 1 for n in a.churn) or a.churn != sorted(a.churn)):
         ap.error(f'--churn: two or more thread counts, smaller first (got {",".join(map(str, a.churn))})')
-    known = {n for n, _, _ in CONFIGS + BLOCK_CONFIGS}
+    known = {n for n, _, _ in CONFIGS + BLOCK_CONFIGS + TIER_CONFIGS}
     for c in a.large_configs:
-        if c not in LARGE_CONFIGS:
-            ap.error(f'unknown large-program configuration {c} (known: {", ".join(LARGE_CONFIGS)})')
+        if c not in LARGE_KNOWN:
+            ap.error(f'unknown large-program configuration {c} (known: {", ".join(LARGE_KNOWN)})')
     for w in a.large:
         if w not in LARGE_NAMES:
             ap.error(f'unknown large program {w} (known: {", ".join(LARGE_NAMES)})')

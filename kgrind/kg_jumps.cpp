@@ -78,7 +78,10 @@ static Int compare_jumps(const void* pa, const void* pb)
 }
 
 // The jumps one (context, superblock) made: exit j was taken as often as
-// execution reached flush point j but not flush point j + 1.
+// execution reached flush point j but not flush point j + 1. A conditional
+// jump that this superblock ran but never took is kept too: its runs
+// count in the jump's executions when another translation of the
+// instruction took it (collect_jumps drops what no translation took).
 static UWord superblock_jumps(const ForestNode* ctx, const BlockInfo* blk, const ULong* counters, ContextJump* out)
 {
    UWord n = 0;
@@ -87,9 +90,9 @@ static UWord superblock_jumps(const ForestNode* ctx, const BlockInfo* blk, const
       const FlushPoint& p = blk->points()[j];
       if (!p.jump_target) continue;
       ULong taken = counters[j] - (j + 1 < points ? counters[j + 1] : 0);
-      if (!taken) continue;
       const InstrPos& x = blk->instrs()[p.instr];
       ULong executed = x.cond ? counters[x.point] : taken;
+      if (!executed) continue;
       out[n++] = { (ForestNode*)ctx, x.addr, x.line, p.jump_target, x.cond, taken, executed };
    }
    return n;
@@ -114,7 +117,11 @@ UWord collect_jumps(ContextJump** out)
       }
    });
    *out = all;
-   return merge_jumps(all, n);
+   n = merge_jumps(all, n);
+   UWord kept = 0;
+   for (UWord i = 0; i < n; i++)
+      if (all[i].taken) all[kept++] = all[i];
+   return kept;
 }
 
 UWord merge_jumps(ContextJump* all, UWord n)

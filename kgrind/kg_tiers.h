@@ -8,6 +8,15 @@
 
 namespace kg {
 
+// The guest state as tier 1's helper reads and writes it.
+#if defined(VGA_amd64)
+using GuestState = VexGuestAMD64State;
+inline Addr guest_sp(const GuestState* g) { return g->guest_RSP; }
+#elif defined(VGA_arm64)
+using GuestState = VexGuestARM64State;
+inline Addr guest_sp(const GuestState* g) { return g->guest_XSP; }
+#endif
+
 // How a tier-1 block's helper starts it: the C twin of the prologue tier 2
 // gives it (instrument/prologue.cpp, add_prologue).
 enum TierStart : UWord {
@@ -35,7 +44,9 @@ extern "C" {
 // nullptr when it has run the threshold's times (promoted: the block
 // leaves before its first instruction, its translations are discarded and
 // it runs again at tier 2).
-ULong* VG_REGPARM(3) kg_tier_block(BlockInfo* blk, UWord start, Addr sp);
+// gs: the guest state, whose SP it reads and which names the range to
+// discard when it promotes.
+ULong* VG_REGPARM(3) kg_tier_block(GuestState* gs, BlockInfo* blk, UWord start);
 // A tier-1 block ending in a return: the inline pop's C twin
 // (instrument/frames_ir.cpp, add_inline_return).
 void VG_REGPARM(1) kg_tier_return(Addr sp);

@@ -50,7 +50,10 @@ ForestNode* tier_entry(BlockInfo* blk, Addr sp, Bool speculative)
       count_in(tr);
       kg_now->top = next;
       kg_now->top_sp = sp;
-      kg_now->ctx = transition_ctx(tr);
+      // The IR stores the kid's context here even when wrong (a load of a
+      // field any kid has, the empty kid's too); the fix-up then restores
+      // ctx_before. transition_ctx of the empty kid would read outside it.
+      if (!wrong) kg_now->ctx = transition_ctx(tr);
    }
    if (speculative) {
       if (wrong) kg_entry_fixup(blk, sp, ctx_before);
@@ -95,14 +98,20 @@ void tier_one_made(const BlockInfo* blk)
 
 void tier_two_made() { tier_stats.tier_two++; }
 
-extern "C" ULong* VG_REGPARM(3) kg_tier_block(BlockInfo* blk, UWord start, Addr sp)
+extern "C" ULong* VG_REGPARM(3) kg_tier_block(GuestState* gs, BlockInfo* blk, UWord start)
 {
    UInt& runs = tier_runs[blk->id];
    if (runs == clo.tier_threshold) {
-      if (promote(blk)) return nullptr;
+      if (promote(blk)) {
+         // The exit discards the translations of the block's first byte.
+         gs->guest_CMSTART = blk->addr;
+         gs->guest_CMLEN = 1;
+         return nullptr;
+      }
    } else {
       runs++;
    }
+   Addr sp = guest_sp(gs);
    switch (start) {
    case kTierPlain:
       if (kg_now->ctx != blk->ways[0].ctx) kg_block_start(blk);

@@ -186,13 +186,28 @@ public:
       add(IRStmt_Dirty(di));
    }
 
-   // A helper call (always) whose 64-bit result is returned; reading_sp:
-   // the helper reads the guest SP itself (call_reading_sp).
-   IRExpr* call_result(const HChar* name, void* fn, Int regparms, IRExpr** args, Bool reading_sp)
+   // A part of the guest state that a helper given the guest state's
+   // pointer (IRExpr_GSPTR) reads or writes: declared, so that VEX stores
+   // pending writes first and reloads after.
+   struct GuestEffect {
+      IREffect fx;
+      Int offset;
+      Int size;
+   };
+   // A helper call (always) whose 64-bit result is returned; effects: its
+   // n guest state effects (at most VEX_N_FXSTATE).
+   IRExpr* call_result(const HChar* name, void* fn, Int regparms, IRExpr** args, const GuestEffect* effects, UInt n)
    {
       IRDirty* di = dirty(name, fn, regparms, args, nullptr);
       di->tmp = newIRTemp(sb_->tyenv, Ity_I64);
-      if (reading_sp) reads_sp(di);
+      di->nFxState = n;
+      for (UInt i = 0; i < n; i++) {
+         di->fxState[i].fx = effects[i].fx;
+         di->fxState[i].offset = effects[i].offset;
+         di->fxState[i].size = effects[i].size;
+         di->fxState[i].nRepeats = 0;
+         di->fxState[i].repeatLen = 0;
+      }
       add(IRStmt_Dirty(di));
       return IRExpr_RdTmp(di->tmp);
    }

@@ -13,16 +13,6 @@ namespace kg {
 
 namespace {
 
-// The guest state's fields that name the range an Ijk_InvalICache exit
-// discards.
-#if defined(VGA_amd64)
-const Int kCmStart = offsetof(VexGuestAMD64State, guest_CMSTART);
-const Int kCmLen = offsetof(VexGuestAMD64State, guest_CMLEN);
-#elif defined(VGA_arm64)
-const Int kCmStart = offsetof(VexGuestARM64State, guest_CMSTART);
-const Int kCmLen = offsetof(VexGuestARM64State, guest_CMLEN);
-#endif
-
 // Whether blk is translated at tier 1: tiering is on, it was not promoted,
 // and tier 1 has a twin of its prologue (not a PLT stub's or a signal
 // restorer's; a region function's blocks call region helpers: tier 2).
@@ -32,15 +22,20 @@ Bool at_tier_one(const BlockInfo* blk, Bool sigreturn, Bool region)
    return !tier_promoted(blk->addr);
 }
 
-// Tier 1's prologue. Returns the block's counters for the context it runs in.
+// Tier 1's prologue. Returns the block's counters for the context it runs
+// in. The helper reads SP and, when it promotes the block, writes the
+// range the exit discards (guest_CMSTART, guest_CMLEN) through the guest
+// state's pointer: an argument, not a GET and two PUTs in every block.
 IRExpr* add_tier_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout)
 {
    tier_one_made(blk);
-   IRExpr* sp = b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64);
-   IRExpr** args = mkIRExprVec_3(b.at(blk), mkIRExpr_HWord((HWord)block_start(blk)), sp);
-   IRExpr* counters = b.call_result("kg_tier_block", (void*)kg_tier_block, 3, args, True);
-   b.add(IRStmt_Put(kCmStart, IRBuilder::u64(blk->addr)));
-   b.add(IRStmt_Put(kCmLen, IRBuilder::u64(1)));
+   IRExpr** args = mkIRExprVec_3(IRExpr_GSPTR(), b.at(blk), mkIRExpr_HWord((HWord)block_start(blk)));
+   const IRBuilder::GuestEffect effects[] = {
+      { Ifx_Read, layout->offset_SP, sizeof(Addr) },
+      { Ifx_Modify, offsetof(GuestState, guest_CMSTART), sizeof(Addr) },
+      { Ifx_Modify, offsetof(GuestState, guest_CMLEN), sizeof(Addr) },
+   };
+   IRExpr* counters = b.call_result("kg_tier_block", (void*)kg_tier_block, 3, args, effects, 3);
    IRExpr* promoted = b.op(Iop_CmpEQ64, counters, IRBuilder::u64(0), Ity_I1);
    b.add(IRStmt_Exit(promoted, Ijk_InvalICache, IRConst_U64(blk->addr), layout->offset_IP));
    return counters;
