@@ -74,14 +74,17 @@ static Int compare_jumps(const void* pa, const void* pb)
    if (a->ctx != b->ctx) return (UWord)a->ctx < (UWord)b->ctx ? -1 : 1;
    if (a->from != b->from) return a->from < b->from ? -1 : 1;
    if (a->to != b->to) return a->to < b->to ? -1 : 1;
+   if (a->superblock != b->superblock) return a->superblock < b->superblock ? -1 : 1;
    return 0;
 }
 
 // The jumps one (context, superblock) made: exit j was taken as often as
 // execution reached flush point j but not flush point j + 1. A conditional
-// jump that this superblock ran but never took is kept too: its runs
-// count in the jump's executions when another translation of the
-// instruction took it (collect_jumps drops what no translation took).
+// jump that this translation ran but never took is kept too: its runs
+// count in the jump's executions when another translation of the same
+// superblock took it (a superblock translated again: tiers, discards);
+// collect_jumps drops what no translation of the superblock took, as
+// callgrind counts a branch's executions in the blocks that took it.
 static UWord superblock_jumps(const ForestNode* ctx, const BlockInfo* blk, const ULong* counters, ContextJump* out)
 {
    UWord n = 0;
@@ -93,7 +96,7 @@ static UWord superblock_jumps(const ForestNode* ctx, const BlockInfo* blk, const
       const InstrPos& x = blk->instrs()[p.instr];
       ULong executed = x.cond ? counters[x.point] : taken;
       if (!executed) continue;
-      out[n++] = { (ForestNode*)ctx, x.addr, x.line, p.jump_target, x.cond, taken, executed };
+      out[n++] = { (ForestNode*)ctx, x.addr, x.line, p.jump_target, x.cond, taken, executed, blk->addr };
    }
    return n;
 }
@@ -113,15 +116,20 @@ UWord collect_jumps(ContextJump** out)
       const InstrPos& x = blk->instrs()[blk->n_instrs - 1];
       for (UInt i = 0; i < e->n; i++) {
          const IndirectTarget& t = e->targets[i];
-         if (t.jump && t.count) all[n++] = { (ForestNode*)e->a, x.addr, x.line, t.target, False, t.count, t.count };
+         if (t.jump && t.count) all[n++] = { (ForestNode*)e->a, x.addr, x.line, t.target, False, t.count, t.count, 0 };
       }
    });
    *out = all;
+   // Per superblock first (its translations' counts summed), then across
+   // superblocks, of the jumps some translation took.
    n = merge_jumps(all, n);
    UWord kept = 0;
-   for (UWord i = 0; i < n; i++)
-      if (all[i].taken) all[kept++] = all[i];
-   return kept;
+   for (UWord i = 0; i < n; i++) {
+      if (!all[i].taken) continue;
+      all[kept] = all[i];
+      all[kept++].superblock = 0;
+   }
+   return merge_jumps(all, kept);
 }
 
 UWord merge_jumps(ContextJump* all, UWord n)

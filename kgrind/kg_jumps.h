@@ -26,6 +26,8 @@ struct ContextJump {
    Bool cond;
    ULong taken;
    ULong executed;                // cond: executions of the branch
+   Addr superblock;               // collect_jumps: the first address of the superblock
+                                  // holding the branch (0 once merged across superblocks)
 };
 // Sorted by context, source and target; the caller releases the array.
 UWord collect_jumps(ContextJump** out);
