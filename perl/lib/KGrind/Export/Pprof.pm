@@ -10,7 +10,10 @@ package KGrind::Export::Pprof;
 # comments).  A context that does not reach __root__ (finite k) gets a
 # synthetic outermost frame "[truncated k=N]" (KGrind::Model::
 # truncation_marker), so pprof never shows it as rooted.  One location per
-# function, at the function's first costly line.
+# function, at the function's first costly line; a function with the
+# functions inlined into it (`g [inlined]`, the levels of --inline-frames)
+# is one location whose lines are the inline chain, innermost first, as
+# pprof expects inlined frames.
 use strict;
 use warnings;
 no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
@@ -55,14 +58,34 @@ sub cct_pprof_samples {
         my (undef, $emit_stack, $location_of) = @_;
         my ($roots, $kids) = children_of(col($C->{F}, 'par'));
         my $fn = col($C->{F}, 'fn');
-        my @todo = map { [$_, ''] } reverse @$roots;
+        # [node, its parent's stack, the parent's location (names), the
+        # stack below that location]: an inlined node joins its parent's
+        # location.
+        my @todo = map { [$_, '', undef, ''] } reverse @$roots;
         while (my $e = pop @todo) {
-            my ($v, $callers) = @$e;
-            my $stack = $location_of->($name->[$fn->[$v]]) . $callers;
+            my ($v, $parent_stack, $parent_group, $parent_callers) = @$e;
+            my $n = $name->[$fn->[$v]];
+            my ($group, $callers) = inlined($n) && $parent_group ? ("$parent_group\n$n", $parent_callers)
+                                                                 : ($n, $parent_stack);
+            my $stack = $location_of->($group) . $callers;
             $emit_stack->($stack, cval($C, 'xcalls', $v), cval($C, 'xexcl', $v), $ev->($v));
-            push @todo, map { [$_, $stack] } reverse @{$kids->[$v] // []};
+            push @todo, map { [$_, $stack, $group, $callers] } reverse @{$kids->[$v] // []};
         }
     };
+}
+
+sub inlined { $_[0] =~ / \[inlined\]\z/ }
+
+# A path's locations (outermost first): each function with the inlined
+# levels after it, their names joined by newlines.
+sub location_groups {
+    my ($path) = @_;
+    my @groups;
+    for my $n (@$path) {
+        if (@groups && inlined($n) && $groups[-1] !~ /\A\[truncated k=/) { $groups[-1] .= "\n$n" }
+        else { push @groups, $n }
+    }
+    return \@groups;
 }
 
 # Field numbers of profile.proto.
@@ -121,12 +144,13 @@ sub write_file {
     my $value_type = sub { f_int(1, str_id($S, $_[0])) . f_int(2, str_id($S, $_[1])) };
     $z->(join('', map { f_bytes($PROFILE{sample_type}, $value_type->($_, 'count')) }
                   'calls', 'Ir', @{$data->{events} // []}));
-    # one function and one location per name, with the same id; a
-    # location's id kept as its varint (the samples repeat it)
-    my (%location, @names);
+    # one location per function with its inlined levels (names joined by
+    # newlines), its id kept as its varint (the samples repeat it); one
+    # function per name
+    my (%location, @groups);
     my $location = sub {
-        push @names, $_[0];
-        return $location{$_[0]} = varint(scalar @names);
+        push @groups, $_[0];
+        return $location{$_[0]} = varint(scalar @groups);
     };
     for my $t (@$threads) {
         # a label only where it tells samples apart (pprof draws a tag box
@@ -140,15 +164,23 @@ sub write_file {
         my $location_of = sub { $location{$_[0]} // $location->($_[0]) };
         $t->{each_sample}->(sub {
             my ($path, @values) = @_;
-            $emit_stack->(join('', reverse map { $location_of->($_) } @{frames_of($data, $path)}), @values);
+            $emit_stack->(join('', reverse map { $location_of->($_) } @{location_groups(frames_of($data, $path))}),
+                          @values);
         }, $emit_stack, $location_of);
     }
     $z->(f_bytes($PROFILE{mapping}, f_int(1, 1) . f_int(5, str_id($S, $data->{program} // '')) . f_int(7, 1)
                  . f_int(8, 1) . f_int(9, 1)));
-    my @src = map { $data->{sources}{$_} // {} } @names;
-    $z->(f_bytes($PROFILE{location}, f_int(1, $_) . f_int(2, 1)
-                 . f_bytes(4, f_int(1, $_) . f_int(2, $src[$_ - 1]{line} // 0)))) for 1 .. @names;
-    $z->(f_bytes($PROFILE{function}, function($S, $_, $names[$_ - 1], $src[$_ - 1]))) for 1 .. @names;
+    my (%function, @names);
+    for my $i (1 .. @groups) {
+        my @lines = reverse split /\n/, $groups[$i - 1];    # innermost first
+        my $lines = join '', map {
+            my $id = $function{$_} //= do { push @names, $_; scalar @names };
+            f_bytes(4, f_int(1, $id) . f_int(2, ($data->{sources}{$_} // {})->{line} // 0))
+        } @lines;
+        $z->(f_bytes($PROFILE{location}, f_int(1, $i) . f_int(2, 1) . $lines));
+    }
+    $z->(f_bytes($PROFILE{function}, function($S, $_, $names[$_ - 1], $data->{sources}{$names[$_ - 1]} // {})))
+        for 1 .. @names;
     my @comments = map { str_id($S, $_) } @{$data->{comments} // []};
     my $default = str_id($S, 'Ir');
     my $period_type = $value_type->('Ir', 'count');
