@@ -38,7 +38,8 @@ sub build_model {
     my ($o) = @_;
     # pprof and speedscope name each function's file and first line: the body has them
     # and the call graph (dot): its calls= lines
-    my $want_src = $o->{auto} eq 'yes' || @{$o->{sources}} || $o->{format} =~ /^(?:pprof|speedscope|dot)$/;
+    my $want_src = $o->{sites} ? 'sites'
+                 : $o->{auto} eq 'yes' || @{$o->{sources}} || $o->{format} =~ /^(?:pprof|speedscope|dot)$/;
     my @P;
     refuse_repeated_files($o->{profiles});
     for my $f (@{$o->{profiles}}) { push @P, read_profile($f, $want_src, $P[0]) }
@@ -57,6 +58,8 @@ sub build_model {
     fail("--show-blocks/--blocks-disasm: $P0->{file} is a function-mode profile (no basic blocks; "
          . "profile with --mode=intra or --mode=inter)") if $o->{'show-blocks'} && $P0->{mode} eq 'func';
     $S{blocks} = block_table(\@P) if $S{blockmode};
+    fail("--sites: $P0->{file} is a block-mode profile; call sites are function mode's (calls= lines between contexts)")
+        if $o->{sites} && $S{blockmode};
     my @evF = map { $_->{F} } @{$S{threads}};
     check_event_names('--show', $o->{show} // ['Ir'], @evF);
     check_event_names('--event', [$o->{event}], @evF) if defined $o->{event};

@@ -15,7 +15,8 @@ no warnings 'portable';    # 64-bit vec on packed columns
 use KGrind::Labels;
 use KGrind::Forest;
 use KGrind::Model;
-use KGrind::Names qw(display_name short_name);
+use KGrind::Names qw(display_name);
+use KGrind::Sites qw(body_k full_caller_names);
 use KGrind::Format qw(commify utf8_clean dq);
 use KGrind::Output;
 
@@ -157,20 +158,6 @@ sub call_edges {
     return [map { $sum{$_} } sort keys %sum];
 }
 
-# The body names a context's callers short where no other function of the
-# body has that short name (docs/output-format.md): short name -> the full
-# name, from the functions the body's contexts start with (every caller is
-# one: its own context calls).
-sub full_caller_names {
-    my ($calls) = @_;
-    my (%heads, %by_short, %full);
-    for my $pair (keys %$calls) { $heads{(split /'/, $_)[0]} = 1 for split /\0/, $pair }
-    push @{$by_short{short_name($_)}}, $_ for keys %heads;
-    for my $s (keys %by_short) { $full{$s} = $by_short{$s}[0] if @{$by_short{$s}} == 1 }
-    $full{$_} = $_ for keys %heads;    # full names stand for themselves
-    return \%full;
-}
-
 sub cct_edges {
     my ($threads) = @_;
     my %sum;
@@ -182,14 +169,6 @@ sub cct_edges {
         $e->{inclusive} += $c->{inclusive};
     }
     return [map { $sum{$_} } sort keys %sum];
-}
-
-# The k of the callgrind body's contexts (desc: body contexts; the records'
-# k in files that do not say).
-sub body_k {
-    my ($S) = @_;
-    my ($k) = ($S->{P}[0]{desc}{'body contexts'} // '') =~ /^(\d+|inf)\b/;
-    return !defined $k ? $S->{K} : $k eq 'inf' ? $INF : $k;
 }
 
 # A context's key.  The callgrind body names two functions of the same name

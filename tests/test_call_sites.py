@@ -1,0 +1,95 @@
+"""kgrind_annotate --sites: the line each level of a context called the
+next one from, and the innermost call's calls per line, against a
+brute-force count independent of kgrind: tests/progs/call_sites.c built
+with -finstrument-functions counts each (callee, return address) pair in
+its hooks and prints them; addr2line maps each return address to its
+caller and line."""
+import collections
+import subprocess
+
+import pytest
+
+from test_annotate import annotate  # noqa: F401  (fixture)
+
+OWN = {'main', 'work', 'leaf', 'rec'}
+FLAGS = ['-O1', '-no-pie', '-finstrument-functions']
+
+
+def addr2line(exe, addrs):
+    """[(function, line)] of each address."""
+    out = subprocess.run(['addr2line', '-f', '-e', str(exe), *[f'{a:#x}' for a in addrs]],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    return [(out[2 * i], int(out[2 * i + 1].rsplit(':', 1)[1].split()[0])) for i in range(len(addrs))]
+
+
+def brute_force(exe, stdout):
+    """Counter((caller, line, callee)) of the program's own calls."""
+    rows = [line.split() for line in stdout.splitlines() if line.startswith('0x')]
+    fns = addr2line(exe, [int(r[0], 16) for r in rows])
+    # the return address less one: the call instruction's line
+    sites = addr2line(exe, [int(r[1], 16) - 1 for r in rows])
+    got = collections.Counter()
+    for (callee, _), (caller, line), r in zip(fns, sites, rows):
+        if callee in OWN and caller in OWN:
+            got[(caller, line, callee)] += int(r[2])
+    return got
+
+
+
+
+@pytest.mark.parametrize('k,opts', [(1, []), (2, []), (3, ['--unroll-simple-rec=yes']),
+                                    ('inf', ['--view-k=inf'])])
+def test_site_calls_equal_brute_force(tools, annotate, k, opts):  # noqa: F811
+    exe = tools.compile('call_sites.c', *FLAGS)
+    run = tools.kgrind(exe, opts=[f'--k={k}', *opts])
+    assert run.returncode == 0, run.stderr
+    want = brute_force(exe, run.stdout)
+    # the calls counted: in a loop, a branch, once, from two callers, recursive
+    assert len({line for (c, line, f) in want if (c, f) == ('work', 'leaf')}) == 3
+    assert ('rec', 'rec') in {(c, f) for (c, _l, f) in want}
+    d = annotate('--sites', '--format=json', '--top=0', '--threshold=100', run.profile_path).json()
+    got = collections.Counter()
+    pairs = collections.defaultdict(set)
+    for _c, line, f in want:
+        pairs[(_c, f)].add(line)
+    for c in d['threads'][0]['contexts']:
+        path = c['path']
+        if path[-1] not in OWN or path[-2] not in OWN:
+            continue
+        assert sum(s['calls'] for s in c['sites']) == c['calls'], c
+        for s in c['sites']:
+            got[(s['caller'], s['line'], path[-1])] += s['calls']
+        # each level's lines: some of those its function calls the next
+        # one from (all of them with recursion rolled: every chain here
+        # goes through each; unrolled, main > rec > leaf only through the
+        # odd n's line)
+        for j, lines in enumerate(c['lines']):
+            if path[j] in OWN and path[j + 1] in OWN:
+                assert lines and set(lines) <= pairs[(path[j], path[j + 1])], (path, j)
+                if not opts:
+                    assert set(lines) == pairs[(path[j], path[j + 1])], (path, j)
+    assert got == want
+
+
+def test_text_table(tools, annotate):  # noqa: F811
+    exe = tools.compile('call_sites.c', *FLAGS)
+    run = tools.kgrind(exe, opts=['--k=2'])
+    want = brute_force(exe, run.stdout)
+    work_leaf = sorted(line for (c, line, f) in want if (c, f) == ('work', 'leaf'))
+    main_work = sorted(line for (c, line, f) in want if (c, f) == ('main', 'work'))
+    out = annotate('--sites', '--top=0', '--threshold=100', '--width=0', run.profile_path)
+    assert out.rc == 0, out.err
+    text = out.out
+    row = f"main:{'|'.join(map(str, main_work))} > work:{'|'.join(map(str, work_leaf))} > leaf"
+    assert row in text, text
+    after = text.split(row, 1)[1].splitlines()[1:4]
+    for line, sub in zip(work_leaf, after):
+        assert sub.rstrip().endswith(f'from work:{line}') and f"{want[('work', line, 'leaf')]:>12}" in sub
+
+
+def test_block_modes_refused(tools, annotate):  # noqa: F811
+    exe = tools.compile('call_sites.c', '-O1')
+    run = tools.kgrind(exe, opts=['--mode=inter'])
+    out = annotate('--sites', run.profile_path)
+    assert out.rc == 2 and out.out == ''
+    assert out.err.count('\n') == 1 and '--sites' in out.err and 'function mode' in out.err
