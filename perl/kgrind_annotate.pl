@@ -56,6 +56,7 @@ prints the totals and the changed contexts, largest change first.
   --sites                     each level of a context with the line it called
                               the next one from (main:12 > foo:30 > bar), and
                               the innermost call's calls per line (text, json;
+                              folded, speedscope, dot: frames name:line;
                               function mode)
   --width=<N>                 fit the table's contexts (function mode) in N
                               columns: the part all rows share printed once,
@@ -164,7 +165,9 @@ sub parse_options {
     $o{'tree-min'} //= 0.5;
     fail("bad --tree-min value '$o{'tree-min'}' (a percentage 0-100)")
         unless $o{'tree-min'} =~ /^\d+(?:\.\d*)?$/ && $o{'tree-min'} <= 100;
-    fail("--sites: only with --format=text or json") if $o{sites} && $o{format} !~ /^(?:text|json)$/;
+    fail("--sites: not with --format=$o{format} (text, json, folded, speedscope and dot show call sites; "
+         . "pprof's functions are one a name: a line in a name would split them)")
+        if $o{sites} && $o{format} eq 'pprof';
     fail("--tree, --tree-min: only with --format=text") if ($o{tree} || $given_tree_min) && $o{format} ne 'text';
     fail("bad --context-id value '$o{'context-id'}' (an id from KGRIND_CURRENT_CONTEXT(), a positive integer)")
         if defined $o{'context-id'} && $o{'context-id'} !~ /^[1-9]\d*$/;

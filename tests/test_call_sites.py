@@ -5,6 +5,7 @@ with -finstrument-functions counts each (callee, return address) pair in
 its hooks and prints them; addr2line maps each return address to its
 caller and line."""
 import collections
+import re
 import subprocess
 
 import pytest
@@ -93,3 +94,51 @@ def test_block_modes_refused(tools, annotate):  # noqa: F811
     out = annotate('--sites', run.profile_path)
     assert out.rc == 2 and out.out == ''
     assert out.err.count('\n') == 1 and '--sites' in out.err and 'function mode' in out.err
+
+
+def test_tree_and_exports_carry_the_lines(tools, annotate):  # noqa: F811
+    """--tree, folded, speedscope and DOT name each level's calling lines
+    (the brute force's); pprof refuses --sites."""
+    import json
+    exe = tools.compile('call_sites.c', *FLAGS)
+    run = tools.kgrind(exe, opts=['--k=2'])
+    want = brute_force(exe, run.stdout)
+
+    def lines(caller, callee):
+        return '|'.join(str(x) for x in sorted(line for (c, line, f) in want if (c, f) == (caller, callee)))
+    work_leaf, main_work = lines('work', 'leaf'), lines('main', 'work')
+    tree = annotate('--sites', '--tree', '--tree-min=0', run.profile_path).out
+    assert f'leaf (from work:{work_leaf})' in tree and f'work (from main:{main_work})' in tree
+    folded = annotate('--sites', '--format=folded', run.profile_path).out
+    assert f'[truncated k=2];main:{main_work};work:{work_leaf};leaf ' in folded
+    ss = json.loads(annotate('--sites', '--format=speedscope', run.profile_path).out)
+    frame = next(f for f in ss['shared']['frames'] if f['name'] == f'work:{work_leaf}')
+    assert frame['file'].endswith('call_sites.c') and str(frame['line']) == work_leaf.split('|')[0]
+    dot = annotate('--sites', '--format=dot', '--top=0', '--threshold=100', run.profile_path).out
+    labels = set(re.findall(r'label="(\d+)x\\n[\d,]+\\nline ([\d|]+)"', dot))
+    assert (str(sum(n for (c, _l, f), n in want.items() if (c, f) == ('work', 'leaf'))), work_leaf) in labels
+    bad = annotate('--sites', '--format=pprof', run.profile_path)
+    assert bad.rc == 2 and '--sites' in bad.err and bad.err.count('\n') == 1
+
+
+def test_inlined_levels_show_their_call_lines(tools, annotate):  # noqa: F811
+    """With --inline-frames=yes an inlined level's line is where its
+    caller's source calls it (the debug info's call line): the source's
+    own lines of those calls."""
+    import pathlib
+    text = (pathlib.Path(__file__).parent / 'progs' / 'inline_levels.c').read_text().splitlines()
+
+    def line_of(s):
+        (n,) = [i + 1 for i, t in enumerate(text) if s in t]
+        return n
+    exe = tools.compile('inline_levels.c', '-O2', '-no-pie', '-fno-plt')
+    run = tools.kgrind(exe, opts=['--k=2', '--inline-frames=yes'])
+    d = annotate('--sites', '--format=json', '--top=0', '--threshold=100', run.profile_path).json()
+    by_path = {tuple(c['path']): c for c in d['threads'][0]['contexts']}
+    sq = by_path[('work', 'outer [inlined]', 'sq [inlined]')]
+    assert sq['lines'] == [[line_of('s += outer(i)')], [line_of('return sq(x) + 1')]]
+    assert sq['sites'] == [{'caller': 'outer [inlined]', 'line': line_of('return sq(x) + 1'), 'calls': 1000,
+                            'inclusive': sq['inclusive']}]
+    bump = by_path[('branchy', 'tick [inlined]', 'bump')]
+    assert bump['lines'] == [[line_of('if (i % 3 == 0) tick()')], [line_of('static inline void tick')]]
+    assert [s['calls'] for s in bump['sites']] == [334]

@@ -94,14 +94,15 @@ sub calls_into {
 }
 
 # Each level's line but the last's: [line, ...] per level (several when
-# the profile does not tell them apart; none when no call was seen).
+# the profile does not tell them apart; none when no call was seen, or
+# the calls have no line: __root__'s).
 sub level_lines {
     my ($I, $path) = @_;
     my @out;
     for my $j (0 .. $#$path - 1) {
         my %lines;
         my $caller = plain($path->[$j]);
-        $lines{$_->{line}} = 1 for grep { $_->{calls} && $_->{caller} eq $caller } @{calls_into($I, [@$path[0 .. $j + 1]])};
+        $lines{$_->{line}} = 1 for grep { $_->{calls} && $_->{line} && $_->{caller} eq $caller } @{calls_into($I, [@$path[0 .. $j + 1]])};
         push @out, [sort { $a <=> $b } keys %lines];
     }
     return \@out;

@@ -189,7 +189,8 @@ sub site_rows {
     my $sites = innermost_sites($I, $path, $calls) or return ();
     return () if @$sites < 2;
     return map {
-        my $from = defined $_->{line} ? display_name($o, $_->{caller}) . ":$_->{line}" : '(no line in the profile)';
+        my $from = defined $_->{line} ? display_name($o, $_->{caller}) . ($_->{line} ? ":$_->{line}" : ' (no line)')
+                                      : '(no line in the profile)';
         $fmt->([('') x $nshow, '', defined $_->{incl} ? commify($_->{incl}) : '', commify($_->{calls})]) . "  from $from"
     } @$sites;
 }
