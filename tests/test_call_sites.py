@@ -5,12 +5,13 @@ with -finstrument-functions counts each (callee, return address) pair in
 its hooks and prints them; addr2line maps each return address to its
 caller and line."""
 import collections
+import json
 import re
 import subprocess
 
 import pytest
 
-from test_annotate import annotate  # noqa: F401  (fixture)
+from test_annotate import SCHEMA, annotate  # noqa: F401  (fixture)
 
 OWN = {'main', 'work', 'leaf', 'rec'}
 FLAGS = ['-O1', '-no-pie', '-finstrument-functions']
@@ -49,6 +50,8 @@ def test_site_calls_equal_brute_force(tools, annotate, k, opts):  # noqa: F811
     assert len({line for (c, line, f) in want if (c, f) == ('work', 'leaf')}) == 3
     assert ('rec', 'rec') in {(c, f) for (c, _l, f) in want}
     d = annotate('--sites', '--format=json', '--top=0', '--threshold=100', run.profile_path).json()
+    import jsonschema
+    jsonschema.validate(d, json.loads(SCHEMA.read_text()))
     got = collections.Counter()
     pairs = collections.defaultdict(set)
     for _c, line, f in want:
@@ -99,7 +102,6 @@ def test_block_modes_refused(tools, annotate):  # noqa: F811
 def test_tree_and_exports_carry_the_lines(tools, annotate):  # noqa: F811
     """--tree, folded, speedscope and DOT name each level's calling lines
     (the brute force's); pprof refuses --sites."""
-    import json
     exe = tools.compile('call_sites.c', *FLAGS)
     run = tools.kgrind(exe, opts=['--k=2'])
     want = brute_force(exe, run.stdout)
