@@ -168,6 +168,7 @@ sub parse_options {
     fail("--sites: not with --format=$o{format} (text, json, folded, speedscope and dot show call sites; "
          . "pprof's functions are one a name: a line in a name would split them)")
         if $o{sites} && $o{format} eq 'pprof';
+    fail("--sites: not with --diff (it compares contexts, whose levels are functions)") if $o{sites} && $o{diff};
     fail("--tree, --tree-min: only with --format=text") if ($o{tree} || $given_tree_min) && $o{format} ne 'text';
     fail("bad --context-id value '$o{'context-id'}' (an id from KGRIND_CURRENT_CONTEXT(), a positive integer)")
         if defined $o{'context-id'} && $o{'context-id'} !~ /^[1-9]\d*$/;

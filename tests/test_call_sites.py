@@ -39,7 +39,7 @@ def brute_force(exe, stdout):
 
 
 
-@pytest.mark.parametrize('k,opts', [(1, []), (2, []), (3, ['--unroll-simple-rec=yes']),
+@pytest.mark.parametrize('k,opts', [(1, []), (2, []), (2, ['--view-k=1']), (3, ['--unroll-simple-rec=yes']),
                                     ('inf', ['--view-k=inf'])])
 def test_site_calls_equal_brute_force(tools, annotate, k, opts):  # noqa: F811
     exe = tools.compile('call_sites.c', *FLAGS)
@@ -70,7 +70,7 @@ def test_site_calls_equal_brute_force(tools, annotate, k, opts):  # noqa: F811
         for j, lines in enumerate(c['lines']):
             if path[j] in OWN and path[j + 1] in OWN:
                 assert lines and set(lines) <= pairs[(path[j], path[j + 1])], (path, j)
-                if not opts:
+                if '--unroll-simple-rec=yes' not in opts:
                     assert set(lines) == pairs[(path[j], path[j + 1])], (path, j)
     assert got == want
 
@@ -119,8 +119,9 @@ def test_tree_and_exports_carry_the_lines(tools, annotate):  # noqa: F811
     dot = annotate('--sites', '--format=dot', '--top=0', '--threshold=100', run.profile_path).out
     labels = set(re.findall(r'label="(\d+)x\\n[\d,]+\\nline ([\d|]+)"', dot))
     assert (str(sum(n for (c, _l, f), n in want.items() if (c, f) == ('work', 'leaf'))), work_leaf) in labels
-    bad = annotate('--sites', '--format=pprof', run.profile_path)
-    assert bad.rc == 2 and '--sites' in bad.err and bad.err.count('\n') == 1
+    for args in (['--format=pprof'], ['--diff', run.profile_path]):
+        bad = annotate('--sites', *args, run.profile_path)
+        assert bad.rc == 2 and bad.out == '' and '--sites' in bad.err and bad.err.count('\n') == 1
 
 
 def test_inlined_levels_show_their_call_lines(tools, annotate):  # noqa: F811

@@ -13,7 +13,8 @@ package KGrind::Sites;
 # body's also cannot tell its own).
 #
 # The innermost call's sites (innermost_sites): calls and inclusive Ir per
-# line, exact when the context has at most body_k callers, and when its calls are all the body's (one thread, or threads
+# line, exact when the context has at most body_k + 1 callers (a call's
+# chain is its caller's context and the callee), and when its calls are all the body's (one thread, or threads
 # joined).  A call the k-SF rolled (a function calling itself, with
 # simple recursion rolled) is a calls= line of the context to itself: its
 # site is a line of the innermost function.
@@ -51,9 +52,9 @@ sub full_caller_names {
 # namesakes apart ("mmap#2"), the body does not.
 sub plain { (my $n = $_[0]) =~ s/#\d+\z//; $n }
 
-# The body's calls by the callee context's last two functions: "a\0b" ->
-# [{caller (its function), path (the callee context, outermost first),
-# line, calls, incl}], and the body's k.
+# The body's calls by their chain's last two functions: "a\0b" ->
+# [{caller (its function), path (the call's chain, outermost first: the
+# caller's context and the callee), line, calls, incl}], and the body's k.
 sub site_index {
     my ($S) = @_;
     my %by;
@@ -62,8 +63,11 @@ sub site_index {
         while (my ($pair, $lines) = each %{$P->{call_sites} // {}}) {
             my ($from, $to) = split /\0/, $pair;
             my $caller = plain(base_name($from));
-            my ($head, @callers) = split /'/, $to;
-            my @path = reverse $head, map { $full->{$_} // $_ } @callers;
+            # the call's chain: the caller's context and the callee (one
+            # level more than the callee's context); a rolled call's, the
+            # context's own (it goes from the context to itself)
+            my $names = sub { my ($head, @callers) = split /'/, $_[0]; (reverse(map { $full->{$_} // $_ } @callers), $head) };
+            my @path = $from eq $to ? $names->($to) : ($names->($from), base_name($to));
             next if @path < 2;
             my $list = $by{"$path[-2]\0$path[-1]"} //= [];
             while (my ($at, $v) = each %$lines) {
@@ -76,10 +80,9 @@ sub site_index {
 }
 
 # The body's calls whose activations may lie in the chain $q (names,
-# outermost first, at least two): those whose callee context ends with $q,
-# and, where $q is deeper than the body's contexts, those whose callee
-# context is a suffix of $q.  Exact (no others) when $q has at most the
-# body's k callers or starts at the root.
+# outermost first, at least two): those whose chain ends with $q, and,
+# where $q is deeper than the body's chains, those whose chain is a suffix
+# of $q.  Exact (no others) when $q has at most body_k + 1 callers.
 sub calls_into {
     my ($I, $q) = @_;
     my $list = $I->{by}{plain($q->[-2]) . "\0" . plain($q->[-1])} or return [];
@@ -124,7 +127,7 @@ sub sited_names {
 sub innermost_sites {
     my ($I, $path, $calls) = @_;
     return [] if @$path < 2;
-    my $exact = $I->{k} == $INF || @$path <= $I->{k} + 1;
+    my $exact = $I->{k} == $INF || @$path <= $I->{k} + 2;
     my %by;
     for my $e (@{calls_into($I, $path)}) {
         my $s = $by{"$e->{caller}\0$e->{line}"} //= { caller => $e->{caller}, line => $e->{line}, calls => 0, incl => 0 };
