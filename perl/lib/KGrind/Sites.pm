@@ -101,12 +101,22 @@ sub calls_into {
 # the calls have no line: __root__'s).
 sub level_lines {
     my ($I, $path) = @_;
+    # a level's lines depend on its chain's last body_k + 2 names and on
+    # whether it is longer: the contexts of a deep tree share them
+    my $n = $I->{k} == $INF ? undef : $I->{k} + 2;
     my @out;
     for my $j (0 .. $#$path - 1) {
-        my %lines;
-        my $caller = plain($path->[$j]);
-        $lines{$_->{line}} = 1 for grep { $_->{calls} && $_->{line} && $_->{caller} eq $caller } @{calls_into($I, [@$path[0 .. $j + 1]])};
-        push @out, [sort { $a <=> $b } keys %lines];
+        my $from = defined $n && $j + 1 >= $n ? $j + 2 - $n : 0;
+        my $key = defined $n ? ($from ? '>' : '=') . join("\0", @$path[$from .. $j + 1]) : undef;
+        push @out, defined $key && $I->{memo}{$key} || do {
+            my %lines;
+            my $caller = plain($path->[$j]);
+            $lines{$_->{line}} = 1
+                for grep { $_->{calls} && $_->{line} && $_->{caller} eq $caller } @{calls_into($I, [@$path[0 .. $j + 1]])};
+            my $l = [sort { $a <=> $b } keys %lines];
+            $I->{memo}{$key} = $l if defined $key;
+            $l;
+        };
     }
     return \@out;
 }
