@@ -57,6 +57,7 @@ prints the totals and the changed contexts, largest change first.
                               the next one from (main:12 > foo:30 > bar), and
                               the innermost call's calls per line (text, json;
                               folded, speedscope, dot: frames name:line;
+                              pprof: a location per call line;
                               function mode)
   --width=<N>                 fit the table's contexts (function mode) in N
                               columns: the part all rows share printed once,
@@ -165,9 +166,6 @@ sub parse_options {
     $o{'tree-min'} //= 0.5;
     fail("bad --tree-min value '$o{'tree-min'}' (a percentage 0-100)")
         unless $o{'tree-min'} =~ /^\d+(?:\.\d*)?$/ && $o{'tree-min'} <= 100;
-    fail("--sites: not with --format=$o{format} (text, json, folded, speedscope and dot show call sites; "
-         . "pprof's functions are one a name: a line in a name would split them)")
-        if $o{sites} && $o{format} eq 'pprof';
     fail("--sites: not with --diff (it compares contexts, whose levels are functions)") if $o{sites} && $o{diff};
     fail("--tree, --tree-min: only with --format=text") if ($o{tree} || $given_tree_min) && $o{format} ne 'text';
     fail("bad --context-id value '$o{'context-id'}' (an id from KGRIND_CURRENT_CONTEXT(), a positive integer)")
@@ -380,15 +378,17 @@ thread's Ir is below this percentage [0.5].
 
 =item B<--sites>
 
-Function mode, text and JSON: each level of a context but the last is
+Function mode (text, B<--tree>, JSON; folded, speedscope and dot name
+frames C<name:line> and label arrows with lines; pprof gives a frame's
+Location its call line): each level of a context but the last is
 printed with the line it called the next level from (C<main:12 E<gt> foo:30
 E<gt> bar>), from the callgrind body's calls= lines; several lines
 (C<foo:30|31>) when the profile does not tell which one this context's
 calls went through. A context whose innermost call came from several
 lines gets a row per line under its own (calls and inclusive Ir; a
 recursive call rolled into the context is a line of its own function),
-when the body's contexts are at least as deep as the context and the
-threads are one or joined. JSON gives C<lines> and C<sites>.
+when the context has at most one caller more than the body's contexts
+(B<--view-k>) and the threads are one or joined. Not with B<--diff>. JSON gives C<lines> and C<sites>.
 
 =item B<--width>=I<N>
 

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from test_annotate import SCHEMA, annotate  # noqa: F401  (fixture)
+from test_annotate import SCHEMA, annotate, annotate_cmd  # noqa: F401  (fixture)
 
 OWN = {'main', 'work', 'leaf', 'rec'}
 FLAGS = ['-O1', '-no-pie', '-finstrument-functions']
@@ -100,8 +100,8 @@ def test_block_modes_refused(tools, annotate):  # noqa: F811
 
 
 def test_tree_and_exports_carry_the_lines(tools, annotate):  # noqa: F811
-    """--tree, folded, speedscope and DOT name each level's calling lines
-    (the brute force's); pprof refuses --sites."""
+    """--tree, folded, speedscope, DOT and pprof name each level's calling
+    lines (the brute force's); --diff refuses --sites."""
     exe = tools.compile('call_sites.c', *FLAGS)
     run = tools.kgrind(exe, opts=['--k=2'])
     want = brute_force(exe, run.stdout)
@@ -119,9 +119,20 @@ def test_tree_and_exports_carry_the_lines(tools, annotate):  # noqa: F811
     dot = annotate('--sites', '--format=dot', '--top=0', '--threshold=100', run.profile_path).out
     labels = set(re.findall(r'label="(\d+)x\\n[\d,]+\\nline ([\d|]+)"', dot))
     assert (str(sum(n for (c, _l, f), n in want.items() if (c, f) == ('work', 'leaf'))), work_leaf) in labels
-    for args in (['--format=pprof'], ['--diff', run.profile_path]):
-        bad = annotate('--sites', *args, run.profile_path)
-        assert bad.rc == 2 and bad.out == '' and '--sites' in bad.err and bad.err.count('\n') == 1
+    # pprof: a location per call line where the chain has one, all of
+    # one function (its -top by function unchanged)
+    import pprof_wire
+    pb = tools.dir / 'sites.pb.gz'
+    pb.write_bytes(subprocess.run([*annotate_cmd(), '--sites', '--format=pprof', str(run.profile_path)],
+                                  check=True, capture_output=True).stdout)
+    p = pprof_wire.decode(pb)
+    work_lines = {loc['line'] for loc in p['locations'].values() if loc['function']['name'] == 'work'}
+    assert int(lines('work', 'rec')) in work_lines
+    assert [f['name'] for f in p['functions'].values()].count('work') == 1
+    # work's calls of leaf come from three lines in every chain: none is its location's
+    assert not work_lines & {int(x) for x in work_leaf.split('|')}
+    bad = annotate('--sites', '--diff', run.profile_path, run.profile_path)
+    assert bad.rc == 2 and bad.out == '' and '--sites' in bad.err and bad.err.count('\n') == 1
 
 
 def test_inlined_levels_show_their_call_lines(tools, annotate):  # noqa: F811

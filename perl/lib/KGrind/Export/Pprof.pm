@@ -19,11 +19,13 @@ use warnings;
 no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use Compress::Raw::Zlib qw(Z_OK WANT_GZIP);
 use KGrind::Error;
+use KGrind::Labels;
 use KGrind::Columns;
 use KGrind::Forest qw(children_of ctx_labels);
 use KGrind::Model qw(cval select_contexts export_name export_names model_head truncation_marker);
 use KGrind::Events qw(context_event forest_event_names);
 use KGrind::Output;
+use KGrind::Sites qw(site_index level_lines);
 
 # --format=pprof, written as produced (KGrind::Export::Pprof::write_file):
 # each selected context's path is made when its sample is written, so
@@ -33,13 +35,19 @@ sub show {
     my ($o, $S) = @_;
     my $name = export_names($o);
     my $events = @{$S->{threads}} ? forest_event_names($S->{threads}[0]{F}) : [];
+    # --sites: a frame's location at the line it called the next one from
+    my $I = $o->{sites} ? site_index($S) : undef;
     my @threads = map {
         my $C = $_->{C};
         my $ev = sub { my ($cid) = @_; map { context_event($C, $_, $cid) } @$events };
-        { tid => $_->{tid}, each_sample => $C->{cct} && !$o->{limited} ? cct_pprof_samples($C, $name, $ev) : sub {
+        { tid => $_->{tid}, each_sample => $C->{cct} && !$o->{limited} && !$I ? cct_pprof_samples($C, $name, $ev) : sub {
             my ($emit) = @_;
-            $emit->([@$name[@{ctx_labels($C, $_)}]], cval($C, 'xcalls', $_), cval($C, 'xexcl', $_), $ev->($_))
-                for @{select_contexts($o, $C)};
+            for my $cid (@{select_contexts($o, $C)}) {
+                my $labels = ctx_labels($C, $cid);
+                my $path = [@$name[@$labels]];
+                $path = site_frames($I, [@LNAME[@$labels]], $path) if $I;
+                $emit->($path, cval($C, 'xcalls', $cid), cval($C, 'xexcl', $cid), $ev->($cid));
+            }
         } }
     } @{$S->{threads}};
     my $head = model_head($S, sub { export_name($o, $_[0]) });
@@ -74,7 +82,17 @@ sub cct_pprof_samples {
     };
 }
 
-sub inlined { $_[0] =~ / \[inlined\]\z/ }
+sub inlined { $_[0] =~ / \[inlined\](?:\t\d+)?\z/ }
+
+# --sites: each frame but the last as "name\tline" where the profile gives
+# the one line it called the next frame from (KGrind::Sites); its
+# location's line is that line (a location per call line, all of one
+# function), else the function's first line.
+sub site_frames {
+    my ($I, $path, $names) = @_;
+    my $lines = level_lines($I, $path);
+    return [(map { @{$lines->[$_]} == 1 ? "$names->[$_]\t$lines->[$_][0]" : $names->[$_] } 0 .. $#$lines), $names->[-1]];
+}
 
 # A path's locations (outermost first): each function with the inlined
 # levels after it, their names joined by newlines.
@@ -174,8 +192,9 @@ sub write_file {
     for my $i (1 .. @groups) {
         my @lines = reverse split /\n/, $groups[$i - 1];    # innermost first
         my $lines = join '', map {
-            my $id = $function{$_} //= do { push @names, $_; scalar @names };
-            f_bytes(4, f_int(1, $id) . f_int(2, ($data->{sources}{$_} // {})->{line} // 0))
+            my ($fname, $line) = split /\t/;    # a call line with --sites
+            my $id = $function{$fname} //= do { push @names, $fname; scalar @names };
+            f_bytes(4, f_int(1, $id) . f_int(2, $line // ($data->{sources}{$fname} // {})->{line} // 0))
         } @lines;
         $z->(f_bytes($PROFILE{location}, f_int(1, $i) . f_int(2, 1) . $lines));
     }
