@@ -40,8 +40,11 @@ Steps:
     (bench/churn.py);
  8. events (--events, --no-events): kgrind --cache-sim=yes and --branch-sim=yes
     at k=2 next to cachegrind and callgrind --separate-callers=2 with the same
-    simulation, and --collect-data=yes, on the suite's workloads, with peak
-    RSS (bench/events_phase.py);
+    simulation, and --collect-data=yes, on the suite's workloads (and the
+    large programs named there, at --large-scale), with peak RSS
+    (bench/events_phase.py); --events-exact: every event against
+    cachegrind's in total, per function and per line on Debian programs
+    (bench/events_exact.py);
  9. report.md (Markdown tables, targets), results.json, charts/*.png.
     side, and kgrind_annotate's default report on the larger profile; the
     same with threads doing different work (bench/churn.py);
@@ -639,7 +642,7 @@ class Suite:
             events_phase.run(self, a.events, a.events_runs,
                              {w: a.large_scale if w in LARGE_NAMES else a.scale for w in a.events}, a.events_configs)
         if a.events_exact:
-            events_exact.run(self, a.events_exact, run_measured, VALGRIND)
+            events_exact.run(self, a.events_exact, run_measured, VALGRIND, a.scale)
         self.data['meta']['loadavg_end'] = open('/proc/loadavg').read().split()[:3]
         self.data['meta']['minutes'] = (time.time() - self.t0) / 60
         self.save()
@@ -1277,7 +1280,8 @@ def parse_args(argv):
                          f'{",".join(n for n, _o, _k in events_phase.CONFIGS)}]')
     ap.add_argument('--events-exact', default='', metavar='PROGRAMS',
                     help='programs whose events are compared with cachegrind\'s, per function and line '
-                         f'(bench/events_exact.py: {",".join(events_exact.PROGRAMS)}) [none]')
+                         f'(bench/events_exact.py: {",".join(events_exact.PROGRAMS)}; their inputs times '
+                         '--scale) [none]')
     ap.add_argument('--no-events', action='store_true')
     ap.add_argument('--timeout', type=float, default=900, help='seconds per run before it is killed [900]')
     ap.add_argument('--annotate-timeout', type=float, default=600, help='seconds per kgrind_annotate [600]')
