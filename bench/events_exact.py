@@ -45,7 +45,6 @@ sys.path.insert(0, str(ROOT / 'bench'))
 sys.path.insert(0, str(ROOT / 'tests'))
 import callgrind_format  # noqa: E402
 
-PHASE = 'events-exact'
 GEOMETRY = ['--I1=32768,8,64', '--D1=49152,12,64', '--LL=8388608,16,64']
 SIMULATIONS = ['--cache-sim=yes', '--branch-sim=yes']
 EVENTS = 'Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw Bc Bcm Bi Bim'.split()
