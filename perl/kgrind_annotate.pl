@@ -134,11 +134,13 @@ sub parse_options {
     $o{'show-blocks'} = 1 if $o{'blocks-disasm'};
     my %sorts = (ir => 'Ir', calls => 'calls', inclusive => 'inclusive', incl => 'inclusive');
     # an event's name (D1mr): checked against the profile's events when read
-    $o{sort} = $sorts{lc $o{sort}} // ($o{sort} =~ /^[A-Za-z]\w*$/ ? $o{sort}
-        : fail("bad --sort value '$o{sort}' (Ir, calls, inclusive or an event of the profile, e.g. D1mr)"));
+    # an event's inclusive count: incl:<event> (incl:D1mr)
+    my $event_re = qr/^(?:incl:)?[A-Za-z]\w*$/;
+    $o{sort} = $sorts{lc $o{sort}} // ($o{sort} =~ $event_re ? $o{sort}
+        : fail("bad --sort value '$o{sort}' (Ir, calls, inclusive or an event of the profile, e.g. D1mr or incl:D1mr)"));
     $o{show} = [split /,/, $o{show} // 'Ir', -1];
     for my $e (@{$o{show}}) {
-        fail("bad --show value '$e' (events of the profile, e.g. --show=Ir,D1mr)") unless $e =~ /^[A-Za-z]\w*$/;
+        fail("bad --show value '$e' (events of the profile, e.g. --show=Ir,D1mr,incl:D1mr)") unless $e =~ $event_re;
     }
     fail("--show names '$_' twice") for do { my %n; grep { $n{$_}++ == 1 } @{$o{show}} };
     fail("bad --event value '$o{event}' (an event of the profile, e.g. D1mr)")
