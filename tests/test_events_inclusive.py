@@ -18,7 +18,7 @@ import pytest
 import callgrind_format
 import ksf_records
 
-from conftest import ROOT
+from conftest import ROOT, VALGRIND
 
 GEOMETRY = ['--I1=32768,8,64', '--D1=49152,12,64', '--LL=8388608,16,64']
 SIM = ['--cache-sim=yes', '--branch-sim=yes', *GEOMETRY]
@@ -147,6 +147,53 @@ def test_inclusive_events_are_subtree_sums_at_k_inf(tools, source, flags, args, 
     for forest in prof.forests:
         totals.update(forest.events_incl[forest.roots[0]])
     assert {e: totals[e] for e in names} == {e: main.summary_events[e] for e in names}
+
+
+def assert_subtree_sums(path):
+    """Every forest of a profile: each node's inclusive Ir and events are
+    its subtree's exclusive ones (a k=inf profile); returns the records."""
+    prof = ksf_records.parse(path)
+    names = prof.options['events'].split(',')
+    for forest in prof.forests:
+        ids = sorted(forest.nodes)
+        assert subtree_sums(forest, [forest.nodes[n][3] for n in ids]) == [forest.nodes[n][4] for n in ids]
+        for e in names:
+            assert subtree_sums(forest, [forest.events[n][e] for n in ids]) == \
+                [forest.events_incl[n][e] for n in ids], (path, e)
+    return prof
+
+
+def test_dumps_and_regions_split_inclusive_events(tools):
+    """Dumps during the run (roi_dumps.c: four, then the exit's) and a
+    region (--toggle-collect): every file's nodes are their subtrees'
+    sums; the dumps' call edges' inclusive Dr and Dw (--collect-data: no
+    cache state across files) add up to the whole run's, and a region's
+    edges carry what ran inside it only, in every open frame, as Ir."""
+    exe = tools.compile('roi_dumps.c', '-O1', '-I', str(ROOT / 'include'), '-I', VALGRIND.includedir)
+    opts = ['--collect-data=yes', '--k=inf']
+    run = tools.kgrind(exe, 'dumps', opts=opts, out='kg.out')
+    whole = tools.kgrind(exe, 'whole', opts=opts, out='whole.out')
+    assert run.returncode == whole.returncode == 0
+    files = sorted((p for p in tools.dir.iterdir() if p.name.startswith('kg.out.')),
+                   key=lambda p: int(p.name.rsplit('.', 1)[1]))
+    assert len(files) == 5
+    parts = collections.Counter()
+    for f in files:
+        assert_subtree_sums(f)
+        for key, costs in edge_events(callgrind_format.parse(f), events=['Dr', 'Dw']).items():
+            parts.update({(key, e): n for e, n in costs.items() if n})
+    assert_subtree_sums(whole.profile_path)
+    want = collections.Counter()
+    for key, costs in edge_events(whole.profile(), events=['Dr', 'Dw']).items():
+        want.update({(key, e): n for e, n in costs.items() if n})
+    assert parts == want and parts[(('main', 'work'), 'Dw')] > 0
+    region = tools.kgrind(exe, 'whole', opts=[*opts, '--toggle-collect=branch'], out='region.out')
+    assert region.returncode == 0, region.stderr
+    assert_subtree_sums(region.profile_path)
+    edges = edge_events(region.profile(), events=['Ir', 'Dr', 'Dw'])
+    assert edges[('branch', 'leaf')] == edge_events(whole.profile(), events=['Ir', 'Dr', 'Dw'])[('branch', 'leaf')]
+    # work's own accesses are outside the region: what its frames ran inside is branch's
+    assert edges[('main', 'work')] == edges[('work', 'branch')] and edges[('main', 'work')]['Dw'] > 0
 
 
 def without_inclusive_events(text, n):
