@@ -39,8 +39,10 @@ prints the totals and the changed contexts, largest change first.
 
   --sort=Ir|calls|inclusive|<event>
                               sort key for contexts and tree children [Ir];
-                              an event such as D1mr: contexts only (text, json)
-  --show=<event>,...          the events' columns in the table (Ir, D1mr, ...) [Ir]
+                              an event such as D1mr, or incl:D1mr (inclusive):
+                              contexts only (text, json)
+  --show=<event>,...          the events' columns in the table (Ir, D1mr,
+                              incl:D1mr, ...) [Ir]
   --event=<event>             folded, speedscope: the stacks' weight; dot: a line
                               and the colour of each box; --diff: compared too
                               (D1mr, CEst, ...) [Ir]
@@ -320,7 +322,9 @@ The sort key for contexts and tree children [Ir]. An event of a profile
 made with B<--cache-sim>, B<--branch-sim>, B<--collect-bus>, B<--collect-data> or
 B<--collect-systime> (B<D1mr>,
 B<Bcm>, ...) sorts the contexts by their exclusive count of it (text and
-JSON).
+JSON); B<incl:>I<event> (B<incl:D1mr>, B<incl:CEst>) by their inclusive
+count of it, recursion counted once as in the B<incl Ir> column, the share
+column then of the event's total.
 
 =item B<--event>=I<event>
 
@@ -333,9 +337,10 @@ their formulas) [Ir].
 
 =item B<--show>=I<event>,...
 
-The exclusive events the table shows, in this order [Ir]: B<Ir>, the
+The events the table shows, in this order [Ir]: B<Ir>, the
 events of the profile's k-SF records and the derived ones (B<CEst>, B<L1m>,
-B<LLm>, B<Bm>).
+B<LLm>, B<Bm>), exclusive counts; B<incl:>I<event> an event's inclusive
+count.
 
 =item B<--threshold>=I<0-100>
 

@@ -247,3 +247,32 @@ def test_annotate_inclusive_events(tools):
     old.write_text(without_inclusive_events(run.profile_path.read_text(), len(prof.options['events'].split(','))))
     r = subprocess.run([*ANNOTATE, '--sort=incl:D1mr', str(old)], capture_output=True, text=True)
     assert r.returncode == 2 and 'no inclusive events' in r.stderr, r.stderr
+
+
+def test_separate_threads_split_the_events(tools):
+    """--separate-threads=yes with events: each thread's file has its own
+    events (its cost lines' sums, its summary), which add up to a whole
+    run's, and its __root__'s inclusive events are its totals.
+    --collect-data: the counts do not depend on how threads interleave."""
+    exe = tools.compile('threads.c', '-O1')
+    opts = ['--collect-data=yes', '--branch-sim=yes']
+    split = tools.kgrind(exe, opts=[*opts, '--separate-threads=yes'], out='kg.out')
+    whole = tools.kgrind(exe, opts=opts, out='whole.out')
+    assert split.returncode == whole.returncode == 0, split.stderr
+    assert 'warning' not in split.stderr.lower()
+    files = sorted(tools.dir.glob('kg.out-*'))
+    assert len(files) == 5   # the main thread and four workers
+    summed = collections.Counter()
+    for f in files:
+        part = callgrind_format.parse(f)
+        assert part.summary_events == part.totals_events
+        lines = collections.Counter()
+        for costs in part.event_lines.values():
+            lines.update(costs)
+        assert +lines == +collections.Counter(part.summary_events)
+        forest, = ksf_records.parse(f).forests
+        root = forest.events_incl[forest.roots[0]]
+        assert {e: n for e, n in root.items() if n} == {e: n for e, n in part.summary_events.items() if n and e != 'Ir'}
+        summed.update({e: n for e, n in part.summary_events.items() if e in ('Dr', 'Dw', 'Bc', 'Bi')})
+    want = whole.profile().summary_events
+    assert summed == collections.Counter({e: want[e] for e in ('Dr', 'Dw', 'Bc', 'Bi')})
