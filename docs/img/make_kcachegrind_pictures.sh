@@ -1,7 +1,8 @@
 #!/bin/sh
 # The KCachegrind pictures of docs/manual.md: examples/lookups.cpp (-O2)
 # under kgrind at k=2, opened by KCachegrind in a virtual X server and
-# driven by xdotool ("Shorten Templates" on, the flat profile filtered).
+# driven by xdotool ("Shorten Templates" on, the flat profile filtered);
+# and Debian's bzip2 with the cache and branch simulations (the events).
 #   docs/img/make_kcachegrind_pictures.sh   (from the source tree, after ./setup.sh --build;
 #                                            needs kcachegrind xvfb xdotool imagemagick)
 set -eu
@@ -9,15 +10,20 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 g++ -g -O2 "$top/examples/lookups.cpp" -o "$work/lookups"
 (cd "$work" && "$top/build/kgrind/vg-in-place" --tool=kgrind -q --kgrind-out-file=lookups.kg ./lookups >/dev/null)
-cat > "$work/drive.sh" <<'DRIVE'
-#!/bin/sh
-# $1 profile, $2 picture, $3 the flat profile's width, $4 search, $5 the lower pane's tab (x)
+cat > "$work/start.sh" <<'START'
+# Sourced by the drives: KCachegrind on profile $1 in a fresh configuration
+# (its pid in $pid), given time to start.
 export XDG_CONFIG_HOME="$(dirname "$1")/config"
 rm -rf "$XDG_CONFIG_HOME"; mkdir -p "$XDG_CONFIG_HOME"
 printf '[TipOfDay]\nRunOnStart=false\n' > "$XDG_CONFIG_HOME/kcachegrindrc"
 kcachegrind -qwindowgeometry 1400x800+0+0 "$1" >/dev/null 2>&1 &
 pid=$!
 sleep 8
+START
+cat > "$work/drive.sh" <<'DRIVE'
+#!/bin/sh
+# $1 profile, $2 picture, $3 the flat profile's width, $4 search, $5 the lower pane's tab (x)
+. "$(dirname "$0")/start.sh"
 drag() { xdotool mousemove "$1" "$2"; sleep 0.3; xdotool mousedown 1; sleep 0.3
          xdotool mousemove $(( ($1 + $3) / 2 )) "$2"; sleep 0.2; xdotool mousemove "$3" "$2"; sleep 0.2; xdotool mouseup 1; sleep 1; }
 xdotool mousemove 651 38 click 1; sleep 1            # Shorten Templates
@@ -45,12 +51,7 @@ cat "$top"/docs/*.md "$top"/docs/design/*.md > "$work/text"
 cat > "$work/events.sh" <<'DRIVE'
 #!/bin/sh
 # $1 profile, $2 picture, $3 the row of the context to select (0: the event selector left open)
-export XDG_CONFIG_HOME="$(dirname "$1")/config"
-rm -rf "$XDG_CONFIG_HOME"; mkdir -p "$XDG_CONFIG_HOME"
-printf '[TipOfDay]\nRunOnStart=false\n' > "$XDG_CONFIG_HOME/kcachegrindrc"
-kcachegrind -qwindowgeometry 1400x800+0+0 "$1" >/dev/null 2>&1 &
-pid=$!
-sleep 8
+. "$(dirname "$0")/start.sh"
 xdotool mousemove 878 38 click 1; sleep 1                  # the event selector
 if [ "$3" -gt 0 ]; then
    xdotool mousemove 790 439 click 1; sleep 1              # Cycle Estimation
