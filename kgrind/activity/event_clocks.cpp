@@ -8,8 +8,8 @@
 // same to its events here. A closing activation adds what it ran to its
 // call edge's and, where it is the outermost of its context (as its Ir
 // goes to ctx_incl), its k-SF node's inclusive events (kg_incl_events.h),
-// directly: with events, frames are pushed and popped by the helpers
-// (instrument/prologue.cpp), so no transition needs to carry them. While
+// directly, so no transition needs to carry them; inline IR's pushes and
+// pops call kg_frame_events_start and kg_frame_events_close for that. While
 // counting is off (regions) nothing is added, as the transitions' Ir of
 // then is discarded (discard_uncounted).
 
@@ -75,9 +75,8 @@ void restart_events(const ShadowStack* s, const Frame* first, const Frame* last,
 // Frame f of s starts its event clocks at thread t's clock.
 void start_frame_events(const ThreadState* t, const ShadowStack* s, const Frame* f)
 {
-   if (!clock_events) return;
-   ClockReading now(t);
-   restart_events(s, f, f, now.at);
+   ULong* entry = entry_events(s, f);
+   for (UInt c = 0; c < clock_events; c++) entry[c] = t->ev_clock[clock_event_ids[c]];
 }
 
 // A frame was put in at f of stack s, the frames from f to last - 1
@@ -117,6 +116,23 @@ struct TransitionEvents {
    ULong* node;
 };
 PairMap<TransitionEvents> transition_events;
+// The last transitions looked up, by a hash of their address: a pop finds
+// its transition's arrays with one compare (the table's probe cost callheavy
+// with --branch-sim about a third of the clocks' time).
+const UWord kRecentTransitions = 1024;
+TransitionEvents* recent_transitions[kRecentTransitions];
+
+TransitionEvents* events_of(Transition* tr)
+{
+   TransitionEvents*& slot = recent_transitions[((UWord)tr * 0x9E3779B97F4A7C15ULL) >> 54];
+   if (slot && slot->a == tr) return slot;
+   TransitionEvents* te = transition_events.get(tr, nullptr);
+   if (!te->node) {
+      te->node = incl_events_of(ctx_of(child_of(tr)), True);
+      if (parent_activation(tr)) te->edge = incl_events_of(transition_edge(tr), True);
+   }
+   return slot = te;
+}
 
 // A frame f of s, of transition tr, closes with the clock at `now`: what it
 // ran is in its edge's inclusive events and, if it is the outermost frame
@@ -124,11 +140,7 @@ PairMap<TransitionEvents> transition_events;
 void close_frame_events(const ShadowStack* s, const Frame* f, Transition* tr, Bool outermost, const ULong* now)
 {
    if (!clock_events || !kg_counting) return;
-   TransitionEvents* te = transition_events.get(tr, nullptr);
-   if (!te->node) {
-      te->node = incl_events_of(ctx_of(child_of(tr)), True);
-      if (parent_activation(tr)) te->edge = incl_events_of(transition_edge(tr), True);
-   }
+   TransitionEvents* te = events_of(tr);
    const ULong* entry = entry_events(s, f);
    for (UInt c = 0; c < clock_events; c++) {
       ULong ran = now[c] - entry[c];
@@ -138,5 +150,17 @@ void close_frame_events(const ShadowStack* s, const Frame* f, Transition* tr, Bo
 }
 
 } // namespace
+
+extern "C" void VG_REGPARM(1) kg_frame_events_start(Frame* f)
+{
+   start_frame_events(current, current->stack, f);
+}
+
+extern "C" void VG_REGPARM(1) kg_frame_events_close(const Frame* f)
+{
+   Transition* tr = f->tr;
+   ClockReading now(current);
+   close_frame_events(current->stack, f, tr, acts_in_nodes() ? !rolled(tr) : *tr->active == 0, now.at);
+}
 
 } // namespace kg

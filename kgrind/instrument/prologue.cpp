@@ -154,11 +154,8 @@ IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout,
    if (blk->in_plt) return add_plt_prologue(b, blk, stub_instrs, stub_counted);
    // ld.so's lazy-binding trampoline enters by the helper, which notes the
    // call it resolves (push_activation).
-   // With events beyond Ir the helpers push every frame: they start its
-   // event clocks (activity/event_clocks.cpp).
-   Bool inline_push = !extra_events_on();
-   Bool entry = inline_push && blk->fn_entry && fn_traced(blk->fn()) && !blk->fn()->resolver;
-   Bool called_entry = inline_push && !blk->fn_entry && call_targets.find((void*)blk->addr, nullptr) &&
+   Bool entry = blk->fn_entry && fn_traced(blk->fn()) && !blk->fn()->resolver;
+   Bool called_entry = !blk->fn_entry && call_targets.find((void*)blk->addr, nullptr) &&
                        fn_traced(activated_function(blk));
    Bool in_array = counts_in_array(blk, max_counters);
    if (!entry && !called_entry && in_array)
