@@ -1,6 +1,7 @@
 #!/bin/sh
 # The KCachegrind pictures of docs/manual.md: examples/lookups.cpp (-O2)
-# under kgrind at k=2, opened by KCachegrind in a virtual X server and
+# under kgrind at k=2 (and at k=3 with --inline-frames=yes: the inlined
+# levels' picture), opened by KCachegrind in a virtual X server and
 # driven by xdotool ("Shorten Templates" on, the flat profile filtered);
 # and Debian's bzip2 with the cache and branch simulations (the events).
 #   docs/img/make_kcachegrind_pictures.sh   (from the source tree, after ./setup.sh --build;
@@ -10,6 +11,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 g++ -g -O2 "$top/examples/lookups.cpp" -o "$work/lookups"
 (cd "$work" && "$top/build/kgrind/vg-in-place" --tool=kgrind -q --kgrind-out-file=lookups.kg ./lookups >/dev/null)
+(cd "$work" && "$top/build/kgrind/vg-in-place" --tool=kgrind -q --k=3 --inline-frames=yes \
+    --kgrind-out-file=inline.kg ./lookups >/dev/null)
 cat > "$work/start.sh" <<'START'
 # Sourced by the drives: KCachegrind on profile $1 in a fresh configuration
 # (its pid in $pid), given time to start.
@@ -39,8 +42,10 @@ DRIVE
 chmod +x "$work/drive.sh"
 xvfb-run -a -s "-screen 0 1400x800x24" dbus-run-session "$work/drive.sh" "$work/lookups.kg" "$work/flat.png" 760 Scope::lookup 0 157
 xvfb-run -a -s "-screen 0 1400x800x24" dbus-run-session "$work/drive.sh" "$work/lookups.kg" "$work/callers.png" 360 memcmp 521 138
+xvfb-run -a -s "-screen 0 1400x800x24" dbus-run-session "$work/drive.sh" "$work/inline.kg" "$work/inline.png" 560 _M_lower_bound 745 195
 convert "$work/flat.png" -crop 760x300+0+0 -colors 64 PNG8:"$top/docs/img/kcachegrind-flat.png"
 convert "$work/callers.png" -colors 64 PNG8:"$top/docs/img/kcachegrind-callers.png"
+convert "$work/inline.png" -colors 64 PNG8:"$top/docs/img/kcachegrind-inline.png"
 
 # Events: Debian's bzip2 compressing the docs, --cache-sim=yes --branch-sim=yes
 # at k=2: the event selector opened, and the flat profile and a context's
