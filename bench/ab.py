@@ -35,6 +35,8 @@ CONFIGS = {
     'inter-k2': ['--mode=inter', '--k=2'], 'inter-roll': ['--mode=inter', '--roll-loops=yes'],
     'k2-noinline': ['--k=2', '--inline-frames=no'],
     'k2-instr': ['--k=2', '--dump-instr=yes'], 'k2-jumps': ['--k=2', '--dump-instr=yes', '--collect-jumps=yes'],
+    'k2-cache': ['--k=2', '--cache-sim=yes'], 'k2-branch': ['--k=2', '--branch-sim=yes'],
+    'k2-data': ['--k=2', '--collect-data=yes'],
 }
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import suite  # noqa: E402  (workload arguments)

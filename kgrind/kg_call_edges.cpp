@@ -1,4 +1,6 @@
 #include "kg_call_edges.h"
+#include "kg_events.h"
+#include "kg_incl_events.h"
 #include "kg_pairmap.h"
 #include "kg_runtime.h"
 
@@ -37,6 +39,15 @@ template <class F> void for_each_edge(F f)
    });
 }
 
+// A new array of a's events plus b's (a may be null).
+static const ULong* summed_events(const ULong* a, const ULong* b)
+{
+   UInt n = extra_event_count();
+   ULong* sum = (ULong*)kg::alloc(n * sizeof(ULong), "kg.out");
+   for (UInt c = 0; c < n; c++) sum[c] = (a ? a[c] : 0) + b[c];
+   return sum;
+}
+
 static Int compare_edges(const void* pa, const void* pb)
 {
    const CallEdge* a = *(const CallEdge* const*)pa;
@@ -53,8 +64,10 @@ UWord merge_call_edges(CallEdge** all, UWord n)
    UWord merged = 0;
    for (UWord i = 0; i < n; i++) {
       if (merged && compare_edges(&all[merged - 1], &all[i]) == 0) {
-         all[merged - 1]->calls += all[i]->calls;
-         all[merged - 1]->incl += all[i]->incl;
+         CallEdge* into = all[merged - 1];
+         into->calls += all[i]->calls;
+         into->incl += all[i]->incl;
+         if (all[i]->incl_events) into->incl_events = summed_events(into->incl_events, all[i]->incl_events);
       } else {
          all[merged++] = all[i];
       }
@@ -105,6 +118,7 @@ UWord collect_call_edges(Bool at_exit, CallEdge*** out, CallEdge** copies)
    *copies = nullptr;
    if (at_exit) {   // their keys may change now: the index goes
       UWord n = take_used_edges(out);
+      for (UWord i = 0; i < n; i++) (*out)[i]->incl_events = incl_events_of((*out)[i], False);
       return merge_call_edges(*out, n);
    }
    UWord cap = 0, n = 0;
@@ -114,6 +128,7 @@ UWord collect_call_edges(Bool at_exit, CallEdge*** out, CallEdge** copies)
    for_each_edge([&](CallEdge* e) {
       if (!edge_used(e)) return;
       copy[n] = *e;
+      copy[n].incl_events = incl_events_of(e, False);
       all[n] = &copy[n];
       n++;
    });

@@ -14,17 +14,23 @@ struct CallEdge {
    Addr target;                   // first callee instruction seen for the edge
    ULong calls;
    ULong incl;
-   CallEdge* next_site;           // the same contexts' edge at another site
+   union {
+      CallEdge* next_site;        // in the index: the same contexts' edge at another site
+      // Collected for a profile (collect_call_edges): its inclusive events
+      // beyond Ir (kg_incl_events.h), or null.
+      const ULong* incl_events;
+   };
 };
 // The edge of (caller, callee) at call_site.
 CallEdge* call_edge(ForestNode* caller, ForestNode* callee, Addr call_site);
 // The edges that were used, as pointers sorted by (caller, callee, call
-// site); the caller releases *out and *copies. During the run (a dump) they
+// site), each with its incl_events; the caller releases *out and *copies. During the run (a dump) they
 // point to copies in *copies; at exit to the edges themselves, which the
 // caller may change (an array of copies was 13 MB on cc1plus, at the peak).
 UWord collect_call_edges(Bool at_exit, CallEdge*** out, CallEdge** copies);
 // Sorts the same way and folds edges of the same (caller, callee, call site)
-// into the first.
+// into the first (their events into a new array: a dump's edges are copies
+// whose events are the run's).
 UWord merge_call_edges(CallEdge** all, UWord n);
 
 // Every edge whose caller or callee moved (moved(node, arg): the node it

@@ -117,7 +117,9 @@ void write_calls(Writer& w, const ForestNode* caller, UInt* current_file, UInt h
       write_position(w, edge->target, target.line);
       w.out.put_char('\n');
       write_cost_position(w, site_addr, site.line);
-      w.out.printf(" %llu\n", edge->incl);
+      w.out.printf(" %llu", edge->incl);
+      if (w.n_events && edge->incl_events) write_event_costs(w.out, edge->incl_events, w.n_events);
+      w.out.put_char('\n');
    }
 }
 

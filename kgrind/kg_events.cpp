@@ -114,16 +114,36 @@ void write_cache_desc(FileWriter& out, const Geometry& c)
    else out.printf("%llu-way associative\n", (ULong)c.g.assoc);
 }
 
+// Before any thread runs.
+ULong no_thread_clock[kEventIds];
+
 // Counting misses: bit 0 of a result is a first-level miss, bit 1 a
-// last-level one (core::CacheMiss).
-inline void count_access(ULong* slots, core::CacheMiss m)
+// last-level one (core::CacheMiss); the access's events, e (Dr or Dw), its
+// first-level and its last-level misses, on the clock too.
+inline void count_access(ULong* slots, core::CacheMiss m, EventId e, EventId l1, EventId ll)
 {
    slots[0]++;
    slots[1] += m & 1;
    slots[2] += m >> 1;
+   ULong* clock = kg_event_clock;
+   clock[e]++;
+   clock[l1] += m & 1;
+   clock[ll] += m >> 1;
+}
+
+// A branch: its count and its mispredicts.
+inline void count_branch(ULong* slots, Bool mispredicted, EventId e, EventId miss)
+{
+   slots[0]++;
+   slots[1] += mispredicted;
+   ULong* clock = kg_event_clock;
+   clock[e]++;
+   clock[miss] += mispredicted;
 }
 
 } // namespace
+
+ULong* kg_event_clock = no_thread_clock;
 
 Bool event_on(UInt e)
 {
@@ -185,6 +205,14 @@ const HChar* extra_event_name(UInt column)
    return "";
 }
 
+EventId extra_event_id(UInt column)
+{
+   for (UInt e = 0; e < kEventIds; e++)
+      if (event_on(e) && column-- == 0) return (EventId)e;
+   tl_assert(0);
+   return kEventIds;
+}
+
 void write_event_costs(FileWriter& out, const ULong* counts, UInt n)
 {
    while (n && !counts[n - 1]) n--;
@@ -196,33 +224,34 @@ extern "C" void VG_REGPARM(3) kg_sim_fetch(ULong* slots, Addr addr, UWord size)
    core::CacheMiss m = caches.fetch(addr, size);
    slots[0] += m & 1;
    slots[1] += m >> 1;
+   kg_event_clock[kEvI1mr] += m & 1;
+   kg_event_clock[kEvILmr] += m >> 1;
 }
 
 extern "C" void VG_REGPARM(3) kg_sim_read(ULong* slots, Addr addr, UWord size)
 {
-   count_access(slots, caches.data(addr, size));
+   count_access(slots, caches.data(addr, size), kEvDr, kEvD1mr, kEvDLmr);
 }
 
 extern "C" void VG_REGPARM(3) kg_sim_write(ULong* slots, Addr addr, UWord size)
 {
-   count_access(slots, caches.data(addr, size));
+   count_access(slots, caches.data(addr, size), kEvDw, kEvD1mw, kEvDLmw);
 }
 
 extern "C" void VG_REGPARM(3) kg_sim_cond(ULong* slots, Addr addr, UWord taken)
 {
-   slots[0]++;
-   slots[1] += predictor->conditional(addr, taken != 0);
+   count_branch(slots, predictor->conditional(addr, taken != 0), kEvBc, kEvBcm);
 }
 
 extern "C" void VG_REGPARM(1) kg_count_bus(ULong* slot)
 {
    slot[0]++;
+   kg_event_clock[kEvGe]++;
 }
 
 extern "C" void VG_REGPARM(3) kg_sim_indirect(ULong* slots, Addr addr, Addr target)
 {
-   slots[0]++;
-   slots[1] += predictor->indirect(addr, target);
+   count_branch(slots, predictor->indirect(addr, target), kEvBi, kEvBim);
 }
 
 } // namespace kg

@@ -31,6 +31,16 @@ UInt event_column(EventId e);
 // The name of the event in a column after Ir (0-based, below
 // extra_event_count()).
 const HChar* extra_event_name(UInt column);
+// The event in a column after Ir.
+EventId extra_event_id(UInt column);
+
+// The running thread's clock of every event (by EventId): its totals so
+// far, which the helpers below, the inline counts and the system call
+// callbacks add to as they add to the counters. A frame's inclusive events
+// are the clock's readings at its exit less those at its entry
+// (activity/event_clocks.cpp); the thread layer points this at the
+// running thread's clock.
+extern ULong* kg_event_clock;
 
 // After the options: checks the geometry (host defaults for what --I1,
 // --D1, --LL did not give) and makes the simulators. A bad geometry is one

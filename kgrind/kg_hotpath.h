@@ -390,6 +390,11 @@ void VG_REGPARM(1) kg_sigreturn_code(BlockInfo* blk);
 void VG_REGPARM(2) kg_inline_enter(BlockInfo* blk, UWord chain);
 // blk returns from its function: the inlined levels on top are popped.
 void VG_REGPARM(1) kg_inline_leave(BlockInfo* blk);
+// Events beyond Ir (activity/event_clocks.cpp): inline IR pushed frame f
+// (its event clocks start), or popped it (they close; its context's count
+// of frames already lowered).
+void VG_REGPARM(1) kg_frame_events_start(Frame* f);
+void VG_REGPARM(1) kg_frame_events_close(const Frame* f);
 }
 
 } // namespace kg

@@ -3,6 +3,7 @@
 #include "kg_blocks.h"
 #include "kg_context_names.h"
 #include "kg_events.h"
+#include "kg_incl_events.h"
 #include "kg_options.h"
 #include "kg_profile_header.h"
 #include "kg_runtime.h"
@@ -95,8 +96,10 @@ void write_records_header(Writer& w, Bool recursion_rolled)
    out.printf(" mode=%s rolling=%s joined=%s", mode_name(), recursion_rolled ? "yes" : "no",
               clo.join_threads ? "yes" : "no");
    if (block_mode()) out.printf(" roll-loops=%s", clo.roll_loops ? "yes" : "no");
-   if (records_have_events(w))
+   if (records_have_events(w)) {
       for (UInt c = 0; c < w.n_events; c++) out.printf("%s%s", c ? "," : " events=", extra_event_name(c));
+      out.put(" events-incl=yes");
+   }
    out.put_char('\n');
    write_function_table(w);
 }
@@ -281,26 +284,36 @@ void write_forest_nodes(Writer& w, const core::Forest& sf, Bool incl_is_excl, co
    list.finish();
 }
 
-// "# ksf-events" (function mode, events on): the same nodes' exclusive
-// events, in the same order, each node "mask [count]...": mask's bit c says
-// the count of the c-th event of ksf-options' events= follows (else 0).
-// sums: each event's sum over the nodes, added to.
+// "# ksf-events" (function mode, events on): the same nodes' exclusive and
+// inclusive events, in the same order, each node "mask [count]...": for E
+// events in ksf-options' events=, mask's bit c says the exclusive count of
+// the c-th event follows (else 0), then bit E + c that its inclusive count
+// follows (else it equals the exclusive one), the exclusive counts first.
+// sums: each event's exclusive sum over the nodes, added to.
 void write_forest_events(Writer& w, const core::Forest& sf, const WrittenNodes& selected, ULong* sums)
 {
-   BerLines<(kMaxEventColumns + 1) * core::kMaxBerBytes> lines(w.out, "# ksf-events ");
+   BerLines<(2 * kMaxEventColumns + 1) * core::kMaxBerBytes> lines(w.out, "# ksf-events ");
    auto key = [&](const ForestNode* n) { return written_label(w, n); };
    core::visit_preorder_by(sf, [&](const core::VisitInfo& v) {
       if (!is_written(selected, v)) return;
       const ULong* ev = w.costs.node_events(v.node);
+      const ULong* incl = incl_events_of(v.node, False);
+      UInt n = w.n_events;
       ULong mask = 0;
-      for (UInt c = 0; ev && c < w.n_events; c++) mask |= (ev[c] != 0 ? 1ULL : 0) << c;
+      for (UInt c = 0; c < n; c++) {
+         ULong excl = ev ? ev[c] : 0;
+         mask |= (excl != 0 ? 1ULL : 0) << c;
+         mask |= (incl && incl[c] != excl ? 1ULL : 0) << (n + c);
+      }
       lines.begin_run();
       lines.put_ber(mask);
-      for (UInt c = 0; c < w.n_events; c++)
+      for (UInt c = 0; c < n; c++)
          if (mask >> c & 1) {
             lines.put_ber(ev[c]);
             sums[c] += ev[c];
          }
+      for (UInt c = 0; c < n; c++)
+         if (mask >> (n + c) & 1) lines.put_ber(incl[c]);
    }, key, True);
    lines.flush_line();
 }

@@ -212,8 +212,6 @@ void check_events()
    if (block_mode()) KG_BAD_COMBINATION(opt, "%s needs function mode (--mode=func)\n", opt);
    if (clo.collect_jumps)
       KG_BAD_COMBINATION(opt, "%s with --collect-jumps=yes is not implemented yet: drop one of them\n", opt);
-   if (clo.separate_threads && !clo.join_threads)
-      KG_BAD_COMBINATION(opt, "%s with --separate-threads=yes is not implemented yet: drop one of them\n", opt);
 }
 
 void check_options()

@@ -37,6 +37,17 @@ void release_gathered(Writer& w)
    kg::release(w.jumps);
 }
 
+// Each event's total in a thread's own file (--separate-threads): its
+// forest's nodes' counts (the counters' contexts are the k-SF's with events).
+void thread_event_totals(Writer& w, const ThreadProfile& t)
+{
+   for (UInt c = 0; c < w.n_events; c++) w.event_totals[c] = 0;
+   core::visit_preorder(thread_forest(t), [&](const core::VisitInfo& v) {
+      if (const ULong* ev = w.costs.node_events(v.node))
+         for (UInt c = 0; c < w.n_events; c++) w.event_totals[c] += ev[c];
+   });
+}
+
 // One file: the threads' contexts, costs and calls, and their records.
 // `thread`: the file of that thread alone (--separate-threads), or 0.
 void write_body(Writer& w, ULong total, const ThreadProfile* threads, UInt n_threads, UInt thread)
@@ -50,7 +61,8 @@ void write_body(Writer& w, ULong total, const ThreadProfile* threads, UInt n_thr
    select_thread_nodes(w, threads, n_threads);
    w.n_events = extra_event_count();
    tl_assert(w.n_events <= sizeof w.event_totals / sizeof w.event_totals[0]);
-   if (w.n_events) w.costs.event_totals(w.event_totals);
+   if (w.n_events && thread) thread_event_totals(w, threads[0]);
+   else if (w.n_events) w.costs.event_totals(w.event_totals);
    write_header(w, total, threads, n_threads);
    w.last_object = kNoFile;
    w.last_file = kNoFile;

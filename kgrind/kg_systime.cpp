@@ -1,4 +1,5 @@
 #include "kg_systime.h"
+#include "kg_events.h"
 #include "kg_options.h"
 #include "kg_runtime.h"
 
@@ -13,6 +14,7 @@ namespace {
 // A thread's system call in progress: its counters and its start.
 struct SyscallStart {
    ULong* slots;
+   ULong* clock;    // the thread's event clock (kg_event_clock)
    ULong elapsed;   // in sysTime's unit
    ULong cpu;       // ns of the thread's CPU time (nsec)
 };
@@ -61,6 +63,7 @@ void systime_pre(ThreadId tid)
    s.slots = kg_syscall_slots;
    kg_syscall_slots = nullptr;
    if (!s.slots) return;
+   s.clock = kg_event_clock;   // the calling thread's: it made the call, and runs
    s.elapsed = elapsed_now();
    if (clo.collect_systime == kSysTimeNsec) s.cpu = nanoseconds(VKI_CLOCK_THREAD_CPUTIME_ID);
 }
@@ -69,9 +72,16 @@ void systime_post(ThreadId tid)
 {
    if (!started || !started[tid].slots) return;
    SyscallStart& s = started[tid];
+   ULong elapsed = elapsed_now() - s.elapsed;
    s.slots[0]++;
-   s.slots[1] += elapsed_now() - s.elapsed;
-   if (clo.collect_systime == kSysTimeNsec) s.slots[2] += nanoseconds(VKI_CLOCK_THREAD_CPUTIME_ID) - s.cpu;
+   s.slots[1] += elapsed;
+   s.clock[kEvSysCount]++;
+   s.clock[kEvSysTime] += elapsed;
+   if (clo.collect_systime == kSysTimeNsec) {
+      ULong cpu = nanoseconds(VKI_CLOCK_THREAD_CPUTIME_ID) - s.cpu;
+      s.slots[2] += cpu;
+      s.clock[kEvSysCpuTime] += cpu;
+   }
    s.slots = nullptr;
 }
 

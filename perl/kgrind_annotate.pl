@@ -39,8 +39,10 @@ prints the totals and the changed contexts, largest change first.
 
   --sort=Ir|calls|inclusive|<event>
                               sort key for contexts and tree children [Ir];
-                              an event such as D1mr: contexts only (text, json)
-  --show=<event>,...          the events' columns in the table (Ir, D1mr, ...) [Ir]
+                              an event such as D1mr, or incl:D1mr (inclusive):
+                              contexts only (text, json)
+  --show=<event>,...          the events' columns in the table (Ir, D1mr,
+                              incl:D1mr, ...) [Ir]
   --event=<event>             folded, speedscope: the stacks' weight; dot: a line
                               and the colour of each box; --diff: compared too
                               (D1mr, CEst, ...) [Ir]
@@ -140,11 +142,13 @@ sub parse_options {
     $o{'show-blocks'} = 1 if $o{'blocks-disasm'};
     my %sorts = (ir => 'Ir', calls => 'calls', inclusive => 'inclusive', incl => 'inclusive');
     # an event's name (D1mr): checked against the profile's events when read
-    $o{sort} = $sorts{lc $o{sort}} // ($o{sort} =~ /^[A-Za-z]\w*$/ ? $o{sort}
-        : fail("bad --sort value '$o{sort}' (Ir, calls, inclusive or an event of the profile, e.g. D1mr)"));
+    # an event's inclusive count: incl:<event> (incl:D1mr)
+    my $event_re = qr/^(?:incl:)?[A-Za-z]\w*$/;
+    $o{sort} = $sorts{lc $o{sort}} // ($o{sort} =~ $event_re ? $o{sort}
+        : fail("bad --sort value '$o{sort}' (Ir, calls, inclusive or an event of the profile, e.g. D1mr or incl:D1mr)"));
     $o{show} = [split /,/, $o{show} // 'Ir', -1];
     for my $e (@{$o{show}}) {
-        fail("bad --show value '$e' (events of the profile, e.g. --show=Ir,D1mr)") unless $e =~ /^[A-Za-z]\w*$/;
+        fail("bad --show value '$e' (events of the profile, e.g. --show=Ir,D1mr,incl:D1mr)") unless $e =~ $event_re;
     }
     fail("--show names '$_' twice") for do { my %n; grep { $n{$_}++ == 1 } @{$o{show}} };
     fail("bad --event value '$o{event}' (an event of the profile, e.g. D1mr)")
@@ -325,7 +329,9 @@ The sort key for contexts and tree children [Ir]. An event of a profile
 made with B<--cache-sim>, B<--branch-sim>, B<--collect-bus>, B<--collect-data> or
 B<--collect-systime> (B<D1mr>,
 B<Bcm>, ...) sorts the contexts by their exclusive count of it (text and
-JSON).
+JSON); B<incl:>I<event> (B<incl:D1mr>, B<incl:CEst>) by their inclusive
+count of it, recursion counted once as in the B<incl Ir> column, the share
+column then of the event's total.
 
 =item B<--event>=I<event>
 
@@ -338,9 +344,10 @@ their formulas) [Ir].
 
 =item B<--show>=I<event>,...
 
-The exclusive events the table shows, in this order [Ir]: B<Ir>, the
+The events the table shows, in this order [Ir]: B<Ir>, the
 events of the profile's k-SF records and the derived ones (B<CEst>, B<L1m>,
-B<LLm>, B<Bm>).
+B<LLm>, B<Bm>), exclusive counts; B<incl:>I<event> an event's inclusive
+count.
 
 =item B<--threshold>=I<0-100>
 

@@ -50,6 +50,9 @@ class Profile:
         # Counter(event -> n)
         self.instr_events = collections.defaultdict(collections.Counter)
         self.calls = []          # (caller fn, callee fn, count, inclusive Ir)
+        # every event of each call line: (caller fn, callee fn,
+        # Counter(event -> inclusive n))
+        self.call_events = []
         # where the calls are: (caller fn, callee fn, file, line) -> count
         self.call_sites = collections.Counter()
         # the same with the inclusive cost: (caller, callee, file, line) -> Ir
@@ -295,6 +298,8 @@ class _Reader:
         if self.pending_call is not None:
             callee_fn = self.call['fn']
             prof.calls.append((self.fn, callee_fn, self.pending_call, ir))
+            prof.call_events.append((self.fn, callee_fn, collections.Counter(
+                {e: n for e, n in zip(prof.events, costs) if n})))
             site = (self.fn, callee_fn, self.file_in_force(), line_no)
             prof.call_sites[site] += self.pending_call
             prof.call_site_costs[site] += ir

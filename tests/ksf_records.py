@@ -15,6 +15,7 @@ class Forest:
         self.roots = []
         self.ir = None
         self.events = []         # ksf-events: per node id, {event: exclusive count}
+        self.events_incl = []    # with events-incl=yes: per node id, {event: inclusive count}
 
     def add(self, nid, parent, label, calls, excl, incl):
         self.nodes[nid] = (parent, label, calls, excl, incl)
@@ -94,20 +95,29 @@ def ber_numbers(data):
     assert data[-1] < 0x80, 'line ends inside a number'
 
 
-def feed_events(forest, names, text):
+def feed_events(forest, names, text, incl=False):
     """A ksf-events line: per node in the nodes' order, 'mask [count]...',
-    mask's bit c saying that the count of names[c] follows (else 0)."""
+    mask's bit c saying that the exclusive count of names[c] follows (else
+    0); with incl (events-incl=yes) then bit len(names) + c that its
+    inclusive count follows (else it is the exclusive one)."""
     numbers = list(ber_numbers(base64.b64decode(text, validate=True)))
+    n = len(names)
     i = 0
     while i < len(numbers):
         mask = numbers[i]
         i += 1
-        assert mask >> len(names) == 0, mask
+        assert mask >> (2 * n if incl else n) == 0, mask
         counts = {}
         for c, name in enumerate(names):
             counts[name] = numbers[i] if mask >> c & 1 else 0
             i += mask >> c & 1
         forest.events.append(counts)
+        if incl:
+            inclusive = {}
+            for c, name in enumerate(names):
+                inclusive[name] = numbers[i] if mask >> (n + c) & 1 else counts[name]
+                i += mask >> (n + c) & 1
+            forest.events_incl.append(inclusive)
 
 
 class NodeStream:
@@ -219,7 +229,8 @@ def parse(path):
             elif line.startswith('# ksf-nodes '):
                 lists.feed(line[len('# ksf-nodes '):])
             elif line.startswith('# ksf-events '):
-                feed_events(cur, prof.options['events'].split(','), line[len('# ksf-events '):])
+                feed_events(cur, prof.options['events'].split(','), line[len('# ksf-events '):],
+                            prof.options.get('events-incl') == 'yes')
             elif line.startswith('# ksf-node '):
                 f = line.split()
                 assert f[3] == '-' or int(f[3]) in cur.nodes, line   # parent first

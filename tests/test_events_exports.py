@@ -100,12 +100,14 @@ def test_speedscope_and_dot_with_an_event(tools):
         got[tuple(frames[i] for i in stack if not frames[i].startswith('[truncated'))] = w
     assert got == {p: c['events']['D1mr'] for p, c in by_path.items() if c['events']['D1mr']}
     dot = annotate('--format=dot', '--names=short', '--event=CEst', '--top=3', path).stdout
-    boxes = re.findall(r'label="([^"\\]+)\\nIr [^"]*\\nCEst ([\d,]+) \([\d.]+%\)", tooltip="([^"]+)"', dot)
+    boxes = re.findall(r'label="([^"\\]+)\\nIr [^"]*\\nCEst ([\d,]+) \([\d.]+%\)'
+                       r'\\nincl CEst ([\d,]+) \([\d.]+%\)", tooltip="([^"]+)"', dot)
     assert len(boxes) >= 3
-    for name, value, tooltip in boxes:
+    for name, value, incl, tooltip in boxes:
         c = by_path[tuple(f for f in tooltip.split(' > ') if not f.startswith('[truncated'))]
         assert c['path'][-1] == name and int(value.replace(',', '')) == c['derived']['CEst']
-    walks = [int(v.replace(',', '')) for n, v, _t in boxes if n == 'walk']
+        assert int(incl.replace(',', '')) == c['events_inclusive']['CEst']
+    walks = [int(v.replace(',', '')) for n, v, _i, _t in boxes if n == 'walk']
     assert len(walks) == 2   # the hottest by CEst
 
 

@@ -282,8 +282,13 @@ def test_bad_event_records_are_refused(tools):
         (text.replace(first_events + '\n', '', 1), 'ksf-events lists'),
         (text.replace(' events=Dr,Dw,', ' events=Dw,Dr,', 1), "is not the body's events after Ir"),
         (text.replace(' events=Dr,Dw,', ' events=Dr,Dr,', 1), 'events= names Dr twice'),
-        # mask 1 << 13 (BER C0 00): a 14th event, of --cache-sim's 8
-        (text.replace(first_events, '# ksf-events ' + base64.b64encode(bytes([0xC0, 0])).decode(), 1), 'names events beyond'),
+        # mask 1 << 17 (BER 88 80 00): beyond --cache-sim's 8 events' exclusive and inclusive bits
+        (text.replace(first_events, '# ksf-events ' + base64.b64encode(bytes([0x88, 0x80, 0])).decode(), 1),
+         'names events beyond'),
+        # mask 1 | 1 << 8 (BER 82 01): Dr 2 exclusive, 1 inclusive
+        (text.replace(first_events, '# ksf-events ' + base64.b64encode(bytes([0x82, 0x01, 2, 1])).decode(), 1),
+         'inclusive Dr 1 below its exclusive 2'),
+        (text.replace(' events-incl=yes', ' events-incl=no', 1), 'bad events-incl value'),
         (text.replace(first_events, '# ksf-events ' + '!!!!', 1), 'ksf-events: malformed base64'),
     ]
     for i, (bad, needle) in enumerate(cases):

@@ -32,6 +32,9 @@ static void settle_root(ThreadState* t, ULong now)
    if (!counts_derived()) root_node->incl += now - root.ir_at_entry;
    if (t->view != t->forest) root_node->excl += now - root.ir_at_entry;   // as flush_transitions
    root.ir_at_entry = now;
+   ClockReading ev_now(t);
+   close_frame_events(t->own, &root, root.tr, True, ev_now.at);
+   restart_events(t->own, &root, &root, ev_now.at);
 }
 
 // Each stack is settled as its own pops would close its frames: with only
@@ -42,9 +45,11 @@ static void settle_root(ThreadState* t, ULong now)
 static void settle_thread(ThreadState* t)
 {
    ULong ir = now_of(t).ir;
+   ClockReading ev_now(t);
    with_running_frames_out(t, [&] {
       for_each_stack(t, [&](ShadowStack* s, Frame* top) {
-         settle_frames(s->frames + 1, top, s == t->stack ? ir : s->suspended_at);
+         if (s == t->stack) settle_frames(s, top, ir, ev_now.at);
+         else settle_frames(s, top, s->suspended_at, s->ev_suspended_at);
       });
    });
    settle_root(t, ir);
@@ -55,9 +60,12 @@ static void settle_thread(ThreadState* t)
 static void restart_frames(ThreadState* t)
 {
    ULong ir = now_of(t).ir;
+   ClockReading ev_now(t);
    for_each_stack(t, [&](ShadowStack* s, Frame* top) {
       for (Frame* f = s->frames; f <= top; f++) f->ir_at_entry = ir;
       s->suspended_at = ir;
+      restart_events(s, s->frames, top, ev_now.at);
+      if (s != t->stack) note_suspended_events(s, ev_now.at);
    });
    t->ir_at_pause = ir;
 }

@@ -34,8 +34,10 @@ const Frame* physical_frame()
 // A frame of transition tr's closes (pops, or is settled) with inclusive
 // cost incl. A recursive activation of the same context is already
 // measured by the outermost one: its inclusive cost counts only there.
-void close_frame(Transition* tr, ULong incl)
+// Frame f of stack s; its events close with the event clock at ev_now.
+void close_frame(const ShadowStack* s, const Frame* f, ULong incl, const ULong* ev_now)
 {
+   Transition* tr = f->tr;
    tr->edge_incl += incl;
    Bool outermost = count_out(tr);
    // In the payload layout the node's inclusive cost comes from
@@ -44,6 +46,7 @@ void close_frame(Transition* tr, ULong incl)
    // stack), and a stack's frames in one node are an outermost one with
    // rolled ones above it.
    if (!acts_in_nodes() && outermost) tr->ctx_incl += incl;
+   close_frame_events(s, f, tr, acts_in_nodes() ? !rolled(tr) : outermost, ev_now);
 }
 
 // A new top frame (the stack grows when full).
@@ -57,6 +60,7 @@ Frame* push_frame(ThreadState* t, Addr sp, Transition* tr)
       VG_(memcpy)(base, s->frames - 1, (d + 1) * sizeof(Frame));
       kg::release(s->frames - 1);
       set_frames(s, base, cap);
+      frame_events_moved(s, d + 1);
       kg_now->top = s->frames + d - 1;
       kg_now->frames_last = s->frames + cap - 1;
    }
@@ -64,6 +68,7 @@ Frame* push_frame(ThreadState* t, Addr sp, Transition* tr)
    f->sp = sp;
    f->ir_at_entry = kg_now->ir;
    f->tr = tr;
+   start_frame_events(t, t->stack, f);
    if (tr->kind == kActivation) {
       tr->calls++;
       count_in(tr);
@@ -79,7 +84,8 @@ void pop_frame(ThreadState* t)
    const Frame* f = kg_now->top;
    Transition* tr = f->tr;
    if (tr->kind == kActivation) {
-      close_frame(tr, kg_now->ir - f->ir_at_entry);
+      ClockReading ev_now(t);
+      close_frame(t->stack, f, kg_now->ir - f->ir_at_entry, ev_now.at);
    } else if (tr->kind == kAltSignalFence) {
       t->stack->alt_fences--;
    } else if (tr->kind == kStackSegment) {
@@ -125,21 +131,22 @@ void pop_dead_frames(ThreadState* t, Addr sp)
 
 } // namespace
 
-// Adds the inclusive cost that frames first..top of one stack have run up
-// to `now`, as their pops would (a recursive context's only in its
-// outermost frame), and starts their clocks at now. The stack's frames are
-// not counted in `active` (as a suspended stack's: suspend_stack) and are
-// counted in only while they settle.
-static void settle_frames(Frame* first, Frame* top, ULong now)
+// Adds the inclusive cost that the frames of stack s up to top have run up
+// to `now` (the events to ev_now), as their pops would (a recursive
+// context's only in its outermost frame), and starts their clocks at now.
+// The stack's frames are not counted in `active` (as a suspended stack's:
+// suspend_stack) and are counted in only while they settle.
+static void settle_frames(const ShadowStack* s, Frame* top, ULong now, const ULong* ev_now)
 {
+   Frame* first = s->frames + 1;
    for (Frame* f = first; f <= top; f++)
       if (f->tr->kind == kActivation) count_in(f->tr);
    for (Frame* f = top; f >= first; f--) {
-      Transition* tr = f->tr;
-      if (tr->kind != kActivation) continue;
-      close_frame(tr, now - f->ir_at_entry);
+      if (f->tr->kind != kActivation) continue;
+      close_frame(s, f, now - f->ir_at_entry, ev_now);
    }
    for (Frame* f = first; f <= top; f++) f->ir_at_entry = now;
+   restart_events(s, first, top, ev_now);
 }
 
 } // namespace kg

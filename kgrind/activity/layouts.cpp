@@ -220,6 +220,7 @@ void activity_init()
    else
       no_transition.active = &no_node.act.own_active;
    kg_now->top_sp = ~(Addr)0;
+   event_clocks_init();
 }
 
 } // namespace kg

@@ -142,7 +142,7 @@ Transition* same_transition_in(ThreadState* t, Transition* below, const Transiti
 void move_stack(ThreadState* t, ThreadState* from, ShadowStack* s)
 {
    unlist_suspended(from, s);
-   with_running_frames_out(from, [&] { settle_frames(s->frames + 1, s->top, s->suspended_at); });
+   with_running_frames_out(from, [&] { settle_frames(s, s->top, s->suspended_at, s->ev_suspended_at); });
    Transition* below = t->own->frames[0].tr;
    s->frames[-1].tr = s->frames[0].tr = below;
    for (Frame* f = s->frames; f <= s->top; f++) {
@@ -150,6 +150,9 @@ void move_stack(ThreadState* t, ThreadState* from, ShadowStack* s)
       f->ir_at_entry = kg_now->ir;
    }
    s->suspended_at = kg_now->ir;
+   ClockReading ev_now(t);
+   restart_events(s, s->frames, s->top, ev_now.at);
+   note_suspended_events(s, ev_now.at);
    list_suspended(t, s);
    fibers_moved = True;
 }
@@ -306,6 +309,7 @@ Bool enter_segment(ThreadState* t, Addr sp)
    Frame* f = s->frames + at;       // push_frame may have moved the frames
    VG_(memmove)(f + 1, f, (SizeT)(kg_now->top - f) * sizeof(Frame));
    *f = fence;
+   move_frame_events_up(s, f, kg_now->top);
    // The segment reaches up to the SP __morestack switched to (its first
    // call pushed just below it) and down without a bound but the memory it
    // came from: Valgrind places adjacent mmaps, and merges them into one

@@ -68,8 +68,10 @@ ShadowStack* new_shadow_stack(Transition* root, Addr lo, Addr hi, UInt cap)
 {
    ShadowStack* s = (ShadowStack*)alloc_zeroed(sizeof(ShadowStack));
    set_frames(s, (Frame*)kg::alloc((cap + 2) * sizeof(Frame)), cap);
+   frame_events_moved(s, 0);
    s->frames[-1] = { 0, 0, root };
    s->frames[0] = { ~(Addr)0, kg_now->ir, root };
+   if (current) start_frame_events(current, s, s->frames);
    s->top = s->frames;
    s->lo = lo;
    s->hi = hi;
@@ -166,6 +168,7 @@ void shrink_to_base(ShadowStack* s)
    base[1] = s->frames[0];
    kg::release(s->frames - 1);
    set_frames(s, base, 1);
+   frame_events_moved(s, 2);
    s->top = s->frames;
 }
 
@@ -191,6 +194,7 @@ ULong stack_shape(const ShadowStack* s, Addr delta)
 void release_stack(ShadowStack* s)
 {
    kg::release(s->frames - 1);
+   release_frame_events(s);
    kg::release(s);
 }
 

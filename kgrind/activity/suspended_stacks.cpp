@@ -155,7 +155,7 @@ template <typename F> void for_each_suspended_near(ThreadState* t, Addr lo, Addr
 void end_suspended_stack(ThreadState* t, ShadowStack* s)
 {
    unlist_suspended(t, s);
-   settle_frames(s->frames + 1, s->top, s->suspended_at);
+   settle_frames(s, s->top, s->suspended_at, s->ev_suspended_at);
    while (StackSegment* g = s->segment) {
       s->segment = g->outer;
       kg::release(g);
@@ -218,6 +218,10 @@ void suspend_stack(ThreadState* t)
    ShadowStack* s = t->stack;
    s->top = kg_now->top;
    s->suspended_at = kg_now->ir;
+   if (clock_events) {
+      ClockReading ev_now(t);
+      note_suspended_events(s, ev_now.at);
+   }
    s->suspension = ++stack_suspensions;
    s->resume_pc = s->top > s->frames ? return_address_at(s->top->sp) : 0;
    s->shape = s != t->own && s->resume_pc ? stack_shape(s, 0) : 0;
@@ -244,6 +248,7 @@ void resume_stack(ThreadState* t, ShadowStack* s)
 {
    unlist_suspended(t, s);
    ULong paused = kg_now->ir - s->suspended_at;
+   shift_events_past_pause(t, s);
    for (Frame* f = s->frames + 1; f <= s->top; f++) {
       f->ir_at_entry += paused;
       if (f->tr->kind == kActivation) count_in(f->tr);

@@ -42,6 +42,11 @@ struct ShadowStack {
    Frame* top;              // while suspended (kg_now->top while running)
    Addr lo, hi;             // the memory the stack lies in
    ULong suspended_at;      // the thread's Ir when it was left
+   // With events beyond Ir (event_clocks.cpp): each frame's readings of the
+   // thread's event clock at its entry, a row a frame beside `frames`; and
+   // while suspended, the clock when it was left.
+   ULong* ev;
+   ULong* ev_suspended_at;
    UInt alt_fences;         // handlers running on an alternate signal stack
    StackSegment* segment;   // the innermost -fsplit-stack segment it runs on
    Bool registered;         // lo, hi: a stack the program registered
@@ -89,6 +94,7 @@ struct ThreadState {
    Forest* forest;
    Forest* view;            // the body's contexts (see ActNode), or forest
    Now saved;               // kg_now while another thread runs
+   ULong ev_clock[kEventIds];   // its events so far (kg_event_clock while it runs)
    // Threads after the first start these small (kThreadFirstCap; thread_state):
    // a program may make thousands of threads of a few calls each.
    PairMap<ActEntry, kDenseLoad> acts;            // (top, bottom) -> ActNode, unless acts_in_nodes()
@@ -124,6 +130,9 @@ static void end_thread(ThreadState* t);
 static void forget_ended_threads();
 static void zero_ended_threads();
 static ULong ended_threads_clock();
+
+// After the options: which events' clocks run (event_clocks.cpp).
+static void event_clocks_init();
 
 struct TransitionCalls {
    Transition* tr;

@@ -48,6 +48,8 @@ ThreadState* thread_state(ThreadId tid)
    if (go) add_registered_stack(lo, hi);
    t->own->registered = go;
    t->own->frames[0].ir_at_entry = 0;
+   const ULong no_events[kEventIds] = {};
+   restart_events(t->own, t->own->frames, t->own->frames, no_events);   // its clock starts at 0 too
    Frame* frames = t->own->frames;
    t->saved = { ~(Addr)0, 0, transition_ctx(root), 0, frames, frames + t->own->cap - 1 };
    if (clo.mode == kModeInter) {
@@ -92,6 +94,7 @@ void switch_to(ThreadId tid)
    }
    current = thread_state(tid);
    *kg_now = current->saved;
+   kg_event_clock = current->ev_clock;
 }
 
 } // namespace
@@ -265,7 +268,10 @@ void fork_child(ThreadId tid)
    forget_other_threads(tid);
    // The child starts from zero: forests, line costs, call edges, and the
    // clocks (this runs between superblocks: no temporary holds them).
-   for (ThreadState* t = all_threads; t; t = t->next) now_of(t).ir = 0;
+   for (ThreadState* t = all_threads; t; t = t->next) {
+      now_of(t).ir = 0;
+      VG_(memset)(t->ev_clock, 0, sizeof t->ev_clock);
+   }
    zero_counters();
    if (block_mode()) reset_block_state();
 }

@@ -188,6 +188,7 @@ private:
       IRExpr* at = slot_address(b, counters);
       slots_[n_++] = { (UShort)line, (UShort)e };
       b.add_if(guard, b.place(at, 0), IRBuilder::u64(1));
+      b.add_if(guard, b.place(b.load64(&kg_event_clock), 8 * e), IRBuilder::u64(1));   // and on the clock
    }
 
    void bus(IRBuilder& b, IRExpr* counters, UInt line)

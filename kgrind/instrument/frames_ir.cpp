@@ -170,6 +170,10 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* blk_at, IRExpr* s
    // No call is pending any more.
    IRExpr* ctx = load_transition_ctx(b, tr, active);
    b.store_if(guard(), b.at(&kg_now->ctx), ctx);
+   // Events beyond Ir: the frame's event clocks start (a wrong speculative
+   // push's start is harmless: the fix-up's push starts them again).
+   if (extra_events_on())
+      b.call("kg_frame_events_start", (void*)kg_frame_events_start, 1, mkIRExprVec_1(next), guard());
 
    IRExpr** args = mkIRExprVec_3(blk_at, sp, ctx_before);
    IRExpr* wrong = b.op(Iop_CmpNE64, wrong_bits, IRBuilder::u64(0), Ity_I1);
@@ -235,6 +239,9 @@ void add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir)
    b.store_if(b.test(pop), b.at(&kg_now->top_sp), b.load_field(below, offsetof(Frame, sp)));
    IRExpr* below_tr = b.load_field(below, offsetof(Frame, tr));
    b.store_if(b.test(pop), b.at(&kg_now->ctx), load_transition_ctx(b, below_tr));
+   // Events beyond Ir: the popped frame's event clocks close (after the
+   // count of its context's frames is down: whether it was the outermost).
+   if (extra_events_on()) b.call("kg_frame_events_close", (void*)kg_frame_events_close, 1, mkIRExprVec_1(top), b.test(pop));
 }
 
 // Frames die only when SP rises above them, and SP changes only where a

@@ -4,7 +4,10 @@ package KGrind::Events;
 # ev columns, named by ev_names) summed per k'-context as inv_k sums the
 # exclusive Ir: every node counts for the context of its innermost k' + 1
 # labels (a first tree's node with fewer: its whole path), but the cleared
-# top regions of the trees other than the first (Fig. 3.8).
+# top regions of the trees other than the first (Fig. 3.8).  Inclusive
+# events ("incl:<event>"; the nodes' evi columns) as inclusive Ir: of the
+# context's outermost activations (KGrind::Inclusive), at k' = inf summed
+# as the exclusive ones.
 use strict;
 use warnings;
 no warnings 'portable';    # 64-bit vec
@@ -12,10 +15,15 @@ use Exporter 'import';
 use KGrind::Error;
 use KGrind::Labels;
 use KGrind::Columns ();
+use KGrind::Inclusive ();
+use List::Util ();
 use KGrind::Forest qw(first_root preorder ctx_labels);
 
-our @EXPORT = qw(forest_event_names context_event event_column check_event_names derived_names derived_value
-                 is_derived miss_rates);
+our @EXPORT = qw(forest_event_names context_event context_event_incl event_column check_event_names derived_names
+                 derived_value is_derived is_incl_event miss_rates);
+
+# An inclusive event's name: incl:<event> (Ir, an event or a derived one).
+sub is_incl_event { $_[0] =~ /^incl:/ }
 
 # Derived events, KCachegrind's formulas (its "Cycle Estimation"; the
 # manual): each a sum of weighted events, an event the profile lacks
@@ -68,12 +76,16 @@ sub miss_rates {
 # The events (beyond Ir) that forest F's nodes carry, or [].
 sub forest_event_names { my ($F) = @_; $F->{ev_names} // [] }
 
-# Fails unless every name is Ir or an event of the forests.
+# Fails unless every name is Ir or an event of the forests, or incl: and
+# one of those whose inclusive counts the forests have.
 sub check_event_names {
     my ($what, $names, @F) = @_;
-    for my $e (@$names) {
+    for my $name (@$names) {
+        (my $e = $name) =~ s/^incl://;
         next if $e eq 'Ir';
         for my $F (@F) {
+            fail("$what: '$name': the k-SF records have no inclusive events (a profile of an older kgrind)")
+                if $e ne $name && $F->{ev_names} && !$F->{evi};
             my @have = @{forest_event_names($F)};
             my @derived = @{derived_names($F)};
             next if grep { $_ eq $e } @have, @derived;
@@ -89,10 +101,11 @@ sub check_event_names {
 
 # Context key (innermost label first, packed) -> [event counts in the
 # order of forest_event_names], for contexts of $kk + 1 labels of forest F
-# recorded with k = $K (-1: inf).
+# recorded with k = $K (-1: inf); of the nodes' inclusive counts with $col
+# 'evi'.
 sub context_events {
-    my ($F, $kk, $K) = @_;
-    my @ev = map { [unpack('Q>*', $_)] } @{$F->{ev} // []};
+    my ($F, $kk, $K, $col) = @_;
+    my @ev = map { [unpack('Q>*', $_)] } @{$F->{$col // 'ev'} // []};
     my ($par, $fn, $depth) = map { KGrind::Columns::col($F, $_) } qw(par fn depth);
     my $clear = $K < 0 ? 0 : $K;
     my $bytes = $kk < 0 ? 1e18 : 4 * ($kk + 1);
@@ -119,6 +132,27 @@ sub context_event {
     my $sum = $C->{events} //= context_events($F, $kk == $INF ? -1 : $kk, $K == $INF ? -1 : $K);
     my $s = $sum->{pack('N*', reverse @{ctx_labels($C, $cid)})};
     return $s ? $s->[$i] : 0;
+}
+
+# Context cid's inclusive count of event $e (of the forest) in k'-CCF C:
+# as KGrind::Model::outer_incl's Ir, that of its outermost activations, at
+# most the thread's count of the event; at k' = inf the nodes' sum.
+sub context_event_incl {
+    my ($C, $e, $cid) = @_;
+    my ($F, $kk, $K) = @$C{qw(F_of kk K)};
+    my $i = event_index($F, $e);
+    return vec($F->{evi}[$i], $cid, 64) if $C->{cct} && $C->{F} == $F;
+    my $key = pack('N*', reverse @{ctx_labels($C, $cid)});
+    if ($kk == $INF) {
+        my $sum = $C->{events_incl} //= context_events($F, -1, $K == $INF ? -1 : $K, 'evi');
+        my $s = $sum->{$key};
+        return $s ? $s->[$i] : 0;
+    }
+    my $outer = $C->{"outer $e"} //= KGrind::Inclusive::outermost($F, $kk, $K == $INF ? -1 : $K,
+                                                                  [unpack('Q>*', $F->{evi}[$i])]);
+    my $total = $C->{"total $e"} //= List::Util::sum0(unpack('Q>*', $F->{ev}[$i]));
+    my $v = $outer->{$key} // 0;
+    return $v < $total ? $v : $total;
 }
 
 sub event_index {

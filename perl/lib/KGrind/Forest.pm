@@ -26,9 +26,13 @@ sub join_forests {
     my @evn = @{$F[0]{ev_names} // []};
     for my $F (@F[1 .. $#F]) { my %has = map { $_ => 1 } @{$F->{ev_names} // []}; @evn = grep { $has{$_} } @evn }
     my @ev = map { [] } @evn;
+    # and their inclusive counts, where every forest has them
+    my $incl = !grep { !$_->{evi} } @F;
+    my @evi = map { [] } @evn;
     for my $F (@F) {
         my %at = map { ($F->{ev_names}[$_] => $_) } 0 .. $#{$F->{ev_names} // []};
         my @fev = map { [unpack('Q>*', $F->{ev}[$at{$_}])] } @evn;
+        my @fevi = $incl ? map { [unpack('Q>*', $F->{evi}[$at{$_}])] } @evn : ();
         $ir += $F->{ir};
         my ($p, $f, $c, $x, $i) = map { col($F, $_) } qw(par fn calls excl incl);
         my @map;
@@ -47,11 +51,13 @@ sub join_forests {
             }
             $cal[$u] += $c->[$v]; $exc[$u] += $x->[$v]; $inc[$u] += $i->[$v];
             ($ev[$_][$u] //= 0) += $fev[$_][$v] for 0 .. $#evn;
+            ($evi[$_][$u] //= 0) += $fevi[$_][$v] for $incl ? 0 .. $#evn : ();
             $map[$v] = $u;
         }
     }
     return pack_columns({ tid => $tid, ir => $ir, n => scalar(@fn), preorder => 0, firstroots => \%first,
-                          (@evn ? (ev_names => \@evn, ev => [map { pack('Q>*', map { $_ // 0 } @$_) } @ev]) : ()) },
+                          (@evn ? (ev_names => \@evn, ev => [map { pack('Q>*', map { $_ // 0 } @$_) } @ev]) : ()),
+                          (@evn && $incl ? (evi => [map { pack('Q>*', map { $_ // 0 } @$_) } @evi]) : ()) },
                         par => \@par, fn => \@fn, calls => \@cal, excl => \@exc, incl => \@inc, depth => \@depth);
 }
 

@@ -21,12 +21,15 @@ use KGrind::Columns ();
 use KGrind::Forest qw(first_root preorder);
 
 # Forest F recorded with k = $K (-1: inf), contexts of $kk + 1 labels:
-# context key (key_of) -> inclusive Ir of its outermost activations.  Undef
-# for $kk = inf: a context is then a whole path, never nested in itself.
+# context key (key_of) -> inclusive Ir of its outermost activations (or of
+# another inclusive count, $inc: the nodes' values of an event beyond Ir,
+# which the nodes count as they count Ir).  Undef for $kk = inf: a context
+# is then a whole path, never nested in itself.
 sub outermost {
-    my ($F, $kk, $K) = @_;
+    my ($F, $kk, $K, $inc) = @_;
     return undef if $kk < 0;
-    my ($par, $fn, $inc, $depth) = map { KGrind::Columns::col($F, $_) } qw(par fn incl depth);
+    my ($par, $fn, $depth) = map { KGrind::Columns::col($F, $_) } qw(par fn depth);
+    $inc //= KGrind::Columns::col($F, 'incl');
     my $clear = $K < 0 ? 0 : $K;
     my $bytes = 4 * ($kk + 1);
     my (@chain, @first, @key, @stack, %open, %sum);

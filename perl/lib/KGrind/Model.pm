@@ -25,7 +25,7 @@ use KGrind::Sites qw(site_index sited_names);
 
 our @EXPORT = qw(build_model cval outer_incl key_arrays each_key sorted_contexts shown_contexts select_contexts
                  ctx_fn ctx_str left_out_nodes model_sources export_name export_names contexts_model model_head
-                 is_ir_key context_value event_totals truncation_marker is_truncated finite_k_note);
+                 is_ir_key context_value event_totals thread_event_total truncation_marker is_truncated finite_k_note);
 
 # What the exporters write as the program that wrote their file.
 our $EXPORTER = 'kgrind_annotate';
@@ -158,7 +158,7 @@ sub thread_ccfs {
 # for a forest joined from several (unpacked columns, first roots).
 sub same_forest_key {
     my ($F) = @_;
-    my @cols = (@$F{qw(par fn depth calls excl incl)}, @{$F->{ev} // []});    # events too (KGrind::Events)
+    my @cols = (@$F{qw(par fn depth calls excl incl)}, @{$F->{ev} // []}, @{$F->{evi} // []});    # events too (KGrind::Events)
     return undef if $F->{firstroots} || grep { !defined || ref } @cols;
     return Digest::SHA::sha256(join('', map { pack('Q>', length) . $_ } $F->{n}, @cols));
 }
@@ -233,13 +233,26 @@ sub xouter {
 sub is_ir_key { $_[0] =~ /^(?:Ir|calls|inclusive)$/ }
 
 # Context cid's exclusive count of $e: Ir, an event of the records or a
-# derived event (KGrind::Events).
+# derived event (KGrind::Events); "incl:<e>" its inclusive count, of its
+# outermost activations as outer_incl's.
 sub context_value {
     my ($C, $e, $cid) = @_;
-    return cval($C, 'xexcl', $cid) if $e eq 'Ir';
-    return context_event($C, $e, $cid) unless is_derived($e);
+    my $incl = $e =~ s/^incl://;
+    return $incl ? outer_incl($C, $cid) : cval($C, 'xexcl', $cid) if $e eq 'Ir';
+    unless (is_derived($e)) { return $incl ? context_event_incl($C, $e, $cid) : context_event($C, $e, $cid) }
     my $have = $C->{have_events} //= { map { $_ => 1 } @{forest_event_names($C->{F_of})} };
-    return derived_value($e, sub { context_value($C, $_[0], $cid) }, $have);
+    return derived_value($e, sub { context_value($C, ($incl ? 'incl:' : '') . $_[0], $cid) }, $have);
+}
+
+# Thread C's total count of $e (Ir, an event of its records or a derived
+# one): what an inclusive count's share is of.
+sub thread_event_total {
+    my ($C, $e) = @_;
+    my $F = $C->{F_of};
+    my $names = forest_event_names($F);
+    my %t = (Ir => $C->{ir});
+    $t{$names->[$_]} = List::Util::sum0(unpack('Q>*', $F->{ev}[$_])) for 0 .. $#$names;
+    return $t{$e} // derived_value($e, sub { $t{$_[0]} // 0 }, { map { $_ => 1 } @$names });
 }
 
 # Ir and each event's total over the selected threads' nodes, the derived
@@ -267,7 +280,7 @@ sub key_arrays {
         my @x;
         $x[$_] = context_value($C, $sort, $_) for @{KGrind::Forest::ctx_ids($C)};
         \@x;
-    } if is_derived($sort);
+    } if is_derived($sort) || is_incl_event($sort);
     return event_column($C, $sort) unless is_ir_key($sort);
     return $ctx ? ($sort eq 'calls' ? $C->{xcalls} : $sort eq 'inclusive' ? xouter($C) : $C->{xexcl})
                 : col($C, $sort eq 'calls' ? 'calls' : $sort eq 'inclusive' ? 'incl' : 'excl');
@@ -455,7 +468,8 @@ sub export_names { my ($o) = @_; [map { export_name($o, $_) } @LNAME] }
 # model_head and the selected threads' k-contexts, each with its path
 # (names as export_name gives them) and counters.
 # With --event (an event beyond Ir), each context has that event's count
-# too, under its name, and the model says which (event).
+# too, under its name, and its inclusive count under incl:<name> where the
+# records have one; the model says which (event).
 sub contexts_model {
     my ($o, $S) = @_;
     my $name = sub { export_name($o, $_[0]) };
@@ -469,7 +483,8 @@ sub contexts_model {
         push @threads, { tid => $t->{tid}, Ir => $t->{ir} + 0, contexts => [map {
             { path => $path->(ctx_path($C, $_)), calls => cval($C, 'xcalls', $_) + 0,
               Ir => cval($C, 'xexcl', $_) + 0, inclusive => cval($C, 'xincl', $_) + 0,
-              inclusive_outermost => outer_incl($C, $_) + 0, ($e ? ($e => context_value($C, $e, $_) + 0) : ()) }
+              inclusive_outermost => outer_incl($C, $_) + 0, ($e ? ($e => context_value($C, $e, $_) + 0) : ()),
+              ($e && $C->{F_of}{evi} ? ("incl:$e" => context_value($C, "incl:$e", $_) + 0) : ()) }
         } @{select_contexts($o, $C)}] };
     }
     my $head = model_head($S, $name);

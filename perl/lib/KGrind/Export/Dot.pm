@@ -127,7 +127,9 @@ sub cct_model {
     my @contexts = map { { key => $key{$_}, name => $name->($_), tooltip => $tooltip->($_),
                            calls => vec($J->{calls}, $_, 64), Ir => vec($J->{excl}, $_, 64),
                            inclusive_outermost => vec($J->{incl}, $_, 64),
-                           ($e ? ($e => context_value($C, $e, $_)) : ()) } } sort { $a <=> $b } keys %in;
+                           ($e ? ($e => context_value($C, $e, $_)) : ()),
+                           ($e && $J->{evi} ? ("incl:$e" => context_value($C, "incl:$e", $_)) : ()) } }
+                       sort { $a <=> $b } keys %in;
     # --sites: an arrow's callee chain, for the lines of its calls
     my $chain = sub { my @p; for (my $u = $_[0]; $u >= 0; $u = $parent->($u)) { unshift @p, $LNAME[vec($fn, $u, 32)] } \@p };
     my @edges = map { { from_key => $key{$parent->($_)}, to_key => $key{$_}, calls => vec($J->{calls}, $_, 64),
@@ -199,6 +201,7 @@ sub contexts {
                     (is_truncated($data->{k}, $c->{path}[0]) ? truncation_marker($data->{k}) : ()), @{$c->{path}}),
                 calls => 0, Ir => 0, inclusive => 0 };
             $x->{$_} += $c->{$_} // 0 for 'calls', 'Ir', $e // ();
+            $x->{"incl:$e"} += $c->{"incl:$e"} if $e && defined $c->{"incl:$e"};
             $x->{inclusive} += $c->{inclusive_outermost};    # recursion counted once: at most 100 %
         }
     }
@@ -288,6 +291,8 @@ sub write {
         if ($e) {
             $share = $c->{$e} / $e_total;
             $label .= "\n$e " . commify($c->{$e}) . sprintf(' (%.1f%%)', 100 * $share);
+            $label .= "\nincl $e " . commify($c->{"incl:$e"}) . sprintf(' (%.1f%%)', 100 * $c->{"incl:$e"} / $e_total)
+                if defined $c->{"incl:$e"};
         }
         push @out, sprintf('  n%d [label=%s, tooltip=%s, fillcolor="%s"];', $id{$k}, dq($label),
                            dq($c->{tooltip}), fill_colour($share));

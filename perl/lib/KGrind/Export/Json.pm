@@ -101,6 +101,10 @@ sub show {
                 (@$events ? (',"events":{', join(',', map { js($_) . ':' . context_event($C, $_, $cid) } @$events), '}') : ()),
                 (@$derived ? (',"derived":{', join(',', map { js($_) . ':' . context_value($C, $_, $cid) } @$derived), '}')
                            : ()),
+                # their inclusive counts (of the outermost activations, as inclusive_outermost)
+                ($C->{F_of}{evi} ? (',"events_inclusive":{',
+                                    join(',', map { js($_) . ':' . context_value($C, "incl:$_", $cid) } @$events, @$derived),
+                                    '}') : ()),
                 ($I ? json_sites($S, $I, [@LNAME[@$labels]], cval($C, 'xcalls', $cid)) : ()),
                 '}');
             $comma = ',';

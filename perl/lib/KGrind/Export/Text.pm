@@ -11,7 +11,7 @@ use List::Util ();
 use KGrind::Labels;
 use KGrind::Forest qw(ccf_nodes ctx_count ctx_path);
 use KGrind::Model;
-use KGrind::Events qw(forest_event_names derived_names miss_rates);
+use KGrind::Events qw(forest_event_names derived_names miss_rates is_incl_event);
 use KGrind::TreeView;
 use KGrind::Format qw(commify pct frame_name);
 use KGrind::Output;
@@ -140,8 +140,10 @@ sub context_table {
         $o->{threshold}, $o->{top} ? ", top $o->{top}" : '');
     push @out, $RULE;
     my $pk = $o->{sort} eq 'calls' ? '%calls' : $o->{sort} eq 'inclusive' ? '%incl' : "%$o->{sort}";
-    # an event's share: of its total over the contexts
-    my $den = $o->{sort} eq 'calls' || !is_ir_key($o->{sort}) ? $sum : $t->{ir};
+    # an event's share: of its total over the contexts; an inclusive one's
+    # of the thread's total, as inclusive Ir's
+    my $den = is_incl_event($o->{sort}) ? thread_event_total($C, $o->{sort} =~ s/^incl://r)
+            : $o->{sort} eq 'calls' || !is_ir_key($o->{sort}) ? $sum : $t->{ir};
     # the exclusive columns: --show's events (Ir by default)
     my @show = @{$o->{show} // ['Ir']};
     # the rows are the same for threads that share C's contexts and order

@@ -105,6 +105,9 @@ sub options_record {
     @$P{qw(mode rolling joined)} = @o{qw(mode rolling joined)};
     $P->{roll} = $o{'roll-loops'} // 'no';
     $P->{ksf_events} = events_option($R, $o{events}, $ln) if defined $o{events};
+    ferr($file, $ln, "bad events-incl value '$o{'events-incl'}' in ksf-options")
+        if defined $o{'events-incl'} && ($o{'events-incl'} ne 'yes' || !defined $o{events});
+    $P->{ksf_events_incl} = defined $o{'events-incl'};
     $R->{intra} = $o{mode} eq 'intra';
     $R->{labmap} = $o{mode} eq 'func' ? $R->{fnmap} : $R->{blkmap};
     $P->{blocks} = [] if $o{mode} ne 'func';

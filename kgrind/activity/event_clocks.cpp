@@ -1,0 +1,166 @@
+// Inclusive events beyond Ir (docs/design/events.md): as a frame's
+// inclusive Ir is the thread's Ir clock at its exit less its reading at
+// its entry (Frame::ir_at_entry), its inclusive events are the thread's
+// event clock (kg_event_clock: the running totals the helpers add to) at
+// its exit less the readings at its entry. Each stack keeps its frames'
+// readings beside the frames, one row a frame (events' columns order);
+// every place that starts, shifts or closes a frame's Ir clock does the
+// same to its events here. A closing activation adds what it ran to its
+// call edge's and, where it is the outermost of its context (as its Ir
+// goes to ctx_incl), its k-SF node's inclusive events (kg_incl_events.h),
+// directly, so no transition needs to carry them; inline IR's pushes and
+// pops call kg_frame_events_start and kg_frame_events_close for that. While
+// counting is off (regions) nothing is added, as the transitions' Ir of
+// then is discarded (discard_uncounted).
+
+namespace kg {
+
+namespace {
+
+UInt clock_events;                    // events beyond Ir; 0: none, nothing here runs
+EventId clock_event_ids[kEventIds];   // the event of each column
+
+} // namespace
+
+static void event_clocks_init()
+{
+   if (!extra_events_on()) return;
+   clock_events = extra_event_count();
+   for (UInt c = 0; c < clock_events; c++) clock_event_ids[c] = extra_event_id(c);
+}
+
+namespace {
+
+// Thread t's event clock now, in the columns' order.
+struct ClockReading {
+   ULong at[kEventIds];
+   explicit ClockReading(const ThreadState* t)
+   {
+      for (UInt c = 0; c < clock_events; c++) at[c] = t->ev_clock[clock_event_ids[c]];
+   }
+};
+
+// The readings at frame f's entry, f of stack s (its sentinel included).
+ULong* entry_events(const ShadowStack* s, const Frame* f)
+{
+   return s->ev + (UWord)(f - (s->frames - 1)) * clock_events;
+}
+
+// s has a new frame array of s->cap usable frames (set_frames): so have
+// its readings, the first `kept` rows (from the sentinel's) copied.
+void frame_events_moved(ShadowStack* s, UInt kept)
+{
+   if (!clock_events) return;
+   ULong* old = s->ev;
+   SizeT row = clock_events * sizeof(ULong);
+   s->ev = (ULong*)kg::alloc((s->cap + 2) * row, "kg.events");
+   VG_(memset)(s->ev, 0, (s->cap + 2) * row);
+   if (old) VG_(memcpy)(s->ev, old, kept * row);
+   kg::release(old);
+}
+
+void release_frame_events(ShadowStack* s)
+{
+   kg::release(s->ev);
+   kg::release(s->ev_suspended_at);
+}
+
+// Frames first..last of s start their event clocks at `now`.
+void restart_events(const ShadowStack* s, const Frame* first, const Frame* last, const ULong* now)
+{
+   for (const Frame* f = first; clock_events && f <= last; f++)
+      VG_(memcpy)(entry_events(s, f), now, clock_events * sizeof(ULong));
+}
+
+// Frame f of s starts its event clocks at thread t's clock.
+void start_frame_events(const ThreadState* t, const ShadowStack* s, const Frame* f)
+{
+   ULong* entry = entry_events(s, f);
+   for (UInt c = 0; c < clock_events; c++) entry[c] = t->ev_clock[clock_event_ids[c]];
+}
+
+// A frame was put in at f of stack s, the frames from f to last - 1
+// moved up one (a stack segment's fence, stack_switch.cpp): so are their
+// readings; f's are the moved ones' (a fence's are never read).
+void move_frame_events_up(const ShadowStack* s, const Frame* f, const Frame* last)
+{
+   if (!clock_events) return;
+   VG_(memmove)(entry_events(s, f + 1), entry_events(s, f), (SizeT)(last - f) * clock_events * sizeof(ULong));
+}
+
+// Stack s is left (suspended) or starts over: its clock's reading then.
+void note_suspended_events(ShadowStack* s, const ULong* now)
+{
+   if (!clock_events) return;
+   if (!s->ev_suspended_at) s->ev_suspended_at = (ULong*)kg::alloc(clock_events * sizeof(ULong), "kg.events");
+   VG_(memcpy)(s->ev_suspended_at, now, clock_events * sizeof(ULong));
+}
+
+// Suspended stack s resumes in thread t: its frames' clocks skip the pause.
+void shift_events_past_pause(const ThreadState* t, const ShadowStack* s)
+{
+   if (!clock_events) return;
+   ClockReading now(t);
+   for (const Frame* f = s->frames + 1; f <= s->top; f++) {
+      ULong* entry = entry_events(s, f);
+      for (UInt c = 0; c < clock_events; c++) entry[c] += now.at[c] - s->ev_suspended_at[c];
+   }
+}
+
+// Where an activation of tr's adds its inclusive events: its call edge's
+// (none for a thread's root) and its node's, found once a transition.
+struct TransitionEvents {
+   const void* a;   // the transition
+   const void* b;   // null
+   ULong* edge;
+   ULong* node;
+};
+PairMap<TransitionEvents> transition_events;
+// The last transitions looked up, by a hash of their address: a pop finds
+// its transition's arrays with one compare (the table's probe cost callheavy
+// with --branch-sim about a third of the clocks' time).
+const UWord kRecentTransitions = 1024;
+TransitionEvents* recent_transitions[kRecentTransitions];
+
+TransitionEvents* events_of(Transition* tr)
+{
+   TransitionEvents*& slot = recent_transitions[((UWord)tr * 0x9E3779B97F4A7C15ULL) >> 54];
+   if (slot && slot->a == tr) return slot;
+   TransitionEvents* te = transition_events.get(tr, nullptr);
+   if (!te->node) {
+      te->node = incl_events_of(ctx_of(child_of(tr)), True);
+      if (parent_activation(tr)) te->edge = incl_events_of(transition_edge(tr), True);
+   }
+   return slot = te;
+}
+
+// A frame f of s, of transition tr, closes with the clock at `now`: what it
+// ran is in its edge's inclusive events and, if it is the outermost frame
+// of its context, its node's.
+void close_frame_events(const ShadowStack* s, const Frame* f, Transition* tr, Bool outermost, const ULong* now)
+{
+   if (!clock_events || !kg_counting) return;
+   TransitionEvents* te = events_of(tr);
+   const ULong* entry = entry_events(s, f);
+   for (UInt c = 0; c < clock_events; c++) {
+      ULong ran = now[c] - entry[c];
+      if (te->edge) te->edge[c] += ran;
+      if (outermost) te->node[c] += ran;
+   }
+}
+
+} // namespace
+
+extern "C" void VG_REGPARM(1) kg_frame_events_start(Frame* f)
+{
+   start_frame_events(current, current->stack, f);
+}
+
+extern "C" void VG_REGPARM(1) kg_frame_events_close(const Frame* f)
+{
+   Transition* tr = f->tr;
+   ClockReading now(current);
+   close_frame_events(current->stack, f, tr, acts_in_nodes() ? !rolled(tr) : *tr->active == 0, now.at);
+}
+
+} // namespace kg
