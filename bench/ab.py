@@ -39,7 +39,8 @@ CONFIGS = {
     'k2-data': ['--k=2', '--collect-data=yes'],
 }
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import suite  # noqa: E402  (workload arguments)
+import configs  # noqa: E402  (the suite's workloads and launcher)
+import inputs  # noqa: E402  (workload arguments)
 
 
 def snapshot(name):
@@ -64,17 +65,17 @@ def snapshot(name):
 
 def workload_cmd(work, name, scale):
     """argv and stdin of a workload as bench/suite.py --scale SCALE --keep-work left it."""
-    if name in suite.BUILT:
-        return [str(work / 'bin' / name), str(suite.units(suite.BUILT[name][2], scale))], None
+    if name in configs.BUILT:
+        return [str(work / 'bin' / name), str(inputs.units(configs.BUILT[name][2], scale))], None
     if name == 'cc1plus':   # the suite's large phase left data/cc1plus-N.ii (N: units at this scale)
-        ii = work / 'data' / f'cc1plus-{suite.units(suite.LARGE_UNITS[name], scale)}.ii'
+        ii = work / 'data' / f'cc1plus-{inputs.units(configs.LARGE_UNITS[name], scale)}.ii'
         if not ii.exists():
             raise SystemExit(f'{ii} is missing: run the suite\'s large phase with --scale {scale:g} --keep-work')
-        return [suite.cc1plus_path(), '-fpreprocessed', '-quiet', '-O1', str(ii), '-o', os.devnull], None
-    if name in suite.SCRIPTS:   # python3, perl: the suite's script, as the large phase runs it
-        interpreter, flags, script = suite.SCRIPTS[name]
-        n = suite.units(suite.LARGE_UNITS[name], scale)
-        return [interpreter] + flags + [str(suite.WORKLOADS_DIR / script), str(n)], None
+        return [inputs.cc1plus_path(), '-fpreprocessed', '-quiet', '-O1', str(ii), '-o', os.devnull], None
+    if name in configs.SCRIPTS:   # python3, perl: the suite's script, as the large phase runs it
+        interpreter, flags, script = configs.SCRIPTS[name]
+        n = inputs.units(configs.LARGE_UNITS[name], scale)
+        return [interpreter] + flags + [str(configs.WORKLOADS_DIR / script), str(n)], None
     data = {'bzip2': (['bzip2', '-c'], f'text-{scale:g}.txt'),
             'sqlite3': (['sqlite3', '-batch', ':memory:'], f'script-{scale:g}.sql')}
     if name not in data:
@@ -91,10 +92,10 @@ def run_one(build, config, work, workload, scale, outdir):
     if not (AB / build).is_dir() and build != 'none':
         raise SystemExit(f'no build {build} in {AB}: bench/ab.py snapshot {build}')
     if build == 'none':
-        cmd = [suite.VALGRIND, '--tool=none'] + argv
+        cmd = [configs.VALGRIND, '--tool=none'] + argv
     else:
         env['VALGRIND_LIB'] = str(AB / build)
-        cmd = [suite.VALGRIND, '--tool=kgrind', f'--kgrind-out-file={outdir}/out'] + CONFIGS[config] + argv
+        cmd = [configs.VALGRIND, '--tool=kgrind', f'--kgrind-out-file={outdir}/out'] + CONFIGS[config] + argv
     with open(stdin or os.devnull, 'rb') as fin:
         p = subprocess.Popen(cmd, stdin=fin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         err = p.stderr.read()   # before waiting: a full pipe would block the child

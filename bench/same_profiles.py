@@ -28,7 +28,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'tests'))
 sys.path.insert(0, str(ROOT / 'bench'))
 import profile_identity  # noqa: E402
-import suite  # noqa: E402  (the workloads and their inputs)
+import configs  # noqa: E402  (the suite's workloads and launcher)
+import inputs  # noqa: E402  (the workloads and their inputs)
 
 # Option sets for the workloads. Quick: one of each family.
 CONFIGS = {
@@ -66,8 +67,8 @@ def before_libdir(spec, tmp):
 
 def workload_commands(work):
     """(name, argv, stdin) of each workload at a small scale."""
-    wl = suite.Workloads(work)
-    for name in suite.WORKLOAD_NAMES:
+    wl = inputs.Workloads(work)
+    for name in configs.WORKLOAD_NAMES:
         argv, stdin = wl.command(name, SMALL_SCALE)
         yield name, argv, stdin
     for name in ('python3', 'perl'):
@@ -80,7 +81,7 @@ def run_workloads(builds, tmp, configs):
     results = []
     for name, argv, stdin in workload_commands(tmp / 'work'):
         for config in configs:
-            if config in BLOCK_CONFIGS and name not in suite.BLOCK_WORKLOADS:
+            if config in BLOCK_CONFIGS and name not in configs.BLOCK_WORKLOADS:
                 continue    # block modes trace the main executable's functions: interpreters' are huge
             status, detail = profile_identity.compare(
                 builds, tmp / 'runs' / name / config, argv[0], argv[1:],
@@ -124,7 +125,7 @@ def main():
     after = pathlib.Path(args.after) if args.after else ROOT / 'build' / 'kgrind' / '.in_place'
     results, suite_rc = [], 0
     if not args.suite_only:
-        builds = profile_identity.Builds(before, after, tmp / 'libs', launcher=suite.VALGRIND)
+        builds = profile_identity.Builds(before, after, tmp / 'libs', launcher=configs.VALGRIND)
         results += run_workloads(builds, tmp, QUICK if args.quick else list(CONFIGS))
     if not args.workloads_only:
         suite_rc, suite_results = run_suite(before, args.after, tmp, args.tests, pytest_args)
