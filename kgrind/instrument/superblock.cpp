@@ -28,7 +28,10 @@ void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, cons
       b.store64(&kg_now->jump_site, IRBuilder::u64(last_instr));
    }
    IRExpr* sp_now = sb->jumpkind == Ijk_Ret || sp.may_have_risen() ? sp.value(b) : nullptr;
-   if (sb->jumpkind == Ijk_Ret) add_inline_return(b, sp_now, flushed_ir);
+   if (sb->jumpkind == Ijk_Ret) {
+      if (kCallsPush) add_inline_return(b, sp_now, flushed_ir);
+      else add_link_return(b, sp_now, sb->next, flushed_ir);
+   }
    // After the inline pop: more frames died (longjmp, exceptions, tail
    // calls' returns), or SP rose some other way.
    if (sp.may_have_risen()) add_unwind_check(b, sp_now, nullptr, nullptr);

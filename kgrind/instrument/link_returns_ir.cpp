@@ -1,0 +1,34 @@
+// Returns where calls leave the return address in a register (arm64's `bl`
+// and `blr` put it in x30 and leave SP alone): the IR twin of
+// activity/link_returns.cpp. docs/design/shadow-stacks.md, "arm64".
+
+namespace kg {
+
+namespace {
+
+#if defined(VGA_arm64)
+// A block ending in `ret` to target pops the top frame inline when SP is
+// the frame's SP at entry and target the return address of its call (the
+// call instruction + 4), as callgrind matches a return with its call. Else
+// kg_link_return looks below: a tail call's callee returns to its caller's
+// caller, so the frames entered at this SP are popped down to the one whose
+// call returns there. What neither pops (longjmp, exceptions, a `ret` used
+// as a jump) is left to the unwind check after it (add_unwind_check), as on
+// x86-64.
+void add_link_return(IRBuilder& b, IRExpr* sp, IRExpr* target, IRExpr* ir)
+{
+   IRExpr* not_popped = add_inline_return(b, sp, ir, target);
+   IRExpr* missed = b.op(Iop_CmpNE64, not_popped, IRBuilder::u64(0), Ity_I1);
+   if (ir) b.store_if(missed, b.at(&kg_now->ir), ir);
+   b.call("kg_link_return", (void*)kg_link_return, 2, mkIRExprVec_2(target, sp), missed);
+}
+#else
+void add_link_return(IRBuilder& b, IRExpr* sp, IRExpr* target, IRExpr* ir)
+{
+   VG_(tool_panic)((HChar*)"kgrind: returns by link register on a platform whose calls push");
+}
+#endif
+
+} // namespace
+
+} // namespace kg
