@@ -30,7 +30,7 @@
 #include "activity/stack_switch.cpp"
 #include "activity/kids.cpp"
 #include "activity/ir_helpers.cpp"
-#include "activity/link_returns.cpp"
+#include "activity/link_register_returns.cpp"
 #include "activity/inline_frames.cpp"
 #include "activity/block_modes.cpp"
 #include "activity/counting.cpp"

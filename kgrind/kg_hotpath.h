@@ -348,7 +348,7 @@ const Addr kMaxStackFrame = 2000000;
 // its caller's and a frame dies when SP rises above it; arm64's `bl`/`blr`
 // put it in the link register (x30) and leave SP alone, so a callee's SP
 // at entry may equal its caller's SP, and returns are told by where they
-// return to (activity/link_returns.cpp, instrument/link_returns_ir.cpp).
+// return to (activity/link_register_returns.cpp, instrument/link_register_ir.cpp).
 #if defined(VGA_arm64)
 const Bool kCallsPush = False;
 const Addr kCallLength = 4;   // a `bl`/`blr`: the return address is the call's + 4

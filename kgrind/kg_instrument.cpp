@@ -46,7 +46,7 @@
 #include "instrument/pending_counts.cpp"
 #include "instrument/describe_block.cpp"
 #include "instrument/frames_ir.cpp"
-#include "instrument/link_returns_ir.cpp"
+#include "instrument/link_register_ir.cpp"
 #include "instrument/prologue.cpp"
 #include "instrument/superblock_facts.cpp"
 #include "instrument/block_modes_ir.cpp"

@@ -64,6 +64,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
 {
    if (guest_word != Ity_I64 || host_word != Ity_I64)
       VG_(tool_panic)((HChar*)"kgrind: only 64-bit guests and hosts are supported");
+   if (!kCallsPush) read_link_register_jump_kind(sb_in);
 
    static UInt slot_of_instr[4096];   // IMarks of one superblock (VEX caps ~100s)
    Int n_instrs;

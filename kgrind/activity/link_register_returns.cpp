@@ -3,7 +3,7 @@
 // at its caller's SP, and a leaf function may never move SP, so "SP rose
 // above the frame" (activity/frames.cpp) cannot end it: a `ret` does, when
 // it goes to the return address of the frame's call. The inline pop takes
-// the common case (instrument/link_returns_ir.cpp); this is the rest.
+// the common case (instrument/link_register_ir.cpp); this is the rest.
 // docs/design/shadow-stacks.md, "arm64".
 
 namespace kg {
