@@ -16,6 +16,7 @@
 #include "kg_call_edges.h"
 #include "kg_counters.h"
 #include "kg_inline_chains.h"
+#include "kg_machine_code.h"
 #include "kg_options.h"
 #include "kg_pairmap.h"
 #include "kg_runtime.h"

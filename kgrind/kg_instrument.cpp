@@ -36,6 +36,7 @@
 #include "kg_costs.h"
 #include "kg_events.h"
 #include "kg_inline_chains.h"
+#include "kg_machine_code.h"
 #include "kg_options.h"
 #include "kg_regions.h"
 #include "kg_systime.h"

@@ -276,3 +276,30 @@ def test_recursion_deep(arm):
     for ctx, n in ksf_records.kccf(ksf_records.parse(kg.profile_path).forests[0], 2, 0).items():
         vertex[ctx[-1]] += n
     assert vertex['rec'] == 100001 and vertex['even'] + vertex['odd'] == 100001
+
+
+def test_signal_handler_and_restorer(arm):
+    """A handler nests under the interrupted function; it returns by `ret`
+    into Valgrind's restorer (`mov x8, #139; svc #0`: no call returns
+    there), which ends its frames, and whose two instructions per signal
+    are charged to the interrupted instruction's line, as on x86-64. Every
+    other line's Ir is cachegrind's."""
+    exe = arm.compile('self_signals_arm64.c', '-O1')
+    kg, paths = run_cct(arm, exe)
+    cg = arm.reference('cachegrind', exe)
+    handled = int(kg.stdout.split()[-1])
+    assert handled == 5
+    assert callers_of(paths, 'handler') == {'send_self': handled}
+    assert callers_of(paths, 'getpid') == {'send_self': handled}   # the handler's frames ended
+    disasm = subprocess.run(['aarch64-linux-gnu-objdump', '-d', '--no-show-raw-insn', str(exe)],
+                            capture_output=True, text=True, check=True).stdout
+    body = disasm.split('<send_self>:')[1]
+    resume = body.split('\tsvc\t')[1].split('\n')[1].split(':')[0].strip()
+    where = subprocess.run(['aarch64-linux-gnu-addr2line', '-e', str(exe), resume],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    resume_line = (where.rsplit(':', 1)[0], int(where.rsplit(':', 1)[1].split()[0]))
+    mine, ref = kg.profile().by_file_line(), cg.profile().by_file_line()
+    moved = {key: mine.get(key, 0) - ref.get(key, 0) for key in set(mine) | set(ref)
+             if mine.get(key, 0) != ref.get(key, 0)}
+    assert moved == {resume_line: 2 * handled, ('???', 0): -2 * handled}
+    assert kg.profile().total() == cg.profile().summary
