@@ -25,7 +25,8 @@ from ksf_records import parse_listing
 from test_callgrind_agreement import generate_program
 from test_function_mode import LISTING_4_3_THREAD1, LISTING_4_3_THREAD2, LISTING_4_7, LISTING_4_10, PROG1_FUNCS
 from test_function_mode import own_subtree
-from test_pitfalls import callers_of, cct_paths, paths_ending
+from test_pitfalls import assert_eight_thread_forests, assert_exception_contexts, assert_siglongjmp_contexts
+from test_pitfalls import callers_of, run_cct
 from thesis_listings import LISTING_45_KSF
 
 ARM64_BUILD = pathlib.Path(os.environ.get('KGRIND_ARM64_BUILD', ROOT / 'build-arm64'))
@@ -85,14 +86,6 @@ class Arm64Tools(Toolbox):
 @pytest.fixture
 def arm(tmp_path):
     return Arm64Tools(tmp_path)
-
-
-def run_cct(arm, exe, *opts):
-    kg = arm.kgrind(exe, opts=['--k=inf', *opts])
-    native = arm.native(exe)
-    assert kg.returncode == native.returncode, kg.stderr
-    assert kg.stdout == native.stdout
-    return kg, cct_paths(ksf_records.parse(kg.profile_path))
 
 
 # -finstrument-functions: the program keeps its own call stack and counts
@@ -227,44 +220,20 @@ def test_long_jump_second_call_is_a_child_of_main(arm, source):
 def test_exception_through_five_frames_then_more_calls(arm):
     exe = arm.compile('exceptions.cpp', '-O1')
     kg, paths = run_cct(arm, exe)
-    assert callers_of(paths, 'after(int)') == {'main': 10}
-    assert callers_of(paths, 'level1(int)') == {'main': 10}
-    assert callers_of(paths, 'level5(int)') == {'level4(int)': 10}
-    for p in paths:
-        if 'level5(int)' in p:
-            assert 'after(int)' not in p and p.count('level1(int)') == 1
+    assert_exception_contexts(paths)
 
 
 def test_siglongjmp_out_of_a_handler(arm):
     exe = arm.compile('siglongjmp.c', '-O1')
     kg, paths = run_cct(arm, exe)
-    assert callers_of(paths, 'after') == {'main': 3}
-    assert callers_of(paths, 'deep1') == {'main': 3}
-    handler_paths = paths_ending(paths, 'handler')
-    assert sum(handler_paths.values()) == 3
-    for p in handler_paths:
-        assert p[:p.index('handler')][-1] != 'main' and 'deep2' in p
-    assert callers_of(paths, 'in_handler') == {'handler': 3}
+    assert_siglongjmp_contexts(paths)
 
 
 def test_eight_threads_have_their_own_forests(arm):
     exe = arm.compile('threads8.c', '-O1')
     kg = arm.kgrind(exe, opts=['--k=2'])
     assert kg.returncode == 0, kg.stderr
-    prof = ksf_records.parse(kg.profile_path)
-    assert len(prof.forests) == 9
-    seen = set()
-    for forest in prof.forests:
-        contexts = ksf_records.kccf(forest, 2, 2)
-        paths = {ctx[-1] for ctx in contexts if ctx[-1].startswith('path_')}
-        if not paths:
-            continue
-        (path,) = paths
-        i = int(path.split('_')[1])
-        seen.add(i)
-        assert sum(n for ctx, n in contexts.items() if ctx[-2:] == (path, 'step')) == i + 1
-        assert sum(n for ctx, n in contexts.items() if ctx == (path, 'step', 'leaf')) == 2 * (i + 1)
-    assert seen == set(range(8))
+    assert_eight_thread_forests(ksf_records.parse(kg.profile_path))
 
 
 @pytest.mark.skipif(not FULL, reason='the larger arm64 run: KGRIND_ARM64_FULL=1')
