@@ -40,16 +40,17 @@ SIMULATIONS = ['cache', 'branch']
 CALLGRIND_RATIO = 0.5     # kgrind at most this x callgrind's time, with each simulation
 
 
-def run(suite, workloads, rounds, scale):
-    """Runs the phase under suite (a bench/suite.py Suite); its runs go to
-    suite.data['runs'] with phase 'events'."""
-    names = [c[0] for c in CONFIGS]
+def run(suite, workloads, rounds, scales, names=None):
+    """Runs the phase under suite (a bench/suite.py Suite), each workload at
+    its scale (scales: workload -> scale), in the configurations names (all
+    by default); its runs go to suite.data['runs'] with phase 'events'."""
+    names = names or [c[0] for c in CONFIGS]
     for r in range(rounds):
         order = names[r % len(names):] + names[:r % len(names)]
         for w in workloads:
             for name in order:
                 _n, opts, k = next(c for c in CONFIGS if c[0] == name)
-                rec = suite.run_one(PHASE, w, name, scale, r, opts_override=opts, kval=k)
+                rec = suite.run_one(PHASE, w, name, scales[w], r, opts_override=opts, kval=k)
                 suite.progress(f'events r{r} {w} {name}: {rec["wall"]:.1f} s, '
                                f'{(rec["rss_kb"] or 0) / 1024:.0f} MB, exit {rec["rc"]}')
         suite.save()

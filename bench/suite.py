@@ -40,8 +40,11 @@ Steps:
     (bench/churn.py);
  8. events (--events, --no-events): kgrind --cache-sim=yes and --branch-sim=yes
     at k=2 next to cachegrind and callgrind --separate-callers=2 with the same
-    simulation, and --collect-data=yes, on the suite's workloads, with peak
-    RSS (bench/events_phase.py);
+    simulation, and --collect-data=yes, on the suite's workloads (and the
+    large programs named there, at --large-scale), with peak RSS
+    (bench/events_phase.py); --events-exact: every event against
+    cachegrind's in total, per function and per line on Debian programs
+    (bench/events_exact.py);
  9. report.md (Markdown tables, targets), results.json, charts/*.png.
     side, and kgrind_annotate's default report on the larger profile; the
     same with threads doing different work (bench/churn.py);
@@ -72,6 +75,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'bench'))
 sys.path.insert(0, str(ROOT / 'tests'))
 import churn  # noqa: E402  (the thread-churn phase)
+import events_exact  # noqa: E402  (events against cachegrind's, per function and line)
 import events_phase  # noqa: E402  (the events phase)
 import valgrind_launch  # noqa: E402
 WORKLOADS_DIR = ROOT / 'bench' / 'workloads'
@@ -187,6 +191,10 @@ BUILT = {  # source, compiler, argument units at scale 1
     'numeric': ('numeric.c', 'gcc', 120),
     'threads': ('threads.c', 'gcc', 800),
 }
+
+
+# Debian compressors on generated text: bzip2 (a workload), xz and gzip (bench/events_exact.py's).
+COMPRESSORS = {'bzip2': ['bzip2', '-c'], 'xz': ['xz', '-T1', '-c'], 'gzip': ['gzip', '-c']}
 
 
 def units(n, scale):
@@ -319,11 +327,11 @@ class Workloads:
             self.build(name)
             return [str(self.bin / name), str(units(BUILT[name][2], scale))], None
         tag = f'{scale:g}'
-        if name == 'bzip2':
+        if name in COMPRESSORS:
             path = self.data / f'text-{tag}.txt'
             if not path.exists():
                 gen_text(path, max(4096, int(6_000_000 * scale)))
-            return ['bzip2', '-c'], path
+            return COMPRESSORS[name], path
         if name == 'sqlite3':
             path = self.data / f'script-{tag}.sql'
             if not path.exists():
@@ -631,7 +639,10 @@ class Suite:
         if a.churn:
             churn.run(self, a.churn, run_measured)
         if a.events:
-            events_phase.run(self, a.events, a.events_runs, a.scale)
+            events_phase.run(self, a.events, a.events_runs,
+                             {w: a.large_scale if w in LARGE_NAMES else a.scale for w in a.events}, a.events_configs)
+        if a.events_exact:
+            events_exact.run(self, a.events_exact, run_measured, VALGRIND, a.scale)
         self.data['meta']['loadavg_end'] = open('/proc/loadavg').read().split()[:3]
         self.data['meta']['minutes'] = (time.time() - self.t0) / 60
         self.save()
@@ -907,6 +918,7 @@ class Report:
         L += self.large_section()
         L += churn.section(self.data, fmt_mb, target_row)
         L += events_phase.section(self.runs, fmt_mb, target_row)
+        L += events_exact.section(self.data.get('events_exact', {}))
         fails = [r for r in self.runs if r['rc'] != 0]
         if fails:
             L.append('## Failed runs')
@@ -1263,6 +1275,13 @@ def parse_args(argv):
                     help='workloads of the events phase (cache and branch simulation next to cachegrind and '
                          f'callgrind) [{",".join(WORKLOAD_NAMES)}]')
     ap.add_argument('--events-runs', type=int, default=2, help='interleaved rounds of the events phase [2]')
+    ap.add_argument('--events-configs', default='',
+                    help='configurations of the events phase [all: '
+                         f'{",".join(n for n, _o, _k in events_phase.CONFIGS)}]')
+    ap.add_argument('--events-exact', default='', metavar='PROGRAMS',
+                    help='programs whose events are compared with cachegrind\'s, per function and line '
+                         f'(bench/events_exact.py: {",".join(events_exact.PROGRAMS)}; their inputs times '
+                         '--scale) [none]')
     ap.add_argument('--no-events', action='store_true')
     ap.add_argument('--timeout', type=float, default=900, help='seconds per run before it is killed [900]')
     ap.add_argument('--annotate-timeout', type=float, default=600, help='seconds per kgrind_annotate [600]')
@@ -1285,8 +1304,17 @@ def parse_args(argv):
     a.large_configs = split(a.large_configs)
     a.events = [] if a.no_events else split(a.events)
     for w in a.events:
-        if w not in WORKLOAD_NAMES:
-            ap.error(f'unknown events-phase workload {w} (known: {", ".join(WORKLOAD_NAMES)})')
+        if w not in WORKLOAD_NAMES + LARGE_NAMES:
+            ap.error(f'unknown events-phase workload {w} (known: {", ".join(WORKLOAD_NAMES + LARGE_NAMES)})')
+    a.events_configs = split(a.events_configs)
+    for c in a.events_configs:
+        if c not in [n for n, _o, _k in events_phase.CONFIGS]:
+            ap.error(f'unknown events-phase configuration {c} '
+                     f'(known: {", ".join(n for n, _o, _k in events_phase.CONFIGS)})')
+    a.events_exact = split(a.events_exact)
+    for p in a.events_exact:
+        if p not in events_exact.PROGRAMS:
+            ap.error(f'unknown events-exact program {p} (known: {", ".join(events_exact.PROGRAMS)})')
     try:
         a.churn = [] if a.no_churn else [int(n) for n in split(a.churn)]
     except ValueError:

@@ -53,6 +53,12 @@ prints the totals and the changed contexts, largest change first.
                               caller first, inclusive and exclusive shares
   --tree-min=<0-100>          --tree: leave out contexts below this inclusive
                               share of the thread's Ir [0.5]
+  --sites                     each level of a context with the line it called
+                              the next one from (main:12 > foo:30 > bar), and
+                              the innermost call's calls per line (text, json;
+                              folded, speedscope, dot: frames name:line;
+                              pprof: a location per call line;
+                              function mode)
   --width=<N>                 fit the table's contexts (function mode) in N
                               columns: the part all rows share printed once,
                               callers in the middle left out (0: whole
@@ -114,7 +120,7 @@ sub parse_options {
         my $ok = GetOptionsFromArray(\@argv, \%o, 'sort=s', 'threshold=s', 'top=s', 'k=s', 'thread=s',
             'join-threads', 'ksf', 'kccf', 'costs=s', 'tree-order=s', 'auto=s', 'context=s',
             'include|I=s@', 'format=s', 'version', 'help|h', 'show-blocks', 'blocks-disasm',
-            'names=s', 'callers', 'width=s', 'tree', 'tree-min=s', 'context-id=s', 'show=s', 'event=s', 'diff', 'normalize', 'fail-above=s', 'force',
+            'names=s', 'callers', 'width=s', 'tree', 'tree-min=s', 'sites', 'context-id=s', 'show=s', 'event=s', 'diff', 'normalize', 'fail-above=s', 'force',
             'vs' => sub { $o{vs}++ }, '<>' => sub { push @{$args[$o{vs} ? 1 : 0]}, "$_[0]" });
         push @{$args[$o{vs} ? 1 : 0]}, @argv;    # after '--'
         unless ($ok) {
@@ -160,6 +166,7 @@ sub parse_options {
     $o{'tree-min'} //= 0.5;
     fail("bad --tree-min value '$o{'tree-min'}' (a percentage 0-100)")
         unless $o{'tree-min'} =~ /^\d+(?:\.\d*)?$/ && $o{'tree-min'} <= 100;
+    fail("--sites: not with --diff (it compares contexts, whose levels are functions)") if $o{sites} && $o{diff};
     fail("--tree, --tree-min: only with --format=text") if ($o{tree} || $given_tree_min) && $o{format} ne 'text';
     fail("bad --context-id value '$o{'context-id'}' (an id from KGRIND_CURRENT_CONTEXT(), a positive integer)")
         if defined $o{'context-id'} && $o{'context-id'} !~ /^[1-9]\d*$/;
@@ -368,6 +375,20 @@ siblings are drawn with C<+> and C<|>.
 
 With B<--tree>: leave out the contexts whose inclusive share of the
 thread's Ir is below this percentage [0.5].
+
+=item B<--sites>
+
+Function mode (text, B<--tree>, JSON; folded, speedscope and dot name
+frames C<name:line> and label arrows with lines; pprof gives a frame's
+Location its call line): each level of a context but the last is
+printed with the line it called the next level from (C<main:12 E<gt> foo:30
+E<gt> bar>), from the callgrind body's calls= lines; several lines
+(C<foo:30|31>) when the profile does not tell which one this context's
+calls went through. A context whose innermost call came from several
+lines gets a row per line under its own (calls and inclusive Ir; a
+recursive call rolled into the context is a line of its own function),
+when the context has at most one caller more than the body's contexts
+(B<--view-k>) and the threads are one or joined. Not with B<--diff>. JSON gives C<lines> and C<sites>.
 
 =item B<--width>=I<N>
 

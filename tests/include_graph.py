@@ -98,10 +98,16 @@ def cycles(graph):
             if len(comp) > 1:
                 out.append(sorted(comp))
 
-    sys.setrecursionlimit(10000)
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
+    # The walk recurses once per module on a path; the limit is put back so
+    # that tests running later in the same process see Python's default.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10000))
+    try:
+        for v in sorted(graph):
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(limit)
     return out
 
 

@@ -97,15 +97,18 @@ def decode(path):
                         'filename': s(f.get(4, 0)), 'start_line': f.get(5, 0)} for f in p[5]}
     locations = {}
     for loc in p[4]:
-        (line,) = loc[4]    # kgrind writes one line (no inlining) per location
-        locations[loc[1]] = {'function': functions[line[1]], 'line': line.get(2, 0),
+        # a function and, before it, the functions inlined into it
+        # (innermost first): one line each
+        lines = [{'function': functions[line[1]], 'line': line.get(2, 0)} for line in loc[4]]
+        assert lines
+        locations[loc[1]] = {'function': lines[-1]['function'], 'line': lines[-1]['line'], 'lines': lines,
                              'mapping': loc.get(2, 0)}
     samples = []
     for smp in p[2]:
         labels = {}
         for lab in smp[3]:
             labels[s(lab[1])] = s(lab[2]) if lab.get(2) else lab.get(3, 0)
-        samples.append({'stack': [locations[i]['function']['name'] for i in smp[1]],
+        samples.append({'stack': [line['function']['name'] for i in smp[1] for line in locations[i]['lines']],
                         'values': smp[2], 'labels': labels})
     return {'sample_types': [(s(v.get(1, 0)), s(v.get(2, 0))) for v in p[1]],
             'default_sample_type': s(p.get(14, 0)), 'samples': samples, 'functions': functions,

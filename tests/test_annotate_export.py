@@ -90,7 +90,10 @@ def check_pprof_equals_json(tmp_path, annotate, *args):
     # one function per name, and its location points at it
     names = [f['name'] for f in p['functions'].values()]
     assert len(names) == len(set(names))
-    assert all(loc['function'] is p['functions'][i] for i, loc in p['locations'].items())
+    # one location per function with the functions inlined into it (--inline-frames), innermost first
+    chains = [tuple(line['function']['name'] for line in loc['lines']) for loc in p['locations'].values()]
+    assert len(chains) == len(set(chains))
+    assert all(n.endswith(' [inlined]') for c in chains for n in c[:-1])
     return d, p
 
 
@@ -176,11 +179,16 @@ def parse_raw(text, tid=None):
     """go tool pprof -raw: samples as Counter((thread, stack, calls, Ir));
     tid: the thread of samples without a thread label (a one-thread file)."""
     samples_part, rest = text.split('\nSamples:\n', 1)[1].split('\nLocations\n', 1)
-    names = {}
+    names = {}      # location id -> its lines' functions, innermost first
+    last = None
     for line in rest.split('\nMappings\n')[0].splitlines():
         m = re.match(r'\s*(\d+): 0x[0-9a-f]+ M=\d+ (.*) \S*:\d+ s=\d+$', line)
         if m:
-            names[m[1]] = m[2]
+            last = names[m[1]] = [m[2]]
+            continue
+        m = re.match(r'\s+(.*) \S*:\d+ s=\d+$', line)     # an inline chain's next line
+        if m and last is not None:
+            last.append(m[1])
     got = collections.Counter()
     lines = samples_part.splitlines()[1:]     # after the value-type line
     samples = []    # [sample line, its labels' line (none without labels)]
@@ -194,7 +202,7 @@ def parse_raw(text, tid=None):
         m = re.match(r'\s*(\d+)\s+(\d+): ([\d ]+)$', line)
         thread = re.search(r'thread:\[(\S+)\]', labels)
         thread = thread[1] if thread else tid
-        stack = tuple(reversed([names[i] for i in m[3].split()]))
+        stack = tuple(reversed([n for i in m[3].split() for n in names[i]]))
         got[(thread, stack, int(m[1]), int(m[2]))] += 1
     return got
 
@@ -207,7 +215,8 @@ def parse_traces(text):
         if not frames:
             continue
         m = re.match(r'\s*(\d+)\s+(.*)$', frames[0])
-        stack = [m[2]] + [f.strip() for f in frames[1:]]
+        # an inlined frame is marked " (inline)" (a line of a location's chain)
+        stack = [re.sub(r' \(inline\)$', '', f.strip()) for f in [m[2]] + frames[1:]]
         got[(tuple(reversed(stack)), int(m[1]))] += 1
     return got
 

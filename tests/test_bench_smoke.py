@@ -184,3 +184,21 @@ def test_bench_events_smoke(tmp_path):
         assert abs(float(m.group(1)) - runs[mine]['wall'] / runs[ref]['wall']) < 0.011
     assert re.search(r'\| --cache-sim: kgrind no slower than cachegrind \| worst [0-9.]+x \(callheavy\) \| '
                      r'\*\*(met|not met)\*\* \|', report), report
+
+
+def test_bench_events_exact_smoke(tmp_path):
+    """The events-exact phase (bench/events_exact.py) on a small gzip run:
+    cachegrind's and kgrind's events equal in total and on every line, in
+    the report and the results."""
+    out = tmp_path / 'results'
+    proc = subprocess.run(
+        [sys.executable, str(SUITE), '--scale', '0.002', '--workloads=', '--no-growth', '--no-ksweep', '--no-large',
+         '--no-churn', '--no-events', '--no-charts', '--events-exact', 'gzip', '--out', str(out)],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    res = json.loads((out / 'results.json').read_text())['events_exact']['gzip']
+    assert res['exact'] and not res['line_diffs'] and res['lines'] > 100
+    assert all(a == b > 0 for e, (a, b) in res['totals'].items() if e in ('Ir', 'Dr', 'Dw', 'I1mr', 'Bc'))
+    report = (out / 'report.md').read_text()
+    assert re.search(r'^\| gzip \| [\d,]+ \|.* \| exact in total and per line; \d+ function\(s\) differ \|$', report,
+                     re.M), report

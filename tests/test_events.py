@@ -219,3 +219,28 @@ def test_default_geometry_is_cachegrinds(tools):
 ])
 def test_bad_event_options_are_refused(tools, opts, message):
     tools.assert_refused(opts, message)
+
+
+def test_straddling_miss_looks_up_the_whole_access_at_ll(tools):
+    """A straddling load that misses D1 in one of its two lines looks both
+    up at LL, as cachegrind does: each round, the line D1 still holds but
+    LL lost (an LL-sized stride later) is an LL miss (tests/progs/straddle_ll.c).
+    Every event equal to cachegrind's, in total and per line."""
+    exe = tools.compile('straddle_ll.c', '-O1')
+    opts = ['--cache-sim=yes', '--I1=32768,8,64', '--D1=4096,8,64', '--LL=16384,1,64']
+    kg = tools.kgrind(exe, opts=[*opts, '--inline-frames=no'], out='kg.out.1')
+    assert kg.returncode == 0, kg.stderr
+    ref = callgrind_format.parse(cachegrind(tools, exe, opts, 'cg.out.1'))
+    mine = kg.profile()
+    assert mine.summary_events == ref.summary_events
+    lines = own_source_events(mine, 'straddle_ll.c')
+    assert lines == own_source_events(ref, 'straddle_ll.c')
+    load = next(c for (fl, line), c in lines.items() if line == source_line('straddle_ll.c', 'sink += v'))
+    # the line reads sink (a hit) and the straddling bytes
+    assert (load['Dr'], load['D1mr'], load['DLmr']) == (2000, 1000, 1000)
+
+
+def source_line(source, text):
+    """The number of the line of tests/progs/<source> that holds text."""
+    lines = (ROOT / 'tests' / 'progs' / source).read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if text in line)

@@ -2,6 +2,7 @@
 cycle estimate and miss rates (KCachegrind's and cachegrind's formulas,
 computed here from each context's own events), speedscope and dot with one
 chosen event, and --diff per event with --fail-above on it."""
+import collections
 import json
 import re
 import subprocess
@@ -145,3 +146,36 @@ def test_bad_event_requests_are_refused(tools):
     ]:
         r = annotate(*args, status=2)
         assert r.stdout == '' and needle in r.stderr and r.stderr.count('\n') == 1, r.stderr
+
+
+TABLE_ROW = re.compile(r'^\s*([\d,]+)\s+[\d.]+%\s+[\d,]+\s+[\d,]+\s+(\S.*)$')
+
+
+def test_go_tool_pprof_top_equals_the_table(tools):
+    """`go tool pprof -sample_index=D1mr -top` on --format=pprof equals
+    kgrind_annotate --sort=D1mr's table: each function's flat D1mr is the
+    sum of the table's rows (contexts) it is the innermost function of, its
+    cum that of the rows holding it (caller_a's and caller_b's: their walk
+    context's alone), the total the table's sum. Skipped where go cannot be
+    installed (go tool pprof reads the file)."""
+    from test_annotate_export import go_pprof, parse_top
+    _exe, path = profile(tools, 'kg.out.1')
+    text = annotate('--sort=D1mr', '--show=D1mr', '--names=full', '--width=0', '--top=0', '--threshold=100',
+                    path).stdout
+    rows = [(int(m[1].replace(',', '')), m[2].split(' > ')) for m in map(TABLE_ROW.match, text.splitlines()) if m]
+    assert len(rows) > 100 and [d for d, _c in rows] == sorted((d for d, _c in rows), reverse=True)
+    pb = tools.dir / 'profile.pb.gz'
+    pb.write_bytes(subprocess.run([*ANNOTATE, '--format=pprof', str(path)], capture_output=True, check=True).stdout)
+    top, total = parse_top(go_pprof(pb, '-sample_index=D1mr', '-top', '-nodecount=100000'))
+    assert total == sum(d for d, _c in rows) > 0
+    flat, cum = collections.Counter(), collections.Counter()
+    for d, context in rows:
+        flat[context[-1]] += d
+        for fn in set(context):
+            cum[fn] += d
+    got = {fn: fc for fn, fc in top.items() if not fn.startswith('[truncated')}
+    assert got == {fn: (flat[fn], cum[fn]) for fn in got}
+    assert {fn for fn in flat if flat[fn]} <= set(got)
+    walk = [d for d, c in rows if c[-1] == 'walk']
+    assert got['walk'][0] == sum(walk) and len(walk) == 2
+    assert got['caller_a'] == (0, next(d for d, c in rows if c == ['caller_a', 'walk']))

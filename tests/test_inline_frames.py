@@ -110,3 +110,69 @@ def test_annotate_table_marks_inlined_levels(tools):
     out = subprocess.run([*annotate_cmd(), str(kg.profile_path)], capture_output=True, text=True, check=True).stdout
     assert re.search(r'work > outer \[inlined\] > sq \[inlined\]', out), out
 
+
+def objdump_addresses(exe, functions):
+    """The instruction addresses of the executable's functions (objdump -d)."""
+    text = subprocess.run(['objdump', '-d', '--no-show-raw-insn', str(exe)], capture_output=True, text=True,
+                          check=True).stdout
+    addrs = {}
+    for fn in functions:
+        body = re.search(r'^[0-9a-f]+ <%s>:\n(.*?)(?:\n\n|\Z)' % re.escape(fn), text, re.M | re.S)
+        addrs[fn] = [int(m[1], 16) for m in re.finditer(r'^\s*([0-9a-f]+):', body[1], re.M)]
+    return addrs
+
+
+def test_pprof_locations_carry_inline_chains(tools):
+    """pprof: a function and the functions inlined into it are one Location
+    whose Lines are the chain, innermost first (profile.proto's inline
+    frames). Every multi-line Location's chain is one that llvm-symbolizer
+    --inlining gives an instruction of that physical function; the samples'
+    stacks are the contexts' levels; go tool pprof -traces lists them and
+    -top ranks the inlined functions by their own Ir."""
+    import collections
+    import pprof_wire
+    from inline_oracle import base_name, inline_chains
+    from test_annotate_export import expected_stacks, go_pprof, parse_top, parse_traces
+    exe = tools.compile('inline_levels.c', *FLAGS)
+    kg = tools.kgrind(exe, opts=['--k=inf', '--inline-frames=yes'])
+    out = tools.dir / 'inl.pb.gz'
+    out.write_bytes(subprocess.run([*annotate_cmd(), '--format=pprof', str(kg.profile_path)], check=True,
+                                   capture_output=True).stdout)
+    p = pprof_wire.decode(out)
+    chains = {tuple(line['function']['name'] for line in loc['lines']) for loc in p['locations'].values()}
+    assert ('sq [inlined]', 'outer [inlined]', 'work') in chains
+    assert ('bump',) in chains and ('tick [inlined]', 'branchy') in chains
+    # the oracle: llvm-symbolizer's chains of the physical functions' instructions
+    # (the program's own functions; libc's chains are libc's debug info)
+    own = set(re.findall(r'^[0-9a-f]+ [tT] (\S+)$', subprocess.run(['nm', str(exe)], capture_output=True, text=True,
+                                                                   check=True).stdout, re.M))
+    physical = {c[-1] for c in chains if len(c) > 1 and c[-1] in own}
+    assert physical == {'work', 'branchy'}
+    symbolized = set()
+    for fn, addrs in objdump_addresses(exe, physical).items():
+        by_addr, _names = inline_chains(exe, addrs, debian_tool('llvm-symbolizer-14', 'llvm-14'))
+        symbolized |= {tuple(base_name(n) for n in reversed(c)) + (fn,) for c in by_addr.values()}
+    for c in chains:
+        if len(c) > 1 and c[-1] in own:
+            assert tuple(base_name(n) for n in c[:-1]) + c[-1:] in symbolized, c
+    stacks = {tuple(reversed(smp['stack'])) for smp in p['samples']}
+    assert any(st[-4:] == ('run', 'work', 'outer [inlined]', 'sq [inlined]') for st in stacks)
+    # go tool pprof reads it: -traces shows every context's stack (the
+    # inlined levels marked "(inline)"), -top the inlined functions' flat Ir
+    d = subprocess.run([*annotate_cmd(), '--format=json', str(kg.profile_path)], check=True,
+                       capture_output=True, text=True).stdout
+    import json
+    d = json.loads(d)
+    traces = collections.Counter()
+    flat = collections.Counter()
+    for (_t, stack, _calls, ir), n in expected_stacks(d).items():
+        traces[(stack, ir)] += n
+        flat[stack[-1]] += ir * n
+    assert parse_traces(go_pprof(out, '-traces')) == traces
+    assert '(inline)' in go_pprof(out, '-traces')
+    rows, total = parse_top(go_pprof(out, '-top', '-nodecount=100000'))
+    assert total == d['total']['Ir']
+    # (-top marks a function only ever inlined "(inline)")
+    rows = {re.sub(r' \(inline\)$', '', f): r for f, r in rows.items()}
+    assert {f: r[0] for f, r in rows.items() if r[0]} == {f: v for f, v in flat.items() if v}
+    assert rows['sq [inlined]'][0] > 0 and rows['outer [inlined]'][0] > 0

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The KCachegrind pictures of docs/manual.md: examples/lookups.cpp (-O2)
-# under kgrind at k=2, opened by KCachegrind in a virtual X server and
+# under kgrind at k=2 (and at k=3 with --inline-frames=yes: the inlined
+# levels' picture), opened by KCachegrind in a virtual X server and
 # driven by xdotool ("Shorten Templates" on, the flat profile filtered).
 #   docs/img/make_kcachegrind_pictures.sh   (from the source tree, after ./setup.sh --build;
 #                                            needs kcachegrind xvfb xdotool imagemagick)
@@ -9,6 +10,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 g++ -g -O2 "$top/examples/lookups.cpp" -o "$work/lookups"
 (cd "$work" && "$top/build/kgrind/vg-in-place" --tool=kgrind -q --kgrind-out-file=lookups.kg ./lookups >/dev/null)
+(cd "$work" && "$top/build/kgrind/vg-in-place" --tool=kgrind -q --k=3 --inline-frames=yes \
+    --kgrind-out-file=inline.kg ./lookups >/dev/null)
 cat > "$work/drive.sh" <<'DRIVE'
 #!/bin/sh
 # $1 profile, $2 picture, $3 the flat profile's width, $4 search, $5 the lower pane's tab (x)
@@ -33,6 +36,8 @@ DRIVE
 chmod +x "$work/drive.sh"
 xvfb-run -a -s "-screen 0 1400x800x24" dbus-run-session "$work/drive.sh" "$work/lookups.kg" "$work/flat.png" 760 Scope::lookup 0 157
 xvfb-run -a -s "-screen 0 1400x800x24" dbus-run-session "$work/drive.sh" "$work/lookups.kg" "$work/callers.png" 360 memcmp 521 138
+xvfb-run -a -s "-screen 0 1400x800x24" dbus-run-session "$work/drive.sh" "$work/inline.kg" "$work/inline.png" 560 _M_lower_bound 745 195
 convert "$work/flat.png" -crop 760x300+0+0 -colors 64 PNG8:"$top/docs/img/kcachegrind-flat.png"
 convert "$work/callers.png" -colors 64 PNG8:"$top/docs/img/kcachegrind-callers.png"
+convert "$work/inline.png" -colors 64 PNG8:"$top/docs/img/kcachegrind-inline.png"
 rm -rf "$work"

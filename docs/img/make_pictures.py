@@ -86,15 +86,19 @@ def flame_graph(work, profile):
     screenshot(f'file://{page}', IMG / 'flamegraph.png', height=440)
 
 
-def speedscope(work, profile):
+def speedscope_page(work, profile, stem, view='sandwich'):
+    """The speedscope app's page (npm) loading profile's speedscope export."""
     app = npm(work, 'speedscope') / 'speedscope'
-    data = work / 'perl.speedscope.json'
+    data = work / f'{stem}.speedscope.json'
     data.write_bytes(annotate(work, '--format=speedscope', profile))
     loader = work / 'load.js'
     loader.write_text('speedscope.loadFileFromBase64(%s, %s)' % (
         json.dumps(data.name), json.dumps(base64.b64encode(data.read_bytes()).decode())))
-    screenshot(f'file://{app}/dist/release/index.html#localProfilePath={loader}&view=sandwich',
-               IMG / 'speedscope.png')
+    return f'file://{app}/dist/release/index.html#localProfilePath={loader}&view={view}'
+
+
+def speedscope(work, profile):
+    screenshot(speedscope_page(work, profile, 'perl'), IMG / 'speedscope.png')
 
 
 def call_graph(work, profile):

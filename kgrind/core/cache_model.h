@@ -7,9 +7,11 @@
 // M+N-1, for lines of 2^M bytes and 2^N sets); LL reached only on a
 // first-level miss. An access that touches two lines (an instruction or a
 // datum straddling a line boundary) looks up both and counts as one access,
-// and as one miss if either line missed; so at LL, which sees the lines the
-// first level missed. Writes are accesses like reads (the caller says which
-// event a miss is).
+// and as one miss if either line missed; on a first-level miss LL sees the
+// whole access, the line that hit at the first level too (as cachegrind 3.19
+// does: LL holds no copy of every first-level line, so that line may miss
+// there, and its lookup makes it LL's most recent). Writes are accesses like
+// reads (the caller says which event a miss is).
 //
 // Geometry checks (cache_geometry_error) give one message per fault, before
 // any memory is taken: a tool calls them while reading its options.
@@ -131,28 +133,18 @@ class CacheHierarchy {
   CacheMiss data(uint64_t addr, uint64_t size) { return access(d1_, addr, size); }
 
  private:
-  // Every line [addr, addr + size) touches, at L1; the bytes of the access
-  // in each line L1 missed, at LL. An access of size 0 touches addr's line.
+  // Every line [addr, addr + size) touches, at L1; if any missed, every
+  // LL line the access's bytes touch. An access of size 0 touches addr's line.
   CacheMiss access(CacheLevel& l1, uint64_t addr, uint64_t size) {
     uint32_t bits = l1.line_bits();
     uint64_t end = addr + (size ? size - 1 : 0);   // the last byte
     uint64_t first = addr >> bits;
     uint64_t last = end >> bits;
-    if (first == last) {   // the common case: one line
-      if (l1.access_line(first)) return kHit;
-      return ll_hit(addr, end) ? kL1Miss : kLLMiss;
-    }
-    bool l1_miss = false, ll_miss = false;
-    for (uint64_t line = first;; line++) {
-      if (!l1.access_line(line)) {
-        l1_miss = true;
-        uint64_t from = line == first ? addr : line << bits;
-        uint64_t to = line == last ? end : ((line + 1) << bits) - 1;
-        if (!ll_hit(from, to)) ll_miss = true;
-      }
-      if (line == last) break;
-    }
-    return ll_miss ? kLLMiss : l1_miss ? kL1Miss : kHit;
+    bool l1_hit = l1.access_line(first);
+    for (uint64_t line = first + 1; line <= last; line++)   // a straddling access
+      if (!l1.access_line(line)) l1_hit = false;
+    if (l1_hit) return kHit;
+    return ll_hit(addr, end) ? kL1Miss : kLLMiss;
   }
 
   // Bytes [from, to] at LL: each LL line they touch (one, unless LL's lines

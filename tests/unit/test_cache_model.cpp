@@ -98,6 +98,21 @@ TEST(CacheModel, StraddlingAccessTouchesBothLinesAndCountsOnce) {
   EXPECT_EQ(c.h.fetch(120, 16), kHit);
 }
 
+TEST(CacheModel, StraddlingMissLooksUpTheWholeAccessAtLastLevel) {
+  // D1 one set of two ways; LL direct-mapped, 4 sets (line 4 shares set 0
+  // with line 0). A straddling access that misses at D1 in one line only
+  // looks both lines up at LL, as cachegrind does: the line D1 still holds
+  // but LL lost is an LL miss.
+  Hierarchy c({64, 1, 64}, {128, 2, 64}, {256, 1, 64});
+  EXPECT_EQ(c.h.data(60, 8), kLLMiss);    // D1: 1 0; LL sets: 0 1 - -
+  EXPECT_EQ(c.h.fetch(256, 1), kLLMiss);  // LL set 0: 4 (line 0 only in D1 now)
+  EXPECT_EQ(c.h.data(0, 1), kHit);        // D1: 0 1
+  EXPECT_EQ(c.h.data(128, 1), kLLMiss);   // D1: 2 0 (line 1 out); LL set 2: 2
+  EXPECT_EQ(c.h.data(60, 8), kLLMiss);    // D1: 0 hits, 1 misses; LL: 0 misses, 1 hits
+  EXPECT_EQ(c.h.data(64, 1), kHit);
+  EXPECT_EQ(c.h.data(256, 1), kLLMiss);   // D1: 4 1; LL set 0 holds line 0 again: line 4 lost
+}
+
 TEST(CacheModel, LastLevelOnlyOnFirstLevelMiss) {
   // D1 and I1 one line each; LL one set of two ways (LRU over two lines).
   Hierarchy c({64, 1, 64}, {64, 1, 64}, {128, 2, 64});
@@ -150,13 +165,11 @@ TEST(CacheModel, RandomStreamsAgreeWithBruteForce) {
       uint64_t size = 1 + rng() % 16;
       uint64_t first = addr / l1.line, last = (addr + size - 1) / l1.line;
       bool l1_miss = false, ll_miss = false;
-      for (uint64_t line = first; line <= last; line++) {
-        if (d1.access(line)) continue;
-        l1_miss = true;
-        uint64_t from = std::max(addr, line * l1.line), to = std::min(addr + size - 1, line * l1.line + l1.line - 1);
-        for (uint64_t l = from / ll.line; l <= to / ll.line; l++)
+      for (uint64_t line = first; line <= last; line++)
+        if (!d1.access(line)) l1_miss = true;
+      if (l1_miss)   // LL: every line of the access's bytes
+        for (uint64_t l = addr / ll.line; l <= (addr + size - 1) / ll.line; l++)
           if (!rll.access(l)) ll_miss = true;
-      }
       CacheMiss want = ll_miss ? kLLMiss : l1_miss ? kL1Miss : kHit;
       ASSERT_EQ(c.h.data(addr, size), want) << "geometry " << l1.size << "," << l1.assoc << "," << l1.line
                                             << " access " << i;

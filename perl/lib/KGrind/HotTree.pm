@@ -19,6 +19,7 @@ use KGrind::Forest qw(ctx_ids ctx_labels);
 use KGrind::Model qw(cval);
 use KGrind::Names qw(display_name);
 use KGrind::Format qw(commify);
+use KGrind::Sites qw(site_index level_lines);
 
 our @EXPORT_OK = qw(hot_tree_lines);
 
@@ -67,6 +68,16 @@ sub hot_tree_lines {
         if ($par->[$v] >= 0) { push @{$kids[$par->[$v]]}, $v } else { push @roots, $v }
     }
     my @name = map { display_name($o, $LNAME[$_]) } @$fn;
+    # --sites: a node's name with the line its caller called it from
+    my $I = $o->{sites} ? ($S->{site_index} //= site_index($S)) : undef;
+    my $from = sub {
+        my ($v) = @_;
+        return '' if !$I || $par->[$v] < 0;
+        my @chain;
+        for (my $u = $v; $u >= 0; $u = $par->[$u]) { unshift @chain, $LNAME[$fn->[$u]] }
+        my $lines = level_lines($I, \@chain)->[-1];
+        return @$lines ? " (from $name[$par->[$v]]:" . join('|', @$lines) . ')' : '';
+    };
     my $order = sub { [sort { $incl->[$b] <=> $incl->[$a] || $name[$a] cmp $name[$b] || $a <=> $b } @{$_[0] // []}] };
     my $pc = sub { sprintf('%.2f%%', 100 * $_[0] / $ir) };
     my @out = (sprintf('%8s %8s %12s  %s', 'incl', 'self', 'calls', 'context (outermost caller first)'));
@@ -77,7 +88,7 @@ sub hot_tree_lines {
         my ($v, $guide, $below) = @$e;
         $guide = '...' . substr($guide, -($MAX_GUIDE - 3)) if length $guide > $MAX_GUIDE;
         push @out, sprintf('%8s %8s %12s  %s%s', $pc->($incl->[$v]), $pc->($self->[$v]),
-                           defined $calls->[$v] ? commify($calls->[$v]) : '', $guide, $name[$v]);
+                           defined $calls->[$v] ? commify($calls->[$v]) : '', $guide, $name[$v] . $from->($v));
         my $k = $order->($kids[$v]);
         push @todo, reverse(@$k == 1 ? [$k->[0], $below, $below] : branch($k, $below));
     }

@@ -21,6 +21,7 @@ use KGrind::Inclusive;
 use KGrind::Events;
 use KGrind::Names qw(display_name);
 use KGrind::Format qw(utf8_clean);
+use KGrind::Sites qw(site_index sited_names);
 
 our @EXPORT = qw(build_model cval outer_incl key_arrays each_key sorted_contexts shown_contexts select_contexts
                  ctx_fn ctx_str left_out_nodes model_sources export_name export_names contexts_model model_head
@@ -38,7 +39,8 @@ sub build_model {
     my ($o) = @_;
     # pprof and speedscope name each function's file and first line: the body has them
     # and the call graph (dot): its calls= lines
-    my $want_src = $o->{auto} eq 'yes' || @{$o->{sources}} || $o->{format} =~ /^(?:pprof|speedscope|dot)$/;
+    my $want_src = $o->{sites} ? 'sites'
+                 : $o->{auto} eq 'yes' || @{$o->{sources}} || $o->{format} =~ /^(?:pprof|speedscope|dot)$/;
     my @P;
     refuse_repeated_files($o->{profiles});
     for my $f (@{$o->{profiles}}) { push @P, read_profile($f, $want_src, $P[0]) }
@@ -57,6 +59,8 @@ sub build_model {
     fail("--show-blocks/--blocks-disasm: $P0->{file} is a function-mode profile (no basic blocks; "
          . "profile with --mode=intra or --mode=inter)") if $o->{'show-blocks'} && $P0->{mode} eq 'func';
     $S{blocks} = block_table(\@P) if $S{blockmode};
+    fail("--sites: $P0->{file} is a block-mode profile; call sites are function mode's (calls= lines between contexts)")
+        if $o->{sites} && $S{blockmode};
     my @evF = map { $_->{F} } @{$S{threads}};
     check_event_names('--show', $o->{show} // ['Ir'], @evF);
     check_event_names('--event', [$o->{event}], @evF) if defined $o->{event};
@@ -457,15 +461,26 @@ sub contexts_model {
     my $name = sub { export_name($o, $_[0]) };
     my $e = defined $o->{event} && $o->{event} ne 'Ir' ? $o->{event} : undef;
     my @threads;
+    # --sites: each name but the last with the line it called the next one from
+    my $I = $o->{sites} ? ($S->{site_index} //= site_index($S)) : undef;
+    my $path = sub { my $p = $_[0]; my $n = [map { $name->($_) } @$p]; $I ? sited_names($I, $p, $n) : $n };
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
         push @threads, { tid => $t->{tid}, Ir => $t->{ir} + 0, contexts => [map {
-            { path => [map { $name->($_) } @{ctx_path($C, $_)}], calls => cval($C, 'xcalls', $_) + 0,
+            { path => $path->(ctx_path($C, $_)), calls => cval($C, 'xcalls', $_) + 0,
               Ir => cval($C, 'xexcl', $_) + 0, inclusive => cval($C, 'xincl', $_) + 0,
               inclusive_outermost => outer_incl($C, $_) + 0, ($e ? ($e => context_value($C, $e, $_) + 0) : ()) }
         } @{select_contexts($o, $C)}] };
     }
-    return { %{model_head($S, $name)}, threads => \@threads, ($e ? (event => $e) : ()) };
+    my $head = model_head($S, $name);
+    if ($I) {    # a name with its line: its function's file, at that line
+        my $src = $head->{sources};
+        for my $n (map { @{$_->{path}} } map { @{$_->{contexts}} } @threads) {
+            next if $src->{$n} || $n !~ /\A(.*):(\d+)(?:\|\d+)*\z/s || !$src->{$1};
+            $src->{$n} = { %{$src->{$1}}, line => $2 + 0 };
+        }
+    }
+    return { %$head, threads => \@threads, ($e ? (event => $e) : ()) };
 }
 
 # The model but its threads and edges: the profiles, k and the comments

@@ -20,7 +20,8 @@ our @EXPORT = qw(read_profile check_merge refuse_repeated_files program_of refus
 
 # A profile: {file, mtime, creator, pid, cmd, events, desc, k, mode,
 # rolling, joined, roll, threads (the forests), blocks (block modes),
-# total, and with $want_src the body's src, fnline, fnfile and calls}.
+# total, and with $want_src the body's src, fnline, fnfile and calls; with
+# $want_src 'sites' also call_sites}.
 # $P0: the first profile of those given together, which this one must
 # agree with.
 sub read_profile {
@@ -39,7 +40,7 @@ sub read_profile {
     # global label id, file id -> source path), the forest being read and
     # its buffered nodes, the records seen, the body's names ('fl'/'fn' ->
     # id -> name) and its position
-    my $R = { file => $file, P => \%P, P0 => $P0, want_src => $want_src, fnmap => [], fnname => [],
+    my $R = { file => $file, P => \%P, P0 => $P0, want_src => $want_src, want_sites => ($want_src // '') eq 'sites', fnmap => [], fnname => [],
               blkmap => [], fname => [], blkseen => {}, fnseen => {}, names => {}, thread => undef,
               bpar => [], bfn => [], bcal => [], bexc => [], binc => [], nnodes => 0, version => 0,
               first => 1, instr => 0, bytes => $bytes };

@@ -15,7 +15,8 @@ no warnings 'portable';    # 64-bit vec on packed columns
 use KGrind::Labels;
 use KGrind::Forest;
 use KGrind::Model;
-use KGrind::Names qw(display_name short_name);
+use KGrind::Names qw(display_name);
+use KGrind::Sites qw(body_k full_caller_names site_index level_lines);
 use KGrind::Format qw(commify utf8_clean dq);
 use KGrind::Output;
 
@@ -32,8 +33,14 @@ sub show {
         # finite k above the body's: the graph of the body's contexts
         my $bk = body_k($S);
         $S = build_model({ %$o, k => kstr($bk) }) if $S->{kk} != $INF && $bk != $INF && $S->{kk} > $bk;
-        $model = contexts_model({ %$o, names => 'full', limited => 0 }, $S);
+        $model = contexts_model({ %$o, names => 'full', limited => 0, sites => 0 }, $S);
         $model->{edges} = call_edges($S, $model->{threads});
+    }
+    # --sites: each arrow with the lines of its calls (at k = inf, from the
+    # body's calls into the callee's chain: KGrind::Sites)
+    if ($o->{sites} && $model->{k} eq 'inf') {
+        my $I = site_index($S);
+        $_->{lines} = { map { $_ => 1 } @{level_lines($I, $_->{to})->[-1] // []} } for grep { $_->{to} } @{$model->{edges}};
     }
     out(written(\&write, $model, $o));
 }
@@ -121,8 +128,10 @@ sub cct_model {
                            calls => vec($J->{calls}, $_, 64), Ir => vec($J->{excl}, $_, 64),
                            inclusive_outermost => vec($J->{incl}, $_, 64),
                            ($e ? ($e => context_value($C, $e, $_)) : ()) } } sort { $a <=> $b } keys %in;
+    # --sites: an arrow's callee chain, for the lines of its calls
+    my $chain = sub { my @p; for (my $u = $_[0]; $u >= 0; $u = $parent->($u)) { unshift @p, $LNAME[vec($fn, $u, 32)] } \@p };
     my @edges = map { { from_key => $key{$parent->($_)}, to_key => $key{$_}, calls => vec($J->{calls}, $_, 64),
-                        inclusive => vec($J->{incl}, $_, 64) } } grep { $parent->($_) >= 0 } sort { $a <=> $b } keys %in;
+                        inclusive => vec($J->{incl}, $_, 64), ($o->{sites} ? (to => $chain->($_)) : ()) } } grep { $parent->($_) >= 0 } sort { $a <=> $b } keys %in;
     my $e_total = 0;
     if ($e) { $e_total += context_value($C, $e, $_) for 0 .. $J->{n} - 1 }
     return { k => 'inf', files => [map { $_->{file} } @{$S->{P}}], total => $S->{total},
@@ -152,23 +161,10 @@ sub call_edges {
                                                                                 calls => 0, inclusive => 0 };
             $e->{calls} += $v->[0];
             $e->{inclusive} += $v->[1];
+            $e->{lines}{$_} = 1 for grep { $_ } map { (split /\0/)[1] } keys %{$P->{call_sites}{$k} // {}};
         }
     }
     return [map { $sum{$_} } sort keys %sum];
-}
-
-# The body names a context's callers short where no other function of the
-# body has that short name (docs/output-format.md): short name -> the full
-# name, from the functions the body's contexts start with (every caller is
-# one: its own context calls).
-sub full_caller_names {
-    my ($calls) = @_;
-    my (%heads, %by_short, %full);
-    for my $pair (keys %$calls) { $heads{(split /'/, $_)[0]} = 1 for split /\0/, $pair }
-    push @{$by_short{short_name($_)}}, $_ for keys %heads;
-    for my $s (keys %by_short) { $full{$s} = $by_short{$s}[0] if @{$by_short{$s}} == 1 }
-    $full{$_} = $_ for keys %heads;    # full names stand for themselves
-    return \%full;
 }
 
 sub cct_edges {
@@ -182,14 +178,6 @@ sub cct_edges {
         $e->{inclusive} += $c->{inclusive};
     }
     return [map { $sum{$_} } sort keys %sum];
-}
-
-# The k of the callgrind body's contexts (desc: body contexts; the records'
-# k in files that do not say).
-sub body_k {
-    my ($S) = @_;
-    my ($k) = ($S->{P}[0]{desc}{'body contexts'} // '') =~ /^(\d+|inf)\b/;
-    return !defined $k ? $S->{K} : $k eq 'inf' ? $INF : $k;
 }
 
 # A context's key.  The callgrind body names two functions of the same name
@@ -309,7 +297,8 @@ sub write {
         next unless $node{$f} && $node{$t};
         my $e = $edge{$ek};
         push @out, sprintf('  n%d -> n%d [label=%s];', $id{$f}, $id{$t},
-                           dq(commify($e->{calls}) . "x\n" . commify($e->{inclusive})));
+                           dq(commify($e->{calls}) . "x\n" . commify($e->{inclusive})
+                              . ($e->{lines} && %{$e->{lines}} ? "\nline " . join('|', sort { $a <=> $b } keys %{$e->{lines}}) : '')));
     }
     print $fh join("\n", @out, '}'), "\n";
 }

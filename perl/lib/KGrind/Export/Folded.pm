@@ -14,6 +14,7 @@ use KGrind::Forest qw(children_of ctx_ids ctx_labels);
 use KGrind::Model qw(cval select_contexts context_value truncation_marker is_truncated);
 use KGrind::Names qw(display_name);
 use KGrind::Output;
+use KGrind::Sites qw(site_index sited_names);
 
 # The stacks of the contexts, outermost function first; with --callers the
 # k-CCF as folded stacks, the activated function first, then its callers,
@@ -26,7 +27,9 @@ sub show {
     # names as they are (--names=short if asked), but ';', the separator
     my @frame = map { (my $x = display_name($o, $_)) =~ s/;/%3B/g; $x } @LNAME;
     return cct_folded(\@frame, $S->{threads}, $e eq 'Ir' ? undef : $weight)
-        if !$o->{callers} && !$o->{limited} && !grep { !$_->{C}{cct} } @{$S->{threads}};
+        if !$o->{callers} && !$o->{limited} && !$o->{sites} && !grep { !$_->{C}{cct} } @{$S->{threads}};
+    # --sites: each frame but the last with the line it called the next one from
+    my $I = $o->{sites} ? site_index($S) : undef;
     # at finite k a context that does not reach __root__ starts with the
     # truncation marker (outermost: last in a --callers stack), as in pprof
     my $k = kstr($S->{kk});
@@ -38,6 +41,7 @@ sub show {
             my $x = $weight->($C, $cid) or next;
             my $labels = ctx_labels($C, $cid);
             my @stack = @frame[@$labels];
+            @stack = @{sited_names($I, [@LNAME[@$labels]], \@stack)} if $I;
             unshift @stack, $cut if defined $cut && is_truncated($k, $LNAME[$labels->[0]]);
             $sum{join(';', $o->{callers} ? reverse @stack : @stack)} += $x;
         }

@@ -14,6 +14,7 @@ use KGrind::Events qw(context_event forest_event_names derived_names miss_rates)
 use KGrind::TreeView;
 use KGrind::Format qw(js);
 use KGrind::Output;
+use KGrind::Sites qw(site_index level_lines innermost_sites);
 
 # A forest as a flat array of node objects in pre-order, each with its
 # index in the array (id) and its parent's (null for a root): any parser
@@ -80,6 +81,7 @@ sub show {
     out($s, ',"threads":[');
     my @jname = map { js($_) } @LNAME;
     my $sep = '';
+    my $I = $o->{sites} && !$S->{blockmode} ? site_index($S) : undef;
     for my $t (@{$S->{threads}}) {
         my $C = $t->{C};
         my $tid = $t->{tid} eq 'all' ? '"all"' : $t->{tid};
@@ -99,6 +101,7 @@ sub show {
                 (@$events ? (',"events":{', join(',', map { js($_) . ':' . context_event($C, $_, $cid) } @$events), '}') : ()),
                 (@$derived ? (',"derived":{', join(',', map { js($_) . ':' . context_value($C, $_, $cid) } @$derived), '}')
                            : ()),
+                ($I ? json_sites($S, $I, [@LNAME[@$labels]], cval($C, 'xcalls', $cid)) : ()),
                 '}');
             $comma = ',';
         }
@@ -110,6 +113,18 @@ sub show {
         $sep = ',';
     }
     out("]}\n");
+}
+
+# --sites: "lines" (each level's but the last's: the lines it called the
+# next level from) and "sites" (the innermost call's calls per caller and
+# line, when the body splits them: KGrind::Sites).
+sub json_sites {
+    my ($S, $I, $path, $calls) = @_;
+    my $sites = ($S->{joined} || $S->{ntids} == 1) ? innermost_sites($I, $path, $calls) : undef;
+    return (',"lines":[', join(',', map { '[' . join(',', @$_) . ']' } @{level_lines($I, $path)}), ']',
+            $sites ? (',"sites":[', join(',', map {
+                '{"caller":' . (defined $_->{caller} ? js($_->{caller}) : 'null') . ',"line":' . ($_->{line} // 'null')
+                . ',"calls":' . $_->{calls} . ',"inclusive":' . ($_->{incl} // 'null') . '}' } @$sites), ']') : ());
 }
 
 1;

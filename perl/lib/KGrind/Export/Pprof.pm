@@ -10,17 +10,22 @@ package KGrind::Export::Pprof;
 # comments).  A context that does not reach __root__ (finite k) gets a
 # synthetic outermost frame "[truncated k=N]" (KGrind::Model::
 # truncation_marker), so pprof never shows it as rooted.  One location per
-# function, at the function's first costly line.
+# function, at the function's first costly line; a function with the
+# functions inlined into it (`g [inlined]`, the levels of --inline-frames)
+# is one location whose lines are the inline chain, innermost first, as
+# pprof expects inlined frames.
 use strict;
 use warnings;
 no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 use Compress::Raw::Zlib qw(Z_OK WANT_GZIP);
 use KGrind::Error;
+use KGrind::Labels;
 use KGrind::Columns;
 use KGrind::Forest qw(children_of ctx_labels);
 use KGrind::Model qw(cval select_contexts export_name export_names model_head truncation_marker);
 use KGrind::Events qw(context_event forest_event_names);
 use KGrind::Output;
+use KGrind::Sites qw(site_index level_lines);
 
 # --format=pprof, written as produced (KGrind::Export::Pprof::write_file):
 # each selected context's path is made when its sample is written, so
@@ -30,13 +35,19 @@ sub show {
     my ($o, $S) = @_;
     my $name = export_names($o);
     my $events = @{$S->{threads}} ? forest_event_names($S->{threads}[0]{F}) : [];
+    # --sites: a frame's location at the line it called the next one from
+    my $I = $o->{sites} ? site_index($S) : undef;
     my @threads = map {
         my $C = $_->{C};
         my $ev = sub { my ($cid) = @_; map { context_event($C, $_, $cid) } @$events };
-        { tid => $_->{tid}, each_sample => $C->{cct} && !$o->{limited} ? cct_pprof_samples($C, $name, $ev) : sub {
+        { tid => $_->{tid}, each_sample => $C->{cct} && !$o->{limited} && !$I ? cct_pprof_samples($C, $name, $ev) : sub {
             my ($emit) = @_;
-            $emit->([@$name[@{ctx_labels($C, $_)}]], cval($C, 'xcalls', $_), cval($C, 'xexcl', $_), $ev->($_))
-                for @{select_contexts($o, $C)};
+            for my $cid (@{select_contexts($o, $C)}) {
+                my $labels = ctx_labels($C, $cid);
+                my $path = [@$name[@$labels]];
+                $path = site_frames($I, [@LNAME[@$labels]], $path) if $I;
+                $emit->($path, cval($C, 'xcalls', $cid), cval($C, 'xexcl', $cid), $ev->($cid));
+            }
         } }
     } @{$S->{threads}};
     my $head = model_head($S, sub { export_name($o, $_[0]) });
@@ -55,14 +66,44 @@ sub cct_pprof_samples {
         my (undef, $emit_stack, $location_of) = @_;
         my ($roots, $kids) = children_of(col($C->{F}, 'par'));
         my $fn = col($C->{F}, 'fn');
-        my @todo = map { [$_, ''] } reverse @$roots;
+        # [node, its parent's stack, the parent's location (names), the
+        # stack below that location]: an inlined node joins its parent's
+        # location.
+        my @todo = map { [$_, '', undef, ''] } reverse @$roots;
         while (my $e = pop @todo) {
-            my ($v, $callers) = @$e;
-            my $stack = $location_of->($name->[$fn->[$v]]) . $callers;
+            my ($v, $parent_stack, $parent_group, $parent_callers) = @$e;
+            my $n = $name->[$fn->[$v]];
+            my ($group, $callers) = inlined($n) && $parent_group ? ("$parent_group\n$n", $parent_callers)
+                                                                 : ($n, $parent_stack);
+            my $stack = $location_of->($group) . $callers;
             $emit_stack->($stack, cval($C, 'xcalls', $v), cval($C, 'xexcl', $v), $ev->($v));
-            push @todo, map { [$_, $stack] } reverse @{$kids->[$v] // []};
+            push @todo, map { [$_, $stack, $group, $callers] } reverse @{$kids->[$v] // []};
         }
     };
+}
+
+sub inlined { $_[0] =~ / \[inlined\](?:\t\d+)?\z/ }
+
+# --sites: each frame but the last as "name\tline" where the profile gives
+# the one line it called the next frame from (KGrind::Sites); its
+# location's line is that line (a location per call line, all of one
+# function), else the function's first line.
+sub site_frames {
+    my ($I, $path, $names) = @_;
+    my $lines = level_lines($I, $path);
+    return [(map { @{$lines->[$_]} == 1 ? "$names->[$_]\t$lines->[$_][0]" : $names->[$_] } 0 .. $#$lines), $names->[-1]];
+}
+
+# A path's locations (outermost first): each function with the inlined
+# levels after it, their names joined by newlines.
+sub location_groups {
+    my ($path) = @_;
+    my @groups;
+    for my $n (@$path) {
+        if (@groups && inlined($n) && $groups[-1] !~ /\A\[truncated k=/) { $groups[-1] .= "\n$n" }
+        else { push @groups, $n }
+    }
+    return \@groups;
 }
 
 # Field numbers of profile.proto.
@@ -121,12 +162,13 @@ sub write_file {
     my $value_type = sub { f_int(1, str_id($S, $_[0])) . f_int(2, str_id($S, $_[1])) };
     $z->(join('', map { f_bytes($PROFILE{sample_type}, $value_type->($_, 'count')) }
                   'calls', 'Ir', @{$data->{events} // []}));
-    # one function and one location per name, with the same id; a
-    # location's id kept as its varint (the samples repeat it)
-    my (%location, @names);
+    # one location per function with its inlined levels (names joined by
+    # newlines), its id kept as its varint (the samples repeat it); one
+    # function per name
+    my (%location, @groups);
     my $location = sub {
-        push @names, $_[0];
-        return $location{$_[0]} = varint(scalar @names);
+        push @groups, $_[0];
+        return $location{$_[0]} = varint(scalar @groups);
     };
     for my $t (@$threads) {
         # a label only where it tells samples apart (pprof draws a tag box
@@ -140,15 +182,24 @@ sub write_file {
         my $location_of = sub { $location{$_[0]} // $location->($_[0]) };
         $t->{each_sample}->(sub {
             my ($path, @values) = @_;
-            $emit_stack->(join('', reverse map { $location_of->($_) } @{frames_of($data, $path)}), @values);
+            $emit_stack->(join('', reverse map { $location_of->($_) } @{location_groups(frames_of($data, $path))}),
+                          @values);
         }, $emit_stack, $location_of);
     }
     $z->(f_bytes($PROFILE{mapping}, f_int(1, 1) . f_int(5, str_id($S, $data->{program} // '')) . f_int(7, 1)
                  . f_int(8, 1) . f_int(9, 1)));
-    my @src = map { $data->{sources}{$_} // {} } @names;
-    $z->(f_bytes($PROFILE{location}, f_int(1, $_) . f_int(2, 1)
-                 . f_bytes(4, f_int(1, $_) . f_int(2, $src[$_ - 1]{line} // 0)))) for 1 .. @names;
-    $z->(f_bytes($PROFILE{function}, function($S, $_, $names[$_ - 1], $src[$_ - 1]))) for 1 .. @names;
+    my (%function, @names);
+    for my $i (1 .. @groups) {
+        my @lines = reverse split /\n/, $groups[$i - 1];    # innermost first
+        my $lines = join '', map {
+            my ($fname, $line) = split /\t/;    # a call line with --sites
+            my $id = $function{$fname} //= do { push @names, $fname; scalar @names };
+            f_bytes(4, f_int(1, $id) . f_int(2, $line // ($data->{sources}{$fname} // {})->{line} // 0))
+        } @lines;
+        $z->(f_bytes($PROFILE{location}, f_int(1, $i) . f_int(2, 1) . $lines));
+    }
+    $z->(f_bytes($PROFILE{function}, function($S, $_, $names[$_ - 1], $data->{sources}{$names[$_ - 1]} // {})))
+        for 1 .. @names;
     my @comments = map { str_id($S, $_) } @{$data->{comments} // []};
     my $default = str_id($S, 'Ir');
     my $period_type = $value_type->('Ir', 'count');

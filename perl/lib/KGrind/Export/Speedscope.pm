@@ -43,7 +43,7 @@ sub model_samples {
 # sampled profiles of the contexts model (contexts_model).
 sub show {
     my ($o, $S) = @_;
-    return write_evented_ccts($o, $S) if !$o->{limited} && $S->{kk} == $INF && ($o->{event} // 'Ir') eq 'Ir'
+    return write_evented_ccts($o, $S) if !$o->{limited} && !$o->{sites} && $S->{kk} == $INF && ($o->{event} // 'Ir') eq 'Ir'
                                          && !grep { !$_->{C}{cct} } @{$S->{threads}};
     out(written(\&write, contexts_model($o, $S), $o));
 }

@@ -18,6 +18,7 @@ use KGrind::Output;
 use KGrind::Names qw(display_name);
 use KGrind::ContextFit qw(fit_contexts);
 use KGrind::HotTree qw(hot_tree_lines);
+use KGrind::Sites qw(site_index sited_names innermost_sites);
 
 our @EXPORT_OK = qw(show forest_desc);
 
@@ -155,7 +156,11 @@ sub context_table {
              pct(ref $key ? $key->[$cid] : vec($key, $cid, 64), $den),
              commify(outer_incl($C, $cid)), commify(cval($C, 'xcalls', $cid))]
         } @$show;
-        my @paths = map { [map { display_name($o, $_) } @{ctx_path($C, $_)}] } @$show;
+        my @full = map { ctx_path($C, $_) } @$show;
+        my @paths = map { [map { display_name($o, $_) } @$_] } @full;
+        # --sites: each level with the line it called the next one from
+        my $I = $o->{sites} ? ($S->{site_index} //= site_index($S)) : undef;
+        @paths = map { sited_names($I, $full[$_], $paths[$_]) } 0 .. $#paths if $I;
         my @w = ((15) x @show, 8, 15, 12);
         my $fmt = sub { join(' ', map { sprintf('%*s', $w[$_], $_[0][$_]) } 0 .. $#w) . '  ' };
         # rows wider than --width: the numbers' columns as wide as they
@@ -169,9 +174,25 @@ sub context_table {
             ($ctx, $note) = fit_contexts(\@paths, $room < $MIN_ROOM ? $MIN_ROOM : $room, $o->{width});
             @w = @was unless @$note;    # rows as they are (too short to fold)
         }
-        [@$note, $fmt->(\@head) . 'context', map { $fmt->($nums[$_]) . $ctx->[$_] } 0 .. $#nums];
+        my $sites = sub { $I ? site_rows($o, $S, $I, $full[$_[0]], cval($C, 'xcalls', $show->[$_[0]]), $fmt, scalar @show) : () };
+        [@$note, $fmt->(\@head) . 'context', map { ($fmt->($nums[$_]) . $ctx->[$_], $sites->($_)) } 0 .. $#nums];
     };
     return @out, @$$rows;
+}
+
+# --sites: a context's rows under its own, one per line its innermost
+# call came from (calls, inclusive Ir), when it came from several and the
+# profile's body splits this context's calls (KGrind::Sites).
+sub site_rows {
+    my ($o, $S, $I, $path, $calls, $fmt, $nshow) = @_;
+    return () unless $S->{joined} || $S->{ntids} == 1;
+    my $sites = innermost_sites($I, $path, $calls) or return ();
+    return () if @$sites < 2;
+    return map {
+        my $from = defined $_->{line} ? display_name($o, $_->{caller}) . ($_->{line} ? ":$_->{line}" : ' (no line)')
+                                      : '(no line in the profile)';
+        $fmt->([('') x $nshow, '', defined $_->{incl} ? commify($_->{incl}) : '', commify($_->{calls})]) . "  from $from"
+    } @$sites;
 }
 
 # A tree, thesis style: "| name,calls  [Ir excl, incl incl]", two spaces

@@ -47,7 +47,7 @@ sub body_line {
             ferr($file, $ln, "malformed $key= line: '", printable($l), "'")
                 unless substr($l, $eq + 1) =~ /^$count(?: (?:0x[0-9a-fA-F]+|[+-]?\d+|\*))*\s*$/;
             $B->{after_calls} = 1;
-            $B->{pending_call} = ["$B->{fn}\0$B->{cfn}", (substr($l, $eq + 1) =~ /^(\d+)/)[0]]
+            $B->{pending_call} = ["$B->{fn}\0$B->{cfn}", (substr($l, $eq + 1) =~ /^(\d+)/)[0], $B->{fi} // $B->{fl}]
                 if $key eq 'calls' && defined $B->{cfn};
             return;
         }
@@ -89,6 +89,12 @@ sub cost_line_of_body {
             my $e = $P->{calls}{$call->[0]} //= [0, 0];
             $e->[0] += $call->[1];
             $e->[1] += $ir // 0;
+            # and per call site (kgrind_annotate --sites): file and line in the caller
+            if ($R->{want_sites}) {
+                my $s = $P->{call_sites}{$call->[0]}{"$call->[2]\0$line"} //= [0, 0];
+                $s->[0] += $call->[1];
+                $s->[1] += $ir // 0;
+            }
         }
         ($B->{after_calls}, $B->{pending_call}) = (0, undef);
         return;
