@@ -44,9 +44,12 @@ class Valgrind:
     def argv(self, tool, *opts):
         if self.emulator:
             # The launcher is the other machine's program: the tool is run
-            # as the launcher would run it (VALGRIND_LAUNCHER in env()).
+            # as the launcher would run it (VALGRIND_LAUNCHER in env()),
+            # with --tool (the core preloads vgpreload_<tool>: memcheck's
+            # without it).
             qemu, sysroot = self.emulator
-            return [qemu, '-L', sysroot, str(self.lib / f'{tool}-{self.platform}'), *map(str, opts)]
+            return [qemu, '-L', sysroot, str(self.lib / f'{tool}-{self.platform}'), f'--tool={tool}',
+                    *map(str, opts)]
         return [self.launcher, f'--tool={tool}', *map(str, opts)]
 
     def native_argv(self, exe, *args):
