@@ -7,6 +7,11 @@
 #   ./setup.sh --tests    --build, and what the tests and the benchmark suite
 #                         need (used by tests/run)
 #   ./setup.sh --test-deps  only the packages of --tests (no build)
+# On amd64 the test path also sets up arm64 under qemu-user (docs/building.md,
+# "arm64"): the cross compiler, qemu-user-static, Debian's valgrind:arm64
+# unpacked into ~/.cache/kgrind/valgrind-arm64 (KGRIND_ARM64_VALGRIND; not
+# installed over the system's Valgrind) and the tool built in ./build-arm64.
+# KGRIND_NO_ARM64=1 skips it (the arm64 tests then say why they are skipped).
 # Against a Valgrind other than the system's (built from source, say), set
 # KGRIND_VALGRIND=PREFIX (configure --with-valgrind=PREFIX; docs/building.md, "Valgrind versions").
 # Other distributions: install the packages named in the README, then --build.
@@ -21,6 +26,12 @@ test_packages=(python3 python3-pytest python3-pytest-xdist python3-jsonschema li
           libboost-context-dev                 # boost.context fibers (tests/test_stacks.py)
           golang-go                            # goroutines' stacks (tests/test_go.py)
           bzip2 sqlite3 time python3-matplotlib)   # the benchmark suite (bench/)
+# arm64 under qemu-user (tests/test_arm64.py), on amd64 only
+arm64_packages=(g++-aarch64-linux-gnu qemu-user-static)
+arm64_valgrind=${KGRIND_ARM64_VALGRIND:-$HOME/.cache/kgrind/valgrind-arm64}
+arm64_wanted() {
+  [ -z "${KGRIND_NO_ARM64:-}" ] && command -v dpkg >/dev/null && [ "$(dpkg --print-architecture)" = amd64 ]
+}
 
 install_deps() {
   if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
@@ -45,6 +56,56 @@ install_deps() {
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# Debian's valgrind:arm64, unpacked beside the system's Valgrind (the two
+# packages conflict): its valgrind.pc's prefix is made the unpacked one, so
+# that configure --with-valgrind takes everything from it.
+unpack_arm64_valgrind() {
+  local pc="$arm64_valgrind/usr/lib/aarch64-linux-gnu/pkgconfig/valgrind.pc"
+  [ -f "$pc" ] && grep -qx "prefix=$arm64_valgrind/usr" "$pc" && return 0
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    echo "setup: adding the arm64 architecture to apt (for valgrind:arm64)"
+    $sudo dpkg --add-architecture arm64
+    $sudo apt-get update -qq
+  fi
+  local work
+  work=$(mktemp -d)
+  echo "setup: unpacking valgrind:arm64 into $arm64_valgrind"
+  (cd "$work" && apt-get download -qq valgrind:arm64 2>/dev/null) ||
+    { $sudo apt-get update -qq && (cd "$work" && apt-get download -qq valgrind:arm64); }
+  rm -rf "$arm64_valgrind"
+  mkdir -p "$arm64_valgrind"
+  dpkg -x "$work"/valgrind_*_arm64.deb "$arm64_valgrind"
+  rm -rf "$work"
+  sed -i "s|^prefix=.*|prefix=$arm64_valgrind/usr|" "$pc"
+}
+
+# The tool for arm64-linux, cross-compiled in ./build-arm64.
+build_arm64() {
+  mkdir -p build-arm64
+  local flags=(--host=aarch64-linux-gnu "--with-valgrind=$arm64_valgrind/usr")
+  if [ ! -f build-arm64/Makefile ] || [ configure -nt build-arm64/config.status ] ||
+     [ "${flags[*]}" != "$(cat build-arm64/.setup-flags 2>/dev/null)" ]; then
+    echo "setup: configure ${flags[*]} (build-arm64)"
+    # (configure warns that pkg-config has no host prefix: it is pointed at one .pc)
+    (cd build-arm64 && ../configure -q "${flags[@]}" >.configure.log 2>&1) ||
+      { cat build-arm64/.configure.log >&2; echo "setup: configuring build-arm64 failed" >&2; exit 1; }
+    echo "${flags[*]}" > build-arm64/.setup-flags
+  fi
+  echo "setup: make (build-arm64)"
+  make -s -C build-arm64 -j"$(nproc)" >/dev/null
+}
+
+test_deps() {
+  install_deps "${packages[@]}" "${test_packages[@]}"
+  if arm64_wanted; then
+    # Without them (no network, say) the arm64 tests are skipped, and say why.
+    (install_deps "${arm64_packages[@]}" && unpack_arm64_valgrind) ||
+      echo "setup: the arm64 test tools could not be set up; tests/test_arm64.py will be skipped" >&2
+  fi
 }
 
 build() {
@@ -84,8 +145,8 @@ profile_example() {
 case "${1:-all}" in
   --deps) install_deps "${packages[@]}" ;;
   --build) install_deps "${packages[@]}"; build ;;
-  --tests) install_deps "${packages[@]}" "${test_packages[@]}"; build ;;
-  --test-deps) install_deps "${packages[@]}" "${test_packages[@]}" ;;
+  --tests) test_deps; build; if arm64_wanted && [ -f "$arm64_valgrind/usr/lib/aarch64-linux-gnu/pkgconfig/valgrind.pc" ]; then build_arm64; fi ;;
+  --test-deps) test_deps ;;
   all)
     install_deps "${packages[@]}"
     build

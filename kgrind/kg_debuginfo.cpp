@@ -1,4 +1,5 @@
 #include "kg_debuginfo.h"
+#include "kg_machine_code.h"
 #include "kg_options.h"
 #include "kg_runtime.h"
 #include "kg_unwind_tables.h"
@@ -324,40 +325,13 @@ FnInfo* inlined_function(const HChar* name, UInt object, UInt file)
    return fn;
 }
 
-// n bytes of client code at a can be read.
-static Bool readable_code(Addr a, SizeT n)
-{
-   return VG_(am_is_valid_for_client)(a, n, VKI_PROT_READ);
-}
-
-// The GOT slot that an `[endbr64] [bnd] jmp *slot(%rip)` at a jumps
-// through, or 0.
-static Addr stub_slot(Addr a)
-{
-   static const UChar kEndbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
-   if (readable_code(a, 4) && VG_(memcmp)((const void*)a, kEndbr64, 4) == 0) a += 4;
-   if (readable_code(a, 1) && *(const UChar*)a == 0xf2) a++;   // bnd
-   if (!readable_code(a, 6)) return 0;
-   const UChar* p = (const UChar*)a;
-   if (p[0] != 0xff || p[1] != 0x25) return 0;
-   Int disp;
-   VG_(memcpy)(&disp, p + 2, sizeof disp);
-   return a + 6 + (Addr)(Long)disp;
-}
-
-Bool is_sigreturn_code(Addr a)
-{
-   static const UChar kRtSigreturn[9] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
-   return readable_code(a, sizeof kRtSigreturn) && VG_(memcmp)((const void*)a, kRtSigreturn, sizeof kRtSigreturn) == 0;
-}
-
 Bool is_plt_stub(Addr a)
 {
    if (VG_(DebugInfo_sect_kind)(nullptr, a) == Vg_SectPLT) return True;
    SourceLoc loc;
    source_loc(a, &loc);
    if (!loc.fn->no_symbol) return False;
-   Addr slot = stub_slot(a);
+   Addr slot = plt_stub_slot(a);
    if (!slot) return False;
    // Not a jump through a program's own function pointer (in .data, .bss).
    VgSectKind kind = VG_(DebugInfo_sect_kind)(nullptr, slot);

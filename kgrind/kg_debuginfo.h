@@ -70,13 +70,9 @@ FnInfo* inlined_function(const HChar* name, UInt object, UInt file);
 Bool is_unnamed_object_code(Addr a);
 
 // A PLT stub of any kind, which calls pass through: code in .plt, or
-// without a symbol that is `[endbr64] [bnd] jmp *slot(%rip)` with the slot
-// in a GOT (.plt.sec, .plt.got, and such stubs wherever they are).
+// without a symbol that jumps through a slot in a GOT (kg_machine_code.h:
+// .plt.sec, .plt.got, and such stubs wherever they are).
 Bool is_plt_stub(Addr a);
-
-// A signal restorer, which a handler returns into: `mov $15, %rax;
-// syscall` (rt_sigreturn), the C library's (`__restore_rt`) or Valgrind's.
-Bool is_sigreturn_code(Addr a);
 
 // Whether activations of fn are traced (see --funcs).
 inline Bool fn_traced(const FnInfo* fn) { return fn->traced; }

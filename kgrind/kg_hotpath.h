@@ -343,10 +343,28 @@ inline UInt* array_limit_word(ForestNode* ctx) { return (UInt*)((UWord*)(ctx + 1
 // returns by the memory SP lies in, not by distance (activity/stack_switch.cpp).
 const Addr kMaxStackFrame = 2000000;
 
+// How calls leave their return address (docs/design/shadow-stacks.md,
+// "arm64"): x86-64's call pushes it, so a frame's SP at entry lies below
+// its caller's and a frame dies when SP rises above it; arm64's `bl`/`blr`
+// put it in the link register (x30) and leave SP alone, so a callee's SP
+// at entry may equal its caller's SP, and returns are told by where they
+// return to (activity/link_register_returns.cpp, instrument/link_register_ir.cpp).
+#if defined(VGA_arm64)
+const Bool kCallsPush = False;
+const Addr kCallLength = 4;   // a `bl`/`blr`: the return address is the call's + 4
+#else
+const Bool kCallsPush = True;
+#endif
+
 // Helpers called from instrumented code (see instrument/).
 extern "C" {
 // SP rose above the top frame: pop the frames that died.
 void VG_REGPARM(1) kg_unwind(Addr sp);
+#if defined(VGA_arm64)
+// A `ret` to target that the inline pop did not take: the frames entered
+// at this SP, down to the one whose call returns to target, if any.
+void VG_REGPARM(2) kg_link_return(Addr target, Addr sp);
+#endif
 // A block with a counter array offset missed its context's array: as
 // kg_block_start, leaving its counters (in the array, or its way 0) in
 // kg_now->found_counters. The block by its id: a 5-byte constant, where

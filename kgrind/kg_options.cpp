@@ -142,7 +142,13 @@ Bool process_option(const HChar* arg)
    else if VG_BOOL_CLO(arg, "--dump-instr", clo.dump_instr) clo.dump_instr_given = True;
    else if VG_BOOL_CLO(arg, "--collect-jumps", clo.collect_jumps) clo.collect_jumps_given = True;
    else if VG_BOOL_CLO(arg, "--inline-frames", clo.inline_frames) {}
-   else if VG_BOOL_CLO(arg, "--tiering", clo.tiering) {}
+   else if VG_BOOL_CLO(arg, "--tiering", clo.tiering) {
+      // Tier 1's pop is the x86-64 rule (SP just above the pushed return
+      // address); arm64's returns are matched by their link address.
+#if defined(VGA_arm64)
+      if (clo.tiering) VG_(fmsg_bad_option)(arg, "--tiering=yes is not available on arm64 yet\n");
+#endif
+   }
    else if VG_STR_CLO(arg, "--tier-threshold", value) clo.tier_threshold = parse_tier_threshold(arg, value);
    else if (VG_STREQN(9, arg, "--kgrind-")) {
       // The core's message would only say "Unrecognised option"; name ours.

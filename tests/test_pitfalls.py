@@ -225,6 +225,11 @@ def test_tail_jump_into_another_objects_code_without_symbol(tools):
 def test_exception_through_five_frames_then_more_calls(tools):
     exe = tools.compile('exceptions.cpp', '-O1')
     kg, paths = run_cct(tools, exe)
+    assert_exception_contexts(paths)
+
+
+def assert_exception_contexts(paths):
+    """exceptions.cpp's calling contexts (also tests/test_arm64.py's)."""
     # after() is always called by main, never by a frame the exception left.
     assert callers_of(paths, 'after(int)') == {'main': 10}
     assert callers_of(paths, 'level1(int)') == {'main': 10}
@@ -238,6 +243,11 @@ def test_exception_through_five_frames_then_more_calls(tools):
 def test_siglongjmp_out_of_a_handler(tools):
     exe = tools.compile('siglongjmp.c', '-O1')
     kg, paths = run_cct(tools, exe)
+    assert_siglongjmp_contexts(paths)
+
+
+def assert_siglongjmp_contexts(paths):
+    """siglongjmp.c's calling contexts (also tests/test_arm64.py's)."""
     assert callers_of(paths, 'after') == {'main': 3}
     assert callers_of(paths, 'deep1') == {'main': 3}
     # The handler nests under the interrupted activation (inside raise).
@@ -264,7 +274,11 @@ def test_eight_threads_have_their_own_forests(tools):
     exe = tools.compile('threads8.c', '-O1')
     kg = tools.kgrind(exe, opts=['--k=2'])
     assert kg.returncode == 0
-    prof = ksf_records.parse(kg.profile_path)
+    assert_eight_thread_forests(ksf_records.parse(kg.profile_path))
+
+
+def assert_eight_thread_forests(prof):
+    """threads8.c's forests at k=2 (also tests/test_arm64.py's)."""
     assert len(prof.forests) == 9        # main thread + 8 workers
     seen = set()
     for forest in prof.forests:

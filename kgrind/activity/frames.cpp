@@ -108,7 +108,11 @@ void pop_dead_frames(ThreadState* t, Addr sp)
          if (!(sp > f.sp && sp <= memory_hi(t->stack))) break;
       } else if (f.tr->kind == kStackSegment) {
          break;   // its segment ends when SP leaves it (leave_segments)
-      } else if (sp <= f.sp) {
+      } else if (sp < f.sp || (sp == f.sp && (kCallsPush || !popped))) {
+         // Without a push (arm64), a frame entered at this very SP (a
+         // function called from the code SP now runs in) is dead too once
+         // SP rose above the frames on top of it: a longjmp or an
+         // exception landed in its caller (docs/design/shadow-stacks.md, "arm64").
          break;
       }
       popped = f.tr;

@@ -208,16 +208,28 @@ IRExpr* kind_word(IRBuilder& b, IRExpr* tr)
 // value). Anything else (longjmp, exceptions, `ret $n`, fences) and frames
 // below the top that died too (a tail call's caller shares its SP) are left
 // to the unwind check after it (add_unwind_check).
-void add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir)
+// link_target: on arm64 (kCallsPush false), where the `ret` goes; the test
+// is then that SP is the frame's SP at entry and target the return address
+// of the frame's call (add_link_return). Returns the test: zero when popped.
+IRExpr* add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir, IRExpr* link_target = nullptr)
 {
    IRExpr* top = b.load64(&kg_now->top);
    IRExpr* tr = b.load_field(top, offsetof(Frame, tr));
    // Zero when SP is just above the return address and the frame is an
    // activation (kActivation is 0); 64-bit arithmetic, as in add_inline_entry.
    static_assert(kActivation == 0, "the pop test ors in the frame kind");
-   IRExpr* not_popped = b.op(Iop_Or64, b.op(Iop_Xor64, sp, b.op(Iop_Add64, b.load_field(top, offsetof(Frame, sp)),
-                                                              IRBuilder::u64(sizeof(Addr)))),
-                             kind_word(b, tr));
+   IRExpr* not_popped;
+#if defined(VGA_arm64)
+   IRExpr* return_address = b.op(Iop_Add64, b.load_field(tr, offsetof(Transition, site)), IRBuilder::u64(kCallLength));
+   not_popped = b.op(Iop_Or64,
+                     b.op(Iop_Or64, b.op(Iop_Xor64, sp, b.load_field(top, offsetof(Frame, sp))),
+                          b.op(Iop_Xor64, link_target, return_address)),
+                     kind_word(b, tr));
+#else
+   not_popped = b.op(Iop_Or64, b.op(Iop_Xor64, sp, b.op(Iop_Add64, b.load_field(top, offsetof(Frame, sp)),
+                                                        IRBuilder::u64(sizeof(Addr)))),
+                     kind_word(b, tr));
+#endif
    IRBuilder::Cond pop = { Iop_CmpEQ64, not_popped, IRBuilder::u64(0) };
 
    IRExpr* incl = b.op(Iop_Sub64, ir ? ir : b.load64(&kg_now->ir), b.load_field(top, offsetof(Frame, ir_at_entry)));
@@ -242,6 +254,7 @@ void add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir)
    // Events beyond Ir: the popped frame's event clocks close (after the
    // count of its context's frames is down: whether it was the outermost).
    if (extra_events_on()) b.call("kg_frame_events_close", (void*)kg_frame_events_close, 1, mkIRExprVec_1(top), b.test(pop));
+   return not_popped;
 }
 
 // Frames die only when SP rises above them, and SP changes only where a

@@ -21,6 +21,12 @@ const UInt kDataBases = 2;
 Addr data_bases[kDataBases];
 const Int kBaseShadowOffset = 0;   // within shadow area 1
 
+#if defined(VGA_arm64)
+// Where a guarded store goes, and a guarded load reads, when its guard
+// fails (IRBuilder::store_if, load_if).
+ULong guard_scratch;
+#endif
+
 // An address as base + disp32; False if no base reaches it.
 Bool base_relative(Addr a, UInt* base, Int* disp)
 {
@@ -81,9 +87,16 @@ public:
    // guard ? *addr : alt (VEX's guarded load: no load when guard fails)
    IRExpr* load_if(IRExpr* guard, const void* addr, IRExpr* alt)
    {
+#if defined(VGA_arm64)
+      // VEX's arm64 back end has no guarded load: a load from the scratch
+      // word when the guard fails, and a select.
+      IRExpr* loaded = load64(tmp(IRExpr_ITE(guard, at(addr), at(&guard_scratch)), Ity_I64));
+      return tmp(IRExpr_ITE(guard, loaded, alt), Ity_I64);
+#else
       IRTemp t = newIRTemp(sb_->tyenv, Ity_I64);
       add(IRStmt_LoadG(Iend_LE, ILGop_Ident64, t, at(addr), alt, guard));
       return IRExpr_RdTmp(t);
+#endif
    }
    void store64(IRExpr* addr, IRExpr* value) { add(IRStmt_Store(Iend_LE, addr, value)); }
    static IRExpr* u64(ULong v) { return IRExpr_Const(IRConst_U64(v)); }
@@ -158,8 +171,16 @@ public:
    // spills registers). guard nullptr: always.
    void store_if(IRExpr* guard, IRExpr* addr, IRExpr* value)
    {
+#if defined(VGA_arm64)
+      // VEX's arm64 back end has no guarded store: a store into the
+      // scratch word when the guard fails (never one into addr, which may
+      // not be valid then).
+      if (guard) addr = tmp(IRExpr_ITE(guard, addr, at(&guard_scratch)), Ity_I64);
+      add(IRStmt_Store(Iend_LE, addr, value));
+#else
       if (guard) add(IRStmt_StoreG(Iend_LE, addr, value, guard));
       else add(IRStmt_Store(Iend_LE, addr, value));
+#endif
    }
    // if (guard) *place += n (64 bits)
    void add_if(IRExpr* guard, const Place& p, IRExpr* n)

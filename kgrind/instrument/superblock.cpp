@@ -29,7 +29,8 @@ void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, cons
    }
    IRExpr* sp_now = sb->jumpkind == Ijk_Ret || sp.may_have_risen() ? sp.value(b) : nullptr;
    if (sb->jumpkind == Ijk_Ret) {
-      if (tier_one) add_tier_return(b, sp_now);
+      if (!kCallsPush) add_link_return(b, sp_now, sb->next, flushed_ir);
+      else if (tier_one) add_tier_return(b, sp_now);
       else add_inline_return(b, sp_now, flushed_ir);
    }
    // After the inline pop: more frames died (longjmp, exceptions, tail
@@ -64,6 +65,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
 {
    if (guest_word != Ity_I64 || host_word != Ity_I64)
       VG_(tool_panic)((HChar*)"kgrind: only 64-bit guests and hosts are supported");
+   if (!kCallsPush) read_link_register_jump_kind(sb_in);
 
    static UInt slot_of_instr[4096];   // IMarks of one superblock (VEX caps ~100s)
    Int n_instrs;

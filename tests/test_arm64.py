@@ -1,0 +1,274 @@
+"""kgrind on arm64-linux, run under qemu-user on this machine: the tool
+cross-compiled against Debian's arm64 Valgrind in build-arm64/
+(KGRIND_ARM64_BUILD; ./setup.sh --tests makes it on amd64), the programs
+built with the cross compiler (static: Valgrind loads no arm64 ld.so from
+the host then, and start-up is short). On arm64 a call leaves its return
+address in x30, not on the stack (docs/design/shadow-stacks.md, "arm64"):
+these check the returns, tail calls, longjmp, exceptions, signals and
+threads against the programs' own counts and the thesis's listings, and
+the instruction counts against arm64 cachegrind's.
+
+KGRIND_ARM64_FULL=1 adds the larger run (more generated programs and k,
+deep recursion)."""
+import collections
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+import ksf_records
+import valgrind_launch
+from conftest import PROGS, ROOT, Run, Toolbox
+from ksf_records import parse_listing
+from test_callgrind_agreement import generate_program
+from test_function_mode import LISTING_4_3_THREAD1, LISTING_4_3_THREAD2, LISTING_4_7, LISTING_4_10, PROG1_FUNCS
+from test_function_mode import own_subtree
+from test_pitfalls import assert_eight_thread_forests, assert_exception_contexts, assert_siglongjmp_contexts
+from test_pitfalls import callers_of, run_cct
+from thesis_listings import LISTING_45_KSF
+
+ARM64_BUILD = pathlib.Path(os.environ.get('KGRIND_ARM64_BUILD', ROOT / 'build-arm64'))
+ARM64 = valgrind_launch.Valgrind(ARM64_BUILD)
+CC, CXX = 'aarch64-linux-gnu-gcc', 'aarch64-linux-gnu-g++'
+FULL = bool(os.environ.get('KGRIND_ARM64_FULL'))
+
+
+def why_skipped():
+    for tool, package in ((CC, 'gcc-aarch64-linux-gnu'), (CXX, 'g++-aarch64-linux-gnu'),
+                          ('qemu-aarch64-static', 'qemu-user-static')):
+        if not shutil.which(tool):
+            return f'{tool} is not installed (Debian package {package}; ./setup.sh --test-deps installs it on amd64)'
+    missing = ARM64.missing()
+    if missing:
+        return f'no arm64 build: {missing.replace("./setup.sh --build", "./setup.sh --tests")}'
+    if ARM64.platform != 'arm64-linux':
+        return f'{ARM64_BUILD} is built for {ARM64.platform}, not arm64-linux'
+    return None
+
+
+WHY = why_skipped()
+pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or '')
+
+
+class Arm64Tools(Toolbox):
+    """Toolbox's compile, native, kgrind and reference, for arm64 under qemu.
+    env: variables every run of the test gets (the same in each, as the
+    guest's start-up depends on its environment)."""
+
+    def __init__(self, tmp_path):
+        super().__init__(tmp_path)
+        self.env = {}
+
+    def compile(self, source, *flags, out=None, libs=(), compiler=None):
+        src = source if isinstance(source, pathlib.Path) else PROGS / source
+        exe = self.dir / (out or src.stem)
+        compiler = compiler or (CXX if src.suffix in ('.cpp', '.cc') else CC)
+        subprocess.run([compiler, '-g', '-static', *flags, str(src), '-o', str(exe), *libs, '-pthread'],
+                       check=True, capture_output=True, text=True)
+        return exe
+
+    def native(self, exe, *args, input=None):
+        return subprocess.run(ARM64.native_argv(exe, *args), capture_output=True, text=True, cwd=self.dir,
+                              input=input, timeout=120, env={**os.environ, **self.env})
+
+    def valgrind(self, tool, opts, exe, args=(), env=None):
+        env = {k: v for k, v in ARM64.env({**os.environ, **self.env}).items() if k != 'PYTEST_CURRENT_TEST'}
+        return subprocess.run(ARM64.argv(tool, *opts, exe, *args), capture_output=True, text=True,
+                              cwd=self.dir, timeout=300, env=env)
+
+    def kgrind(self, exe, *args, opts=(), out='kgrind.out'):
+        path = self.dir / out
+        return Run(self.valgrind('kgrind', [f'--kgrind-out-file={path}', *opts], exe, args), path)
+
+
+@pytest.fixture
+def arm(tmp_path):
+    return Arm64Tools(tmp_path)
+
+
+# -finstrument-functions: the program keeps its own call stack and counts
+# every entry's k-context (callers first), for k up to 3.
+HOOKS = r'''
+#include <stdio.h>
+#include <stdlib.h>
+static void *stack[4096];
+static int depth;
+static FILE *log_file;
+__attribute__((no_instrument_function)) void __cyg_profile_func_enter(void *fn, void *site)
+{
+   if (!log_file) log_file = fopen(getenv("CALLS_LOG"), "w");
+   stack[depth++] = fn;
+   for (int i = depth - 1; i >= 0 && i >= depth - 4; i--) fprintf(log_file, "%lx ", (unsigned long)stack[i]);
+   fputc('\n', log_file);
+}
+__attribute__((no_instrument_function)) void __cyg_profile_func_exit(void *fn, void *site) { depth--; }
+'''
+
+
+def names_of(exe):
+    out = subprocess.run(['aarch64-linux-gnu-nm', str(exe)], capture_output=True, text=True, check=True).stdout
+    return {int(a, 16): n for a, _t, n in (line.split() for line in out.splitlines() if len(line.split()) == 3)}
+
+
+def oracle_contexts(log, names, k):
+    """{k-context (callers first): entries}, as the program counted them
+    in its log."""
+    out = collections.Counter()
+    for line in log.read_text().splitlines():
+        stack = [names[int(a, 16)] for a in line.split()]   # callee first
+        out[tuple(reversed(stack[:k + 1]))] += 1
+    return out
+
+
+def own(contexts, k):
+    """The full k-contexts whose functions are all the program's own."""
+    return {ctx: n for ctx, n in contexts.items()
+            if len(ctx) == k + 1 and all(p == 'main' or (p[0] == 'f' and p[1:].isdigit()) for p in ctx)}
+
+
+@pytest.mark.parametrize('seed', [5, 6, 7, 8] if FULL else [5])
+@pytest.mark.parametrize('opt', ['-O0', '-O2'] if FULL else ['-O1'])
+def test_k_contexts_equal_the_programs_own_count(arm, seed, opt):
+    """Generated call DAGs built with -finstrument-functions: every full
+    k-context of the program's own functions, k = 1, 2, 3, has as many
+    calls in kgrind's k-CCF as the program counted itself; and the total
+    Ir and every source line's Ir equal arm64 cachegrind's."""
+    src = arm.dir / f'gen{seed}.c'
+    generate_program(src, seed)
+    hooks = arm.dir / 'hooks.c'
+    hooks.write_text(HOOKS)
+    exe = arm.compile(src, opt, '-finstrument-functions', libs=[str(hooks)])
+    arm.env['CALLS_LOG'] = 'calls.log'   # in the test's directory, for every run
+    kg = arm.kgrind(exe, opts=['--k=3'])
+    cg = arm.reference('cachegrind', exe)
+    native = arm.native(exe)
+    assert native.returncode == kg.returncode == 0, kg.stderr
+    prof = ksf_records.parse(kg.profile_path)
+    names = names_of(exe)
+    for k in (1, 2, 3):
+        want = oracle_contexts(arm.dir / 'calls.log', names, k)
+        mine = collections.Counter()
+        for forest in prof.forests:
+            mine.update(ksf_records.kccf(forest, 3, k))
+        assert len(own(want, k)) > 10
+        assert own(mine, k) == own(want, k), k
+    assert kg.stdout == native.stdout == cg.stdout
+    mine, ref = kg.profile(), cg.profile()
+    assert mine.total() == mine.summary == ref.summary
+    assert mine.by_file_line() == ref.by_file_line()
+
+
+def test_tail_calls_and_leaf_functions(arm, tmp_path):
+    """A leaf function never moves SP, a tail call by `b` enters its callee
+    at its caller's SP: each still returns where its call returns."""
+    src = tmp_path / 'tails.c'
+    src.write_text(r'''
+#include <stdio.h>
+volatile long sink;
+__attribute__((noinline)) void leaf(int x) { sink += x; }
+__attribute__((noinline)) void callee(int x) { sink += x; leaf(x); }
+__attribute__((noinline)) void tailer(int x) { leaf(x); callee(x + 1); }
+__attribute__((noinline)) void after(int x) { sink -= x; }
+int main(void) { for (int i = 0; i < 7; i++) { tailer(i); after(i); leaf(i); } printf("%ld\n", sink); return 0; }
+''')
+    exe = arm.compile(src, '-O2')
+    disasm = subprocess.run(['aarch64-linux-gnu-objdump', '-d', str(exe)], capture_output=True, text=True).stdout
+    tailer = disasm.split('<tailer>:')[1].split('\n\n')[0]
+    assert '\tb\t' in tailer and '<callee>' in tailer   # a tail call by b
+    kg, paths = run_cct(arm, exe)
+    assert callers_of(paths, 'tailer') == {'main': 7}
+    assert callers_of(paths, 'callee') == {'tailer': 7}   # as callgrind shows a tail call
+    assert callers_of(paths, 'after') == {'main': 7}
+    assert callers_of(paths, 'leaf') == {'tailer': 7, 'callee': 7, 'main': 7}
+
+
+def test_thesis_listing_4_5_and_4_3_threads(arm):
+    """prog1 (two threads): the thesis's 2-SF of the joined threads (Listing
+    4.5) and each thread's calling context tree (Listing 4.3)."""
+    exe = arm.compile('prog1.c', '-O0')
+    kg = arm.kgrind(exe, opts=['--k=2', PROG1_FUNCS, '--join-threads=yes'])
+    assert kg.returncode == 0, kg.stderr
+    prof = ksf_records.parse(kg.profile_path)
+    assert prof.forests[0].canonical() == parse_listing(LISTING_45_KSF)
+    kg = arm.kgrind(exe, opts=['--k=inf', PROG1_FUNCS], out='inf.out')
+    trees = sorted(f.canonical() for f in ksf_records.parse(kg.profile_path).forests)
+    assert trees == sorted([parse_listing(LISTING_4_3_THREAD1), parse_listing(LISTING_4_3_THREAD2)])
+
+
+@pytest.mark.parametrize('source,listing', [('prog2.c', LISTING_4_7), ('prog3.c', LISTING_4_10)])
+def test_thesis_listings_recursion(arm, source, listing):
+    exe = arm.compile(source, '-O0')
+    kg = arm.kgrind(exe, opts=['--k=inf'])
+    assert kg.returncode == 0, kg.stderr
+    assert own_subtree(ksf_records.parse(kg.profile_path).forests[0]) == parse_listing(listing)[0][2][0]
+
+
+@pytest.mark.parametrize('source', ['prog7.c', 'prog8.c'])
+def test_long_jump_second_call_is_a_child_of_main(arm, source):
+    exe = arm.compile(source, '-O0')
+    kg = arm.kgrind(exe, opts=['--k=inf', '--funcs=main,testJmp', '--unroll-simple-rec=yes'])
+    assert kg.returncode == 0, kg.stderr
+    assert ksf_records.parse(kg.profile_path).forests[0].canonical() == parse_listing("""
+| __root__(),1
+  | main(),1
+    | testJmp(),2
+""")
+
+
+def test_exception_through_five_frames_then_more_calls(arm):
+    exe = arm.compile('exceptions.cpp', '-O1')
+    kg, paths = run_cct(arm, exe)
+    assert_exception_contexts(paths)
+
+
+def test_siglongjmp_out_of_a_handler(arm):
+    exe = arm.compile('siglongjmp.c', '-O1')
+    kg, paths = run_cct(arm, exe)
+    assert_siglongjmp_contexts(paths)
+
+
+def test_eight_threads_have_their_own_forests(arm):
+    exe = arm.compile('threads8.c', '-O1')
+    kg = arm.kgrind(exe, opts=['--k=2'])
+    assert kg.returncode == 0, kg.stderr
+    assert_eight_thread_forests(ksf_records.parse(kg.profile_path))
+
+
+@pytest.mark.skipif(not FULL, reason='the larger arm64 run: KGRIND_ARM64_FULL=1')
+def test_recursion_deep(arm):
+    exe = arm.compile('deeprec.c', '-O0')
+    kg = arm.kgrind(exe, opts=['--k=2'])
+    assert kg.returncode == 0 and kg.stdout == 'deeprec: 100000 100000\n', kg.stderr
+    vertex = collections.Counter()
+    for ctx, n in ksf_records.kccf(ksf_records.parse(kg.profile_path).forests[0], 2, 0).items():
+        vertex[ctx[-1]] += n
+    assert vertex['rec'] == 100001 and vertex['even'] + vertex['odd'] == 100001
+
+
+def test_signal_handler_and_restorer(arm):
+    """A handler nests under the interrupted function; it returns by `ret`
+    into Valgrind's restorer (`mov x8, #139; svc #0`: no call returns
+    there), which ends its frames, and whose two instructions per signal
+    are charged to the interrupted instruction's line, as on x86-64. Every
+    other line's Ir is cachegrind's."""
+    exe = arm.compile('self_signals_arm64.c', '-O1')
+    kg, paths = run_cct(arm, exe)
+    cg = arm.reference('cachegrind', exe)
+    handled = int(kg.stdout.split()[-1])
+    assert handled == 5
+    assert callers_of(paths, 'handler') == {'send_self': handled}
+    assert callers_of(paths, 'getpid') == {'send_self': handled}   # the handler's frames ended
+    disasm = subprocess.run(['aarch64-linux-gnu-objdump', '-d', '--no-show-raw-insn', str(exe)],
+                            capture_output=True, text=True, check=True).stdout
+    body = disasm.split('<send_self>:')[1]
+    resume = body.split('\tsvc\t')[1].split('\n')[1].split(':')[0].strip()
+    where = subprocess.run(['aarch64-linux-gnu-addr2line', '-e', str(exe), resume],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    resume_line = (where.rsplit(':', 1)[0], int(where.rsplit(':', 1)[1].split()[0]))
+    mine, ref = kg.profile().by_file_line(), cg.profile().by_file_line()
+    moved = {key: mine.get(key, 0) - ref.get(key, 0) for key in set(mine) | set(ref)
+             if mine.get(key, 0) != ref.get(key, 0)}
+    assert moved == {resume_line: 2 * handled, ('???', 0): -2 * handled}
+    assert kg.profile().total() == cg.profile().summary
