@@ -151,10 +151,19 @@ sub parse_options {
         fail("bad --show value '$e' (events of the profile, e.g. --show=Ir,D1mr,incl:D1mr)") unless $e =~ $event_re;
     }
     fail("--show names '$_' twice") for do { my %n; grep { $n{$_}++ == 1 } @{$o{show}} };
-    fail("bad --event value '$o{event}' (an event of the profile, e.g. D1mr)")
-        if defined $o{event} && $o{event} !~ /^[A-Za-z]\w*$/;
-    fail("--event: only with --format=folded, speedscope or dot, or --diff")
-        if defined $o{event} && $o{format} !~ /^(?:folded|speedscope|dot)$/ && !$o{diff};
+    fail("bad --event value '$o{event}' (an event of the profile, e.g. D1mr or incl:D1mr)")
+        if defined $o{event} && $o{event} !~ $event_re;
+    fail("--event: only with --format=folded, speedscope or dot, --tree, or --diff")
+        if defined $o{event} && $o{format} !~ /^(?:folded|speedscope|dot)$/ && !$o{diff} && !$o{tree};
+    # an inclusive event where a viewer derives inclusive cost from the
+    # stacks' exclusive weights (or a box shows both): one message
+    if (defined $o{event} && $o{event} =~ /^incl:(.*)/ && !$o{diff} && $o{format} ne 'text') {
+        my $e = $1;
+        fail("--event=$o{event}: --format=$o{format} "
+             . ($o{format} eq 'dot' ? "shows each box's exclusive and inclusive count of --event=$e"
+                : 'weighs each stack by its exclusive count, the viewer derives the inclusive one')
+             . ": use --event=$e");
+    }
     # --diff sorts by Ir, calls, inclusive or its --event
     my $events = ($o{sort} !~ /^(?:Ir|calls|inclusive)$/ && !($o{diff} && $o{sort} eq ($o{event} // '')))
                  || grep { $_ ne 'Ir' } @{$o{show}};
