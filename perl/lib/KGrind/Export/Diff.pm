@@ -197,7 +197,8 @@ sub write_text {
     unless (@shown) { print $fh "No k-context changed.\n"; return }
     print $fh sprintf("%d of %d changed contexts shown (--top)\n", $limit, scalar @shown) if $limit < @shown;
     # with --event: its delta, base and new columns first
-    my $ecols = $e ? '%13s %13s %13s ' : '';
+    my $w = $e && length("delta $e") > 13 ? length("delta $e") : 13;
+    my $ecols = $e ? "%${w}s %${w}s %${w}s " : '';
     print $fh sprintf("$ecols%13s %9s %13s %13s %13s %10s  %-8s %s\n", ($e ? ("delta $e", "base $e", "new $e") : ()),
                       'delta Ir', '%', 'base Ir', 'new Ir', 'delta incl', 'delta calls', 'status', 'context');
     for my $r (@shown[0 .. $limit - 1]) {
