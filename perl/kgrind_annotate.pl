@@ -47,7 +47,7 @@ prints the totals and the changed contexts, largest change first.
                               and the colour of each box; --tree: the shares
                               shown and pruned by; --diff: compared too
                               (D1mr, CEst, ...; incl:D1mr: inclusive counts,
-                              --tree and --diff only) [Ir]
+                              --tree and --diff but folded) [Ir]
   --threshold=<0-100>         show contexts until this cumulative share [99]
   --top=<N>                   show at most N contexts (0: no limit) [40]
   --k=<N>|inf                 show the N-CCF (N <= the recorded k) [recorded k]
@@ -160,8 +160,9 @@ sub parse_options {
     fail("--event: only with --format=folded, speedscope or dot, --tree, or --diff")
         if defined $o{event} && $o{format} !~ /^(?:folded|speedscope|dot)$/ && !$o{diff} && !$o{tree};
     # an inclusive event where a viewer derives inclusive cost from the
-    # stacks' exclusive weights (or a box shows both): one message
-    if (defined $o{event} && $o{event} =~ /^incl:(.*)/ && !$o{diff} && $o{format} ne 'text') {
+    # stacks' exclusive weights (--diff's differential flame graph too), or a
+    # box shows both: one message
+    if (defined $o{event} && $o{format} =~ /^(?:folded|speedscope|dot)$/ && $o{event} =~ /^incl:(.*)/) {
         my $e = $1;
         fail("--event=$o{event}: --format=$o{format} "
              . ($o{format} eq 'dot' ? "shows each box's exclusive and inclusive count of --event=$e"
@@ -357,7 +358,7 @@ records or a derived one (B<CEst>, B<L1m>, B<LLm>, B<Bm>: the manual gives
 their formulas) [Ir]. B<incl:>I<event> (B<incl:D1mr>): with B<--diff>,
 each context's inclusive count is compared, and B<--fail-above> applies
 to it (in % of I<BASE>'s total count of the event); with B<--tree>, the
-same tree as I<event> (it shows both shares). Folded and speedscope
+same tree as I<event> (it shows both shares). Folded (B<--diff>'s too) and speedscope
 stacks weigh exclusive counts (the viewer derives inclusive ones) and dot
 boxes show both: there B<incl:>I<event> is refused, B<--event>=I<event>
 is the one to use.

@@ -128,13 +128,15 @@ def test_diff_of_an_inclusive_event(tools):
 
 
 def test_inclusive_event_refused_where_derived(tools):
-    """folded and speedscope weigh stacks by their exclusive counts, dot
-    shows both counts of --event: incl:<event> is one message saying to
-    use <event>; --event without --tree in the text report too."""
+    """folded (--diff's too) and speedscope weigh stacks by their
+    exclusive counts, dot shows both counts of --event: incl:<event> is one
+    message saying to use <event>; --event without --tree in the text
+    report too."""
     path = profile(tools, 'kg.out.1', '1')
     for args, needle in [
         (['--format=folded', '--event=incl:D1mr'], 'the viewer derives the inclusive one: use --event=D1mr'),
         (['--format=speedscope', '--event=incl:D1mr'], 'the viewer derives the inclusive one: use --event=D1mr'),
+        (['--diff', '--format=folded', '--event=incl:D1mr', path], 'the viewer derives the inclusive one: use --event=D1mr'),
         (['--format=dot', '--event=incl:D1mr'], 'inclusive count of --event=D1mr: use --event=D1mr'),
         (['--event=D1mr'], '--event: only with --format=folded, speedscope or dot, --tree, or --diff'),
         (['--tree', '--event=incl:Xyz'], "--event: unknown event 'Xyz'"),
