@@ -44,8 +44,10 @@ prints the totals and the changed contexts, largest change first.
   --show=<event>,...          the events' columns in the table (Ir, D1mr,
                               incl:D1mr, ...) [Ir]
   --event=<event>             folded, speedscope: the stacks' weight; dot: a line
-                              and the colour of each box; --diff: compared too
-                              (D1mr, CEst, ...) [Ir]
+                              and the colour of each box; --tree: the shares
+                              shown and pruned by; --diff: compared too
+                              (D1mr, CEst, ...; incl:D1mr: inclusive counts,
+                              --tree and --diff but folded) [Ir]
   --threshold=<0-100>         show contexts until this cumulative share [99]
   --top=<N>                   show at most N contexts (0: no limit) [40]
   --k=<N>|inf                 show the N-CCF (N <= the recorded k) [recorded k]
@@ -53,8 +55,9 @@ prints the totals and the changed contexts, largest change first.
   --join-threads              join all threads' forests into one
   --tree                      print the tree of the hot contexts: outermost
                               caller first, inclusive and exclusive shares
+                              (of --event, or the --sort event, else Ir)
   --tree-min=<0-100>          --tree: leave out contexts below this inclusive
-                              share of the thread's Ir [0.5]
+                              share of the thread's Ir (or that event) [0.5]
   --sites                     each level of a context with the line it called
                               the next one from (main:12 > foo:30 > bar), and
                               the innermost call's calls per line (text, json;
@@ -98,7 +101,8 @@ prints the totals and the changed contexts, largest change first.
   --normalize                 --diff: NEW scaled to BASE's totals first
   --fail-above=<PCT>          --diff: exit status 1 when the total Ir (or --event), or a
                               context's count (in % of BASE's total), grew by
-                              more than PCT %
+                              more than PCT % (--event=incl:E: a context's
+                              inclusive E, of BASE's total E)
   --force                     join (or --diff) profiles of different programs
   --version, -h/--help
 Profiles given together are joined (k-SF join); their k and mode must agree,
@@ -151,10 +155,20 @@ sub parse_options {
         fail("bad --show value '$e' (events of the profile, e.g. --show=Ir,D1mr,incl:D1mr)") unless $e =~ $event_re;
     }
     fail("--show names '$_' twice") for do { my %n; grep { $n{$_}++ == 1 } @{$o{show}} };
-    fail("bad --event value '$o{event}' (an event of the profile, e.g. D1mr)")
-        if defined $o{event} && $o{event} !~ /^[A-Za-z]\w*$/;
-    fail("--event: only with --format=folded, speedscope or dot, or --diff")
-        if defined $o{event} && $o{format} !~ /^(?:folded|speedscope|dot)$/ && !$o{diff};
+    fail("bad --event value '$o{event}' (an event of the profile, e.g. D1mr or incl:D1mr)")
+        if defined $o{event} && $o{event} !~ $event_re;
+    fail("--event: only with --format=folded, speedscope or dot, --tree, or --diff")
+        if defined $o{event} && $o{format} !~ /^(?:folded|speedscope|dot)$/ && !$o{diff} && !$o{tree};
+    # an inclusive event where a viewer derives inclusive cost from the
+    # stacks' exclusive weights (--diff's differential flame graph too), or a
+    # box shows both: one message
+    if (defined $o{event} && $o{format} =~ /^(?:folded|speedscope|dot)$/ && $o{event} =~ /^incl:(.*)/) {
+        my $e = $1;
+        fail("--event=$o{event}: --format=$o{format} "
+             . ($o{format} eq 'dot' ? "shows each box's exclusive and inclusive count of --event=$e"
+                : 'weighs each stack by its exclusive count, the viewer derives the inclusive one')
+             . ": use --event=$e");
+    }
     # --diff sorts by Ir, calls, inclusive or its --event
     my $events = ($o{sort} !~ /^(?:Ir|calls|inclusive)$/ && !($o{diff} && $o{sort} eq ($o{event} // '')))
                  || grep { $_ ne 'Ir' } @{$o{show}};
@@ -338,9 +352,16 @@ column then of the event's total.
 B<--format=folded> and B<speedscope>: the event the stacks weigh (their
 exclusive count of it); B<--format=dot>: each box also shows it, and is
 coloured by its share of it; B<--diff>: each context's change of it is
-shown too, and B<--fail-above> applies to it instead of Ir. Any event of the
+shown too, and B<--fail-above> applies to it instead of Ir; B<--tree>:
+the shares the tree shows and B<--tree-min> prunes by. Any event of the
 records or a derived one (B<CEst>, B<L1m>, B<LLm>, B<Bm>: the manual gives
-their formulas) [Ir].
+their formulas) [Ir]. B<incl:>I<event> (B<incl:D1mr>): with B<--diff>,
+each context's inclusive count is compared, and B<--fail-above> applies
+to it (in % of I<BASE>'s total count of the event); with B<--tree>, the
+same tree as I<event> (it shows both shares). Folded (B<--diff>'s too) and speedscope
+stacks weigh exclusive counts (the viewer derives inclusive ones) and dot
+boxes show both: there B<incl:>I<event> is refused, B<--event>=I<event>
+is the one to use.
 
 =item B<--show>=I<event>,...
 
@@ -376,12 +397,14 @@ Join all threads' forests into one.
 Print, per thread, the tree of its hot contexts: outermost caller first,
 each node a context with its inclusive and exclusive share of the
 thread's Ir and its calls; a chain of single callees stays in one column,
-siblings are drawn with C<+> and C<|>.
+siblings are drawn with C<+> and C<|>.  With B<--event>, or B<--sort> by an
+event (B<D1mr>, B<incl:D1mr>), the shares are of that event's total, and
+siblings are ordered by its inclusive share.
 
 =item B<--tree-min>=I<0-100>
 
 With B<--tree>: leave out the contexts whose inclusive share of the
-thread's Ir is below this percentage [0.5].
+thread's Ir (or of the tree's event) is below this percentage [0.5].
 
 =item B<--sites>
 
@@ -508,7 +531,8 @@ With B<--diff>: I<NEW> scaled to I<BASE>'s totals first.
 =item B<--fail-above>=I<PCT>
 
 With B<--diff>: exit status 1 when the total Ir, or a context's Ir (in %
-of I<BASE>'s total), grew by more than I<PCT> %.
+of I<BASE>'s total), grew by more than I<PCT> % (with B<--event>, that
+event's; B<--event>=B<incl:>I<event>: a context's inclusive count of it).
 
 =item B<--force>
 

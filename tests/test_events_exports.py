@@ -141,8 +141,8 @@ def test_bad_event_requests_are_refused(tools):
     """An event option kgrind_annotate cannot honour: one line, status 2."""
     _exe, path = profile(tools, 'kg.out.1')
     for args, needle in [
-        (['--event=D1mr', path], '--event: only with --format=folded, speedscope or dot, or --diff'),
-        (['--event=D1mr', '--format=pprof', path], '--event: only with --format=folded, speedscope or dot, or --diff'),
+        (['--event=D1mr', path], '--event: only with --format=folded, speedscope or dot, --tree, or --diff'),
+        (['--event=D1mr', '--format=pprof', path], '--event: only with --format=folded, speedscope or dot, --tree, or --diff'),
         (['--event=sysCount', '--format=folded', path], "--event: unknown event 'sysCount'"),
         (['--diff', '--sort=D1mr', path, path], '--show and --sort with events beyond Ir'),
     ]:

@@ -6,7 +6,9 @@ package KGrind::HotTree;
 # calling context tree: a node is a context, its inclusive share its
 # inclusive Ir; at finite k the contexts grouped by their outermost
 # callers, as a flame graph of the folded stacks draws them).  Nodes
-# below --tree-min % of the thread's Ir are left out.  A chain of single
+# below --tree-min % of the thread's Ir are left out.  With --event (or a
+# --sort by an event), the shares are of that event (incl:<event>: the
+# same, a node's inclusive share being the one pruned and sorted by).  A chain of single
 # callees stays in one column; a node's callees, when it has several, are
 # drawn "+ " each, with "| " down to the next one.
 use strict;
@@ -16,12 +18,20 @@ use Exporter 'import';
 use KGrind::Labels;
 use KGrind::Columns;
 use KGrind::Forest qw(ctx_ids ctx_labels);
-use KGrind::Model qw(cval);
+use KGrind::Model qw(cval context_value thread_event_total is_ir_key);
 use KGrind::Names qw(display_name);
 use KGrind::Format qw(commify);
 use KGrind::Sites qw(site_index level_lines);
 
-our @EXPORT_OK = qw(hot_tree_lines);
+our @EXPORT_OK = qw(hot_tree_lines tree_event);
+
+# The event the tree weighs: --event, else --sort's when an event, else Ir
+# (incl:<event> as <event>: a node shows both its shares).
+sub tree_event {
+    my ($o) = @_;
+    my $e = $o->{event} // (is_ir_key($o->{sort}) ? 'Ir' : $o->{sort});
+    return $e =~ s/^incl://r;
+}
 
 # the widest guide ("| | + ") before a name: deeper ones keep their last
 # columns after "..."
@@ -31,16 +41,17 @@ my $MAX_GUIDE = 48;
 # A calling context tree's are its own; else the contexts' paths merged
 # from their outermost callers.
 sub tree_nodes {
-    my ($C) = @_;
+    my ($C, $e) = @_;
+    my $self_of = $e eq 'Ir' ? sub { cval($C, 'xexcl', $_[0]) } : sub { context_value($C, $e, $_[0]) };
     my (@par, @fn, @self, @calls);
     if ($C->{cct}) {
         @par = @{col($C->{F}, 'par')};
         @fn = @{col($C->{F}, 'fn')};
-        for my $v (0 .. $#par) { $self[$v] = cval($C, 'xexcl', $v); $calls[$v] = cval($C, 'xcalls', $v) }
+        for my $v (0 .. $#par) { $self[$v] = $self_of->($v); $calls[$v] = cval($C, 'xcalls', $v) }
     } else {
         my %id;
         for my $cid (@{ctx_ids($C)}) {
-            my $x = cval($C, 'xexcl', $cid) or next;
+            my $x = $self_of->($cid) or next;
             my $u = -1;
             for my $l (@{ctx_labels($C, $cid)}) {
                 $u = $id{"$u\0$l"} //= do { push @par, $u; push @fn, $l; push @self, 0; $#par };
@@ -58,9 +69,10 @@ sub tree_nodes {
 # The lines of thread $t's tree (header included).
 sub hot_tree_lines {
     my ($o, $S, $t) = @_;
-    my $N = tree_nodes($t->{C});
+    my $e = tree_event($o);
+    my $N = tree_nodes($t->{C}, $e);
     my ($par, $fn, $self, $calls, $incl) = @$N{qw(par fn self calls incl)};
-    my $ir = $t->{ir} || 1;
+    my $ir = ($e eq 'Ir' ? $t->{ir} : thread_event_total($t->{C}, $e)) || 1;
     my $min = $o->{'tree-min'} * $ir / 100;
     my (@kids, @roots);
     for my $v (0 .. $#$par) {

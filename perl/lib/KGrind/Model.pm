@@ -291,7 +291,8 @@ sub key_arrays {
 # packed column the first key's (the others follow).
 sub each_key {
     my ($C, $key, $each) = @_;
-    return $each->([@$key[@{$C->{ctx}}]], $C->{ctx}) if ref $key;
+    # an array over a CCT's contexts too (an event's derived or inclusive counts)
+    if (ref $key) { my $ids = KGrind::Forest::ctx_ids($C); return $each->([@$key[@$ids]], $ids) }
     my $n = $C->{nctx};
     for (my $s = 0; $s < $n; $s += 65536) {
         my $len = $n - $s < 65536 ? $n - $s : 65536;
@@ -469,11 +470,13 @@ sub export_names { my ($o) = @_; [map { export_name($o, $_) } @LNAME] }
 # (names as export_name gives them) and counters.
 # With --event (an event beyond Ir), each context has that event's count
 # too, under its name, and its inclusive count under incl:<name> where the
-# records have one; the model says which (event).
+# records have one; the model says which (event: --event, incl: kept).
 sub contexts_model {
     my ($o, $S) = @_;
     my $name = sub { export_name($o, $_[0]) };
-    my $e = defined $o->{event} && $o->{event} ne 'Ir' ? $o->{event} : undef;
+    my $event = defined $o->{event} && $o->{event} ne 'Ir' ? $o->{event} : undef;
+    # the event's exclusive name (--event=incl:E: E's counts, both)
+    my $e = defined $event && $event ne 'incl:Ir' ? $event =~ s/^incl://r : undef;
     my @threads;
     # --sites: each name but the last with the line it called the next one from
     my $I = $o->{sites} ? ($S->{site_index} //= site_index($S)) : undef;
@@ -495,7 +498,7 @@ sub contexts_model {
             $src->{$n} = { %{$src->{$1}}, line => $2 + 0 };
         }
     }
-    return { %$head, threads => \@threads, ($e ? (event => $e) : ()) };
+    return { %$head, threads => \@threads, ($event ? (event => $event) : ()) };
 }
 
 # The model but its threads and edges: the profiles, k and the comments

@@ -5,7 +5,9 @@ package KGrind::Export::Diff;
 # text table, JSON, or a differential flame graph (folded stacks with two
 # counts: "a;b;c <base Ir> <new Ir>", what flamegraph.pl's difffolded.pl
 # writes).  With --event (an event of the records or a derived one), each
-# context's count of it is compared too, and --fail-above applies to it.
+# context's count of it is compared too, and --fail-above applies to it;
+# with --event=incl:<event> its inclusive count (of the outermost
+# activations, as inclusive Ir), --fail-above's total the event's.
 # compare() builds the diff, write() prints it.
 use strict;
 use warnings;
@@ -45,13 +47,15 @@ sub run {
 }
 # the model's field of each value: inclusive Ir of the outermost
 # activations, as the text report (recursion counted once, at most 100 %)
-my %FIELD = (calls => 'calls', Ir => 'Ir', inclusive => 'inclusive_outermost');
+my %FIELD = (calls => 'calls', Ir => 'Ir', inclusive => 'inclusive_outermost', 'incl:Ir' => 'inclusive_outermost');
 
 # path key -> {calls, Ir, inclusive (and the --event)} summed over the
-# threads; and the totals (the event's: over every context).
+# threads; and the totals (the event's: its exclusive count over every
+# context, for incl:<event> too).
 sub side_contexts {
     my ($model, $o) = @_;
     my $e = event_of($o);
+    my $ex = $e && $e =~ s/^incl://r;
     my @values = values_of($o);
     my (%ctx, %total);
     for my $t (@{$model->{threads}}) {
@@ -59,9 +63,10 @@ sub side_contexts {
             my $x = $ctx{join("\0", @{$c->{path}})} //= { map { ($_ => 0) } @values };
             $x->{$_} += $c->{$FIELD{$_} // $_} for @values;
             $total{calls} += $c->{calls};
-            $total{$e} += $c->{$e} if $e;
+            $total{$e} += $c->{$ex} if $e && $ex ne 'Ir';
         }
         $total{Ir} += $t->{Ir};
+        $total{$e} += $t->{Ir} if $e && $ex eq 'Ir';
     }
     $total{$_} //= 0 for 'calls', 'Ir', $e // ();
     return (\%ctx, \%total);
@@ -123,10 +128,10 @@ sub regressions {
     my @why;
     my $bt = $d->{base}{total}{$e};
     my $growth = pct_of($d->{new}{total}{$e} - $bt, $bt);
-    push @why, sprintf('total %s %+.2f%%', $e, $growth) if defined $growth && $growth > $pct;
+    push @why, sprintf('total %s %+.2f%%', $e =~ s/^incl://r, $growth) if defined $growth && $growth > $pct;
     my @ctx = grep { my $p = pct_of($_->{delta}{$e}, $bt); defined $p && $p > $pct } @{$d->{rows}};
-    push @why, sprintf('%d context(s) grew by more than %s%% of the base total %s, first %s %+.2f%%',
-                       scalar(@ctx), $pct, $e, join(' > ', @{$ctx[0]{path}}), pct_of($ctx[0]{delta}{$e}, $bt))
+    push @why, sprintf('%d context(s)%s grew by more than %s%% of the base total %s, first %s %+.2f%%',
+                       scalar(@ctx), $e =~ /^incl:/ ? " ($e)" : '', $pct, $e =~ s/^incl://r, join(' > ', @{$ctx[0]{path}}), pct_of($ctx[0]{delta}{$e}, $bt))
         if @ctx;
     return \@why;
 }
@@ -183,7 +188,7 @@ sub write_text {
         sprintf('%-14s%s -> %s (%s%s)', 'Total Ir:', commify($bt), commify($d->{new}{measured_total}{Ir}),
                 signed($d->{new}{measured_total}{Ir} - $bt),
                 defined $g && !$d->{normalized} ? sprintf(', %+.2f%%', $g) : ''),
-        ($e ? sprintf('%-14s%s -> %s (%s)', "Total $e:", commify($d->{base}{total}{$e}),
+        ($e && $e ne 'incl:Ir' ? sprintf('%-14s%s -> %s (%s)', 'Total ' . ($e =~ s/^incl://r) . ':', commify($d->{base}{total}{$e}),
                       commify($d->{new}{measured_total}{$e}),
                       signed($d->{new}{measured_total}{$e} - $d->{base}{total}{$e})) : ()),
         sprintf('%-14s%d changed, %d new, %d vanished, %d unchanged', 'Contexts:',
@@ -192,7 +197,8 @@ sub write_text {
     unless (@shown) { print $fh "No k-context changed.\n"; return }
     print $fh sprintf("%d of %d changed contexts shown (--top)\n", $limit, scalar @shown) if $limit < @shown;
     # with --event: its delta, base and new columns first
-    my $ecols = $e ? '%13s %13s %13s ' : '';
+    my $w = $e && length("delta $e") > 13 ? length("delta $e") : 13;
+    my $ecols = $e ? "%${w}s %${w}s %${w}s " : '';
     print $fh sprintf("$ecols%13s %9s %13s %13s %13s %10s  %-8s %s\n", ($e ? ("delta $e", "base $e", "new $e") : ()),
                       'delta Ir', '%', 'base Ir', 'new Ir', 'delta incl', 'delta calls', 'status', 'context');
     for my $r (@shown[0 .. $limit - 1]) {

@@ -17,7 +17,7 @@ use KGrind::Format qw(commify pct frame_name);
 use KGrind::Output;
 use KGrind::Names qw(display_name);
 use KGrind::ContextFit qw(fit_contexts);
-use KGrind::HotTree qw(hot_tree_lines);
+use KGrind::HotTree qw(hot_tree_lines tree_event);
 use KGrind::Sites qw(site_index sited_names innermost_sites);
 
 our @EXPORT_OK = qw(show forest_desc);
@@ -37,8 +37,8 @@ sub show {
         push @hot, [$t, $sorted];
         push @out, context_table($o, $S, $t, $sorted);
         if ($o->{tree}) {
-            push @out, '', $RULE, sprintf('Tree of the hot %s-contexts, thread %s (at least %s%% of its Ir inclusive)',
-                                          kstr($S->{kk}), forest_desc($t), $o->{'tree-min'}), $RULE,
+            push @out, '', $RULE, sprintf('Tree of the hot %s-contexts, thread %s (at least %s%% of its %s inclusive)',
+                                          kstr($S->{kk}), forest_desc($t), $o->{'tree-min'}, tree_event($o)), $RULE,
                        hot_tree_lines($o, $S, $t);
         }
         if ($o->{ksf}) {
