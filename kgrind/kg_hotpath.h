@@ -355,6 +355,9 @@ const Addr kCallLength = 4;   // a `bl`/`blr`: the return address is the call's 
 #else
 const Bool kCallsPush = True;
 #endif
+// The bytes a call pushes: a frame's SP at entry lies this far below the
+// SP its return leaves.
+const Addr kReturnSlot = kCallsPush ? sizeof(Addr) : 0;
 
 // Helpers called from instrumented code (see instrument/).
 extern "C" {

@@ -105,6 +105,11 @@ def test_unwind_out_of_5mb_of_recursion_pops_every_frame(tools, source, opts):
 
 
 def test_coroutines_ending_through_uc_link_leave_no_frames(tools):
+    assert_uc_link_coroutines(tools)
+
+
+def assert_uc_link_coroutines(tools):
+    """co_uclink.c: 5 coroutines that return through uc_link."""
     exe = tools.compile('co_uclink.c', '-O1')
     kg = tools.kgrind(exe, 5, opts=['--k=inf'])
     native = tools.native(exe, 5)

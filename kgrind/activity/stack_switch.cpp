@@ -31,7 +31,8 @@ Bool function_entry_at(Addr pc)
 
 // Where a switch goes on: SP, and the block that runs next where a block
 // start's helper saw it, else the address in the slot below SP (where a
-// `ret` went, or boost.context's jump).
+// `ret` went, or boost.context's jump), on arm64 the link register
+// (landing_return_address).
 struct Landing {
    Addr sp;
    Addr pc;
@@ -42,7 +43,7 @@ struct Landing {
 Landing landing_at(Addr sp, BlockInfo* blk)
 {
    if (blk) return { sp, blk->addr, blk->fn(), blk->fn_entry };
-   Addr pc = return_address_at(sp - sizeof(Addr));
+   Addr pc = landing_return_address(current->tid, sp);
    return { sp, pc, nullptr, function_entry_at(pc) };
 }
 
@@ -57,8 +58,8 @@ const Frame* resumed_frame(const ShadowStack* s, const Landing& l)
 {
    if (l.starting || !in_memory_of(s, l.sp)) return nullptr;
    const Frame* f = s->top;
-   while (f > s->frames && f->sp + sizeof(Addr) < l.sp) f--;
-   if (f == s->frames || f->sp + sizeof(Addr) != l.sp) return nullptr;
+   while (f > s->frames && f->sp + kReturnSlot < l.sp) f--;
+   if (f == s->frames || f->sp + kReturnSlot != l.sp) return nullptr;
    if (f == s->top && s->resume_pc && s->resume_pc == l.pc) return f;
    const Transition* caller = f[-1].tr;
    Bool called = f - 1 > s->frames && (caller->kind == kActivation || caller->kind == kTransparent);
@@ -165,7 +166,7 @@ ShadowStack* own_resumed_stack(ThreadState* t, const Landing& l)
 {
    ShadowStack* newest = nullptr;
    if (l.starting) return newest;
-   for_each_suspended_near(t, l.sp - sizeof(Addr), l.sp - sizeof(Addr), [&](ShadowStack* s) {
+   for_each_suspended_near(t, l.sp - kReturnSlot, l.sp - kReturnSlot, [&](ShadowStack* s) {
       if ((!newest || s->listed > newest->listed) && resumed_frame(s, l)) newest = s;
    });
    return newest;
@@ -186,7 +187,7 @@ ShadowStack* resumed_stack(ThreadState* t, const Landing& l)
    ULong latest = own ? own->suspension : 0;
    for (ThreadState* o = all_threads; o; o = o->next) {
       if (o == t) continue;
-      for_each_suspended_near(o, l.sp - sizeof(Addr), l.sp - sizeof(Addr), [&](ShadowStack* s) {
+      for_each_suspended_near(o, l.sp - kReturnSlot, l.sp - kReturnSlot, [&](ShadowStack* s) {
          if (s != o->own && s->suspension > latest && resumed_frame(s, l)) {
             from = o;
             moved = s;
@@ -206,7 +207,7 @@ ShadowStack* resumed_stack(ThreadState* t, const Landing& l)
 Addr moved_by(const ShadowStack* s, const Landing& l)
 {
    if (!s->shape || s->resume_pc != l.pc) return 0;
-   Addr delta = l.sp - (s->top->sp + sizeof(Addr));
+   Addr delta = l.sp - (s->top->sp + kReturnSlot);
    return delta && stack_shape(s, delta) == s->shape ? delta : 0;
 }
 
@@ -446,7 +447,7 @@ void pop_alt_stack_frames(ThreadState* t)
 Bool rose_off_coroutine_stack(const ThreadState* t, Addr sp)
 {
    const ShadowStack* s = t->stack;
-   return in_shared_mapping(t, s) && s->entry_sp && kg_now->top > s->frames && sp > s->entry_sp + sizeof(Addr) &&
+   return in_shared_mapping(t, s) && s->entry_sp && kg_now->top > s->frames && sp > s->entry_sp + kReturnSlot &&
           !s->alt_fences && !coroutine_ended(t);
 }
 

@@ -120,7 +120,9 @@ Bool own_stack_memory(ThreadId tid, Addr* lo, Addr* hi)
 }
 
 // The memory of a stack SP switched to: the registered stack it lies in
-// (True), else its mapping.
+// (True), else its mapping. Where a call pushes nothing (arm64), a new
+// coroutine's first function starts at the very end of its stack's memory
+// (makecontext's SP): the mapping is the one below SP, and reaches up to it.
 Bool stack_memory_at(Addr sp, Addr* lo, Addr* hi)
 {
    if (const StackRange* r = n_registered_stacks ? registered_stack_at(sp) : nullptr) {
@@ -128,10 +130,11 @@ Bool stack_memory_at(Addr sp, Addr* lo, Addr* hi)
       *hi = r->hi;
       return True;
    }
-   const NSegment* seg = VG_(am_find_nsegment)(sp);
+   const Addr past_end = kCallsPush ? 0 : 1;
+   const NSegment* seg = VG_(am_find_nsegment)(sp - past_end);
    if (seg) {
       *lo = seg->start;
-      *hi = seg->end;
+      *hi = seg->end + past_end;
    } else {
       *lo = *hi = sp;
    }
@@ -154,6 +157,39 @@ Addr return_address_at(Addr sp)
 {
    if (!VG_(am_is_valid_for_client)(sp, sizeof(Addr), VKI_PROT_READ)) return 0;
    return *(const Addr*)sp;
+}
+
+// Where the top frame of s returns to (0: unknown): the return address in
+// its slot, or on arm64 (no slot: the link register held it) its call's
+// return address.
+Addr top_return_address(const ShadowStack* s)
+{
+   if (s->top == s->frames) return 0;
+   if (kCallsPush) return return_address_at(s->top->sp);
+#if defined(VGA_arm64)
+   const Transition* tr = s->top->tr;
+   if ((tr->kind == kActivation || tr->kind == kTransparent) && tr->site && !is_inline_site(tr->site))
+      return tr->site + kCallLength;
+#endif
+   return 0;
+}
+
+// Where thread tid goes on after a switch that set SP to sp, as far as
+// the switch shows it before its block ends: the return address in the
+// slot below sp (x86-64's switches `ret` through it), or on arm64 the link
+// register (glibc's setcontext loads x30 with the saved pc before it sets
+// SP, and branches there).
+Addr landing_return_address(ThreadId tid, Addr sp)
+{
+#if defined(VGA_arm64)
+   (void)sp;
+   Addr x30 = 0;
+   VG_(get_shadow_regs_area)(tid, (UChar*)&x30, 0, offsetof(VexGuestARM64State, guest_X30), sizeof(x30));
+   return x30;
+#else
+   (void)tid;
+   return return_address_at(sp - kReturnSlot);
+#endif
 }
 
 // A stack that will have no frame pushed again but its base (its thread

@@ -223,8 +223,8 @@ void suspend_stack(ThreadState* t)
       note_suspended_events(s, ev_now.at);
    }
    s->suspension = ++stack_suspensions;
-   s->resume_pc = s->top > s->frames ? return_address_at(s->top->sp) : 0;
-   s->shape = s != t->own && s->resume_pc ? stack_shape(s, 0) : 0;
+   s->resume_pc = top_return_address(s);
+   s->shape = kCallsPush && s != t->own && s->resume_pc ? stack_shape(s, 0) : 0;
    for (Frame* f = s->frames + 1; f <= s->top; f++)
       if (f->tr->kind == kActivation) count_out(f->tr);
    // (With none of the thread's frames active: the ended ones close as

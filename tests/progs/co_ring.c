@@ -57,6 +57,7 @@ static long count_yield, count_entry;
 
 /* void co_jump(void** save_sp, void* to_sp): as co_switch, with a jump */
 void co_jump(void** save_sp, void* to_sp);
+#if defined(__x86_64__)
 __asm__(".text\n"
         ".globl co_jump\n"
         ".type co_jump, @function\n"
@@ -68,6 +69,9 @@ __asm__(".text\n"
         "  pop %rcx\n"
         "  jmp *%rcx\n"
         ".size co_jump, .-co_jump\n");
+#else
+void co_jump(void** save_sp, void* to_sp) { (void)save_sp; (void)to_sp; abort(); }
+#endif
 
 static void switch_to(Coroutine* from, Coroutine* to)
 {
@@ -167,6 +171,9 @@ int main(int argc, char** argv)
    use_longjmp = strcmp(argv[4], "longjmp") == 0;
    main_co.started = 1;
    use_asm = use_jump || strcmp(argv[4], "asm") == 0;
+#if !defined(__x86_64__)
+   if (use_asm) return 2;   /* amd64 switches */
+#endif
    if (rounds < 1 || gens < 1 || gens > 8) return 2;
    char local[COS * STACK];
    local_area = local;
