@@ -65,6 +65,13 @@ def fmt_kb(b):
     return f'{b / 1024:,.0f}' if b >= 10240 else f'{b / 1024:,.1f}'
 
 
+def titled_table(title, header, align, rows):
+    """A section of the report: a Markdown table of rows under a heading, or nothing without rows."""
+    if not rows:
+        return []
+    return [f'## {title}', '', header, align] + ['| ' + ' | '.join(row) + ' |' for row in rows] + ['']
+
+
 class Report:
     def __init__(self, outdir, merge=()):
         """merge: other results folders whose growth, k-sweep and large-program runs replace
@@ -278,24 +285,12 @@ class Report:
         if ws:
             L += self.main_section(ws, cs, table)
         L.append('')
-        g = self.growth_table()
-        if g:
-            L.append('## Growth: run time against input length')
-            L.append('')
-            L.append('| workload | input | config | median s | × none | peak RSS MB | k-SF nodes |')
-            L.append('|---|--:|---|--:|--:|--:|--:|')
-            for row in g:
-                L.append('| ' + ' | '.join(row) + ' |')
-            L.append('')
-        ks = self.ksweep_table()
-        if ks:
-            L.append('## Forest size and memory against k')
-            L.append('')
-            L.append('| workload | k | wall s | peak RSS MB | output KB | k-SF nodes | k-CCF nodes |')
-            L.append('|---|--:|--:|--:|--:|--:|--:|')
-            for row in ks:
-                L.append('| ' + ' | '.join(row) + ' |')
-            L.append('')
+        L += titled_table('Growth: run time against input length',
+                          '| workload | input | config | median s | × none | peak RSS MB | k-SF nodes |',
+                          '|---|--:|---|--:|--:|--:|--:|', self.growth_table())
+        L += titled_table('Forest size and memory against k',
+                          '| workload | k | wall s | peak RSS MB | output KB | k-SF nodes | k-CCF nodes |',
+                          '|---|--:|--:|--:|--:|--:|--:|', self.ksweep_table())
         L += self.large_section()
         L += churn.section(self.data, fmt_mb, target_row)
         L += events_phase.section(self.runs, fmt_mb, target_row)
