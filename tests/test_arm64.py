@@ -13,6 +13,7 @@ deep recursion)."""
 import collections
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 
@@ -20,6 +21,8 @@ import pytest
 
 import callgrind_format
 import ksf_records
+import test_events
+import test_inline_frames
 import test_stress
 import valgrind_launch
 from conftest import PROGS, ROOT, Run, Toolbox
@@ -66,13 +69,14 @@ class Arm64Tools(Toolbox):
         super().__init__(tmp_path)
         self.env = {}
         self.compile_flags = ()
+        self.link = ('-static',)   # () links dynamically (ld.so from qemu's sysroot)
 
     def compile(self, source, *flags, out=None, libs=(), compiler=None):
         src = source if isinstance(source, pathlib.Path) else PROGS / source
         exe = self.dir / (out or src.stem)
         compiler = compiler or (CXX if src.suffix in ('.cpp', '.cc') else CC)
-        subprocess.run([compiler, '-g', '-static', *self.compile_flags, *flags, str(src), '-o', str(exe), *libs, '-pthread'],
-                       check=True, capture_output=True, text=True)
+        subprocess.run([compiler, '-g', *self.link, *self.compile_flags, *flags, str(src), '-o', str(exe), *libs,
+                        '-pthread'], check=True, capture_output=True, text=True)
         return exe
 
     def native(self, exe, *args, input=None):
@@ -134,23 +138,22 @@ def own(contexts, k):
             if len(ctx) == k + 1 and all(p == 'main' or (p[0] == 'f' and p[1:].isdigit()) for p in ctx)}
 
 
-@pytest.mark.parametrize('seed', [5, 6, 7, 8] if FULL else [5])
-@pytest.mark.parametrize('opt', ['-O0', '-O2'] if FULL else ['-O1'])
-def test_k_contexts_equal_the_programs_own_count(arm, seed, opt):
-    """Generated call DAGs built with -finstrument-functions: every full
-    k-context of the program's own functions, k = 1, 2, 3, has as many
-    calls in kgrind's k-CCF as the program counted itself; and the total
-    Ir and every source line's Ir equal arm64 cachegrind's."""
+def generated_program(arm, seed, opt):
+    """A generated call DAG (test_callgrind_agreement.py) built with
+    -finstrument-functions and HOOKS: every run of it logs its calls."""
     src = arm.dir / f'gen{seed}.c'
     generate_program(src, seed)
     hooks = arm.dir / 'hooks.c'
     hooks.write_text(HOOKS)
     exe = arm.compile(src, opt, '-finstrument-functions', libs=[str(hooks)])
     arm.env['CALLS_LOG'] = 'calls.log'   # in the test's directory, for every run
-    kg = arm.kgrind(exe, opts=['--k=3'])
-    cg = arm.reference('cachegrind', exe)
-    native = arm.native(exe)
-    assert native.returncode == kg.returncode == 0, kg.stderr
+    return exe
+
+
+def assert_own_contexts(arm, exe, kg):
+    """Every full k-context of the program's own functions, k = 1, 2, 3,
+    has as many calls in kgrind's k-CCF (a --k=3 run) as the program
+    counted itself."""
     prof = ksf_records.parse(kg.profile_path)
     names = names_of(exe)
     for k in (1, 2, 3):
@@ -160,10 +163,142 @@ def test_k_contexts_equal_the_programs_own_count(arm, seed, opt):
             mine.update(ksf_records.kccf(forest, 3, k))
         assert len(own(want, k)) > 10
         assert own(mine, k) == own(want, k), k
+
+
+@pytest.mark.parametrize('seed', [5, 6, 7, 8] if FULL else [5])
+@pytest.mark.parametrize('opt', ['-O0', '-O2'] if FULL else ['-O1'])
+def test_k_contexts_equal_the_programs_own_count(arm, seed, opt):
+    """Generated call DAGs built with -finstrument-functions: every full
+    k-context of the program's own functions, k = 1, 2, 3, has as many
+    calls in kgrind's k-CCF as the program counted itself; and the total
+    Ir and every source line's Ir equal arm64 cachegrind's."""
+    exe = generated_program(arm, seed, opt)
+    kg = arm.kgrind(exe, opts=['--k=3'])
+    cg = arm.reference('cachegrind', exe)
+    native = arm.native(exe)
+    assert native.returncode == kg.returncode == 0, kg.stderr
+    assert_own_contexts(arm, exe, kg)
     assert kg.stdout == native.stdout == cg.stdout
     mine, ref = kg.profile(), cg.profile()
     assert mine.total() == mine.summary == ref.summary
     assert mine.by_file_line() == ref.by_file_line()
+
+
+def without_main_return(lines, main_file):
+    """arm64 callgrind's Ir per line of the program without the one
+    instruction it charges to main's file at line 0 (docs/building.md,
+    "arm64"): glibc's `bl exit` at the return address of main's call, which
+    has no line, and which kgrind and cachegrind charge to `(below main)`
+    at `???`. Exactly one, once."""
+    lines = dict(lines)
+    assert lines.pop((main_file, 0), None) == 1, sorted(lines.items())
+    return lines
+
+
+def guest_instructions(arm, exe, args=()):
+    """The instructions the program ran, as lackey counts them (one
+    helper call per guest instruction: independent of kgrind's and
+    cachegrind's counting)."""
+    run = arm.valgrind('lackey', ['--vex-guest-chase=no'], exe, args)
+    assert run.returncode == 0, run.stderr
+    return int(re.search(r'guest instrs:\s+([\d,]+)', run.stderr).group(1).replace(',', ''))
+
+
+def plt_call_sites(exe):
+    """{address of a `bl` to a PLT stub: the stub's address}."""
+    dis = subprocess.run(['aarch64-linux-gnu-objdump', '-d', '--no-show-raw-insn', str(exe)], capture_output=True,
+                         text=True, check=True).stdout
+    return {int(site, 16): int(stub, 16)
+            for site, stub in re.findall(r'^\s*([0-9a-f]+):\s+bl\s+([0-9a-f]+) <[^>]*@plt>$', dis, re.M)}
+
+
+def instructions_of(profile, exe):
+    """{address: Ir} of the executable's instructions (--dump-instr=yes):
+    the addresses in its LOAD segments, whatever object and file the
+    profile names (callgrind names the object of the executable's .init
+    and .plt `???`, and both tools give a function's object, which may be
+    libc's). A shared object's instructions are at offsets from its base,
+    below 0x400000 (libc.so.6 is 1.6 MB)."""
+    headers = subprocess.run(['aarch64-linux-gnu-readelf', '-lW', str(exe)], capture_output=True, text=True,
+                             check=True).stdout
+    loads = [(int(vaddr, 16), int(vaddr, 16) + int(size, 16))
+             for vaddr, size in re.findall(r'^\s*LOAD\s+\S+\s+(\S+)\s+\S+\s+\S+\s+(\S+)', headers, re.M)]
+    out = collections.Counter()
+    for (_obj, _file, addr), ir in profile.instr_lines.items():
+        if any(lo <= addr < hi for lo, hi in loads):
+            out[addr] += ir
+    return out
+
+
+def test_dynamically_linked_program(arm):
+    """A generated call DAG linked dynamically (-no-pie, so that its
+    functions' addresses are nm's): ld.so's start-up, libc.so, and the
+    hooks' libc calls through PLT stubs, bound lazily through PLT0 and
+    _dl_runtime_resolve. The k-contexts of its own functions are the
+    program's own count; the total Ir is lackey's count of guest
+    instructions; every instruction of the executable has arm64
+    callgrind's Ir (--skip-plt=no: docs/building.md, "arm64"), but a call
+    of a PLT stub, to which kgrind charges the stub's 4 instructions and,
+    on the stub's first call, PLT0's 5. arm64 cachegrind stops on a
+    dynamically linked program under qemu."""
+    arm.link = ('-no-pie',)
+    exe = generated_program(arm, 5, '-O1')
+    headers = subprocess.run(['aarch64-linux-gnu-readelf', '-l', str(exe)], capture_output=True, text=True, check=True)
+    assert 'Requesting program interpreter: /lib/ld-linux-aarch64.so.1' in headers.stdout
+    kg = arm.kgrind(exe, opts=['--k=3', '--dump-instr=yes'])
+    cl = arm.reference('callgrind', exe, opts=['--dump-instr=yes', '--skip-plt=no'])
+    native = arm.native(exe)
+    assert native.returncode == kg.returncode == cl.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout == cl.stdout
+    assert_own_contexts(arm, exe, kg)
+    mine = kg.profile()
+    assert mine.total() == mine.summary == guest_instructions(arm, exe)
+    mine, ref = instructions_of(mine, exe), instructions_of(cl.profile(), exe)
+    sites = plt_call_sites(exe)
+    sections = subprocess.run(['aarch64-linux-gnu-readelf', '-SW', str(exe)], capture_output=True, text=True,
+                              check=True).stdout
+    plt = re.search(r'\]\s+\.plt\s+PROGBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)', sections)
+    lo, hi = int(plt.group(1), 16), int(plt.group(1), 16) + int(plt.group(2), 16)
+    in_plt = {a for a in ref if lo <= a < hi}
+    assert len(mine) > 100 and in_plt and set(sites) & set(ref)
+    assert {a: n for a, n in mine.items() if a not in sites} == \
+        {a: n for a, n in ref.items() if a not in sites and a not in in_plt}
+    for stub in set(sites.values()):
+        calls = sum(ref[a] for a, s in sites.items() if s == stub)
+        assert sum(mine[a] for a, s in sites.items() if s == stub) == calls * 5 + (5 if calls else 0), hex(stub)
+    assert sum(mine[a] - ref[a] for a in sites) == sum(ref[a] for a in in_plt)
+
+
+def test_events_equal_cachegrind(arm):
+    """--cache-sim=yes --branch-sim=yes: every event equals arm64
+    cachegrind's in total, on every line of the program and in every
+    function of the program (cache_work.c, static: cachegrind runs it under
+    qemu). The branch predictors index by address bits 2 and up, as
+    cachegrind's do on arm64 (docs/design/events.md)."""
+    exe = arm.compile('cache_work.c', '-O1')
+    opts = ['--cache-sim=yes', '--branch-sim=yes', *test_events.GEOMETRY]
+    kg = arm.kgrind(exe, opts=[*opts, '--inline-frames=no'], out='kg.out.1')
+    assert kg.returncode == 0, kg.stderr
+    ref = callgrind_format.parse(test_events.cachegrind(arm, exe, opts, 'cg.out.1'))
+    mine = kg.profile()
+    assert mine.events == test_events.EVENTS
+    assert mine.summary_events == mine.totals_events == ref.summary_events
+    lines = test_events.own_source_events(mine, 'cache_work.c')
+    assert lines and lines == test_events.own_source_events(ref, 'cache_work.c')
+    by_fn, ref_fn = mine.by_function_events(), ref.by_function_events()
+    for fn in test_events.PROGRAMS[0][2]:
+        assert by_fn[fn] == ref_fn[fn] and by_fn[fn]['Ir'] > 0, fn
+
+
+@pytest.mark.skipif(not FULL, reason='the larger arm64 run: KGRIND_ARM64_FULL=1')
+def test_inline_frames_contexts_equal_the_oracle(arm):
+    """--inline-frames=yes: every inline-extended k-context's Ir, k = 1, 2,
+    3 and inf, equals tests/inline_oracle.py's (arm64 callgrind's Ir per
+    instruction and physical context, llvm-symbolizer's inline chains of
+    the arm64 executable)."""
+    arm.link = ()   # dynamically linked, as on amd64: the oracle reads the executable's own functions
+    exe = arm.compile('inline_levels.c', *test_inline_frames.FLAGS)
+    assert test_inline_frames.check_against_oracle(arm, exe) > 0
 
 
 def test_tail_calls_and_leaf_functions(arm, tmp_path):
@@ -316,15 +451,16 @@ def test_ucontext_coroutines_ending_through_uc_link(arm):
 
 # The hostile programs of tests/test_stress.py that are not x86-specific
 # (getpc.c and jit.c are x86-64 machine code; boost.context has no arm64
-# library here; a static program cannot dlopen the plugin; threads-exit's
-# run under --tool=none did not end in 300 s under qemu; threads-600's own
-# lines differ from arm64 callgrind's, which charges 1 Ir to threads.c
-# line 0, not yet examined), run as that test
-# runs them: each against its run under --tool=none. The default run takes
-# the coroutines (ucontext) and the signals in one mode each, the larger
-# run every one in one function mode and one block mode.
+# library here; a static program cannot dlopen the plugin; threads-exit
+# never ends under qemu-user, even under --tool=none: qemu 7.2 cannot
+# deliver the guest's signal 64, Valgrind's VG_SIGVGKILL, with which the
+# exiting thread interrupts main's pthread_join (docs/building.md,
+# "arm64")), run as that test runs them: each against its run under
+# --tool=none. The default run takes the coroutines (ucontext) and the
+# signals in one mode each, the larger run every one in one function mode
+# and one block mode.
 STRESS_DEFAULT = {('coroutines', 'k2'), ('signals', 'k2')}
-STRESS_SKIPPED = ('getpc', 'jit', 'dlopen-chdir', 'threads-exit', 'threads-600')
+STRESS_SKIPPED = ('getpc', 'jit', 'dlopen-chdir', 'threads-exit')
 STRESS = [pytest.param(case, mode, id=f'{case.name}-{mode}',
                        marks=() if FULL or (case.name, mode) in STRESS_DEFAULT else pytest.mark.skipif(
                            True, reason='the larger arm64 run: KGRIND_ARM64_FULL=1'))
@@ -356,6 +492,7 @@ def test_hostile_program(arm, case, mode):
     def callgrind_lines(case, tool):
         run = arm.valgrind(tool, [f'--callgrind-out-file={arm.dir / "ref.out"}'], exe, case.args)
         assert run.returncode == 0, run.stderr
-        return test_stress.own_lines(callgrind_format.parse(arm.dir / 'ref.out'), case)
+        lines = test_stress.own_lines(callgrind_format.parse(arm.dir / 'ref.out'), case)
+        return without_main_return(lines, str(src))
     for path in profiles:
         test_stress.check_profile(path, case, mode, proc.pid, callgrind_lines)

@@ -18,7 +18,10 @@
 // starting at 0 ("strongly not taken"). Of the address/history splits,
 // shifts and XOR or concatenation tried against cachegrind 3.19's
 // mispredict count on a trace of 405 k conditional branches, this was the
-// only one to give its count exactly (docs/design/events.md).
+// only one to give its count exactly (docs/design/events.md). Both indexes
+// leave out the address bits that are zero in every instruction's address
+// on the machine (kIaddrLowZeroBits), as cachegrind does: 2 on arm64, where
+// the address's own low 7 bits would leave 3 of every 4 counters unused.
 #pragma once
 #include <stdint.h>
 
@@ -29,12 +32,28 @@ const uint32_t kCondCounters = 16384;   // 2^14 two-bit counters
 const uint32_t kCondHistoryBits = 7;    // outcomes in the global history
 const uint32_t kIndirectTargets = 512;  // 2^9 last targets
 
+// How many low bits of an instruction's address are always zero on the
+// machine the tool runs on (cachegrind's N_IADDR_LO_ZERO_BITS).
+#if defined(__aarch64__) || defined(__powerpc__) || defined(__mips__)
+const unsigned kIaddrLowZeroBits = 2;
+#elif defined(__s390x__) || defined(__arm__)
+const unsigned kIaddrLowZeroBits = 1;
+#else
+const unsigned kIaddrLowZeroBits = 0;
+#endif
+
 // The counter of a conditional branch at addr after the outcomes in
-// `history` (the most recent in bit 0): address bits 0-6 above history
-// bits 0-6.
-inline uint32_t cond_index(uint64_t addr, uint32_t history) {
+// `history` (the most recent in bit 0): address bits low_zero to
+// low_zero + 6 above history bits 0-6.
+inline uint32_t cond_index(uint64_t addr, uint32_t history, unsigned low_zero = kIaddrLowZeroBits) {
   const uint32_t mask = (1u << kCondHistoryBits) - 1;
-  return (uint32_t)(((addr << kCondHistoryBits) | (history & mask)) & (kCondCounters - 1));
+  return (uint32_t)((((addr >> low_zero) << kCondHistoryBits) | (history & mask)) & (kCondCounters - 1));
+}
+
+// The last-target slot of an indirect branch at addr: address bits
+// low_zero to low_zero + 8.
+inline uint32_t indirect_index(uint64_t addr, unsigned low_zero = kIaddrLowZeroBits) {
+  return (uint32_t)((addr >> low_zero) & (kIndirectTargets - 1));
 }
 
 // Both predictors. Zeroed memory is a fresh predictor: every counter
@@ -56,7 +75,7 @@ class BranchPredictor {
 
   // An indirect branch at addr went to target: true if predicted wrong.
   bool indirect(uint64_t addr, uint64_t target) {
-    uint64_t& last = targets_[addr & (kIndirectTargets - 1)];
+    uint64_t& last = targets_[indirect_index(addr)];
     bool miss = last != target;
     last = target;
     return miss;

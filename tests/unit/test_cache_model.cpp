@@ -238,4 +238,15 @@ TEST(BranchModel, IndexIsSevenAddressBitsAboveSevenHistoryBits) {
   EXPECT_EQ(cond_index(0x4012B4, 5), cond_index(0x401234, 5));                 // bit 7: out
 }
 
+// Where every instruction's address has its low bits zero (arm64: 2, as
+// cachegrind's N_IADDR_LO_ZERO_BITS), both indexes start above them.
+TEST(BranchModel, IndexesLeaveOutTheAlwaysZeroAddressBits) {
+  EXPECT_EQ(kIaddrLowZeroBits, 0u);   // this host is x86-64
+  EXPECT_EQ(cond_index(0x401234, 5, 2), cond_index(0x401234 >> 2, 5, 0));
+  EXPECT_EQ(cond_index(0x401234, 5, 2), (0x0Du << 7) | 5);                      // bits 2-8 of 0x234
+  EXPECT_EQ(cond_index(0x401238, 0, 2), cond_index(0x401234, 0, 2) + (1u << 7));  // the next instruction
+  EXPECT_EQ(indirect_index(0x401234, 2), 0x08Du);                               // bits 2-10 of 0x234
+  EXPECT_EQ(indirect_index(0x401234, 0), 0x034u);
+}
+
 }  // namespace
