@@ -20,6 +20,7 @@ import subprocess
 import pytest
 
 import callgrind_format
+import inline_oracle
 import ksf_records
 import test_events
 import test_inline_frames
@@ -35,6 +36,7 @@ from test_pitfalls import callers_of, run_cct
 from test_stacks import assert_inclusive_is_subtree_exclusive, assert_ring_contexts, assert_uc_link_coroutines
 from test_stacks import full_paths, run_ring
 from test_stacks import run_scheduler, vertex_calls
+from testdeps import debian_tool
 from thesis_listings import LISTING_45_KSF
 
 ARM64_BUILD = pathlib.Path(os.environ.get('KGRIND_ARM64_BUILD', ROOT / 'build-arm64'))
@@ -212,21 +214,44 @@ def plt_call_sites(exe):
             for site, stub in re.findall(r'^\s*([0-9a-f]+):\s+bl\s+([0-9a-f]+) <[^>]*@plt>$', dis, re.M)}
 
 
-def instructions_of(profile, exe):
-    """{address: Ir} of the executable's instructions (--dump-instr=yes):
-    the addresses in its LOAD segments, whatever object and file the
-    profile names (callgrind names the object of the executable's .init
-    and .plt `???`, and both tools give a function's object, which may be
-    libc's). A shared object's instructions are at offsets from its base,
-    below 0x400000 (libc.so.6 is 1.6 MB)."""
+def instructions_of(costs, exe):
+    """{address: Ir} of the executable's instructions among costs
+    ({address: Ir}, or a --dump-instr=yes profile's instr_lines): the
+    addresses in its LOAD segments, whatever object and file the profile
+    names (callgrind names the object of the executable's .init and .plt
+    `???`, and both tools give an instruction its function's object, which
+    may be libc's). A shared object's instructions are at offsets from its
+    base, below 0x400000 (libc.so.6 is 1.6 MB)."""
     headers = subprocess.run(['aarch64-linux-gnu-readelf', '-lW', str(exe)], capture_output=True, text=True,
                              check=True).stdout
     loads = [(int(vaddr, 16), int(vaddr, 16) + int(size, 16))
              for vaddr, size in re.findall(r'^\s*LOAD\s+\S+\s+(\S+)\s+\S+\s+\S+\s+(\S+)', headers, re.M)]
     out = collections.Counter()
-    for (_obj, _file, addr), ir in profile.instr_lines.items():
+    for key, ir in costs.items():
+        addr = key[-1] if isinstance(key, tuple) else key
         if any(lo <= addr < hi for lo, hi in loads):
             out[addr] += ir
+    return out
+
+
+def callgrind_instructions(path):
+    """{address: Ir} of a callgrind --dump-instr=yes profile's cost lines
+    (positions `instr line`, the one event Ir), read without
+    tests/callgrind_format.py's binding of names to files: arm64 callgrind,
+    its call stack a frame off, names a function under two files."""
+    out, last, call = collections.Counter(), 0, False
+    for line in path.read_text().splitlines():
+        if line.startswith('calls='):
+            call = True
+            continue
+        m = re.match(r'(0x[0-9a-f]+|[-+]\d+|\*)\s+\S+\s+(\d+)$', line)
+        if not m:
+            continue
+        pos = m.group(1)
+        last = int(pos, 16) if pos.startswith('0x') else last if pos == '*' else last + int(pos)
+        if not call:   # a call's line is its inclusive cost
+            out[last] += int(m.group(2))
+        call = False
     return out
 
 
@@ -253,7 +278,7 @@ def test_dynamically_linked_program(arm):
     assert_own_contexts(arm, exe, kg)
     mine = kg.profile()
     assert mine.total() == mine.summary == guest_instructions(arm, exe)
-    mine, ref = instructions_of(mine, exe), instructions_of(cl.profile(), exe)
+    mine, ref = instructions_of(mine.instr_lines, exe), instructions_of(callgrind_instructions(cl.profile_path), exe)
     sites = plt_call_sites(exe)
     sections = subprocess.run(['aarch64-linux-gnu-readelf', '-SW', str(exe)], capture_output=True, text=True,
                               check=True).stdout
@@ -290,15 +315,48 @@ def test_events_equal_cachegrind(arm):
         assert by_fn[fn] == ref_fn[fn] and by_fn[fn]['Ir'] > 0, fn
 
 
-@pytest.mark.skipif(not FULL, reason='the larger arm64 run: KGRIND_ARM64_FULL=1')
-def test_inline_frames_contexts_equal_the_oracle(arm):
-    """--inline-frames=yes: every inline-extended k-context's Ir, k = 1, 2,
-    3 and inf, equals tests/inline_oracle.py's (arm64 callgrind's Ir per
-    instruction and physical context, llvm-symbolizer's inline chains of
-    the arm64 executable)."""
-    arm.link = ()   # dynamically linked, as on amd64: the oracle reads the executable's own functions
+def function_of(exe):
+    """addr -> the name of the executable's function that holds it."""
+    out = subprocess.run(['aarch64-linux-gnu-nm', '-S', '--defined-only', str(exe)], capture_output=True, text=True,
+                         check=True).stdout
+    spans = sorted((int(a, 16), int(a, 16) + int(n, 16), name) for a, n, t, name in
+                   (line.split() for line in out.splitlines() if len(line.split()) == 4) if t in 'tTwW' and int(n, 16))
+    return lambda addr: next((name for lo, hi, name in spans if lo <= addr < hi), None)
+
+
+@pytest.mark.parametrize('k', [1, 2, 3] if FULL else [2])
+def test_inline_frames_within_a_function_equal_the_chains(arm, k):
+    """--inline-frames=yes: every inline-extended k-context that lies in
+    one physical function (that function or an inlined level, then
+    inlined levels only) has the Ir of the executable's instructions whose
+    inline chain ends in it: arm64 callgrind's Ir per instruction
+    (--dump-instr=yes; not its contexts, which are no reference on arm64:
+    docs/building.md, "arm64") and llvm-symbolizer's chains of the arm64
+    executable (tests/inline_oracle.py). A context that reaches into a
+    caller's physical function needs callgrind's contexts: on amd64 only
+    (tests/test_inline_frames.py)."""
+    arm.link = ('-no-pie',)
     exe = arm.compile('inline_levels.c', *test_inline_frames.FLAGS)
-    assert test_inline_frames.check_against_oracle(arm, exe) > 0
+    cl = arm.reference('callgrind', exe, opts=['--dump-instr=yes', '--skip-plt=no'])
+    kg = arm.kgrind(exe, opts=[f'--k={k}', '--inline-frames=yes'])
+    assert cl.returncode == kg.returncode == 0, kg.stderr
+    assert kg.stdout == cl.stdout
+    instrs = instructions_of(callgrind_instructions(cl.profile_path), exe)
+    chains, _names = inline_oracle.inline_chains(exe, instrs, debian_tool('llvm-symbolizer-14', 'llvm-14'))
+    physical = function_of(exe)
+    expected = collections.Counter()
+    for addr, ir in instrs.items():
+        if physical(addr) is None:   # .init, .plt and crt code: no symbol of a size, no inline chain
+            assert not chains[addr], hex(addr)
+            continue
+        levels = inline_oracle.rolled([inline_oracle.level(physical(addr), False)] +
+                                      [inline_oracle.level(n, True) for n in chains[addr]])
+        if len(levels) > k:
+            expected[tuple(levels[-(k + 1):])] += ir
+    mine = {ctx: ir for ctx, ir in inline_oracle.kgrind_contexts(kg.profile_path, k).items()
+            if len(ctx) == k + 1 and all(n.endswith(' [inlined]') for n in ctx[1:])}
+    assert any(n.endswith(' [inlined]') for ctx in expected for n in ctx)
+    assert mine == dict(expected)
 
 
 def test_tail_calls_and_leaf_functions(arm, tmp_path):
