@@ -399,7 +399,7 @@ sub automaton_ccf {
         vec($cal, $s, 64) = vec($F->{calls}, $v, 64);    # each node has its own state
         vec($exc, $s, 64) = vec($F->{excl}, $v, 64);
         vec($inc, $s, 64) = vec($F->{incl}, $v, 64);
-        vec($xcol[$_], $s, 64) = vec($extra->[$_], $v, 64) for 0 .. $#xcol;
+        if (@xcol) { vec($xcol[$_], $s, 64) = vec($extra->[$_], $v, 64) for 0 .. $#xcol }
         vec($first, $s, 32) = 1 + ($pos ? $pos->[$v] : $v);    # + 1: 0 for none yet
         vec($rep, $s, 32) = $v + 1;
     }
@@ -418,7 +418,7 @@ sub automaton_ccf {
         vec($cal, $l, 64) += vec($cal, $s, 64);
         vec($exc, $l, 64) += vec($exc, $s, 64);
         vec($inc, $l, 64) += vec($inc, $s, 64);
-        vec($_, $l, 64) += vec($_, $s, 64) for @xcol;
+        if (@xcol) { vec($_, $l, 64) += vec($_, $s, 64) for @xcol }
         my $f = vec($first, $s, 32);
         vec($first, $l, 32) = $f if !vec($first, $l, 32) || $f < vec($first, $l, 32);
         vec($rep, $l, 32) ||= vec($rep, $s, 32);
@@ -648,7 +648,7 @@ sub pruned_ccf {
         for (my $u = $w + 1; $u; $u = vec($par, $u - 1, 32)) {
             my $x = $child{"$c " . vec($fn, $u - 1, 32)} // last;
             $cal[$x] += $cw; $exc[$x] += $xw; $inc[$x] += $iw;
-            $xcol[$_][$x] += vec($extra->[$_], $w, 64) for 0 .. $#xcol;
+            if (@xcol) { $xcol[$_][$x] += vec($extra->[$_], $w, 64) for 0 .. $#xcol }
             $first[$x] = $pw if !defined $first[$x] || $pw < $first[$x];
             $c = $x;
         }
