@@ -6,7 +6,7 @@ package KGrind::TreeView;
 # beyond Ir that the printers need (tree_events), exclusive and
 # inclusive, as its Ir: a k-SF node the records' counts, a k-CCF node
 # the sums over the k-SF nodes whose chains pass through it (inv_k's
-# counters); node_value reads them, derived events (CEst, ...) too.
+# counters); node_reader reads them, derived events (CEst, ...) too.
 use strict;
 use warnings;
 no warnings 'portable';    # 64-bit vec on packed columns
@@ -14,36 +14,26 @@ use Exporter 'import';
 use KGrind::Labels;
 use KGrind::Columns;
 use KGrind::Forest;
-use KGrind::Events qw(forest_event_names derived_names derived_value is_derived);
+use KGrind::Events qw(forest_event_names derived_terms is_derived);
 use KGrind::Model qw(key_arrays select_contexts is_ir_key);
 
 our @EXPORT = qw(tree_view ccf_tree ksf_tree tree_columns);
 
 # The events beyond Ir (recorded ones) that the trees of forest F must
-# carry: JSON's, all of them; the text's, those --show and a --sort of
-# sorted trees name, derived events' terms included.
+# carry: JSON's, all of them; the text's, those --show (with --costs)
+# and a --sort of sorted trees name, derived events' terms included.
 sub tree_events {
     my ($o, $F) = @_;
     my $names = forest_event_names($F);
     return $names if $o->{format} eq 'json';
+    my %have = map { $_ => 1 } @$names;
     my %want;
-    for my $e (@{$o->{show} // []}, $o->{'tree-order'} eq 'sorted' ? $o->{sort} : ()) {
+    for my $e ($o->{costs} eq 'yes' ? @{$o->{show} // []} : (), $o->{'tree-order'} eq 'sorted' ? $o->{sort} : ()) {
         (my $x = $e) =~ s/^incl://;
         $want{$x} = 1;
+        $want{$_->[1]} = 1 for is_derived($x) ? @{derived_terms($x, \%have)} : ();
     }
-    my %have = map { $_ => 1 } @$names;
-    my $derived = derived_value_terms(\%want, \%have);
-    return [grep { $want{$_} || $derived->{$_} } @$names];
-}
-
-# The recorded events that the derived events of %$want are made of.
-sub derived_value_terms {
-    my ($want, $have) = @_;
-    my %t;
-    for my $d (grep { is_derived($_) } keys %$want) {
-        derived_value($d, sub { $t{$_[0]} = 1 if $have->{$_[0]}; 0 }, $have);
-    }
-    return \%t;
+    return [grep { $want{$_} } @$names];
 }
 
 # Adds to tree T the columns of events $names (forest F's): ev_names, ev
@@ -55,7 +45,6 @@ sub set_tree_events {
     $T->{ev} = [@$cols[0 .. $#$names]];
     $T->{evi} = [@$cols[@$names .. $#$cols]] if $F->{evi};
     $T->{have_events} = forest_event_names($F);
-    delete @$T{qw(tv_at tv_have)};    # node_value's look-ups, of the columns before
     return $T;
 }
 
@@ -86,21 +75,28 @@ sub ccf_events {
     return set_tree_events($C, $F, $names, \@out);
 }
 
-# Node i's count of $e in tree T: Ir, a recorded event, a derived one;
-# incl:<e> its inclusive count (the tree's incl column for Ir).
-sub node_value {
-    my ($T, $i, $e) = @_;
-    my $incl = $e =~ s/^incl://;
-    my $c;
-    if ($e eq 'Ir') { $c = $T->{$incl ? 'incl' : 'excl'} }
-    else {
-        my $at = $T->{tv_at} //= { map { ($T->{ev_names}[$_] => $_) } 0 .. $#{$T->{ev_names} // []} };
-        $c = $T->{$incl ? 'evi' : 'ev'}[$at->{$e}] if defined $at->{$e};
-    }
-    return ref $c ? $c->[$i] : vec($c, $i, 64) if defined $c;
-    my $have = $T->{tv_have} //= { map { $_ => 1 } @{$T->{have_events} // $T->{ev_names} // []} };
-    return derived_value($e, sub { node_value($T, $i, ($incl ? 'incl:' : '') . $_[0]) }, $have) if is_derived($e);
-    die "internal: no $e in the tree\n";
+# A reader of tree T's node counts: sub(i) giving node i's counts of
+# @$names, each Ir, a recorded event or a derived one, incl:<e> its
+# inclusive count (the tree's incl column for Ir's).  Each name is
+# compiled once into the columns it sums, [[weight, column]...].
+sub node_reader {
+    my ($T, $names) = @_;
+    my %at = map { ($T->{ev_names}[$_] => $_) } 0 .. $#{$T->{ev_names} // []};
+    my %have = map { $_ => 1 } @{$T->{have_events} // $T->{ev_names} // []};
+    my @plan = map {
+        my $incl = s/^incl://r ne $_;
+        my $e = s/^incl://r;
+        my $column = sub {
+            my ($x) = @_;
+            my $c = $x eq 'Ir' ? $T->{$incl ? 'incl' : 'excl'} : defined $at{$x} ? $T->{$incl ? 'evi' : 'ev'}[$at{$x}] : undef;
+            defined $c ? $c : die "internal: no " . ($incl ? 'incl:' : '') . "$x in the tree\n";
+        };
+        is_derived($e) ? [map { [$_->[0], $column->($_->[1])] } @{derived_terms($e, \%have)}] : [[1, $column->($e)]];
+    } @$names;
+    return sub {
+        my ($i) = @_;
+        map { my $v = 0; $v += $_->[0] * (ref $_->[1] ? $_->[1][$i] : vec($_->[1], $i, 64)) for @$_; $v } @plan;
+    };
 }
 
 # What a tree node prints after its name: [[label, event]...], exclusive
@@ -132,7 +128,7 @@ sub tree_kids {
     } elsif ($o->{'tree-order'} eq 'sorted') {
         # an event's (incl:<e>: its inclusive count; a derived one's) per node
         my $key = is_ir_key($o->{sort}) ? key_arrays($o->{sort}, $T, 0)
-                : [map { node_value($T, $_, $o->{sort}) } 0 .. $T->{n} - 1];
+                : do { my $r = node_reader($T, [$o->{sort}]); [map { $r->($_) } 0 .. $T->{n} - 1] };
         my $fn = col($T, 'fn');
         my $srt = sub { [sort { $key->[$b] <=> $key->[$a] || $LNAME[$fn->[$a]] cmp $LNAME[$fn->[$b]] } @{$_[0]}] };
         $roots = $srt->($roots);
@@ -162,7 +158,7 @@ sub tree_view {
     my ($fn, $cal, $exc, $inc) = map { col($T, $_) } qw(fn calls excl incl);
     return { roots => $roots, kids => sub { $kids->[$_[0]] }, costs => has_costs($T),
              node => sub { ($fn->[$_[0]], $cal->[$_[0]], $exc->[$_[0]], $inc->[$_[0]]) },
-             value => sub { node_value($T, $_[0], $_[1]) } };
+             reader => sub { node_reader($T, $_[0]) } };
 }
 
 sub automaton_view {
@@ -170,7 +166,7 @@ sub automaton_view {
     my ($F, $len, $link, $start, $first) = @$T{qw(F len link start first)};
     my ($fn, $par) = @$F{qw(fn par)};    # packed: par is the parent + 1
     my $key = $o->{sort} eq 'calls' ? 'calls' : $o->{sort} eq 'inclusive' ? 'incl' : $o->{sort} eq 'Ir' ? 'excl' : undef;
-    my $kv = defined $key ? do { my $c = $T->{$key}; sub { vec($c, $_[0], 64) } } : sub { node_value($T, $_[0], $o->{sort}) };
+    my $kv = defined $key ? do { my $c = $T->{$key}; sub { vec($c, $_[0], 64) } } : node_reader($T, [$o->{sort}]);
     my $chain = sub { vec($len, $_[0], 32) - vec($len, vec($link, $_[0], 32) - 1, 32) };
     my $below = sub {    # the chains below state s, in display order
         my @s = KGrind::Forest::automaton_kids($T, $_[0]);
@@ -191,7 +187,8 @@ sub automaton_view {
                  my ($s, $i, $u) = @{$_[0]};
                  (vec($fn, $u, 32), vec($T->{calls}, $s, 64), vec($T->{excl}, $s, 64), vec($T->{incl}, $s, 64));
              },
-             value => sub { node_value($T, $_[0][0], $_[1]) } };    # a chain's nodes: its state's counts
+             # a chain's nodes have its state's counts
+             reader => sub { my $r = node_reader($T, $_[0]); sub { $r->($_[0][0]) } } };
 }
 
 # The k-CCF that --kccf and JSON print: whole, or with --top or --threshold

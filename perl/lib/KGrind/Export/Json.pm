@@ -26,15 +26,15 @@ sub json_tree {
     my $view = tree_view($o, $T);
     # events beyond Ir, as the contexts have them: exclusive, derived, inclusive
     my ($events, $derived) = (forest_event_names($F), derived_names($F));
-    my $value = $view->{value};
     my @all = (@$events, @$derived);
     my @key = map { js($_) . ':' } @all;
+    my $counts = $view->{reader}->([@all, $F->{evi} ? map { "incl:$_" } @all : ()]);
     my $evs = !@$events ? sub { '' } : sub {
-        my ($v) = @_;
-        my $group = sub { '{' . join(',', map { $key[$_] . $value->($v, "$_[0]$all[$_]") } @_[1 .. $#_]) . '}' };
-        return ',"events":' . $group->('', 0 .. $#$events)
-            . (@$derived ? ',"derived":' . $group->('', @$events .. $#all) : '')
-            . ($F->{evi} ? ',"events_inclusive":' . $group->('incl:', 0 .. $#all) : '');
+        my @n = $counts->($_[0]);
+        my $group = sub { my $o = shift; '{' . join(',', map { $key[$_] . $n[$o + $_] } @_) . '}' };
+        return ',"events":' . $group->(0, 0 .. $#$events)
+            . (@$derived ? ',"derived":' . $group->(0, @$events .. $#all) : '')
+            . ($F->{evi} ? ',"events_inclusive":' . $group->(scalar(@all), 0 .. $#all) : '');
     };
     my $s = '[';
     my $id = 0;

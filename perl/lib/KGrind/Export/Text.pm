@@ -214,13 +214,13 @@ sub print_tree {
     my $view = tree_view($o, $T);
     my $costs = $o->{costs} eq 'yes' && $view->{costs};
     my ($cols) = tree_columns($o, $t->{F});
-    my $value = $view->{value};
+    my $counts = $view->{reader}->([map { $_->[1] } @$cols]);
     my @stack = map { [$_, 0] } reverse @{$view->{roots}};
     while (@stack) {
         my ($v, $d) = @{pop @stack};
         my ($fn, $cal, $exc, $inc) = $view->{node}->($v);
         my $l = ('  ' x $d) . '| ' . frame_name($LNAME[$fn], $S->{blockmode}) . ",$cal";
-        $l .= '  [' . join(', ', map { "$_->[0] " . $value->($v, $_->[1]) } @$cols) . ']' if $costs;
+        if ($costs) { my @n = $counts->($v); $l .= '  [' . join(', ', map { "$cols->[$_][0] $n[$_]" } 0 .. $#n) . ']' }
         out("$l\n");
         my $kids = $view->{kids}->($v);
         push @stack, map { [$_, $d + 1] } reverse @$kids if $kids;
