@@ -7,7 +7,8 @@ helps, compare builds by the CPU time of the valgrind process (user + system,
 from wait4), interleaved, and take the minimum over runs: noise only ever adds
 time.
 
-    bench/ab.py snapshot NAME            copy build/kgrind/.in_place to
+    bench/ab.py snapshot NAME            copy build/kgrind/.in_place (KGRIND_BUILD's
+                                         with tests/with-valgrind) to
                                          /tmp/kgrind-ab/NAME (a frozen build)
     bench/ab.py run --work DIR NAME... [--configs k2,intra-k2] [--workloads ...] [--runs 5] [--scale 1]
 
@@ -45,7 +46,7 @@ import inputs  # noqa: E402  (workload arguments)
 
 def snapshot(name):
     """A lib dir for VALGRIND_LIB: Valgrind's own files plus this build's tool."""
-    src = ROOT / 'build' / 'kgrind' / '.in_place'
+    src = configs.BUILD / 'kgrind' / '.in_place'   # the build whose launcher runs it
     if name == 'none' or '/' in name:
         raise SystemExit(f'bad build name {name!r} ("none" is valgrind --tool=none)')
     if not (src / 'kgrind-amd64-linux').exists():
