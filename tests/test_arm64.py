@@ -1,12 +1,15 @@
 """kgrind on arm64-linux, run under qemu-user on this machine: the tool
 cross-compiled against Debian's arm64 Valgrind in build-arm64/
 (KGRIND_ARM64_BUILD; ./setup.sh --tests makes it on amd64), the programs
-built with the cross compiler (static: Valgrind loads no arm64 ld.so from
-the host then, and start-up is short). On arm64 a call leaves its return
-address in x30, not on the stack (docs/design/shadow-stacks.md, "arm64"):
-these check the returns, tail calls, longjmp, exceptions, signals and
-threads against the programs' own counts and the thesis's listings, and
-the instruction counts against arm64 cachegrind's.
+built with the cross compiler (static, where start-up is short and arm64
+cachegrind runs; one dynamically linked program, whose ld.so and libc.so
+come from the cross compiler's sysroot through qemu -L). On arm64 a call
+leaves its return address in x30, not on the stack
+(docs/design/shadow-stacks.md, "arm64"): these check the returns, tail
+calls, longjmp, exceptions, signals and threads against the programs' own
+counts and the thesis's listings, the instruction counts and events
+against arm64 cachegrind's, and the inline levels against the
+executable's inline chains.
 
 KGRIND_ARM64_FULL=1 adds the larger run (more generated programs and k,
 deep recursion)."""
