@@ -6,7 +6,8 @@ namespace kg {
 
 namespace {
 
-XArray* chains;    // id -> InlineChain
+InlineChain no_chain = { 0, 0, nullptr, 0, 0 };   // id 0, the empty chain
+UInt n_chains = 1, chains_cap = 1;
 WordFM* index;     // key (parent, fn, call file, call line) -> id
 
 struct ChainKey {
@@ -27,13 +28,7 @@ Word compare_keys(UWord a, UWord b)
    return 0;
 }
 
-void init()
-{
-   chains = VG_(newXA)(VG_(malloc), "kg.inline", VG_(free), sizeof(InlineChain));
-   index = VG_(newFM)(VG_(malloc), "kg.inline", VG_(free), compare_keys);
-   InlineChain none = { 0, 0, nullptr, 0, 0 };
-   VG_(addToXA)(chains, &none);
-}
+void init() { index = VG_(newFM)(VG_(malloc), "kg.inline", VG_(free), compare_keys); }
 
 UInt intern_chain(UInt parent, FnInfo* fn, UInt call_file, UInt call_line)
 {
@@ -43,8 +38,15 @@ UInt intern_chain(UInt parent, FnInfo* fn, UInt call_file, UInt call_line)
    ChainKey* k = (ChainKey*)alloc_permanent(sizeof(ChainKey));
    *k = probe;
    InlineChain c = { parent, inline_chain(parent).depth + 1, fn, call_file, call_line };
-   id = (UWord)VG_(sizeXA)(chains);
-   VG_(addToXA)(chains, &c);
+   if (n_chains == chains_cap) {
+      chains_cap *= 2;
+      InlineChain* grown = (InlineChain*)kg::alloc(chains_cap * sizeof(InlineChain));
+      VG_(memcpy)(grown, inline_chains, n_chains * sizeof(InlineChain));
+      if (inline_chains != &no_chain) kg::release(inline_chains);
+      inline_chains = grown;
+   }
+   id = n_chains++;
+   inline_chains[id] = c;
    VG_(addToFM)(index, (UWord)k, id);
    return (UInt)id;
 }
@@ -95,11 +97,7 @@ Bool parse_level(const HChar* text, Level* out)
 
 } // namespace
 
-const InlineChain& inline_chain(UInt id)
-{
-   if (!chains) init();
-   return *(const InlineChain*)VG_(indexXA)(chains, id);
-}
+InlineChain* inline_chains = &no_chain;
 
 Bool chain_contains(UInt inner, UInt outer)
 {
@@ -110,7 +108,7 @@ Bool chain_contains(UInt inner, UInt outer)
 
 UInt inline_chain_at(Addr a, const FnInfo* fn)
 {
-   if (!chains) init();
+   if (!index) init();
    if (!inline_frames_on() || fn->no_symbol) return 0;
    const UInt kMaxLevels = 64;
    Level levels[kMaxLevels];

@@ -129,6 +129,9 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    Bool region_entry = region && blk->fn_entry;
    Bool tier_one = at_tier_one(blk, sigreturn, region);
    if (!tier_one && tiering_on()) tier_two_made();
+   // Whether its runs push and pop inlined levels inline (from the counters
+   // its prologue finds).
+   Bool levels_inline = inline_chains && !tier_one && !sigreturn && pushes_levels_inline(blk);
 
    Int start = guest_code_start(sb_in);
    for (Int i = 0; i < start; i++)
@@ -143,11 +146,15 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          if (!counters && sigreturn) counters = add_sigreturn_prologue(b, blk);
          if (!counters && tier_one) counters = add_tier_prologue(b, blk, layout);
          if (!counters) {
-            counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted, max_counters);
-            if (inline_chains) counters = add_inline_run(b, blk, chain_of[0], counters);
+            Bool levels_left = False;
+            counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted, max_counters, levels_inline,
+                                    inline_chains && !chain_of[0] && !tiering_on(), &levels_left);
+            if (inline_chains && !levels_left)
+               counters = add_inline_run(b, blk, chain_of[0], counters, levels_inline, nullptr);
          } else if (chain_changes && chain_of[instr] != chain_of[instr - 1]) {
             pending.flush(b, counters, nullptr);
-            if (inline_chains) counters = add_inline_run(b, blk, chain_of[instr], counters);
+            if (inline_chains)
+               counters = add_inline_run(b, blk, chain_of[instr], counters, levels_inline, pending.flushed_ir());
          }
          if (blocks && block_of[instr])
             add_block_step(b, block_of[instr], block_len[instr], block_helper, block_helper_name);
@@ -186,7 +193,8 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    pending.finish(blk);
    events_ir.finish(blk);
    finish_array_check(blk);
-   if (inline_chains && sb->jumpkind == Ijk_Ret) add_inline_leave(b, blk);
+   if (inline_chains && sb->jumpkind == Ijk_Ret)
+      add_inline_leave(b, blk, instr ? chain_of[instr - 1] : 0, levels_inline, pending.flushed_ir());
    add_block_end(b, sb, blk, last_instr, sp, pending.flushed_ir(), tier_one);
    if (region && sb->jumpkind == Ijk_Ret)
       b.call_reading_sp("kg_region_leave", (void*)kg_region_leave, IRBuilder::u64((ULong)blk), nullptr);
