@@ -188,7 +188,8 @@ IRExpr* add_level_steps(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* missed
 // IR made the levels the run's (`done`): a level's context has no counter
 // array, so a run of a chain looks in its own way (kg_run_counters fills
 // it); a run of the function's own code finds them as the prologue does
-// (its context's array, or the block's way 0).
+// (its context's array, or the block's way 0; add_inline_run leaves a run
+// to the helper when the block has no array check left).
 IRExpr* run_counters(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* done, IRExpr* ctx, IRExpr* counters)
 {
    if (chain) {
@@ -200,11 +201,9 @@ IRExpr* run_counters(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* done, IRE
                                 &kg_now->found_counters, b.load64(&way->counters));
       return b.ite(done, found, counters);
    }
-   if (checks_array(blk)) {
-      IRExpr* in_array =
-         add_array_counters(b, blk, ctx, "kg_entry_counters", (void*)kg_entry_counters, False, done);
-      if (in_array) return b.ite(done, in_array, counters);
-   }
+   if (checks_array(blk))
+      return b.ite(done, add_array_counters(b, blk, ctx, "kg_entry_counters", (void*)kg_entry_counters, False, done),
+                   counters);
    IRExpr* blk_at = b.shared_at(blk);
    b.call("kg_refresh_counters", (void*)kg_refresh_counters, 1, mkIRExprVec_1(blk_at),
           and1(b, done, b.op(Iop_CmpNE64, ctx, b.load64(blk_at), Ity_I1)));
@@ -223,7 +222,7 @@ IRExpr* add_inline_run(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* counter
    IRExpr* site = b.load_field(top_tr, offsetof(Transition, site));
    IRExpr* missed = not1(b, is_chain_level(b, site, chain));
    IRExpr* slow = missed;
-   if (fast) {
+   if (fast && (chain || array_check_left(blk))) {
       IRExpr* ctx = nullptr;
       IRExpr* done = add_level_steps(b, blk, chain, missed, top, top_tr, site, ir, &ctx);
       counters = run_counters(b, blk, chain, done, ctx, counters);

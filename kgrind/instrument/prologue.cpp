@@ -106,8 +106,10 @@ Bool counts_in_array(const BlockInfo* blk, UInt max_counters)
           fn->id < kMaxArrayFunction && fn->array_counters + max_counters <= kArrayCounters;
 }
 
-// Whether blk's prologue counts in its context's array (add_array_counters).
+// Whether blk's prologue counts in its context's array (add_array_counters),
+// and whether it can check another context's.
 Bool checks_array(const BlockInfo* blk) { return pending_array_check.blk == blk; }
+Bool array_check_left(const BlockInfo* blk) { return !checks_array(blk) || pending_array_check.n < kArrayChecks; }
 
 // The counters of the block in ctx's array; if the array is not its
 // function's, lacks room for the block, or counting is off (ctx after a
