@@ -38,6 +38,7 @@ struct DwarfSections {
 struct DwarfScope {
   uint32_t parent;
   const char* name;   // null: anonymous
+  bool is_namespace;
 };
 
 // A subprogram DIE: a declaration, a definition, an abstract instance.
@@ -127,7 +128,7 @@ class DwarfIndex {
     reach_.init(al);
     specs_.init(al);
     abbrevs_.init(al);
-    scopes_.push_back(DwarfScope{0, nullptr});
+    scopes_.push_back(DwarfScope{0, nullptr, false});
     bool ok = read_units();
     specs_.destroy();
     abbrevs_.destroy();
@@ -496,7 +497,7 @@ class DwarfIndex {
         if (has_low) u.base = low;
         unit_die = false;
       } else if (ab.tag == kTagNamespace || ab.tag == kTagClass || ab.tag == kTagStructure || ab.tag == kTagUnion) {
-        scopes_.push_back(DwarfScope{here.scope, name});
+        scopes_.push_back(DwarfScope{here.scope, name, ab.tag == kTagNamespace});
         here.scope = (uint32_t)scopes_.size() - 1;
       } else if (ab.tag == kTagSubprogram) {
         subprograms_.push_back(DwarfSubprogram{die_off, ref, name, linkage, here.scope});
