@@ -33,7 +33,7 @@ CONFIGS = {
     'k1': ['--k=1'], 'k2': ['--k=2'], 'k4': ['--k=4'], 'k8': ['--k=8'], 'kinf': ['--k=inf'],
     'intra-k2': ['--mode=intra', '--k=2'], 'intra-roll': ['--mode=intra', '--roll-loops=yes'],
     'inter-k2': ['--mode=inter', '--k=2'], 'inter-roll': ['--mode=inter', '--roll-loops=yes'],
-    'k2-noinline': ['--k=2', '--inline-frames=no'],
+    'k2-noinline': ['--k=2', '--inline-frames=no'], 'k2-inline': ['--k=2', '--inline-frames=yes'],
     'k2-instr': ['--k=2', '--dump-instr=yes'], 'k2-jumps': ['--k=2', '--dump-instr=yes', '--collect-jumps=yes'],
     'k2-cache': ['--k=2', '--cache-sim=yes'], 'k2-branch': ['--k=2', '--branch-sim=yes'],
     'k2-data': ['--k=2', '--collect-data=yes'],
