@@ -25,15 +25,11 @@ struct Origin {
 // One object's inlined instances and their functions, found by its text
 // and file again while Valgrind's debug-info epoch moves.
 struct ObjectNames {
-   Addr text_lo, text_hi;
-   HChar* file;
-   UInt epoch;
+   ObjectEntry object;
    PtrdiffT bias;          // run-time address - the DWARF's
-   Bool usable;
    core::DwarfIndex index; // the names dropped once read into `origins`
    Origin** origins;       // by inlined instance (null: unnamed)
 };
-XArray* objects;   // of ObjectNames*
 
 // An ELF file open for reading its sections.
 struct ElfFile {
@@ -239,7 +235,8 @@ HChar* scoped_name(const core::DwarfIndex& index, const core::DwarfNames& names)
 Bool read_object_names(ObjectNames* o)
 {
    Dwarf d;
-   if (!read_dwarf(o->file, &d) && !read_separate_dwarf(o->file, &d)) return False;
+   const HChar* file = o->object.file;
+   if (!read_dwarf(file, &d) && !read_separate_dwarf(file, &d)) return False;
    Bool ok = o->index.init(kDwarfAllocator, d.s);
    if (ok) {
       SizeT n = o->index.inlined_count();
@@ -269,36 +266,14 @@ Bool read_object_names(ObjectNames* o)
    return ok;
 }
 
-// The names of the object whose text holds a, or nullptr.
-ObjectNames* object_names(Addr a)
+Bool make_object_names(ObjectEntry* entry, const DebugInfo* di)
 {
-   static ObjectNames* last;
-   UInt epoch = VG_(current_DiEpoch)().n;
-   if (last && last->epoch == epoch && a >= last->text_lo && a < last->text_hi) return last->usable ? last : nullptr;
-   const DebugInfo* di = object_info(a);
-   Addr lo, hi;
-   if (!di || !object_text(a, &lo, &hi) || a < lo || a >= hi) return nullptr;
-   const HChar* file = VG_(DebugInfo_get_filename)(di);
-   if (!objects) objects = VG_(newXA)(VG_(malloc), "kg.inlnames", VG_(free), sizeof(ObjectNames*));
-   for (Word i = 0; i < VG_(sizeXA)(objects); i++) {
-      ObjectNames* o = *(ObjectNames**)VG_(indexXA)(objects, i);
-      if (o->text_lo == lo && o->text_hi == hi && VG_STREQ(o->file, file)) {
-         o->epoch = epoch;
-         last = o;
-         return o->usable ? o : nullptr;
-      }
-   }
-   ObjectNames* o = (ObjectNames*)kg::alloc_zeroed(sizeof(ObjectNames), "kg.inlnames");
-   o->text_lo = lo;
-   o->text_hi = hi;
-   o->file = kg::strdup(file);
-   o->epoch = epoch;
+   ObjectNames* o = (ObjectNames*)entry;
    o->bias = VG_(DebugInfo_get_text_bias)(di);
-   o->usable = read_object_names(o);
-   VG_(addToXA)(objects, &o);
-   last = o;
-   return o->usable ? o : nullptr;
+   return read_object_names(o);
 }
+
+ObjectEntries object_names = { nullptr, nullptr, sizeof(ObjectNames), "kg.inlnames", make_object_names };
 
 const HChar* shown_name(Origin* g)
 {
@@ -317,7 +292,7 @@ const HChar* shown_name(Origin* g)
 
 Bool qualified_inline_names(Addr a, UInt n, const HChar* const* short_names, const HChar** qualified)
 {
-   ObjectNames* o = object_names(a);
+   ObjectNames* o = (ObjectNames*)object_entry(&object_names, a);
    if (!o) return False;
    const UInt kMaxLevels = 64;
    UInt chain[kMaxLevels];
