@@ -43,25 +43,13 @@ const HChar* table_name(const StringTable* t, UInt id)
    return *(HChar**)VG_(indexXA)(t->names, id);
 }
 
-const HChar* file_base_name(UInt file)
-{
-   const HChar* path = file_name(file);
-   const HChar* slash = VG_(strrchr)(path, '/');
-   return slash ? slash + 1 : path;
-}
-
 Word compare_functions(UWord a, UWord b)
 {
    const FnInfo* x = (const FnInfo*)a;
    const FnInfo* y = (const FnInfo*)b;
    if (x->object != y->object) return x->object < y->object ? -1 : 1;
    if (x->entry != y->entry) return x->entry < y->entry ? -1 : 1;
-   Int c = VG_(strcmp)(x->name, y->name);
-   if (c || x->inline_file == y->inline_file) return c;
-   // By the file's base name: Valgrind names a file with its directory at
-   // an instruction's own line, without it at an inline record's call site.
-   if (!x->inline_file || !y->inline_file) return x->inline_file < y->inline_file ? -1 : 1;
-   return VG_(strcmp)(file_base_name(x->inline_file), file_base_name(y->inline_file));
+   return VG_(strcmp)(x->name, y->name);
 }
 
 StringTable files, objects, fn_names;
@@ -273,13 +261,12 @@ static FnInfo* whole_function(FnInfo* part)
 // The function found at address at, a run-time address of it (0: none, as
 // for names made from addresses), whose symbol starts at entry.
 static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool no_symbol, Addr at = 0,
-                               Addr entry = 0, Bool by_address = False, UInt inline_file = 0)
+                               Addr entry = 0, Bool by_address = False)
 {
    FnInfo probe = {};
    probe.name = name;
    probe.object = object;
    probe.entry = no_symbol ? 0 : file_address(entry);
-   probe.inline_file = inline_file;
    UWord key, val;
    if (VG_(lookupFM)(fn_index, &key, &val, (UWord)&probe)) return (FnInfo*)val;
    FnInfo* fn = (FnInfo*)alloc_permanent(sizeof(FnInfo));
@@ -287,7 +274,6 @@ static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool n
    fn->name = table_name(&fn_names, table_intern(&fn_names, name));
    fn->object = object;
    fn->entry = probe.entry;
-   fn->inline_file = inline_file;
    fn->file = at && !no_symbol ? entry_file(entry, at, file) : file;
    fn->no_symbol = no_symbol;
    fn->by_address = by_address;
@@ -325,16 +311,16 @@ FnInfo* function_named_by_address(Addr entry, const FnInfo* like)
    return intern_function(address_name(entry), like->object, like->file, True, 0, 0, True);
 }
 
-FnInfo* inlined_function(const HChar* name, UInt object, UInt file, Bool by_file)
+FnInfo* inlined_function(const HChar* name, UInt object, UInt file)
 {
    static const HChar kSuffix[] = " [inlined]";
    SizeT n = VG_(strlen)(name);
    HChar* full = (HChar*)kg::alloc(n + sizeof kSuffix);
    VG_(memcpy)(full, name, n);
    VG_(memcpy)(full + n, kSuffix, sizeof kSuffix);
-   // No symbol's entry: the key is (object, 0, name[, file]), the suffix
-   // keeps it apart from every real function's.
-   FnInfo* fn = intern_function(full, object, file, False, 0, 0, False, by_file ? file : 0);
+   // No symbol's entry: the key is (object, 0, name), the suffix keeps it
+   // apart from every real function's.
+   FnInfo* fn = intern_function(full, object, file, False);
    kg::release(full);
    return fn;
 }

@@ -16,8 +16,6 @@ struct FnInfo {
    Addr entry;           // its symbol's address in the object file (the run-time
                          // address less the object's bias); 0 without a symbol
    UInt file;            // source file of its entry
-   UInt inline_file;     // an inlined function known by its short name only: its
-                         // file, which keys it with the name (0: other functions)
    Bool no_symbol;       // no symbol covers it ("???")
    Bool by_address;      // named by its entry's offset in its object: no symbol, but its
                          // entry is known (an unwind table's FDE, or a call's target)
@@ -63,12 +61,10 @@ Bool is_function_entry(Addr a);
 FnInfo* function_named_by_address(Addr entry, const FnInfo* like);
 
 // The function `name` inlined into code of object `object` (a context level
-// of --inline-frames), named "name [inlined]": one per (object, name) for a
-// qualified name (kg_inline_names.h), its file the first one given; one per
-// (object, name, file) with by_file, for a short name (the debug info's
-// DW_AT_name, which functions of other classes and namespaces share: their
-// files tell them apart, as the display names do, kg_display_names.h).
-FnInfo* inlined_function(const HChar* name, UInt object, UInt file, Bool by_file);
+// of --inline-frames): one per (object, name), named "name [inlined]", its
+// file the first one given. The name is qualified where the object's debug
+// info gives it (kg_inline_names.h), else the debug info's short name.
+FnInfo* inlined_function(const HChar* name, UInt object, UInt file);
 
 // Code in an object that no symbol covers and that is no PLT stub: a
 // stripped library's static function, .init, .fini.
