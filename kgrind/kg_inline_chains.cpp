@@ -1,4 +1,5 @@
 #include "kg_inline_chains.h"
+#include "kg_inline_names.h"
 #include "kg_options.h"
 #include "kg_runtime.h"
 
@@ -135,12 +136,18 @@ UInt inline_chain_at(Addr a, const FnInfo* fn)
    }
    // levels[0] is the innermost function (at a's own line), levels[n - 1]
    // the physical one; level i's line is where level i - 1 is called.
+   // Each inlined level by its qualified name where the object's debug info
+   // gives it, else by its short name.
+   const HChar* short_names[kMaxLevels];
+   const HChar* qualified[kMaxLevels];
+   for (UInt i = 0; i + 1 < n; i++) short_names[i] = levels[i].fn;
+   Bool named = n > 1 && qualified_inline_names(a, n - 1, short_names, qualified);
    UInt chain = 0;
    for (UInt i = n - 1; i >= 1 && i < n; i--) {
       // The inlined function's file: where it calls the next level, or
       // the instruction's own (both lines of its source).
       const HChar* own_file = levels[i - 1].file ? levels[i - 1].file : "???";
-      FnInfo* inl = inlined_function(levels[i - 1].fn, fn->object, intern_file(own_file));
+      FnInfo* inl = inlined_function(named ? qualified[i - 1] : levels[i - 1].fn, fn->object, intern_file(own_file));
       UInt call_file = levels[i].file ? intern_file(levels[i].file) : 0;
       chain = intern_chain(chain, inl, call_file, levels[i].line);
    }

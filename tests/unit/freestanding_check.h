@@ -62,6 +62,24 @@ extern "C" uint64_t kg_freestanding_unwind(const uint8_t* file, const uint8_t* h
   return start + end + at + index.count();
 }
 
+// The DWARF reader (dwarf_inlines.h) on caller-given sections.
+extern "C" uint64_t kg_freestanding_dwarf(const uint8_t* bytes, uint64_t n, uint64_t pc) {
+  Allocator al = {nullptr, kg_test_alloc, kg_test_free};
+  MappedSpan s = {bytes, n, 0};
+  DwarfSections sections = {s, s, s, s, s, s, s, s};
+  DwarfIndex index;
+  uint64_t r = 0, shoff, shnum, shstrndx;
+  if (elf_section_table(bytes, n, &shoff, &shnum, &shstrndx)) r += elf_section(bytes).size;
+  if (!index.init(al, sections)) return r;
+  uint32_t chain[4];
+  size_t k = index.chain_at(pc, chain, 4);
+  DwarfNames names;
+  for (size_t i = 0; i < k; i++) r += index.names(index.inlined(chain[i]).origin, &names) + index.scope(names.scope).parent;
+  index.drop_names();
+  index.destroy();
+  return r + k;
+}
+
 // The kid layouts (kid_layout.h) on caller-given keys.
 static uint64_t kid_key_of(const uint64_t& key) { return key; }
 extern "C" uint64_t kg_freestanding_kids(const uint64_t* keys, uint32_t n) {
