@@ -120,15 +120,20 @@ ULong no_thread_clock[kEventIds];
 // Counting misses: bit 0 of a result is a first-level miss, bit 1 a
 // last-level one (core::CacheMiss); the access's events, e (Dr or Dw), its
 // first-level and its last-level misses, on the clock too.
+inline void count_misses(ULong* slots, core::CacheMiss m, EventId l1, EventId ll)
+{
+   slots[0] += m & 1;
+   slots[1] += m >> 1;
+   ULong* clock = kg_event_clock;
+   clock[l1] += m & 1;
+   clock[ll] += m >> 1;
+}
+
 inline void count_access(ULong* slots, core::CacheMiss m, EventId e, EventId l1, EventId ll)
 {
    slots[0]++;
-   slots[1] += m & 1;
-   slots[2] += m >> 1;
-   ULong* clock = kg_event_clock;
-   clock[e]++;
-   clock[l1] += m & 1;
-   clock[ll] += m >> 1;
+   kg_event_clock[e]++;
+   count_misses(slots + 1, m, l1, ll);
 }
 
 // A branch: its count and its mispredicts.
@@ -180,6 +185,7 @@ void events_init()
 }
 
 UInt i1_line_bits() { return core::log2_of_power(i1.g.line); }
+UInt d1_line_bits() { return core::log2_of_power(d1.g.line); }
 
 void write_cache_descs(FileWriter& out)
 {
@@ -221,11 +227,7 @@ void write_event_costs(FileWriter& out, const ULong* counts, UInt n)
 
 extern "C" void VG_REGPARM(3) kg_sim_fetch(ULong* slots, Addr addr, UWord size)
 {
-   core::CacheMiss m = caches.fetch(addr, size);
-   slots[0] += m & 1;
-   slots[1] += m >> 1;
-   kg_event_clock[kEvI1mr] += m & 1;
-   kg_event_clock[kEvILmr] += m >> 1;
+   count_misses(slots, caches.fetch(addr, size), kEvI1mr, kEvILmr);
 }
 
 extern "C" void VG_REGPARM(3) kg_sim_read(ULong* slots, Addr addr, UWord size)
@@ -236,6 +238,28 @@ extern "C" void VG_REGPARM(3) kg_sim_read(ULong* slots, Addr addr, UWord size)
 extern "C" void VG_REGPARM(3) kg_sim_write(ULong* slots, Addr addr, UWord size)
 {
    count_access(slots, caches.data(addr, size), kEvDw, kEvD1mw, kEvDLmw);
+}
+
+extern "C" void VG_REGPARM(3) kg_sim_read_lines(ULong* slots, Addr addr, UWord size)
+{
+   count_misses(slots, caches.data(addr, size), kEvD1mr, kEvDLmr);
+}
+
+extern "C" void VG_REGPARM(3) kg_sim_write_lines(ULong* slots, Addr addr, UWord size)
+{
+   count_misses(slots, caches.data(addr, size), kEvD1mw, kEvDLmw);
+}
+
+extern "C" void kg_sim_fetch_read(ULong* slots, Addr iaddr, UWord isize, Addr addr, UWord size)
+{
+   count_misses(slots, caches.fetch(iaddr, isize), kEvI1mr, kEvILmr);
+   count_access(slots + 2, caches.data(addr, size), kEvDr, kEvD1mr, kEvDLmr);
+}
+
+extern "C" void kg_sim_fetch_write(ULong* slots, Addr iaddr, UWord isize, Addr addr, UWord size)
+{
+   count_misses(slots, caches.fetch(iaddr, isize), kEvI1mr, kEvILmr);
+   count_access(slots + 2, caches.data(addr, size), kEvDw, kEvD1mw, kEvDLmw);
 }
 
 extern "C" void VG_REGPARM(3) kg_sim_cond(ULong* slots, Addr addr, UWord taken)
