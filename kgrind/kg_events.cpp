@@ -13,9 +13,24 @@ const HChar* const kEventNames[kEventIds] = {
    "sysCount", "sysTime", "sysCpuTime",
 };
 
-void* core_alloc(void*, size_t n) { return kg::alloc(n, "kg.cache"); }
-void core_free(void*, void* p) { kg::release(p); }
-const core::Allocator kToolAllocator = { nullptr, core_alloc, core_free };
+// The caches' tags: fresh anonymous pages (zeroed, and touched only where
+// the program's lines fall: a 512 MB LL has 64 MB of tags), each mapping's
+// length in a header before the tags.
+const SizeT kTagsHeader = 64;
+void* tags_alloc(void*, size_t n)
+{
+   SizeT len = VG_PGROUNDUP(n + kTagsHeader);
+   UChar* p = (UChar*)VG_(am_shadow_alloc)(len);
+   if (!p) VG_(out_of_memory_NORETURN)((HChar*)"kg.cache", len);
+   *(SizeT*)p = len;
+   return p + kTagsHeader;
+}
+void tags_free(void*, void* p)
+{
+   UChar* start = (UChar*)p - kTagsHeader;
+   VG_(am_munmap_valgrind)((Addr)start, *(SizeT*)start);
+}
+const core::Allocator kTagsAllocator = { nullptr, tags_alloc, tags_free, true };
 
 core::CacheHierarchy caches;
 core::BranchPredictor* predictor;
@@ -179,7 +194,7 @@ void events_init()
       choose(i1, clo.i1);
       choose(d1, clo.d1);
       choose(ll, clo.ll);
-      caches.init(kToolAllocator, i1.g, d1.g, ll.g);
+      caches.init(kTagsAllocator, i1.g, d1.g, ll.g);
    }
    if (clo.branch_sim) predictor = (core::BranchPredictor*)alloc_zeroed(sizeof(core::BranchPredictor), "kg.branch");
 }

@@ -28,6 +28,8 @@ public:
       last_fetched_ = 0;
       fetch_pending_ = False;
       last_data_ = nullptr;
+      VG_(memset)(defs_, 0, n_defs_ * sizeof defs_[0]);
+      n_defs_ = 0;
    }
 
    // The end of an instruction's events, before a side exit, before the
@@ -77,6 +79,10 @@ public:
    void data(IRBuilder& b, IRExpr* counters, UInt line, const IRStmt* st, const IRTypeEnv* tyenv)
    {
       if (!on_) return;
+      if (st->tag == Ist_WrTmp && st->Ist.WrTmp.tmp < kMaxDefs) {
+         defs_[st->Ist.WrTmp.tmp] = st->Ist.WrTmp.data;
+         if (st->Ist.WrTmp.tmp >= n_defs_) n_defs_ = st->Ist.WrTmp.tmp + 1;
+      }
       // An atomic instruction (a compare-and-swap, a store-conditional) is a
       // global bus event, as callgrind counts them.
       if (clo.collect_bus && (st->tag == Ist_CAS || (st->tag == Ist_LLSC && st->Ist.LLSC.storedata)))
@@ -246,9 +252,19 @@ private:
                 mkIRExprVec_5(at, IRBuilder::u64(fetch_addr_), IRBuilder::u64(fetch_len_), addr, n), nullptr);
          return;
       }
-      if (!prev) {
+      switch (prev ? line_relation(prev, addr, size) : kOtherLine) {
+      case kOtherLine:
          call(b, counters, line, k.count, k.l1, k.name, (void*)k.fn, addr, n, nullptr, k.ll);
          return;
+      case kSameLine: {   // a hit: the count alone
+         IRExpr* at = slot_address(b, counters);
+         const EventId events[] = { k.count, k.l1, k.ll };
+         for (EventId e : events) add_slot(line, e);
+         count_inline(b, at, k.count);
+         return;
+      }
+      case kMaybeSameLine:
+         break;
       }
       // Every byte in prev's line: (addr ^ prev) | (last byte ^ prev)
       // below the line size.
@@ -261,9 +277,61 @@ private:
       IRExpr* at = slot_address(b, counters);
       const EventId events[] = { k.count, k.l1, k.ll };
       for (EventId e : events) add_slot(line, e);
-      b.add_if(nullptr, b.place(at, 0), IRBuilder::u64(1));
-      b.add_if(nullptr, b.place(b.load64(&kg_event_clock), 8 * k.count), IRBuilder::u64(1));
+      count_inline(b, at, k.count);
       b.call(k.lines_name, (void*)k.lines_fn, 3, mkIRExprVec_3(b.op(Iop_Add64, at, IRBuilder::u64(8)), addr, n), other_line);
+   }
+
+   // The access's count, inline, in its slot and on the clock.
+   static void count_inline(IRBuilder& b, IRExpr* at, EventId e)
+   {
+      b.add_if(nullptr, b.place(at, 0), IRBuilder::u64(1));
+      b.add_if(nullptr, b.place(b.load64(&kg_event_clock), 8 * e), IRBuilder::u64(1));
+   }
+
+   // Whether an access of `size` bytes at addr is in the first D1 line of
+   // the access at prev, from their addresses' forms: two constants
+   // (RIP-relative data) are known; a common base (a temporary) plus
+   // offsets (a stack frame's, a structure's fields) under a line apart is
+   // checked at run time; anything else is taken to be another line (the
+   // check would seldom pass and costs more than it saves).
+   enum LineRelation { kOtherLine, kSameLine, kMaybeSameLine };
+   LineRelation line_relation(IRExpr* prev, IRExpr* addr, UInt size)
+   {
+      Long prev_off = 0, off = 0;
+      IRExpr* prev_base = base_of(prev, &prev_off);
+      IRExpr* base = base_of(addr, &off);
+      Long line = 1LL << d1_line_bits_;
+      if (!prev_base && !base) {   // both constants
+         ULong first = (ULong)off >> d1_line_bits_, last = ((ULong)off + (size ? size - 1 : 0)) >> d1_line_bits_;
+         return first == last && first == (ULong)prev_off >> d1_line_bits_ ? kSameLine : kOtherLine;
+      }
+      if (!prev_base || !base || prev_base->Iex.RdTmp.tmp != base->Iex.RdTmp.tmp) return kOtherLine;
+      Long d = off - prev_off;
+      return d > -line && d + (Long)size <= line ? kMaybeSameLine : kOtherLine;
+   }
+
+   // An address atom as base + offset: the temporary it adds constants to
+   // (nullptr for a constant address, whose value is the offset).
+   IRExpr* base_of(IRExpr* a, Long* off)
+   {
+      for (UInt depth = 0; depth < 8; depth++) {
+         if (a->tag == Iex_Const) {
+            *off += (Long)a->Iex.Const.con->Ico.U64;
+            return nullptr;
+         }
+         if (a->tag != Iex_RdTmp) break;
+         IRTemp t = a->Iex.RdTmp.tmp;
+         const IRExpr* d = t < kMaxDefs ? defs_[t] : nullptr;
+         if (!d || d->tag != Iex_Binop || d->Iex.Binop.arg2->tag != Iex_Const ||
+             d->Iex.Binop.arg2->Iex.Const.con->tag != Ico_U64)
+            break;
+         Long c = (Long)d->Iex.Binop.arg2->Iex.Const.con->Ico.U64;
+         if (d->Iex.Binop.op == Iop_Add64) *off += c;
+         else if (d->Iex.Binop.op == Iop_Sub64) *off -= c;
+         else break;
+         a = d->Iex.Binop.arg1;
+      }
+      return a->tag == Iex_RdTmp ? a : nullptr;
    }
 
    void add_slot(UInt line, EventId e) { slots_[n_++] = { (UShort)line, (UShort)e }; }
@@ -339,6 +407,11 @@ private:
    // The address of the superblock's last data access, when it was
    // unguarded (else nullptr).
    IRExpr* last_data_;
+   // The expressions the superblock's temporaries are set to, so far (for
+   // line_relation).
+   static const UInt kMaxDefs = 1024;
+   const IRExpr* defs_[kMaxDefs];
+   UInt n_defs_;   // defs_ beyond are null
 };
 
 const EventsIR::AccessKind EventsIR::kReadAccess = {
