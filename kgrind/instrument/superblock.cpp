@@ -141,6 +141,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       if (!st || st->tag == Ist_NoOp) continue;
       switch (st->tag) {
       case Ist_IMark:
+         events_ir.end_instruction(b);
          if (!counters && region_entry)
             b.call_reading_sp("kg_region_enter", (void*)kg_region_enter, IRBuilder::u64((ULong)blk), nullptr);
          if (!counters && sigreturn) counters = add_sigreturn_prologue(b, blk);
@@ -164,6 +165,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          pending.add(slot_of_instr[instr++]);
          break;
       case Ist_Exit:
+         events_ir.end_instruction(b);
          if (flushes_before(st, blocks)) {
             IRBuilder::Cond taken = exit_condition(sb_in, i);
             pending.flush(b, counters, &taken);
@@ -183,6 +185,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       b.add(st);
       sp.note(st, sb_in->tyenv);
    }
+   events_ir.end_instruction(b);
    if (counters && instr) events_ir.indirect(b, counters, event_pos(instr - 1), sb_in, last_instr);
    if (counters && instr) events_ir.syscall(b, counters, event_pos(instr - 1), sb_in);
    if (counters) pending.flush(b, counters, nullptr);

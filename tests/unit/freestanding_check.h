@@ -8,7 +8,7 @@ using namespace kg::core;
 extern "C" void* kg_test_alloc(void*, size_t);
 extern "C" void kg_test_free(void*, void*);
 extern "C" uint64_t kg_freestanding_exercise(uint32_t k, const uint32_t* labels, size_t n) {
-  Allocator al = {nullptr, kg_test_alloc, kg_test_free};
+  Allocator al = {nullptr, kg_test_alloc, kg_test_free, false};
   Forest f;
   f.init(al, k, 0);
   Vec<Activation> st;
@@ -89,7 +89,7 @@ extern "C" uint64_t kg_freestanding_kids(const uint64_t* keys, uint32_t n) {
 }
 // The cache and branch models (cache_model.h, branch_model.h) on caller-given accesses.
 extern "C" uint64_t kg_freestanding_events(const uint64_t* addrs, uint32_t n) {
-  Allocator al = {nullptr, kg_test_alloc, kg_test_free};
+  Allocator al = {nullptr, kg_test_alloc, kg_test_free, false};
   CacheHierarchy h;
   h.init(al, {32768, 8, 64}, {32768, 8, 64}, {1 << 20, 16, 64});
   static BranchPredictor b;
