@@ -306,6 +306,10 @@ struct Now {
    // A block with a counter array offset whose check failed: its counters,
    // as the helper found them (kg_block_counters, kg_entry_counters).
    ULong* found_counters;
+   // With events beyond Ir: frame f's readings of the event clocks at its
+   // entry (activity/event_clocks.cpp) are at ev_rows + (f >> 3) *
+   // frame_row_scale(), mod 2^64 (the running stack's rows).
+   UWord ev_rows;
 };
 extern Now* kg_now;
 
@@ -411,11 +415,36 @@ void VG_REGPARM(1) kg_sigreturn_code(BlockInfo* blk);
 void VG_REGPARM(2) kg_inline_enter(BlockInfo* blk, UWord chain);
 // blk returns from its function: the inlined levels on top are popped.
 void VG_REGPARM(1) kg_inline_leave(BlockInfo* blk);
-// Events beyond Ir (activity/event_clocks.cpp): inline IR pushed frame f
-// (its event clocks start), or popped it (they close; its context's count
-// of frames already lowered).
-void VG_REGPARM(1) kg_frame_events_start(Frame* f);
+// Events beyond Ir (activity/event_clocks.cpp): inline IR popped frame f
+// of a transition not in kg_recent_events (its event clocks close; its
+// context's count of frames already lowered).
 void VG_REGPARM(1) kg_frame_events_close(const Frame* f);
 }
+
+// Events beyond Ir: the bytes of a frame's row of readings, times 3's
+// inverse mod 2^64 (Now::ev_rows).
+UWord frame_row_scale();
+// Where frames of a transition add their inclusive events as they close
+// (activity/event_clocks.cpp): its call edge's and its k-SF node's arrays,
+// by a hash of its address, the last one looked up a slot. An inline pop
+// whose transition is there adds to them (edge: a sink for a thread's
+// root; node: at finite k when its context's count of frames reached 0, at
+// k = inf always, a sink for a rolled transition); else it calls
+// kg_frame_events_close, which puts it there.
+struct RecentEvents {
+   const Transition* tr;
+   ULong* edge;
+   ULong* node;
+   UWord unused;   // 32 bytes: a slot's offset is a shift
+};
+const UInt kRecentEventsBits = 10;
+const UWord kRecentEvents = 1 << kRecentEventsBits;
+const ULong kRecentEventsHash = 0x9E3779B97F4A7C15ULL;
+// The slot's byte offset: the hash's top bits times 32.
+const UInt kRecentEventsShift = 64 - kRecentEventsBits - 5;
+const UWord kRecentEventsMask = (kRecentEvents - 1) << 5;
+static_assert(sizeof(RecentEvents) == 32, "a slot's offset is a shift");
+inline UWord recent_events_slot(const Transition* tr) { return ((UWord)tr * kRecentEventsHash) >> (64 - kRecentEventsBits); }
+extern RecentEvents kg_recent_events[kRecentEvents];
 
 } // namespace kg

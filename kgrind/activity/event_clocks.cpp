@@ -15,10 +15,16 @@
 
 namespace kg {
 
+RecentEvents kg_recent_events[kRecentEvents];
+
 namespace {
 
 UInt clock_events;                    // events beyond Ir; 0: none, nothing here runs
 EventId clock_event_ids[kEventIds];   // the event of each column
+UWord row_scale;                      // frame_row_scale()
+// What an inline pop adds to where a transition has no call edge (a
+// thread's root) or, at k = inf, is rolled (kg_recent_events); never read.
+ULong events_sink[kEventIds];
 
 } // namespace
 
@@ -27,7 +33,14 @@ static void event_clocks_init()
    if (!extra_events_on()) return;
    clock_events = extra_event_count();
    for (UInt c = 0; c < clock_events; c++) clock_event_ids[c] = extra_event_id(c);
+   // Frames are 3 words: (f - base) / 24 is ((f - base) >> 3) times 3's
+   // inverse mod 2^64, exactly.
+   static_assert(sizeof(Frame) == 3 * sizeof(ULong), "frame_row_scale's division by 3");
+   row_scale = (UWord)0xAAAAAAAAAAAAAAABULL * (clock_events * sizeof(ULong));
+   for (UWord i = 0; i < kRecentEvents; i++) kg_recent_events[i] = { nullptr, events_sink, events_sink };
 }
+
+UWord frame_row_scale() { return row_scale; }
 
 namespace {
 
@@ -44,6 +57,15 @@ struct ClockReading {
 ULong* entry_events(const ShadowStack* s, const Frame* f)
 {
    return s->ev + (UWord)(f - (s->frames - 1)) * clock_events;
+}
+
+// Frame f's row of s is frame_rows_bias(s) + (f >> 3) * row_scale (mod
+// 2^64; kg_hotpath.h, Now::ev_rows): inline IR finds it with a shift, a
+// multiply and an add.
+UWord frame_rows_bias(const ShadowStack* s)
+{
+   if (!clock_events) return 0;
+   return (UWord)s->ev - ((UWord)(s->frames - 1) >> 3) * row_scale;
 }
 
 // s has a new frame array of s->cap usable frames (set_frames): so have
@@ -116,22 +138,24 @@ struct TransitionEvents {
    ULong* node;
 };
 PairMap<TransitionEvents> transition_events;
-// The last transitions looked up, by a hash of their address: a pop finds
-// its transition's arrays with one compare (the table's probe cost callheavy
-// with --branch-sim about a third of the clocks' time).
-const UWord kRecentTransitions = 1024;
-TransitionEvents* recent_transitions[kRecentTransitions];
 
-TransitionEvents* events_of(Transition* tr)
+// tr's arrays: from kg_recent_events (the last transitions looked up, by a
+// hash of their address), where inline pops find them with one compare, or
+// the table, which then puts them there.
+const RecentEvents* events_of(Transition* tr)
 {
-   TransitionEvents*& slot = recent_transitions[((UWord)tr * 0x9E3779B97F4A7C15ULL) >> 54];
-   if (slot && slot->a == tr) return slot;
+   RecentEvents& slot = kg_recent_events[recent_events_slot(tr)];
+   if (slot.tr == tr) return &slot;
    TransitionEvents* te = transition_events.get(tr, nullptr);
    if (!te->node) {
       te->node = incl_events_of(ctx_of(child_of(tr)), True);
       if (parent_activation(tr)) te->edge = incl_events_of(transition_edge(tr), True);
    }
-   return slot = te;
+   // Inline pops add without tests: to the sink where nothing is added
+   // (no edge; at k = inf a rolled transition, never its node's outermost
+   // activation).
+   slot = { tr, te->edge ? te->edge : events_sink, acts_in_nodes() && rolled(tr) ? events_sink : te->node };
+   return &slot;
 }
 
 // A frame f of s, of transition tr, closes with the clock at `now`: what it
@@ -140,21 +164,16 @@ TransitionEvents* events_of(Transition* tr)
 void close_frame_events(const ShadowStack* s, const Frame* f, Transition* tr, Bool outermost, const ULong* now)
 {
    if (!clock_events || !kg_counting) return;
-   TransitionEvents* te = events_of(tr);
+   const RecentEvents* te = events_of(tr);
    const ULong* entry = entry_events(s, f);
    for (UInt c = 0; c < clock_events; c++) {
       ULong ran = now[c] - entry[c];
-      if (te->edge) te->edge[c] += ran;
+      te->edge[c] += ran;
       if (outermost) te->node[c] += ran;
    }
 }
 
 } // namespace
-
-extern "C" void VG_REGPARM(1) kg_frame_events_start(Frame* f)
-{
-   start_frame_events(current, current->stack, f);
-}
 
 extern "C" void VG_REGPARM(1) kg_frame_events_close(const Frame* f)
 {

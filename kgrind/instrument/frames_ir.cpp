@@ -38,6 +38,66 @@ IRExpr* load_transition_ctx(IRBuilder& b, IRExpr* tr, IRExpr* active = nullptr)
    return b.load_field(child_active(b, tr, active), offsetof(ViewPair, view_ctx));
 }
 
+// With events beyond Ir: frame f's row of event clock readings
+// (Now::ev_rows).
+IRExpr* frame_events_row(IRBuilder& b, IRExpr* f)
+{
+   IRExpr* words = b.op(Iop_Shr64, f, IRExpr_Const(IRConst_U8(3)));
+   return b.op(Iop_Add64, b.load64(&kg_now->ev_rows), b.op(Iop_Mul64, words, IRBuilder::u64(frame_row_scale())));
+}
+
+// The running thread's event clock of column c's event.
+IRExpr* event_clock_now(IRBuilder& b, IRExpr* clock, UInt c)
+{
+   return b.load_field(clock, extra_event_id(c) * sizeof(ULong));
+}
+
+// Frame f, being pushed, starts its event clocks: the clocks' readings in
+// its row (f is always writable, and so is its row: a wrong push's readings
+// are never read).
+void add_frame_events_start(IRBuilder& b, IRExpr* f)
+{
+   IRExpr* clock = b.load64(&kg_event_clock);
+   IRExpr* row = frame_events_row(b, f);
+   for (UInt c = 0; c < extra_event_count(); c++) b.store64(b.field(row, c * sizeof(ULong)), event_clock_now(b, clock, c));
+}
+
+// Frame f of transition tr closes its event clocks if it was popped
+// (not_popped zero): what it ran goes to its transition's call edge and,
+// unless outer is non-zero (at finite k, the frames still in its context;
+// nullptr at k = inf), its node, from tr's slot of kg_recent_events; a
+// transition not there calls kg_frame_events_close. Without tests: the
+// slot's arrays are always writable, and the adds are of the differences
+// and-ed with masks, zero unless they count (counting on too).
+void add_frame_events_close(IRBuilder& b, IRExpr* f, IRExpr* tr, IRExpr* not_popped, IRExpr* outer)
+{
+   IRExpr* hashed = b.op(Iop_Mul64, tr, IRBuilder::u64(kRecentEventsHash));
+   IRExpr* offset = b.op(Iop_And64, b.op(Iop_Shr64, hashed, IRExpr_Const(IRConst_U8(kRecentEventsShift))),
+                         IRBuilder::u64(kRecentEventsMask));
+   IRExpr* slot = b.op(Iop_Add64, b.at(kg_recent_events), offset);
+   IRExpr* other = b.op(Iop_Xor64, b.load_field(slot, offsetof(RecentEvents, tr)), tr);
+   IRExpr* not_counting = b.op(Iop_Xor64, b.load_u8_field(b.at(&kg_counting), 0), IRBuilder::u64(1));
+   IRExpr* skip = b.op(Iop_Or64, b.op(Iop_Or64, not_popped, other), not_counting);
+   auto mask_of = [&](IRExpr* bits) {
+      return b.tmp(IRExpr_Unop(Iop_1Sto64, b.op(Iop_CmpEQ64, bits, IRBuilder::u64(0), Ity_I1)), Ity_I64);
+   };
+   IRExpr* edge_mask = mask_of(skip);
+   IRExpr* node_mask = outer ? mask_of(b.op(Iop_Or64, skip, outer)) : edge_mask;
+   IRExpr* edge = b.load_field(slot, offsetof(RecentEvents, edge));
+   IRExpr* node = b.load_field(slot, offsetof(RecentEvents, node));
+   IRExpr* clock = b.load64(&kg_event_clock);
+   IRExpr* row = frame_events_row(b, f);
+   for (UInt c = 0; c < extra_event_count(); c++) {
+      UWord at = c * sizeof(ULong);
+      IRExpr* ran = b.op(Iop_Sub64, event_clock_now(b, clock, c), b.load_field(row, at));
+      b.add_to(b.place(edge, at), b.op(Iop_And64, ran, edge_mask));
+      b.add_to(b.place(node, at), b.op(Iop_And64, ran, node_mask));
+   }
+   IRExpr* missed = b.op(Iop_And1, b.op(Iop_CmpEQ64, not_popped, IRBuilder::u64(0), Ity_I1),
+                         b.op(Iop_CmpNE64, other, IRBuilder::u64(0), Ity_I1), Ity_I1);
+   b.call("kg_frame_events_close", (void*)kg_frame_events_close, 1, mkIRExprVec_1(f), missed);
+}
+
 // A direct jump of blk to `target` (when guard holds; nullptr: always) is a
 // tail call if the target is another function's first instruction (one
 // that starts a block with fn_entry) or a PLT stub: the jump makes the call
@@ -170,10 +230,9 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* blk_at, IRExpr* s
    // No call is pending any more.
    IRExpr* ctx = load_transition_ctx(b, tr, active);
    b.store_if(guard(), b.at(&kg_now->ctx), ctx);
-   // Events beyond Ir: the frame's event clocks start (a wrong speculative
-   // push's start is harmless: the fix-up's push starts them again).
-   if (extra_events_on())
-      b.call("kg_frame_events_start", (void*)kg_frame_events_start, 1, mkIRExprVec_1(next), guard());
+   // Events beyond Ir: the frame's event clocks start (a wrong push's start
+   // is harmless: the fix-up's or kg_block_entry's push starts them again).
+   if (extra_events_on()) add_frame_events_start(b, next);
 
    IRExpr** args = mkIRExprVec_3(blk_at, sp, ctx_before);
    IRExpr* wrong = b.op(Iop_CmpNE64, wrong_bits, IRBuilder::u64(0), Ity_I1);
@@ -237,9 +296,10 @@ IRExpr* add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir, IRExpr* link_tar
    // A recursive activation's cost is already in the outermost one's
    // (in the payload layout, the transition knows which it has:
    // Transition::rolled_in, and no frames are counted).
+   IRExpr* still_active = nullptr;
    if (!acts_in_nodes()) {
       IRExpr* active = b.load_field(tr, offsetof(Transition, active));
-      IRExpr* still_active = b.op(Iop_Sub64, b.load64(active), IRBuilder::u64(1));
+      still_active = b.op(Iop_Sub64, b.load64(active), IRBuilder::u64(1));
       b.store_if(b.test(pop), active, still_active);
       IRExpr* popped_outermost =
          b.op(Iop_CmpEQ64, b.op(Iop_Or64, not_popped, still_active), IRBuilder::u64(0), Ity_I1);
@@ -251,9 +311,9 @@ IRExpr* add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir, IRExpr* link_tar
    b.store_if(b.test(pop), b.at(&kg_now->top_sp), b.load_field(below, offsetof(Frame, sp)));
    IRExpr* below_tr = b.load_field(below, offsetof(Frame, tr));
    b.store_if(b.test(pop), b.at(&kg_now->ctx), load_transition_ctx(b, below_tr));
-   // Events beyond Ir: the popped frame's event clocks close (after the
-   // count of its context's frames is down: whether it was the outermost).
-   if (extra_events_on()) b.call("kg_frame_events_close", (void*)kg_frame_events_close, 1, mkIRExprVec_1(top), b.test(pop));
+   // Events beyond Ir: the popped frame's event clocks close (outermost of
+   // its context: no frames left in it).
+   if (extra_events_on()) add_frame_events_close(b, top, tr, not_popped, still_active);
    return not_popped;
 }
 
