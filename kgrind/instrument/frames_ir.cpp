@@ -46,10 +46,31 @@ IRExpr* frame_events_row(IRBuilder& b, IRExpr* f)
    return b.op(Iop_Add64, b.load64(&kg_now->ev_rows), b.op(Iop_Mul64, words, IRBuilder::u64(frame_row_scale())));
 }
 
-// The running thread's event clock of column c's event.
-IRExpr* event_clock_now(IRBuilder& b, IRExpr* clock, UInt c)
+// The rows' columns two at a time, as 128-bit vectors (one SSE
+// instruction a load, a subtraction, an and or an add), the last alone
+// when their count is odd.
+struct ClockColumns {
+   UInt c;      // the first
+   Bool pair;   // c and c + 1
+   UWord at() const { return c * sizeof(ULong); }
+   IRType type() const { return pair ? Ity_V128 : Ity_I64; }
+   IROp sub() const { return pair ? Iop_Sub64x2 : Iop_Sub64; }
+   IROp add() const { return pair ? Iop_Add64x2 : Iop_Add64; }
+   IROp and_() const { return pair ? Iop_AndV128 : Iop_And64; }
+};
+template <typename F> void for_clock_columns(F f)
 {
-   return b.load_field(clock, extra_event_id(c) * sizeof(ULong));
+   UInt n = extra_event_count();
+   for (UInt c = 0; c < n; c += 2) f(ClockColumns{ c, c + 1 < n });
+}
+
+// The running thread's event clocks of columns cc (clock: kg_event_clock).
+IRExpr* event_clocks_now(IRBuilder& b, IRExpr* clock, const ClockColumns& cc)
+{
+   EventId e = extra_event_id(cc.c);
+   if (!cc.pair || extra_event_id(cc.c + 1) == e + 1) return b.load(cc.type(), b.field(clock, e * sizeof(ULong)));
+   return b.op(Iop_64HLtoV128, b.load_field(clock, extra_event_id(cc.c + 1) * sizeof(ULong)),
+               b.load_field(clock, e * sizeof(ULong)), Ity_V128);
 }
 
 // Frame f, being pushed, starts its event clocks: the clocks' readings in
@@ -59,7 +80,7 @@ void add_frame_events_start(IRBuilder& b, IRExpr* f)
 {
    IRExpr* clock = b.load64(&kg_event_clock);
    IRExpr* row = frame_events_row(b, f);
-   for (UInt c = 0; c < extra_event_count(); c++) b.store64(b.field(row, c * sizeof(ULong)), event_clock_now(b, clock, c));
+   for_clock_columns([&](const ClockColumns& cc) { b.store(b.field(row, cc.at()), event_clocks_now(b, clock, cc)); });
 }
 
 // Frame f of transition tr closes its event clocks if it was popped
@@ -83,16 +104,22 @@ void add_frame_events_close(IRBuilder& b, IRExpr* f, IRExpr* tr, IRExpr* not_pop
    };
    IRExpr* edge_mask = mask_of(skip);
    IRExpr* node_mask = outer ? mask_of(b.op(Iop_Or64, skip, outer)) : edge_mask;
+   IRExpr* edge_masks = b.op(Iop_64HLtoV128, edge_mask, edge_mask, Ity_V128);
+   IRExpr* node_masks = outer ? b.op(Iop_64HLtoV128, node_mask, node_mask, Ity_V128) : edge_masks;
    IRExpr* edge = b.load_field(slot, offsetof(RecentEvents, edge));
    IRExpr* node = b.load_field(slot, offsetof(RecentEvents, node));
    IRExpr* clock = b.load64(&kg_event_clock);
    IRExpr* row = frame_events_row(b, f);
-   for (UInt c = 0; c < extra_event_count(); c++) {
-      UWord at = c * sizeof(ULong);
-      IRExpr* ran = b.op(Iop_Sub64, event_clock_now(b, clock, c), b.load_field(row, at));
-      b.add_to(b.place(edge, at), b.op(Iop_And64, ran, edge_mask));
-      b.add_to(b.place(node, at), b.op(Iop_And64, ran, node_mask));
-   }
+   for_clock_columns([&](const ClockColumns& cc) {
+      IRType ty = cc.type();
+      IRExpr* ran = b.op(cc.sub(), event_clocks_now(b, clock, cc), b.load(ty, b.field(row, cc.at())), ty);
+      auto add = [&](IRExpr* to, IRExpr* mask) {
+         IRExpr* sum = b.op(cc.add(), b.load(ty, b.field(to, cc.at())), b.op(cc.and_(), ran, mask, ty), ty);
+         b.store(b.field(to, cc.at()), sum);
+      };
+      add(edge, cc.pair ? edge_masks : edge_mask);
+      add(node, cc.pair ? node_masks : node_mask);
+   });
    IRExpr* missed = b.op(Iop_And1, b.op(Iop_CmpEQ64, not_popped, IRBuilder::u64(0), Ity_I1),
                          b.op(Iop_CmpNE64, other, IRBuilder::u64(0), Ity_I1), Ity_I1);
    b.call("kg_frame_events_close", (void*)kg_frame_events_close, 1, mkIRExprVec_1(f), missed);
