@@ -415,9 +415,10 @@ void VG_REGPARM(1) kg_sigreturn_code(BlockInfo* blk);
 void VG_REGPARM(2) kg_inline_enter(BlockInfo* blk, UWord chain);
 // blk returns from its function: the inlined levels on top are popped.
 void VG_REGPARM(1) kg_inline_leave(BlockInfo* blk);
-// Events beyond Ir (activity/event_clocks.cpp): inline IR popped frame f
-// of a transition not in kg_recent_events (its event clocks close; its
-// context's count of frames already lowered).
+// Events beyond Ir (activity/event_clocks.cpp): a block that may have
+// popped frame f inline, whose transition is not in kg_recent_events: if
+// it did, f's event clocks close (its context's count of frames already
+// lowered).
 void VG_REGPARM(1) kg_frame_events_close(const Frame* f);
 }
 
@@ -426,11 +427,11 @@ void VG_REGPARM(1) kg_frame_events_close(const Frame* f);
 UWord frame_row_scale();
 // Where frames of a transition add their inclusive events as they close
 // (activity/event_clocks.cpp): its call edge's and its k-SF node's arrays,
-// by a hash of its address, the last one looked up a slot. An inline pop
-// whose transition is there adds to them (edge: a sink for a thread's
-// root; node: at finite k when its context's count of frames reached 0, at
-// k = inf always, a sink for a rolled transition); else it calls
-// kg_frame_events_close, which puts it there.
+// by a hash of its address, the last one looked up a slot, while counting
+// is on. An inline pop whose transition is there adds to them (edge:
+// kg_events_sink for a thread's root; node: at finite k when its context's
+// count of frames reached 0, at k = inf always, the sink for a rolled
+// transition); else it calls kg_frame_events_close, which puts it there.
 struct RecentEvents {
    const Transition* tr;
    ULong* edge;
@@ -446,5 +447,7 @@ const UWord kRecentEventsMask = (kRecentEvents - 1) << 5;
 static_assert(sizeof(RecentEvents) == 32, "a slot's offset is a shift");
 inline UWord recent_events_slot(const Transition* tr) { return ((UWord)tr * kRecentEventsHash) >> (64 - kRecentEventsBits); }
 extern RecentEvents kg_recent_events[kRecentEvents];
+// What inline pops add where nothing counts; never read.
+extern ULong kg_events_sink[];
 
 } // namespace kg

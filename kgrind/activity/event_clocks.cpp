@@ -16,17 +16,23 @@
 namespace kg {
 
 RecentEvents kg_recent_events[kRecentEvents];
+ULong kg_events_sink[kEventIds];
 
 namespace {
 
 UInt clock_events;                    // events beyond Ir; 0: none, nothing here runs
 EventId clock_event_ids[kEventIds];   // the event of each column
 UWord row_scale;                      // frame_row_scale()
-// What an inline pop adds to where a transition has no call edge (a
-// thread's root) or, at k = inf, is rolled (kg_recent_events); never read.
-ULong events_sink[kEventIds];
 
 } // namespace
+
+// No transition in kg_recent_events (at the start, and while counting is
+// off: its pops then call kg_frame_events_close, which adds nothing).
+static void forget_recent_events()
+{
+   if (!clock_events) return;
+   for (UWord i = 0; i < kRecentEvents; i++) kg_recent_events[i] = { nullptr, kg_events_sink, kg_events_sink };
+}
 
 static void event_clocks_init()
 {
@@ -37,7 +43,7 @@ static void event_clocks_init()
    // inverse mod 2^64, exactly.
    static_assert(sizeof(Frame) == 3 * sizeof(ULong), "frame_row_scale's division by 3");
    row_scale = (UWord)0xAAAAAAAAAAAAAAABULL * (clock_events * sizeof(ULong));
-   for (UWord i = 0; i < kRecentEvents; i++) kg_recent_events[i] = { nullptr, events_sink, events_sink };
+   forget_recent_events();
 }
 
 UWord frame_row_scale() { return row_scale; }
@@ -154,7 +160,7 @@ const RecentEvents* events_of(Transition* tr)
    // Inline pops add without tests: to the sink where nothing is added
    // (no edge; at k = inf a rolled transition, never its node's outermost
    // activation).
-   slot = { tr, te->edge ? te->edge : events_sink, acts_in_nodes() && rolled(tr) ? events_sink : te->node };
+   slot = { tr, te->edge ? te->edge : kg_events_sink, acts_in_nodes() && rolled(tr) ? kg_events_sink : te->node };
    return &slot;
 }
 
@@ -177,6 +183,7 @@ void close_frame_events(const ShadowStack* s, const Frame* f, Transition* tr, Bo
 
 extern "C" void VG_REGPARM(1) kg_frame_events_close(const Frame* f)
 {
+   if (kg_now->top + 1 != f) return;   // not popped: the inline pop's test failed
    Transition* tr = f->tr;
    ClockReading now(current);
    close_frame_events(current->stack, f, tr, acts_in_nodes() ? !rolled(tr) : *tr->active == 0, now.at);

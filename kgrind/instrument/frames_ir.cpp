@@ -47,7 +47,7 @@ IRExpr* frame_events_row(IRBuilder& b, IRExpr* f)
 }
 
 // The rows' columns two at a time, as 128-bit vectors (one SSE
-// instruction a load, a subtraction, an and or an add), the last alone
+// instruction a load, a subtraction or an add), the last alone
 // when their count is odd.
 struct ClockColumns {
    UInt c;      // the first
@@ -56,7 +56,6 @@ struct ClockColumns {
    IRType type() const { return pair ? Ity_V128 : Ity_I64; }
    IROp sub() const { return pair ? Iop_Sub64x2 : Iop_Sub64; }
    IROp add() const { return pair ? Iop_Add64x2 : Iop_Add64; }
-   IROp and_() const { return pair ? Iop_AndV128 : Iop_And64; }
 };
 template <typename F> void for_clock_columns(F f)
 {
@@ -87,9 +86,8 @@ void add_frame_events_start(IRBuilder& b, IRExpr* f)
 // (not_popped zero): what it ran goes to its transition's call edge and,
 // unless outer is non-zero (at finite k, the frames still in its context;
 // nullptr at k = inf), its node, from tr's slot of kg_recent_events; a
-// transition not there calls kg_frame_events_close. Without tests: the
-// slot's arrays are always writable, and the adds are of the differences
-// and-ed with masks, zero unless they count (counting on too).
+// transition not there calls kg_frame_events_close. Without tests: where
+// nothing counts, the differences go to kg_events_sink.
 void add_frame_events_close(IRBuilder& b, IRExpr* f, IRExpr* tr, IRExpr* not_popped, IRExpr* outer)
 {
    IRExpr* hashed = b.op(Iop_Mul64, tr, IRBuilder::u64(kRecentEventsHash));
@@ -97,32 +95,28 @@ void add_frame_events_close(IRBuilder& b, IRExpr* f, IRExpr* tr, IRExpr* not_pop
                          IRBuilder::u64(kRecentEventsMask));
    IRExpr* slot = b.op(Iop_Add64, b.at(kg_recent_events), offset);
    IRExpr* other = b.op(Iop_Xor64, b.load_field(slot, offsetof(RecentEvents, tr)), tr);
-   IRExpr* not_counting = b.op(Iop_Xor64, b.load_u8_field(b.at(&kg_counting), 0), IRBuilder::u64(1));
-   IRExpr* skip = b.op(Iop_Or64, b.op(Iop_Or64, not_popped, other), not_counting);
-   auto mask_of = [&](IRExpr* bits) {
-      return b.tmp(IRExpr_Unop(Iop_1Sto64, b.op(Iop_CmpEQ64, bits, IRBuilder::u64(0), Ity_I1)), Ity_I64);
+   IRExpr* skip = b.op(Iop_Or64, not_popped, other);
+   IRExpr* sink = b.at(kg_events_sink);
+   auto array_or_sink = [&](UWord field, IRExpr* bits) {
+      IRExpr* counts = b.op(Iop_CmpEQ64, bits, IRBuilder::u64(0), Ity_I1);
+      return b.ite(counts, b.load_field(slot, field), sink);
    };
-   IRExpr* edge_mask = mask_of(skip);
-   IRExpr* node_mask = outer ? mask_of(b.op(Iop_Or64, skip, outer)) : edge_mask;
-   IRExpr* edge_masks = b.op(Iop_64HLtoV128, edge_mask, edge_mask, Ity_V128);
-   IRExpr* node_masks = outer ? b.op(Iop_64HLtoV128, node_mask, node_mask, Ity_V128) : edge_masks;
-   IRExpr* edge = b.load_field(slot, offsetof(RecentEvents, edge));
-   IRExpr* node = b.load_field(slot, offsetof(RecentEvents, node));
+   IRExpr* edge = array_or_sink(offsetof(RecentEvents, edge), skip);
+   IRExpr* node = array_or_sink(offsetof(RecentEvents, node), outer ? b.op(Iop_Or64, skip, outer) : skip);
    IRExpr* clock = b.load64(&kg_event_clock);
    IRExpr* row = frame_events_row(b, f);
    for_clock_columns([&](const ClockColumns& cc) {
       IRType ty = cc.type();
       IRExpr* ran = b.op(cc.sub(), event_clocks_now(b, clock, cc), b.load(ty, b.field(row, cc.at())), ty);
-      auto add = [&](IRExpr* to, IRExpr* mask) {
-         IRExpr* sum = b.op(cc.add(), b.load(ty, b.field(to, cc.at())), b.op(cc.and_(), ran, mask, ty), ty);
-         b.store(b.field(to, cc.at()), sum);
+      auto add = [&](IRExpr* to) {
+         b.store(b.field(to, cc.at()), b.op(cc.add(), b.load(ty, b.field(to, cc.at())), ran, ty));
       };
-      add(edge, cc.pair ? edge_masks : edge_mask);
-      add(node, cc.pair ? node_masks : node_mask);
+      add(edge);
+      add(node);
    });
-   IRExpr* missed = b.op(Iop_And1, b.op(Iop_CmpEQ64, not_popped, IRBuilder::u64(0), Ity_I1),
-                         b.op(Iop_CmpNE64, other, IRBuilder::u64(0), Ity_I1), Ity_I1);
-   b.call("kg_frame_events_close", (void*)kg_frame_events_close, 1, mkIRExprVec_1(f), missed);
+   // (Popped or not: the helper tells.)
+   b.call("kg_frame_events_close", (void*)kg_frame_events_close, 1, mkIRExprVec_1(f),
+          b.op(Iop_CmpNE64, other, IRBuilder::u64(0), Ity_I1));
 }
 
 // A direct jump of blk to `target` (when guard holds; nullptr: always) is a
