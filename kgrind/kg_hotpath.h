@@ -438,14 +438,14 @@ struct RecentEvents {
    ULong* node;
    UWord unused;   // 32 bytes: a slot's offset is a shift
 };
+// The slot: bits 4 to 13 of the address (transitions are 48 bytes or more:
+// any two less than 16 KB apart get distinct slots), whose byte offset is
+// (tr << 1) & kRecentEventsMask.
 const UInt kRecentEventsBits = 10;
 const UWord kRecentEvents = 1 << kRecentEventsBits;
-const ULong kRecentEventsHash = 0x9E3779B97F4A7C15ULL;
-// The slot's byte offset: the hash's top bits times 32.
-const UInt kRecentEventsShift = 64 - kRecentEventsBits - 5;
 const UWord kRecentEventsMask = (kRecentEvents - 1) << 5;
 static_assert(sizeof(RecentEvents) == 32, "a slot's offset is a shift");
-inline UWord recent_events_slot(const Transition* tr) { return ((UWord)tr * kRecentEventsHash) >> (64 - kRecentEventsBits); }
+inline UWord recent_events_slot(const Transition* tr) { return ((UWord)tr >> 4) & (kRecentEvents - 1); }
 extern RecentEvents kg_recent_events[kRecentEvents];
 // What inline pops add where nothing counts; never read.
 extern ULong kg_events_sink[];
