@@ -8,10 +8,12 @@
 // same to its events here. A closing activation adds what it ran to its
 // call edge's and, where it is the outermost of its context (as its Ir
 // goes to ctx_incl), its k-SF node's inclusive events (kg_incl_events.h),
-// directly, so no transition needs to carry them; inline IR's pushes and
-// pops call kg_frame_events_start and kg_frame_events_close for that. While
-// counting is off (regions) nothing is added, as the transitions' Ir of
-// then is discarded (discard_uncounted).
+// directly, so no transition needs to carry them. Inline IR's pushes and
+// pops do the same without a call (instrument/frames_ir.cpp): a row is
+// found from the frame's address (frame_rows_bias), a transition's arrays
+// in kg_recent_events, and kg_frame_events_close does a pop whose
+// transition is not there. While counting is off (regions) nothing is
+// added, as the transitions' Ir of then is discarded (discard_uncounted).
 
 namespace kg {
 
