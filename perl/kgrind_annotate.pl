@@ -39,10 +39,10 @@ prints the totals and the changed contexts, largest change first.
 
   --sort=Ir|calls|inclusive|<event>
                               sort key for contexts and tree children [Ir];
-                              an event such as D1mr, or incl:D1mr (inclusive):
-                              contexts only (text, json)
-  --show=<event>,...          the events' columns in the table (Ir, D1mr,
-                              incl:D1mr, ...) [Ir]
+                              an event such as D1mr, or incl:D1mr (inclusive)
+                              (text, json)
+  --show=<event>,...          the events' columns in the table and next to
+                              tree nodes (Ir, D1mr, incl:D1mr, ...) [Ir]
   --event=<event>             folded, speedscope: the stacks' weight; dot: a line
                               and the colour of each box; --tree: the shares
                               shown and pruned by; --diff: compared too
@@ -70,7 +70,7 @@ prints the totals and the changed contexts, largest change first.
                               contexts) [120]
   --ksf                       print the k-Slab Forest (thesis style)
   --kccf                      print the k-Calling Context Forest (thesis style)
-  --costs=yes|no              print Ir next to tree nodes [yes]
+  --costs=yes|no              print counts (Ir, or --show's) next to tree nodes [yes]
   --tree-order=sorted|natural sibling order in trees: by the sort key then
                               name, or the order of the file / of inv_k [sorted]
   --auto=yes|no               annotate the source files of the hottest contexts [no]
@@ -345,7 +345,8 @@ B<--collect-systime> (B<D1mr>,
 B<Bcm>, ...) sorts the contexts by their exclusive count of it (text and
 JSON); B<incl:>I<event> (B<incl:D1mr>, B<incl:CEst>) by their inclusive
 count of it, recursion counted once as in the B<incl Ir> column, the share
-column then of the event's total.
+column then of the event's total. The trees' siblings are sorted by the
+nodes' counts of it (B<incl:>I<event>: their inclusive counts).
 
 =item B<--event>=I<event>
 
@@ -368,7 +369,9 @@ is the one to use.
 The events the table shows, in this order [Ir]: B<Ir>, the
 events of the profile's k-SF records and the derived ones (B<CEst>, B<L1m>,
 B<LLm>, B<Bm>), exclusive counts; B<incl:>I<event> an event's inclusive
-count.
+count. The trees (B<--ksf>, B<--kccf>) show, next to each node, the
+exclusive counts of the events named, then their inclusive counts
+(C<[Ir 5, D1mr 2, incl 9, incl:D1mr 3]>).
 
 =item B<--threshold>=I<0-100>
 
@@ -430,15 +433,18 @@ from the other rows. 0: whole contexts.
 
 =item B<--ksf>
 
-Print the k-Slab Forest (thesis style).
+Print the k-Slab Forest (thesis style): each node's calls, and its
+exclusive and inclusive Ir (or B<--show>'s events), the records' counts.
 
 =item B<--kccf>
 
-Print the k-Calling Context Forest (thesis style).
+Print the k-Calling Context Forest (thesis style): a tree per function,
+its callers below it; each node's counts (Ir, or B<--show>'s events) are
+the sums over the k-SF nodes whose chains pass through it.
 
 =item B<--costs>=B<yes>|B<no>
 
-Print Ir next to tree nodes [yes].
+Print counts (Ir, or B<--show>'s events) next to tree nodes [yes].
 
 =item B<--tree-order>=B<sorted>|B<natural>
 

@@ -13,45 +13,55 @@ from conftest import VALGRIND
 from test_annotate import ROOT, THESIS
 
 
-def test_installed_script_finds_its_modules(tmp_path):
+# One configure and install for the module's tests: configure is the slow part.
+pytestmark = pytest.mark.xdist_group('annotate_install')
+
+
+@pytest.fixture(scope='module')
+def installed(tmp_path_factory):
+    """A temporary prefix with the Perl part and the man pages installed, the
+    build tree that installed them already removed."""
     if not (ROOT / 'configure').exists():
         pytest.skip('no configure script (run ./setup.sh --build first)')
-    build, prefix = tmp_path / 'build', tmp_path / 'prefix'
+    top = tmp_path_factory.mktemp('install')
+    build, prefix = top / 'build', top / 'prefix'
     build.mkdir()
     subprocess.run([str(ROOT / 'configure'), '-q', f'--prefix={prefix}', *VALGRIND.configure_args()], cwd=build,
                    check=True, capture_output=True)
     subprocess.run(['make', '-s', 'install-binSCRIPTS', 'install-dist_perlmodDATA', 'install-dist_perlreadDATA',
-                    'install-dist_perlcheckDATA', 'install-dist_perlexportDATA'], cwd=build, check=True,
-                   capture_output=True)
-    script = prefix / 'bin' / 'kgrind_annotate'
+                    'install-dist_perlcheckDATA', 'install-dist_perlexportDATA',
+                    *(['install-man'] if shutil.which('pod2man') else [])], cwd=build, check=True, capture_output=True)
+    shutil.rmtree(build)
+    return prefix
+
+
+def test_installed_script_finds_its_modules(installed, tmp_path):
+    script = installed / 'bin' / 'kgrind_annotate'
     modules = sorted(p.relative_to(ROOT / 'perl' / 'lib') for p in (ROOT / 'perl' / 'lib').rglob('*.pm'))
-    installed = prefix / 'share' / 'kgrind' / 'perl5'
-    assert sorted(p.relative_to(installed) for p in installed.rglob('*.pm')) == modules
+    perl5 = installed / 'share' / 'kgrind' / 'perl5'
+    assert sorted(p.relative_to(perl5) for p in perl5.rglob('*.pm')) == modules
     # moved away from the build tree (no lib/ next to it): the installed modules
     alone = tmp_path / 'elsewhere'
     alone.mkdir()
     shutil.copy(script, alone / 'kgrind_annotate')
-    shutil.rmtree(build)
     for fmt in ('text', 'pprof', 'speedscope', 'dot'):
         r = subprocess.run([str(alone / 'kgrind_annotate'), f'--format={fmt}', str(THESIS)], capture_output=True)
         assert r.returncode == 0 and r.stderr == b'' and r.stdout, (fmt, r.stderr)
-    shutil.rmtree(installed)
-    r = subprocess.run([str(alone / 'kgrind_annotate'), str(THESIS)], capture_output=True, text=True)
+    # without them it stops, naming the missing module (a copy: the prefix is shared)
+    shutil.copytree(perl5, tmp_path / 'perl5-kept')
+    shutil.rmtree(perl5)
+    try:
+        r = subprocess.run([str(alone / 'kgrind_annotate'), str(THESIS)], capture_output=True, text=True)
+    finally:
+        shutil.copytree(tmp_path / 'perl5-kept', perl5)
     assert r.returncode != 0 and 'KGrind' in r.stderr
 
 
-def installed_man_pages(tmp_path):
-    """The man pages installed into a temporary prefix (`make install-man`)."""
-    if not (ROOT / 'configure').exists():
-        pytest.skip('no configure script (run ./setup.sh --build first)')
+def installed_man_pages(installed):
+    """The man pages installed into the temporary prefix (`make install-man`)."""
     if not shutil.which('man') or not shutil.which('pod2man'):
         pytest.skip('no man or pod2man')
-    build, prefix = tmp_path / 'build', tmp_path / 'prefix'
-    build.mkdir()
-    subprocess.run([str(ROOT / 'configure'), '-q', f'--prefix={prefix}', *VALGRIND.configure_args()], cwd=build,
-                   check=True, capture_output=True)
-    subprocess.run(['make', '-s', 'install-man'], cwd=build, check=True, capture_output=True)
-    return prefix / 'share' / 'man'
+    return installed / 'share' / 'man'
 
 
 def rendered(manpath, page):
@@ -64,8 +74,8 @@ def rendered(manpath, page):
 
 
 @pytest.mark.parametrize('script', ['kgrind_annotate', 'kgrind_control'])
-def test_man_page_lists_every_option_of_help(tmp_path, script):
-    manpath = installed_man_pages(tmp_path)
+def test_man_page_lists_every_option_of_help(installed, script):
+    manpath = installed_man_pages(installed)
     assert (manpath / 'man1' / f'{script}.1').is_file()
     page = rendered(manpath, script)
     for section in ('NAME', 'SYNOPSIS', 'DESCRIPTION', 'OPTIONS', 'EXAMPLES', 'EXIT STATUS', 'FILES', 'SEE ALSO'):

@@ -20,7 +20,7 @@ use List::Util ();
 use KGrind::Forest qw(first_root preorder ctx_labels);
 
 our @EXPORT = qw(forest_event_names context_event context_event_incl event_column check_event_names derived_names
-                 derived_value is_derived is_incl_event miss_rates);
+                 derived_value derived_terms is_derived is_incl_event miss_rates);
 
 # An inclusive event's name: incl:<event> (Ir, an event or a derived one).
 sub is_incl_event { $_[0] =~ /^incl:/ }
@@ -45,6 +45,13 @@ sub derived_names {
     my ($F) = @_;
     my %have = map { $_ => 1 } @{forest_event_names($F)};
     return [map { $_->[0] } grep { my $d = $_; grep { $have{$_->[1]} } @$d[1 .. $#$d] } @DERIVED];
+}
+
+# Derived event $e's terms that count for events $have (a hash; Ir
+# always): [[weight, event]...].
+sub derived_terms {
+    my ($e, $have) = @_;
+    return [map { [@$_] } grep { $_->[1] eq 'Ir' || $have->{$_->[1]} } @{$DERIVED{$e}}];
 }
 
 # Derived event $e's value, $get->($event) giving an event's (Ir's too),

@@ -135,6 +135,8 @@ sub inv_k {
     undef @chain;
     @keys = sort @keys;
     my (@cpar, @cfn, @cfirst, @xcal, @xexc, @xinc, @prev);
+    my $vctx = '';    # per k-SF node: its chain's end + 1 (0: cleared), for the trees' events
+    vec($vctx, $n0 - 1, 32) = 0 if $n0;
     my $prevkey = '';
     for my $key (@keys) {
         my $len = (length($key) >> 2) - 2;     # labels in this chain
@@ -158,13 +160,14 @@ sub inv_k {
         next if !$roottree[$v] && $depth->[$v] < $clear;    # Fig. 3.8: cleared top region
         my $cid = $prev[-1];
         $xcal[$cid] += $cal->[$v]; $xexc[$cid] += $exc->[$v]; $xinc[$cid] += $inc->[$v];
+        vec($vctx, $v, 32) = $cid + 1;
     }
     undef @keys;
     my $n = @cfn;
     $#xcal = $#xexc = $#xinc = $n - 1;
     my @ctx = grep { defined $xcal[$_] } 0 .. $n - 1;
     return { n => $n, par => \@cpar, fn => \@cfn, ($natural ? (first => \@cfirst) : ()), ctx => \@ctx,
-             xcalls => \@xcal, xexcl => \@xexc, xincl => \@xinc };
+             xcalls => \@xcal, xexcl => \@xexc, xincl => \@xinc, vctx => $vctx };
 }
 
 # inv_k without the k-CCF's trees, for the outputs that need only its node
@@ -379,20 +382,24 @@ sub automaton { my ($C) = @_; $C->{automaton} //= cct_automaton($C->{F}) }
 # len(link(s)) of a node of endpos) and the states below it (packed,
 # grouped by link: below[s] .. below[s + 1]).  KGrind printers walk it with
 # automaton_kids.  Memory linear in the tree; time linear plus the nodes printed.
+# $extra: more packed 64-bit node columns of the tree (events), summed the
+# same way into cols (packed, per state).
 sub automaton_ccf {
-    my ($C) = @_;
+    my ($C, $extra) = @_;
     my $F = $C->{F};
     my $A = automaton($C);
     my ($ns, $len, $link, $state) = @$A{qw(states len link state)};
     my ($cal, $exc, $inc, $first, $rep) = ('') x 5;
+    my @xcol = map { '' } @{$extra // []};
     my $pos = $F->{preorder} ? undef : do { my @p; my $ord = preorder($F); @p[@$ord] = 0 .. $#$ord; \@p };
     vec($first, $ns - 1, 32) = 0;
-    vec($_, $ns - 1, 64) = 0 for $cal, $exc, $inc;
+    vec($_, $ns - 1, 64) = 0 for $cal, $exc, $inc, @xcol;
     for my $v (0 .. $F->{n} - 1) {
         my $s = vec($state, $v, 32);
         vec($cal, $s, 64) = vec($F->{calls}, $v, 64);    # each node has its own state
         vec($exc, $s, 64) = vec($F->{excl}, $v, 64);
         vec($inc, $s, 64) = vec($F->{incl}, $v, 64);
+        if (@xcol) { vec($xcol[$_], $s, 64) = vec($extra->[$_], $v, 64) for 0 .. $#xcol }
         vec($first, $s, 32) = 1 + ($pos ? $pos->[$v] : $v);    # + 1: 0 for none yet
         vec($rep, $s, 32) = $v + 1;
     }
@@ -411,6 +418,7 @@ sub automaton_ccf {
         vec($cal, $l, 64) += vec($cal, $s, 64);
         vec($exc, $l, 64) += vec($exc, $s, 64);
         vec($inc, $l, 64) += vec($inc, $s, 64);
+        if (@xcol) { vec($_, $l, 64) += vec($_, $s, 64) for @xcol }
         my $f = vec($first, $s, 32);
         vec($first, $l, 32) = $f if !vec($first, $l, 32) || $f < vec($first, $l, 32);
         vec($rep, $l, 32) ||= vec($rep, $s, 32);
@@ -452,7 +460,7 @@ sub automaton_ccf {
         vec($next, $l, 32) = vec($next, $l, 32) + 1;
     }
     return { automaton => 1, F => $F, len => $len, link => $link, calls => $cal, excl => $exc, incl => $inc,
-             first => $first, start => $start, below => $below, kids => $kids };
+             first => $first, start => $start, below => $below, kids => $kids, cols => \@xcol };
 }
 
 # The states below state s in the automaton's link tree (automaton_ccf).
@@ -573,6 +581,7 @@ sub cct_ccf {
     @pos[@$ord] = 0 .. $#$ord;
     my $names = name_order($F);
     my (@cpar, @cfn, @cfirst, @xcal, @xexc, @xinc, @prev, @ctx, @order);
+    my $vctx = '';    # per tree node: its context + 1 (inv_k's)
     for my $i (0 .. $#$sa) {
         my $v = $sa->[$i];
         my $j = $lcp->[$i];
@@ -584,6 +593,7 @@ sub cct_ccf {
         }
         my $c = $prev[-1];
         ($xcal[$c], $xexc[$c], $xinc[$c], $cfirst[$c]) = ($cal->[$v], $exc->[$v], $inc->[$v], $pos[$v]);
+        vec($vctx, $v, 32) = $c + 1;
         $order[$c] = $names->[$v];     # the contexts' order by path, for sorted_contexts
         push @ctx, $c;
     }
@@ -594,7 +604,7 @@ sub cct_ccf {
         $cfirst[$p] = $cfirst[$c] if $p >= 0 && (!defined $cfirst[$p] || $cfirst[$c] < $cfirst[$p]);
     }
     return { n => $n, par => \@cpar, fn => \@cfn, first => \@cfirst, ctx => [sort { $a <=> $b } @ctx], order => \@order,
-             xcalls => \@xcal, xexcl => \@xexc, xincl => \@xinc };
+             xcalls => \@xcal, xexcl => \@xexc, xincl => \@xinc, vctx => $vctx };
 }
 
 # inv_inf of a calling context tree pruned to the chains of the contexts
@@ -603,9 +613,11 @@ sub cct_ccf {
 # tree's nodes whose reversed root path starts with the node's chain.  One
 # pass over the tree, each node walking up its path while the trie has the
 # next label (never past the trie's depth); the inf-CCF itself is never
-# built.  first: the natural order, as cct_ccf's.
+# built.  first: the natural order, as cct_ccf's.  $extra: more packed
+# 64-bit node columns of the tree (events), summed the same way into cols.
 sub pruned_ccf {
-    my ($F, $ids) = @_;
+    my ($F, $ids, $extra) = @_;
+    $extra //= [];
     my ($par, $fn) = @$F{qw(par fn)};    # packed: par is the parent + 1
     my (@cpar, @cfn, %child);
     my $rootlab = '';                     # a bit per label that starts a chain
@@ -626,6 +638,7 @@ sub pruned_ccf {
     my $n = @cfn;
     my (@cal, @exc, @inc, @first);
     $cal[$_] = $exc[$_] = $inc[$_] = 0 for 0 .. $n - 1;
+    my @xcol = map { [(0) x $n] } @$extra;
     my $pos = $F->{preorder} ? undef : do { my @p; my $ord = preorder($F); @p[@$ord] = 0 .. $#$ord; \@p };
     for my $w (0 .. $F->{n} - 1) {
         next unless vec($rootlab, vec($fn, $w, 32), 1);
@@ -635,12 +648,13 @@ sub pruned_ccf {
         for (my $u = $w + 1; $u; $u = vec($par, $u - 1, 32)) {
             my $x = $child{"$c " . vec($fn, $u - 1, 32)} // last;
             $cal[$x] += $cw; $exc[$x] += $xw; $inc[$x] += $iw;
+            if (@xcol) { $xcol[$_][$x] += vec($extra->[$_], $w, 64) for 0 .. $#xcol }
             $first[$x] = $pw if !defined $first[$x] || $pw < $first[$x];
             $c = $x;
         }
     }
     return { n => $n, shown => 1, par => \@cpar, fn => \@cfn, calls => \@cal, excl => \@exc, incl => \@inc,
-             first => \@first };
+             first => \@first, cols => \@xcol };
 }
 
 sub min { $_[0] < $_[1] ? $_[0] : $_[1] }

@@ -22,8 +22,20 @@ use KGrind::Sites qw(site_index level_lines innermost_sites);
 # recursion limits on deep profiles).  Walked with an explicit stack and
 # written as it is produced.
 sub json_tree {
-    my ($o, $T) = @_;
+    my ($o, $F, $T) = @_;
     my $view = tree_view($o, $T);
+    # events beyond Ir, as the contexts have them: exclusive, derived, inclusive
+    my ($events, $derived) = (forest_event_names($F), derived_names($F));
+    my @all = (@$events, @$derived);
+    my @key = map { js($_) . ':' } @all;
+    my $counts = $view->{reader}->([@all, $F->{evi} ? map { "incl:$_" } @all : ()]);
+    my $evs = !@$events ? sub { '' } : sub {
+        my @n = $counts->($_[0]);
+        my $group = sub { my $o = shift; '{' . join(',', map { $key[$_] . $n[$o + $_] } @_) . '}' };
+        return ',"events":' . $group->(0, 0 .. $#$events)
+            . (@$derived ? ',"derived":' . $group->(0, @$events .. $#all) : '')
+            . ($F->{evi} ? ',"events_inclusive":' . $group->(scalar(@all), 0 .. $#all) : '');
+    };
     my $s = '[';
     my $id = 0;
     my @stack = ([$view->{roots}, 0, 'null']);    # [siblings, index of the next one, their parent's id]
@@ -35,7 +47,7 @@ sub json_tree {
         my $v = $list->[$i];
         my ($fn, $cal, $exc, $inc) = $view->{node}->($v);
         $s .= ($id ? ',' : '') . '{"id":' . $id . ',"parent":' . $par . ',"name":' . js($LNAME[$fn])
-            . ',"calls":' . $cal . ',"Ir":' . $exc . ',"inclusive":' . $inc . '}';
+            . ',"calls":' . $cal . ',"Ir":' . $exc . ',"inclusive":' . $inc . $evs->($v) . '}';
         my $kids = $view->{kids}->($v);
         push @stack, [$kids, 0, $id] if $kids && @$kids;
         $id++;
@@ -110,9 +122,9 @@ sub show {
             $comma = ',';
         }
         out('],"kccf":');
-        json_tree($o, ccf_tree($o, $t));
+        json_tree($o, $t->{F}, ccf_tree($o, $t));
         out(',"ksf":');
-        json_tree($o, ksf_tree($o, $t));
+        json_tree($o, $t->{F}, ksf_tree($o, $t));
         out('}');
         $sep = ',';
     }

@@ -46,15 +46,17 @@ sub show {
             push @out, '', $RULE, "DUMP of K-SF (k=" . kstr($S->{K}) . ", thread " . forest_desc($t) . ", $t->{F}{n} nodes"
                 . left_out_note($S, $t->{tid})
                 . ($T->{shown} ? ", $T->{n} shown: the paths of the contexts selected)" : ')'), $RULE;
+            push @out, tree_note($o, $t);
             out_lines(\@out);
-            print_tree($o, $S, $T);
+            print_tree($o, $S, $t, $T);
         }
         if ($o->{kccf}) {
             my $T = ccf_tree($o, $t);
             push @out, '', $RULE, "DUMP of K-CCF (k=" . kstr($S->{kk}) . ", thread " . forest_desc($t) . ", "
                 . ($T->{shown} ? "$T->{n} nodes shown: the chains of the contexts selected)" : ccf_nodes($C) . ' nodes)'), $RULE;
+            push @out, tree_note($o, $t);
             out_lines(\@out);
-            print_tree($o, $S, $T);
+            print_tree($o, $S, $t, $T);
         }
     }
     if ($o->{'show-blocks'}) {
@@ -197,18 +199,28 @@ sub site_rows {
     } @$sites;
 }
 
+# What a tree's header says of its events (KGrind::TreeView::tree_columns), if anything.
+sub tree_note {
+    my ($o, $t) = @_;
+    my (undef, $note) = tree_columns($o, $t->{F});
+    return $o->{costs} eq 'yes' && $note ? ("note: $note") : ();
+}
+
 # A tree, thesis style: "| name,calls  [Ir excl, incl incl]", two spaces
-# of indent a level.
+# of indent a level; with --show, its events: "[Ir 5, D1mr 2, incl 9,
+# incl:D1mr 3]".
 sub print_tree {
-    my ($o, $S, $T) = @_;
+    my ($o, $S, $t, $T) = @_;
     my $view = tree_view($o, $T);
     my $costs = $o->{costs} eq 'yes' && $view->{costs};
+    my ($cols) = tree_columns($o, $t->{F});
+    my $counts = $view->{reader}->([map { $_->[1] } @$cols]);
     my @stack = map { [$_, 0] } reverse @{$view->{roots}};
     while (@stack) {
         my ($v, $d) = @{pop @stack};
         my ($fn, $cal, $exc, $inc) = $view->{node}->($v);
         my $l = ('  ' x $d) . '| ' . frame_name($LNAME[$fn], $S->{blockmode}) . ",$cal";
-        $l .= "  [Ir $exc, incl $inc]" if $costs;
+        if ($costs) { my @n = $counts->($v); $l .= '  [' . join(', ', map { "$cols->[$_][0] $n[$_]" } 0 .. $#n) . ']' }
         out("$l\n");
         my $kids = $view->{kids}->($v);
         push @stack, map { [$_, $d + 1] } reverse @$kids if $kids;
