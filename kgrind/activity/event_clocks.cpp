@@ -28,12 +28,12 @@ UWord row_scale;                      // frame_row_scale()
 
 } // namespace
 
-// No transition in kg_recent_events (at the start, and while counting is
-// off: its pops then call kg_frame_events_close, which adds nothing).
+// No transition in kg_recent_events (as at the start: zero), while
+// counting is off: its pops then call kg_frame_events_close, which adds
+// nothing.
 static void forget_recent_events()
 {
-   if (!clock_events) return;
-   for (UWord i = 0; i < kRecentEvents; i++) kg_recent_events[i] = { nullptr, kg_events_sink, kg_events_sink };
+   if (clock_events) VG_(memset)(kg_recent_events, 0, sizeof(kg_recent_events));
 }
 
 static void event_clocks_init()
@@ -45,7 +45,6 @@ static void event_clocks_init()
    // inverse mod 2^64, exactly.
    static_assert(sizeof(Frame) == 3 * sizeof(ULong), "frame_row_scale's division by 3");
    row_scale = (UWord)0xAAAAAAAAAAAAAAABULL * (clock_events * sizeof(ULong));
-   forget_recent_events();
 }
 
 UWord frame_row_scale() { return row_scale; }
