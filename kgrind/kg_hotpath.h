@@ -47,6 +47,7 @@
 namespace kg {
 
 struct BlockInfo;
+struct CounterWay;
 struct BlockForest;
 struct BlockState;
 
@@ -379,6 +380,11 @@ void VG_REGPARM(2) kg_link_return(Addr target, Addr sp);
 void VG_REGPARM(1) kg_block_counters(UWord block_id);
 // The same for a function's first block after its inline entry.
 void VG_REGPARM(1) kg_entry_counters(UWord block_id);
+// --inline-frames: kg_block_counters and kg_block_start for a block whose
+// first instructions are its function's own code (no inline chain): the
+// inlined levels on top are popped first (activity/inline_frames.cpp).
+void VG_REGPARM(1) kg_own_block_counters(UWord block_id);
+void VG_REGPARM(1) kg_own_block_start(BlockInfo* blk);
 // A block that may start an activation (entered after a call, or a
 // function's first block); ctx_before is kg_now->ctx at its start
 // (kCallPending: after a call).
@@ -413,6 +419,10 @@ void VG_REGPARM(1) kg_sigreturn_code(BlockInfo* blk);
 // levels to it (activity/inline_frames.cpp), leaving blk's counters in the
 // context it runs in in kg_now->found_counters.
 void VG_REGPARM(2) kg_inline_enter(BlockInfo* blk, UWord chain);
+// Inline IR pushed or popped the levels of a run of blk (the inline fast
+// path): blk's counters in the context it now runs in, an inlined level's,
+// in found_counters, and in the run's way when they are no array's.
+void VG_REGPARM(2) kg_run_counters(BlockInfo* blk, CounterWay* way);
 // blk returns from its function: the inlined levels on top are popped.
 void VG_REGPARM(1) kg_inline_leave(BlockInfo* blk);
 // Events beyond Ir (activity/event_clocks.cpp): a block that may have
