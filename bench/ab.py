@@ -34,11 +34,14 @@ CONFIGS = {
     'k1': ['--k=1'], 'k2': ['--k=2'], 'k4': ['--k=4'], 'k8': ['--k=8'], 'kinf': ['--k=inf'],
     'intra-k2': ['--mode=intra', '--k=2'], 'intra-roll': ['--mode=intra', '--roll-loops=yes'],
     'inter-k2': ['--mode=inter', '--k=2'], 'inter-roll': ['--mode=inter', '--roll-loops=yes'],
-    'k2-noinline': ['--k=2', '--inline-frames=no'],
+    'k2-inline': ['--k=2', '--inline-frames=yes'], 'k2-noinline': ['--k=2', '--inline-frames=no'],
     'k2-instr': ['--k=2', '--dump-instr=yes'], 'k2-jumps': ['--k=2', '--dump-instr=yes', '--collect-jumps=yes'],
     'k2-cache': ['--k=2', '--cache-sim=yes'], 'k2-branch': ['--k=2', '--branch-sim=yes'],
     'k2-data': ['--k=2', '--collect-data=yes'],
 }
+# cachegrind counting the events of a configuration (the build name `cachegrind`).
+CACHEGRIND = {'k2-cache': ['--cache-sim=yes'], 'k2-branch': ['--cache-sim=no', '--branch-sim=yes']}
+TOOLS = ('none', 'cachegrind')   # build names that are Valgrind's tools
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import configs  # noqa: E402  (the suite's workloads and launcher)
 import inputs  # noqa: E402  (workload arguments)
@@ -47,8 +50,8 @@ import inputs  # noqa: E402  (workload arguments)
 def snapshot(name):
     """A lib dir for VALGRIND_LIB: Valgrind's own files plus this build's tool."""
     src = configs.BUILD / 'kgrind' / '.in_place'   # the build whose launcher runs it
-    if name == 'none' or '/' in name:
-        raise SystemExit(f'bad build name {name!r} ("none" is valgrind --tool=none)')
+    if name in TOOLS or '/' in name:
+        raise SystemExit(f'bad build name {name!r} ({" and ".join(TOOLS)} are Valgrind\'s tools)')
     if not (src / 'kgrind-amd64-linux').exists():
         raise SystemExit(f'no built tool in {src}: ./setup.sh --build')
     dst = AB / name
@@ -90,10 +93,12 @@ def workload_cmd(work, name, scale):
 def run_one(build, config, work, workload, scale, outdir):
     argv, stdin = workload_cmd(work, workload, scale)
     env = dict(os.environ)
-    if not (AB / build).is_dir() and build != 'none':
+    if not (AB / build).is_dir() and build not in TOOLS:
         raise SystemExit(f'no build {build} in {AB}: bench/ab.py snapshot {build}')
     if build == 'none':
         cmd = [configs.VALGRIND, '--tool=none'] + argv
+    elif build == 'cachegrind':
+        cmd = [configs.VALGRIND, '--tool=cachegrind', f'--cachegrind-out-file={outdir}/out'] + CACHEGRIND[config] + argv
     else:
         env['VALGRIND_LIB'] = str(AB / build)
         cmd = [configs.VALGRIND, '--tool=kgrind', f'--kgrind-out-file={outdir}/out'] + CONFIGS[config] + argv
@@ -110,7 +115,7 @@ def run(a):
     work = Path(a.work)
     builds = a.builds
     configs = a.configs.split(',')
-    pairs = [('none', None)] + [(b, c) for b in builds for c in configs]
+    pairs = [('none', None)] + [(b, c) for b in builds for c in configs if b != 'cachegrind' or c in CACHEGRIND]
     with tempfile.TemporaryDirectory() as outdir:
         for w in a.workloads.split(','):
             times = {p: [] for p in pairs}

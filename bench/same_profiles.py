@@ -77,10 +77,10 @@ def workload_commands(work):
         yield name, [a for a in argv if a != '-I'], None
 
 
-def run_workloads(builds, tmp, configs):
+def run_workloads(builds, tmp, config_names):
     results = []
     for name, argv, stdin in workload_commands(tmp / 'work'):
-        for config in configs:
+        for config in config_names:
             if config in BLOCK_CONFIGS and name not in configs.BLOCK_WORKLOADS:
                 continue    # block modes trace the main executable's functions: interpreters' are huge
             status, detail = profile_identity.compare(

@@ -117,7 +117,7 @@ Activation activation_of(const BlockState* s)
 BlockForest* block_forest_new(FnInfo* fn, UInt tid, UInt root_label)
 {
    BlockForest* f = (BlockForest*)alloc_zeroed(sizeof(BlockForest));
-   core::Allocator al = { nullptr, core_alloc, core_free };
+   core::Allocator al = { nullptr, core_alloc, core_free, false };
    // Block forests never roll simple recursion (a one-block loop is a chain,
    // Def. 7); --roll-loops uses enter_loop instead. Intra mode has a forest
    // per function, each with a few of the program's block labels: its

@@ -25,11 +25,28 @@ struct RecentCounters {
 const UInt kRecentCounters = 4096;
 RecentCounters recent_counters[kRecentCounters];
 UInt counters_generation = 1;
+// The runs' ways (new_run_way), in chunks.
+const UInt kRunWayChunk = 1024;
+CounterWay** run_way_chunks;
+UWord n_run_way_chunks, run_way_chunks_cap;
+UInt run_ways_in_last = kRunWayChunk;
 } // namespace
+CounterWay* new_run_way()
+{
+   if (run_ways_in_last == kRunWayChunk) {
+      CounterWay* chunk = (CounterWay*)alloc_permanent(kRunWayChunk * sizeof(CounterWay));
+      VG_(memset)(chunk, 0, kRunWayChunk * sizeof(CounterWay));
+      append(run_way_chunks, n_run_way_chunks, run_way_chunks_cap, chunk, 64, "kg.runways");
+      run_ways_in_last = 0;
+   }
+   return &run_way_chunks[n_run_way_chunks - 1][run_ways_in_last++];
+}
 void forget_cached_counters()
 {
    counters_generation++;   // counters_in's recent answers
    mark_counter_arrays();
+   for (UWord c = 0; c < n_run_way_chunks; c++)
+      VG_(memset)(run_way_chunks[c], 0, kRunWayChunk * sizeof(CounterWay));
    for (UInt id = 1; id <= block_info_count(); id++)
       for (UInt w = 0; w < kCounterWays; w++) block_with_id(id)->ways[w] = { nullptr, nullptr };
 }
@@ -70,6 +87,13 @@ ULong* counters_in(BlockInfo* blk, ForestNode* ctx)
    ULong* counters = block_counters.get(ctx, blk, counter_count(blk));
    r = { ctx, blk, counters, counters_generation };
    return counters;
+}
+
+ULong* run_way_counters(CounterWay* way, BlockInfo* blk, ForestNode* ctx)
+{
+   if (ULong* in_array = array_counters(ctx, blk)) return in_array;
+   *way = { ctx, counters_in(blk, ctx) };
+   return way->counters;
 }
 
 extern "C" void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk)

@@ -41,6 +41,14 @@ ULong* array_counters(ForestNode* ctx, BlockInfo* blk);
 // of inlined levels: instrument/inline_runs_ir.cpp).
 ULong* counters_in(BlockInfo* blk, ForestNode* ctx);
 
+// A run of inlined levels' own way (instrument/inline_runs_ir.cpp): its
+// block's counters in the context it last ran in, which is an inlined
+// level's (never one with a counter array: arrays move). Emptied with the
+// blocks' ways (forget_cached_counters).
+CounterWay* new_run_way();
+// way's counters in ctx: made way's when they are not an array's.
+ULong* run_way_counters(CounterWay* way, BlockInfo* blk, ForestNode* ctx);
+
 // Makes the counters of (ctx, blk) the block's way 0: inline for a hit in
 // way 1 (half of sqlite3's 121 M calls), the table otherwise.
 void point_block_at_table(BlockInfo* blk, ForestNode* ctx);

@@ -62,7 +62,8 @@ FnInfo* function_named_by_address(Addr entry, const FnInfo* like);
 
 // The function `name` inlined into code of object `object` (a context level
 // of --inline-frames): one per (object, name), named "name [inlined]", its
-// file the first one given.
+// file the first one given. The name is qualified where the object's debug
+// info gives it (kg_inline_names.h), else the debug info's short name.
 FnInfo* inlined_function(const HChar* name, UInt object, UInt file);
 
 // Code in an object that no symbol covers and that is no PLT stub: a

@@ -13,9 +13,24 @@ const HChar* const kEventNames[kEventIds] = {
    "sysCount", "sysTime", "sysCpuTime",
 };
 
-void* core_alloc(void*, size_t n) { return kg::alloc(n, "kg.cache"); }
-void core_free(void*, void* p) { kg::release(p); }
-const core::Allocator kToolAllocator = { nullptr, core_alloc, core_free };
+// The caches' tags: fresh anonymous pages (zeroed, and touched only where
+// the program's lines fall: a 512 MB LL has 64 MB of tags), each mapping's
+// length in a header before the tags.
+const SizeT kTagsHeader = 64;
+void* tags_alloc(void*, size_t n)
+{
+   SizeT len = VG_PGROUNDUP(n + kTagsHeader);
+   UChar* p = (UChar*)VG_(am_shadow_alloc)(len);
+   if (!p) VG_(out_of_memory_NORETURN)((HChar*)"kg.cache", len);
+   *(SizeT*)p = len;
+   return p + kTagsHeader;
+}
+void tags_free(void*, void* p)
+{
+   UChar* start = (UChar*)p - kTagsHeader;
+   VG_(am_munmap_valgrind)((Addr)start, *(SizeT*)start);
+}
+const core::Allocator kTagsAllocator = { nullptr, tags_alloc, tags_free, true };
 
 core::CacheHierarchy caches;
 core::BranchPredictor* predictor;
@@ -120,15 +135,20 @@ ULong no_thread_clock[kEventIds];
 // Counting misses: bit 0 of a result is a first-level miss, bit 1 a
 // last-level one (core::CacheMiss); the access's events, e (Dr or Dw), its
 // first-level and its last-level misses, on the clock too.
+inline void count_misses(ULong* slots, core::CacheMiss m, EventId l1, EventId ll)
+{
+   slots[0] += m & 1;
+   slots[1] += m >> 1;
+   ULong* clock = kg_event_clock;
+   clock[l1] += m & 1;
+   clock[ll] += m >> 1;
+}
+
 inline void count_access(ULong* slots, core::CacheMiss m, EventId e, EventId l1, EventId ll)
 {
    slots[0]++;
-   slots[1] += m & 1;
-   slots[2] += m >> 1;
-   ULong* clock = kg_event_clock;
-   clock[e]++;
-   clock[l1] += m & 1;
-   clock[ll] += m >> 1;
+   kg_event_clock[e]++;
+   count_misses(slots + 1, m, l1, ll);
 }
 
 // A branch: its count and its mispredicts.
@@ -174,12 +194,13 @@ void events_init()
       choose(i1, clo.i1);
       choose(d1, clo.d1);
       choose(ll, clo.ll);
-      caches.init(kToolAllocator, i1.g, d1.g, ll.g);
+      caches.init(kTagsAllocator, i1.g, d1.g, ll.g);
    }
    if (clo.branch_sim) predictor = (core::BranchPredictor*)alloc_zeroed(sizeof(core::BranchPredictor), "kg.branch");
 }
 
 UInt i1_line_bits() { return core::log2_of_power(i1.g.line); }
+UInt d1_line_bits() { return core::log2_of_power(d1.g.line); }
 
 void write_cache_descs(FileWriter& out)
 {
@@ -221,11 +242,7 @@ void write_event_costs(FileWriter& out, const ULong* counts, UInt n)
 
 extern "C" void VG_REGPARM(3) kg_sim_fetch(ULong* slots, Addr addr, UWord size)
 {
-   core::CacheMiss m = caches.fetch(addr, size);
-   slots[0] += m & 1;
-   slots[1] += m >> 1;
-   kg_event_clock[kEvI1mr] += m & 1;
-   kg_event_clock[kEvILmr] += m >> 1;
+   count_misses(slots, caches.fetch(addr, size), kEvI1mr, kEvILmr);
 }
 
 extern "C" void VG_REGPARM(3) kg_sim_read(ULong* slots, Addr addr, UWord size)
@@ -236,6 +253,28 @@ extern "C" void VG_REGPARM(3) kg_sim_read(ULong* slots, Addr addr, UWord size)
 extern "C" void VG_REGPARM(3) kg_sim_write(ULong* slots, Addr addr, UWord size)
 {
    count_access(slots, caches.data(addr, size), kEvDw, kEvD1mw, kEvDLmw);
+}
+
+extern "C" void VG_REGPARM(3) kg_sim_read_lines(ULong* slots, Addr addr, UWord size)
+{
+   count_misses(slots, caches.data(addr, size), kEvD1mr, kEvDLmr);
+}
+
+extern "C" void VG_REGPARM(3) kg_sim_write_lines(ULong* slots, Addr addr, UWord size)
+{
+   count_misses(slots, caches.data(addr, size), kEvD1mw, kEvDLmw);
+}
+
+extern "C" void kg_sim_fetch_read(ULong* slots, Addr iaddr, UWord isize, Addr addr, UWord size)
+{
+   count_misses(slots, caches.fetch(iaddr, isize), kEvI1mr, kEvILmr);
+   count_access(slots + 2, caches.data(addr, size), kEvDr, kEvD1mr, kEvDLmr);
+}
+
+extern "C" void kg_sim_fetch_write(ULong* slots, Addr iaddr, UWord isize, Addr addr, UWord size)
+{
+   count_misses(slots, caches.fetch(iaddr, isize), kEvI1mr, kEvILmr);
+   count_access(slots + 2, caches.data(addr, size), kEvDw, kEvD1mw, kEvDLmw);
 }
 
 extern "C" void VG_REGPARM(3) kg_sim_cond(ULong* slots, Addr addr, UWord taken)

@@ -47,8 +47,9 @@ extern ULong* kg_event_clock;
 // message and exit 1, before the program runs.
 void events_init();
 
-// log2 of I1's line size (after events_init, with --cache-sim).
+// log2 of I1's and D1's line sizes (after events_init, with --cache-sim).
 UInt i1_line_bits();
+UInt d1_line_bits();
 
 // The header's "desc: I1 cache: ..." lines (with --cache-sim).
 void write_cache_descs(FileWriter& out);
@@ -62,10 +63,18 @@ void write_event_costs(FileWriter& out, const ULong* counts, UInt n);
 // The simulators' entry points. `slots`: the access's event counters in its
 // (context, block): fetch [I1mr, ILmr]; read [Dr, D1mr, DLmr]; write [Dw,
 // D1mw, DLmw]; branch [Bc, Bcm] or [Bi, Bim]; an atomic instruction [Ge].
+// An instruction's fetch and its first data access in one call: [I1mr,
+// ILmr, Dr, D1mr, DLmr] (or Dw, D1mw, DLmw). The _lines helpers count the
+// misses alone ([D1mr, DLmr] or [D1mw, DLmw]): the access's count is added
+// inline.
 extern "C" {
 void VG_REGPARM(3) kg_sim_fetch(ULong* slots, Addr addr, UWord size);
 void VG_REGPARM(3) kg_sim_read(ULong* slots, Addr addr, UWord size);
 void VG_REGPARM(3) kg_sim_write(ULong* slots, Addr addr, UWord size);
+void VG_REGPARM(3) kg_sim_read_lines(ULong* slots, Addr addr, UWord size);
+void VG_REGPARM(3) kg_sim_write_lines(ULong* slots, Addr addr, UWord size);
+void kg_sim_fetch_read(ULong* slots, Addr iaddr, UWord isize, Addr addr, UWord size);
+void kg_sim_fetch_write(ULong* slots, Addr iaddr, UWord isize, Addr addr, UWord size);
 void VG_REGPARM(3) kg_sim_cond(ULong* slots, Addr addr, UWord taken);
 void VG_REGPARM(3) kg_sim_indirect(ULong* slots, Addr addr, Addr target);
 void VG_REGPARM(1) kg_count_bus(ULong* slot);

@@ -1,4 +1,5 @@
 #include "kg_inline_chains.h"
+#include "kg_inline_names.h"
 #include "kg_options.h"
 #include "kg_runtime.h"
 
@@ -6,7 +7,8 @@ namespace kg {
 
 namespace {
 
-XArray* chains;    // id -> InlineChain
+InlineChain no_chain = { 0, 0, nullptr, 0, 0 };   // id 0, the empty chain
+UInt n_chains = 1, chains_cap = 1;
 WordFM* index;     // key (parent, fn, call file, call line) -> id
 
 struct ChainKey {
@@ -27,13 +29,7 @@ Word compare_keys(UWord a, UWord b)
    return 0;
 }
 
-void init()
-{
-   chains = VG_(newXA)(VG_(malloc), "kg.inline", VG_(free), sizeof(InlineChain));
-   index = VG_(newFM)(VG_(malloc), "kg.inline", VG_(free), compare_keys);
-   InlineChain none = { 0, 0, nullptr, 0, 0 };
-   VG_(addToXA)(chains, &none);
-}
+void init() { index = VG_(newFM)(VG_(malloc), "kg.inline", VG_(free), compare_keys); }
 
 UInt intern_chain(UInt parent, FnInfo* fn, UInt call_file, UInt call_line)
 {
@@ -43,8 +39,15 @@ UInt intern_chain(UInt parent, FnInfo* fn, UInt call_file, UInt call_line)
    ChainKey* k = (ChainKey*)alloc_permanent(sizeof(ChainKey));
    *k = probe;
    InlineChain c = { parent, inline_chain(parent).depth + 1, fn, call_file, call_line };
-   id = (UWord)VG_(sizeXA)(chains);
-   VG_(addToXA)(chains, &c);
+   if (n_chains == chains_cap) {
+      chains_cap *= 2;
+      InlineChain* grown = (InlineChain*)kg::alloc(chains_cap * sizeof(InlineChain));
+      VG_(memcpy)(grown, inline_chains, n_chains * sizeof(InlineChain));
+      if (inline_chains != &no_chain) kg::release(inline_chains);
+      inline_chains = grown;
+   }
+   id = n_chains++;
+   inline_chains[id] = c;
    VG_(addToFM)(index, (UWord)k, id);
    return (UInt)id;
 }
@@ -95,11 +98,7 @@ Bool parse_level(const HChar* text, Level* out)
 
 } // namespace
 
-const InlineChain& inline_chain(UInt id)
-{
-   if (!chains) init();
-   return *(const InlineChain*)VG_(indexXA)(chains, id);
-}
+InlineChain* inline_chains = &no_chain;
 
 Bool chain_contains(UInt inner, UInt outer)
 {
@@ -110,7 +109,7 @@ Bool chain_contains(UInt inner, UInt outer)
 
 UInt inline_chain_at(Addr a, const FnInfo* fn)
 {
-   if (!chains) init();
+   if (!index) init();
    if (!inline_frames_on() || fn->no_symbol) return 0;
    const UInt kMaxLevels = 64;
    Level levels[kMaxLevels];
@@ -137,12 +136,18 @@ UInt inline_chain_at(Addr a, const FnInfo* fn)
    }
    // levels[0] is the innermost function (at a's own line), levels[n - 1]
    // the physical one; level i's line is where level i - 1 is called.
+   // Each inlined level by its qualified name where the object's debug info
+   // gives it, else by its short name.
+   const HChar* short_names[kMaxLevels];
+   const HChar* qualified[kMaxLevels];
+   for (UInt i = 0; i + 1 < n; i++) short_names[i] = levels[i].fn;
+   Bool named = n > 1 && qualified_inline_names(a, n - 1, short_names, qualified);
    UInt chain = 0;
    for (UInt i = n - 1; i >= 1 && i < n; i--) {
       // The inlined function's file: where it calls the next level, or
       // the instruction's own (both lines of its source).
       const HChar* own_file = levels[i - 1].file ? levels[i - 1].file : "???";
-      FnInfo* inl = inlined_function(levels[i - 1].fn, fn->object, intern_file(own_file));
+      FnInfo* inl = inlined_function(named ? qualified[i - 1] : levels[i - 1].fn, fn->object, intern_file(own_file));
       UInt call_file = levels[i].file ? intern_file(levels[i].file) : 0;
       chain = intern_chain(chain, inl, call_file, levels[i].line);
    }

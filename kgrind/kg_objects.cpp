@@ -1,4 +1,5 @@
 #include "kg_objects.h"
+#include "kg_runtime.h"
 
 namespace kg {
 
@@ -38,6 +39,34 @@ Addr file_address(Addr a)
    hi = lo + VG_(DebugInfo_get_text_size)(di);
    bias = VG_(DebugInfo_get_text_bias)(di);
    return a - bias;
+}
+
+ObjectEntry* object_entry(ObjectEntries* t, Addr a)
+{
+   UInt epoch = VG_(current_DiEpoch)().n;
+   ObjectEntry* last = t->last;
+   if (last && last->epoch == epoch && a >= last->text_lo && a < last->text_hi) return last->usable ? last : nullptr;
+   const DebugInfo* di = object_info(a);
+   Addr lo, hi;
+   if (!di || !object_text(a, &lo, &hi) || a < lo || a >= hi) return nullptr;
+   const HChar* file = VG_(DebugInfo_get_filename)(di);
+   if (!t->entries) t->entries = VG_(newXA)(VG_(malloc), t->cost_centre, VG_(free), sizeof(ObjectEntry*));
+   ObjectEntry* e = nullptr;
+   for (Word i = 0; i < VG_(sizeXA)(t->entries) && !e; i++) {
+      ObjectEntry* x = *(ObjectEntry**)VG_(indexXA)(t->entries, i);
+      if (x->text_lo == lo && x->text_hi == hi && VG_STREQ(x->file, file)) e = x;
+   }
+   if (!e) {
+      e = (ObjectEntry*)kg::alloc_zeroed(t->entry_size, t->cost_centre);
+      e->text_lo = lo;
+      e->text_hi = hi;
+      e->file = kg::strdup(file);
+      e->usable = t->make(e, di);
+      VG_(addToXA)(t->entries, &e);
+   }
+   e->epoch = epoch;
+   t->last = e;
+   return e->usable ? e : nullptr;
 }
 
 } // namespace kg

@@ -19,4 +19,28 @@ Bool object_text(Addr a, Addr* lo, Addr* hi);
 // the object of the file mapping there.
 const DebugInfo* object_info(Addr a);
 
+// Data a module keeps per object (an unwind table, inlined functions'
+// names), found again by the object's text and file while Valgrind's
+// debug-info epoch moves (objects come and go). An entry starts with an
+// ObjectEntry.
+struct ObjectEntry {
+   Addr text_lo, text_hi;
+   HChar* file;      // owned copy
+   UInt epoch;       // last checked against the object loaded there
+   Bool usable;      // what `make` said
+};
+struct ObjectEntries {
+   XArray* entries;  // of ObjectEntry* (made at first use)
+   ObjectEntry* last;
+   SizeT entry_size;
+   const HChar* cost_centre;
+   // Fills a new entry of the object di (text and file set), and says
+   // whether it is usable.
+   Bool (*make)(ObjectEntry* entry, const DebugInfo* di);
+};
+
+// The entry of the object whose text holds a, made the first time; nullptr
+// outside any object's text or where the entry is not usable.
+ObjectEntry* object_entry(ObjectEntries* t, Addr a);
+
 } // namespace kg

@@ -15,19 +15,16 @@ namespace {
 // where the object is mapped; a table per object, found again by its text
 // and file while Valgrind's debug-info epoch moves (objects come and go).
 struct UnwindTable {
-   Addr text_lo, text_hi;
-   HChar* file;    // owned copy
-   UInt epoch;     // last checked against the object loaded there
-   Bool usable;
+   ObjectEntry object;
    core::EhFrameIndex index;
 };
-XArray* unwind_tables;   // of UnwindTable
 
 // The index of the object's .eh_frame_hdr and .eh_frame as mapped, if they
 // are: PT_GNU_EH_FRAME from the file's program headers, placed by the
 // object's bias.
-Bool read_unwind_table(const DebugInfo* di, UnwindTable* t)
+Bool read_unwind_table(ObjectEntry* entry, const DebugInfo* di)
 {
+   UnwindTable* t = (UnwindTable*)entry;
    SysRes fd = VG_(open)(VG_(DebugInfo_get_filename)(di), VKI_O_RDONLY, 0);
    if (sr_isError(fd)) return False;
    static UChar head[4096];
@@ -47,30 +44,13 @@ Bool read_unwind_table(const DebugInfo* di, UnwindTable* t)
    return t->index.init(hdr, frame);
 }
 
+// The unwind tables, by object.
+ObjectEntries unwind_tables = { nullptr, nullptr, sizeof(UnwindTable), "kg.unwind", read_unwind_table };
+
 // The unwind table of the object whose text holds a, or nullptr.
 const UnwindTable* unwind_table(Addr a)
 {
-   static UnwindTable* last;
-   UInt epoch = VG_(current_DiEpoch)().n;
-   if (last && last->epoch == epoch && a >= last->text_lo && a < last->text_hi) return last->usable ? last : nullptr;
-   const DebugInfo* di = object_info(a);
-   Addr lo, hi;
-   if (!di || !object_text(a, &lo, &hi) || a < lo || a >= hi) return nullptr;
-   const HChar* file = VG_(DebugInfo_get_filename)(di);
-   if (!unwind_tables) unwind_tables = VG_(newXA)(VG_(malloc), "kg.unwind", VG_(free), sizeof(UnwindTable));
-   for (Word i = 0; i < VG_(sizeXA)(unwind_tables); i++) {
-      UnwindTable* t = (UnwindTable*)VG_(indexXA)(unwind_tables, i);
-      if (t->text_lo == lo && t->text_hi == hi && VG_STREQ(t->file, file)) {
-         t->epoch = epoch;
-         last = t;
-         return t->usable ? t : nullptr;
-      }
-   }
-   UnwindTable t = { lo, hi, kg::strdup(file), epoch, False, {} };
-   t.usable = read_unwind_table(di, &t);
-   VG_(addToXA)(unwind_tables, &t);
-   last = (UnwindTable*)VG_(indexXA)(unwind_tables, VG_(sizeXA)(unwind_tables) - 1);
-   return last->usable ? last : nullptr;
+   return (const UnwindTable*)object_entry(&unwind_tables, a);
 }
 
 } // namespace
@@ -86,7 +66,7 @@ Bool unwind_table_function(Addr a, Addr* start)
    }
    const UnwindTable* t = unwind_table(a);
    uint64_t lo, hi;
-   if (!t || !t->index.function_at(a, &lo, &hi) || lo < t->text_lo || hi > t->text_hi) return False;
+   if (!t || !t->index.function_at(a, &lo, &hi) || lo < t->object.text_lo || hi > t->object.text_hi) return False;
    last_lo = (Addr)lo;
    last_hi = (Addr)hi;
    last_epoch = epoch;

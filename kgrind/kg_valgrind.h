@@ -33,3 +33,10 @@ extern "C" {
 #include "libvex_guest_arm64.h"
 #endif
 }
+
+// Valgrind's demangler (the core's pub_core_demangle.h, not in the tool
+// headers; this form since Valgrind 3.11): what symbols' names go through,
+// for names the tool reads itself (kg_inline_names.h). *result is the core's
+// buffer until the next call; with --demangle=no, orig.
+extern "C" void VG_(demangle)(Bool do_cxx_demangling, Bool do_z_demangling, const HChar* orig,
+                              const HChar** result);

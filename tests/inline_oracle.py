@@ -7,9 +7,11 @@ the source-level context `... > q > (q's inlined levels at its call of p) >
 p > (p's inlined levels at its call of f) > f > g > h`; the call sites of
 each physical call are callgrind's calls= lines of the caller's context.
 
-Names are compared by their base identifier (base_name): the debug info
-names an inlined function by its short name (`sort<...>`), llvm-symbolizer
-by its demangled linkage name (`void std::sort<...>(...)`).
+Inlined functions are compared by their demangled linkage names where the
+debug info has one (kgrind names them so, kg_inline_names.h;
+llvm-symbolizer's --no-demangle names go through binutils' c++filt, the
+demangler Valgrind's is), else by their base identifier (base_name: the
+oracle says DW_AT_name, `get`, kgrind its scopes too, `Table::get`).
 
 Only the program's own code has its inline chains read (on the
 executable, built -no-pie so that callgrind's addresses are the file's):
@@ -60,18 +62,29 @@ def physical_name(name):
     return re.sub(r' \[(?!clone )[^\]]*\]$', '', name)
 
 
+def inlined_key(name):
+    """An inlined function's name as compared: a demangled linkage name
+    whole (it has a parameter list), other names by base_name."""
+    if name.endswith(_INLINED):
+        name = name[:-len(_INLINED)]
+    name = re.sub(r'(\s\[[^\]]*\])+$', '', name)
+    return name if name.endswith(')') or name.endswith(') const') else base_name(name)
+
+
 def level(name, inlined):
     """Physical functions by their whole names (both tools take Valgrind's);
-    inlined ones by base_name."""
-    return base_name(name) + _INLINED if inlined else physical_name(name)
+    inlined ones by inlined_key."""
+    return inlined_key(name) + _INLINED if inlined else physical_name(name)
 
 
 def inline_chains(exe, addrs, symbolizer='llvm-symbolizer-14'):
     """{address: (inlined function names, outermost first)} from
     llvm-symbolizer --inlining (binutils' addr2line -i names an inlined
-    constructor after its caller); and the names it gives."""
+    constructor after its caller); and the names it gives. Linkage names
+    demangled by binutils' c++filt (llvm's demangler writes `<int>>`, GNU's
+    `<int> >`, as Valgrind's)."""
     addrs = sorted(addrs)
-    text = subprocess.run([symbolizer, '--inlining', '--demangle', f'--obj={exe}'],
+    text = subprocess.run([symbolizer, '--inlining', '--no-demangle', f'--obj={exe}'],
                           input=''.join(f'{a:#x}\n' for a in addrs), capture_output=True, text=True,
                           check=True).stdout
     blocks = text.split('\n\n')
@@ -83,8 +96,6 @@ def inline_chains(exe, addrs, symbolizer='llvm-symbolizer-14'):
         # innermost first, the physical function last.
         chains[addr] = tuple(reversed(fns[:-1]))
     assert len(chains) == len(addrs)
-    # Names llvm-symbolizer leaves mangled (GCC's unified constructors,
-    # C4/D4), through binutils' demangler.
     mangled = sorted({n for n in names if n.startswith('_Z')})
     if mangled:
         out = subprocess.run(['c++filt'], input=''.join(f'{n}\n' for n in mangled), capture_output=True,
@@ -120,7 +131,7 @@ class Oracle:
         self.site_addrs = {a for s in self.sites.values() for _c, a in s}
         self.chains, names = inline_chains(exe, in_exe | self.site_addrs, symbolizer)
         self.in_exe = in_exe | {a for a in self.site_addrs if self._in_exe_text(a, exe)}
-        self.inlined_names = {base_name(n) for n in names}
+        self.inlined_names = {inlined_key(n) for n in names}
         # Named functions of the executable (not Valgrind's "(below main)",
         # nor code without a symbol, which the tools name differently).
         self.physical = {level(c.split("'")[0], False) for (ob, c, _a) in prof.instrs if ob == obj} - {

@@ -42,7 +42,7 @@ DRIVE
 chmod +x "$work/drive.sh"
 xvfb-run -a -s "-screen 0 1400x800x24" dbus-run-session "$work/drive.sh" "$work/lookups.kg" "$work/flat.png" 760 Scope::lookup 0 157
 xvfb-run -a -s "-screen 0 1400x800x24" dbus-run-session "$work/drive.sh" "$work/lookups.kg" "$work/callers.png" 360 memcmp 521 138
-xvfb-run -a -s "-screen 0 1400x800x24" dbus-run-session "$work/drive.sh" "$work/inline.kg" "$work/inline.png" 560 _M_lower_bound 745 195
+xvfb-run -a -s "-screen 0 1400x800x24" dbus-run-session "$work/drive.sh" "$work/inline.kg" "$work/inline.png" 560 _M_lower_bound 745 138
 convert "$work/flat.png" -crop 760x300+0+0 -colors 64 PNG8:"$top/docs/img/kcachegrind-flat.png"
 convert "$work/callers.png" -colors 64 PNG8:"$top/docs/img/kcachegrind-callers.png"
 convert "$work/inline.png" -colors 64 PNG8:"$top/docs/img/kcachegrind-inline.png"

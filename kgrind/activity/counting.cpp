@@ -138,6 +138,7 @@ void pause_counting()
    }
    kg_counting = False;
    forget_cached_counters();
+   forget_recent_events();
 }
 
 void resume_counting()

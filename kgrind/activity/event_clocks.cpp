@@ -8,26 +8,46 @@
 // same to its events here. A closing activation adds what it ran to its
 // call edge's and, where it is the outermost of its context (as its Ir
 // goes to ctx_incl), its k-SF node's inclusive events (kg_incl_events.h),
-// directly, so no transition needs to carry them; inline IR's pushes and
-// pops call kg_frame_events_start and kg_frame_events_close for that. While
-// counting is off (regions) nothing is added, as the transitions' Ir of
-// then is discarded (discard_uncounted).
+// directly, so no transition needs to carry them. Inline IR's pushes and
+// pops do the same without a call (instrument/frames_ir.cpp): a row is
+// found from the frame's address (frame_rows_bias), a transition's arrays
+// in kg_recent_events, and kg_frame_events_close does a pop whose
+// transition is not there. While counting is off (regions) nothing is
+// added, as the transitions' Ir of then is discarded (discard_uncounted).
 
 namespace kg {
+
+RecentEvents kg_recent_events[kRecentEvents];
+ULong kg_events_sink[kEventIds];
 
 namespace {
 
 UInt clock_events;                    // events beyond Ir; 0: none, nothing here runs
 EventId clock_event_ids[kEventIds];   // the event of each column
+UWord row_scale;                      // frame_row_scale()
 
 } // namespace
+
+// No transition in kg_recent_events (as at the start: zero), while
+// counting is off: its pops then call kg_frame_events_close, which adds
+// nothing.
+static void forget_recent_events()
+{
+   if (clock_events) VG_(memset)(kg_recent_events, 0, sizeof(kg_recent_events));
+}
 
 static void event_clocks_init()
 {
    if (!extra_events_on()) return;
    clock_events = extra_event_count();
    for (UInt c = 0; c < clock_events; c++) clock_event_ids[c] = extra_event_id(c);
+   // Frames are 3 words: (f - base) / 24 is ((f - base) >> 3) times 3's
+   // inverse mod 2^64, exactly.
+   static_assert(sizeof(Frame) == 3 * sizeof(ULong), "frame_row_scale's division by 3");
+   row_scale = (UWord)0xAAAAAAAAAAAAAAABULL * (clock_events * sizeof(ULong));
 }
+
+UWord frame_row_scale() { return row_scale; }
 
 namespace {
 
@@ -44,6 +64,15 @@ struct ClockReading {
 ULong* entry_events(const ShadowStack* s, const Frame* f)
 {
    return s->ev + (UWord)(f - (s->frames - 1)) * clock_events;
+}
+
+// Frame f's row of s is frame_rows_bias(s) + (f >> 3) * row_scale (mod
+// 2^64; kg_hotpath.h, Now::ev_rows): inline IR finds it with a shift, a
+// multiply and an add.
+UWord frame_rows_bias(const ShadowStack* s)
+{
+   if (!clock_events) return 0;
+   return (UWord)s->ev - ((UWord)(s->frames - 1) >> 3) * row_scale;
 }
 
 // s has a new frame array of s->cap usable frames (set_frames): so have
@@ -116,22 +145,24 @@ struct TransitionEvents {
    ULong* node;
 };
 PairMap<TransitionEvents> transition_events;
-// The last transitions looked up, by a hash of their address: a pop finds
-// its transition's arrays with one compare (the table's probe cost callheavy
-// with --branch-sim about a third of the clocks' time).
-const UWord kRecentTransitions = 1024;
-TransitionEvents* recent_transitions[kRecentTransitions];
 
-TransitionEvents* events_of(Transition* tr)
+// tr's arrays: from kg_recent_events (the last transitions looked up, by a
+// hash of their address), where inline pops find them with one compare, or
+// the table, which then puts them there.
+const RecentEvents* events_of(Transition* tr)
 {
-   TransitionEvents*& slot = recent_transitions[((UWord)tr * 0x9E3779B97F4A7C15ULL) >> 54];
-   if (slot && slot->a == tr) return slot;
+   RecentEvents& slot = kg_recent_events[recent_events_slot(tr)];
+   if (slot.tr == tr) return &slot;
    TransitionEvents* te = transition_events.get(tr, nullptr);
    if (!te->node) {
       te->node = incl_events_of(ctx_of(child_of(tr)), True);
       if (parent_activation(tr)) te->edge = incl_events_of(transition_edge(tr), True);
    }
-   return slot = te;
+   // Inline pops add without tests: to the sink where nothing is added
+   // (no edge; at k = inf a rolled transition, never its node's outermost
+   // activation).
+   slot = { tr, te->edge ? te->edge : kg_events_sink, acts_in_nodes() && rolled(tr) ? kg_events_sink : te->node };
+   return &slot;
 }
 
 // A frame f of s, of transition tr, closes with the clock at `now`: what it
@@ -140,24 +171,20 @@ TransitionEvents* events_of(Transition* tr)
 void close_frame_events(const ShadowStack* s, const Frame* f, Transition* tr, Bool outermost, const ULong* now)
 {
    if (!clock_events || !kg_counting) return;
-   TransitionEvents* te = events_of(tr);
+   const RecentEvents* te = events_of(tr);
    const ULong* entry = entry_events(s, f);
    for (UInt c = 0; c < clock_events; c++) {
       ULong ran = now[c] - entry[c];
-      if (te->edge) te->edge[c] += ran;
+      te->edge[c] += ran;
       if (outermost) te->node[c] += ran;
    }
 }
 
 } // namespace
 
-extern "C" void VG_REGPARM(1) kg_frame_events_start(Frame* f)
-{
-   start_frame_events(current, current->stack, f);
-}
-
 extern "C" void VG_REGPARM(1) kg_frame_events_close(const Frame* f)
 {
+   if (kg_now->top + 1 != f) return;   // not popped: the inline pop's test failed
    Transition* tr = f->tr;
    ClockReading now(current);
    close_frame_events(current->stack, f, tr, acts_in_nodes() ? !rolled(tr) : *tr->active == 0, now.at);

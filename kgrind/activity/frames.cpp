@@ -63,6 +63,7 @@ Frame* push_frame(ThreadState* t, Addr sp, Transition* tr)
       frame_events_moved(s, d + 1);
       kg_now->top = s->frames + d - 1;
       kg_now->frames_last = s->frames + cap - 1;
+      kg_now->ev_rows = frame_rows_bias(s);
    }
    Frame* f = ++kg_now->top;
    f->sp = sp;

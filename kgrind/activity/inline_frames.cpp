@@ -49,13 +49,41 @@ extern "C" void VG_REGPARM(2) kg_inline_enter(BlockInfo* blk, UWord chain)
    kg_now->found_counters = counters_in(blk, kg_now->ctx);
 }
 
-extern "C" void VG_REGPARM(1) kg_inline_leave(BlockInfo* blk)
+// The levels on top are popped: a run of the function's own code starts.
+static void leave_levels(ThreadState* t)
 {
-   ThreadState* t = current;
-   (void)blk;
    if (kg_now->ctx == kCallPending) return;
    while (top_chain()) pop_frame(t);
    update_now_from_top();
+}
+
+extern "C" void VG_REGPARM(1) kg_own_block_counters(UWord block_id)
+{
+   BlockInfo* blk = block_with_id((UInt)block_id);
+   Addr sp = unwind_at_block_start(blk);
+   UWord after_call = kg_now->ctx == kCallPending;
+   leave_levels(current);
+   kg_now->found_counters = after_call ? block_entry(blk, sp, after_call) : block_counters_now(blk);
+}
+
+extern "C" void VG_REGPARM(1) kg_own_block_start(BlockInfo* blk)
+{
+   Addr sp = unwind_at_block_start(blk);
+   UWord after_call = kg_now->ctx == kCallPending;
+   leave_levels(current);
+   if (after_call) block_entry(blk, sp, after_call);
+   else point_block_at(blk, kg_now->ctx);
+}
+
+extern "C" void VG_REGPARM(2) kg_run_counters(BlockInfo* blk, CounterWay* way)
+{
+   kg_now->found_counters = run_way_counters(way, blk, kg_now->ctx);
+}
+
+extern "C" void VG_REGPARM(1) kg_inline_leave(BlockInfo* blk)
+{
+   (void)blk;
+   leave_levels(current);
 }
 
 } // namespace kg

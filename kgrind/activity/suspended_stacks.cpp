@@ -239,6 +239,7 @@ void run_on(ThreadState* t, ShadowStack* s)
    t->stack = s;
    kg_now->top = s->top;
    kg_now->frames_last = s->frames + s->cap - 1;
+   kg_now->ev_rows = frame_rows_bias(s);
    update_now_from_top();
 }
 

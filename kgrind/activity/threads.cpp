@@ -52,6 +52,7 @@ ThreadState* thread_state(ThreadId tid)
    restart_events(t->own, t->own->frames, t->own->frames, no_events);   // its clock starts at 0 too
    Frame* frames = t->own->frames;
    t->saved = { ~(Addr)0, 0, transition_ctx(root), 0, frames, frames + t->own->cap - 1 };
+   t->saved.ev_rows = frame_rows_bias(t->own);
    if (clo.mode == kModeInter) {
       if (clo.join_threads) {
          if (!joined_inter_forest) joined_inter_forest = block_forest_new(nullptr, 0, 0);
@@ -79,6 +80,7 @@ void release_ended_thread(ThreadState* t)
    if (!block_mode() && t->stack == t->own && t->saved.top == t->own->frames) {
       shrink_to_base(t->own);
       t->saved.top = t->saved.frames_last = t->own->frames;
+      t->saved.ev_rows = frame_rows_bias(t->own);
    }
    if (clo.join_threads) return;   // the forests are every thread's
    forest_compact(t->forest);

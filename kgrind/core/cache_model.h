@@ -66,8 +66,10 @@ inline const char* cache_geometry_error(CacheGeometry g) {
 }
 
 // One set-associative LRU cache of line numbers (address >> line bits).
-// Each set holds its lines most recent first; a line number of all ones is
-// an empty way (no address reaches it: it would be the line past 2^64).
+// Each set holds its lines' tags most recent first: a tag is its line
+// number plus 1, so that 0 is an empty way, and a cache starts as zeroed
+// memory (from an allocator of fresh pages, no write at all: a 512 MB LL's
+// 64 MB of tags are touched only where the program's lines fall).
 class CacheLevel {
  public:
   void init(const Allocator& al, CacheGeometry g) {
@@ -78,7 +80,8 @@ class CacheLevel {
     set_mask_ = sets - 1;
     uint64_t n = sets * g.assoc;
     tags_ = (uint64_t*)al_.alloc(al_.ctx, n * sizeof(uint64_t));
-    for (uint64_t i = 0; i < n; i++) tags_[i] = kEmpty;
+    if (!al_.zeroed)
+      for (uint64_t i = 0; i < n; i++) tags_[i] = kEmpty;
   }
   void destroy() {
     if (tags_) al_.free(al_.ctx, tags_);
@@ -91,18 +94,19 @@ class CacheLevel {
   // the set's most recent afterwards (a miss evicts the least recent).
   bool access_line(uint64_t line) {
     uint64_t* set = tags_ + (line & set_mask_) * assoc_;
-    if (set[0] == line) return true;
+    uint64_t tag = line + 1;
+    if (set[0] == tag) return true;
     uint32_t i = 1;
-    while (i < assoc_ && set[i] != line) i++;
+    while (i < assoc_ && set[i] != tag) i++;
     bool hit = i < assoc_;
     if (!hit) i = assoc_ - 1;
     for (; i > 0; i--) set[i] = set[i - 1];
-    set[0] = line;
+    set[0] = tag;
     return hit;
   }
 
  private:
-  static const uint64_t kEmpty = ~(uint64_t)0;
+  static const uint64_t kEmpty = 0;
   Allocator al_;
   uint64_t* tags_;
   uint64_t set_mask_;

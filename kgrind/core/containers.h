@@ -27,6 +27,9 @@ struct Allocator {
   void* ctx;
   void* (*alloc)(void* ctx, size_t bytes);  // must not return nullptr
   void (*free)(void* ctx, void* p);         // p is never nullptr
+  // Whether alloc returns zeroed memory (fresh pages: a user that needs
+  // zeros then writes none, and the pages it never uses are never touched).
+  bool zeroed;
 
   void* allocate(size_t n) const { return alloc(ctx, n); }
   void release(void* p) const {

@@ -1,9 +1,12 @@
-// Events beyond Ir (--cache-sim, --branch-sim; docs/design/events.md): a
-// helper call per instruction fetch, data access and branch, in program
-// order, each given the address of its event counters in the block's
-// (context, block) counters: after the flush points' (event_base), a slot
-// per (access, event), made here and described in the block's EventSlots
-// (which line each counts, which event).
+// Events beyond Ir (--cache-sim, --branch-sim; docs/design/events.md):
+// helper calls for the instruction fetches, data accesses and branches, in
+// program order (an instruction's fetch and its first data access in one
+// call; a fetch in the I1 line of the instruction before it and a data
+// access in the D1 line of the access before it need none), each given the
+// address of its event counters in the block's (context, block) counters:
+// after the flush points' (event_base), a slot per (access, event), made
+// here and described in the block's EventSlots (which line each counts,
+// which event).
 
 namespace kg {
 
@@ -15,11 +18,31 @@ public:
    void begin(Bool on)
    {
       on_ = on;
-      if (on && clo.cache_sim) line_bits_ = i1_line_bits();
+      if (on && clo.cache_sim) {
+         line_bits_ = i1_line_bits();
+         d1_line_bits_ = d1_line_bits();
+      }
       n_ = 0;
       n_patches_ = 0;
       last_read_addr_ = nullptr;
       last_fetched_ = 0;
+      fetch_pending_ = False;
+      last_data_ = nullptr;
+      VG_(memset)(defs_, 0, n_defs_ * sizeof defs_[0]);
+      n_defs_ = 0;
+   }
+
+   // The end of an instruction's events, before a side exit, before the
+   // superblock's end and before whatever the superblock does at the next
+   // instruction's start (another context's counters, inlined levels'
+   // pushes and pops): a fetch still waiting for a data access of its
+   // instruction is made on its own.
+   void end_instruction(IRBuilder& b)
+   {
+      if (!fetch_pending_) return;
+      fetch_pending_ = False;
+      call(b, fetch_counters_, fetch_line_, kEvI1mr, kEvILmr, "kg_sim_fetch", (void*)kg_sim_fetch,
+           IRBuilder::u64(fetch_addr_), IRBuilder::u64(fetch_len_), nullptr);
    }
 
    // Instruction `addr` (len bytes, of line slot `line`) is fetched. An
@@ -28,18 +51,25 @@ public:
    // them (a superblock runs straight, and threads and signals switch
    // between superblocks only), so that line is still the most recent of
    // its set: a hit that changes nothing, and reaches no LL.
+   // Otherwise the fetch waits for the instruction's first data access, to
+   // be made in the same call (as cachegrind batches them), or for
+   // end_instruction.
    void fetch(IRBuilder& b, IRExpr* counters, UInt line, Addr addr, UInt len)
    {
       last_read_addr_ = nullptr;
       if (!on_ || !clo.cache_sim) return;
+      end_instruction(b);
       Addr last_byte = addr + (len ? len - 1 : 0);
       Bool same_line = last_fetched_ && addr > last_fetched_ &&
                        (addr >> line_bits_) == (last_fetched_ >> line_bits_) &&
                        (last_byte >> line_bits_) == (last_fetched_ >> line_bits_);
       last_fetched_ = last_byte;
       if (same_line) return;
-      call(b, counters, line, kEvI1mr, kEvILmr, "kg_sim_fetch", (void*)kg_sim_fetch,
-           IRBuilder::u64(addr), IRBuilder::u64(len), nullptr);
+      fetch_pending_ = True;
+      fetch_counters_ = counters;
+      fetch_line_ = line;
+      fetch_addr_ = addr;
+      fetch_len_ = len;
    }
 
    // The data accesses of one statement of the instruction at line `line`,
@@ -49,6 +79,10 @@ public:
    void data(IRBuilder& b, IRExpr* counters, UInt line, const IRStmt* st, const IRTypeEnv* tyenv)
    {
       if (!on_) return;
+      if (st->tag == Ist_WrTmp && st->Ist.WrTmp.tmp < kMaxDefs) {
+         defs_[st->Ist.WrTmp.tmp] = st->Ist.WrTmp.data;
+         if (st->Ist.WrTmp.tmp >= n_defs_) n_defs_ = st->Ist.WrTmp.tmp + 1;
+      }
       // An atomic instruction (a compare-and-swap, a store-conditional) is a
       // global bus event, as callgrind counts them.
       if (clo.collect_bus && (st->tag == Ist_CAS || (st->tag == Ist_LLSC && st->Ist.LLSC.storedata)))
@@ -154,8 +188,7 @@ private:
    void read(IRBuilder& b, IRExpr* counters, UInt line, IRExpr* addr, UInt size, IRExpr* guard)
    {
       if (!clo.cache_sim) count(b, counters, line, kEvDr, guard);
-      else call(b, counters, line, kEvDr, kEvD1mr, "kg_sim_read", (void*)kg_sim_read, addr, access_size(size), guard,
-                kEvDLmr);
+      else simulate(b, counters, line, addr, size, guard, kReadAccess);
       last_read_addr_ = guard ? nullptr : addr;
       last_read_size_ = size;
    }
@@ -166,9 +199,142 @@ private:
       last_read_addr_ = nullptr;
       if (modify) return;
       if (!clo.cache_sim) count(b, counters, line, kEvDw, guard);
-      else call(b, counters, line, kEvDw, kEvD1mw, "kg_sim_write", (void*)kg_sim_write, addr, access_size(size), guard,
-           kEvDLmw);
+      else simulate(b, counters, line, addr, size, guard, kWriteAccess);
    }
+
+   // A read's or a write's helpers and events: the access itself [Dr D1mr
+   // DLmr], its count alone [Dr], the fetch and the access [I1mr ILmr Dr
+   // D1mr DLmr], and the same for a write.
+   // (Function pointers of their own types: a constant initialisation, as
+   // the tool runs no constructors.)
+   typedef void VG_REGPARM(3) (*Helper)(ULong*, Addr, UWord);
+   typedef void (*FetchHelper)(ULong*, Addr, UWord, Addr, UWord);
+   struct AccessKind {
+      EventId count, l1, ll;
+      const HChar* name;
+      Helper fn;
+      const HChar* lines_name;
+      Helper lines_fn;
+      const HChar* fetch_name;
+      FetchHelper fetch_fn;
+   };
+   static const AccessKind kReadAccess, kWriteAccess;
+
+   // A data access of `size` bytes at addr (an atom), when guard holds.
+   // - Guarded: a call of its own, after the instruction's fetch (the guard
+   //   is the access's only).
+   // - The instruction's fetch waiting: one call for both.
+   // - Else, after another unguarded access of the superblock (the one just
+   //   before: nothing but fetches between, which are I1's and reach LL
+   //   only on an I1 miss): when every byte of this one is in the first
+   //   line of that one, that line is still the most recent of its D1 set,
+   //   so this access is a hit that changes nothing and reaches no LL. The
+   //   call is made only when they are not (an inline compare), and the
+   //   count is added inline.
+   void simulate(IRBuilder& b, IRExpr* counters, UInt line, IRExpr* addr, UInt size, IRExpr* guard,
+                 const AccessKind& k)
+   {
+      IRExpr* n = access_size(size);
+      if (guard) {
+         end_instruction(b);
+         call(b, counters, line, k.count, k.l1, k.name, (void*)k.fn, addr, n, guard, k.ll);
+         last_data_ = nullptr;
+         return;
+      }
+      IRExpr* prev = last_data_;
+      last_data_ = addr;
+      if (fetch_pending_) {
+         fetch_pending_ = False;
+         IRExpr* at = slot_address(b, counters);
+         const EventId events[] = { kEvI1mr, kEvILmr, k.count, k.l1, k.ll };
+         for (EventId e : events) add_slot(line, e);
+         b.call(k.fetch_name, (void*)k.fetch_fn, 0,
+                mkIRExprVec_5(at, IRBuilder::u64(fetch_addr_), IRBuilder::u64(fetch_len_), addr, n), nullptr);
+         return;
+      }
+      switch (prev ? line_relation(prev, addr, size) : kOtherLine) {
+      case kOtherLine:
+         call(b, counters, line, k.count, k.l1, k.name, (void*)k.fn, addr, n, nullptr, k.ll);
+         return;
+      case kSameLine: {   // a hit: the count alone
+         IRExpr* at = slot_address(b, counters);
+         const EventId events[] = { k.count, k.l1, k.ll };
+         for (EventId e : events) add_slot(line, e);
+         count_inline(b, at, k.count);
+         return;
+      }
+      case kMaybeSameLine:
+         break;
+      }
+      // Every byte in prev's line: (addr ^ prev) | (last byte ^ prev)
+      // below the line size.
+      IRExpr* apart = b.op(Iop_Xor64, addr, prev);
+      if (size > 1) {
+         IRExpr* last = b.op(Iop_Add64, addr, IRBuilder::u64(size - 1));
+         apart = b.op(Iop_Or64, apart, b.op(Iop_Xor64, last, prev));
+      }
+      IRExpr* other_line = b.op(Iop_CmpLE64U, IRBuilder::u64(1ULL << d1_line_bits_), apart, Ity_I1);
+      IRExpr* at = slot_address(b, counters);
+      const EventId events[] = { k.count, k.l1, k.ll };
+      for (EventId e : events) add_slot(line, e);
+      count_inline(b, at, k.count);
+      b.call(k.lines_name, (void*)k.lines_fn, 3, mkIRExprVec_3(b.op(Iop_Add64, at, IRBuilder::u64(8)), addr, n), other_line);
+   }
+
+   // The access's count, inline, in its slot and on the clock.
+   static void count_inline(IRBuilder& b, IRExpr* at, EventId e)
+   {
+      b.add_if(nullptr, b.place(at, 0), IRBuilder::u64(1));
+      b.add_if(nullptr, b.place(b.load64(&kg_event_clock), 8 * e), IRBuilder::u64(1));
+   }
+
+   // Whether an access of `size` bytes at addr is in the first D1 line of
+   // the access at prev, from their addresses' forms: two constants
+   // (RIP-relative data) are known; a common base (a temporary) plus
+   // offsets (a stack frame's, a structure's fields) under a line apart is
+   // checked at run time; anything else is taken to be another line (the
+   // check would seldom pass and costs more than it saves).
+   enum LineRelation { kOtherLine, kSameLine, kMaybeSameLine };
+   LineRelation line_relation(IRExpr* prev, IRExpr* addr, UInt size)
+   {
+      Long prev_off = 0, off = 0;
+      IRExpr* prev_base = base_of(prev, &prev_off);
+      IRExpr* base = base_of(addr, &off);
+      Long line = 1LL << d1_line_bits_;
+      if (!prev_base && !base) {   // both constants
+         ULong first = (ULong)off >> d1_line_bits_, last = ((ULong)off + (size ? size - 1 : 0)) >> d1_line_bits_;
+         return first == last && first == (ULong)prev_off >> d1_line_bits_ ? kSameLine : kOtherLine;
+      }
+      if (!prev_base || !base || prev_base->Iex.RdTmp.tmp != base->Iex.RdTmp.tmp) return kOtherLine;
+      Long d = off - prev_off;
+      return d > -line && d + (Long)size <= line ? kMaybeSameLine : kOtherLine;
+   }
+
+   // An address atom as base + offset: the temporary it adds constants to
+   // (nullptr for a constant address, whose value is the offset).
+   IRExpr* base_of(IRExpr* a, Long* off)
+   {
+      for (UInt depth = 0; depth < 8; depth++) {
+         if (a->tag == Iex_Const) {
+            *off += (Long)a->Iex.Const.con->Ico.U64;
+            return nullptr;
+         }
+         if (a->tag != Iex_RdTmp) break;
+         IRTemp t = a->Iex.RdTmp.tmp;
+         const IRExpr* d = t < kMaxDefs ? defs_[t] : nullptr;
+         if (!d || d->tag != Iex_Binop || d->Iex.Binop.arg2->tag != Iex_Const ||
+             d->Iex.Binop.arg2->Iex.Const.con->tag != Ico_U64)
+            break;
+         Long c = (Long)d->Iex.Binop.arg2->Iex.Const.con->Ico.U64;
+         if (d->Iex.Binop.op == Iop_Add64) *off += c;
+         else if (d->Iex.Binop.op == Iop_Sub64) *off -= c;
+         else break;
+         a = d->Iex.Binop.arg1;
+      }
+      return a->tag == Iex_RdTmp ? a : nullptr;
+   }
+
+   void add_slot(UInt line, EventId e) { slots_[n_++] = { (UShort)line, (UShort)e }; }
 
    // An access touches every line its bytes are in (a 32-byte load may
    // straddle two lines, as in cachegrind: tests/test_events.py).
@@ -201,7 +367,7 @@ private:
    // The address of the next slot (counters + its offset, patched in finish).
    IRExpr* slot_address(IRBuilder& b, IRExpr* counters)
    {
-      if (n_ + 3 > kMaxEventSlots || n_patches_ == kMaxEventSlots)
+      if (n_ + 5 > kMaxEventSlots || n_patches_ == kMaxEventSlots)
          VG_(tool_panic)((HChar*)"kgrind: a superblock with more than 4096 event counters");
       IRConst* offset = IRConst_U64(8 * (ULong)n_);
       patches_[n_patches_++] = offset;
@@ -231,6 +397,30 @@ private:
    IRConst* patches_[kMaxEventSlots];
    IRExpr* last_read_addr_;
    UInt last_read_size_;
+   UInt d1_line_bits_;
+   // The fetch of the current instruction, when it waits for a data access.
+   Bool fetch_pending_;
+   IRExpr* fetch_counters_;
+   UInt fetch_line_;
+   Addr fetch_addr_;
+   UInt fetch_len_;
+   // The address of the superblock's last data access, when it was
+   // unguarded (else nullptr).
+   IRExpr* last_data_;
+   // The expressions the superblock's temporaries are set to, so far (for
+   // line_relation).
+   static const UInt kMaxDefs = 1024;
+   const IRExpr* defs_[kMaxDefs];
+   UInt n_defs_;   // defs_ beyond are null
+};
+
+const EventsIR::AccessKind EventsIR::kReadAccess = {
+   kEvDr, kEvD1mr, kEvDLmr, "kg_sim_read", kg_sim_read, "kg_sim_read_lines", kg_sim_read_lines,
+   "kg_sim_fetch_read", kg_sim_fetch_read,
+};
+const EventsIR::AccessKind EventsIR::kWriteAccess = {
+   kEvDw, kEvD1mw, kEvDLmw, "kg_sim_write", kg_sim_write, "kg_sim_write_lines", kg_sim_write_lines,
+   "kg_sim_fetch_write", kg_sim_fetch_write,
 };
 
 EventsIR events_ir;

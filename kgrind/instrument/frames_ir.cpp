@@ -38,6 +38,85 @@ IRExpr* load_transition_ctx(IRBuilder& b, IRExpr* tr, IRExpr* active = nullptr)
    return b.load_field(child_active(b, tr, active), offsetof(ViewPair, view_ctx));
 }
 
+// With events beyond Ir: frame f's row of event clock readings
+// (Now::ev_rows).
+IRExpr* frame_events_row(IRBuilder& b, IRExpr* f)
+{
+   IRExpr* words = b.op(Iop_Shr64, f, IRExpr_Const(IRConst_U8(3)));
+   return b.op(Iop_Add64, b.load64(&kg_now->ev_rows), b.op(Iop_Mul64, words, IRBuilder::u64(frame_row_scale())));
+}
+
+// The rows' columns two at a time, as 128-bit vectors (one SSE
+// instruction a load, a subtraction or an add), the last alone
+// when their count is odd.
+struct ClockColumns {
+   UInt c;      // the first
+   Bool pair;   // c and c + 1
+   UWord at() const { return c * sizeof(ULong); }
+   IRType type() const { return pair ? Ity_V128 : Ity_I64; }
+   IROp sub() const { return pair ? Iop_Sub64x2 : Iop_Sub64; }
+   IROp add() const { return pair ? Iop_Add64x2 : Iop_Add64; }
+};
+template <typename F> void for_clock_columns(F f)
+{
+   UInt n = extra_event_count();
+   for (UInt c = 0; c < n; c += 2) f(ClockColumns{ c, c + 1 < n });
+}
+
+// The running thread's event clocks of columns cc (clock: kg_event_clock).
+IRExpr* event_clocks_now(IRBuilder& b, IRExpr* clock, const ClockColumns& cc)
+{
+   EventId e = extra_event_id(cc.c);
+   if (!cc.pair || extra_event_id(cc.c + 1) == e + 1) return b.load(cc.type(), b.field(clock, e * sizeof(ULong)));
+   return b.op(Iop_64HLtoV128, b.load_field(clock, extra_event_id(cc.c + 1) * sizeof(ULong)),
+               b.load_field(clock, e * sizeof(ULong)), Ity_V128);
+}
+
+// Frame f, being pushed, starts its event clocks: the clocks' readings in
+// its row (f is always writable, and so is its row: a wrong push's readings
+// are never read).
+void add_frame_events_start(IRBuilder& b, IRExpr* f)
+{
+   IRExpr* clock = b.load64(&kg_event_clock);
+   IRExpr* row = frame_events_row(b, f);
+   for_clock_columns([&](const ClockColumns& cc) { b.store(b.field(row, cc.at()), event_clocks_now(b, clock, cc)); });
+}
+
+// Frame f of transition tr closes its event clocks if it was popped
+// (not_popped zero): what it ran goes to its transition's call edge and,
+// unless outer is non-zero (at finite k, the frames still in its context;
+// nullptr at k = inf), its node, from tr's slot of kg_recent_events; a
+// transition not there calls kg_frame_events_close. Without tests: where
+// nothing counts, the differences go to kg_events_sink.
+void add_frame_events_close(IRBuilder& b, IRExpr* f, IRExpr* tr, IRExpr* not_popped, IRExpr* outer)
+{
+   IRExpr* offset = b.op(Iop_And64, b.op(Iop_Shl64, tr, IRExpr_Const(IRConst_U8(1))), IRBuilder::u64(kRecentEventsMask));
+   IRExpr* slot = b.op(Iop_Add64, b.at(kg_recent_events), offset);
+   IRExpr* other = b.op(Iop_Xor64, b.load_field(slot, offsetof(RecentEvents, tr)), tr);
+   IRExpr* skip = b.op(Iop_Or64, not_popped, other);
+   IRExpr* sink = b.at(kg_events_sink);
+   auto array_or_sink = [&](UWord field, IRExpr* bits) {
+      IRExpr* counts = b.op(Iop_CmpEQ64, bits, IRBuilder::u64(0), Ity_I1);
+      return b.ite(counts, b.load_field(slot, field), sink);
+   };
+   IRExpr* edge = array_or_sink(offsetof(RecentEvents, edge), skip);
+   IRExpr* node = array_or_sink(offsetof(RecentEvents, node), outer ? b.op(Iop_Or64, skip, outer) : skip);
+   IRExpr* clock = b.load64(&kg_event_clock);
+   IRExpr* row = frame_events_row(b, f);
+   for_clock_columns([&](const ClockColumns& cc) {
+      IRType ty = cc.type();
+      IRExpr* ran = b.op(cc.sub(), event_clocks_now(b, clock, cc), b.load(ty, b.field(row, cc.at())), ty);
+      auto add = [&](IRExpr* to) {
+         b.store(b.field(to, cc.at()), b.op(cc.add(), b.load(ty, b.field(to, cc.at())), ran, ty));
+      };
+      add(edge);
+      add(node);
+   });
+   // (Popped or not: the helper tells.)
+   b.call("kg_frame_events_close", (void*)kg_frame_events_close, 1, mkIRExprVec_1(f),
+          b.op(Iop_CmpNE64, other, IRBuilder::u64(0), Ity_I1));
+}
+
 // A direct jump of blk to `target` (when guard holds; nullptr: always) is a
 // tail call if the target is another function's first instruction (one
 // that starts a block with fn_entry) or a PLT stub: the jump makes the call
@@ -170,10 +249,9 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* blk_at, IRExpr* s
    // No call is pending any more.
    IRExpr* ctx = load_transition_ctx(b, tr, active);
    b.store_if(guard(), b.at(&kg_now->ctx), ctx);
-   // Events beyond Ir: the frame's event clocks start (a wrong speculative
-   // push's start is harmless: the fix-up's push starts them again).
-   if (extra_events_on())
-      b.call("kg_frame_events_start", (void*)kg_frame_events_start, 1, mkIRExprVec_1(next), guard());
+   // Events beyond Ir: the frame's event clocks start (a wrong push's start
+   // is harmless: the fix-up's or kg_block_entry's push starts them again).
+   if (extra_events_on()) add_frame_events_start(b, next);
 
    IRExpr** args = mkIRExprVec_3(blk_at, sp, ctx_before);
    IRExpr* wrong = b.op(Iop_CmpNE64, wrong_bits, IRBuilder::u64(0), Ity_I1);
@@ -237,9 +315,10 @@ IRExpr* add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir, IRExpr* link_tar
    // A recursive activation's cost is already in the outermost one's
    // (in the payload layout, the transition knows which it has:
    // Transition::rolled_in, and no frames are counted).
+   IRExpr* still_active = nullptr;
    if (!acts_in_nodes()) {
       IRExpr* active = b.load_field(tr, offsetof(Transition, active));
-      IRExpr* still_active = b.op(Iop_Sub64, b.load64(active), IRBuilder::u64(1));
+      still_active = b.op(Iop_Sub64, b.load64(active), IRBuilder::u64(1));
       b.store_if(b.test(pop), active, still_active);
       IRExpr* popped_outermost =
          b.op(Iop_CmpEQ64, b.op(Iop_Or64, not_popped, still_active), IRBuilder::u64(0), Ity_I1);
@@ -251,9 +330,9 @@ IRExpr* add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir, IRExpr* link_tar
    b.store_if(b.test(pop), b.at(&kg_now->top_sp), b.load_field(below, offsetof(Frame, sp)));
    IRExpr* below_tr = b.load_field(below, offsetof(Frame, tr));
    b.store_if(b.test(pop), b.at(&kg_now->ctx), load_transition_ctx(b, below_tr));
-   // Events beyond Ir: the popped frame's event clocks close (after the
-   // count of its context's frames is down: whether it was the outermost).
-   if (extra_events_on()) b.call("kg_frame_events_close", (void*)kg_frame_events_close, 1, mkIRExprVec_1(top), b.test(pop));
+   // Events beyond Ir: the popped frame's event clocks close (outermost of
+   // its context: no frames left in it).
+   if (extra_events_on()) add_frame_events_close(b, top, tr, not_popped, still_active);
    return not_popped;
 }
 

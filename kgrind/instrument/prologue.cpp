@@ -82,12 +82,16 @@ void add_plt_handover(IRBuilder& b, IRExpr* counted, IRExpr* next)
 }
 
 // Counter arrays (kg_counters.h). The block's offset in its function's arrays
-// is reserved when its prologue is made and its check's constants set once
+// is reserved when its prologue is made and its checks' constants set once
 // its counters are known (finish_array_check): the superblock's IR is ours
-// until instrument returns.
+// until instrument returns. A block checks its prologue's context, and with
+// inlined levels (instrument/inline_runs_ir.cpp) each context its runs
+// return to its function's own code in.
+const UInt kArrayChecks = 8;
 struct PendingArrayCheck {
-   IRConst* c1;
-   IRConst* c2;
+   IRConst* c1[kArrayChecks];
+   IRConst* c2[kArrayChecks];
+   UInt n;
    UInt offset;
    BlockInfo* blk;   // nullptr: none pending
 } pending_array_check;
@@ -102,35 +106,57 @@ Bool counts_in_array(const BlockInfo* blk, UInt max_counters)
           fn->id < kMaxArrayFunction && fn->array_counters + max_counters <= kArrayCounters;
 }
 
+// Whether blk's prologue counts in its context's array (add_array_counters),
+// and whether it can check another context's.
+Bool checks_array(const BlockInfo* blk) { return pending_array_check.blk == blk; }
+Bool array_check_left(const BlockInfo* blk) { return !checks_array(blk) || pending_array_check.n < kArrayChecks; }
+
 // The counters of the block in ctx's array; if the array is not its
 // function's, lacks room for the block, or counting is off (ctx after a
 // call is kCallPending, whose array is empty), `helper` (kg_block_counters,
-// kg_entry_counters) returns them.
-IRExpr* add_array_prologue(IRBuilder& b, BlockInfo* blk, IRExpr* ctx, const HChar* name, void* helper,
-                           Bool reading_sp)
+// kg_entry_counters) returns them. guard: when to look (nullptr: always;
+// else the result means nothing when it fails). by_way: a block that may
+// start in an inlined level's context (which has no array) takes its way 0
+// when that is the context, as the helper leaves it there. nullptr when
+// the block has no check left (kArrayChecks).
+IRExpr* add_array_counters(IRBuilder& b, BlockInfo* blk, IRExpr* ctx, const HChar* name, void* helper,
+                           Bool reading_sp, IRExpr* guard = nullptr, Bool by_way = False)
 {
-   UInt offset = blk->fn()->array_counters;
-   pending_array_check = { IRConst_U32(0), IRConst_U32(0), offset, blk };   // c2 0: always the helper
+   PendingArrayCheck& p = pending_array_check;
+   if (p.blk != blk) {
+      p.blk = blk;
+      p.n = 0;
+      p.offset = blk->fn()->array_counters;
+   }
+   if (p.n == kArrayChecks) return nullptr;
+   IRConst* c1 = IRConst_U32(0);
+   IRConst* c2 = IRConst_U32(0);   // c2 0: always the helper
+   p.c1[p.n] = c1;
+   p.c2[p.n++] = c2;
    auto offset_in = [](const void* field) { return (UWord)((const UChar*)field - (const UChar*)kCallPending); };
    IRExpr* limit = b.load(Ity_I32, b.field(ctx, offset_in(array_limit_word(kCallPending))));
    IRExpr* arr = b.load_field(ctx, offset_in(counter_array_word(kCallPending)));
    // 32-bit operations with the constants on the right (immediates), and a
    // fresh compare for the call's guard and for the select: one that both
    // used would be a setcc and a test at each (IRBuilder::Cond).
-   IRBuilder::Cond fits = { Iop_CmpLT32U, b.op(Iop_Sub32, limit, IRExpr_Const(pending_array_check.c1), Ity_I32),
-                            IRExpr_Const(pending_array_check.c2) };
-   IRExpr* in_array = b.op(Iop_Add64, arr, IRBuilder::u64(offset * sizeof(ULong)));
-   IRExpr* missed = b.tmp(IRExpr_Unop(Iop_Not1, b.test(fits)), Ity_I1);
+   IRBuilder::Cond fits = { Iop_CmpLT32U, b.op(Iop_Sub32, limit, IRExpr_Const(c1), Ity_I32), IRExpr_Const(c2) };
+   IRExpr* in_array = b.op(Iop_Add64, arr, IRBuilder::u64(p.offset * sizeof(ULong)));
+   auto missed = [&]() {
+      IRExpr* m = b.tmp(IRExpr_Unop(Iop_Not1, b.test(fits)), Ity_I1);
+      if (by_way) m = b.op(Iop_And1, m, b.op(Iop_CmpNE64, ctx, b.load64(&blk->ways[0].ctx), Ity_I1), Ity_I1);
+      return guard ? b.op(Iop_And1, guard, m, Ity_I1) : m;
+   };
    IRExpr* block_id = IRBuilder::u64(blk->id);
    if (reading_sp)
-      b.call_reading_sp(name, helper, block_id, missed);
+      b.call_reading_sp(name, helper, block_id, missed());
    else
-      b.call(name, helper, 1, mkIRExprVec_1(block_id), missed);
+      b.call(name, helper, 1, mkIRExprVec_1(block_id), missed());
    // The helper's counters, loaded only when it ran.
-   return b.load_if(b.tmp(IRExpr_Unop(Iop_Not1, b.test(fits)), Ity_I1), &kg_now->found_counters, in_array);
+   IRExpr* found = by_way ? b.ite(b.test(fits), in_array, b.load64(&blk->ways[0].counters)) : in_array;
+   return b.load_if(missed(), &kg_now->found_counters, found);
 }
 
-// The block's counters are known: its offset and its check's constants.
+// The block's counters are known: its offset and its checks' constants.
 void finish_array_check(BlockInfo* blk)
 {
    PendingArrayCheck& p = pending_array_check;
@@ -139,8 +165,10 @@ void finish_array_check(BlockInfo* blk)
    FnInfo* fn = blk->fn();
    UInt end = p.offset + (blk->n_slots ? blk->n_slots : 1);
    tl_assert(end <= kArrayCounters);   // counts_in_array's bound
-   p.c1->Ico.U32 = array_check_c1(fn->id, end);
-   p.c2->Ico.U32 = array_check_c2(end);
+   for (UInt i = 0; i < p.n; i++) {
+      p.c1[i]->Ico.U32 = array_check_c1(fn->id, end);
+      p.c2[i]->Ico.U32 = array_check_c2(end);
+   }
    blk->array_offset = (UShort)p.offset;
    fn->array_counters = end;
 }
@@ -163,30 +191,49 @@ TierStart block_start(BlockInfo* blk)
 // The block prologue (see the top of this file). Returns the block's
 // counters for the context it runs in. `stub_instrs`, *stub_counted: see
 // add_plt_prologue.
+// Inlined levels (instrument/inline_runs_ir.cpp): own_code, a block whose
+// first run is its function's own code (no inline chain) and that is no
+// function's first, needs no check of the levels on top: a context whose
+// counters it finds inline (its array's, its way 0's) is never a level's
+// (a level's context has no array, and these helpers, which fill way 0,
+// pop the levels first), so its helpers pop them (*levels_left: they do).
+// Else inline_levels, blk's runs may push levels inline, so that it may
+// start in their contexts: add_array_counters' by_way.
 IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout, UInt stub_instrs,
-                     IRExpr** stub_counted, UInt max_counters)
+                     IRExpr** stub_counted, UInt max_counters, Bool inline_levels, Bool own_code, Bool* levels_left)
 {
+   *levels_left = False;
    if (blk->in_plt) return add_plt_prologue(b, blk, stub_instrs, stub_counted);
    TierStart start = block_start(blk);
    Bool entry = start == kTierEntry;
    Bool called_entry = start == kTierCalledEntry;
    Bool in_array = counts_in_array(blk, max_counters);
-   if (!entry && !called_entry && in_array)
-      return add_array_prologue(b, blk, b.load64(&kg_now->ctx), "kg_block_counters", (void*)kg_block_counters, True);
+   own_code = own_code && !entry && !called_entry && !blk->fn_entry;
+   *levels_left = own_code;
+   if (!entry && !called_entry && in_array) {
+      if (own_code)
+         return add_array_counters(b, blk, b.load64(&kg_now->ctx), "kg_own_block_counters",
+                                   (void*)kg_own_block_counters, True);
+      return add_array_counters(b, blk, b.load64(&kg_now->ctx), "kg_block_counters", (void*)kg_block_counters, True,
+                                nullptr, inline_levels);
+   }
    if (!entry && !called_entry) {
       // kg_now->ctx is kCallPending after a call, so one guard covers a
       // pending call and a context change. (An untraced function's first
       // block always calls the helper: tail calls.)
       IRExpr* blk_at = b.shared_at(blk);
       IRExpr* miss = context_missed(b, blk_at, b.load64(&kg_now->ctx));
-      b.call_reading_sp("kg_block_start", (void*)kg_block_start, blk_at, blk->fn_entry ? nullptr : miss);
+      if (own_code)
+         b.call_reading_sp("kg_own_block_start", (void*)kg_own_block_start, blk_at, miss);
+      else
+         b.call_reading_sp("kg_block_start", (void*)kg_block_start, blk_at, blk->fn_entry ? nullptr : miss);
       return cached_counters(b, blk);
    }
    IRExpr* blk_at = b.shared_at(blk);
    IRExpr* ctx = add_inline_entry(b, blk, blk_at, b.tmp(IRExpr_Get(layout->offset_SP, Ity_I64), Ity_I64), entry);
    // (After a fix-up the context is kg_now->ctx, not the predicted one.)
    if (entry && in_array)
-      return add_array_prologue(b, blk, b.load64(&kg_now->ctx), "kg_entry_counters", (void*)kg_entry_counters, False);
+      return add_array_counters(b, blk, b.load64(&kg_now->ctx), "kg_entry_counters", (void*)kg_entry_counters, False);
    IRExpr* miss = context_missed(b, blk_at, ctx);
    b.call("kg_refresh_counters", (void*)kg_refresh_counters, 1, mkIRExprVec_1(blk_at), miss);
    return cached_counters(b, blk);

@@ -129,6 +129,9 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    Bool region_entry = region && blk->fn_entry;
    Bool tier_one = at_tier_one(blk, sigreturn, region);
    if (!tier_one && tiering_on()) tier_two_made();
+   // Whether its runs push and pop inlined levels inline (from the counters
+   // its prologue finds).
+   Bool levels_inline = inline_chains && !tier_one && !sigreturn && pushes_levels_inline(blk);
 
    Int start = guest_code_start(sb_in);
    for (Int i = 0; i < start; i++)
@@ -138,16 +141,21 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       if (!st || st->tag == Ist_NoOp) continue;
       switch (st->tag) {
       case Ist_IMark:
+         events_ir.end_instruction(b);
          if (!counters && region_entry)
             b.call_reading_sp("kg_region_enter", (void*)kg_region_enter, IRBuilder::u64((ULong)blk), nullptr);
          if (!counters && sigreturn) counters = add_sigreturn_prologue(b, blk);
          if (!counters && tier_one) counters = add_tier_prologue(b, blk, layout);
          if (!counters) {
-            counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted, max_counters);
-            if (inline_chains) counters = add_inline_run(b, blk, chain_of[0], counters);
+            Bool levels_left = False;
+            counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted, max_counters, levels_inline,
+                                    inline_chains && !chain_of[0] && !tiering_on(), &levels_left);
+            if (inline_chains && !levels_left)
+               counters = add_inline_run(b, blk, chain_of[0], counters, levels_inline, nullptr);
          } else if (chain_changes && chain_of[instr] != chain_of[instr - 1]) {
             pending.flush(b, counters, nullptr);
-            if (inline_chains) counters = add_inline_run(b, blk, chain_of[instr], counters);
+            if (inline_chains)
+               counters = add_inline_run(b, blk, chain_of[instr], counters, levels_inline, pending.flushed_ir());
          }
          if (blocks && block_of[instr])
             add_block_step(b, block_of[instr], block_len[instr], block_helper, block_helper_name);
@@ -157,6 +165,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          pending.add(slot_of_instr[instr++]);
          break;
       case Ist_Exit:
+         events_ir.end_instruction(b);
          if (flushes_before(st, blocks)) {
             IRBuilder::Cond taken = exit_condition(sb_in, i);
             pending.flush(b, counters, &taken);
@@ -176,6 +185,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       b.add(st);
       sp.note(st, sb_in->tyenv);
    }
+   events_ir.end_instruction(b);
    if (counters && instr) events_ir.indirect(b, counters, event_pos(instr - 1), sb_in, last_instr);
    if (counters && instr) events_ir.syscall(b, counters, event_pos(instr - 1), sb_in);
    if (counters) pending.flush(b, counters, nullptr);
@@ -186,7 +196,8 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    pending.finish(blk);
    events_ir.finish(blk);
    finish_array_check(blk);
-   if (inline_chains && sb->jumpkind == Ijk_Ret) add_inline_leave(b, blk);
+   if (inline_chains && sb->jumpkind == Ijk_Ret)
+      add_inline_leave(b, blk, instr ? chain_of[instr - 1] : 0, levels_inline, pending.flushed_ir());
    add_block_end(b, sb, blk, last_instr, sp, pending.flushed_ir(), tier_one);
    if (region && sb->jumpkind == Ijk_Ret)
       b.call_reading_sp("kg_region_leave", (void*)kg_region_leave, IRBuilder::u64((ULong)blk), nullptr);

@@ -8,7 +8,7 @@ using namespace kg::core;
 extern "C" void* kg_test_alloc(void*, size_t);
 extern "C" void kg_test_free(void*, void*);
 extern "C" uint64_t kg_freestanding_exercise(uint32_t k, const uint32_t* labels, size_t n) {
-  Allocator al = {nullptr, kg_test_alloc, kg_test_free};
+  Allocator al = {nullptr, kg_test_alloc, kg_test_free, false};
   Forest f;
   f.init(al, k, 0);
   Vec<Activation> st;
@@ -62,6 +62,24 @@ extern "C" uint64_t kg_freestanding_unwind(const uint8_t* file, const uint8_t* h
   return start + end + at + index.count();
 }
 
+// The DWARF reader (dwarf_inlines.h) on caller-given sections.
+extern "C" uint64_t kg_freestanding_dwarf(const uint8_t* bytes, uint64_t n, uint64_t pc) {
+  Allocator al = {nullptr, kg_test_alloc, kg_test_free};
+  MappedSpan s = {bytes, n, 0};
+  DwarfSections sections = {s, s, s, s, s, s, s, s};
+  DwarfIndex index;
+  uint64_t r = 0, shoff, shnum, shstrndx;
+  if (elf_section_table(bytes, n, &shoff, &shnum, &shstrndx)) r += elf_section(bytes).size;
+  if (!index.init(al, sections)) return r;
+  uint32_t chain[4];
+  size_t k = index.chain_at(pc, chain, 4);
+  DwarfNames names;
+  for (size_t i = 0; i < k; i++) r += index.names(index.inlined(chain[i]).origin, &names) + index.scope(names.scope).parent;
+  index.drop_names();
+  index.destroy();
+  return r + k;
+}
+
 // The kid layouts (kid_layout.h) on caller-given keys.
 static uint64_t kid_key_of(const uint64_t& key) { return key; }
 extern "C" uint64_t kg_freestanding_kids(const uint64_t* keys, uint32_t n) {
@@ -71,7 +89,7 @@ extern "C" uint64_t kg_freestanding_kids(const uint64_t* keys, uint32_t n) {
 }
 // The cache and branch models (cache_model.h, branch_model.h) on caller-given accesses.
 extern "C" uint64_t kg_freestanding_events(const uint64_t* addrs, uint32_t n) {
-  Allocator al = {nullptr, kg_test_alloc, kg_test_free};
+  Allocator al = {nullptr, kg_test_alloc, kg_test_free, false};
   CacheHierarchy h;
   h.init(al, {32768, 8, 64}, {32768, 8, 64}, {1 << 20, 16, 64});
   static BranchPredictor b;

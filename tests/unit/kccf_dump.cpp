@@ -57,7 +57,7 @@ void* host_alloc(void*, size_t n) {
   return p;
 }
 void host_free(void*, void* p) { std::free(p); }
-const kg::core::Allocator kAlloc = {nullptr, host_alloc, host_free};
+const kg::core::Allocator kAlloc = {nullptr, host_alloc, host_free, false};
 
 [[noreturn]] void die(const std::string& where, const std::string& what) {
   std::fprintf(stderr, "kccf_dump: %s: %s\n", where.c_str(), what.c_str());

@@ -229,7 +229,7 @@ inline void test_free(void* ctx, void* p) {
   free(p);
 }
 inline kg::core::Allocator allocator(AllocStats* s = nullptr) {
-  return kg::core::Allocator{s, test_alloc, test_free};
+  return kg::core::Allocator{s, test_alloc, test_free, false};
 }
 
 // Feeds streams to a core forest the way the tool does: its own stack of

@@ -19,11 +19,16 @@ namespace {
 
 void* host_alloc(void*, size_t n) { return std::malloc(n); }
 void host_free(void*, void* p) { std::free(p); }
-const Allocator kHost = {nullptr, host_alloc, host_free};
+const Allocator kHost = {nullptr, host_alloc, host_free, false};
+// Zeroed memory, as the tool's fresh pages: the caches write no empty tags.
+void* host_calloc(void*, size_t n) { return std::calloc(1, n); }
+const Allocator kHostZeroed = {nullptr, host_calloc, host_free, true};
 
 struct Hierarchy {
   CacheHierarchy h;
-  Hierarchy(CacheGeometry i1, CacheGeometry d1, CacheGeometry ll) { h.init(kHost, i1, d1, ll); }
+  Hierarchy(CacheGeometry i1, CacheGeometry d1, CacheGeometry ll, const Allocator& al = kHost) {
+    h.init(al, i1, d1, ll);
+  }
   ~Hierarchy() { h.destroy(); }
 };
 
@@ -153,12 +158,15 @@ struct ReferenceCache {
   }
 };
 
+// Both allocators (memory the caches fill with empty tags, and zeroed
+// memory); the addresses include line 0.
 TEST(CacheModel, RandomStreamsAgreeWithBruteForce) {
   std::mt19937_64 rng(7);
   const CacheGeometry geos[] = {{1024, 1, 64}, {2048, 4, 32}, {4096, 8, 64}, {512, 8, 64}, {49152 / 16, 12, 16}};
-  for (const CacheGeometry& l1 : geos) {
+  for (int g = 0; g < 2 * 5; g++) {
+    const CacheGeometry& l1 = geos[g % 5];
     CacheGeometry ll = {8192, 4, 64};
-    Hierarchy c(l1, l1, ll);
+    Hierarchy c(l1, l1, ll, g < 5 ? kHost : kHostZeroed);
     ReferenceCache d1(l1), rll(ll);
     for (int i = 0; i < 200000; i++) {
       uint64_t addr = rng() % 20000;

@@ -1,0 +1,308 @@
+#include "kg_inline_names.h"
+#include "kg_objects.h"
+#include "kg_runtime.h"
+#include "core/dwarf_inlines.h"
+
+namespace kg {
+
+namespace {
+
+void* dwarf_alloc(void*, size_t n) { return kg::alloc(n, "kg.inlnames"); }
+void dwarf_free(void*, void* p) { kg::release(p); }
+const core::Allocator kDwarfAllocator = { nullptr, dwarf_alloc, dwarf_free };
+
+// Debug sections larger than this in all are not read (the names of their
+// inlined functions stay short): the reader holds them while it indexes.
+const ULong kMaxDwarfBytes = 512ULL << 20;
+
+// An inlined instance's function.
+struct Origin {
+   HChar* name;      // DW_AT_name, as Valgrind's records give it
+   HChar* full;      // the linkage name (mangled while `mangled`), else scopes::name
+   Bool mangled;
+};
+
+// One object's inlined instances and their functions, found by its text
+// and file again while Valgrind's debug-info epoch moves.
+struct ObjectNames {
+   ObjectEntry object;
+   PtrdiffT bias;          // run-time address - the DWARF's
+   core::DwarfIndex index; // the names dropped once read into `origins`
+   Origin** origins;       // by inlined instance (null: unnamed)
+};
+
+// An ELF file open for reading its sections.
+struct ElfFile {
+   Int fd;
+   UChar* headers;   // the section headers
+   uint64_t count;
+   HChar* names;     // the section names' section
+   uint64_t names_size;
+};
+
+Bool read_at(Int fd, ULong offset, void* buf, ULong n)
+{
+   if (VG_(lseek)(fd, (Off64T)offset, VKI_SEEK_SET) != (Off64T)offset) return False;
+   for (ULong done = 0; done < n;) {
+      Int chunk = (Int)(n - done < (1u << 30) ? n - done : (1u << 30));
+      Int got = VG_(read)(fd, (UChar*)buf + done, chunk);
+      if (got <= 0) return False;
+      done += (ULong)got;
+   }
+   return True;
+}
+
+void close_elf(ElfFile* f)
+{
+   if (f->fd >= 0) VG_(close)(f->fd);
+   kg::release(f->headers);
+   kg::release(f->names);
+   f->fd = -1;
+   f->headers = nullptr;
+   f->names = nullptr;
+}
+
+Bool open_elf(const HChar* path, ElfFile* f)
+{
+   *f = { -1, nullptr, 0, nullptr, 0 };
+   SysRes fd = VG_(open)(path, VKI_O_RDONLY, 0);
+   if (sr_isError(fd)) return False;
+   f->fd = (Int)sr_Res(fd);
+   UChar head[64];
+   uint64_t shoff, shstrndx;
+   if (!read_at(f->fd, 0, head, sizeof head) ||
+       !core::elf_section_table(head, sizeof head, &shoff, &f->count, &shstrndx) || f->count > 65535) {
+      close_elf(f);
+      return False;
+   }
+   f->headers = (UChar*)kg::alloc(f->count * 64, "kg.inlnames");
+   if (!read_at(f->fd, shoff, f->headers, f->count * 64)) {
+      close_elf(f);
+      return False;
+   }
+   core::ElfSection names = core::elf_section(f->headers + 64 * shstrndx);
+   if (names.size == 0 || names.size > (1u << 24)) {
+      close_elf(f);
+      return False;
+   }
+   f->names_size = names.size;
+   f->names = (HChar*)kg::alloc(names.size + 1, "kg.inlnames");
+   f->names[names.size] = 0;
+   if (!read_at(f->fd, names.offset, f->names, names.size)) {
+      close_elf(f);
+      return False;
+   }
+   return True;
+}
+
+// The section named `name` (False: none, or it has no bytes in the file).
+Bool find_section(const ElfFile* f, const HChar* name, core::ElfSection* out)
+{
+   for (uint64_t i = 0; i < f->count; i++) {
+      core::ElfSection s = core::elf_section(f->headers + 64 * i);
+      if (s.name < f->names_size && VG_STREQ(f->names + s.name, name)) {
+         *out = s;
+         return s.type != core::kElfNobits;
+      }
+   }
+   return False;
+}
+
+// A section's bytes, allocated (nullptr: none, or unreadable).
+UChar* read_section(const ElfFile* f, const HChar* name, ULong* size)
+{
+   core::ElfSection s;
+   *size = 0;
+   if (!find_section(f, name, &s) || s.size == 0 || (s.flags & core::kElfCompressed)) return nullptr;
+   UChar* bytes = (UChar*)kg::alloc(s.size, "kg.inlnames");
+   if (!read_at(f->fd, s.offset, bytes, s.size)) {
+      kg::release(bytes);
+      return nullptr;
+   }
+   *size = s.size;
+   return bytes;
+}
+
+// The DWARF sections of one file, read.
+struct Dwarf {
+   core::DwarfSections s;
+   UChar* owned[8];
+};
+
+void free_dwarf(Dwarf* d)
+{
+   for (UChar* p : d->owned) kg::release(p);
+}
+
+// Whether the file has uncompressed debug info within kMaxDwarfBytes; then
+// its sections are read into d.
+Bool read_dwarf(const HChar* path, Dwarf* d)
+{
+   VG_(memset)(d, 0, sizeof *d);
+   ElfFile f;
+   if (!open_elf(path, &f)) return False;
+   static const struct { const HChar* name; core::MappedSpan core::DwarfSections::*span; } kSections[] = {
+      { ".debug_info", &core::DwarfSections::info }, { ".debug_abbrev", &core::DwarfSections::abbrev },
+      { ".debug_str", &core::DwarfSections::str }, { ".debug_line_str", &core::DwarfSections::line_str },
+      { ".debug_str_offsets", &core::DwarfSections::str_offsets }, { ".debug_addr", &core::DwarfSections::addr },
+      { ".debug_ranges", &core::DwarfSections::ranges }, { ".debug_rnglists", &core::DwarfSections::rnglists },
+   };
+   core::ElfSection info;
+   ULong total = 0;
+   Bool ok = find_section(&f, ".debug_info", &info) && !(info.flags & core::kElfCompressed);
+   for (UInt i = 0; ok && i < 8; i++) {
+      core::ElfSection s;
+      if (find_section(&f, kSections[i].name, &s)) {
+         if (s.flags & core::kElfCompressed) ok = False;   // no inflate in the tool: short names
+         total += s.size;
+      }
+   }
+   ok = ok && total <= kMaxDwarfBytes;
+   for (UInt i = 0; ok && i < 8; i++) {
+      ULong size;
+      d->owned[i] = read_section(&f, kSections[i].name, &size);
+      d->s.*kSections[i].span = { d->owned[i], d->owned[i] ? size : 0, 0 };
+   }
+   close_elf(&f);
+   if (ok && d->s.info.size && d->s.abbrev.size) return True;
+   free_dwarf(d);
+   return False;
+}
+
+// The separate debug file of an object without debug info of its own:
+// /usr/lib/debug/.build-id/xx/yyyy.debug by its build ID, else by its
+// .gnu_debuglink next to it, in .debug/ there, or under /usr/lib/debug.
+Bool read_separate_dwarf(const HChar* object, Dwarf* d)
+{
+   ElfFile f;
+   if (!open_elf(object, &f)) return False;
+   HChar path[4096];
+   Bool found = False;
+   ULong size;
+   UChar* note = read_section(&f, ".note.gnu.build-id", &size);
+   // namesz, descsz, type (3), "GNU\0", the ID
+   if (note && size > 16) {
+      UInt namesz = *(UInt*)note, descsz = *(UInt*)(note + 4);
+      UInt at = 12 + ((namesz + 3) & ~3u);
+      if (descsz >= 2 && descsz <= 64 && at + descsz <= size) {
+         HChar* p = path + VG_(sprintf)(path, "/usr/lib/debug/.build-id/%02x/", note[at]);
+         for (UInt i = 1; i < descsz; i++) p += VG_(sprintf)(p, "%02x", note[at + i]);
+         VG_(sprintf)(p, ".debug");
+         found = read_dwarf(path, d);
+      }
+   }
+   kg::release(note);
+   UChar* link = found ? nullptr : read_section(&f, ".gnu_debuglink", &size);
+   close_elf(&f);
+   if (link && size > 0 && link[size - 1] == 0 && VG_(strlen)((HChar*)link) + VG_(strlen)(object) + 32 < sizeof path) {
+      HChar dir[4096];
+      VG_(strcpy)(dir, object);
+      HChar* slash = VG_(strrchr)(dir, '/');
+      if (slash) *slash = 0;
+      else dir[0] = 0;
+      static const HChar* const kForms[] = { "%s/%s", "%s/.debug/%s", "/usr/lib/debug%s/%s" };
+      for (const HChar* form : kForms) {
+         VG_(sprintf)(path, form, dir, (HChar*)link);
+         if (!VG_STREQ(path, object) && (found = read_dwarf(path, d))) break;
+      }
+   }
+   kg::release(link);
+   return found;
+}
+
+// "ns::Class::name" from an instance's names without a linkage name.
+HChar* scoped_name(const core::DwarfIndex& index, const core::DwarfNames& names)
+{
+   const UInt kMaxScopes = 32;
+   const HChar* parts[kMaxScopes];
+   UInt n = 0;
+   SizeT len = VG_(strlen)(names.name) + 1;
+   for (UInt s = names.scope; s && n < kMaxScopes; s = index.scope(s).parent) {
+      const core::DwarfScope& scope = index.scope(s);
+      const HChar* part = scope.name ? scope.name : scope.is_namespace ? "(anonymous namespace)" : nullptr;
+      if (!part) continue;
+      parts[n++] = part;
+      len += VG_(strlen)(part) + 2;
+   }
+   HChar* out = (HChar*)kg::alloc(len, "kg.inlnames");
+   HChar* p = out;
+   while (n > 0) p += VG_(sprintf)(p, "%s::", parts[--n]);
+   VG_(sprintf)(p, "%s", names.name);
+   return out;
+}
+
+// Reads the object's DWARF and names each inlined instance's function.
+Bool read_object_names(ObjectNames* o)
+{
+   Dwarf d;
+   const HChar* file = o->object.file;
+   if (!read_dwarf(file, &d) && !read_separate_dwarf(file, &d)) return False;
+   Bool ok = o->index.init(kDwarfAllocator, d.s);
+   if (ok) {
+      SizeT n = o->index.inlined_count();
+      o->origins = (Origin**)kg::alloc_zeroed((n + 1) * sizeof(Origin*), "kg.inlnames");
+      WordFM* by_offset = VG_(newFM)(VG_(malloc), "kg.inlnames", VG_(free), nullptr);
+      for (SizeT i = 0; i < n; i++) {
+         UWord off = (UWord)o->index.inlined((UInt)i).origin, key, val;
+         if (VG_(lookupFM)(by_offset, &key, &val, off)) {
+            o->origins[i] = (Origin*)val;
+            continue;
+         }
+         core::DwarfNames names;
+         Origin* g = nullptr;
+         if (o->index.names(off, &names)) {
+            g = (Origin*)kg::alloc(sizeof(Origin), "kg.inlnames");
+            g->name = kg::strdup(names.name);
+            g->mangled = names.linkage != nullptr;
+            g->full = names.linkage ? kg::strdup(names.linkage) : scoped_name(o->index, names);
+         }
+         VG_(addToFM)(by_offset, off, (UWord)g);
+         o->origins[i] = g;
+      }
+      VG_(deleteFM)(by_offset, nullptr, nullptr);
+      o->index.drop_names();
+   }
+   free_dwarf(&d);
+   return ok;
+}
+
+Bool make_object_names(ObjectEntry* entry, const DebugInfo* di)
+{
+   ObjectNames* o = (ObjectNames*)entry;
+   o->bias = VG_(DebugInfo_get_text_bias)(di);
+   return read_object_names(o);
+}
+
+ObjectEntries object_names = { nullptr, nullptr, sizeof(ObjectNames), "kg.inlnames", make_object_names };
+
+const HChar* shown_name(Origin* g)
+{
+   if (g->mangled) {
+      const HChar* plain = g->full;
+      VG_(demangle)(True, False, g->full, &plain);
+      HChar* copy = kg::strdup(plain);
+      kg::release(g->full);
+      g->full = copy;
+      g->mangled = False;
+   }
+   return g->full;
+}
+
+} // namespace
+
+Bool qualified_inline_names(Addr a, UInt n, const HChar* const* short_names, const HChar** qualified)
+{
+   ObjectNames* o = (ObjectNames*)object_entry(&object_names, a);
+   if (!o) return False;
+   const UInt kMaxLevels = 64;
+   UInt chain[kMaxLevels];
+   if (n == 0 || n > kMaxLevels || o->index.chain_at((ULong)(a - o->bias), chain, kMaxLevels) != n) return False;
+   for (UInt i = 0; i < n; i++) {
+      const Origin* g = o->origins[chain[i]];
+      if (!g || !VG_STREQ(g->name, short_names[i])) return False;
+   }
+   for (UInt i = 0; i < n; i++) qualified[i] = shown_name(o->origins[chain[i]]);
+   return True;
+}
+
+} // namespace kg

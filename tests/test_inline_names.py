@@ -1,0 +1,120 @@
+"""Inlined functions' qualified names (--inline-frames, kg_inline_names.h):
+each inlined level is named as llvm-symbolizer --inlining names the inline
+frames of the instructions its context holds (their linkage names,
+demangled by binutils' c++filt: the same demangler as Valgrind's), so that
+std::map::find and the std::_Rb_tree::find it calls are two functions in
+every output; where the debug info is not read, short names and files keep
+them apart."""
+import collections
+import json
+import re
+import subprocess
+
+import ksf_records
+from test_annotate import annotate_cmd
+from test_inline_frames import FLAGS, objdump_addresses
+from testdeps import debian_tool
+
+OWN = ('fill', 'lookups')   # extern "C": objdump names them plainly
+INLINED = ' [inlined]'
+MAP_FIND = 'std::map<int, int, std::less<int>, std::allocator<std::pair<int const, int> > >::find(int const&)'
+TREE_FIND = ('std::_Rb_tree<int, std::pair<int const, int>, std::_Select1st<std::pair<int const, int> >, '
+             'std::less<int>, std::allocator<std::pair<int const, int> > >::find(int const&)')
+
+
+def symbolized_chains(exe, functions):
+    """{physical function: {inline chain, outermost first}} of each of its
+    instructions: llvm-symbolizer's frames by linkage name (else DW_AT_name),
+    demangled by c++filt."""
+    addrs = sorted(a for fn in functions for a in objdump_addresses(exe, [fn])[fn])
+    symbolizer = debian_tool('llvm-symbolizer-14', 'llvm-14')
+    text = subprocess.run([symbolizer, '--inlining', '--no-demangle', f'--obj={exe}'],
+                          input=''.join(f'{a:#x}\n' for a in addrs), capture_output=True, text=True,
+                          check=True).stdout
+    blocks = [b.strip('\n').splitlines()[0::2] for b in text.strip('\n').split('\n\n')]
+    assert len(blocks) == len(addrs)
+    mangled = sorted({n for b in blocks for n in b if n.startswith('_Z')})
+    plain = dict(zip(mangled, subprocess.run(['c++filt'], input=''.join(f'{n}\n' for n in mangled),
+                                             capture_output=True, text=True, check=True).stdout.splitlines()))
+    chains = collections.defaultdict(set)
+    for b in blocks:
+        chains[b[-1]].add(tuple(plain.get(n, n) for n in reversed(b[:-1])))
+    return chains
+
+
+def same_function(mine, expected):
+    """kgrind's name of an inlined level against the oracle's: equal, or,
+    where the debug info has no linkage name (llvm-symbolizer then says
+    DW_AT_name), the scopes and that name."""
+    return mine == expected or mine.endswith('::' + expected)
+
+
+def inline_runs(profile):
+    """{(physical function, inlined levels above it)} of the k-SF's contexts
+    with exclusive cost, --k=inf."""
+    prof = ksf_records.parse(profile)
+    runs = set()
+    for forest in prof.forests:
+        stack = [(root, (forest.name(root),)) for root in forest.roots]
+        while stack:
+            nid, path = stack.pop()
+            if forest.nodes[nid][3] and path[-1].endswith(INLINED):
+                i = len(path)
+                while path[i - 1].endswith(INLINED):
+                    i -= 1
+                runs.add((path[i - 1], tuple(n[:-len(INLINED)] for n in path[i:])))
+            stack.extend((kid, path + (forest.name(kid),)) for kid in forest.children[nid])
+    return runs
+
+
+def test_inlined_levels_have_llvm_symbolizers_names(tools):
+    exe = tools.compile('inline_maps.cpp', *FLAGS)
+    kg = tools.kgrind(exe, opts=['--k=inf', '--inline-frames=yes'])
+    assert kg.returncode == 0, kg.stderr
+    assert kg.stdout == tools.native(exe).stdout
+    oracle = symbolized_chains(exe, OWN)
+    runs = {(fn, levels) for fn, levels in inline_runs(kg.profile_path) if fn in OWN}
+    assert runs
+    for fn, levels in runs:
+        assert any(len(c) == len(levels) and all(map(same_function, levels, c)) for c in oracle[fn]), (fn, levels)
+    # each of the program's calls, under its own name
+    names = {n for _fn, levels in runs for n in levels}
+    for fn, name in [('lookups', MAP_FIND), ('lookups', TREE_FIND),
+                     ('lookups', 'std::map<int, int, std::less<int>, std::allocator<std::pair<int const, int> > >'
+                                 '::operator[](int&&)'),
+                     ('fill', 'std::vector<int, std::allocator<int> >::push_back(int const&)')]:
+        assert name in names, name
+        assert any(name in levels for f, levels in runs if f == fn)
+    assert any(levels[:2] == (MAP_FIND, TREE_FIND) for _f, levels in runs)
+    # no level calls a namesake of its own short name: functions of one
+    # short name stay apart
+    assert not any(a == b for _f, levels in runs for a, b in zip(levels, levels[1:]))
+
+
+def test_every_output_keeps_namesakes_apart(tools):
+    """callgrind body, kgrind_annotate's table, JSON, pprof, speedscope,
+    folded and DOT: std::map::find calling std::_Rb_tree::find is a call
+    between two functions, never a function calling itself."""
+    exe = tools.compile('inline_maps.cpp', *FLAGS)
+    kg = tools.kgrind(exe, opts=['--k=3', '--inline-frames=yes'])
+    text = kg.profile_path.read_text()
+    fns = set(re.findall(r'^c?fn=\(\d+\) (.*)$', text, re.M))
+    assert any(f.startswith(MAP_FIND + INLINED) for f in fns) and any(f.startswith(TREE_FIND + INLINED) for f in fns)
+
+    def run(*args):
+        return subprocess.run([*annotate_cmd(), *args, str(kg.profile_path)], capture_output=True,
+                              check=True).stdout
+
+    table = run('--top=1000').decode()
+    assert 'std::map<...>::find [inlined] > std::_Rb_tree<...>::find [inlined]' in table
+    d = json.loads(run('--format=json'))
+    assert MAP_FIND + INLINED in json.dumps(d) and TREE_FIND + INLINED in json.dumps(d)
+    for fmt in ('speedscope', 'folded', 'dot'):
+        out = run(f'--format={fmt}').decode()
+        assert MAP_FIND + INLINED in out and TREE_FIND + INLINED in out, fmt
+    import pprof_wire
+    pb = tools.dir / 'maps.pb.gz'
+    pb.write_bytes(run('--format=pprof'))
+    p = pprof_wire.decode(pb)
+    chains = {tuple(line['function']['name'] for line in loc['lines']) for loc in p['locations'].values()}
+    assert any(c[-1] == 'lookups' and TREE_FIND + INLINED in c and MAP_FIND + INLINED in c for c in chains)
