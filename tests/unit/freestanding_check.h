@@ -64,7 +64,7 @@ extern "C" uint64_t kg_freestanding_unwind(const uint8_t* file, const uint8_t* h
 
 // The DWARF reader (dwarf_inlines.h) on caller-given sections.
 extern "C" uint64_t kg_freestanding_dwarf(const uint8_t* bytes, uint64_t n, uint64_t pc) {
-  Allocator al = {nullptr, kg_test_alloc, kg_test_free};
+  Allocator al = {nullptr, kg_test_alloc, kg_test_free, false};
   MappedSpan s = {bytes, n, 0};
   DwarfSections sections = {s, s, s, s, s, s, s, s};
   DwarfIndex index;

@@ -26,7 +26,7 @@ namespace {
 
 void* host_alloc(void*, size_t n) { return std::malloc(n); }
 void host_free(void*, void* p) { std::free(p); }
-const Allocator kHost = {nullptr, host_alloc, host_free};
+const Allocator kHost = {nullptr, host_alloc, host_free, false};
 
 const char* kProgram = R"(
 #include <map>
