@@ -322,10 +322,10 @@ def speedscope_page(tmp_path, profile_json):
     return f'file://{app}/dist/release/index.html#localProfilePath={loader}'
 
 
-def chromium(*args):
+def chromium(*args, budget_ms=8000):
     exe = testdeps.debian_tool('chromium', 'chromium')
     r = subprocess.run([exe, '--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars',
-                        '--virtual-time-budget=8000', *args], capture_output=True, text=True, timeout=120)
+                        f'--virtual-time-budget={budget_ms}', *args], capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stderr[-2000:]
     return r.stdout
 
@@ -357,11 +357,12 @@ def test_speedscope_viewer_numbers_equal_kgrinds(tmp_path, annotate, twice_profi
     path.write_bytes(run_bytes('--format=speedscope', prof))
     assert json.loads(path.read_bytes())['profiles'][0]['type'] == 'evented'
     # a window tall enough for every row of the (virtualised) table; on a
-    # loaded machine the DOM was once dumped before the table was drawn
-    # (no rows at all): asked again, at most three times
-    for attempt in range(3):
+    # loaded machine the DOM was dumped before the table was drawn (no rows
+    # at all), three times running with 8 s of virtual time: asked again
+    # with more (virtual time passes at once while the page is idle)
+    for budget_ms in (8000, 30000, 60000, 120000):
         dom = chromium('--window-size=1400,%d' % (40 * len(want) + 400), '--dump-dom',
-                       speedscope_page(tmp_path, path) + '&view=sandwich')
+                       speedscope_page(tmp_path, path) + '&view=sandwich', budget_ms=budget_ms)
         rows = re.findall(r'<tr[^>]*><td[^>]*>([\d,]+) \([^<]*<.*?</td><td[^>]*>([\d,]+) \(.*?</td>'
                           r'<td[^>]*><span[^>]*></span>(.*?)</td></tr>', dom)
         if rows:
