@@ -4,6 +4,7 @@ equals an oracle independent of kgrind (tests/inline_oracle.py: callgrind's
 per-instruction Ir per physical context, llvm-symbolizer's inline chains) at
 k = 1, 2, 3 and inf; entries of inlined functions equal the program's own
 counts where the compiler keeps an inlined body in one piece."""
+import collections
 import pathlib
 import re
 import subprocess
@@ -98,6 +99,64 @@ def test_entries_of_inlined_functions_are_the_programs_counts(tools, k):
         ('run', 'branchy', 'tick [inlined]', 'bump'): n_tick,
     }
     assert (n_sq, n_outer, n_tick) == (1000, 1000, 334)
+
+
+def crossing_paths(n, depth):
+    """tests/progs/inline_crossings.c's root paths from main and their
+    entries (the k=inf k-CCF): deep enters a > b > c > d and pair's levels n
+    times each; rec(depth), called n times, enters x > y > z and calls
+    itself from z, depth calls deep."""
+    paths = collections.Counter()
+    deep = ('main', 'deep')
+    paths[deep] += 1
+    for tail in (('a', 'b', 'c', 'd'), ('pair', 'a', 'b', 'c', 'd'), ('pair', 'e', 'f', 'g')):
+        for i in range(len(tail)):
+            paths[deep + tuple(f + ' [inlined]' for f in tail[:i + 1])] = n
+    path = ('main',)
+    for _ in range(depth):
+        path += ('rec',)
+        paths[path] += n
+        for level in ('x', 'y', 'z'):
+            path += (level + ' [inlined]',)
+            paths[path] += n
+    return paths
+
+
+CROSSING_FUNCTIONS = {'deep', 'rec'} | {f + ' [inlined]' for f in 'abcdefgxyz'} | {'pair [inlined]'}
+
+
+def test_multi_level_crossings_equal_oracle(tools):
+    """Crossings of several levels at once (tests/progs/inline_crossings.c:
+    four levels pushed at once and popped at once, four popped and three
+    pushed, three popped by a jump), which inline IR takes in one unrolled
+    step where the superblock's previous run's levels are known: every
+    context's Ir equals the oracle's at k = 1, 2, 3 and inf. Without
+    recursion (depth 1), which the oracle's callgrind contexts merge."""
+    exe = tools.compile('inline_crossings.c', *FLAGS)
+    assert check_against_oracle(tools, exe, ['100', '1']) > 0
+
+
+@pytest.mark.parametrize('k', [None, 3, 2])
+def test_multi_level_crossings_count_entries(tools, k):
+    """Each inlined level of tests/progs/inline_crossings.c is entered as
+    often as the program says (it keeps each inlined body in one piece):
+    the k-CCF's entries equal the program's paths' entries, cut to their
+    last k callers and summed. rec recurses four deep: its calls from z
+    push a frame above the levels, whose return leaves z's level on top."""
+    exe = tools.compile('inline_crossings.c', *FLAGS)
+    kg = tools.kgrind(exe, '100', '4', opts=[k_opt(k), '--inline-frames=yes'])
+    assert kg.returncode == 0, kg.stderr
+    _r, n_d, n_g, n_z, n_own, n_rec = map(int, kg.stdout.split())
+    assert (n_d, n_g, n_z, n_own, n_rec) == (200, 100, 400, 200, 400)
+    expected = collections.Counter()
+    for path, n in crossing_paths(100, 4).items():
+        expected[path if k is None else path[-(k + 1):]] += n
+    prof = ksf_records.parse(kg.profile_path)
+    calls = collections.Counter()
+    for forest in prof.forests:
+        calls.update(ksf_records.kccf(forest, k, k))
+    mine = {(c[c.index('main'):] if 'main' in c else c): n for c, n in calls.items() if c[-1] in CROSSING_FUNCTIONS}
+    assert mine == dict(expected)
 
 
 @pytest.mark.parametrize('opts', [[], ['--inline-frames=no']], ids=['default', 'no'])

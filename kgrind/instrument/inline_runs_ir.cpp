@@ -1,8 +1,10 @@
 // Inlined levels (--inline-frames) in a superblock: its instructions in
 // runs of one inline chain, and at each run's start a check that the top
 // frame's levels are that chain; when they are not, inline IR pops and
-// pushes one level the way a return and a call's entry do (frames_ir.cpp),
-// and activity/inline_frames.cpp's helper does the rest.
+// pushes levels the way a return and a call's entry do (frames_ir.cpp):
+// at a run that follows another in the superblock, the whole way from that
+// run's chain to this one's (known here), unrolled; at the superblock's
+// start one level each. activity/inline_frames.cpp's helper does the rest.
 
 namespace kg {
 
@@ -77,13 +79,13 @@ IRExpr* is_chain_level(IRBuilder& b, IRExpr* site, UInt chain)
 IRExpr* and1(IRBuilder& b, IRExpr* x, IRExpr* y) { return b.op(Iop_And1, x, y, Ity_I1); }
 IRExpr* not1(IRBuilder& b, IRExpr* x) { return b.tmp(IRExpr_Unop(Iop_Not1, x), Ity_I1); }
 
-// The top frame (top, its transition tr) is popped when `pop` holds, as
-// add_inline_return pops a returning frame: its inclusive cost (the
-// thread's Ir now, ir, less its entry's) closes. kg_now->top_sp and ctx
-// are left to the caller.
-void pop_level(IRBuilder& b, IRExpr* pop, IRExpr* top, IRExpr* tr, IRExpr* ir)
+// Frame f (its transition tr) closes when `pop` holds, as
+// add_inline_return closes a returning frame: its inclusive cost (the
+// thread's Ir now, ir, less its entry's). kg_now->top, top_sp and ctx are
+// left to the caller.
+void close_level(IRBuilder& b, IRExpr* pop, IRExpr* f, IRExpr* tr, IRExpr* ir)
 {
-   IRExpr* incl = b.op(Iop_Sub64, ir, b.load_field(top, offsetof(Frame, ir_at_entry)));
+   IRExpr* incl = b.op(Iop_Sub64, ir, b.load_field(f, offsetof(Frame, ir_at_entry)));
    b.add_if(pop, b.place(tr, offsetof(Transition, edge_incl)), incl);
    if (!acts_in_nodes()) {
       IRExpr* active = b.load_field(tr, offsetof(Transition, active));
@@ -92,6 +94,13 @@ void pop_level(IRBuilder& b, IRExpr* pop, IRExpr* top, IRExpr* tr, IRExpr* ir)
       IRExpr* outermost = and1(b, pop, b.op(Iop_CmpEQ64, still_active, IRBuilder::u64(0), Ity_I1));
       b.add_if(outermost, b.place(tr, offsetof(Transition, ctx_incl)), incl);
    }
+}
+
+// The top frame (top, its transition tr) is popped when `pop` holds.
+// kg_now->top_sp and ctx are left to the caller.
+void pop_level(IRBuilder& b, IRExpr* pop, IRExpr* top, IRExpr* tr, IRExpr* ir)
+{
+   close_level(b, pop, top, tr, ir);
    b.store_if(pop, b.at(&kg_now->top), b.op(Iop_Sub64, top, IRBuilder::u64(sizeof(Frame))));
 }
 
@@ -110,6 +119,32 @@ IRExpr* level_kid(IRBuilder& b, IRExpr* from_tr, UInt chain)
       offset = IRBuilder::u64(key & kKidOffsetMask);
    }
    return b.load_field(b.op(Iop_Add64, b.load_field(from_tr, offsetof(Transition, kids)), offset), 0);
+}
+
+// Level `chain`'s frame pushed onto frame `from` (its transition from_tr)
+// when `guard` holds and the level's kid of from_tr is in its slot, as
+// add_inline_entry pushes a call: SP sp (its physical frame's), Ir at entry
+// ir, and kg_now->top the new frame. The caller checks that there is room.
+// Returns the condition that it was pushed; *kid_out: its transition then.
+IRExpr* push_level(IRBuilder& b, IRExpr* guard, IRExpr* from, IRExpr* from_tr, UInt chain, IRExpr* sp, IRExpr* ir,
+                   IRExpr** kid_out)
+{
+   IRExpr* kid = level_kid(b, from_tr, chain);
+   IRExpr* next = b.op(Iop_Add64, from, IRBuilder::u64(sizeof(Frame)));
+   IRExpr* kid_fits = b.op(Iop_CmpEQ64, b.load_field(kid, offsetof(Transition, site)), IRBuilder::u64(inline_site(chain)),
+                           Ity_I1);
+   IRExpr* push = and1(b, guard, kid_fits);
+   b.store_if(push, b.field(next, offsetof(Frame, sp)), sp);
+   b.store_if(push, b.field(next, offsetof(Frame, ir_at_entry)), ir);
+   b.store_if(push, b.field(next, offsetof(Frame, tr)), kid);
+   IRExpr* one = IRBuilder::u64(1);
+   b.add_if(push, b.place(kid, offsetof(Transition, calls)), one);
+   // The count of frames in the kid's context (after the pops': two
+   // levels may share a context).
+   if (!acts_in_nodes()) b.add_if(push, b.place(b.load_field(kid, offsetof(Transition, active)), 0), one);
+   b.store_if(push, b.at(&kg_now->top), next);
+   *kid_out = kid;
+   return push;
 }
 
 // The inline fast path of a run of chain `chain` whose check missed
@@ -160,25 +195,89 @@ IRExpr* add_level_steps(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* missed
       IRExpr* other = b.op(Iop_Or64, kind_word(b, from_tr), function_mismatch(b, from_tr, blk->fn()));
       onto = and1(b, onto, b.op(Iop_CmpEQ64, other, IRBuilder::u64(0), Ity_I1));
    }
-   IRExpr* kid = level_kid(b, from_tr, chain);
    IRExpr* next = b.op(Iop_Add64, from, IRBuilder::u64(sizeof(Frame)));
    IRExpr* room = b.op(Iop_CmpLE64U, next, b.load64(&kg_now->frames_last), Ity_I1);
-   IRExpr* kid_fits = b.op(Iop_CmpEQ64, b.load_field(kid, offsetof(Transition, site)), IRBuilder::u64(inline_site(chain)),
-                           Ity_I1);
-   IRExpr* push = and1(b, and1(b, and1(b, go, not1(b, popped_to_chain)), onto), and1(b, kid_fits, room));
    IRExpr* sp = b.load_field(from, offsetof(Frame, sp));
-   b.store_if(push, b.field(next, offsetof(Frame, sp)), sp);
-   b.store_if(push, b.field(next, offsetof(Frame, ir_at_entry)), ir);
-   b.store_if(push, b.field(next, offsetof(Frame, tr)), kid);
-   IRExpr* one = IRBuilder::u64(1);
-   b.add_if(push, b.place(kid, offsetof(Transition, calls)), one);
-   // The count of frames in the kid's context (after the pop's: the two
-   // levels may share a context).
-   if (!acts_in_nodes()) b.add_if(push, b.place(b.load_field(kid, offsetof(Transition, active)), 0), one);
-   b.store_if(push, b.at(&kg_now->top), next);
+   IRExpr* kid = nullptr;
+   IRExpr* push = push_level(b, and1(b, and1(b, go, not1(b, popped_to_chain)), and1(b, onto, room)), from, from_tr,
+                             chain, sp, ir, &kid);
    IRExpr* done = b.op(Iop_Or1, popped_to_chain, push, Ity_I1);
    b.store_if(done, b.at(&kg_now->top_sp), sp);
    IRExpr* ctx = b.ite(push, load_transition_ctx(b, kid), below_ctx);
+   b.store_if(done, b.at(&kg_now->ctx), ctx);
+   *ctx_out = ctx;
+   return done;
+}
+
+// The way from chain `from`'s levels to chain `to`'s: how many levels are
+// popped (from's below their common part), and the chains pushed,
+// outermost first, in path[] (*pushed of them; at most kMaxStaticPush).
+const UInt kMaxStaticPush = 8;
+UInt chain_steps(UInt from, UInt to, UInt* path, UInt* pushed)
+{
+   UInt pops = 0, n = 0, rev[kMaxStaticPush + 64];
+   while (inline_chain(from).depth > inline_chain(to).depth) from = inline_chain(from).parent, pops++;
+   while (inline_chain(to).depth > inline_chain(from).depth && n < kMaxStaticPush + 64)
+      rev[n++] = to, to = inline_chain(to).parent;
+   while (from != to && n < kMaxStaticPush + 64) {
+      from = inline_chain(from).parent, pops++;
+      rev[n++] = to, to = inline_chain(to).parent;
+   }
+   *pushed = n;
+   for (UInt i = 0; i < n && i < kMaxStaticPush; i++) path[i] = rev[n - 1 - i];
+   return pops;
+}
+
+// The fast path of a run of chain `chain` that follows a run of chain
+// `prev` in its superblock: the levels are prev's when that run's start
+// made them so, and the way from prev's to chain's is known here (its
+// pops and pushes unrolled, as pop_level and push_level take one). When
+// the top frame is prev's level (or, for prev the function's own code, no
+// level) and no call is pending, the levels below the chains' common part
+// are popped and the chain's pushed onto it from kids in their slots (onto
+// an activation of blk's function when the common part is the function's
+// own code), if the shadow stack has room for them all. A kid not yet in
+// its slot stops the pushes there and leaves the rest to kg_inline_enter,
+// as does a top frame that is not prev's level. Returns the condition that
+// the levels are the run's now, or nullptr when the way is too long to
+// unroll; *ctx_out: the run's context then.
+IRExpr* add_static_steps(IRBuilder& b, BlockInfo* blk, UInt prev, UInt chain, IRExpr* top, IRExpr* top_tr,
+                         IRExpr* site, IRExpr* ir, IRExpr** ctx_out)
+{
+   UInt path[kMaxStaticPush], pushed;
+   UInt pops = chain_steps(prev, chain, path, &pushed);
+   if (pushed > kMaxStaticPush || pops > kMaxStaticPush) return nullptr;
+   IRExpr* at_boundary = b.op(Iop_CmpNE64, b.load64(&kg_now->ctx), IRBuilder::u64((HWord)kCallPending), Ity_I1);
+   IRExpr* go = and1(b, is_chain_level(b, site, prev), at_boundary);
+   IRExpr* f = top;
+   IRExpr* f_tr = top_tr;
+   for (UInt i = 0; i < pops; i++) {
+      close_level(b, go, f, f_tr, ir);
+      // Below the top's parent only when the levels are prev's (the
+      // frame array may start there otherwise).
+      IRExpr* below = b.op(Iop_Sub64, top, IRBuilder::u64((i + 1) * sizeof(Frame)));
+      f = i ? b.ite(go, below, top) : below;
+      f_tr = b.load_field(f, offsetof(Frame, tr));
+   }
+   if (pops) b.store_if(go, b.at(&kg_now->top), f);
+   IRExpr* sp = b.load_field(f, offsetof(Frame, sp));
+   IRExpr* done = go;
+   if (pushed) {
+      if (!inline_chain(path[0]).parent) {
+         IRExpr* other = b.op(Iop_Or64, kind_word(b, f_tr), function_mismatch(b, f_tr, blk->fn()));
+         done = and1(b, done, b.op(Iop_CmpEQ64, other, IRBuilder::u64(0), Ity_I1));
+      }
+      IRExpr* last = b.op(Iop_Add64, f, IRBuilder::u64(pushed * sizeof(Frame)));
+      done = and1(b, done, b.op(Iop_CmpLE64U, last, b.load64(&kg_now->frames_last), Ity_I1));
+      for (UInt i = 0; i < pushed; i++) {
+         IRExpr* kid = nullptr;
+         done = push_level(b, done, f, f_tr, path[i], sp, ir, &kid);
+         f = b.op(Iop_Add64, f, IRBuilder::u64(sizeof(Frame)));
+         f_tr = kid;
+      }
+   }
+   b.store_if(done, b.at(&kg_now->top_sp), sp);
+   IRExpr* ctx = load_transition_ctx(b, f_tr);
    b.store_if(done, b.at(&kg_now->ctx), ctx);
    *ctx_out = ctx;
    return done;
@@ -214,8 +313,9 @@ IRExpr* run_counters(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* done, IRE
 // are not. Returns the counters the run counts in (`counters`, or the
 // ones of the context the levels changed to). fast: inline IR pushes and
 // pops (pushes_levels_inline); ir: the thread's Ir as the last flush
-// stored it, or nullptr.
-IRExpr* add_inline_run(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* counters, Bool fast, IRExpr* ir)
+// stored it, or nullptr at the superblock's start; prev: the chain of the
+// run before it in the superblock (with ir).
+IRExpr* add_inline_run(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* counters, Bool fast, IRExpr* ir, UInt prev)
 {
    IRExpr* top = b.load64(&kg_now->top);
    IRExpr* top_tr = b.load_field(top, offsetof(Frame, tr));
@@ -224,7 +324,8 @@ IRExpr* add_inline_run(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* counter
    IRExpr* slow = missed;
    if (fast && (chain || array_check_left(blk))) {
       IRExpr* ctx = nullptr;
-      IRExpr* done = add_level_steps(b, blk, chain, missed, top, top_tr, site, ir, &ctx);
+      IRExpr* done = ir ? add_static_steps(b, blk, prev, chain, top, top_tr, site, ir, &ctx) : nullptr;
+      if (!done) done = add_level_steps(b, blk, chain, missed, top, top_tr, site, ir, &ctx);
       counters = run_counters(b, blk, chain, done, ctx, counters);
       slow = and1(b, missed, not1(b, done));
    }

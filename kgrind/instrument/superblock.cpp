@@ -151,11 +151,12 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
             counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted, max_counters, levels_inline,
                                     inline_chains && !chain_of[0] && !tiering_on(), &levels_left);
             if (inline_chains && !levels_left)
-               counters = add_inline_run(b, blk, chain_of[0], counters, levels_inline, nullptr);
+               counters = add_inline_run(b, blk, chain_of[0], counters, levels_inline, nullptr, 0);
          } else if (chain_changes && chain_of[instr] != chain_of[instr - 1]) {
             pending.flush(b, counters, nullptr);
             if (inline_chains)
-               counters = add_inline_run(b, blk, chain_of[instr], counters, levels_inline, pending.flushed_ir());
+               counters = add_inline_run(b, blk, chain_of[instr], counters, levels_inline, pending.flushed_ir(),
+                                          chain_of[instr - 1]);
          }
          if (blocks && block_of[instr])
             add_block_step(b, block_of[instr], block_len[instr], block_helper, block_helper_name);
