@@ -79,6 +79,36 @@ IRExpr* is_chain_level(IRBuilder& b, IRExpr* site, UInt chain)
 IRExpr* and1(IRBuilder& b, IRExpr* x, IRExpr* y) { return b.op(Iop_And1, x, y, Ity_I1); }
 IRExpr* not1(IRBuilder& b, IRExpr* x) { return b.tmp(IRExpr_Unop(Iop_Not1, x), Ity_I1); }
 
+// 1 when no call is pending (a run boundary; after a call the callee's
+// entry pushes first).
+IRExpr* no_call_pending(IRBuilder& b)
+{
+   return b.op(Iop_CmpNE64, b.load64(&kg_now->ctx), IRBuilder::u64((HWord)kCallPending), Ity_I1);
+}
+
+// The frame below the top frame (the sentinel at worst), its transition
+// and that transition's site.
+struct BelowTop {
+   IRExpr* frame;
+   IRExpr* tr;
+   IRExpr* site;
+};
+BelowTop below_top(IRBuilder& b, IRExpr* top)
+{
+   IRExpr* below = b.op(Iop_Sub64, top, IRBuilder::u64(sizeof(Frame)));
+   IRExpr* tr = b.load_field(below, offsetof(Frame, tr));
+   return { below, tr, b.load_field(tr, offsetof(Transition, site)) };
+}
+
+// 1 when transition tr is an activation of blk's function (kActivation is
+// 0; a thread's root runs no function): where a chain's first level goes.
+IRExpr* activation_of(IRBuilder& b, IRExpr* tr, BlockInfo* blk)
+{
+   static_assert(kActivation == 0, "an activation's kind is 0");
+   IRExpr* other = b.op(Iop_Or64, kind_word(b, tr), function_mismatch(b, tr, blk->fn()));
+   return b.op(Iop_CmpEQ64, other, IRBuilder::u64(0), Ity_I1);
+}
+
 // Frame f (its transition tr) closes when `pop` holds, as
 // add_inline_return closes a returning frame: its inclusive cost (the
 // thread's Ir now, ir, less its entry's). kg_now->top, top_sp and ctx are
@@ -161,11 +191,9 @@ IRExpr* add_level_steps(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* missed
                         IRExpr* site, IRExpr* ir, IRExpr** ctx_out)
 {
    UInt parent = inline_chain(chain).parent;
-   IRExpr* at_boundary = b.op(Iop_CmpNE64, b.load64(&kg_now->ctx), IRBuilder::u64((HWord)kCallPending), Ity_I1);
-   IRExpr* go = and1(b, missed, at_boundary);
-   IRExpr* below = b.op(Iop_Sub64, top, IRBuilder::u64(sizeof(Frame)));   // the sentinel at worst
-   IRExpr* below_tr = b.load_field(below, offsetof(Frame, tr));
-   IRExpr* below_site = b.load_field(below_tr, offsetof(Transition, site));
+   IRExpr* go = and1(b, missed, no_call_pending(b));
+   BelowTop bt = below_top(b, top);
+   IRExpr *below = bt.frame, *below_tr = bt.tr, *below_site = bt.site;
    IRExpr* top_level = b.op(Iop_CmpLE64U, IRBuilder::u64(kInlineSiteBase), site, Ity_I1);
    // The top level goes when the frame below is the chain's level (its
    // child's, then) or the parent's (a sibling's).
@@ -188,13 +216,7 @@ IRExpr* add_level_steps(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* missed
    IRExpr* from_tr = b.ite(pop, below_tr, top_tr);
    IRExpr* from_site = b.ite(pop, below_site, site);
    IRExpr* onto = is_chain_level(b, from_site, parent);
-   if (!parent) {
-      // An activation of blk's function (kActivation is 0; a thread's root
-      // runs no function).
-      static_assert(kActivation == 0, "an activation's kind is 0");
-      IRExpr* other = b.op(Iop_Or64, kind_word(b, from_tr), function_mismatch(b, from_tr, blk->fn()));
-      onto = and1(b, onto, b.op(Iop_CmpEQ64, other, IRBuilder::u64(0), Ity_I1));
-   }
+   if (!parent) onto = and1(b, onto, activation_of(b, from_tr, blk));
    IRExpr* next = b.op(Iop_Add64, from, IRBuilder::u64(sizeof(Frame)));
    IRExpr* room = b.op(Iop_CmpLE64U, next, b.load64(&kg_now->frames_last), Ity_I1);
    IRExpr* sp = b.load_field(from, offsetof(Frame, sp));
@@ -247,8 +269,7 @@ IRExpr* add_static_steps(IRBuilder& b, BlockInfo* blk, UInt prev, UInt chain, IR
    UInt path[kMaxStaticPush], pushed;
    UInt pops = chain_steps(prev, chain, path, &pushed);
    if (pushed > kMaxStaticPush || pops > kMaxStaticPush) return nullptr;
-   IRExpr* at_boundary = b.op(Iop_CmpNE64, b.load64(&kg_now->ctx), IRBuilder::u64((HWord)kCallPending), Ity_I1);
-   IRExpr* go = and1(b, is_chain_level(b, site, prev), at_boundary);
+   IRExpr* go = and1(b, is_chain_level(b, site, prev), no_call_pending(b));
    IRExpr* f = top;
    IRExpr* f_tr = top_tr;
    for (UInt i = 0; i < pops; i++) {
@@ -263,10 +284,7 @@ IRExpr* add_static_steps(IRBuilder& b, BlockInfo* blk, UInt prev, UInt chain, IR
    IRExpr* sp = b.load_field(f, offsetof(Frame, sp));
    IRExpr* done = go;
    if (pushed) {
-      if (!inline_chain(path[0]).parent) {
-         IRExpr* other = b.op(Iop_Or64, kind_word(b, f_tr), function_mismatch(b, f_tr, blk->fn()));
-         done = and1(b, done, b.op(Iop_CmpEQ64, other, IRBuilder::u64(0), Ity_I1));
-      }
+      if (!inline_chain(path[0]).parent) done = and1(b, done, activation_of(b, f_tr, blk));
       IRExpr* last = b.op(Iop_Add64, f, IRBuilder::u64(pushed * sizeof(Frame)));
       done = and1(b, done, b.op(Iop_CmpLE64U, last, b.load64(&kg_now->frames_last), Ity_I1));
       for (UInt i = 0; i < pushed; i++) {
@@ -312,11 +330,9 @@ IRExpr* add_level_path(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* missed,
    if (depth > kMaxStaticPush) return nullptr;
    UInt path[kMaxStaticPush];
    for (UInt c = chain, i = depth; c; c = inline_chain(c).parent) path[--i] = c;
-   IRExpr* at_boundary = b.op(Iop_CmpNE64, b.load64(&kg_now->ctx), IRBuilder::u64((HWord)kCallPending), Ity_I1);
-   IRExpr* go = and1(b, missed, at_boundary);
-   IRExpr* below = b.op(Iop_Sub64, top, IRBuilder::u64(sizeof(Frame)));   // the sentinel at worst
-   IRExpr* below_tr = b.load_field(below, offsetof(Frame, tr));
-   IRExpr* below_site = b.load_field(below_tr, offsetof(Transition, site));
+   IRExpr* go = and1(b, missed, no_call_pending(b));
+   BelowTop bt = below_top(b, top);
+   IRExpr *below = bt.frame, *below_tr = bt.tr, *below_site = bt.site;
    IRExpr* top_level = b.op(Iop_CmpLE64U, IRBuilder::u64(kInlineSiteBase), site, Ity_I1);
    IRExpr* below_fits = b.op(Iop_Or1, is_path_level(b, below_site, chain), is_chain_level(b, below_site, 0), Ity_I1);
    IRExpr* pop = and1(b, and1(b, go, top_level), and1(b, not1(b, is_path_level(b, site, chain)), below_fits));
@@ -329,10 +345,7 @@ IRExpr* add_level_path(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* missed,
    for (UInt i = 0; i < depth; i++) {
       UInt parent = inline_chain(path[i]).parent;
       IRExpr* onto = and1(b, go, is_chain_level(b, from_site, parent));
-      if (!parent) {
-         IRExpr* other = b.op(Iop_Or64, kind_word(b, from_tr), function_mismatch(b, from_tr, blk->fn()));
-         onto = and1(b, onto, b.op(Iop_CmpEQ64, other, IRBuilder::u64(0), Ity_I1));
-      }
+      if (!parent) onto = and1(b, onto, activation_of(b, from_tr, blk));
       IRExpr* next = b.op(Iop_Add64, from, IRBuilder::u64(sizeof(Frame)));
       IRExpr* room = b.op(Iop_CmpLE64U, next, b.load64(&kg_now->frames_last), Ity_I1);
       IRExpr* kid = nullptr;
@@ -412,8 +425,7 @@ void add_inline_leave(IRBuilder& b, BlockInfo* blk, UInt chain, Bool fast, IRExp
    IRExpr* levels = b.op(Iop_CmpLE64U, IRBuilder::u64(kInlineSiteBase), site, Ity_I1);
    IRExpr* slow = levels;
    if (fast && chain && inline_chain(chain).depth == 1) {
-      IRExpr* at_boundary = b.op(Iop_CmpNE64, b.load64(&kg_now->ctx), IRBuilder::u64((HWord)kCallPending), Ity_I1);
-      IRExpr* pop = and1(b, is_chain_level(b, site, chain), at_boundary);
+      IRExpr* pop = and1(b, is_chain_level(b, site, chain), no_call_pending(b));
       if (!ir) ir = b.load64(&kg_now->ir);
       pop_level(b, pop, top, top_tr, ir);
       IRExpr* below = b.op(Iop_Sub64, top, IRBuilder::u64(sizeof(Frame)));
