@@ -301,67 +301,6 @@ IRExpr* add_static_steps(IRBuilder& b, BlockInfo* blk, UInt prev, UInt chain, IR
    return done;
 }
 
-// 1 when a frame whose transition has call site `site` is the level of
-// `chain` or of one of its parents (chain != 0).
-IRExpr* is_path_level(IRBuilder& b, IRExpr* site, UInt chain)
-{
-   IRExpr* any = is_chain_level(b, site, chain);
-   for (UInt c = inline_chain(chain).parent; c; c = inline_chain(c).parent)
-      any = b.op(Iop_Or1, any, is_chain_level(b, site, c), Ity_I1);
-   return any;
-}
-
-// The fast path at a superblock's start of a run of chain `chain` (not the
-// function's own code) whose check missed: the top level is popped when it
-// is none of the chain's levels and the frame below it is one of them or
-// the function's own frame (as add_level_steps pops), and then the chain's
-// levels missing above the frame found are pushed, each onto its parent's
-// (the first onto an activation of blk's function), from kids in their
-// slots: a step per level of the chain, unrolled, each taken when the top
-// is its parent's level. Anything else (two levels or more to pop, a kid
-// not yet in its slot, a full shadow stack, a pending call) is left to
-// kg_inline_enter. Returns the condition that the levels are the run's
-// now, or nullptr for a chain too deep to unroll; *ctx_out: the run's
-// context then.
-IRExpr* add_level_path(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* missed, IRExpr* top, IRExpr* top_tr,
-                       IRExpr* site, IRExpr* ir, IRExpr** ctx_out)
-{
-   UInt depth = inline_chain(chain).depth;
-   if (depth > kMaxStaticPush) return nullptr;
-   UInt path[kMaxStaticPush];
-   for (UInt c = chain, i = depth; c; c = inline_chain(c).parent) path[--i] = c;
-   IRExpr* go = and1(b, missed, no_call_pending(b));
-   BelowTop bt = below_top(b, top);
-   IRExpr *below = bt.frame, *below_tr = bt.tr, *below_site = bt.site;
-   IRExpr* top_level = b.op(Iop_CmpLE64U, IRBuilder::u64(kInlineSiteBase), site, Ity_I1);
-   IRExpr* below_fits = b.op(Iop_Or1, is_path_level(b, below_site, chain), is_chain_level(b, below_site, 0), Ity_I1);
-   IRExpr* pop = and1(b, and1(b, go, top_level), and1(b, not1(b, is_path_level(b, site, chain)), below_fits));
-   if (!ir) ir = b.load64(&kg_now->ir);
-   pop_level(b, pop, top, top_tr, ir);
-   IRExpr* from = b.ite(pop, below, top);
-   IRExpr* from_tr = b.ite(pop, below_tr, top_tr);
-   IRExpr* from_site = b.ite(pop, below_site, site);
-   IRExpr* sp = b.load_field(from, offsetof(Frame, sp));
-   for (UInt i = 0; i < depth; i++) {
-      UInt parent = inline_chain(path[i]).parent;
-      IRExpr* onto = and1(b, go, is_chain_level(b, from_site, parent));
-      if (!parent) onto = and1(b, onto, activation_of(b, from_tr, blk));
-      IRExpr* next = b.op(Iop_Add64, from, IRBuilder::u64(sizeof(Frame)));
-      IRExpr* room = b.op(Iop_CmpLE64U, next, b.load64(&kg_now->frames_last), Ity_I1);
-      IRExpr* kid = nullptr;
-      IRExpr* push = push_level(b, and1(b, onto, room), from, from_tr, path[i], sp, ir, &kid);
-      from = b.ite(push, next, from);
-      from_tr = b.ite(push, kid, from_tr);
-      from_site = b.ite(push, IRBuilder::u64(inline_site(path[i])), from_site);
-   }
-   IRExpr* done = and1(b, go, is_chain_level(b, from_site, chain));
-   b.store_if(done, b.at(&kg_now->top_sp), sp);
-   IRExpr* ctx = load_transition_ctx(b, from_tr);
-   b.store_if(done, b.at(&kg_now->ctx), ctx);
-   *ctx_out = ctx;
-   return done;
-}
-
 // The counters of blk's run of chain `chain` in context ctx, where inline
 // IR made the levels the run's (`done`): a level's context has no counter
 // array, so a run of a chain looks in its own way (kg_run_counters fills
@@ -403,8 +342,7 @@ IRExpr* add_inline_run(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* counter
    IRExpr* slow = missed;
    if (fast && (chain || array_check_left(blk))) {
       IRExpr* ctx = nullptr;
-      IRExpr* done = ir ? add_static_steps(b, blk, prev, chain, top, top_tr, site, ir, &ctx)
-                        : chain ? add_level_path(b, blk, chain, missed, top, top_tr, site, ir, &ctx) : nullptr;
+      IRExpr* done = ir ? add_static_steps(b, blk, prev, chain, top, top_tr, site, ir, &ctx) : nullptr;
       if (!done) done = add_level_steps(b, blk, chain, missed, top, top_tr, site, ir, &ctx);
       counters = run_counters(b, blk, chain, done, ctx, counters);
       slow = and1(b, missed, not1(b, done));
