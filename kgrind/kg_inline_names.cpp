@@ -1,6 +1,7 @@
 #include "kg_inline_names.h"
 #include "kg_objects.h"
 #include "kg_runtime.h"
+#include "core/compressed_sections.h"
 #include "core/dwarf_inlines.h"
 
 namespace kg {
@@ -113,7 +114,7 @@ UChar* read_section(const ElfFile* f, const HChar* name, ULong* size)
 {
    core::ElfSection s;
    *size = 0;
-   if (!find_section(f, name, &s) || s.size == 0 || (s.flags & core::kElfCompressed)) return nullptr;
+   if (!find_section(f, name, &s) || s.size == 0 || s.size > kMaxDwarfBytes) return nullptr;
    UChar* bytes = (UChar*)kg::alloc(s.size, "kg.inlnames");
    if (!read_at(f->fd, s.offset, bytes, s.size)) {
       kg::release(bytes);
@@ -121,6 +122,63 @@ UChar* read_section(const ElfFile* f, const HChar* name, ULong* size)
    }
    *size = s.size;
    return bytes;
+}
+
+// A debug section's name: .debug_X, or .zdebug_X for GNU's compressed one.
+struct DebugSection {
+   core::ElfSection header;
+   Bool compressed;
+   core::SectionCompression kind;
+   uint64_t size;   // inflated
+};
+
+// Where the file has the DWARF section .debug_`what` (or .zdebug_`what`)
+// and its size inflated (False: none, or compressed other than with zlib).
+Bool find_debug_section(const ElfFile* f, const HChar* what, DebugSection* d)
+{
+   HChar name[64];
+   VG_(sprintf)(name, ".debug_%s", what);
+   d->compressed = False;
+   d->kind = core::kSectionChdr;
+   if (!find_section(f, name, &d->header)) {
+      VG_(sprintf)(name, ".zdebug_%s", what);
+      if (!find_section(f, name, &d->header)) return False;
+      d->compressed = True;
+      d->kind = core::kSectionZdebug;
+   } else if (d->header.flags & core::kElfCompressed) {
+      d->compressed = True;
+   }
+   d->size = d->header.size;
+   if (!d->compressed) return True;
+   UChar head[24];
+   ULong n = d->header.size < sizeof head ? d->header.size : sizeof head;
+   uint64_t stream;
+   return read_at(f->fd, d->header.offset, head, n) &&
+          core::compressed_section_header(head, n, d->kind, &stream, &d->size);
+}
+
+// A DWARF section's bytes, inflated if compressed, into the tool's memory
+// (nullptr: unreadable, or a stream that does not inflate to the size its
+// header gives).
+UChar* read_debug_section(const ElfFile* f, const DebugSection& d)
+{
+   if (!d.compressed || d.header.size == 0) {
+      if (d.header.size == 0 || d.header.size > kMaxDwarfBytes) return nullptr;
+      UChar* bytes = (UChar*)kg::alloc(d.header.size, "kg.inlnames");
+      if (read_at(f->fd, d.header.offset, bytes, d.header.size)) return bytes;
+      kg::release(bytes);
+      return nullptr;
+   }
+   if (d.header.size > kMaxDwarfBytes) return nullptr;
+   UChar* raw = (UChar*)kg::alloc(d.header.size, "kg.inlnames");
+   UChar* out = nullptr;
+   uint64_t size = 0;
+   if (read_at(f->fd, d.header.offset, raw, d.header.size) &&
+       core::inflate_section(kDwarfAllocator, raw, d.header.size, d.kind, kMaxDwarfBytes, &out, &size) !=
+          core::kInflateOk)
+      out = nullptr;
+   kg::release(raw);
+   return out;
 }
 
 // The DWARF sections of one file, read.
@@ -134,34 +192,34 @@ void free_dwarf(Dwarf* d)
    for (UChar* p : d->owned) kg::release(p);
 }
 
-// Whether the file has uncompressed debug info within kMaxDwarfBytes; then
-// its sections are read into d.
+// Whether the file has debug info within kMaxDwarfBytes (inflated); then
+// its sections are read into d, compressed ones (SHF_COMPRESSED, .zdebug_*)
+// inflated.
 Bool read_dwarf(const HChar* path, Dwarf* d)
 {
    VG_(memset)(d, 0, sizeof *d);
    ElfFile f;
    if (!open_elf(path, &f)) return False;
    static const struct { const HChar* name; core::MappedSpan core::DwarfSections::*span; } kSections[] = {
-      { ".debug_info", &core::DwarfSections::info }, { ".debug_abbrev", &core::DwarfSections::abbrev },
-      { ".debug_str", &core::DwarfSections::str }, { ".debug_line_str", &core::DwarfSections::line_str },
-      { ".debug_str_offsets", &core::DwarfSections::str_offsets }, { ".debug_addr", &core::DwarfSections::addr },
-      { ".debug_ranges", &core::DwarfSections::ranges }, { ".debug_rnglists", &core::DwarfSections::rnglists },
+      { "info", &core::DwarfSections::info }, { "abbrev", &core::DwarfSections::abbrev },
+      { "str", &core::DwarfSections::str }, { "line_str", &core::DwarfSections::line_str },
+      { "str_offsets", &core::DwarfSections::str_offsets }, { "addr", &core::DwarfSections::addr },
+      { "ranges", &core::DwarfSections::ranges }, { "rnglists", &core::DwarfSections::rnglists },
    };
-   core::ElfSection info;
+   DebugSection found[8];
+   Bool present[8];
    ULong total = 0;
-   Bool ok = find_section(&f, ".debug_info", &info) && !(info.flags & core::kElfCompressed);
-   for (UInt i = 0; ok && i < 8; i++) {
-      core::ElfSection s;
-      if (find_section(&f, kSections[i].name, &s)) {
-         if (s.flags & core::kElfCompressed) ok = False;   // no inflate in the tool: short names
-         total += s.size;
-      }
+   for (UInt i = 0; i < 8; i++) {
+      present[i] = find_debug_section(&f, kSections[i].name, &found[i]);
+      if (present[i]) total += found[i].size;
    }
-   ok = ok && total <= kMaxDwarfBytes;
+   Bool ok = present[0] && present[1] && total <= kMaxDwarfBytes;
    for (UInt i = 0; ok && i < 8; i++) {
-      ULong size;
-      d->owned[i] = read_section(&f, kSections[i].name, &size);
-      d->s.*kSections[i].span = { d->owned[i], d->owned[i] ? size : 0, 0 };
+      if (!present[i]) continue;
+      d->owned[i] = read_debug_section(&f, found[i]);
+      d->s.*kSections[i].span = { d->owned[i], d->owned[i] ? found[i].size : 0, 0 };
+      // a section that does not inflate: the names it holds are not guessed
+      if (!d->owned[i] && found[i].size) ok = False;
    }
    close_elf(&f);
    if (ok && d->s.info.size && d->s.abbrev.size) return True;
@@ -194,7 +252,10 @@ Bool read_separate_dwarf(const HChar* object, Dwarf* d)
    kg::release(note);
    UChar* link = found ? nullptr : read_section(&f, ".gnu_debuglink", &size);
    close_elf(&f);
-   if (link && size > 0 && link[size - 1] == 0 && VG_(strlen)((HChar*)link) + VG_(strlen)(object) + 32 < sizeof path) {
+   // the file's name, NUL-terminated, then padding and its CRC-32
+   ULong name_end = 0;
+   while (link && name_end < size && link[name_end] != 0) name_end++;
+   if (link && name_end > 0 && name_end < size && name_end + VG_(strlen)(object) + 32 < sizeof path) {
       HChar dir[4096];
       VG_(strcpy)(dir, object);
       HChar* slash = VG_(strrchr)(dir, '/');
