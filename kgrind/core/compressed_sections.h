@@ -46,8 +46,8 @@ inline bool compressed_section_header(const uint8_t* p, uint64_t n, SectionCompr
 }
 
 // A compressed section's bytes p[0..n) inflated into memory from al (at
-// most max_size bytes): *out and *out_size (the caller releases *out). An
-// empty section gives *out null. On an error nothing is kept.
+// most max_size bytes): *out and *out_size (the caller releases *out). A
+// section empty inflated gives *out null. On an error nothing is kept.
 inline InflateStatus inflate_section(const Allocator& al, const uint8_t* p, uint64_t n, SectionCompression kind,
                                      uint64_t max_size, uint8_t** out, uint64_t* out_size) {
   *out = nullptr;
@@ -55,14 +55,13 @@ inline InflateStatus inflate_section(const Allocator& al, const uint8_t* p, uint
   uint64_t stream, size;
   if (!compressed_section_header(p, n, kind, &stream, &size)) return kInflateBadHeader;
   if (size > max_size) return kInflateTooLong;
-  if (size == 0) return kInflateOk;
-  uint8_t* bytes = (uint8_t*)al.allocate((size_t)size);
+  uint8_t* bytes = (uint8_t*)al.allocate(size ? (size_t)size : 1);
   Inflater* z = (Inflater*)al.allocate(sizeof(Inflater));
   size_t written;
   InflateStatus s = inflate_zlib(z, p + stream, (size_t)(n - stream), bytes, (size_t)size, &written);
   al.release(z);
   if (s == kInflateOk && written != size) s = kInflateTooShort;
-  if (s != kInflateOk) {
+  if (s != kInflateOk || size == 0) {
     al.release(bytes);
     return s;
   }
