@@ -19,8 +19,10 @@
 #include <vector>
 
 #include "../../kgrind/core/dwarf_inlines.h"
+#include "shell_command.h"
 
 using namespace kg::core;
+using kg_test::run;
 
 namespace {
 
@@ -46,16 +48,6 @@ int main(int argc, char**) {
   std::printf("%ld\n", s);
 }
 )";
-
-std::string run(const std::string& cmd) {
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  if (p) pclose(p);
-  return out;
-}
 
 struct ElfFile {
   std::vector<uint8_t> bytes;

@@ -19,8 +19,10 @@
 
 #include "../../kgrind/core/compressed_sections.h"
 #include "../../kgrind/core/dwarf_inlines.h"
+#include "shell_command.h"
 
 using namespace kg::core;
+using kg_test::run;
 
 namespace {
 
@@ -29,16 +31,6 @@ typedef std::vector<uint8_t> Bytes;
 void* host_alloc(void*, size_t n) { return std::malloc(n); }
 void host_free(void*, void* p) { std::free(p); }
 const Allocator kHost = {nullptr, host_alloc, host_free, false};
-
-std::string run(const std::string& cmd) {
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  if (p) pclose(p);
-  return out;
-}
 
 std::string temp_dir() {
   char dir[] = "/tmp/kg-inflate-XXXXXX";
