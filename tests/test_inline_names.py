@@ -161,3 +161,27 @@ def test_compressed_debug_info_names_alike(tools, how):
     oracle = symbolized_chains(zexe if how != 'debuglink' else exe, OWN)
     for fn, levels in runs:
         assert any(len(c) == len(levels) and all(map(same_function, levels, c)) for c in oracle[fn]), (fn, levels)
+
+
+def test_dwz_supplementary_file_names_alike(tools):
+    """Two programs' common debug info moved by dwz into a supplementary
+    file (.gnu_debugaltlink; DW_FORM_GNU_ref_alt and DW_FORM_GNU_strp_alt
+    into it): the same qualified names as without dwz, where Valgrind's own
+    records say UnknownInlinedFun."""
+    dwz = debian_tool('dwz', 'dwz')
+    exe = tools.compile('inline_maps.cpp', *FLAGS)
+    plain = tools.kgrind(exe, opts=['--k=inf', '--inline-frames=yes'], out='plain.out')
+    one, two = tools.dir / 'one', tools.dir / 'two'
+    for copy in (one, two):
+        copy.write_bytes(exe.read_bytes())
+        copy.chmod(0o755)
+    subprocess.run([dwz, '-m', 'common.debug', '-M', 'common.debug', 'one', 'two'], cwd=tools.dir, check=True)
+    forms = subprocess.run(['readelf', '--debug-dump=info', str(one)], capture_output=True, text=True).stdout
+    assert '<alt 0x' in forms and 'alt indirect string' in forms
+    kg = tools.kgrind(one, opts=['--k=inf', '--inline-frames=yes'], out='dwz.out')
+    assert kg.returncode == 0, kg.stderr
+    assert kg.stdout == plain.stdout
+    runs = {(fn, levels) for fn, levels in inline_runs(kg.profile_path) if fn in OWN}
+    assert runs == {(fn, levels) for fn, levels in inline_runs(plain.profile_path) if fn in OWN}
+    names = {n for _fn, levels in runs for n in levels}
+    assert MAP_FIND in names and TREE_FIND in names
