@@ -100,6 +100,23 @@ def _unchanging(arg):
     return '/' not in arg or any(root in arg for root in (str(ROOT), '/usr/'))
 
 
+def run_compiler(cmd, src, exe):
+    """Runs the compiler command cmd, which builds exe from src, or copies
+    what the same command (but for exe) built before in this process."""
+    cmd = [str(a) for a in cmd]
+    cached = None
+    if _compiled['dir'] and all(_unchanging(a) for a in cmd if a not in (str(src), str(exe))):
+        key = repr(([a if a != str(exe) else '<exe>' for a in cmd], pathlib.Path(src).read_bytes()))
+        cached = _compiled['dir'] / hashlib.sha256(key.encode()).hexdigest()[:32]
+        if cached.exists():
+            shutil.copy2(cached, exe)
+            return
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    if cached:
+        shutil.copy2(exe, cached.with_suffix('.part'))
+        os.replace(cached.with_suffix('.part'), cached)
+
+
 class Toolbox:
     """Compiles test programs and runs them under the tools, in tmp_path."""
 
@@ -113,21 +130,7 @@ class Toolbox:
         cmd = [compiler, '-g', *flags, str(src), '-o', str(exe), *libs]
         if '-pthread' not in flags:
             cmd.append('-pthread')
-        cached = None
-        if _compiled['dir'] and all(_unchanging(str(a)) for a in (*flags, *libs)):
-            key = repr((compiler, [str(f) for f in flags], [str(l) for l in libs], str(src), src.read_bytes()))
-            cached = _compiled['dir'] / hashlib.sha256(key.encode()).hexdigest()[:32]
-            if cached.exists():
-                shutil.copy2(cached, exe)
-                return exe
-        subprocess.run(cmd, check=True, capture_output=True, text=True)
-        if cached:
-            shutil.copy2(exe, cached.with_suffix('.part'))
-            os.replace(cached.with_suffix('.part'), cached)
-        return exe
-        subprocess.run(cmd, check=True, capture_output=True, text=True)
-        if cached:
-            shutil.copy2(exe, cached)
+        run_compiler(cmd, src, exe)
         return exe
 
     def native(self, exe, *args, input=None):

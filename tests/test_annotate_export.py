@@ -32,14 +32,21 @@ def model_profile(tmp_path, k, seed=1, threads=(1, 2)):
     return M.write_profile(tmp_path / f'model-{k}.out', {t: M.random_activations(rng) for t in threads}, k)
 
 
-@pytest.fixture
-def twice_profile(tools):
+@pytest.fixture(scope='session')
+def twice_profile(tmp_path_factory):
+    """twice.c's profile at k and scale: one run each for the session's
+    tests, which read them (several modules import this fixture)."""
+    from conftest import Toolbox
+    tools = Toolbox(tmp_path_factory.mktemp('twice'))
     exe = tools.compile('twice.c')
+    made = {}
 
-    def profile(k, scale=1, out=None):
-        run = tools.kgrind(exe, scale, opts=[f'--k={k}'], out=out or f'twice-k{k}-s{scale}.out')
-        assert run.returncode == 0, run.stderr
-        return run.profile_path
+    def profile(k, scale=1):
+        if (k, scale) not in made:
+            run = tools.kgrind(exe, scale, opts=[f'--k={k}'], out=f'twice-k{k}-s{scale}.out')
+            assert run.returncode == 0, run.stderr
+            made[k, scale] = run.profile_path
+        return made[k, scale]
     return profile
 
 
