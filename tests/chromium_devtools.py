@@ -40,8 +40,14 @@ class Page:
         self._next_id = 0
         self._session = None
         try:
-            targets = self.call('Target.getTargets')['targetInfos']
-            page = next(t for t in targets if t['type'] == 'page')
+            deadline = time.monotonic() + timeout
+            while True:     # the first page, once chromium has opened it
+                page = next((t for t in self.call('Target.getTargets')['targetInfos'] if t['type'] == 'page'), None)
+                if page:
+                    break
+                if time.monotonic() > deadline:
+                    self._fail(f'no page within {timeout} s')
+                time.sleep(0.1)
             self._session = self.call('Target.attachToTarget', targetId=page['targetId'], flatten=True)['sessionId']
             self.call('Page.navigate', url=url)
         except BaseException:
