@@ -2,11 +2,13 @@
    functions called from several lines, and prints each id with the chain
    the program recorded itself: built with -finstrument-functions, its
    hooks keep a stack of (function, call site) for every call, so a line
-   "<site id> <context id> <fn>@<site> ..." lists the program's own
-   functions outermost first, each with the return address its call
+   "<thread> <site id> <context id> <fn>@<site> ..." lists the program's
+   own functions outermost first, each with the return address its call
    pushed. Recursion (rolled into one level by kgrind) and a longjmp out of
    deep frames (whose exit hooks never run: the program cuts its stack back
-   to the setjmp's depth) are among the paths. */
+   to the setjmp's depth) are among the paths; a second thread (2, made
+   after the first's rounds) makes the same calls. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include "kgrind.h"
@@ -14,9 +16,10 @@
 #define HOOK __attribute__((no_instrument_function))
 #define MAX_DEPTH 256
 
-static void* fns[MAX_DEPTH];
-static void* sites[MAX_DEPTH];
-static int depth;
+static __thread void* fns[MAX_DEPTH];
+static __thread void* sites[MAX_DEPTH];
+static __thread int depth;
+static __thread int thread_number = 1;
 
 HOOK void __cyg_profile_func_enter(void* fn, void* site)
 {
@@ -36,7 +39,7 @@ HOOK void __cyg_profile_func_exit(void* fn, void* site)
 
 static HOOK __attribute__((noinline)) void log_chain(unsigned long site_id, unsigned long context_id)
 {
-   printf("%lu %lu", site_id, context_id);
+   printf("%d %lu %lu", thread_number, site_id, context_id);
    for (int i = 0; i < depth && i < MAX_DEPTH; i++) printf(" %p@%p", fns[i], sites[i]);
    printf("\n");
 }
@@ -84,14 +87,33 @@ __attribute__((noinline)) void jumper(void)
    mid(1);
 }
 
+/* One round of calls; rounds are called from one instruction (a loop the
+   compiler cannot unroll), so that each round makes the same calls from the
+   same sites. */
+__attribute__((noinline)) void round_of_calls(void)
+{
+   top(1);
+   mid(1);
+   rec(3);
+   top(0);
+   jumper();
+}
+
+static volatile int rounds = 2;
+
+void* worker(void* arg)
+{
+   (void)arg;
+   thread_number = 2;
+   for (int i = 0; i < rounds; i++) round_of_calls();
+   return NULL;
+}
+
 int main(void)
 {
-   for (int i = 0; i < 2; i++) {
-      top(1);
-      mid(1);
-      rec(3);
-      top(0);
-      jumper();
-   }
+   for (int i = 0; i < rounds; i++) round_of_calls();
+   pthread_t t;
+   pthread_create(&t, NULL, worker, NULL);
+   pthread_join(t, NULL);
    return 0;
 }
