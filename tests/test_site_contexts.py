@@ -162,19 +162,29 @@ def test_site_context_ids_are_0_outside_kgrind(tools):
         assert len(log) == 68 and {(s, c) for _t, s, c, _ch in log} == {(0, 0)}
 
 
+def compile_text(tools, name, text):
+    src = tools.dir / f'{name}.c'
+    src.write_text(text)
+    exe = tools.dir / name
+    subprocess.run(['gcc', '-g', '-O1', *INCLUDES, str(src), '-o', str(exe)], check=True)
+    return exe
+
+
+def marked_lines(text):
+    """The lines of a source's /* name */ marks, by name."""
+    return {name: i + 1 for i, l in enumerate(text.splitlines()) for name in re.findall(r'/\* (\w+) \*/', l)}
+
+
 @pytest.mark.parametrize('opts', [[], ['--k=inf']], ids=['k2', 'kinf'])
 def test_inline_levels_carry_their_call_lines(tools, opts):
     """--inline-frames=yes: an inlined level's site is the line its caller's
     source calls it at (the debug info's call line), a call from inlined
     code is at its own line."""
-    src = tools.dir / 'inline_sites.c'
-    src.write_text(INLINE_SITES)
-    exe = tools.dir / 'inline_sites'
-    subprocess.run(['gcc', '-g', '-O1', *INCLUDES, str(src), '-o', str(exe)], check=True)
+    exe = compile_text(tools, 'inline_sites', INLINE_SITES)
     run = tools.kgrind(exe, opts=['--inline-frames=yes', *opts])
     assert run.returncode == 0, run.stderr
     ids = [int(x) for x in run.stdout.split()]
-    lines = {name: i + 1 for i, l in enumerate(INLINE_SITES.splitlines()) for name in re.findall(r'/\* (\w+) \*/', l)}
+    lines = marked_lines(INLINE_SITES)
     want = [f"f:{lines['g0']} > g [inlined]:{lines['leaf0']} > leaf",
             f"f:{lines['g1']} > g [inlined]:{lines['leaf0']} > leaf",
             f"f:{lines['g1']} > g [inlined]:{lines['leaf1']} > leaf"]
@@ -218,3 +228,54 @@ def test_unknown_ids_are_refused(tools, bad, message):
     r = subprocess.run(ANNOTATE + [f'--context-id={bad}', str(run.profile_path)], capture_output=True, text=True)
     assert r.returncode == 2 and message in r.stderr and r.stdout == ''
     assert len(r.stderr.splitlines()) == 1
+
+
+SIGNAL_SITES = r'''#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include "kgrind.h"
+static sigjmp_buf env;
+static volatile int* volatile nowhere;
+__attribute__((noinline)) void report(void) { printf("%lu\n", KGRIND_CURRENT_SITE_CONTEXT()); }
+static void handler(int sig)
+{
+   (void)sig;
+   report();   /* handler */
+   siglongjmp(env, 1);
+}
+__attribute__((noinline)) void faulter(void)
+{
+   *nowhere = 1;   /* fault */
+}
+__attribute__((noinline)) void untraced(void) { report(); }   /* untraced */
+int main(void)
+{
+   signal(SIGSEGV, handler);
+   if (sigsetjmp(env, 1) == 0) faulter();
+   report();     /* after */
+   untraced();   /* main */
+   return 0;
+}
+'''
+
+
+@pytest.mark.parametrize('opts', [[], ['--funcs=main', '--funcs=report']], ids=['all', 'funcs'])
+def test_signal_handlers_and_untraced_callers(tools, opts):
+    """A handler's level is entered at the instruction the signal
+    interrupted (the faulting line); after the handler's siglongjmp the
+    stack is main's again. With --funcs, an untraced function's frames are
+    no level: a call from one is at its line, shown on the traced caller."""
+    exe = compile_text(tools, 'signal_sites', SIGNAL_SITES)
+    run = tools.kgrind(exe, opts=['--k=2', *opts])
+    assert run.returncode == 0, run.stderr
+    ids = [int(x) for x in run.stdout.split()]
+    assert ids == [1, 2, 3]
+    at = marked_lines(SIGNAL_SITES)
+    if opts:
+        want = [f"main:{at['handler']} > report", f"main:{at['after']} > report", f"main:{at['untraced']} > report"]
+    else:
+        want = [f"faulter:{at['fault']} > handler:{at['handler']} > report", f"main:{at['after']} > report",
+                f"main:{at['main']} > untraced:{at['untraced']} > report"]
+    for cid, name in zip(ids, want):
+        _t, got = annotate_context(run.profile_path, cid)
+        assert got == name or got.endswith(' > ' + name), (got, name)
