@@ -279,3 +279,16 @@ def test_signal_handlers_and_untraced_callers(tools, opts):
     for cid, name in zip(ids, want):
         _t, got = annotate_context(run.profile_path, cid)
         assert got == name or got.endswith(' > ' + name), (got, name)
+
+
+def test_a_record_whose_sites_do_not_fit_its_levels_is_refused(tools):
+    exe = compile_text(tools, 'signal_sites', SIGNAL_SITES)
+    run = tools.kgrind(exe, opts=['--k=2'])
+    assert run.returncode == 0, run.stderr
+    text = run.profile_path.read_text()
+    record = re.search(r'^# kgrind-context 2 1 \d+ \d+ \d+ sites \d+ \d+$', text, re.M).group(0)
+    bad = tools.dir / 'bad.out'
+    bad.write_text(text.replace(record, record + ' 7'))
+    r = subprocess.run(ANNOTATE + ['--context-id=2', str(bad)], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stdout == ''
+    assert r.stderr == f'kgrind_annotate: {bad}: context 2 has 3 call sites for 3 levels\n'

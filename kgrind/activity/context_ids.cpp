@@ -80,9 +80,10 @@ UWord current_site_context_id(ThreadId tid)
    switch_to(tid);
    ForestNode* node = ctx_of(child_of(kg_now->top->tr));
    UWord serial = clo.join_threads ? 0 : current->serial;
-   const void* chain = site_starts.get(node, (const void*)serial);
+   const ContextId* start = site_starts.get(node, (const void*)serial);
    const Frame* base = base_frame(current);
    const Frame* f = kg_now->top;
+   SiteChain* c = nullptr;
    UInt n = 0;
    for (const ForestNode* level = node; level->parent && (clo.k == kInfiniteK || n < clo.k); level = level->parent, n++) {
       if (f) {
@@ -90,22 +91,24 @@ UWord current_site_context_id(ThreadId tid)
          if (!f) mismatch(n);
       }
       Addr site = f ? f->tr->site : 0;
-      chain = site_chains.get(chain, (const void*)site);
+      c = site_chains.get(c ? (const void*)c : start, (const void*)site);
       if (f) f--;
    }
-   SiteChain* c = (SiteChain*)chain;
-   if (n == 0) c = site_chains.get(chain, nullptr);   // a context of one level: the chain of no site
+   // A context of one level: the chain of no site (its node's levels are
+   // always one, so no chain of one site has the same key).
+   if (!c) c = site_chains.get(start, nullptr);
    if (c->id) return c->id;
    c->id = ++n_context_ids;
    c->node = node;
    c->thread = (UInt)serial;
    c->n_sites = n;
    c->lines = (UInt*)alloc_permanent((n ? n : 1) * sizeof(UInt));
-   UInt i = n;
-   for (const SiteChain* s = c; i > 0; s = (const SiteChain*)s->a) {
+   const SiteChain* s = c;
+   for (UInt i = n; i > 0; i--) {
       SourceLoc loc = { nullptr, 0, 0, nullptr };
       if (s->b) call_site_loc((Addr)s->b, &loc);
-      c->lines[--i] = loc.line;
+      c->lines[i - 1] = loc.line;
+      s = (const SiteChain*)s->a;   // the start, after the first site
    }
    return c->id;
 }
