@@ -133,17 +133,21 @@ void write_cache_desc(FileWriter& out, const Geometry& c)
 ULong no_thread_clock[kEventIds];
 
 // Counting misses: bit 0 of a result is a first-level miss, bit 1 a
-// last-level one (core::CacheMiss); the access's events, e (Dr or Dw), its
-// first-level and its last-level misses, on the clock too.
+// last-level one (core::CacheMiss); the access's first-level and
+// last-level misses, on the clock too. Most accesses hit: one test.
 inline void count_misses(ULong* slots, core::CacheMiss m, EventId l1, EventId ll)
 {
-   slots[0] += m & 1;
-   slots[1] += m >> 1;
+   if (__builtin_expect(m == core::kHit, 1)) return;
    ULong* clock = kg_event_clock;
-   clock[l1] += m & 1;
-   clock[ll] += m >> 1;
+   slots[0]++;
+   clock[l1]++;
+   if (m == core::kLLMiss) {
+      slots[1]++;
+      clock[ll]++;
+   }
 }
 
+// A guarded access: its count (e: Dr or Dw) and its misses.
 inline void count_access(ULong* slots, core::CacheMiss m, EventId e, EventId l1, EventId ll)
 {
    slots[0]++;
@@ -151,14 +155,12 @@ inline void count_access(ULong* slots, core::CacheMiss m, EventId e, EventId l1,
    count_misses(slots + 1, m, l1, ll);
 }
 
-// A branch: its count and its mispredicts.
-inline void count_branch(ULong* slots, Bool mispredicted, EventId e, EventId miss)
+// A branch's mispredict (its count is its flush point's).
+inline void count_mispredict(ULong* slot, Bool mispredicted, EventId miss)
 {
-   slots[0]++;
-   slots[1] += mispredicted;
-   ULong* clock = kg_event_clock;
-   clock[e]++;
-   clock[miss] += mispredicted;
+   if (!mispredicted) return;
+   slot[0]++;
+   kg_event_clock[miss]++;
 }
 
 } // namespace
@@ -268,18 +270,18 @@ extern "C" void VG_REGPARM(3) kg_sim_write_lines(ULong* slots, Addr addr, UWord 
 extern "C" void kg_sim_fetch_read(ULong* slots, Addr iaddr, UWord isize, Addr addr, UWord size)
 {
    count_misses(slots, caches.fetch(iaddr, isize), kEvI1mr, kEvILmr);
-   count_access(slots + 2, caches.data(addr, size), kEvDr, kEvD1mr, kEvDLmr);
+   count_misses(slots + 2, caches.data(addr, size), kEvD1mr, kEvDLmr);
 }
 
 extern "C" void kg_sim_fetch_write(ULong* slots, Addr iaddr, UWord isize, Addr addr, UWord size)
 {
    count_misses(slots, caches.fetch(iaddr, isize), kEvI1mr, kEvILmr);
-   count_access(slots + 2, caches.data(addr, size), kEvDw, kEvD1mw, kEvDLmw);
+   count_misses(slots + 2, caches.data(addr, size), kEvD1mw, kEvDLmw);
 }
 
 extern "C" void VG_REGPARM(3) kg_sim_cond(ULong* slots, Addr addr, UWord taken)
 {
-   count_branch(slots, predictor->conditional(addr, taken != 0), kEvBc, kEvBcm);
+   count_mispredict(slots, predictor->conditional(addr, taken != 0), kEvBcm);
 }
 
 extern "C" void VG_REGPARM(1) kg_count_bus(ULong* slot)
@@ -290,7 +292,7 @@ extern "C" void VG_REGPARM(1) kg_count_bus(ULong* slot)
 
 extern "C" void VG_REGPARM(3) kg_sim_indirect(ULong* slots, Addr addr, Addr target)
 {
-   count_branch(slots, predictor->indirect(addr, target), kEvBi, kEvBim);
+   count_mispredict(slots, predictor->indirect(addr, target), kEvBim);
 }
 
 } // namespace kg

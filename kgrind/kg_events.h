@@ -60,13 +60,15 @@ void write_events_line(FileWriter& out);
 // out (readers take a missing count as 0).
 void write_event_costs(FileWriter& out, const ULong* counts, UInt n);
 
-// The simulators' entry points. `slots`: the access's event counters in its
-// (context, block): fetch [I1mr, ILmr]; read [Dr, D1mr, DLmr]; write [Dw,
-// D1mw, DLmw]; branch [Bc, Bcm] or [Bi, Bim]; an atomic instruction [Ge].
-// An instruction's fetch and its first data access in one call: [I1mr,
-// ILmr, Dr, D1mr, DLmr] (or Dw, D1mw, DLmw). The _lines helpers count the
-// misses alone ([D1mr, DLmr] or [D1mw, DLmw]): the access's count is added
-// inline.
+// The simulators' entry points. `slots`: the event counters in the
+// (context, block) of what the helper counts. An unguarded access's Dr or
+// Dw and a branch's Bc or Bi are counted by the block's flush points
+// (PointEvent), so most helpers count misses alone: a fetch [I1mr, ILmr];
+// an instruction's fetch and its first data access in one call [I1mr,
+// ILmr, D1mr, DLmr] (or D1mw, DLmw); a data access (_lines) [D1mr, DLmr] or
+// [D1mw, DLmw]; a conditional branch [Bcm]; an indirect one [Bim]. A
+// guarded access (kg_sim_read, kg_sim_write) counts itself too: [Dr, D1mr,
+// DLmr] or [Dw, D1mw, DLmw]. An atomic instruction [Ge].
 extern "C" {
 void VG_REGPARM(3) kg_sim_fetch(ULong* slots, Addr addr, UWord size);
 void VG_REGPARM(3) kg_sim_read(ULong* slots, Addr addr, UWord size);

@@ -139,7 +139,8 @@ class CacheHierarchy {
  private:
   // Every line [addr, addr + size) touches, at L1; if any missed, every
   // LL line the access's bytes touch. An access of size 0 touches addr's line.
-  CacheMiss access(CacheLevel& l1, uint64_t addr, uint64_t size) {
+  // Inlined into each helper (the compiler made it a call of its own).
+  __attribute__((always_inline)) CacheMiss access(CacheLevel& l1, uint64_t addr, uint64_t size) {
     uint32_t bits = l1.line_bits();
     uint64_t end = addr + (size ? size - 1 : 0);   // the last byte
     uint64_t first = addr >> bits;
