@@ -179,6 +179,21 @@ Bool event_on(UInt e)
 
 Bool extra_events_on() { return events_asked(); }
 
+Bool event_is_rare(EventId e) { return e != kEvDr && e != kEvDw && e != kEvBc && e != kEvBi; }
+
+Bool rare_column_pair(UInt c)
+{
+   if (!event_is_rare(extra_event_id(c))) return False;
+   return c + 1 >= extra_event_count() || event_is_rare(extra_event_id(c + 1));
+}
+
+Bool pops_test_rare_events()
+{
+   UInt pairs = 0;
+   for (UInt c = 0; c < extra_event_count(); c += 2) pairs += rare_column_pair(c);
+   return pairs >= 2;
+}
+
 UInt extra_event_count() { return event_column(kEventIds); }
 
 UInt event_column(EventId e)

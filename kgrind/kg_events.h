@@ -22,6 +22,17 @@ enum EventId : UShort {
 
 // Whether an event (EventId) is on.
 Bool event_on(UInt e);
+// Whether event e is one that most instructions, accesses and branches do
+// not have (a miss, a mispredict, a bus event, a system call's counts).
+Bool event_is_rare(EventId e);
+// Whether the frames' inline pops test the clocks' column pairs of rare
+// events before adding them (at least two such pairs: --cache-sim), and
+// whether the pair at column c (an even column: c and c + 1, or c alone
+// when it is the last) is one (both its events rare). Such pairs' clocks
+// seldom move while a frame runs; when they do, the pop calls
+// kg_frame_rare_events_close.
+Bool pops_test_rare_events();
+Bool rare_column_pair(UInt c);
 // Whether any event beyond Ir is on.
 Bool extra_events_on();
 // Events beyond Ir that a profile has (its columns after Ir).
