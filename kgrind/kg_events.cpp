@@ -155,12 +155,15 @@ inline void count_access(ULong* slots, core::CacheMiss m, EventId e, EventId l1,
    count_misses(slots + 1, m, l1, ll);
 }
 
-// A branch's mispredict (its count is its flush point's).
-inline void count_mispredict(ULong* slot, Bool mispredicted, EventId miss)
+// A branch: its count on the clock (the count itself is its flush
+// point's), and its mispredict.
+inline void count_branch(ULong* slot, Bool mispredicted, EventId e, EventId miss)
 {
+   ULong* clock = kg_event_clock;
+   clock[e]++;
    if (!mispredicted) return;
    slot[0]++;
-   kg_event_clock[miss]++;
+   clock[miss]++;
 }
 
 } // namespace
@@ -264,10 +267,22 @@ extern "C" void VG_REGPARM(3) kg_sim_fetch(ULong* slots, Addr addr, UWord size)
 
 extern "C" void VG_REGPARM(3) kg_sim_read(ULong* slots, Addr addr, UWord size)
 {
-   count_access(slots, caches.data(addr, size), kEvDr, kEvD1mr, kEvDLmr);
+   kg_event_clock[kEvDr]++;
+   count_misses(slots, caches.data(addr, size), kEvD1mr, kEvDLmr);
 }
 
 extern "C" void VG_REGPARM(3) kg_sim_write(ULong* slots, Addr addr, UWord size)
+{
+   kg_event_clock[kEvDw]++;
+   count_misses(slots, caches.data(addr, size), kEvD1mw, kEvDLmw);
+}
+
+extern "C" void VG_REGPARM(3) kg_sim_read_guarded(ULong* slots, Addr addr, UWord size)
+{
+   count_access(slots, caches.data(addr, size), kEvDr, kEvD1mr, kEvDLmr);
+}
+
+extern "C" void VG_REGPARM(3) kg_sim_write_guarded(ULong* slots, Addr addr, UWord size)
 {
    count_access(slots, caches.data(addr, size), kEvDw, kEvD1mw, kEvDLmw);
 }
@@ -285,18 +300,20 @@ extern "C" void VG_REGPARM(3) kg_sim_write_lines(ULong* slots, Addr addr, UWord 
 extern "C" void kg_sim_fetch_read(ULong* slots, Addr iaddr, UWord isize, Addr addr, UWord size)
 {
    count_misses(slots, caches.fetch(iaddr, isize), kEvI1mr, kEvILmr);
+   kg_event_clock[kEvDr]++;
    count_misses(slots + 2, caches.data(addr, size), kEvD1mr, kEvDLmr);
 }
 
 extern "C" void kg_sim_fetch_write(ULong* slots, Addr iaddr, UWord isize, Addr addr, UWord size)
 {
    count_misses(slots, caches.fetch(iaddr, isize), kEvI1mr, kEvILmr);
+   kg_event_clock[kEvDw]++;
    count_misses(slots + 2, caches.data(addr, size), kEvD1mw, kEvDLmw);
 }
 
 extern "C" void VG_REGPARM(3) kg_sim_cond(ULong* slots, Addr addr, UWord taken)
 {
-   count_mispredict(slots, predictor->conditional(addr, taken != 0), kEvBcm);
+   count_branch(slots, predictor->conditional(addr, taken != 0), kEvBc, kEvBcm);
 }
 
 extern "C" void VG_REGPARM(1) kg_count_bus(ULong* slot)
@@ -307,7 +324,7 @@ extern "C" void VG_REGPARM(1) kg_count_bus(ULong* slot)
 
 extern "C" void VG_REGPARM(3) kg_sim_indirect(ULong* slots, Addr addr, Addr target)
 {
-   count_mispredict(slots, predictor->indirect(addr, target), kEvBim);
+   count_branch(slots, predictor->indirect(addr, target), kEvBi, kEvBim);
 }
 
 } // namespace kg

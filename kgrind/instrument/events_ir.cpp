@@ -9,7 +9,7 @@
 // which event). An unguarded access's Dr or Dw and a branch's Bc or Bi
 // happen whenever execution reaches the flush point after them: they have
 // no counter (the block's PointEvents), and the point adds them to the
-// clocks (flush).
+// clocks (flush) unless their helper, called every time, does.
 
 namespace kg {
 
@@ -153,7 +153,7 @@ public:
       if (!on_ || !clo.branch_sim || st->Ist.Exit.jk != Ijk_Boring) return;
       IRExpr* taken = b.tmp(IRExpr_Unop(Iop_1Uto64, st->Ist.Exit.guard), Ity_I64);
       if (const_target(st->Ist.Exit.dst) == next) taken = b.tmp(IRExpr_Binop(Iop_Xor64, taken, IRBuilder::u64(1)), Ity_I64);
-      count_unguarded(b, counters, line, kEvBc);
+      count_unguarded(b, counters, line, kEvBc, True);
       call(b, counters, line, kEvBcm, "kg_sim_cond", (void*)kg_sim_cond, IRBuilder::u64(addr), taken, nullptr);
    }
 
@@ -163,7 +163,7 @@ public:
    {
       if (!on_ || !clo.branch_sim || sb->next->tag == Iex_Const) return;
       if (sb->jumpkind != Ijk_Boring && sb->jumpkind != Ijk_Call) return;
-      count_unguarded(b, counters, line, kEvBi);
+      count_unguarded(b, counters, line, kEvBi, True);
       call(b, counters, line, kEvBim, "kg_sim_indirect", (void*)kg_sim_indirect, IRBuilder::u64(addr), sb->next,
            nullptr);
    }
@@ -201,7 +201,7 @@ public:
       ULong per_event[kEventIds] = {};
       for (UInt i = 0; i < n_waiting_; i++) {
          const PointEvent& w = waiting_[i];
-         per_event[w.event]++;
+         if (!waiting_clocked_[i]) per_event[w.event]++;
          UInt j = n_by_point_;
          while (j > 0 && by_point_events_[j - 1].point == point &&
                 (by_point_events_[j - 1].line != w.line || by_point_events_[j - 1].event != w.event))
@@ -215,9 +215,12 @@ public:
          }
       }
       n_waiting_ = 0;
-      IRExpr* clock = b.load64(&kg_event_clock);
-      for (UInt e = 0; e < kEventIds; e++)
-         if (per_event[e]) b.add_if(nullptr, b.place(clock, 8 * e), IRBuilder::u64(per_event[e]));
+      IRExpr* clock = nullptr;
+      for (UInt e = 0; e < kEventIds; e++) {
+         if (!per_event[e]) continue;
+         if (!clock) clock = b.load64(&kg_event_clock);
+         b.add_if(nullptr, b.place(clock, 8 * e), IRBuilder::u64(per_event[e]));
+      }
       return True;
    }
 
@@ -251,9 +254,11 @@ private:
    typedef void (*FetchHelper)(ULong*, Addr, UWord, Addr, UWord);
    struct AccessKind {
       EventId count, l1, ll;
-      const HChar* name;
+      const HChar* guarded_name;
+      Helper guarded_fn;
+      const HChar* name;   // another line's: misses and the clock
       Helper fn;
-      const HChar* lines_name;
+      const HChar* lines_name;   // behind the compare: misses alone
       Helper lines_fn;
       const HChar* fetch_name;
       FetchHelper fetch_fn;
@@ -277,13 +282,16 @@ private:
       IRExpr* n = access_size(size);
       if (guard) {
          end_instruction(b);
-         call(b, counters, line, k.count, k.name, (void*)k.fn, addr, n, guard, k.l1, k.ll);
+         call(b, counters, line, k.count, k.guarded_name, (void*)k.guarded_fn, addr, n, guard, k.l1, k.ll);
          last_data_ = nullptr;
          return;
       }
-      count_unguarded(b, counters, line, k.count);
       IRExpr* prev = last_data_;
       last_data_ = addr;
+      LineRelation relation = fetch_pending_ || !prev ? kOtherLine : line_relation(prev, addr, size);
+      // The helpers called every time (the fetch's, another line's) add
+      // the count to the clock.
+      count_unguarded(b, counters, line, k.count, relation == kOtherLine);
       if (fetch_pending_) {
          fetch_pending_ = False;
          IRExpr* at = slot_address(b, counters);
@@ -293,9 +301,9 @@ private:
                 mkIRExprVec_5(at, IRBuilder::u64(fetch_addr_), IRBuilder::u64(fetch_len_), addr, n), nullptr);
          return;
       }
-      switch (prev ? line_relation(prev, addr, size) : kOtherLine) {
+      switch (relation) {
       case kOtherLine:
-         call(b, counters, line, k.l1, k.lines_name, (void*)k.lines_fn, addr, n, nullptr, k.ll);
+         call(b, counters, line, k.l1, k.name, (void*)k.fn, addr, n, nullptr, k.ll);
          return;
       case kSameLine:   // a hit: the count alone
          return;
@@ -364,15 +372,17 @@ private:
    // An event that happens whenever execution reaches the next flush point
    // (an unguarded access, a branch): counted by that point, or, in a
    // block that counts where execution leaves it, inline in a slot of its
-   // own and on the clock.
-   void count_unguarded(IRBuilder& b, IRExpr* counters, UInt line, EventId e)
+   // own. On the clock by the point (or inline), unless `clocked`: its
+   // helper, called every time, adds it there.
+   void count_unguarded(IRBuilder& b, IRExpr* counters, UInt line, EventId e, Bool clocked)
    {
       if (!by_point_) {
-         count(b, counters, line, e, nullptr);
+         count(b, counters, line, e, nullptr, !clocked);
          return;
       }
       if (n_waiting_ == kMaxEventSlots)
          VG_(tool_panic)((HChar*)"kgrind: a superblock with more than 4096 events counted by its points");
+      waiting_clocked_[n_waiting_] = clocked;
       waiting_[n_waiting_++] = { (UShort)line, (UShort)e, 0, 0 };
    }
 
@@ -391,18 +401,18 @@ private:
    // point, or guarded, inline (when its guard holds) in a slot of event e.
    void count_data(IRBuilder& b, IRExpr* counters, UInt line, EventId e, IRExpr* guard)
    {
-      if (guard) count(b, counters, line, e, guard);
-      else count_unguarded(b, counters, line, e);
+      if (guard) count(b, counters, line, e, guard, True);
+      else count_unguarded(b, counters, line, e, False);
    }
 
-   // Event e counted inline, when guard holds, in a slot of its own and on
-   // the clock.
-   void count(IRBuilder& b, IRExpr* counters, UInt line, EventId e, IRExpr* guard)
+   // Event e counted inline, when guard holds, in a slot of its own and
+   // (on_clock) on the clock.
+   void count(IRBuilder& b, IRExpr* counters, UInt line, EventId e, IRExpr* guard, Bool on_clock)
    {
       IRExpr* at = slot_address(b, counters);
       slots_[n_++] = { (UShort)line, (UShort)e };
       b.add_if(guard, b.place(at, 0), IRBuilder::u64(1));
-      b.add_if(guard, b.place(b.load64(&kg_event_clock), 8 * e), IRBuilder::u64(1));   // and on the clock
+      if (on_clock) b.add_if(guard, b.place(b.load64(&kg_event_clock), 8 * e), IRBuilder::u64(1));
    }
 
    void bus(IRBuilder& b, IRExpr* counters, UInt line)
@@ -440,6 +450,7 @@ private:
    Bool by_point_;
    // Events counted by the next flush point, and by the block's points.
    PointEvent waiting_[kMaxEventSlots];
+   Bool waiting_clocked_[kMaxEventSlots];   // its helper adds it to the clock
    UInt n_waiting_;
    PointEvent by_point_events_[kMaxEventSlots];
    UInt n_by_point_;
@@ -469,12 +480,12 @@ private:
 };
 
 const EventsIR::AccessKind EventsIR::kReadAccess = {
-   kEvDr, kEvD1mr, kEvDLmr, "kg_sim_read", kg_sim_read, "kg_sim_read_lines", kg_sim_read_lines,
-   "kg_sim_fetch_read", kg_sim_fetch_read,
+   kEvDr, kEvD1mr, kEvDLmr, "kg_sim_read_guarded", kg_sim_read_guarded, "kg_sim_read", kg_sim_read,
+   "kg_sim_read_lines", kg_sim_read_lines, "kg_sim_fetch_read", kg_sim_fetch_read,
 };
 const EventsIR::AccessKind EventsIR::kWriteAccess = {
-   kEvDw, kEvD1mw, kEvDLmw, "kg_sim_write", kg_sim_write, "kg_sim_write_lines", kg_sim_write_lines,
-   "kg_sim_fetch_write", kg_sim_fetch_write,
+   kEvDw, kEvD1mw, kEvDLmw, "kg_sim_write_guarded", kg_sim_write_guarded, "kg_sim_write", kg_sim_write,
+   "kg_sim_write_lines", kg_sim_write_lines, "kg_sim_fetch_write", kg_sim_fetch_write,
 };
 
 EventsIR events_ir;
