@@ -23,6 +23,8 @@ top=$PWD
 packages=(valgrind autoconf automake make pkg-config g++ gcc perl binutils)
 test_packages=(python3 python3-pytest python3-pytest-xdist python3-jsonschema libgtest-dev graphviz
           clang-14 libclang-rt-14-dev          # the fuzzers of the core (tests/unit)
+          zlib1g-dev                           # zlib: the inflater fuzzer's reference (tests/fuzz)
+          dwz                                  # dwz supplementary files (tests/test_inline_names.py)
           libboost-context-dev                 # boost.context fibers (tests/test_stacks.py)
           golang-go                            # goroutines' stacks (tests/test_go.py)
           bzip2 sqlite3 time python3-matplotlib)   # the benchmark suite (bench/)

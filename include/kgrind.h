@@ -2,7 +2,8 @@
 
    Include it in a program to mark a region of interest or to log the
    calling context it is in. Outside Valgrind the requests cost a few
-   instructions and do nothing (KGRIND_CURRENT_CONTEXT() returns 0).
+   instructions and do nothing (KGRIND_CURRENT_CONTEXT() and
+   KGRIND_CURRENT_SITE_CONTEXT() return 0).
 
    kgrind also honours callgrind.h's requests (CALLGRIND_DUMP_STATS and the
    others) unchanged. See docs/regions.md in kgrind's sources.
@@ -25,7 +26,8 @@ typedef
       VG_USERREQ__KG_DUMP_STATS_AT,
       VG_USERREQ__KG_START_INSTRUMENTATION,
       VG_USERREQ__KG_STOP_INSTRUMENTATION,
-      VG_USERREQ__KG_CURRENT_CONTEXT
+      VG_USERREQ__KG_CURRENT_CONTEXT,
+      VG_USERREQ__KG_CURRENT_SITE_CONTEXT
    } Vg_KGrindClientRequest;
 
 /* Writes a profile file (kgrind.out.<pid>.<n>) of what was counted since
@@ -64,5 +66,14 @@ typedef
 #define KGRIND_CURRENT_CONTEXT()                                          \
   ((unsigned long)VALGRIND_DO_CLIENT_REQUEST_EXPR(0,                      \
       VG_USERREQ__KG_CURRENT_CONTEXT, 0, 0, 0, 0, 0))
+
+/* The same k-context with the call sites between its levels: the id tells
+   apart the calls that reached the function from different lines (or
+   call instructions), and `kgrind_annotate --context-id=ID` names it with
+   each caller's calling line, `main:12 > foo:30 > bar`. Ids of both
+   requests are one numbering. 0 outside kgrind. */
+#define KGRIND_CURRENT_SITE_CONTEXT()                                     \
+  ((unsigned long)VALGRIND_DO_CLIENT_REQUEST_EXPR(0,                      \
+      VG_USERREQ__KG_CURRENT_SITE_CONTEXT, 0, 0, 0, 0, 0))
 
 #endif /* __KGRIND_H */

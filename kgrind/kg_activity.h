@@ -88,8 +88,22 @@ ULong ir_counted();
 // Context ids (activity/context_ids.cpp).
 // An id of thread tid's current k-context, stable in the run (1, 2, ...).
 UWord current_context_id(ThreadId tid);
-// Every id handed out: its thread (0: joined) and k-SF node.
-void for_each_context_id(void (*f)(UWord id, UInt thread, const ForestNode* node, void* arg), void* arg);
+// An id of thread tid's current k-context with the call sites of its
+// levels (the calls from each level into the next), from the same
+// numbering: equal chains of sites in a context and thread, equal ids.
+UWord current_site_context_id(ThreadId tid);
+// An id handed out: its thread (0: joined) and k-SF node; for a site
+// context, its n_sites sites' lines, innermost level's first (0: not known).
+struct ContextIdInfo {
+   UWord id;
+   UInt thread;
+   const ForestNode* node;
+   Bool sites;
+   UInt n_sites;
+   const UInt* site_lines;
+};
+// Every id handed out.
+void for_each_context_id(void (*f)(const ContextIdInfo& c, void* arg), void* arg);
 // Status (activity/threads.cpp).
 // Every running thread: its current context and shadow stack depth.
 void for_each_live_thread(void (*f)(UInt thread, ThreadId tid, const ForestNode* ctx, UInt depth, void* arg),

@@ -87,15 +87,10 @@ void write_calls(Writer& w, const ForestNode* caller, UInt* current_file, UInt h
       const CallEdge* edge = w.edges[e];
       SourceLoc site = { nullptr, 0, 0 };
       Addr site_addr = edge->call_site;
-      if (is_inline_site(site_addr)) {
-         // An inlined level's: the line its caller's source calls it at,
-         // at the instruction where it was first entered.
-         const InlineChain& c = inline_chain(site_chain(site_addr));
-         site = { c.fn, c.call_file, c.call_line, nullptr };
-         site_addr = edge->target;
-      } else if (site_addr) {
-         source_loc(site_addr, &site);
-      }
+      if (site_addr) call_site_loc(site_addr, &site);
+      // An inlined level's position: the instruction where it was first
+      // entered.
+      if (is_inline_site(site_addr)) site_addr = edge->target;
       write_file_switch(w, current_file, site.fn ? site.file : home, home);
       const ForestNode* callee = (const ForestNode*)edge->b;
       // Readers take the object and file in force (fi= included) when cob=

@@ -100,6 +100,16 @@ Bool parse_level(const HChar* text, Level* out)
 
 InlineChain* inline_chains = &no_chain;
 
+void call_site_loc(Addr site, SourceLoc* out)
+{
+   if (is_inline_site(site)) {
+      const InlineChain& c = inline_chain(site_chain(site));
+      *out = { c.fn, c.call_file, c.call_line, nullptr };
+   } else {
+      source_loc(site, out);
+   }
+}
+
 Bool chain_contains(UInt inner, UInt outer)
 {
    UInt d = inline_chain(outer).depth;

@@ -38,4 +38,9 @@ inline const InlineChain& inline_chain(UInt id) { return inline_chains[id]; }
 // Whether chain `outer` is `inner` or one of its parents.
 Bool chain_contains(UInt inner, UInt outer);
 
+// Where a frame's call site is in the source: a call instruction's
+// position, or for an inlined level's site (is_inline_site) the line its
+// caller's source calls it at, from the inline records.
+void call_site_loc(Addr site, SourceLoc* out);
+
 } // namespace kg

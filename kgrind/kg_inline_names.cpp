@@ -1,6 +1,7 @@
 #include "kg_inline_names.h"
 #include "kg_objects.h"
 #include "kg_runtime.h"
+#include "core/compressed_sections.h"
 #include "core/dwarf_inlines.h"
 
 namespace kg {
@@ -113,7 +114,7 @@ UChar* read_section(const ElfFile* f, const HChar* name, ULong* size)
 {
    core::ElfSection s;
    *size = 0;
-   if (!find_section(f, name, &s) || s.size == 0 || (s.flags & core::kElfCompressed)) return nullptr;
+   if (!find_section(f, name, &s) || s.size == 0 || s.size > kMaxDwarfBytes) return nullptr;
    UChar* bytes = (UChar*)kg::alloc(s.size, "kg.inlnames");
    if (!read_at(f->fd, s.offset, bytes, s.size)) {
       kg::release(bytes);
@@ -123,46 +124,175 @@ UChar* read_section(const ElfFile* f, const HChar* name, ULong* size)
    return bytes;
 }
 
-// The DWARF sections of one file, read.
+// A debug section's name: .debug_X, or .zdebug_X for GNU's compressed one.
+struct DebugSection {
+   core::ElfSection header;
+   Bool compressed;
+   core::SectionCompression kind;
+   uint64_t size;   // inflated
+};
+
+// Where the file has the DWARF section .debug_`what` (or .zdebug_`what`)
+// and its size inflated (False: none, or compressed other than with zlib).
+Bool find_debug_section(const ElfFile* f, const HChar* what, DebugSection* d)
+{
+   HChar name[64];
+   VG_(sprintf)(name, ".debug_%s", what);
+   d->compressed = False;
+   d->kind = core::kSectionChdr;
+   if (!find_section(f, name, &d->header)) {
+      VG_(sprintf)(name, ".zdebug_%s", what);
+      if (!find_section(f, name, &d->header)) return False;
+      d->compressed = True;
+      d->kind = core::kSectionZdebug;
+   } else if (d->header.flags & core::kElfCompressed) {
+      d->compressed = True;
+   }
+   d->size = d->header.size;
+   if (!d->compressed) return True;
+   UChar head[24];
+   ULong n = d->header.size < sizeof head ? d->header.size : sizeof head;
+   uint64_t stream;
+   return read_at(f->fd, d->header.offset, head, n) &&
+          core::compressed_section_header(head, n, d->kind, &stream, &d->size);
+}
+
+// A DWARF section's bytes, inflated if compressed, into the tool's memory
+// (nullptr: unreadable, or a stream that does not inflate to the size its
+// header gives).
+UChar* read_debug_section(const ElfFile* f, const DebugSection& d)
+{
+   if (!d.compressed || d.header.size == 0) {
+      if (d.header.size == 0 || d.header.size > kMaxDwarfBytes) return nullptr;
+      UChar* bytes = (UChar*)kg::alloc(d.header.size, "kg.inlnames");
+      if (read_at(f->fd, d.header.offset, bytes, d.header.size)) return bytes;
+      kg::release(bytes);
+      return nullptr;
+   }
+   if (d.header.size > kMaxDwarfBytes) return nullptr;
+   UChar* raw = (UChar*)kg::alloc(d.header.size, "kg.inlnames");
+   UChar* out = nullptr;
+   uint64_t size = 0;
+   if (read_at(f->fd, d.header.offset, raw, d.header.size) &&
+       core::inflate_section(kDwarfAllocator, raw, d.header.size, d.kind, kMaxDwarfBytes, &out, &size) !=
+          core::kInflateOk)
+      out = nullptr;
+   kg::release(raw);
+   return out;
+}
+
+// The DWARF sections of one file, read, and of its dwz supplementary file.
 struct Dwarf {
    core::DwarfSections s;
    UChar* owned[8];
+   core::DwarfSections alt;   // info size 0: none
+   UChar* alt_owned[8];
 };
 
 void free_dwarf(Dwarf* d)
 {
    for (UChar* p : d->owned) kg::release(p);
+   for (UChar* p : d->alt_owned) kg::release(p);
 }
 
-// Whether the file has uncompressed debug info within kMaxDwarfBytes; then
-// its sections are read into d.
-Bool read_dwarf(const HChar* path, Dwarf* d)
+// A file's build ID (.note.gnu.build-id: namesz, descsz, type 3, "GNU\0",
+// the ID) into id[0..64): its length (0: none).
+UInt build_id(const ElfFile* f, UChar* id)
+{
+   ULong size;
+   UChar* note = read_section(f, ".note.gnu.build-id", &size);
+   UInt n = 0;
+   if (note && size > 16) {
+      UInt namesz = *(UInt*)note, descsz = *(UInt*)(note + 4);
+      UInt at = 12 + ((namesz + 3) & ~3u);
+      if (descsz >= 2 && descsz <= 64 && at + descsz <= size) {
+         VG_(memcpy)(id, note + at, descsz);
+         n = descsz;
+      }
+   }
+   kg::release(note);
+   return n;
+}
+
+// /usr/lib/debug/.build-id/xx/yyyy.debug of a build ID.
+void build_id_path(const UChar* id, UInt n, HChar* path)
+{
+   HChar* p = path + VG_(sprintf)(path, "/usr/lib/debug/.build-id/%02x/", id[0]);
+   for (UInt i = 1; i < n; i++) p += VG_(sprintf)(p, "%02x", id[i]);
+   VG_(sprintf)(p, ".debug");
+}
+
+Bool read_dwarf(const HChar* path, Dwarf* d, Bool follow_alt = True);
+
+// The dwz supplementary file of the debug file at `path` whose section
+// headers f holds, read into d->alt: its .gnu_debugaltlink names it
+// (absolute, or relative to the debug file's directory) and gives its
+// build ID, which it must have; else the file of that build ID under
+// /usr/lib/debug/.build-id. None found: d->alt stays empty.
+void read_alt(const HChar* path, const ElfFile* f, Dwarf* d)
+{
+   ULong size;
+   UChar* link = read_section(f, ".gnu_debugaltlink", &size);
+   ULong name_end = 0;
+   while (link && name_end < size && link[name_end] != 0) name_end++;
+   UInt id_len = link && name_end < size ? (UInt)(size - name_end - 1) : 0;
+   if (link && name_end > 0 && id_len >= 2 && id_len <= 64 && name_end + VG_(strlen)(path) + 2 < 4096) {
+      const UChar* id = link + name_end + 1;
+      HChar candidates[2][4096];
+      if (link[0] == '/') {
+         VG_(strcpy)(candidates[0], (HChar*)link);
+      } else {
+         VG_(strcpy)(candidates[0], path);
+         HChar* slash = VG_(strrchr)(candidates[0], '/');
+         VG_(sprintf)(slash ? slash + 1 : candidates[0], "%s", (HChar*)link);
+      }
+      build_id_path(id, id_len, candidates[1]);
+      for (const HChar* c : candidates) {
+         ElfFile g;
+         if (!open_elf(c, &g)) continue;
+         UChar got[64];
+         Bool same = build_id(&g, got) == id_len && VG_(memcmp)(got, id, id_len) == 0;
+         close_elf(&g);
+         Dwarf a;
+         if (!same || !read_dwarf(c, &a, False)) continue;
+         d->alt = a.s;
+         VG_(memcpy)(d->alt_owned, a.owned, sizeof a.owned);
+         break;
+      }
+   }
+   kg::release(link);
+}
+
+// Whether the file has debug info within kMaxDwarfBytes (inflated); then
+// its sections are read into d, compressed ones (SHF_COMPRESSED, .zdebug_*)
+// inflated, and (follow_alt) its dwz supplementary file's.
+Bool read_dwarf(const HChar* path, Dwarf* d, Bool follow_alt)
 {
    VG_(memset)(d, 0, sizeof *d);
    ElfFile f;
    if (!open_elf(path, &f)) return False;
    static const struct { const HChar* name; core::MappedSpan core::DwarfSections::*span; } kSections[] = {
-      { ".debug_info", &core::DwarfSections::info }, { ".debug_abbrev", &core::DwarfSections::abbrev },
-      { ".debug_str", &core::DwarfSections::str }, { ".debug_line_str", &core::DwarfSections::line_str },
-      { ".debug_str_offsets", &core::DwarfSections::str_offsets }, { ".debug_addr", &core::DwarfSections::addr },
-      { ".debug_ranges", &core::DwarfSections::ranges }, { ".debug_rnglists", &core::DwarfSections::rnglists },
+      { "info", &core::DwarfSections::info }, { "abbrev", &core::DwarfSections::abbrev },
+      { "str", &core::DwarfSections::str }, { "line_str", &core::DwarfSections::line_str },
+      { "str_offsets", &core::DwarfSections::str_offsets }, { "addr", &core::DwarfSections::addr },
+      { "ranges", &core::DwarfSections::ranges }, { "rnglists", &core::DwarfSections::rnglists },
    };
-   core::ElfSection info;
+   DebugSection found[8];
+   Bool present[8];
    ULong total = 0;
-   Bool ok = find_section(&f, ".debug_info", &info) && !(info.flags & core::kElfCompressed);
-   for (UInt i = 0; ok && i < 8; i++) {
-      core::ElfSection s;
-      if (find_section(&f, kSections[i].name, &s)) {
-         if (s.flags & core::kElfCompressed) ok = False;   // no inflate in the tool: short names
-         total += s.size;
-      }
+   for (UInt i = 0; i < 8; i++) {
+      present[i] = find_debug_section(&f, kSections[i].name, &found[i]);
+      if (present[i]) total += found[i].size;
    }
-   ok = ok && total <= kMaxDwarfBytes;
+   Bool ok = present[0] && present[1] && total <= kMaxDwarfBytes;
    for (UInt i = 0; ok && i < 8; i++) {
-      ULong size;
-      d->owned[i] = read_section(&f, kSections[i].name, &size);
-      d->s.*kSections[i].span = { d->owned[i], d->owned[i] ? size : 0, 0 };
+      if (!present[i]) continue;
+      d->owned[i] = read_debug_section(&f, found[i]);
+      d->s.*kSections[i].span = { d->owned[i], d->owned[i] ? found[i].size : 0, 0 };
+      // a section that does not inflate: the names it holds are not guessed
+      if (!d->owned[i] && found[i].size) ok = False;
    }
+   if (ok && follow_alt) read_alt(path, &f, d);
    close_elf(&f);
    if (ok && d->s.info.size && d->s.abbrev.size) return True;
    free_dwarf(d);
@@ -179,22 +309,18 @@ Bool read_separate_dwarf(const HChar* object, Dwarf* d)
    HChar path[4096];
    Bool found = False;
    ULong size;
-   UChar* note = read_section(&f, ".note.gnu.build-id", &size);
-   // namesz, descsz, type (3), "GNU\0", the ID
-   if (note && size > 16) {
-      UInt namesz = *(UInt*)note, descsz = *(UInt*)(note + 4);
-      UInt at = 12 + ((namesz + 3) & ~3u);
-      if (descsz >= 2 && descsz <= 64 && at + descsz <= size) {
-         HChar* p = path + VG_(sprintf)(path, "/usr/lib/debug/.build-id/%02x/", note[at]);
-         for (UInt i = 1; i < descsz; i++) p += VG_(sprintf)(p, "%02x", note[at + i]);
-         VG_(sprintf)(p, ".debug");
-         found = read_dwarf(path, d);
-      }
+   UChar id[64];
+   UInt id_len = build_id(&f, id);
+   if (id_len) {
+      build_id_path(id, id_len, path);
+      found = read_dwarf(path, d);
    }
-   kg::release(note);
    UChar* link = found ? nullptr : read_section(&f, ".gnu_debuglink", &size);
    close_elf(&f);
-   if (link && size > 0 && link[size - 1] == 0 && VG_(strlen)((HChar*)link) + VG_(strlen)(object) + 32 < sizeof path) {
+   // the file's name, NUL-terminated, then padding and its CRC-32
+   ULong name_end = 0;
+   while (link && name_end < size && link[name_end] != 0) name_end++;
+   if (link && name_end > 0 && name_end < size && name_end + VG_(strlen)(object) + 32 < sizeof path) {
       HChar dir[4096];
       VG_(strcpy)(dir, object);
       HChar* slash = VG_(strrchr)(dir, '/');
@@ -237,7 +363,7 @@ Bool read_object_names(ObjectNames* o)
    Dwarf d;
    const HChar* file = o->object.file;
    if (!read_dwarf(file, &d) && !read_separate_dwarf(file, &d)) return False;
-   Bool ok = o->index.init(kDwarfAllocator, d.s);
+   Bool ok = o->index.init(kDwarfAllocator, d.s, d.alt.info.size ? &d.alt : nullptr);
    if (ok) {
       SizeT n = o->index.inlined_count();
       o->origins = (Origin**)kg::alloc_zeroed((n + 1) * sizeof(Origin*), "kg.inlnames");
@@ -299,7 +425,9 @@ Bool qualified_inline_names(Addr a, UInt n, const HChar* const* short_names, con
    if (n == 0 || n > kMaxLevels || o->index.chain_at((ULong)(a - o->bias), chain, kMaxLevels) != n) return False;
    for (UInt i = 0; i < n; i++) {
       const Origin* g = o->origins[chain[i]];
-      if (!g || !VG_STREQ(g->name, short_names[i])) return False;
+      // Valgrind names a function whose name is in a dwz supplementary
+      // file UnknownInlinedFun
+      if (!g || !(VG_STREQ(g->name, short_names[i]) || VG_STREQ(short_names[i], "UnknownInlinedFun"))) return False;
    }
    for (UInt i = 0; i < n; i++) qualified[i] = shown_name(o->origins[chain[i]]);
    return True;

@@ -13,8 +13,9 @@ namespace kg {
 // The qualified names of the n inlined levels at instruction a, innermost
 // first, whose short names (Valgrind's) are short_names[0..n), into
 // qualified[0..n) (valid for the run). False where the object's debug info
-// is not read (compressed or too large sections, a DWARF form the reader does
-// not know, no debug file found) or its inlined instances at a are not the n
+// is not read (too large sections, compressed ones that do not inflate or
+// not with zlib, a DWARF form the reader does not know, no debug file found;
+// a level Valgrind names UnknownInlinedFun matches any name) or its inlined instances at a are not the n
 // levels given: then the levels have their short names only.
 Bool qualified_inline_names(Addr a, UInt n, const HChar* const* short_names, const HChar** qualified);
 

@@ -358,9 +358,9 @@ void name_rank_of(const ForestNode* n, void* arg)
    r.named[written_label(*r.w, n)] = True;
 }
 
-void name_context_ranks(UWord, UInt, const ForestNode* node, void* arg)
+void name_context_ranks(const ContextIdInfo& c, void* arg)
 {
-   for_context_nodes(node, name_rank_of, arg);
+   for_context_nodes(c.node, name_rank_of, arg);
 }
 
 // Function mode lists in ksf-fns only the labels some record names (the
@@ -505,17 +505,22 @@ void put_context_label(const ForestNode* n, void* arg)
 
 // "# kgrind-context <id> <thread> <label>...": the contexts whose ids
 // KGRIND_CURRENT_CONTEXT() handed out, the k-context's ksf-fns labels
-// innermost first (docs/regions.md). Not a ksf- record: readers of the
-// k-SF need not know it.
-void write_context_id(UWord id, UInt thread, const ForestNode* node, void* arg)
+// innermost first (docs/regions.md); KGRIND_CURRENT_SITE_CONTEXT()'s add
+// " sites <line>...", the line of each level's call from the next one,
+// innermost first. Not a ksf- record: readers of the k-SF need not know it.
+void write_context_id(const ContextIdInfo& c, void* arg)
 {
    const Writer& w = *(const Writer*)arg;
-   if (w.only_thread && thread != w.only_thread) return;   // another thread's file has it
+   if (w.only_thread && c.thread != w.only_thread) return;   // another thread's file has it
    FileWriter& out = ((Writer*)arg)->out;
-   out.printf("# kgrind-context %lu ", id);
-   if (thread) out.printf("%u", thread);
+   out.printf("# kgrind-context %lu ", c.id);
+   if (c.thread) out.printf("%u", c.thread);
    else out.put("all");
-   for_context_nodes(node, put_context_label, arg);
+   for_context_nodes(c.node, put_context_label, arg);
+   if (c.sites) {
+      out.put(" sites");
+      for (UInt i = 0; i < c.n_sites; i++) out.printf(" %u", c.site_lines[i]);
+   }
    out.put_char('\n');
 }
 

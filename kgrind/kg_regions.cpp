@@ -274,11 +274,13 @@ enum Request : UWord {
    kReqStartInstrumentation,
    kReqStopInstrumentation,
    kReqCurrentContext,            // kgrind.h only
+   kReqCurrentSiteContext,
 };
 
 const HChar* const request_names[] = {
    "DUMP_STATS", "ZERO_STATS", "TOGGLE_COLLECT", "DUMP_STATS_AT",
    "START_INSTRUMENTATION", "STOP_INSTRUMENTATION", "CURRENT_CONTEXT",
+   "CURRENT_SITE_CONTEXT",
 };
 
 const UWord kToolBaseMask = 0xFFFF0000;
@@ -322,6 +324,9 @@ void request(ThreadId tid, const HChar* tool, UWord req, const UWord* args, UWor
    case kReqCurrentContext:
       *ret = current_context_id(tid);
       break;
+   case kReqCurrentSiteContext:
+      *ret = current_site_context_id(tid);
+      break;
    }
 }
 
@@ -353,7 +358,7 @@ void report_unhandled(UWord code)
 Bool handle_client_request(ThreadId tid, UWord* args, UWord* ret)
 {
    UWord code = args[0];
-   if (VG_IS_TOOL_USERREQ('K', 'G', code) && code - VG_USERREQ_TOOL_BASE('K', 'G') <= kReqCurrentContext) {
+   if (VG_IS_TOOL_USERREQ('K', 'G', code) && code - VG_USERREQ_TOOL_BASE('K', 'G') <= kReqCurrentSiteContext) {
       request(tid, "KGRIND", code - VG_USERREQ_TOOL_BASE('K', 'G'), args, ret);
       return True;
    }

@@ -76,7 +76,8 @@ prints the totals and the changed contexts, largest change first.
   --auto=yes|no               annotate the source files of the hottest contexts [no]
   --context=<N>               source lines of context around costly lines [8]
   --context-id=<ID>           print the k-context that KGRIND_CURRENT_CONTEXT()
-                              returned ID for (kgrind.h), and nothing else
+                              or KGRIND_CURRENT_SITE_CONTEXT() returned ID for
+                              (kgrind.h), and nothing else
   -I, --include=<dir>         add a directory to the source search path
   --format=FORMAT             output format [text]:
       text        the table above (and what --ksf, --kccf, --auto,
@@ -186,7 +187,7 @@ sub parse_options {
         unless $o{'tree-min'} =~ /^\d+(?:\.\d*)?$/ && $o{'tree-min'} <= 100;
     fail("--sites: not with --diff (it compares contexts, whose levels are functions)") if $o{sites} && $o{diff};
     fail("--tree, --tree-min: only with --format=text") if ($o{tree} || $given_tree_min) && $o{format} ne 'text';
-    fail("bad --context-id value '$o{'context-id'}' (an id from KGRIND_CURRENT_CONTEXT(), a positive integer)")
+    fail("bad --context-id value '$o{'context-id'}' (an id from KGRIND_CURRENT_CONTEXT() or KGRIND_CURRENT_SITE_CONTEXT(), a positive integer)")
         if defined $o{'context-id'} && $o{'context-id'} !~ /^[1-9]\d*$/;
     fail("bad --k value '$o{k}' (a non-negative integer or inf)")
         if defined $o{k} && $o{k} !~ /^(?:\d+|inf)$/;
@@ -461,8 +462,10 @@ Source lines of context around costly lines [8].
 
 =item B<--context-id>=I<ID>
 
-Print the k-context that KGRIND_CURRENT_CONTEXT() (kgrind.h) returned
-I<ID> for, and nothing else.
+Print the k-context that KGRIND_CURRENT_CONTEXT() or
+KGRIND_CURRENT_SITE_CONTEXT() (kgrind.h) returned I<ID> for, and nothing
+else; a site context's callers with the line of their call into the next
+level (C<main:12 E<gt> foo:30 E<gt> bar>).
 
 =item B<-I> I<dir>, B<--include>=I<dir>
 

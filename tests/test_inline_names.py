@@ -10,6 +10,8 @@ import json
 import re
 import subprocess
 
+import pytest
+
 import ksf_records
 from test_annotate import annotate_cmd
 from test_inline_frames import FLAGS, objdump_addresses
@@ -118,3 +120,68 @@ def test_every_output_keeps_namesakes_apart(tools):
     p = pprof_wire.decode(pb)
     chains = {tuple(line['function']['name'] for line in loc['lines']) for loc in p['locations'].values()}
     assert any(c[-1] == 'lookups' and TREE_FIND + INLINED in c and MAP_FIND + INLINED in c for c in chains)
+
+
+def compressed_copy(tools, exe, how):
+    """exe with its debug info compressed by objcopy: in its own sections
+    (SHF_COMPRESSED for zlib, .zdebug_* for zlib-gnu), or, as Debian's -dbg
+    packages, moved to a separate file found by .gnu_debuglink."""
+    out = tools.dir / f'{exe.name}.{how}'
+    if how == 'debuglink':
+        debug = tools.dir / f'{exe.name}.debug'
+        subprocess.run(['objcopy', '--only-keep-debug', '--compress-debug-sections=zlib', str(exe), str(debug)],
+                       check=True)
+        subprocess.run(['objcopy', '--strip-debug', f'--add-gnu-debuglink={debug}', str(exe), str(out)], check=True,
+                       cwd=tools.dir)
+        sections = subprocess.run(['readelf', '-SW', str(debug)], capture_output=True, text=True, check=True).stdout
+    else:
+        subprocess.run(['objcopy', f'--compress-debug-sections={how}', str(exe), str(out)], check=True)
+        sections = subprocess.run(['readelf', '-SW', str(out)], capture_output=True, text=True, check=True).stdout
+    info = next(line for line in sections.splitlines() if 'debug_info' in line)
+    # compressed: the C flag, or GNU's .zdebug name
+    assert '.zdebug_info' in info if how == 'zlib-gnu' else re.search(r'\s[A-Z]*C[A-Z]*\s+\d+\s+\d+\s+\d+$', info), info
+    return out
+
+
+@pytest.mark.parametrize('how', ['zlib', 'zlib-gnu', 'debuglink'])
+def test_compressed_debug_info_names_alike(tools, how):
+    """The program's debug info compressed: the same qualified names as
+    uncompressed (kgrind inflates the sections itself), each one
+    llvm-symbolizer's for the compressed file."""
+    exe = tools.compile('inline_maps.cpp', *FLAGS)
+    plain = tools.kgrind(exe, opts=['--k=inf', '--inline-frames=yes'], out='plain.out')
+    zexe = compressed_copy(tools, exe, how)
+    kg = tools.kgrind(zexe, opts=['--k=inf', '--inline-frames=yes'], out=f'{how}.out')
+    assert kg.returncode == 0, kg.stderr
+    assert kg.stdout == plain.stdout
+    runs = {(fn, levels) for fn, levels in inline_runs(kg.profile_path) if fn in OWN}
+    assert runs == {(fn, levels) for fn, levels in inline_runs(plain.profile_path) if fn in OWN}
+    names = {n for _fn, levels in runs for n in levels}
+    assert MAP_FIND in names and TREE_FIND in names
+    oracle = symbolized_chains(zexe if how != 'debuglink' else exe, OWN)
+    for fn, levels in runs:
+        assert any(len(c) == len(levels) and all(map(same_function, levels, c)) for c in oracle[fn]), (fn, levels)
+
+
+def test_dwz_supplementary_file_names_alike(tools):
+    """Two programs' common debug info moved by dwz into a supplementary
+    file (.gnu_debugaltlink; DW_FORM_GNU_ref_alt and DW_FORM_GNU_strp_alt
+    into it): the same qualified names as without dwz, where Valgrind's own
+    records say UnknownInlinedFun."""
+    dwz = debian_tool('dwz', 'dwz')
+    exe = tools.compile('inline_maps.cpp', *FLAGS)
+    plain = tools.kgrind(exe, opts=['--k=inf', '--inline-frames=yes'], out='plain.out')
+    one, two = tools.dir / 'one', tools.dir / 'two'
+    for copy in (one, two):
+        copy.write_bytes(exe.read_bytes())
+        copy.chmod(0o755)
+    subprocess.run([dwz, '-m', 'common.debug', '-M', 'common.debug', 'one', 'two'], cwd=tools.dir, check=True)
+    forms = subprocess.run(['readelf', '--debug-dump=info', str(one)], capture_output=True, text=True).stdout
+    assert '<alt 0x' in forms and 'alt indirect string' in forms
+    kg = tools.kgrind(one, opts=['--k=inf', '--inline-frames=yes'], out='dwz.out')
+    assert kg.returncode == 0, kg.stderr
+    assert kg.stdout == plain.stdout
+    runs = {(fn, levels) for fn, levels in inline_runs(kg.profile_path) if fn in OWN}
+    assert runs == {(fn, levels) for fn, levels in inline_runs(plain.profile_path) if fn in OWN}
+    names = {n for _fn, levels in runs for n in levels}
+    assert MAP_FIND in names and TREE_FIND in names

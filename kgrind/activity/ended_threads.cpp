@@ -210,6 +210,11 @@ void join_paths(core::Forest& dst, const core::Forest& src, Moves* moves)
 
 void free_ended_thread(ThreadState* t)
 {
+   // The inclusive events' caches (event_clocks.cpp) key transitions by
+   // address and never forget one: a transition given back for reuse would
+   // add to the arrays of the context it had. Compaction, the only giver,
+   // is off with events beyond Ir (counter_arrays_on).
+   tl_assert(!extra_events_on());
    t->transitions.for_each([](Transition* tr) {
       *(Transition**)tr = free_transitions;
       free_transitions = tr;

@@ -14,9 +14,11 @@
 //
 // DWARF 2-5 units (compile and partial units; type and split units are
 // skipped), every form of DWARF 5 and GNU's, DW_AT_ranges in .debug_ranges
-// (DWARF 4) and .debug_rnglists (DWARF 5). What it cannot follow (a
-// reference into a dwz supplementary file, DW_FORM_GNU_ref_alt) leaves that
-// name unknown. Every read is bounds-checked against the sections given: a
+// (DWARF 4) and .debug_rnglists (DWARF 5). A dwz supplementary file's
+// sections, where given (`alt`), are read too: its subprograms and scopes,
+// which DW_FORM_GNU_ref_alt and DW_FORM_ref_sup4/8 point to (offsets in it
+// are kept with kAltOffset set), and its strings (DW_FORM_GNU_strp_alt,
+// DW_FORM_strp_sup). Without it such a reference leaves that name unknown. Every read is bounds-checked against the sections given: a
 // bad or truncated section makes init() fail, never a read outside it.
 #pragma once
 #include <stddef.h>
@@ -118,11 +120,17 @@ struct Value {
 
 class DwarfIndex {
  public:
-  // Reads every unit of s.info. False (and nothing kept) on a malformed
-  // section or a DIE nesting deeper than it follows.
-  bool init(const Allocator& al, const DwarfSections& s) {
+  // Offsets in the supplementary file have this bit set.
+  static const uint64_t kAltOffset = 1ull << 63;
+
+  // Reads every unit of s.info, then of alt->info (a dwz supplementary
+  // file's: its subprograms and scopes; null: none). False (and nothing
+  // kept) on a malformed section or a DIE nesting deeper than it follows.
+  bool init(const Allocator& al, const DwarfSections& s, const DwarfSections* alt = nullptr) {
     al_ = al;
     s_ = s;
+    alt_ = alt ? *alt : DwarfSections{};
+    in_alt_ = false;
     scopes_.init(al);
     subprograms_.init(al);
     inlined_.init(al);
@@ -132,6 +140,15 @@ class DwarfIndex {
     abbrevs_.init(al);
     scopes_.push_back(DwarfScope{0, nullptr, false});
     bool ok = read_units();
+    if (ok && alt_.info.size) {
+      // its offsets, tagged, sort after the object's own
+      DwarfSections own = s_;
+      s_ = alt_;
+      in_alt_ = true;
+      ok = read_units();
+      s_ = own;
+      in_alt_ = false;
+    }
     specs_.destroy();
     abbrevs_.destroy();
     if (ok) ok = sort_ranges();
@@ -302,18 +319,23 @@ class DwarfIndex {
       case kFormString: return v.s;
       case kFormStrp: return c_string(s_.str, v.u);
       case kFormLineStrp: return c_string(s_.line_str, v.u);
+      case kFormGnuStrpAlt: case kFormStrpSup: return in_alt_ ? nullptr : c_string(alt_.str, v.u);
       case kFormStrx: case kFormStrx1: case 0x26: case 0x27: case kFormStrx4: case kFormGnuStrIndex:
         return indexed_string(u, v.u);
-      default: return nullptr;   // a supplementary file's (dwz)
+      default: return nullptr;
     }
   }
 
-  // A reference attribute's DIE offset in .debug_info (0: none we follow).
-  static uint64_t reference_of(const Unit& u, const Value& v) {
+  // A reference attribute's DIE offset in .debug_info, or in the
+  // supplementary file's with kAltOffset (0: none we follow).
+  uint64_t reference_of(const Unit& u, const Value& v) const {
     using namespace dwarf_detail;
+    uint64_t tag = in_alt_ ? kAltOffset : 0;
     switch (v.form) {
-      case kFormRef1: case kFormRef2: case kFormRef4: case kFormRef8: case kFormRefUdata: return u.offset + v.u;
-      case kFormRefAddr: return v.u;
+      case kFormRef1: case kFormRef2: case kFormRef4: case kFormRef8: case kFormRefUdata: return (u.offset + v.u) | tag;
+      case kFormRefAddr: return v.u | tag;
+      case kFormGnuRefAlt: case kFormRefSup4: case kFormRefSup8:
+        return in_alt_ || !alt_.info.size || v.u >= alt_.info.size ? 0 : v.u | kAltOffset;
       default: return 0;
     }
   }
@@ -548,8 +570,8 @@ class DwarfIndex {
         scopes_.push_back(DwarfScope{here.scope, name, ab.tag == kTagNamespace});
         here.scope = (uint32_t)scopes_.size() - 1;
       } else if (ab.tag == kTagSubprogram) {
-        subprograms_.push_back(DwarfSubprogram{die_off, ref, name, linkage, here.scope});
-      } else if (ab.tag == kTagInlined) {
+        subprograms_.push_back(DwarfSubprogram{die_off | (in_alt_ ? kAltOffset : 0), ref, name, linkage, here.scope});
+      } else if (ab.tag == kTagInlined && !in_alt_) {   // a supplementary file's would have no code
         uint32_t id = (uint32_t)inlined_.size();
         inlined_.push_back(DwarfInlined{ref, here.inlined, here.depth + 1});
         if (has_low && has_high) add_range(low, high_is_offset ? low + high : high, id);
@@ -608,6 +630,8 @@ class DwarfIndex {
 
   Allocator al_;
   DwarfSections s_;
+  DwarfSections alt_;   // the supplementary file's (info size 0: none)
+  bool in_alt_;         // its units being read
   Vec<DwarfScope> scopes_;
   Vec<DwarfSubprogram> subprograms_;   // by offset (the order units are read in)
   Vec<DwarfInlined> inlined_;

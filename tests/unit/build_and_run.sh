@@ -14,8 +14,9 @@
 #     but the allocator hooks (and memset/memcpy/memmove, which Valgrind's
 #     core provides; and libgcc's __popcountdi2).
 #  2. unit tests: GoogleTest, -Wall -Wextra -Werror -O1 -g.
-#  3. fuzzing: libFuzzer + ASan + UBSan for FUZZ_SECONDS (skipped with a
-#     message only if clang's fuzzer runtime is not installed).
+#  3. fuzzing: libFuzzer + ASan + UBSan for FUZZ_SECONDS each: the forest
+#     against its oracle, the inflater against zlib (skipped with a message
+#     only if clang's fuzzer runtime is not installed).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -130,4 +131,36 @@ if [ -d "$ROOT/tests/fuzz/seeds" ]; then cp -n "$ROOT"/tests/fuzz/seeds/* "$corp
   exit 1
 }
 grep -E 'stat::number_of_executed_units|Done' "$OUT/fuzz.log" | tail -n 2 || true
+
+# The inflater against zlib (linked into the fuzzer only), seeded with
+# python3's zlib streams of a few texts at a few levels.
+say "fuzzing the inflater for ${FUZZ_SECONDS}s with $FUZZ_CXX"
+if [ ! -x "$OUT/fuzz_inflate" ] || [ "$ROOT/tests/fuzz/fuzz_inflate.cpp" -nt "$OUT/fuzz_inflate" ] ||
+   [ "$newest_header" -nt "$OUT/fuzz_inflate" ]; then
+  "$FUZZ_CXX" -std=gnu++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+    -I"$ROOT" "$ROOT/tests/fuzz/fuzz_inflate.cpp" -o "$OUT/fuzz_inflate" -lz
+fi
+corpus="$OUT/fuzz_inflate_corpus"
+mkdir -p "$corpus"
+python3 - "$corpus" <<'PY'
+import os, sys, zlib
+d = sys.argv[1]
+texts = [b'', b'a', b'std::map<int, int>::find ' * 40, bytes(range(256)) * 3, b'\0' * 3000]
+for i, t in enumerate(texts):
+    for level in (0, 1, 6, 9):
+        z = zlib.compress(t, level)
+        room = min(63, (len(t) + 96) // 97)
+        seeds = {'z': bytes([room << 2 | 0]) + z, 'raw': bytes([room << 2 | 1]) + z[2:-4],
+                 'chdr': bytes([2]) + (1).to_bytes(8, 'little') + len(t).to_bytes(8, 'little') + bytes(8) + z,
+                 'zdebug': bytes([3]) + b'ZLIB' + len(t).to_bytes(8, 'big') + z}
+        for kind, b in seeds.items():
+            open(os.path.join(d, 'seed-%d-%d-%s' % (i, level, kind)), 'wb').write(b)
+PY
+"$OUT/fuzz_inflate" -max_total_time="$FUZZ_SECONDS" -max_len=4096 -timeout=20 -rss_limit_mb=2048 \
+  -artifact_prefix="$OUT/inflate-" -print_final_stats=1 "$corpus" 2> "$OUT/fuzz_inflate.log" || {
+  tail -n 60 "$OUT/fuzz_inflate.log" >&2
+  echo "the inflater's fuzzer found a failure; reproducer in $OUT/ (inflate-crash-*)" >&2
+  exit 1
+}
+grep -E 'stat::number_of_executed_units|Done' "$OUT/fuzz_inflate.log" | tail -n 2 || true
 say "all core checks passed"

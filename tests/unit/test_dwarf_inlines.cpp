@@ -19,8 +19,10 @@
 #include <vector>
 
 #include "../../kgrind/core/dwarf_inlines.h"
+#include "shell_command.h"
 
 using namespace kg::core;
+using kg_test::run;
 
 namespace {
 
@@ -46,16 +48,6 @@ int main(int argc, char**) {
   std::printf("%ld\n", s);
 }
 )";
-
-std::string run(const std::string& cmd) {
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  if (p) pclose(p);
-  return out;
-}
 
 struct ElfFile {
   std::vector<uint8_t> bytes;
@@ -186,6 +178,57 @@ void expect_chains_equal_symbolizer(const std::string& flags) {
 
 TEST(DwarfInlines, ChainsEqualLlvmSymbolizersDwarf5) { expect_chains_equal_symbolizer("-gdwarf-5"); }
 TEST(DwarfInlines, ChainsEqualLlvmSymbolizersDwarf4) { expect_chains_equal_symbolizer("-gdwarf-4"); }
+
+// The names of the inlined instances at every instruction (linkage name,
+// else scopes and name).
+std::vector<std::string> names_at(const DwarfIndex& index, const std::vector<uint64_t>& addrs) {
+  std::vector<std::string> out;
+  for (uint64_t a : addrs) {
+    uint32_t chain[64];
+    size_t n = index.chain_at(a, chain, 64);
+    std::string line;
+    for (size_t j = 0; j < n; j++) {
+      DwarfNames names;
+      if (!index.names(index.inlined(chain[j]).origin, &names)) {
+        line += "? ";
+        continue;
+      }
+      for (uint32_t sc = names.scope; sc; sc = index.scope(sc).parent)
+        line += std::string(index.scope(sc).name ? index.scope(sc).name : "") + "::";
+      line += std::string(names.name) + "/" + (names.linkage ? names.linkage : "") + " ";
+    }
+    out.push_back(line);
+  }
+  return out;
+}
+
+TEST(DwarfInlines, DwzSupplementaryFileNamesAlike) {
+  if (run("command -v dwz").empty()) GTEST_SKIP() << "dwz is not installed";
+  std::string exe = build("-gdwarf-4");
+  ASSERT_FALSE(exe.empty());
+  std::string dir = exe.substr(0, exe.rfind('/'));
+  run("cd " + dir + " && cp table one && cp table two && dwz -m common.debug -M common.debug one two");
+  ElfFile plain, one, common;
+  ASSERT_TRUE(plain.load(exe));
+  ASSERT_TRUE(one.load(dir + "/one"));
+  ASSERT_TRUE(common.load(dir + "/common.debug"));
+  std::vector<uint64_t> addrs = instructions(exe);
+  DwarfIndex want, without, with;
+  ASSERT_TRUE(want.init(kHost, plain.s));
+  ASSERT_TRUE(without.init(kHost, one.s));
+  ASSERT_TRUE(with.init(kHost, one.s, &common.s));
+  std::vector<std::string> w = names_at(want, addrs), a = names_at(with, addrs), b = names_at(without, addrs);
+  size_t unnamed = 0;
+  for (size_t i = 0; i < addrs.size(); i++) {
+    EXPECT_EQ(a[i], w[i]) << std::hex << addrs[i];
+    unnamed += b[i] != w[i];
+  }
+  // without the supplementary file, names are missing
+  EXPECT_GT(unnamed, addrs.size() / 10);
+  want.destroy();
+  without.destroy();
+  with.destroy();
+}
 
 TEST(DwarfInlines, ScopesNameFunctionsWithoutLinkageNames) {
   ElfFile f;

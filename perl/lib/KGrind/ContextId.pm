@@ -1,7 +1,9 @@
 package KGrind::ContextId;
-# --context-id=ID: the k-context that KGRIND_CURRENT_CONTEXT() returned ID
-# for, from the "# kgrind-context <id> <thread> <label>..." records (labels
-# innermost first) and the ksf-fns table (docs/regions.md).
+# --context-id=ID: the k-context that KGRIND_CURRENT_CONTEXT() or
+# KGRIND_CURRENT_SITE_CONTEXT() returned ID for, from the "# kgrind-context
+# <id> <thread> <label>... [sites <line>...]" records (labels and lines
+# innermost first; a line is that level's call's, in the level above) and
+# the ksf-fns table (docs/regions.md).
 use strict;
 use warnings;
 no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
@@ -25,16 +27,24 @@ sub print_context_id {
             }
             elsif ($l =~ /^c?fn=\((\d+)\) *(.+)$/) { $body{$1} = $2 }
             elsif ($l =~ /^# ksf-version: (\d+)$/) { $version = $1 }
-            elsif ($l =~ /^# kgrind-context $id (\S+)((?: \d+)+)$/) { $found = [$1, [split ' ', $2]] }
+            elsif ($l =~ /^# kgrind-context $id (\S+)((?: \d+)+)(?: sites((?: \d+)*))?$/) {
+                $found = [$1, [split ' ', $2], defined $3 ? [split ' ', $3] : undef];
+            }
         }
         close $fh;
         next unless $found;
-        my ($thread, $labels) = @$found;
-        my @chain = map { $names[$_] // fail("$file: context $id has unknown function id $_") } reverse @$labels;
-        print "context $id, thread $thread: ", join(' > ', @chain), "\n";
+        my ($thread, $labels, $lines) = @$found;
+        my @chain = map { $names[$_] // fail("$file: context $id has unknown function id $_") } @$labels;
+        if ($lines) {
+            fail("$file: context $id has " . @$lines . " call sites for " . @chain . " levels") if @$lines != @chain - 1;
+            # Each caller's calling line (none where the site's line is not known).
+            $chain[$_ + 1] .= ":$lines->[$_]" for grep { $lines->[$_] } 0 .. $#$lines;
+        }
+        print "context $id, thread $thread: ", join(' > ', reverse @chain), "\n";
         return 0;
     }
-    fail("context id $id is in none of " . join(', ', @files) . " (ids are written by KGRIND_CURRENT_CONTEXT())");
+    fail("context id $id is in none of " . join(', ', @files)
+         . " (ids are written by KGRIND_CURRENT_CONTEXT() and KGRIND_CURRENT_SITE_CONTEXT())");
 }
 
 1;
