@@ -21,7 +21,8 @@ static void remember_block(BlockInfo* b)
    tl_assert(b->id == n_blocks);
 }
 
-void set_block_events(const BlockInfo* blk, const EventSlot* slots, UInt n)
+void set_block_events(const BlockInfo* blk, const EventSlot* slots, UInt n, const PointEvent* by_point,
+                      UInt n_by_point)
 {
    if (blk->id >= block_events_cap) {
       UWord cap = block_events_cap ? 2 * block_events_cap : 4096;
@@ -32,10 +33,15 @@ void set_block_events(const BlockInfo* blk, const EventSlot* slots, UInt n)
       block_events = bigger;
       block_events_cap = cap;
    }
-   if (!n) return;
-   BlockEvents* e = (BlockEvents*)alloc_permanent(sizeof(BlockEvents) + n * sizeof(EventSlot));
+   if (!n && !n_by_point) return;
+   SizeT slots_bytes = (sizeof(BlockEvents) + n * sizeof(EventSlot) + 7) & ~(SizeT)7;
+   BlockEvents* e = (BlockEvents*)alloc_permanent(slots_bytes + n_by_point * sizeof(PointEvent));
    e->n = n;
    VG_(memcpy)(e->slots, slots, n * sizeof(EventSlot));
+   e->n_by_point = n_by_point;
+   PointEvent* points = (PointEvent*)((UChar*)e + slots_bytes);
+   VG_(memcpy)(points, by_point, n_by_point * sizeof(PointEvent));
+   e->by_point = points;
    block_events[blk->id] = e;
 }
 

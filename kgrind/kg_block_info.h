@@ -116,21 +116,34 @@ UWord block_info_count();
 
 // Events beyond Ir (--cache-sim, --branch-sim: kg_events.h): a (context,
 // block) has one more counter per event slot, after its flush points'. A
-// slot counts one event of one line: an access's count or misses.
+// slot counts one event of one line: an access's misses, a branch's
+// mispredicts, a guarded access's count.
 struct EventSlot {
    UShort line;                   // an index into BlockInfo::lines(), or with
                                   // per-instruction positions into instrs()
    UShort event;                  // kg_events.h: EventId
 };
+// An event that happens `times` at `line` each time execution reaches flush
+// point `point` (an unguarded access's Dr or Dw, a branch's Bc or Bi): its
+// count is the point's counter times `times`, with no counter of its own.
+struct PointEvent {
+   UShort line;                   // as EventSlot::line
+   UShort event;                  // kg_events.h: EventId
+   UShort point;                  // the flush point (its counter's index)
+   UShort times;
+};
 struct BlockEvents {
-   UInt n;
+   UInt n;                        // slots (counters)
+   UInt n_by_point;
+   const PointEvent* by_point;    // n_by_point of them
    EventSlot slots[1];            // n of them
 };
 // Each block's event slots by id (below block_events_cap), or nullptr (no
 // events: the table stays empty, its cap 0).
 extern BlockEvents** block_events;
 extern UWord block_events_cap;
-void set_block_events(const BlockInfo* blk, const EventSlot* slots, UInt n);
+void set_block_events(const BlockInfo* blk, const EventSlot* slots, UInt n, const PointEvent* by_point,
+                      UInt n_by_point);
 // The first event counter of a (context, block): after its flush points'.
 inline UInt event_base(const BlockInfo* blk) { return blk->n_slots ? blk->n_slots : 1; }
 // Counters a (context, block) has: one per slot, at least one, and its events'.

@@ -133,17 +133,21 @@ void write_cache_desc(FileWriter& out, const Geometry& c)
 ULong no_thread_clock[kEventIds];
 
 // Counting misses: bit 0 of a result is a first-level miss, bit 1 a
-// last-level one (core::CacheMiss); the access's events, e (Dr or Dw), its
-// first-level and its last-level misses, on the clock too.
+// last-level one (core::CacheMiss); the access's first-level and
+// last-level misses, on the clock too. Most accesses hit: one test.
 inline void count_misses(ULong* slots, core::CacheMiss m, EventId l1, EventId ll)
 {
-   slots[0] += m & 1;
-   slots[1] += m >> 1;
+   if (__builtin_expect(m == core::kHit, 1)) return;
    ULong* clock = kg_event_clock;
-   clock[l1] += m & 1;
-   clock[ll] += m >> 1;
+   slots[0]++;
+   clock[l1]++;
+   if (m == core::kLLMiss) {
+      slots[1]++;
+      clock[ll]++;
+   }
 }
 
+// A guarded access: its count (e: Dr or Dw) and its misses.
 inline void count_access(ULong* slots, core::CacheMiss m, EventId e, EventId l1, EventId ll)
 {
    slots[0]++;
@@ -151,14 +155,15 @@ inline void count_access(ULong* slots, core::CacheMiss m, EventId e, EventId l1,
    count_misses(slots + 1, m, l1, ll);
 }
 
-// A branch: its count and its mispredicts.
-inline void count_branch(ULong* slots, Bool mispredicted, EventId e, EventId miss)
+// A branch: its count on the clock (the count itself is its flush
+// point's), and its mispredict.
+inline void count_branch(ULong* slot, Bool mispredicted, EventId e, EventId miss)
 {
-   slots[0]++;
-   slots[1] += mispredicted;
    ULong* clock = kg_event_clock;
    clock[e]++;
-   clock[miss] += mispredicted;
+   if (!mispredicted) return;
+   slot[0]++;
+   clock[miss]++;
 }
 
 } // namespace
@@ -176,6 +181,21 @@ Bool event_on(UInt e)
 }
 
 Bool extra_events_on() { return events_asked(); }
+
+Bool event_is_rare(EventId e) { return e != kEvDr && e != kEvDw && e != kEvBc && e != kEvBi; }
+
+Bool rare_column_pair(UInt c)
+{
+   if (!event_is_rare(extra_event_id(c))) return False;
+   return c + 1 >= extra_event_count() || event_is_rare(extra_event_id(c + 1));
+}
+
+Bool pops_test_rare_events()
+{
+   UInt pairs = 0;
+   for (UInt c = 0; c < extra_event_count(); c += 2) pairs += rare_column_pair(c);
+   return pairs >= 2;
+}
 
 UInt extra_event_count() { return event_column(kEventIds); }
 
@@ -247,10 +267,22 @@ extern "C" void VG_REGPARM(3) kg_sim_fetch(ULong* slots, Addr addr, UWord size)
 
 extern "C" void VG_REGPARM(3) kg_sim_read(ULong* slots, Addr addr, UWord size)
 {
-   count_access(slots, caches.data(addr, size), kEvDr, kEvD1mr, kEvDLmr);
+   kg_event_clock[kEvDr]++;
+   count_misses(slots, caches.data(addr, size), kEvD1mr, kEvDLmr);
 }
 
 extern "C" void VG_REGPARM(3) kg_sim_write(ULong* slots, Addr addr, UWord size)
+{
+   kg_event_clock[kEvDw]++;
+   count_misses(slots, caches.data(addr, size), kEvD1mw, kEvDLmw);
+}
+
+extern "C" void VG_REGPARM(3) kg_sim_read_guarded(ULong* slots, Addr addr, UWord size)
+{
+   count_access(slots, caches.data(addr, size), kEvDr, kEvD1mr, kEvDLmr);
+}
+
+extern "C" void VG_REGPARM(3) kg_sim_write_guarded(ULong* slots, Addr addr, UWord size)
 {
    count_access(slots, caches.data(addr, size), kEvDw, kEvD1mw, kEvDLmw);
 }
@@ -268,13 +300,15 @@ extern "C" void VG_REGPARM(3) kg_sim_write_lines(ULong* slots, Addr addr, UWord 
 extern "C" void kg_sim_fetch_read(ULong* slots, Addr iaddr, UWord isize, Addr addr, UWord size)
 {
    count_misses(slots, caches.fetch(iaddr, isize), kEvI1mr, kEvILmr);
-   count_access(slots + 2, caches.data(addr, size), kEvDr, kEvD1mr, kEvDLmr);
+   kg_event_clock[kEvDr]++;
+   count_misses(slots + 2, caches.data(addr, size), kEvD1mr, kEvDLmr);
 }
 
 extern "C" void kg_sim_fetch_write(ULong* slots, Addr iaddr, UWord isize, Addr addr, UWord size)
 {
    count_misses(slots, caches.fetch(iaddr, isize), kEvI1mr, kEvILmr);
-   count_access(slots + 2, caches.data(addr, size), kEvDw, kEvD1mw, kEvDLmw);
+   kg_event_clock[kEvDw]++;
+   count_misses(slots + 2, caches.data(addr, size), kEvD1mw, kEvDLmw);
 }
 
 extern "C" void VG_REGPARM(3) kg_sim_cond(ULong* slots, Addr addr, UWord taken)

@@ -22,6 +22,17 @@ enum EventId : UShort {
 
 // Whether an event (EventId) is on.
 Bool event_on(UInt e);
+// Whether event e is one that most instructions, accesses and branches do
+// not have (a miss, a mispredict, a bus event, a system call's counts).
+Bool event_is_rare(EventId e);
+// Whether the frames' inline pops test the clocks' column pairs of rare
+// events before adding them (at least two such pairs: --cache-sim), and
+// whether the pair at column c (an even column: c and c + 1, or c alone
+// when it is the last) is one (both its events rare). Such pairs' clocks
+// seldom move while a frame runs; when they do, the pop calls
+// kg_frame_rare_events_close.
+Bool pops_test_rare_events();
+Bool rare_column_pair(UInt c);
 // Whether any event beyond Ir is on.
 Bool extra_events_on();
 // Events beyond Ir that a profile has (its columns after Ir).
@@ -60,17 +71,25 @@ void write_events_line(FileWriter& out);
 // out (readers take a missing count as 0).
 void write_event_costs(FileWriter& out, const ULong* counts, UInt n);
 
-// The simulators' entry points. `slots`: the access's event counters in its
-// (context, block): fetch [I1mr, ILmr]; read [Dr, D1mr, DLmr]; write [Dw,
-// D1mw, DLmw]; branch [Bc, Bcm] or [Bi, Bim]; an atomic instruction [Ge].
-// An instruction's fetch and its first data access in one call: [I1mr,
-// ILmr, Dr, D1mr, DLmr] (or Dw, D1mw, DLmw). The _lines helpers count the
-// misses alone ([D1mr, DLmr] or [D1mw, DLmw]): the access's count is added
-// inline.
+// The simulators' entry points. `slots`: the event counters in the
+// (context, block) of what the helper counts. An unguarded access's Dr or
+// Dw and a branch's Bc or Bi are counted by the block's flush points
+// (PointEvent), so most helpers count misses alone: a fetch [I1mr, ILmr];
+// an instruction's fetch and its first data access in one call [I1mr,
+// ILmr, D1mr, DLmr] (or D1mw, DLmw); a data access [D1mr, DLmr] or [D1mw,
+// DLmw]; a conditional branch [Bcm]; an indirect one [Bim]. Those called
+// whenever their access or branch happens add its Dr, Dw, Bc or Bi to the
+// clock (fewer bytes of code than the flush point's add); the _lines
+// helpers, called only when the access is not in the line of the one
+// before, do not (the flush point does). A guarded access (_guarded)
+// counts itself too: [Dr, D1mr, DLmr] or [Dw, D1mw, DLmw]. An atomic
+// instruction [Ge].
 extern "C" {
 void VG_REGPARM(3) kg_sim_fetch(ULong* slots, Addr addr, UWord size);
 void VG_REGPARM(3) kg_sim_read(ULong* slots, Addr addr, UWord size);
 void VG_REGPARM(3) kg_sim_write(ULong* slots, Addr addr, UWord size);
+void VG_REGPARM(3) kg_sim_read_guarded(ULong* slots, Addr addr, UWord size);
+void VG_REGPARM(3) kg_sim_write_guarded(ULong* slots, Addr addr, UWord size);
 void VG_REGPARM(3) kg_sim_read_lines(ULong* slots, Addr addr, UWord size);
 void VG_REGPARM(3) kg_sim_write_lines(ULong* slots, Addr addr, UWord size);
 void kg_sim_fetch_read(ULong* slots, Addr iaddr, UWord isize, Addr addr, UWord size);

@@ -291,15 +291,21 @@ static void for_each_event(const CountedBlock& e, Bool per_instruction, F f)
    if (blk->id >= block_events_cap || !block_events[blk->id]) return;
    const BlockEvents* ev = block_events[blk->id];
    const ULong* c = e.counters + event_base(blk);
-   for (UInt s = 0; s < ev->n; s++) {
-      if (!c[s]) continue;
-      UInt col = event_column((EventId)ev->slots[s].event);
+   auto at = [&](UInt pos, UShort event, ULong count) {
+      UInt col = event_column((EventId)event);
       if (per_instruction) {
-         const InstrPos& in = blk->instrs()[ev->slots[s].line];
-         f(in.line, in.addr, col, c[s]);
+         const InstrPos& in = blk->instrs()[pos];
+         f(in.line, in.addr, col, count);
       } else {
-         f(blk->lines()[ev->slots[s].line], (Addr)0, col, c[s]);
+         f(blk->lines()[pos], (Addr)0, col, count);
       }
+   };
+   for (UInt s = 0; s < ev->n; s++)
+      if (c[s]) at(ev->slots[s].line, ev->slots[s].event, c[s]);
+   // Counted by their flush points (reached counts: count_reached ran).
+   for (UInt i = 0; i < ev->n_by_point; i++) {
+      const PointEvent& p = ev->by_point[i];
+      if (ULong reached = e.counters[p.point]) at(p.line, p.event, reached * p.times);
    }
 }
 

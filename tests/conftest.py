@@ -1,5 +1,6 @@
 """Shared fixtures: building test programs and running them natively, under
 the uninstalled kgrind, and under Valgrind's own tools for reference."""
+import hashlib
 import os
 import pathlib
 import shutil
@@ -78,6 +79,44 @@ class Run:
         return callgrind_format.parse(self.profile_path)
 
 
+# Test programs compiled once per pytest process (tests/progs and the
+# compiler's arguments do not change during a run): Toolbox.compile copies
+# them from here. The program is the same file whatever directory or name
+# it is written to (the debug info names the source by its path and the
+# compiler's working directory, which are the same for every test), so a
+# copy is what the compiler would have written.
+_compiled = {'dir': None}
+
+
+@pytest.fixture(scope='session', autouse=True)
+def _compiled_programs(tmp_path_factory):
+    _compiled['dir'] = tmp_path_factory.mktemp('compiled')
+    yield
+    _compiled['dir'] = None
+
+
+def _unchanging(arg):
+    """arg names no file a test makes (a library in its directory, say)."""
+    return '/' not in arg or any(root in arg for root in (str(ROOT), '/usr/'))
+
+
+def run_compiler(cmd, src, exe):
+    """Runs the compiler command cmd, which builds exe from src, or copies
+    what the same command (but for exe) built before in this process."""
+    cmd = [str(a) for a in cmd]
+    cached = None
+    if _compiled['dir'] and all(_unchanging(a) for a in cmd if a not in (str(src), str(exe))):
+        key = repr(([a if a != str(exe) else '<exe>' for a in cmd], pathlib.Path(src).read_bytes()))
+        cached = _compiled['dir'] / hashlib.sha256(key.encode()).hexdigest()[:32]
+        if cached.exists():
+            shutil.copy2(cached, exe)
+            return
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    if cached:
+        shutil.copy2(exe, cached.with_suffix('.part'))
+        os.replace(cached.with_suffix('.part'), cached)
+
+
 class Toolbox:
     """Compiles test programs and runs them under the tools, in tmp_path."""
 
@@ -91,7 +130,7 @@ class Toolbox:
         cmd = [compiler, '-g', *flags, str(src), '-o', str(exe), *libs]
         if '-pthread' not in flags:
             cmd.append('-pthread')
-        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        run_compiler(cmd, src, exe)
         return exe
 
     def native(self, exe, *args, input=None):

@@ -333,8 +333,11 @@ def test_blocks_disasm_without_objdump(annotate, tools, tmp_path):
 # Bad input
 
 
-@pytest.fixture
-def intra_profile(tools):
+@pytest.fixture(scope='module')
+def intra_profile(tmp_path_factory):
+    """One run for the module's tests, which only read it (or copy it)."""
+    from conftest import Toolbox
+    tools = Toolbox(tmp_path_factory.mktemp('intra-profile'))
     return profile(tools, 'prog4.c', ['--mode=intra', '--roll-loops=yes', '--funcs=foo,p'])[1]
 
 

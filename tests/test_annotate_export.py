@@ -32,14 +32,21 @@ def model_profile(tmp_path, k, seed=1, threads=(1, 2)):
     return M.write_profile(tmp_path / f'model-{k}.out', {t: M.random_activations(rng) for t in threads}, k)
 
 
-@pytest.fixture
-def twice_profile(tools):
+@pytest.fixture(scope='session')
+def twice_profile(tmp_path_factory):
+    """twice.c's profile at k and scale: one run each for the session's
+    tests, which read them (several modules import this fixture)."""
+    from conftest import Toolbox
+    tools = Toolbox(tmp_path_factory.mktemp('twice'))
     exe = tools.compile('twice.c')
+    made = {}
 
-    def profile(k, scale=1, out=None):
-        run = tools.kgrind(exe, scale, opts=[f'--k={k}'], out=out or f'twice-k{k}-s{scale}.out')
-        assert run.returncode == 0, run.stderr
-        return run.profile_path
+    def profile(k, scale=1):
+        if (k, scale) not in made:
+            run = tools.kgrind(exe, scale, opts=[f'--k={k}'], out=f'twice-k{k}-s{scale}.out')
+            assert run.returncode == 0, run.stderr
+            made[k, scale] = run.profile_path
+        return made[k, scale]
     return profile
 
 
@@ -322,12 +329,10 @@ def speedscope_page(tmp_path, profile_json):
     return f'file://{app}/dist/release/index.html#localProfilePath={loader}'
 
 
-def chromium(*args, budget_ms=8000):
-    exe = testdeps.debian_tool('chromium', 'chromium')
-    r = subprocess.run([exe, '--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars',
-                        f'--virtual-time-budget={budget_ms}', *args], capture_output=True, text=True, timeout=180)
-    assert r.returncode == 0, r.stderr[-2000:]
-    return r.stdout
+def chromium_page(url, **size):
+    """A headless chromium showing url (tests/chromium_devtools.py)."""
+    import chromium_devtools
+    return chromium_devtools.Page(testdeps.debian_tool('chromium', 'chromium'), url, **size)
 
 
 def test_speedscope_opens_in_chromium(tmp_path, twice_profile):
@@ -336,12 +341,18 @@ def test_speedscope_opens_in_chromium(tmp_path, twice_profile):
     empty, with an alert), and draws it."""
     path = tmp_path / 'twice.speedscope.json'
     path.write_bytes(run_bytes('--format=speedscope', twice_profile(2)))
-    url = speedscope_page(tmp_path, path)
-    dom = chromium('--dump-dom', url)
-    assert 'thread 1 (k=2, Ir)' in dom and 'Time Order' in dom
-    png = tmp_path / 'speedscope.png'
-    chromium('--window-size=1400,800', f'--screenshot={png}', url)
-    assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n' and png.stat().st_size > 10000
+    with chromium_page(speedscope_page(tmp_path, path)) as page:
+        page.wait_for("document.documentElement.outerHTML.includes('thread 1 (k=2, Ir)')", "the thread's profile name")
+        assert 'Time Order' in page.evaluate('document.documentElement.outerHTML')
+        png = page.screenshot()
+    (tmp_path / 'speedscope.png').write_bytes(png)
+    assert png[:8] == b'\x89PNG\r\n\x1a\n' and len(png) > 10000
+
+
+# The Sandwich view's rows as [total, self, name]: the text of the first
+# two cells up to the " (" of their percentage, and the function's name.
+SANDWICH_ROWS = """Array.from(document.querySelectorAll('tr')).filter(tr => tr.querySelectorAll('td').length == 3).map(tr =>
+    [tr.cells[0].textContent.split(' (')[0], tr.cells[1].textContent.split(' (')[0], tr.cells[2].textContent])"""
 
 
 def test_speedscope_viewer_numbers_equal_kgrinds(tmp_path, annotate, twice_profile):
@@ -349,26 +360,18 @@ def test_speedscope_viewer_numbers_equal_kgrinds(tmp_path, annotate, twice_profi
     kgrind_annotate computes: its Sandwich view's total and self of every
     function (its import's sums over the call tree, recursion counted once)
     are the --k=0 contexts' inclusive_outermost and exclusive Ir."""
-    import html
     prof = twice_profile('inf')
     want = {c['path'][0]: (c['inclusive_outermost'], c['Ir'])
             for c in annotate('--format=json', '--k=0', prof).json()['threads'][0]['contexts'] if c['inclusive_outermost']}
     path = tmp_path / 'twice-inf.speedscope.json'
     path.write_bytes(run_bytes('--format=speedscope', prof))
     assert json.loads(path.read_bytes())['profiles'][0]['type'] == 'evented'
-    # a window tall enough for every row of the (virtualised) table; on a
-    # loaded machine the DOM was dumped before the table was drawn (no rows
-    # at all), three times running with 8 s of virtual time: asked again
-    # with more (virtual time passes at once while the page is idle)
-    for budget_ms in (8000, 30000, 60000, 120000):
-        dom = chromium('--window-size=1400,%d' % (40 * len(want) + 400), '--dump-dom',
-                       speedscope_page(tmp_path, path) + '&view=sandwich', budget_ms=budget_ms)
-        rows = re.findall(r'<tr[^>]*><td[^>]*>([\d,]+) \([^<]*<.*?</td><td[^>]*>([\d,]+) \(.*?</td>'
-                          r'<td[^>]*><span[^>]*></span>(.*?)</td></tr>', dom)
-        if rows:
-            break
-    got = {html.unescape(name): (int(total.replace(',', '')), int(own.replace(',', ''))) for total, own, name in rows}
-    assert len(rows) == len(got) and got == want
+    # a window tall enough for every row of the (virtualised) table; the
+    # rows are read once the table is drawn (some rows, the same twice)
+    with chromium_page(speedscope_page(tmp_path, path) + '&view=sandwich', height=40 * len(want) + 400) as page:
+        rows = page.wait_for(SANDWICH_ROWS, "the Sandwich view's table rows")
+    got = {name: (int(total.replace(',', '')), int(own.replace(',', ''))) for total, own, name in rows}
+    assert len(rows) == len(got) and got == want, rows
 
 
 def test_exports_refuse_block_modes(annotate, tools):

@@ -29,7 +29,7 @@ import test_events
 import test_inline_frames
 import test_stress
 import valgrind_launch
-from conftest import PROGS, ROOT, Run, Toolbox
+from conftest import PROGS, ROOT, Run, Toolbox, run_compiler
 from ksf_records import parse_listing
 from test_callgrind_agreement import generate_program
 from test_function_mode import LISTING_4_3_THREAD1, LISTING_4_3_THREAD2, LISTING_4_7, LISTING_4_10, PROG1_FUNCS
@@ -80,8 +80,8 @@ class Arm64Tools(Toolbox):
         src = source if isinstance(source, pathlib.Path) else PROGS / source
         exe = self.dir / (out or src.stem)
         compiler = compiler or (CXX if src.suffix in ('.cpp', '.cc') else CC)
-        subprocess.run([compiler, '-g', *self.link, *self.compile_flags, *flags, str(src), '-o', str(exe), *libs,
-                        '-pthread'], check=True, capture_output=True, text=True)
+        run_compiler([compiler, '-g', *self.link, *self.compile_flags, *flags, str(src), '-o', str(exe), *libs,
+                      '-pthread'], src, exe)
         return exe
 
     def native(self, exe, *args, input=None):

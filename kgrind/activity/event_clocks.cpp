@@ -25,6 +25,7 @@ namespace {
 UInt clock_events;                    // events beyond Ir; 0: none, nothing here runs
 EventId clock_event_ids[kEventIds];   // the event of each column
 UWord row_scale;                      // frame_row_scale()
+Bool rare_column[kEventIds];          // tested by inline pops (pops_test_rare_events)
 
 } // namespace
 
@@ -41,6 +42,8 @@ static void event_clocks_init()
    if (!extra_events_on()) return;
    clock_events = extra_event_count();
    for (UInt c = 0; c < clock_events; c++) clock_event_ids[c] = extra_event_id(c);
+   for (UInt c = 0; pops_test_rare_events() && c < clock_events; c += 2)
+      if (rare_column_pair(c)) rare_column[c] = rare_column[c + 1] = True;   // (c + 1 < kEventIds, which is even)
    // Frames are 3 words: (f - base) / 24 is ((f - base) >> 3) times 3's
    // inverse mod 2^64, exactly.
    static_assert(sizeof(Frame) == 3 * sizeof(ULong), "frame_row_scale's division by 3");
@@ -181,6 +184,17 @@ void close_frame_events(const ShadowStack* s, const Frame* f, Transition* tr, Bo
 }
 
 } // namespace
+
+extern "C" void VG_REGPARM(3) kg_frame_rare_events_close(const ULong* row, ULong* edge, ULong* node)
+{
+   const ULong* clock = kg_event_clock;
+   for (UInt c = 0; c < clock_events; c++) {
+      if (!rare_column[c]) continue;
+      ULong ran = clock[clock_event_ids[c]] - row[c];
+      edge[c] += ran;
+      node[c] += ran;
+   }
+}
 
 extern "C" void VG_REGPARM(1) kg_frame_events_close(const Frame* f)
 {

@@ -132,14 +132,16 @@ class CacheHierarchy {
   }
 
   // An instruction fetch of `size` bytes at addr.
-  CacheMiss fetch(uint64_t addr, uint64_t size) { return access(i1_, addr, size); }
+  __attribute__((always_inline)) CacheMiss fetch(uint64_t addr, uint64_t size) { return access(i1_, addr, size); }
   // A data read or write (write-allocate: the same lookups as a read).
-  CacheMiss data(uint64_t addr, uint64_t size) { return access(d1_, addr, size); }
+  __attribute__((always_inline)) CacheMiss data(uint64_t addr, uint64_t size) { return access(d1_, addr, size); }
 
  private:
   // Every line [addr, addr + size) touches, at L1; if any missed, every
   // LL line the access's bytes touch. An access of size 0 touches addr's line.
-  CacheMiss access(CacheLevel& l1, uint64_t addr, uint64_t size) {
+  // Inlined into each helper, as fetch and data are (the compiler made
+  // them calls of their own).
+  __attribute__((always_inline)) CacheMiss access(CacheLevel& l1, uint64_t addr, uint64_t size) {
     uint32_t bits = l1.line_bits();
     uint64_t end = addr + (size ? size - 1 : 0);   // the last byte
     uint64_t first = addr >> bits;

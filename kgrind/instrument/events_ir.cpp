@@ -6,7 +6,10 @@
 // address of its event counters in the block's (context, block) counters:
 // after the flush points' (event_base), a slot per (access, event), made
 // here and described in the block's EventSlots (which line each counts,
-// which event).
+// which event). An unguarded access's Dr or Dw and a branch's Bc or Bi
+// happen whenever execution reaches the flush point after them: they have
+// no counter (the block's PointEvents), and the point adds them to the
+// clocks (flush) unless their helper, called every time, does.
 
 namespace kg {
 
@@ -14,10 +17,15 @@ namespace {
 
 class EventsIR {
 public:
-   // A superblock starts; `on`: events are collected.
-   void begin(Bool on)
+   // A superblock starts; `on`: events are collected. `by_point`: its flush
+   // points count where execution reaches them (not an unrolled loop's
+   // leaving counts), so they can count its unguarded accesses and branches.
+   void begin(Bool on, Bool by_point)
    {
       on_ = on;
+      by_point_ = by_point;
+      n_by_point_ = 0;
+      n_waiting_ = 0;
       if (on && clo.cache_sim) {
          line_bits_ = i1_line_bits();
          d1_line_bits_ = d1_line_bits();
@@ -41,8 +49,8 @@ public:
    {
       if (!fetch_pending_) return;
       fetch_pending_ = False;
-      call(b, fetch_counters_, fetch_line_, kEvI1mr, kEvILmr, "kg_sim_fetch", (void*)kg_sim_fetch,
-           IRBuilder::u64(fetch_addr_), IRBuilder::u64(fetch_len_), nullptr);
+      call(b, fetch_counters_, fetch_line_, kEvI1mr, "kg_sim_fetch", (void*)kg_sim_fetch, IRBuilder::u64(fetch_addr_),
+           IRBuilder::u64(fetch_len_), nullptr, kEvILmr);
    }
 
    // Instruction `addr` (len bytes, of line slot `line`) is fetched. An
@@ -145,7 +153,8 @@ public:
       if (!on_ || !clo.branch_sim || st->Ist.Exit.jk != Ijk_Boring) return;
       IRExpr* taken = b.tmp(IRExpr_Unop(Iop_1Uto64, st->Ist.Exit.guard), Ity_I64);
       if (const_target(st->Ist.Exit.dst) == next) taken = b.tmp(IRExpr_Binop(Iop_Xor64, taken, IRBuilder::u64(1)), Ity_I64);
-      call(b, counters, line, kEvBc, kEvBcm, "kg_sim_cond", (void*)kg_sim_cond, IRBuilder::u64(addr), taken, nullptr);
+      count_unguarded(b, counters, line, kEvBc, True);
+      call(b, counters, line, kEvBcm, "kg_sim_cond", (void*)kg_sim_cond, IRBuilder::u64(addr), taken, nullptr);
    }
 
    // The superblock's end: a computed jump or call (not a return) is an
@@ -154,8 +163,9 @@ public:
    {
       if (!on_ || !clo.branch_sim || sb->next->tag == Iex_Const) return;
       if (sb->jumpkind != Ijk_Boring && sb->jumpkind != Ijk_Call) return;
-      call(b, counters, line, kEvBi, kEvBim, "kg_sim_indirect", (void*)kg_sim_indirect, IRBuilder::u64(addr),
-           sb->next, nullptr);
+      count_unguarded(b, counters, line, kEvBi, True);
+      call(b, counters, line, kEvBim, "kg_sim_indirect", (void*)kg_sim_indirect, IRBuilder::u64(addr), sb->next,
+           nullptr);
    }
 
    // The superblock's end: a system call of the instruction at line `line`,
@@ -176,9 +186,42 @@ public:
    void finish(BlockInfo* blk)
    {
       if (!on_) return;
+      tl_assert(n_waiting_ == 0);
       ULong base = 8 * (ULong)event_base(blk);
       for (UInt i = 0; i < n_patches_; i++) patches_[i]->Ico.U64 += base;
-      set_block_events(blk, slots_, n_);
+      set_block_events(blk, slots_, n_, by_point_events_, n_by_point_);
+   }
+
+   // Flush point `point` is next: the events waiting for it are its
+   // (PointEvents), and it adds them to the clocks. True if there were any
+   // (the point must then count even with no instructions since the last).
+   Bool flush(IRBuilder& b, UInt point)
+   {
+      if (!n_waiting_) return False;
+      ULong per_event[kEventIds] = {};
+      for (UInt i = 0; i < n_waiting_; i++) {
+         const PointEvent& w = waiting_[i];
+         if (!waiting_clocked_[i]) per_event[w.event]++;
+         UInt j = n_by_point_;
+         while (j > 0 && by_point_events_[j - 1].point == point &&
+                (by_point_events_[j - 1].line != w.line || by_point_events_[j - 1].event != w.event))
+            j--;
+         if (j > 0 && by_point_events_[j - 1].point == point) {
+            by_point_events_[j - 1].times++;
+         } else {
+            if (n_by_point_ == kMaxEventSlots)
+               VG_(tool_panic)((HChar*)"kgrind: a superblock with more than 4096 events counted by its points");
+            by_point_events_[n_by_point_++] = { w.line, w.event, (UShort)point, 1 };
+         }
+      }
+      n_waiting_ = 0;
+      IRExpr* clock = nullptr;
+      for (UInt e = 0; e < kEventIds; e++) {
+         if (!per_event[e]) continue;
+         if (!clock) clock = b.load64(&kg_event_clock);
+         b.add_if(nullptr, b.place(clock, 8 * e), IRBuilder::u64(per_event[e]));
+      }
+      return True;
    }
 
 private:
@@ -187,7 +230,7 @@ private:
 
    void read(IRBuilder& b, IRExpr* counters, UInt line, IRExpr* addr, UInt size, IRExpr* guard)
    {
-      if (!clo.cache_sim) count(b, counters, line, kEvDr, guard);
+      if (!clo.cache_sim) count_data(b, counters, line, kEvDr, guard);
       else simulate(b, counters, line, addr, size, guard, kReadAccess);
       last_read_addr_ = guard ? nullptr : addr;
       last_read_size_ = size;
@@ -198,22 +241,24 @@ private:
       Bool modify = !guard && last_read_addr_ && size == last_read_size_ && same_atom(addr, last_read_addr_);
       last_read_addr_ = nullptr;
       if (modify) return;
-      if (!clo.cache_sim) count(b, counters, line, kEvDw, guard);
+      if (!clo.cache_sim) count_data(b, counters, line, kEvDw, guard);
       else simulate(b, counters, line, addr, size, guard, kWriteAccess);
    }
 
-   // A read's or a write's helpers and events: the access itself [Dr D1mr
-   // DLmr], its count alone [Dr], the fetch and the access [I1mr ILmr Dr
-   // D1mr DLmr], and the same for a write.
+   // A read's or a write's helpers and events: a guarded access [Dr D1mr
+   // DLmr], an access's misses [D1mr DLmr], the fetch and the access's
+   // misses [I1mr ILmr D1mr DLmr], and the same for a write.
    // (Function pointers of their own types: a constant initialisation, as
    // the tool runs no constructors.)
    typedef void VG_REGPARM(3) (*Helper)(ULong*, Addr, UWord);
    typedef void (*FetchHelper)(ULong*, Addr, UWord, Addr, UWord);
    struct AccessKind {
       EventId count, l1, ll;
-      const HChar* name;
+      const HChar* guarded_name;
+      Helper guarded_fn;
+      const HChar* name;   // another line's: misses and the clock
       Helper fn;
-      const HChar* lines_name;
+      const HChar* lines_name;   // behind the compare: misses alone
       Helper lines_fn;
       const HChar* fetch_name;
       FetchHelper fetch_fn;
@@ -222,47 +267,46 @@ private:
 
    // A data access of `size` bytes at addr (an atom), when guard holds.
    // - Guarded: a call of its own, after the instruction's fetch (the guard
-   //   is the access's only).
+   //   is the access's only), which counts the access too.
+   // - Else its count is its flush point's (count_unguarded), and its misses:
    // - The instruction's fetch waiting: one call for both.
    // - Else, after another unguarded access of the superblock (the one just
    //   before: nothing but fetches between, which are I1's and reach LL
    //   only on an I1 miss): when every byte of this one is in the first
    //   line of that one, that line is still the most recent of its D1 set,
    //   so this access is a hit that changes nothing and reaches no LL. The
-   //   call is made only when they are not (an inline compare), and the
-   //   count is added inline.
+   //   call is made only when they are not (an inline compare).
    void simulate(IRBuilder& b, IRExpr* counters, UInt line, IRExpr* addr, UInt size, IRExpr* guard,
                  const AccessKind& k)
    {
       IRExpr* n = access_size(size);
       if (guard) {
          end_instruction(b);
-         call(b, counters, line, k.count, k.l1, k.name, (void*)k.fn, addr, n, guard, k.ll);
+         call(b, counters, line, k.count, k.guarded_name, (void*)k.guarded_fn, addr, n, guard, k.l1, k.ll);
          last_data_ = nullptr;
          return;
       }
       IRExpr* prev = last_data_;
       last_data_ = addr;
+      LineRelation relation = fetch_pending_ || !prev ? kOtherLine : line_relation(prev, addr, size);
+      // The helpers called every time (the fetch's, another line's) add
+      // the count to the clock.
+      count_unguarded(b, counters, line, k.count, relation == kOtherLine);
       if (fetch_pending_) {
          fetch_pending_ = False;
          IRExpr* at = slot_address(b, counters);
-         const EventId events[] = { kEvI1mr, kEvILmr, k.count, k.l1, k.ll };
+         const EventId events[] = { kEvI1mr, kEvILmr, k.l1, k.ll };
          for (EventId e : events) add_slot(line, e);
          b.call(k.fetch_name, (void*)k.fetch_fn, 0,
                 mkIRExprVec_5(at, IRBuilder::u64(fetch_addr_), IRBuilder::u64(fetch_len_), addr, n), nullptr);
          return;
       }
-      switch (prev ? line_relation(prev, addr, size) : kOtherLine) {
+      switch (relation) {
       case kOtherLine:
-         call(b, counters, line, k.count, k.l1, k.name, (void*)k.fn, addr, n, nullptr, k.ll);
+         call(b, counters, line, k.l1, k.name, (void*)k.fn, addr, n, nullptr, k.ll);
          return;
-      case kSameLine: {   // a hit: the count alone
-         IRExpr* at = slot_address(b, counters);
-         const EventId events[] = { k.count, k.l1, k.ll };
-         for (EventId e : events) add_slot(line, e);
-         count_inline(b, at, k.count);
+      case kSameLine:   // a hit: the count alone
          return;
-      }
       case kMaybeSameLine:
          break;
       }
@@ -274,18 +318,7 @@ private:
          apart = b.op(Iop_Or64, apart, b.op(Iop_Xor64, last, prev));
       }
       IRExpr* other_line = b.op(Iop_CmpLE64U, IRBuilder::u64(1ULL << d1_line_bits_), apart, Ity_I1);
-      IRExpr* at = slot_address(b, counters);
-      const EventId events[] = { k.count, k.l1, k.ll };
-      for (EventId e : events) add_slot(line, e);
-      count_inline(b, at, k.count);
-      b.call(k.lines_name, (void*)k.lines_fn, 3, mkIRExprVec_3(b.op(Iop_Add64, at, IRBuilder::u64(8)), addr, n), other_line);
-   }
-
-   // The access's count, inline, in its slot and on the clock.
-   static void count_inline(IRBuilder& b, IRExpr* at, EventId e)
-   {
-      b.add_if(nullptr, b.place(at, 0), IRBuilder::u64(1));
-      b.add_if(nullptr, b.place(b.load64(&kg_event_clock), 8 * e), IRBuilder::u64(1));
+      call(b, counters, line, k.l1, k.lines_name, (void*)k.lines_fn, addr, n, other_line, k.ll);
    }
 
    // Whether an access of `size` bytes at addr is in the first D1 line of
@@ -336,6 +369,23 @@ private:
 
    void add_slot(UInt line, EventId e) { slots_[n_++] = { (UShort)line, (UShort)e }; }
 
+   // An event that happens whenever execution reaches the next flush point
+   // (an unguarded access, a branch): counted by that point, or, in a
+   // block that counts where execution leaves it, inline in a slot of its
+   // own. On the clock by the point (or inline), unless `clocked`: its
+   // helper, called every time, adds it there.
+   void count_unguarded(IRBuilder& b, IRExpr* counters, UInt line, EventId e, Bool clocked)
+   {
+      if (!by_point_) {
+         count(b, counters, line, e, nullptr, !clocked);
+         return;
+      }
+      if (n_waiting_ == kMaxEventSlots)
+         VG_(tool_panic)((HChar*)"kgrind: a superblock with more than 4096 events counted by its points");
+      waiting_clocked_[n_waiting_] = clocked;
+      waiting_[n_waiting_++] = { (UShort)line, (UShort)e, 0, 0 };
+   }
+
    // An access touches every line its bytes are in (a 32-byte load may
    // straddle two lines, as in cachegrind: tests/test_events.py).
    static IRExpr* access_size(UInt size) { return IRBuilder::u64(size ? size : 1); }
@@ -347,14 +397,22 @@ private:
       return False;
    }
 
-   // --collect-data without --cache-sim: the access counted inline, when
-   // its guard holds, in a slot of event e.
-   void count(IRBuilder& b, IRExpr* counters, UInt line, EventId e, IRExpr* guard)
+   // --collect-data without --cache-sim: the access counted by its flush
+   // point, or guarded, inline (when its guard holds) in a slot of event e.
+   void count_data(IRBuilder& b, IRExpr* counters, UInt line, EventId e, IRExpr* guard)
+   {
+      if (guard) count(b, counters, line, e, guard, True);
+      else count_unguarded(b, counters, line, e, False);
+   }
+
+   // Event e counted inline, when guard holds, in a slot of its own and
+   // (on_clock) on the clock.
+   void count(IRBuilder& b, IRExpr* counters, UInt line, EventId e, IRExpr* guard, Bool on_clock)
    {
       IRExpr* at = slot_address(b, counters);
       slots_[n_++] = { (UShort)line, (UShort)e };
       b.add_if(guard, b.place(at, 0), IRBuilder::u64(1));
-      b.add_if(guard, b.place(b.load64(&kg_event_clock), 8 * e), IRBuilder::u64(1));   // and on the clock
+      if (on_clock) b.add_if(guard, b.place(b.load64(&kg_event_clock), 8 * e), IRBuilder::u64(1));
    }
 
    void bus(IRBuilder& b, IRExpr* counters, UInt line)
@@ -375,20 +433,27 @@ private:
    }
 
    // helper(counters + slot offset, x, y) when guard holds, with slots for
-   // events e0, e1 (and e2) of line `line`.
-   void call(IRBuilder& b, IRExpr* counters, UInt line, EventId e0, EventId e1, const HChar* name, void* fn,
-             IRExpr* x, IRExpr* y, IRExpr* guard, Int e2 = -1)
+   // events e0 (and e1, e2) of line `line`.
+   void call(IRBuilder& b, IRExpr* counters, UInt line, EventId e0, const HChar* name, void* fn, IRExpr* x,
+             IRExpr* y, IRExpr* guard, Int e1 = -1, Int e2 = -1)
    {
       IRExpr* at = slot_address(b, counters);
-      slots_[n_++] = { (UShort)line, (UShort)e0 };
-      slots_[n_++] = { (UShort)line, (UShort)e1 };
-      if (e2 >= 0) slots_[n_++] = { (UShort)line, (UShort)e2 };
+      add_slot(line, e0);
+      if (e1 >= 0) add_slot(line, (EventId)e1);
+      if (e2 >= 0) add_slot(line, (EventId)e2);
       b.call(name, fn, 3, mkIRExprVec_3(at, x, y), guard);
    }
 
    // No initialisers: the one EventsIR is a zeroed static (the tool runs no
    // constructors); begin sets what a superblock needs.
    Bool on_;
+   Bool by_point_;
+   // Events counted by the next flush point, and by the block's points.
+   PointEvent waiting_[kMaxEventSlots];
+   Bool waiting_clocked_[kMaxEventSlots];   // its helper adds it to the clock
+   UInt n_waiting_;
+   PointEvent by_point_events_[kMaxEventSlots];
+   UInt n_by_point_;
    UInt line_bits_;                 // I1's
    Addr last_fetched_;              // the previous instruction's last byte, or 0
    UInt n_;
@@ -415,12 +480,12 @@ private:
 };
 
 const EventsIR::AccessKind EventsIR::kReadAccess = {
-   kEvDr, kEvD1mr, kEvDLmr, "kg_sim_read", kg_sim_read, "kg_sim_read_lines", kg_sim_read_lines,
-   "kg_sim_fetch_read", kg_sim_fetch_read,
+   kEvDr, kEvD1mr, kEvDLmr, "kg_sim_read_guarded", kg_sim_read_guarded, "kg_sim_read", kg_sim_read,
+   "kg_sim_read_lines", kg_sim_read_lines, "kg_sim_fetch_read", kg_sim_fetch_read,
 };
 const EventsIR::AccessKind EventsIR::kWriteAccess = {
-   kEvDw, kEvD1mw, kEvDLmw, "kg_sim_write", kg_sim_write, "kg_sim_write_lines", kg_sim_write_lines,
-   "kg_sim_fetch_write", kg_sim_fetch_write,
+   kEvDw, kEvD1mw, kEvDLmw, "kg_sim_write_guarded", kg_sim_write_guarded, "kg_sim_write", kg_sim_write,
+   "kg_sim_write_lines", kg_sim_write_lines, "kg_sim_fetch_write", kg_sim_fetch_write,
 };
 
 EventsIR events_ir;

@@ -103,15 +103,29 @@ void add_frame_events_close(IRBuilder& b, IRExpr* f, IRExpr* tr, IRExpr* not_pop
    IRExpr* node = array_or_sink(offsetof(RecentEvents, node), outer ? b.op(Iop_Or64, skip, outer) : skip);
    IRExpr* clock = b.load64(&kg_event_clock);
    IRExpr* row = frame_events_row(b, f);
+   // Rare events' pairs (misses): whether any moved, and then a call.
+   Bool test_rare = pops_test_rare_events();
+   IRExpr* rare_moved = nullptr;
    for_clock_columns([&](const ClockColumns& cc) {
       IRType ty = cc.type();
       IRExpr* ran = b.op(cc.sub(), event_clocks_now(b, clock, cc), b.load(ty, b.field(row, cc.at())), ty);
+      if (test_rare && rare_column_pair(cc.c)) {
+         IRExpr* bits = ran;
+         if (cc.pair)
+            bits = b.op(Iop_Or64, b.tmp(IRExpr_Unop(Iop_V128to64, ran), Ity_I64),
+                        b.tmp(IRExpr_Unop(Iop_V128HIto64, ran), Ity_I64));
+         rare_moved = rare_moved ? b.op(Iop_Or64, rare_moved, bits) : bits;
+         return;
+      }
       auto add = [&](IRExpr* to) {
          b.store(b.field(to, cc.at()), b.op(cc.add(), b.load(ty, b.field(to, cc.at())), ran, ty));
       };
       add(edge);
       add(node);
    });
+   if (rare_moved)
+      b.call("kg_frame_rare_events_close", (void*)kg_frame_rare_events_close, 3, mkIRExprVec_3(row, edge, node),
+             b.op(Iop_CmpNE64, rare_moved, IRBuilder::u64(0), Ity_I1));
    // (Popped or not: the helper tells.)
    b.call("kg_frame_events_close", (void*)kg_frame_events_close, 1, mkIRExprVec_1(f),
           b.op(Iop_CmpNE64, other, IRBuilder::u64(0), Ity_I1));

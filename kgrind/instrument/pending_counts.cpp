@@ -41,10 +41,15 @@ public:
       since_point_++;
    }
 
+   // The index of the next flush point.
+   UInt next_point() const { return point_; }
+
    // A flush point: a side exit (taken: when it is taken; used when
    // leaving) or the end (taken nullptr). Records which lines' instructions
-   // the point counts (function mode: LineRun).
-   void flush(IRBuilder& b, IRExpr* counters, const IRBuilder::Cond* taken)
+   // the point counts (function mode: LineRun). `counts_events`: events
+   // beyond Ir are counted by this point (PointEvent), so it counts even
+   // with no instruction since the last.
+   void flush(IRBuilder& b, IRExpr* counters, const IRBuilder::Cond* taken, Bool counts_events)
    {
       UInt point = point_++;
       for (UInt i = 0; i < kMaxSlots; i++) {
@@ -53,7 +58,7 @@ public:
          counts_[i] = 0;
       }
       if (!leaving_) {
-         if (!every_point_ && !since_point_) return;
+         if (!every_point_ && !since_point_ && !counts_events) return;
          b.add_to(b.place(counters, 8 * point), IRBuilder::u64(1));
          if (since_point_) {
             ir_ = b.op(Iop_Add64, b.load64(&kg_now->ir), IRBuilder::u64(since_point_));

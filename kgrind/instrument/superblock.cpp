@@ -89,7 +89,8 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    // restorer's events are not simulated (docs/design/events.md).
    Bool events = extra_events_on();
    UInt stub_instrs = events ? 0 : stub_instructions(sb_in, blk, n_instrs);
-   events_ir.begin(events && !sigreturn);
+   Bool leaving = !blocks && !chain_changes && unrolled_loop(sb_in, blk);
+   events_ir.begin(events && !sigreturn, !leaving);
    // An event slot's position (EventSlot::line): the instruction's line
    // slot, or with per-instruction positions the instruction's index.
    auto event_pos = [&](Int i) { return per_instruction ? (UInt)i : slot_of_instr[i]; };
@@ -112,12 +113,16 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
 
    IRSB* sb = deepCopyIRSBExceptStmts(sb_in);
    IRBuilder b(sb, layout);
-   Bool leaving = !blocks && !chain_changes && unrolled_loop(sb_in, blk);
    PendingCounts pending(per_instruction, blocks || clo.collect_jumps, leaving);
    Addr last_instr = 0;
    UInt last_len = 0;
    Int instr = 0;
    IRExpr* counters = nullptr;   // set by the prologue
+   // A flush point, with the events it counts (EventsIR::flush).
+   auto flush = [&](const IRBuilder::Cond* taken) {
+      Bool counts_events = events_ir.flush(b, pending.next_point());
+      pending.flush(b, counters, taken, counts_events);
+   };
    IRExpr* stub_counted = nullptr;
    SpTracker sp(sb_in, layout);
    // Whether the superblock's end checks SP (add_block_end): then a check
@@ -153,7 +158,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
             if (inline_chains && !levels_left)
                counters = add_inline_run(b, blk, chain_of[0], counters, levels_inline, nullptr);
          } else if (chain_changes && chain_of[instr] != chain_of[instr - 1]) {
-            pending.flush(b, counters, nullptr);
+            flush(nullptr);
             if (inline_chains)
                counters = add_inline_run(b, blk, chain_of[instr], counters, levels_inline, pending.flushed_ir());
          }
@@ -166,9 +171,11 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          break;
       case Ist_Exit:
          events_ir.end_instruction(b);
+         // The branch's count is its flush point's: before the flush.
+         if (instr) events_ir.cond_exit(b, counters, event_pos(instr - 1), st, last_instr, last_instr + last_len);
          if (flushes_before(st, blocks)) {
             IRBuilder::Cond taken = exit_condition(sb_in, i);
-            pending.flush(b, counters, &taken);
+            flush(&taken);
          }
          if (sp.may_have_risen())
             add_unwind_check(b, sp.value(b), leaving ? pending.ir_now(b) : nullptr,
@@ -176,7 +183,6 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          if (st->Ist.Exit.jk == Ijk_Boring)
             add_direct_jump(b, blk, const_target(st->Ist.Exit.dst), last_instr, st->Ist.Exit.guard,
                             leaving ? pending.ir_now(b) : nullptr);
-         if (instr) events_ir.cond_exit(b, counters, event_pos(instr - 1), st, last_instr, last_instr + last_len);
          break;
       default:
          if (instr) events_ir.data(b, counters, event_pos(instr - 1), st, sb_in->tyenv);
@@ -188,7 +194,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    events_ir.end_instruction(b);
    if (counters && instr) events_ir.indirect(b, counters, event_pos(instr - 1), sb_in, last_instr);
    if (counters && instr) events_ir.syscall(b, counters, event_pos(instr - 1), sb_in);
-   if (counters) pending.flush(b, counters, nullptr);
+   if (counters) flush(nullptr);
    blk->counts_leaving = leaving;
    if (counters && may_call_stub)
       add_stub_counter(b, blk, pending, counters, stub_slot, stub ? IRBuilder::u64(stub) : sb->next);
