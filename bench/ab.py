@@ -30,6 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 AB = Path(os.environ.get('KGRIND_AB_DIR', '/tmp/kgrind-ab'))
+# Function mode has inlined levels by default (k2 = k2-inline); k2-noinline
+# gives physical frames, as callgrind's and kgrind's before the default.
 CONFIGS = {
     'k1': ['--k=1'], 'k2': ['--k=2'], 'k4': ['--k=4'], 'k8': ['--k=8'], 'kinf': ['--k=inf'],
     'intra-k2': ['--mode=intra', '--k=2'], 'intra-roll': ['--mode=intra', '--roll-loops=yes'],

@@ -29,6 +29,9 @@ CONFIGS = [
                              '--callgrind-out-file={out}'],                              None),
     ('kgrind-k1',           ['--tool=kgrind', '--k=1', '--kgrind-out-file={out}'],       '1'),
     ('kgrind-k2',           ['--tool=kgrind', '--k=2', '--kgrind-out-file={out}'],       '2'),
+    # physical frames, as callgrind's (the others: inlined levels, kgrind's default)
+    ('kgrind-k2-noinline',  ['--tool=kgrind', '--k=2', '--inline-frames=no',
+                             '--kgrind-out-file={out}'],                                 '2'),
     ('kgrind-k4',           ['--tool=kgrind', '--k=4', '--kgrind-out-file={out}'],       '4'),
     ('kgrind-kinf',         ['--tool=kgrind', '--k=inf', '--kgrind-out-file={out}'],     'inf'),
 ]
@@ -36,6 +39,7 @@ CONFIG_LABELS = {
     'native': 'native', 'none': 'none', 'cachegrind': 'cachegrind --cache-sim=no',
     'callgrind': 'callgrind', 'callgrind-sc2': 'callgrind --separate-callers=2',
     'kgrind-k1': 'kgrind --k=1', 'kgrind-k2': 'kgrind --k=2', 'kgrind-k4': 'kgrind --k=4',
+    'kgrind-k2-noinline': 'kgrind --k=2 --inline-frames=no',
     'kgrind-kinf': 'kgrind --k=inf',
 }
 # Block modes (docs/design/block-modes.md).  They trace the main
@@ -92,17 +96,19 @@ EXTRA_CONFIGS = [   # measured on the large programs only
 CONFIG_LABELS['kgrind-k8'] = 'kgrind --k=8'
 # Tiered instrumentation (docs/design/tiers.md), on request (--configs,
 # --large-configs): --stats=yes prints the translations per tier, which
-# the report shows next to the ratios.
+# the report shows next to the ratios. Tiering applies to physical frames
+# only: compare kgrind-k2-tier with kgrind-k2-noinline.
 TIER_CONFIGS = [
-    ('kgrind-k2-tier',      ['--tool=kgrind', '--k=2', '--tiering=yes', '--stats=yes',
+    ('kgrind-k2-tier',      ['--tool=kgrind', '--k=2', '--inline-frames=no', '--tiering=yes', '--stats=yes',
                              '--kgrind-out-file={out}'],                                 '2'),
-    ('kgrind-kinf-tier',    ['--tool=kgrind', '--k=inf', '--tiering=yes', '--stats=yes',
+    ('kgrind-kinf-tier',    ['--tool=kgrind', '--k=inf', '--inline-frames=no', '--tiering=yes', '--stats=yes',
                              '--kgrind-out-file={out}'],                                 'inf'),
 ]
-CONFIG_LABELS.update({'kgrind-k2-tier': 'kgrind --k=2 --tiering=yes', 'kgrind-kinf-tier': 'kgrind --k=inf --tiering=yes'})
+CONFIG_LABELS.update({'kgrind-k2-tier': 'kgrind --k=2 --inline-frames=no --tiering=yes',
+                      'kgrind-kinf-tier': 'kgrind --k=inf --inline-frames=no --tiering=yes'})
 TIER_STATS = re.compile(r'kgrind tiers: threshold (\d+); translations: tier 1 (\d+), tier 2 (\d+) \((\d+) promoted\)')
 LARGE_CONFIGS = ['native', 'none', 'cachegrind', 'callgrind', 'callgrind-sc2',
-                 'kgrind-k1', 'kgrind-k2', 'kgrind-k4', 'kgrind-k8', 'kgrind-kinf']
+                 'kgrind-k1', 'kgrind-k2', 'kgrind-k2-noinline', 'kgrind-k4', 'kgrind-k8', 'kgrind-kinf']
 LARGE_KNOWN = LARGE_CONFIGS + [n for n, _, _ in TIER_CONFIGS]
 LARGE_KS = ['kgrind-k1', 'kgrind-k2', 'kgrind-k4', 'kgrind-k8', 'kgrind-kinf']
 # kgrind_annotate's default report is timed on these profiles (target on cc1plus k=inf).

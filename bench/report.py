@@ -177,20 +177,24 @@ class Report:
             worst = max(xn, key=xn.get)
             lines.append(f'| k=2: no workload worse than 2.5× none | worst {worst} {xn[worst]:.2f}× | '
                          f'{verdict(xn[worst] <= 2.5)} |')
-        for what, key, fmtf in (('peak memory ≤ callgrind\'s (k=2)', 'rss_kb', lambda v: f'{v / 1024:.1f} MB'),
-                                ('output ≤ callgrind\'s size (k=2)', 'out_bytes', lambda v: f'{v / 1024:.0f} KB')):
-            for ref in ('callgrind', CALLGRIND_REF):
-                bad = []
-                pairs = 0
-                for w in ws:
-                    a, b = table.get((w, k2), {}).get(key), table.get((w, ref), {}).get(key)
-                    if a is not None and b is not None:
-                        pairs += 1
-                        if a > b:
-                            bad.append(f'{w} {fmtf(a)} > {fmtf(b)} (+{100 * (a / b - 1):.0f} %)')
-                if pairs:
-                    lines.append(f'| {what} vs {CONFIG_LABELS[ref]} | '
-                                 f'{"; ".join(bad) if bad else f"all {pairs} workloads"} | {verdict(not bad)} |')
+        # k=2 as run by default (inlined levels), and in physical frames as callgrind's
+        for mine, frames in ((k2, ''), ('kgrind-k2-noinline', ', --inline-frames=no')):
+            for what, key, fmtf in ((f'peak memory ≤ callgrind\'s (k=2{frames})', 'rss_kb',
+                                     lambda v: f'{v / 1024:.1f} MB'),
+                                    (f'output ≤ callgrind\'s size (k=2{frames})', 'out_bytes',
+                                     lambda v: f'{v / 1024:.0f} KB')):
+                for ref in ('callgrind', CALLGRIND_REF):
+                    bad = []
+                    pairs = 0
+                    for w in ws:
+                        a, b = table.get((w, mine), {}).get(key), table.get((w, ref), {}).get(key)
+                        if a is not None and b is not None:
+                            pairs += 1
+                            if a > b:
+                                bad.append(f'{w} {fmtf(a)} > {fmtf(b)} (+{100 * (a / b - 1):.0f} %)')
+                    if pairs:
+                        lines.append(f'| {what} vs {CONFIG_LABELS[ref]} | '
+                                     f'{"; ".join(bad) if bad else f"all {pairs} workloads"} | {verdict(not bad)} |')
         for mode, target in (('intra', 4.0), ('inter', 3.0)):
             for c in (f'kgrind-{mode}-k2', f'kgrind-{mode}-roll'):
                 xs = [table[(w, c)].get('x_none') for w in ws if (w, c) in table]
@@ -366,9 +370,12 @@ class Report:
             rows.append(target_row(f'time {CONFIG_LABELS[c]} ≤ {limit:g}× {CONFIG_LABELS[ref]}',
                                    None if x is None else f'{x:.2f}×', None if x is None else x <= limit))
         k2, kinf, cg = (table.get((w, c), {}) for c in ('kgrind-k2', 'kgrind-kinf', 'callgrind'))
-        a, b = k2.get('rss_kb'), cg.get('rss_kb')
-        rows.append(target_row('peak RSS k=2 ≤ callgrind\'s',
-                               a and b and f'{fmt_mb(a)} MB vs {fmt_mb(b)} MB', a and b and a <= b))
+        for mine, frames in ((k2, ''), (table.get((w, 'kgrind-k2-noinline'), {}), ', --inline-frames=no')):
+            a, b = mine.get('rss_kb'), cg.get('rss_kb')
+            if frames and not a:
+                continue
+            rows.append(target_row(f'peak RSS k=2{frames} ≤ callgrind\'s',
+                                   a and b and f'{fmt_mb(a)} MB vs {fmt_mb(b)} MB', a and b and a <= b))
         nodes = kinf.get('ksf_nodes')
         for what, field, unit, per_node in LARGE_GROWTH_TARGETS:
             a, b = kinf.get(field), k2.get(field)

@@ -31,8 +31,8 @@ Steps:
     generated, preprocessed STL program, python3 and perl on
     bench/workloads/pywork.py and plwork.pl, under every large configuration
     (--large-configs: none, cachegrind, callgrind [--separate-callers=2],
-    kgrind k=1, 2, 4, 8, inf), --large-runs interleaved rounds; then the
-    wall time and peak RSS of kgrind_annotate's default report on their k=2
+    kgrind k=1, 2, 4, 8, inf, and k=2 in physical frames, --inline-frames=no,
+    as callgrind's), --large-runs interleaved rounds; then the wall time and peak RSS of kgrind_annotate's default report on their k=2
     and k=inf profiles (these get no --format=json: their inf-CCF is huge);
  7. thread churn (--churn, --no-churn): tests/progs/thread_churn.c creating
     1,000 and 10,000 threads, at most 8 alive, under kgrind: peak RSS side by

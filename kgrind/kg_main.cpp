@@ -18,8 +18,6 @@ extern "C" {
 #include "pub_tool_vkiscnums.h"
 }
 
-extern "C" Bool VG_(clo_read_inline_info);
-
 namespace kg {
 
 namespace {

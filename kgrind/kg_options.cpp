@@ -9,6 +9,7 @@ Options clo = {
    .k = 2,
    .view_k = 2,
    .mode = kModeFunc,
+   .inline_frames = True,   // where it can be: check_inline_frames
    .tiering = False,   // docs/design/tiers.md: slower on the programs it was for
    .tier_threshold = 1000,
 };
@@ -141,7 +142,7 @@ Bool process_option(const HChar* arg)
    else if VG_BOOL_CLO(arg, "--unroll-simple-rec", clo.unroll_simple_rec) {}
    else if VG_BOOL_CLO(arg, "--dump-instr", clo.dump_instr) clo.dump_instr_given = True;
    else if VG_BOOL_CLO(arg, "--collect-jumps", clo.collect_jumps) clo.collect_jumps_given = True;
-   else if VG_BOOL_CLO(arg, "--inline-frames", clo.inline_frames) {}
+   else if VG_BOOL_CLO(arg, "--inline-frames", clo.inline_frames) clo.inline_frames_given = True;
    else if VG_BOOL_CLO(arg, "--tiering", clo.tiering) {
       // Tier 1's pop is the x86-64 rule (SP just above the pushed return
       // address); arm64's returns are matched by their link address.
@@ -220,6 +221,22 @@ void check_events()
       KG_BAD_COMBINATION(opt, "%s with --collect-jumps=yes is not implemented yet: drop one of them\n", opt);
 }
 
+// Inlined functions as context levels: by default wherever they can be,
+// function mode without --collect-jumps=yes and with the core's inline
+// records (--read-inline-info); elsewhere the default means physical
+// frames, and an explicit --inline-frames=yes is an error.
+void check_inline_frames()
+{
+   const HChar* opt = "--inline-frames=yes";
+   const HChar* why = block_mode() ? "the block modes (--mode=intra|inter) count physical frames"
+                    : clo.collect_jumps ? "--collect-jumps=yes counts jumps between physical frames"
+                    : !VG_(clo_read_inline_info) ? "--read-inline-info=no leaves out the inline records"
+                    : nullptr;
+   if (!clo.inline_frames || !why) return;
+   if (clo.inline_frames_given) KG_BAD_COMBINATION(opt, "%s cannot apply: %s; drop one of them\n", opt, why);
+   clo.inline_frames = False;
+}
+
 void check_options()
 {
    if (clo.roll_loops && clo.mode == kModeFunc)
@@ -237,6 +254,7 @@ void check_options()
    check_view_k();
    check_positions();
    check_events();
+   check_inline_frames();
 }
 
 void print_usage()
@@ -280,8 +298,9 @@ void print_usage()
 "                              time: events sysCount sysTime (in milliseconds for\n"
 "                              yes and msec), and sysCpuTime with nsec [no]\n"
 "    --inline-frames=yes|no    inlined functions as context levels (`f [inlined]`),\n"
-"                              where the debug info has inline records; function\n"
-"                              mode without --collect-jumps [no]\n"
+"                              where the debug info has inline records [yes in\n"
+"                              function mode; no (physical frames) in the block\n"
+"                              modes and with --collect-jumps=yes]\n"
 "    --unroll-simple-rec=no|yes  keep each level of simple recursion [no: rolled]\n"
 "    --tiering=no|yes          translate a block cheaply (a helper call) until it\n"
 "                              has run --tier-threshold times, then with the inline\n"

@@ -40,8 +40,9 @@ struct Options {
    Bool dump_instr_given;
    Bool collect_jumps;           // --collect-jumps: jump=/jcnd= lines (block modes: default yes)
    Bool collect_jumps_given;
-   Bool inline_frames;           // --inline-frames: inlined functions as context levels [no:
-                                 // its cost, docs/design/shadow-stacks.md]
+   Bool inline_frames;           // --inline-frames: inlined functions as context levels [yes
+                                 // where they can be: resolved by check_options]
+   Bool inline_frames_given;
    Bool count_instr;             // counters per instruction: --dump-instr, or
                                  // --collect-jumps (each exit's count); set by check_options
    Bool cache_sim;               // --cache-sim: I1/D1/LL simulation
@@ -77,8 +78,9 @@ inline Bool events_asked()
 
 // Whether inlined functions are context levels: function mode, without
 // --collect-jumps (a jump's count is the difference of two flush points'
-// counts in one context).
-inline Bool inline_frames_on() { return clo.inline_frames && !block_mode() && !clo.collect_jumps; }
+// counts in one context), with the core's inline records (check_options
+// turns the default off elsewhere; an explicit yes there is an error).
+inline Bool inline_frames_on() { return clo.inline_frames; }
 void print_usage();
 void print_debug_usage();
 

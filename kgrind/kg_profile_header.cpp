@@ -80,8 +80,9 @@ void write_header(Writer& w, ULong total, const ThreadProfile* threads, UInt n_t
    }
    out.printf("\ndesc: mode: %s\n", mode_name());
    if (block_mode()) out.printf("desc: loops rolled: %s\n", clo.roll_loops ? "yes" : "no");
-   // Absent when off, as in profiles from before the option.
-   if (inline_frames_on()) out.put("desc: inline frames: yes\n");
+   // Which frames the contexts are made of (profiles from before the
+   // option have no line: physical frames).
+   out.printf("desc: inline frames: %s\n", inline_frames_on() ? "yes" : "no");
    out.printf("desc: recursion rolling: %s\n", clo.unroll_simple_rec ? "no" : "yes");
    out.printf("desc: threads joined: %s\n", clo.join_threads ? "yes" : "no");
    out.put("desc: Trigger: ");

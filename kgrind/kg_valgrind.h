@@ -40,3 +40,7 @@ extern "C" {
 // buffer until the next call; with --demangle=no, orig.
 extern "C" void VG_(demangle)(Bool do_cxx_demangling, Bool do_z_demangling, const HChar* orig,
                               const HChar** result);
+
+// The core's --read-inline-info (pub_core_options.h, not in the tool
+// headers): whether the debug info's inline records are read.
+extern "C" Bool VG_(clo_read_inline_info);

@@ -29,8 +29,8 @@ $KGrind::Model::EXPORTER = "kgrind_annotate\@$VERSION";
 my $USAGE = <<"EOT";
 usage: kgrind_annotate [options] kgrind.out.<pid> [more profiles...] [source files...]
 
-By default it prints a header (profiles, command, k, mode, threads, total
-Ir) and, per thread, a table of its hottest k-contexts: exclusive Ir, its
+By default it prints a header (profiles, command, k, mode, inline frames,
+threads, total Ir) and, per thread, a table of its hottest k-contexts: exclusive Ir, its
 share, inclusive Ir (recursion counted once), calls, the context (outermost
 caller first, short names); at most --top rows, until they hold
 --threshold % of the sort key.  Trees (--kccf, --ksf) and annotated
@@ -106,9 +106,9 @@ prints the totals and the changed contexts, largest change first.
                               inclusive E, of BASE's total E)
   --force                     join (or --diff) profiles of different programs
   --version, -h/--help
-Profiles given together are joined (k-SF join); their k and mode must agree,
-and their programs (cmd:'s executable by file name, arguments aside) unless
---force.
+Profiles given together are joined (k-SF join); their k, mode and inline
+frames must agree, and their programs (cmd:'s executable by file name,
+arguments aside) unless --force.
 Arguments ending in a source suffix (.c .cpp .h ...) are source files to annotate.
 Exit status: 0 success, 1 --fail-above exceeded, 2 bad usage or bad input.
 EOT
@@ -320,8 +320,8 @@ B<kgrind_annotate> reads the profiles that B<valgrind --tool=kgrind> writes
 k-Slab Forest (k-SF), computes the k-Calling Context Forest (k-CCF) and
 shows the hottest k-contexts: the calling contexts of at most k callers.
 
-By default it prints a header (profiles, command, k, mode, threads, total
-Ir) and, per thread, a table of its hottest k-contexts: exclusive Ir, its
+By default it prints a header (profiles, command, k, mode, inline frames,
+threads, total Ir) and, per thread, a table of its hottest k-contexts: exclusive Ir, its
 share, inclusive Ir (recursion counted once), calls, and the context
 (outermost caller first, short names); at most B<--top> rows, until they
 hold B<--threshold> % of the sort key.  The trees (B<--kccf>, B<--ksf>)
@@ -329,9 +329,9 @@ and annotated sources (B<--auto=yes>, or source files given) are printed
 only when asked for.  B<--diff> prints the totals and the changed
 contexts, largest change first.
 
-Profiles given together are joined (k-SF join); their k and mode must
-agree, and their programs (cmd:'s executable by file name, arguments
-aside) unless B<--force> is given.  Arguments ending in a source suffix
+Profiles given together are joined (k-SF join); their k, mode and inline
+frames (B<desc: inline frames:>) must agree, and their programs (cmd:'s
+executable by file name, arguments aside) unless B<--force> is given.  Arguments ending in a source suffix
 (.c .cpp .h ...) are source files to annotate.
 
 =head1 OPTIONS

@@ -203,7 +203,7 @@ def test_every_context_in_its_functions_object(tools):
     """A strict reader binds every context to one object (cob= where a
     callee's differs), the object plain callgrind gives the function."""
     exe = tools.compile('plt_kinds.c', '-O1')
-    kg = tools.kgrind(exe, opts=['--k=2'])
+    kg = tools.kgrind(exe, opts=['--k=2', '--inline-frames=no'])   # callgrind's frames
     cl = tools.reference('callgrind', exe)
     mine, ref = kg.profile(), cl.profile()
     ref_objects = {name: ob for name, ob in unique_homes(ref).items() if not name.startswith('0x')}
@@ -227,7 +227,7 @@ def test_every_context_in_its_functions_file(tools):
     resolvers, run at start-up: memchr's entry is ifunc-evex.h, its later
     lines memchr.c)."""
     exe = tools.compile('plt_kinds.c', '-O1')
-    mine = tools.kgrind(exe, opts=['--k=2']).profile()
+    mine = tools.kgrind(exe, opts=['--k=2', '--inline-frames=no']).profile()   # callgrind's frames
     ref = tools.reference('callgrind', exe).profile()
     ref_homes = {name: homes.copy().pop() for name, homes in ref.function_homes.items()
                  if len(homes) == 1 and not name.startswith('0x')}
@@ -304,7 +304,8 @@ def test_names_by_object_and_offset(tools, annotate):
     qualified by object, of one object by source file, and `(below main)`
     is one function: main's caller."""
     exe = tools.compile('plt_kinds.c', '-O1')
-    kg = tools.kgrind(exe, opts=['--k=2'])
+    # physical functions' names (inlined levels': tests/test_inline_names.py)
+    kg = tools.kgrind(exe, opts=['--k=2', '--inline-frames=no'])
     prof = kg.profile()
     names = ksf_names(kg.profile_path)
     assert len(names) == len(set(names))

@@ -17,6 +17,9 @@ from test_regions import desc
 from test_stacks import subtree_exclusive
 
 K_OPTS = pytest.mark.parametrize('k', ['2', 'inf'])
+# The program's own calls (phase_a > work) as physical frames: -O1 inlines
+# repeat_work into phase_a.
+PHYSICAL = '--inline-frames=no'
 
 
 def build(tools):
@@ -70,7 +73,7 @@ def pre_exec_calls(stdout):
 def test_exec_writes_the_profile_so_far(tools, k):
     exe = build(tools)
     native = tools.native(exe, 'main', exe)
-    kg = tools.kgrind(exe, 'main', exe, opts=[f'--k={k}'])
+    kg = tools.kgrind(exe, 'main', exe, opts=[f'--k={k}', PHYSICAL])
     assert kg.returncode == native.returncode == 0, kg.stderr
     assert kg.stdout == native.stdout
     assert re.search(rf'== Exec of {re.escape(str(exe))} \(argv: exec_work after\)\n==\d+== I   refs: .*\n'
@@ -87,7 +90,7 @@ def test_traced_exec_keeps_the_profiles_of_both_images(tools, k):
     process's file; each has its own image's calls only."""
     exe = build(tools)
     native = tools.native(exe, 'main', exe)
-    kg = tools.kgrind(exe, 'main', exe, opts=[f'--k={k}', '--trace-children=yes'], out='kg.%p')
+    kg = tools.kgrind(exe, 'main', exe, opts=[f'--k={k}', '--trace-children=yes', PHYSICAL], out='kg.%p')
     assert kg.returncode == native.returncode == 0, kg.stderr
     assert kg.stdout == native.stdout
     pid = re.search(r'==(\d+)== Command:', kg.stderr).group(1)
@@ -107,7 +110,7 @@ def test_each_exec_of_a_process_gets_its_own_file(tools):
     exe = build(tools)
     stale = tools.dir / 'kg.out.exec-1'
     stale.write_text('# callgrind format\nversion: 1\npid: 999999999\n')
-    kg = tools.kgrind(exe, 'shell', opts=['--k=2', '--trace-children=yes'], out='kg.out')
+    kg = tools.kgrind(exe, 'shell', opts=['--k=2', '--trace-children=yes', PHYSICAL], out='kg.out')
     native = tools.native(exe, 'shell')
     assert kg.returncode == native.returncode == 0, kg.stderr
     assert kg.stdout == native.stdout
@@ -129,7 +132,7 @@ def test_dumps_before_an_exec_keep_their_files(tools, traced):
     (--dump-before=after_exec), writes <file>.<n>: no file is overwritten,
     and each image's files hold its own calls once."""
     exe = build(tools)
-    opts = ['--k=2', '--dump-before=phase_b', '--dump-before=after_exec'] + (['--trace-children=yes'] if traced else [])
+    opts = ['--k=2', PHYSICAL, '--dump-before=phase_b', '--dump-before=after_exec'] + (['--trace-children=yes'] if traced else [])
     kg = tools.kgrind(exe, 'main', exe, opts=opts, out='kg.out')
     native = tools.native(exe, 'main', exe)
     assert kg.returncode == native.returncode == 0, kg.stderr
@@ -154,7 +157,7 @@ def test_failed_traced_exec_after_a_dump_moves_the_dump_back(tools):
     exe = build(tools)
     not_a_program = tools.dir / 'not-a-program'
     not_a_program.write_text('not a program\n')
-    opts = ['--k=2', '--trace-children=yes', '--dump-before=phase_b']
+    opts = ['--k=2', PHYSICAL, '--trace-children=yes', '--dump-before=phase_b']
     kg = tools.kgrind(exe, 'main', not_a_program, opts=opts, out='kg.out')
     assert kg.returncode == 3 and 'Exec failed: the run goes on' in kg.stderr, kg.stderr
     assert sorted(p.name for p in tools.dir.glob('kg.out*')) == ['kg.out.1', 'kg.out.2']
@@ -185,8 +188,8 @@ def test_failed_execs_continue_the_profile(tools, opts):
     missing, not_a_program = tools.dir / 'no-such-program', tools.dir / 'not-a-program'
     not_a_program.write_text('not a program\n')
     native = tools.native(exe, 'main', missing, not_a_program)
-    kg = tools.kgrind(exe, 'main', missing, not_a_program, opts=opts)
-    reference = tools.kgrind(exe, 'main', opts=opts, out='reference.out')
+    kg = tools.kgrind(exe, 'main', missing, not_a_program, opts=[*opts, PHYSICAL])
+    reference = tools.kgrind(exe, 'main', opts=[*opts, PHYSICAL], out='reference.out')
     assert kg.returncode == native.returncode == reference.returncode == 3, kg.stderr
     assert kg.stdout == native.stdout == reference.stdout
     assert kg.stderr.count('== Exec of ') == 1 and f'== Exec of {not_a_program} ' in kg.stderr
@@ -218,7 +221,7 @@ def test_exec_from_a_second_thread_keeps_every_threads_profile(tools, k):
     (main, blocked_main, pthread_join) with their inclusive costs."""
     exe = build(tools)
     native = tools.native(exe, 'thread', exe)
-    kg = tools.kgrind(exe, 'thread', exe, opts=[f'--k={k}'])
+    kg = tools.kgrind(exe, 'thread', exe, opts=[f'--k={k}', PHYSICAL])
     assert kg.returncode == native.returncode == 0, kg.stderr
     assert kg.stdout == native.stdout
     prof = assert_exact_sums(kg.profile_path)

@@ -159,12 +159,55 @@ def test_multi_level_crossings_count_entries(tools, k):
     assert mine == dict(expected)
 
 
-@pytest.mark.parametrize('opts', [[], ['--inline-frames=no']], ids=['default', 'no'])
-def test_off_has_physical_contexts_only(tools, opts):
-    exe = tools.compile('inline_levels.c', *FLAGS)
-    kg = tools.kgrind(exe, opts=['--k=inf', *opts])
+# inline_levels.c's functions that -O2 inlines (test_entries_of_inlined_functions_are_the_programs_counts)
+OWN_LEVELS = ['outer [inlined]', 'sq [inlined]', 'tick [inlined]']
+
+
+@pytest.mark.parametrize('optimize,opts,frames', [
+    ('-O2', [], 'yes'), ('-O0', [], 'yes'), ('-O2', ['--inline-frames=no'], 'no'),
+    ('-O2', ['--mode=intra'], 'no'), ('-O2', ['--collect-jumps=yes'], 'no'),
+    ('-O2', ['--read-inline-info=no'], 'no')],
+    ids=['default', 'default-O0', 'no', 'intra', 'jumps', 'no-inline-info'])
+def test_default_has_inlined_levels_where_they_can_be(tools, optimize, opts, frames):
+    """On by default in function mode: -O2's inlined functions are levels;
+    -O0 code has no inline records, so its own functions stay physical
+    frames (libc's may still have levels, from libc6-dbg). Where levels
+    cannot be, the default is physical frames. The header says which."""
+    exe = tools.compile('inline_levels.c', optimize, *FLAGS[1:])
+    kg = tools.kgrind(exe, opts=['--k=2', *opts])
+    assert kg.returncode == 0, kg.stderr
     text = kg.profile_path.read_text()
-    assert '[inlined]' not in text and 'inline frames' not in text
+    assert f'\ndesc: inline frames: {frames}\n' in text
+    assert [n for n in OWN_LEVELS if n in text] == (OWN_LEVELS if optimize == '-O2' and frames == 'yes' else [])
+    if frames == 'no':
+        assert '[inlined]' not in text
+
+
+@pytest.mark.parametrize('opts,why', [
+    (['--mode=inter'], 'the block modes (--mode=intra|inter) count physical frames'),
+    (['--collect-jumps=yes'], '--collect-jumps=yes counts jumps between physical frames'),
+    (['--read-inline-info=no'], '--read-inline-info=no leaves out the inline records')],
+    ids=['inter', 'jumps', 'no-inline-info'])
+def test_explicit_yes_where_levels_cannot_be_is_refused(tools, opts, why):
+    tools.assert_refused([*opts, '--inline-frames=yes'],
+                         f'--inline-frames=yes cannot apply: {why}; drop one of them')
+
+
+def test_annotate_says_which_frames_and_refuses_to_join_both(tools):
+    exe = tools.compile('inline_levels.c', *FLAGS)
+    on = tools.kgrind(exe, opts=['--k=2'], out='on.out')
+    off = tools.kgrind(exe, opts=['--k=2', '--inline-frames=no'], out='off.out')
+    for run, said in ((on, 'yes (inlined functions are context levels, marked [inlined])'),
+                      (off, "no (physical frames, as callgrind's)")):
+        out = subprocess.run([*annotate_cmd(), '--top=1', str(run.profile_path)], capture_output=True, text=True,
+                             check=True).stdout
+        assert re.search(r'^Inline frames: +' + re.escape(said) + '$', out, re.M), out
+    joined = subprocess.run([*annotate_cmd(), str(on.profile_path), str(off.profile_path)], capture_output=True,
+                            text=True)
+    assert joined.returncode == 2
+    assert joined.stderr == (f'kgrind_annotate: cannot merge {on.profile_path} (inline-frames=yes) with '
+                             f'{off.profile_path} (inline-frames=no): profiles must have the same frames '
+                             '(inlined levels or physical frames only)\n')
 
 
 def test_annotate_table_marks_inlined_levels(tools):

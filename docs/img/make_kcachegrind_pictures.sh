@@ -1,8 +1,9 @@
 #!/bin/sh
 # The KCachegrind pictures of docs/manual.md: examples/lookups.cpp (-O2)
-# under kgrind at k=2 (and at k=3 with --inline-frames=yes: the inlined
-# levels' picture), opened by KCachegrind in a virtual X server and
-# driven by xdotool ("Shorten Templates" on, the flat profile filtered);
+# under kgrind at k=2 in physical frames (--inline-frames=no), and at k=3
+# with --inline-frames=yes (the inlined levels' picture), opened by
+# KCachegrind in a virtual X server and driven by xdotool ("Shorten
+# Templates" on, the flat profile filtered);
 # and Debian's bzip2 with the cache and branch simulations (the events).
 #   docs/img/make_kcachegrind_pictures.sh   (from the source tree, after ./setup.sh --build;
 #                                            needs kcachegrind xvfb xdotool imagemagick)
@@ -10,7 +11,8 @@ set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 g++ -g -O2 "$top/examples/lookups.cpp" -o "$work/lookups"
-(cd "$work" && "$top/build/kgrind/vg-in-place" --tool=kgrind -q --kgrind-out-file=lookups.kg ./lookups >/dev/null)
+(cd "$work" && "$top/build/kgrind/vg-in-place" --tool=kgrind -q --inline-frames=no \
+    --kgrind-out-file=lookups.kg ./lookups >/dev/null)
 (cd "$work" && "$top/build/kgrind/vg-in-place" --tool=kgrind -q --k=3 --inline-frames=yes \
     --kgrind-out-file=inline.kg ./lookups >/dev/null)
 cat > "$work/start.sh" <<'START'

@@ -78,7 +78,8 @@ sub show {
         . join(',', map { ($_->{pid} // '') =~ /^\d+$/ ? $_->{pid} : 0 } @P) . '],"cmds":['
         . join(',', map { js($_->{cmd} // '') } @P) . '],"k":' . $kj->($S->{kk})
         . ',"recorded_k":' . $kj->($S->{K}) . ',"mode":' . js($P0->{mode}) . ',"rolling":'
-        . ($P0->{rolling} eq 'yes' ? 'true' : 'false') . ',"joined":' . ($S->{joined} ? 'true' : 'false')
+        . ($P0->{rolling} eq 'yes' ? 'true' : 'false') . ',"inline_frames":' . ($P0->{inline} eq 'yes' ? 'true' : 'false')
+        . ',"joined":' . ($S->{joined} ? 'true' : 'false')
         . ',"events":[' . join(',', map { js($_) } 'Ir', @$events) . '],"total":{"Ir":' . $S->{total}
         . join('', map { ',' . js($_) . ':' . $total->{$_} } @$events) . '}'
         . (@$derived ? ',"derived":{' . join(',', map { js($_) . ':' . $total->{$_} } @$derived) . '}' : '')

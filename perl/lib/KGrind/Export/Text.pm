@@ -92,6 +92,8 @@ sub header {
             . ($P0->{roll} eq 'yes' ? ', loops rolled' : ', loops not rolled'));
     } else {
         push @out, sprintf('%-22s%s', 'Mode:', $P0->{mode} . ($P0->{rolling} eq 'yes' ? ', simple recursion rolled' : ', simple recursion unrolled'));
+        push @out, sprintf('%-22s%s', 'Inline frames:', $P0->{inline} eq 'yes'
+            ? 'yes (inlined functions are context levels, marked [inlined])' : 'no (physical frames, as callgrind\'s)');
     }
     my $nthr = 0;
     if ($blocks) { my %t; $t{$_->{tid}} = 1 for map { @{$_->{threads}} } @P; $nthr = keys %t }

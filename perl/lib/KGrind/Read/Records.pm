@@ -104,6 +104,11 @@ sub options_record {
     $P->{k} = $o{k} eq 'inf' ? $INF : $o{k} + 0;
     @$P{qw(mode rolling joined)} = @o{qw(mode rolling joined)};
     $P->{roll} = $o{'roll-loops'} // 'no';
+    # which frames the contexts are made of (desc: inline frames; profiles
+    # from before the option have no line: physical frames)
+    $P->{inline} = $P->{desc}{'inline frames'} // 'no';
+    fail("$file: bad desc: inline frames: value '" . printable($P->{inline}) . "' (yes or no)")
+        unless $P->{inline} =~ /^(?:yes|no)$/;
     $P->{ksf_events} = events_option($R, $o{events}, $ln) if defined $o{events};
     ferr($file, $ln, "bad events-incl value '$o{'events-incl'}' in ksf-options")
         if defined $o{'events-incl'} && ($o{'events-incl'} ne 'yes' || !defined $o{events});
@@ -115,15 +120,17 @@ sub options_record {
     $R->{seen_options} = 1;
 }
 
-# Profiles given together must agree on k, mode, rolling and roll-loops.
+# Profiles given together must agree on k, mode, rolling, roll-loops and
+# inline frames.
 sub check_merge {
     my ($P0, $P) = @_;
-    for my $f (qw(k mode rolling roll)) {
+    for my $f (qw(k mode rolling roll inline)) {
         next if $P->{$f} eq $P0->{$f};
         my ($a, $b) = $f eq 'k' ? (kstr($P0->{k}), kstr($P->{k})) : ($P0->{$f}, $P->{$f});
-        my $n = $f eq 'roll' ? 'roll-loops' : $f;
+        my $n = $f eq 'roll' ? 'roll-loops' : $f eq 'inline' ? 'inline-frames' : $f;
         fail("cannot merge $P0->{file} ($n=$a) with $P->{file} ($n=$b): "
              . ($f eq 'roll' ? "profiles must have the same loop rolling"
+                : $f eq 'inline' ? "profiles must have the same frames (inlined levels or physical frames only)"
                 : "profiles must have the same k, mode and recursion rolling"));
     }
 }
