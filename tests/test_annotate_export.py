@@ -229,11 +229,13 @@ def parse_traces(text):
 
 
 def parse_top(text):
-    """go tool pprof -top: {function: (flat, cum)} and the total."""
+    """go tool pprof -top: {function: (flat, cum)} and the total (without
+    the `(inline)` or `(partial-inline)` pprof adds to an inlined frame's
+    name)."""
     total = int(re.search(r'of (\d+) total', text)[1])
     rows = {}
     for line in text.split('\n      flat  flat%')[1].splitlines()[1:]:
-        m = re.match(r'\s*(\d+)\s+\S+%\s+\S+%\s+(\d+)\s+\S+%\s+(.*)$', line)
+        m = re.match(r'\s*(\d+)\s+\S+%\s+\S+%\s+(\d+)\s+\S+%\s+(.*?)(?: \((?:partial-)?inline\))?$', line)
         rows[m[3]] = (int(m[1]), int(m[2]))
     return rows, total
 
