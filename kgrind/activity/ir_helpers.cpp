@@ -127,7 +127,8 @@ extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode
    block_entry(blk, sp, ctx_before == kCallPending);
 }
 
-// blk, outside the top frame's function, runs where a suspended coroutine
+// blk, outside the function of the top frame below any inlined levels
+// (physical_frame), runs where a suspended coroutine
 // stack resumes (resumed_frame), or resumes moved (moved_stack), while a
 // coroutine stack in a mapping runs: a switch to that stack, below (one
 // above raised SP: kg_unwind). A moved stack's resume is seen here when the
@@ -136,9 +137,15 @@ extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode
 // outside its top frame's function after such a switch (the top frame is
 // the switch's, the resumed code the switch's caller); a normal return pops
 // the top frame inline and leaves blk in the new top frame's function.
+// The levels inlined into that function (--inline-frames) are not its
+// frame: a block of the function that starts outside the top level's
+// chain, as a fiber's landing after jump_fcontext may, runs in its own
+// frame (taken for a switch, a suspended fiber of the same shape was
+// moved onto the running fiber's memory, ended as overlapped, and resumed
+// freed).
 static void follow_resume_below(ThreadState* t, BlockInfo* blk, Addr sp)
 {
-   if (!in_shared_mapping(t, t->stack) || t->stack->alt_fences || runs(kg_now->top->tr, blk->fn())) return;
+   if (!in_shared_mapping(t, t->stack) || t->stack->alt_fences || runs(physical_frame()->tr, blk->fn())) return;
    Landing l = landing_at(sp, blk);
    if (ShadowStack* resumed = resumed_stack(t, l)) switch_to_stack(t, resumed, sp);
    else if (ShadowStack* moved = moved_stack(t, l)) switch_to_stack(t, moved, sp);

@@ -43,14 +43,10 @@ Bool checks_inline_chains(const BlockInfo* blk)
 
 // Whether blk's runs push and pop levels inline (else the helper does):
 // blocks of objects with inline records, without events beyond Ir (whose
-// clocks the helper starts and closes), at finite k: at k = inf the inline
-// steps fault in boost.context fibers' switches (a General Protection
-// Fault in the block a resumed fiber returns to from jump_fcontext,
-// tests/test_stacks.py), not yet explained; the helper's steps are right.
+// clocks the helper starts and closes).
 Bool pushes_levels_inline(const BlockInfo* blk)
 {
-   return checks_inline_chains(blk) && object_has_inline_levels(blk->fn()->object) && !extra_events_on() &&
-          !acts_in_nodes();
+   return checks_inline_chains(blk) && object_has_inline_levels(blk->fn()->object) && !extra_events_on();
 }
 
 // The chain of each instruction of sb (chain_of[i] for its i-th IMark; the
