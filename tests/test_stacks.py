@@ -376,13 +376,27 @@ def test_boost_context_fibers_switching_directly_keep_their_own_contexts(tools, 
 
 def test_boost_context_fibers_with_inlined_levels_run_unchanged(tools):
     """Inlined levels (the default) on boost.context fibers switching
-    directly, at k=inf: the program runs as it does natively (the inline IR
-    steps, which faulted here, are left to the helper at k=inf)."""
+    directly, at k=inf: the program runs as it does natively, and each call
+    of ring_work and short_work is in its fiber's path, under no switch. (A
+    fiber's landing after jump_fcontext, with an inlined level of switch_to
+    on top, was taken for a switch to another fiber's stack: a General
+    Protection Fault.)"""
     exe = tools.compile('boost_fibers.cpp', '-O1', libs=['-lboost_context'])
-    kg = tools.kgrind(exe, 20, 500, opts=['--k=inf'])
+    kg = tools.kgrind(exe, 20, 500, opts=['--k=inf'], out='fibers.inlined')
     native = tools.native(exe, 20, 500)
     assert kg.returncode == native.returncode == 0, kg.stderr
     assert kg.stdout == native.stdout
+    own = counts_printed(native.stdout)
+    prof = ksf_records.parse(kg.profile_path)
+    calls = collections.Counter()
+    for forest in prof.forests:
+        for ctx, n in ksf_records.kccf(forest, ksf_records.k_of(prof), None).items():
+            ctx = tuple(map(fiber_name, ctx))
+            if ctx[-1] in ('ring_work', 'short_work'):
+                assert ctx[:2] == ('__root__', 'fiber_entry') and 'jump_fcontext' not in ctx, ctx
+                assert ('ring_body' in ctx) == (ctx[-1] == 'ring_work'), ctx
+                calls[ctx[-1]] += n
+    assert calls == {'ring_work': own['ring_work'], 'short_work': own['short_work']}
 
 
 NESTED_FNS = ('body', 'nest', 'work', 'yield_', 'schedule', 'jump_fcontext')

@@ -305,11 +305,14 @@ IRExpr* add_static_steps(IRBuilder& b, BlockInfo* blk, UInt prev, UInt chain, IR
 // IR made the levels the run's (`done`): a level's context has no counter
 // array, so a run of a chain looks in its own way (kg_run_counters fills
 // it); a run of the function's own code finds them as the prologue does
-// (its context's array, or the block's way 0; add_inline_run leaves a run
-// to the helper when the block has no array check left).
+// in its context's array (add_inline_run leaves a run to the helper when
+// the block has no array check left), or without arrays (k = inf) in a way
+// of its own too: the block's way 0 keeps the context the block starts in,
+// which its start checks (pointed at a later run's context, every start
+// would miss it and call kg_block_start).
 IRExpr* run_counters(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* done, IRExpr* ctx, IRExpr* counters)
 {
-   if (chain) {
+   if (chain || !checks_array(blk)) {
       CounterWay* way = new_run_way();
       IRExpr* refill = and1(b, done, b.op(Iop_CmpNE64, ctx, b.load64(&way->ctx), Ity_I1));
       b.call("kg_run_counters", (void*)kg_run_counters, 2,
@@ -318,13 +321,8 @@ IRExpr* run_counters(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* done, IRE
                                 &kg_now->found_counters, b.load64(&way->counters));
       return b.ite(done, found, counters);
    }
-   if (checks_array(blk))
-      return b.ite(done, add_array_counters(b, blk, ctx, "kg_entry_counters", (void*)kg_entry_counters, False, done),
-                   counters);
-   IRExpr* blk_at = b.shared_at(blk);
-   b.call("kg_refresh_counters", (void*)kg_refresh_counters, 1, mkIRExprVec_1(blk_at),
-          and1(b, done, b.op(Iop_CmpNE64, ctx, b.load64(blk_at), Ity_I1)));
-   return b.ite(done, b.load64(&blk->ways[0].counters), counters);
+   return b.ite(done, add_array_counters(b, blk, ctx, "kg_entry_counters", (void*)kg_entry_counters, False, done),
+                counters);
 }
 
 // A run of chain `chain` starts: the levels are made that chain's when they
