@@ -143,6 +143,19 @@ def compressed_copy(tools, exe, how):
     return out
 
 
+def same_inline_runs(kg, plain):
+    """kgrind's run kg has the inline runs of the program's own functions
+    that plain (the same program, its debug info as built) has, with
+    std::map::find and std::_Rb_tree::find told apart; returns them."""
+    assert kg.returncode == 0, kg.stderr
+    assert kg.stdout == plain.stdout
+    runs = {(fn, levels) for fn, levels in inline_runs(kg.profile_path) if fn in OWN}
+    assert runs == {(fn, levels) for fn, levels in inline_runs(plain.profile_path) if fn in OWN}
+    names = {n for _fn, levels in runs for n in levels}
+    assert MAP_FIND in names and TREE_FIND in names
+    return runs
+
+
 @pytest.mark.parametrize('how', ['zlib', 'zlib-gnu', 'debuglink'])
 def test_compressed_debug_info_names_alike(tools, how):
     """The program's debug info compressed: the same qualified names as
@@ -152,12 +165,7 @@ def test_compressed_debug_info_names_alike(tools, how):
     plain = tools.kgrind(exe, opts=['--k=inf', '--inline-frames=yes'], out='plain.out')
     zexe = compressed_copy(tools, exe, how)
     kg = tools.kgrind(zexe, opts=['--k=inf', '--inline-frames=yes'], out=f'{how}.out')
-    assert kg.returncode == 0, kg.stderr
-    assert kg.stdout == plain.stdout
-    runs = {(fn, levels) for fn, levels in inline_runs(kg.profile_path) if fn in OWN}
-    assert runs == {(fn, levels) for fn, levels in inline_runs(plain.profile_path) if fn in OWN}
-    names = {n for _fn, levels in runs for n in levels}
-    assert MAP_FIND in names and TREE_FIND in names
+    runs = same_inline_runs(kg, plain)
     oracle = symbolized_chains(zexe if how != 'debuglink' else exe, OWN)
     for fn, levels in runs:
         assert any(len(c) == len(levels) and all(map(same_function, levels, c)) for c in oracle[fn]), (fn, levels)
@@ -179,9 +187,4 @@ def test_dwz_supplementary_file_names_alike(tools):
     forms = subprocess.run(['readelf', '--debug-dump=info', str(one)], capture_output=True, text=True).stdout
     assert '<alt 0x' in forms and 'alt indirect string' in forms
     kg = tools.kgrind(one, opts=['--k=inf', '--inline-frames=yes'], out='dwz.out')
-    assert kg.returncode == 0, kg.stderr
-    assert kg.stdout == plain.stdout
-    runs = {(fn, levels) for fn, levels in inline_runs(kg.profile_path) if fn in OWN}
-    assert runs == {(fn, levels) for fn, levels in inline_runs(plain.profile_path) if fn in OWN}
-    names = {n for _fn, levels in runs for n in levels}
-    assert MAP_FIND in names and TREE_FIND in names
+    same_inline_runs(kg, plain)

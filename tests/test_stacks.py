@@ -340,6 +340,22 @@ def fiber_name(name):
     return 'fiber_entry' if 'context::detail::fiber_entry<' in name else name.split('(')[0]
 
 
+def ring_contexts(tools, exe, opts, out, kk):
+    """tests/progs/boost_fibers.cpp run 20 500 under kgrind with opts, as it
+    runs natively: (the program's printed counts, {k'-CCF context with
+    fiber_name's names: calls}; kk: k', None: whole paths)."""
+    kg = tools.kgrind(exe, 20, 500, opts=opts, out=out)
+    native = tools.native(exe, 20, 500)
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout
+    prof = ksf_records.parse(kg.profile_path)
+    contexts = collections.Counter()
+    for forest in prof.forests:
+        for ctx, n in ksf_records.kccf(forest, ksf_records.k_of(prof), kk).items():
+            contexts[tuple(map(fiber_name, ctx))] += n
+    return counts_printed(native.stdout), contexts
+
+
 @pytest.mark.parametrize('k', ['inf', '2'])
 def test_boost_context_fibers_switching_directly_keep_their_own_contexts(tools, k):
     """Debian's boost.context (built without BOOST_USE_VALGRIND, so nothing
@@ -353,17 +369,8 @@ def test_boost_context_fibers_switching_directly_keep_their_own_contexts(tools, 
     exe = tools.compile('boost_fibers.cpp', '-O1', libs=['-lboost_context'])
     # the program's calls as physical frames (with inlined levels, boost's
     # invoke and the lambda lie between fiber_entry and ring_body)
-    kg = tools.kgrind(exe, 20, 500, opts=[f'--k={k}', '--unroll-simple-rec=yes', '--inline-frames=no'],
-                      out=f'fibers.{k}')
-    native = tools.native(exe, 20, 500)
-    assert kg.returncode == native.returncode == 0, kg.stderr
-    assert kg.stdout == native.stdout
-    own = counts_printed(native.stdout)
-    prof = ksf_records.parse(kg.profile_path)
-    contexts = collections.Counter()
-    for forest in prof.forests:
-        for ctx, n in ksf_records.kccf(forest, ksf_records.k_of(prof), None if k == 'inf' else 1).items():
-            contexts[tuple(map(fiber_name, ctx))] += n
+    own, contexts = ring_contexts(tools, exe, [f'--k={k}', '--unroll-simple-rec=yes', '--inline-frames=no'],
+                                  f'fibers.{k}', None if k == 'inf' else 1)
     ours = {c: n for c, n in contexts.items() if c[-1] in ('ring_work', 'short_work', 'ring_body')}
     if k == 'inf':
         assert ours == {('__root__', 'fiber_entry', 'ring_body'): 3,
@@ -382,20 +389,13 @@ def test_boost_context_fibers_with_inlined_levels_run_unchanged(tools):
     on top, was taken for a switch to another fiber's stack: a General
     Protection Fault.)"""
     exe = tools.compile('boost_fibers.cpp', '-O1', libs=['-lboost_context'])
-    kg = tools.kgrind(exe, 20, 500, opts=['--k=inf'], out='fibers.inlined')
-    native = tools.native(exe, 20, 500)
-    assert kg.returncode == native.returncode == 0, kg.stderr
-    assert kg.stdout == native.stdout
-    own = counts_printed(native.stdout)
-    prof = ksf_records.parse(kg.profile_path)
+    own, contexts = ring_contexts(tools, exe, ['--k=inf'], 'fibers.inlined', None)
     calls = collections.Counter()
-    for forest in prof.forests:
-        for ctx, n in ksf_records.kccf(forest, ksf_records.k_of(prof), None).items():
-            ctx = tuple(map(fiber_name, ctx))
-            if ctx[-1] in ('ring_work', 'short_work'):
-                assert ctx[:2] == ('__root__', 'fiber_entry') and 'jump_fcontext' not in ctx, ctx
-                assert ('ring_body' in ctx) == (ctx[-1] == 'ring_work'), ctx
-                calls[ctx[-1]] += n
+    for ctx, n in contexts.items():
+        if ctx[-1] in ('ring_work', 'short_work'):
+            assert ctx[:2] == ('__root__', 'fiber_entry') and 'jump_fcontext' not in ctx, ctx
+            assert ('ring_body' in ctx) == (ctx[-1] == 'ring_work'), ctx
+            calls[ctx[-1]] += n
     assert calls == {'ring_work': own['ring_work'], 'short_work': own['short_work']}
 
 
