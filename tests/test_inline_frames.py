@@ -282,3 +282,18 @@ def test_pprof_locations_carry_inline_chains(tools):
     rows = {re.sub(r' \(inline\)$', '', f): r for f, r in rows.items()}
     assert {f: r[0] for f, r in rows.items() if r[0]} == {f: v for f, v in flat.items() if v}
     assert rows['sq [inlined]'][0] > 0 and rows['outer [inlined]'][0] > 0
+
+
+def test_superblocks_of_many_inlined_runs_translate(tools):
+    """examples/lookups.cpp at -O2 (std::map and std::string code inlined
+    into main: superblocks of many runs, each a crossing of several levels)
+    runs under the defaults as it runs natively, at k = 2 and 3: a
+    superblock's unrolled level steps stay within VEX's temporary storage,
+    which unbounded ones exhausted (Valgrind's "impossible happened")."""
+    exe = tools.compile(pathlib.Path(__file__).resolve().parent.parent / 'examples' / 'lookups.cpp', '-O2')
+    native = tools.native(exe)
+    for k in (2, 3):
+        kg = tools.kgrind(exe, opts=[f'--k={k}'], out=f'lookups.{k}')
+        assert kg.returncode == native.returncode == 0, kg.stderr
+        assert kg.stdout == native.stdout
+        assert '\ndesc: inline frames: yes\n' in kg.profile_path.read_text()

@@ -52,8 +52,16 @@ Bool pushes_levels_inline(const BlockInfo* blk)
 // The chain of each instruction of sb (chain_of[i] for its i-th IMark; the
 // function of its first instruction, as the block's); returns how many
 // times the chain changes from one instruction to the next.
+// Levels a superblock's unrolled steps may still pop and push
+// (add_static_steps): every step is some twenty IR statements, and a
+// superblock of many runs (STL code at -O2) would exhaust VEX's temporary
+// storage; past the budget, runs take the one-level steps.
+const UInt kStaticStepsPerSuperblock = 32;
+UInt static_steps_left;
+
 UInt inline_runs(IRSB* sb, UInt* chain_of)
 {
+   static_steps_left = kStaticStepsPerSuperblock;
    UInt n = 0, changes = 0;
    SourceLoc first = {};
    for (Int i = 0; i < sb->stmts_used; i++) {
@@ -268,7 +276,8 @@ IRExpr* add_static_steps(IRBuilder& b, BlockInfo* blk, UInt prev, UInt chain, IR
 {
    UInt path[kMaxStaticPush], pushed;
    UInt pops = chain_steps(prev, chain, path, &pushed);
-   if (pushed > kMaxStaticPush || pops > kMaxStaticPush) return nullptr;
+   if (pushed > kMaxStaticPush || pops > kMaxStaticPush || pops + pushed > static_steps_left) return nullptr;
+   static_steps_left -= pops + pushed;
    IRExpr* go = and1(b, is_chain_level(b, site, prev), no_call_pending(b));
    IRExpr* f = top;
    IRExpr* f_tr = top_tr;
