@@ -41,8 +41,9 @@ CONFIGS = {
     'k2-cache': ['--k=2', '--cache-sim=yes'], 'k2-branch': ['--k=2', '--branch-sim=yes'],
     'k2-data': ['--k=2', '--collect-data=yes'],
 }
-# cachegrind counting the events of a configuration (the build name `cachegrind`).
-CACHEGRIND = {'k2-cache': ['--cache-sim=yes'], 'k2-branch': ['--cache-sim=no', '--branch-sim=yes']}
+# cachegrind counting the events of a configuration (the build name `cachegrind`):
+# Ir alone (cachegrind --cache-sim=no) for the configurations that count Ir alone.
+CACHEGRIND = {'k2': ['--cache-sim=no'], 'kinf': ['--cache-sim=no'], 'k2-cache': ['--cache-sim=yes'], 'k2-branch': ['--cache-sim=no', '--branch-sim=yes']}
 TOOLS = ('none', 'cachegrind')   # build names that are Valgrind's tools
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import configs  # noqa: E402  (the suite's workloads and launcher)

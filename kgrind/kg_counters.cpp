@@ -3,6 +3,7 @@
 #include "kg_array_ops.h"
 #include "kg_counter_store.h"
 #include "kg_debuginfo.h"
+#include "kg_events.h"
 #include "kg_runtime.h"
 
 namespace kg {
@@ -103,15 +104,22 @@ extern "C" void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk)
 
 // ---- Counter arrays (kg_counters.h) ---------------------------------------------
 
+UInt array_unit_shift;
+void counters_init() { array_unit_shift = extra_events_on() ? 3 : 0; }
+
 // The contexts that have an array (each once), for dumps, zeroing and
 // switching counting on and off.
 static ForestNode** array_contexts;
 static UWord n_array_contexts, array_contexts_cap;
 
 ULong* counter_array(ForestNode* ctx) { return *counter_array_word(ctx); }
-UInt array_capacity(ForestNode* ctx) { return *array_limit_word(ctx) & 0xFF; }
-// The limit; its top bit fails every block's check while counting is off.
-static UInt array_limit(UInt fn_id, UInt cap) { return (fn_id << 8 | cap) | (kg_counting ? 0 : 1u << 31); }
+UInt array_capacity(ForestNode* ctx) { return (*array_limit_word(ctx) & 0xFF) << array_unit_shift; }
+// The limit (cap: counters, whole units); its top bit fails every block's
+// check while counting is off.
+static UInt array_limit(UInt fn_id, UInt cap)
+{
+   return (fn_id << 8 | cap >> array_unit_shift) | (kg_counting ? 0 : 1u << 31);
+}
 
 static void remember_array_context(ForestNode* ctx)
 {
@@ -120,13 +128,15 @@ static void remember_array_context(ForestNode* ctx)
 
 // Arrays a context grew out of, by capacity, for other contexts' arrays:
 // linked through their first counter.
-static ULong* free_arrays[kArrayCounters + 1];
+// Indexed by units.
+static ULong* free_arrays[kArrayUnits + 1];
 
 static ULong* new_counter_array(UInt cap)
 {
-   ULong* arr = free_arrays[cap];
+   ULong*& free = free_arrays[cap >> array_unit_shift];
+   ULong* arr = free;
    if (arr) {
-      free_arrays[cap] = (ULong*)arr[0];
+      free = (ULong*)arr[0];
       VG_(memset)(arr, 0, cap * sizeof(ULong));
       return arr;
    }
@@ -138,8 +148,8 @@ static ULong* new_counter_array(UInt cap)
 
 static void free_counter_array(ULong* arr, UInt cap)
 {
-   arr[0] = (ULong)free_arrays[cap];
-   free_arrays[cap] = arr;
+   arr[0] = (ULong)free_arrays[cap >> array_unit_shift];
+   free_arrays[cap >> array_unit_shift] = arr;
 }
 
 // ctx's array made anew with room for [0, end), its counters copied: an
@@ -151,7 +161,7 @@ static ULong* grow_counter_array(ForestNode* ctx, const FnInfo* fn, UInt end)
 {
    ULong* old = counter_array(ctx);
    UInt old_cap = array_capacity(ctx);
-   UInt cap = end;
+   UInt cap = array_units(end) << array_unit_shift;
    ULong* arr = new_counter_array(cap);
    if (old) {
       VG_(memcpy)(arr, old, old_cap * sizeof(ULong));

@@ -20,10 +20,18 @@ namespace kg {
 // that kCallPending is) passes no block. The word before the counters is
 // their offset in the counter store. An array holds room for its
 // function's blocks up to the last one that ran in the context: functions of
-// more than kArrayCounters counters keep the rest in the ways and the
+// more than array_room() counters keep the rest in the ways and the
 // per-context tables.
-const UInt kArrayCounters = 128;   // fits the limit's 8 bits
+// Capacities are counted in units: one counter, or with events beyond Ir
+// (whose slots make a block's counters several times as many) eight, so
+// that the limit's 8 bits describe arrays of up to 1,024 counters then.
+const UInt kArrayUnits = 128;   // a function's room, in units; fits the limit's 8 bits
 const UInt kMaxArrayFunction = 1u << 23;   // function ids that fit the limit
+extern UInt array_unit_shift;   // log2 of a unit's counters (counters_init)
+void counters_init();
+inline UInt array_room() { return kArrayUnits << array_unit_shift; }
+// Units that hold n counters.
+inline UInt array_units(UInt n) { return (n + (1u << array_unit_shift) - 1) >> array_unit_shift; }
 // Whether the counter arrays are in use (function mode, finite k, counts per
 // line, counters' context nodes with room for them). Decided by the
 // activation layouts, which know the nodes' payloads (activity/layouts.cpp).
@@ -31,8 +39,8 @@ Bool counter_arrays_on();
 // The check's constants for a block of function fn_id whose counters end at
 // `end` (array_offset + counters): the limit minus c1 is below c2 exactly
 // when the array is the function's, holds [0, end) and counting is on.
-inline UInt array_check_c1(UInt fn_id, UInt end) { return (fn_id << 8) + end; }
-inline UInt array_check_c2(UInt end) { return 256 - end + 1; }
+inline UInt array_check_c1(UInt fn_id, UInt end) { return (fn_id << 8) + array_units(end); }
+inline UInt array_check_c2(UInt end) { return 256 - array_units(end) + 1; }
 // The counters of (ctx, blk) in ctx's array, made or grown to hold them;
 // nullptr if blk has no offset, ctx is not its function's or counting is off.
 ULong* array_counters(ForestNode* ctx, BlockInfo* blk);

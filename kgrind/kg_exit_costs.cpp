@@ -38,7 +38,7 @@ public:
       // first_[f] is where function f's refs start, first_[f + 1] where they end.
    }
    // How many of its function's refs ctx's array holds (at most
-   // kArrayCounters).
+   // array_room()).
    UInt refs_held(const ForestNode* ctx) const
    {
       const CountersRef* refs = function_refs(ctx);

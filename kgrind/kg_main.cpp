@@ -3,6 +3,7 @@
 #include "kg_valgrind.h"
 #include "kg_activity.h"
 #include "kg_callgrind_options.h"
+#include "kg_counters.h"
 #include "kg_blocks.h"
 #include "kg_debuginfo.h"
 #include "kg_dumps.h"
@@ -51,6 +52,7 @@ void post_clo_init()
    check_options();
    if (!inline_frames_on()) VG_(clo_read_inline_info) = False;
    events_init();
+   counters_init();
    systime_init();
    choose_unroll_threshold();
    debuginfo_init();

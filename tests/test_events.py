@@ -24,6 +24,8 @@ PROGRAMS = [
                                'caller_a', 'caller_b']),
     ('loops.c', ['-O2'], ['find', 'bits', 'sum_until_negative']),
     ('simple.c', ['-O1'], ['branchy', 'leaf']),
+    # More counters than a function's counter array holds.
+    ('big_function.c', ['-O1'], ['dispatch', 'caller_a', 'caller_b']),
 ]
 
 

@@ -38,7 +38,8 @@ UInt n_waiting;
 // not joined, the k-SF the body's contexts (no --view-k), none of the
 // counters that ExitCosts reads per instruction or with events
 // (counter_arrays_on: no --dump-instr, --collect-jumps, events beyond Ir).
-Bool compaction_on() { return counter_arrays_on() && !separate_view(); }
+// Not with events: their caches key transitions by address.
+Bool compaction_on() { return counter_arrays_on() && !separate_view() && !extra_events_on(); }
 
 // Whether thread t, which ended, left nothing but its forest's data: no
 // other stack of its (suspended coroutines another thread may resume), no

@@ -203,7 +203,7 @@ UInt view_payload_bytes() { return counter_arrays_on() ? 2 * sizeof(UWord) : 0; 
 // against k=inf's memory budget; docs/design/ksf.md).
 Bool counter_arrays_on()
 {
-   return clo.mode == kModeFunc && counts_in_nodes() && !clo.dump_instr && !clo.collect_jumps && !extra_events_on();
+   return clo.mode == kModeFunc && counts_in_nodes() && !clo.dump_instr && !clo.collect_jumps;
 }
 
 static UWord call_pending_node[(sizeof(ForestNode) + 3 * sizeof(UWord)) / sizeof(UWord)];

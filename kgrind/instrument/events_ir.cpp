@@ -490,6 +490,40 @@ const EventsIR::AccessKind EventsIR::kWriteAccess = {
 
 EventsIR events_ir;
 
+// At most how many event slots EventsIR gives the superblock (known before
+// its prologue, which decides whether the block counts in its function's
+// counter array): an instruction's fetch two, a data access (guarded: its
+// count too) three and a bus event one, a branch two, a system call three.
+UInt event_slots_at_most(const IRSB* sb)
+{
+   UInt n = 2 + 3;   // an indirect branch or a system call at the end
+   for (Int i = 0; i < sb->stmts_used; i++) {
+      const IRStmt* st = sb->stmts[i];
+      switch (st->tag) {
+      case Ist_IMark:
+         n += 2;
+         break;
+      case Ist_Exit:
+         n += 2;
+         break;
+      case Ist_WrTmp:
+         if (st->Ist.WrTmp.data->tag == Iex_Load) n += 3;
+         break;
+      case Ist_Store:
+      case Ist_LoadG:
+      case Ist_StoreG:
+      case Ist_CAS:
+      case Ist_LLSC:
+      case Ist_Dirty:
+         n += 3 + 1;
+         break;
+      default:
+         break;
+      }
+   }
+   return n;
+}
+
 } // namespace
 
 } // namespace kg

@@ -110,6 +110,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    count_positions(sb_in, blocks, &n_positions, &n_exits);
    UInt max_counters = n_exits + 1 + (may_call_stub ? 1 : 0);
    max_counters += chain_changes;
+   if (events) max_counters += event_slots_at_most(sb_in);
 
    IRSB* sb = deepCopyIRSBExceptStmts(sb_in);
    IRBuilder b(sb, layout);
