@@ -221,6 +221,8 @@ void events_init()
 
 UInt i1_line_bits() { return core::log2_of_power(i1.g.line); }
 UInt d1_line_bits() { return core::log2_of_power(d1.g.line); }
+const ULong* i1_most_recent_of(Addr addr) { return (const ULong*)caches.i1_most_recent_of(addr >> i1_line_bits()); }
+ULong i1_tag_of(Addr addr) { return core::CacheLevel::tag_of(addr >> i1_line_bits()); }
 
 void write_cache_descs(FileWriter& out)
 {

@@ -60,6 +60,11 @@ void events_init();
 
 // log2 of I1's and D1's line sizes (after events_init, with --cache-sim).
 UInt i1_line_bits();
+// Where I1 keeps the most recent tag of the set of the line at addr, and
+// the tag of that line: equal, a fetch of that line hits and changes
+// nothing, so inline code calls the simulation only when they differ.
+const ULong* i1_most_recent_of(Addr addr);
+ULong i1_tag_of(Addr addr);
 UInt d1_line_bits();
 
 // The header's "desc: I1 cache: ..." lines (with --cache-sim).

@@ -114,6 +114,7 @@ PROGRAMS = [
     ('threads.c', ['-O1'], [], ['--collect-systime=yes']),     # threads, system calls
     ('coroutines.c', ['-O1'], [], ['--collect-data=yes']),     # stack switches; inline counts
     ('inline_levels.c', ['-O2'], [], ['--inline-frames=yes']),  # inlined levels
+    ('inline_crossings.c', ['-O2'], [], []),                   # many levels between runs
 ]
 
 

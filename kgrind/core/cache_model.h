@@ -90,11 +90,17 @@ class CacheLevel {
 
   uint32_t line_bits() const { return line_bits_; }
 
+  // Where line number `line`'s set keeps its most recent tag, and the tag
+  // that says it is `line`: an access of a line that is there hits and
+  // changes nothing (access_line), so generated code may test it inline.
+  const uint64_t* most_recent_of(uint64_t line) const { return tags_ + (line & set_mask_) * assoc_; }
+  static uint64_t tag_of(uint64_t line) { return line + 1; }
+
   // Looks line number `line` up; true on a hit. Either way the line is
   // the set's most recent afterwards (a miss evicts the least recent).
   bool access_line(uint64_t line) {
     uint64_t* set = tags_ + (line & set_mask_) * assoc_;
-    uint64_t tag = line + 1;
+    uint64_t tag = tag_of(line);
     if (set[0] == tag) return true;
     uint32_t i = 1;
     while (i < assoc_ && set[i] != tag) i++;
@@ -133,6 +139,8 @@ class CacheHierarchy {
 
   // An instruction fetch of `size` bytes at addr.
   __attribute__((always_inline)) CacheMiss fetch(uint64_t addr, uint64_t size) { return access(i1_, addr, size); }
+  // I1's most recent tag of line number `line`'s set (CacheLevel::most_recent_of).
+  const uint64_t* i1_most_recent_of(uint64_t line) const { return i1_.most_recent_of(line); }
   // A data read or write (write-allocate: the same lookups as a read).
   __attribute__((always_inline)) CacheMiss data(uint64_t addr, uint64_t size) { return access(d1_, addr, size); }
 

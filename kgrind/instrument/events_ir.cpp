@@ -45,12 +45,19 @@ public:
    // instruction's start (another context's counters, inlined levels'
    // pushes and pops): a fetch still waiting for a data access of its
    // instruction is made on its own.
+   // A fetch within one I1 line calls the simulation only when that line
+   // is not its set's most recent (a hit that changes nothing).
    void end_instruction(IRBuilder& b)
    {
       if (!fetch_pending_) return;
       fetch_pending_ = False;
+      Addr last_byte = fetch_addr_ + (fetch_len_ ? fetch_len_ - 1 : 0);
+      IRExpr* guard = nullptr;
+      if (fetch_addr_ >> line_bits_ == last_byte >> line_bits_)
+         guard = b.op(Iop_CmpNE64, b.load64(i1_most_recent_of(fetch_addr_)), IRBuilder::u64(i1_tag_of(fetch_addr_)),
+                      Ity_I1);
       call(b, fetch_counters_, fetch_line_, kEvI1mr, "kg_sim_fetch", (void*)kg_sim_fetch, IRBuilder::u64(fetch_addr_),
-           IRBuilder::u64(fetch_len_), nullptr, kEvILmr);
+           IRBuilder::u64(fetch_len_), guard, kEvILmr);
    }
 
    // Instruction `addr` (len bytes, of line slot `line`) is fetched. An

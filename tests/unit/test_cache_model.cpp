@@ -158,6 +158,28 @@ struct ReferenceCache {
   }
 };
 
+// A fetch whose line is its set's most recent tag hits (what inline code
+// tests before calling the simulation), and every line just fetched is.
+TEST(CacheModel, MostRecentTagMeansAHitThatChangesNothing) {
+  std::mt19937_64 rng(11);
+  Hierarchy c({4096, 8, 64}, {4096, 8, 64}, {8192, 4, 64});
+  Hierarchy twin({4096, 8, 64}, {4096, 8, 64}, {8192, 4, 64});
+  int skipped = 0;
+  for (int i = 0; i < 100000; i++) {
+    uint64_t line = rng() % 400;
+    bool most_recent = *c.h.i1_most_recent_of(line) == CacheLevel::tag_of(line);
+    CacheMiss m = c.h.fetch(line * 64, 4);
+    if (most_recent) {
+      EXPECT_EQ(m, kHit);
+      skipped++;
+    } else {
+      EXPECT_EQ(m, twin.h.fetch(line * 64, 4)) << "access " << i;   // the twin sees only the calls
+    }
+    EXPECT_EQ(*c.h.i1_most_recent_of(line), CacheLevel::tag_of(line));
+  }
+  EXPECT_GT(skipped, 1000);
+}
+
 // Both allocators (memory the caches fill with empty tags, and zeroed
 // memory); the addresses include line 0.
 TEST(CacheModel, RandomStreamsAgreeWithBruteForce) {
