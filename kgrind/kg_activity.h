@@ -10,6 +10,11 @@ namespace kg {
 
 // The threads' registry, kg_now and the empty kid arrays (activity/layouts.cpp).
 void activity_init();
+// The chain of the inlined levels on top of the running thread's stack (0:
+// none), or kNoRunningChain when no thread runs or a call is pending: where
+// a superblock translated now is about to start (instrument/inline_runs_ir.cpp).
+const UInt kNoRunningChain = ~0u;
+UInt running_inline_chain();
 
 // Core callbacks (activity/threads.cpp).
 void thread_starts_running(ThreadId tid, ULong blocks_done);

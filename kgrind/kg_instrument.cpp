@@ -35,6 +35,7 @@
 #include "kg_blocks.h"
 #include "kg_costs.h"
 #include "kg_events.h"
+#include "kg_activity.h"
 #include "kg_inline_chains.h"
 #include "kg_machine_code.h"
 #include "kg_options.h"

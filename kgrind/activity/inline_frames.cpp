@@ -19,6 +19,12 @@ UInt top_chain()
 
 } // namespace
 
+UInt running_inline_chain()
+{
+   if (!current || !kg_now->top || !kg_now->top->tr || kg_now->ctx == kCallPending) return kNoRunningChain;
+   return top_chain();
+}
+
 extern "C" void VG_REGPARM(2) kg_inline_enter(BlockInfo* blk, UWord chain)
 {
    ThreadState* t = current;

@@ -369,7 +369,16 @@ IRExpr* add_inline_run(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* counter
    IRExpr* slow = missed;
    if (fast && (chain || array_check_left(blk))) {
       IRExpr* ctx = nullptr;
-      IRExpr* done = ir ? add_static_steps(b, blk, prev, chain, top, top_tr, site, ir, &ctx) : nullptr;
+      IRExpr* done = nullptr;
+      if (ir) {
+         done = add_static_steps(b, blk, prev, chain, top, top_tr, site, ir, &ctx);
+      } else {
+         // The superblock's start: the way from the levels running while it
+         // is translated (mostly the way every run takes: a loop's), unrolled.
+         UInt running = running_inline_chain();
+         if (running != kNoRunningChain && running != chain)
+            done = add_static_steps(b, blk, running, chain, top, top_tr, site, b.load64(&kg_now->ir), &ctx);
+      }
       if (!done && take_event_steps(2)) done = add_level_steps(b, blk, chain, missed, top, top_tr, site, ir, &ctx);
       if (done) {
          counters = run_counters(b, blk, chain, done, ctx, counters);
