@@ -430,8 +430,6 @@ void VG_REGPARM(1) kg_inline_leave(BlockInfo* blk);
 // it did, f's event clocks close (its context's count of frames already
 // lowered).
 void VG_REGPARM(1) kg_frame_events_close(const Frame* f);
-// The same for an inlined level's frame f that inline IR popped.
-void VG_REGPARM(1) kg_level_events_close(const Frame* f);
 // An inline pop found that the rare events' clocks (event_is_rare: their
 // column pairs, frames_ir.cpp) moved while frame `row`'s frame ran: their
 // differences go to edge and node (arrays or kg_events_sink), as the inline

@@ -196,13 +196,6 @@ extern "C" void VG_REGPARM(3) kg_frame_rare_events_close(const ULong* row, ULong
    }
 }
 
-extern "C" void VG_REGPARM(1) kg_level_events_close(const Frame* f)
-{
-   Transition* tr = f->tr;
-   ClockReading now(current);
-   close_frame_events(current->stack, f, tr, acts_in_nodes() ? !rolled(tr) : *tr->active == 0, now.at);
-}
-
 extern "C" void VG_REGPARM(1) kg_frame_events_close(const Frame* f)
 {
    if (kg_now->top + 1 != f) return;   // not popped: the inline pop's test failed

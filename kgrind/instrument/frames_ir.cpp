@@ -74,13 +74,11 @@ IRExpr* event_clocks_now(IRBuilder& b, IRExpr* clock, const ClockColumns& cc)
 
 // Frame f, being pushed, starts its event clocks: the clocks' readings in
 // its row (f is always writable, and so is its row: a wrong push's readings
-// are never read). pushed: when given, f's row only when it holds (an
-// inlined level's push, whose f may lie past the frames), else the sink.
-void add_frame_events_start(IRBuilder& b, IRExpr* f, IRExpr* pushed = nullptr)
+// are never read).
+void add_frame_events_start(IRBuilder& b, IRExpr* f)
 {
    IRExpr* clock = b.load64(&kg_event_clock);
    IRExpr* row = frame_events_row(b, f);
-   if (pushed) row = b.ite(pushed, row, b.at(kg_events_sink));
    for_clock_columns([&](const ClockColumns& cc) { b.store(b.field(row, cc.at()), event_clocks_now(b, clock, cc)); });
 }
 
@@ -89,11 +87,8 @@ void add_frame_events_start(IRBuilder& b, IRExpr* f, IRExpr* pushed = nullptr)
 // unless outer is non-zero (at finite k, the frames still in its context;
 // nullptr at k = inf), its node, from tr's slot of kg_recent_events; a
 // transition not there calls kg_frame_events_close. Without tests: where
-// nothing counts, the differences go to kg_events_sink. popped: for an
-// inlined level, popped before kg_now->top says so, the condition that it
-// was (not_popped's), and the helper kg_level_events_close.
-void add_frame_events_close(IRBuilder& b, IRExpr* f, IRExpr* tr, IRExpr* not_popped, IRExpr* outer,
-                            IRExpr* popped = nullptr)
+// nothing counts, the differences go to kg_events_sink.
+void add_frame_events_close(IRBuilder& b, IRExpr* f, IRExpr* tr, IRExpr* not_popped, IRExpr* outer)
 {
    IRExpr* offset = b.op(Iop_And64, b.op(Iop_Shl64, tr, IRExpr_Const(IRConst_U8(1))), IRBuilder::u64(kRecentEventsMask));
    IRExpr* slot = b.op(Iop_Add64, b.at(kg_recent_events), offset);
@@ -131,14 +126,9 @@ void add_frame_events_close(IRBuilder& b, IRExpr* f, IRExpr* tr, IRExpr* not_pop
    if (rare_moved)
       b.call("kg_frame_rare_events_close", (void*)kg_frame_rare_events_close, 3, mkIRExprVec_3(row, edge, node),
              b.op(Iop_CmpNE64, rare_moved, IRBuilder::u64(0), Ity_I1));
-   IRExpr* missed_slot = b.op(Iop_CmpNE64, other, IRBuilder::u64(0), Ity_I1);
-   if (popped) {
-      b.call("kg_level_events_close", (void*)kg_level_events_close, 1, mkIRExprVec_1(f),
-             b.op(Iop_And1, popped, missed_slot, Ity_I1));
-      return;
-   }
    // (Popped or not: the helper tells.)
-   b.call("kg_frame_events_close", (void*)kg_frame_events_close, 1, mkIRExprVec_1(f), missed_slot);
+   b.call("kg_frame_events_close", (void*)kg_frame_events_close, 1, mkIRExprVec_1(f),
+          b.op(Iop_CmpNE64, other, IRBuilder::u64(0), Ity_I1));
 }
 
 // A direct jump of blk to `target` (when guard holds; nullptr: always) is a
