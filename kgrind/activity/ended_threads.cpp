@@ -36,9 +36,9 @@ UInt n_waiting;
 
 // Whether ended threads are compacted: function mode at finite k, threads
 // not joined, the k-SF the body's contexts (no --view-k), none of the
-// counters that ExitCosts reads per instruction or with events
-// (counter_arrays_on: no --dump-instr, --collect-jumps, events beyond Ir).
-// Not with events: their caches key transitions by address.
+// counters that ExitCosts reads per instruction (counter_arrays_on: no
+// --dump-instr, --collect-jumps), and no events beyond Ir (their caches
+// key transitions by address, and recycled transitions move).
 Bool compaction_on() { return counter_arrays_on() && !separate_view() && !extra_events_on(); }
 
 // Whether thread t, which ended, left nothing but its forest's data: no

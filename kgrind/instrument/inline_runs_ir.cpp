@@ -43,9 +43,9 @@ Bool checks_inline_chains(const BlockInfo* blk)
 
 // Whether blk's runs push and pop levels inline (else the helper does):
 // blocks of objects with inline records, without events beyond Ir (whose
-// clocks the helper starts and closes: inline, even behind guards, the
-// steps made callheavy --cache-sim=yes 3.43 -> 4.07 s, cppvirt 29.3 ->
-// 28.5 s).
+// clocks the helper starts and closes: the inline steps, with helpers for
+// the clocks, made callheavy --cache-sim=yes 3.43 -> 4.07 s;
+// docs/design/events.md).
 Bool pushes_levels_inline(const BlockInfo* blk)
 {
    return checks_inline_chains(blk) && object_has_inline_levels(blk->fn()->object) && !extra_events_on();
