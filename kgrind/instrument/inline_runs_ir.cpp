@@ -4,7 +4,8 @@
 // pushes levels the way a return and a call's entry do (frames_ir.cpp):
 // at a run that follows another in the superblock, the whole way from that
 // run's chain to this one's (known here), unrolled; at the superblock's
-// start one level each. activity/inline_frames.cpp's helper does the rest.
+// start the whole way from the chain that ran when it was translated, else
+// one level each. activity/inline_frames.cpp's helper does the rest.
 
 namespace kg {
 
@@ -260,9 +261,10 @@ UInt chain_steps(UInt from, UInt to, UInt* path, UInt* pushed)
    return pops;
 }
 
-// The fast path of a run of chain `chain` that follows a run of chain
-// `prev` in its superblock: the levels are prev's when that run's start
-// made them so, and the way from prev's to chain's is known here (its
+// The fast path of a run of chain `chain` entered from chain `prev`: the
+// run before it in its superblock (the levels are prev's when that run's
+// start made them so), or at the superblock's start the chain running at
+// its translation; the way from prev's to chain's is known here (its
 // pops and pushes unrolled, as pop_level and push_level take one). When
 // the top frame is prev's level (or, for prev the function's own code, no
 // level) and no call is pending, the levels below the chains' common part
@@ -341,7 +343,8 @@ IRExpr* run_counters(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* done, IRE
 // ones of the context the levels changed to). fast: inline IR pushes and
 // pops (pushes_levels_inline); ir: the thread's Ir as the last flush
 // stored it, or nullptr at the superblock's start; prev: the chain of the
-// run before it in the superblock (with ir).
+// run before it in the superblock (with ir; at the start the chain running
+// now is taken instead, running_inline_chain).
 IRExpr* add_inline_run(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* counters, Bool fast, IRExpr* ir, UInt prev)
 {
    IRExpr* top = b.load64(&kg_now->top);
