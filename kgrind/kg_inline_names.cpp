@@ -396,7 +396,7 @@ Bool read_object_names(ObjectNames* o)
 // mangled name, `_Z...`; unknown: yes). A C object's inlined functions
 // have no scopes, their qualified names are Valgrind's short names, so its
 // DWARF is not read: libc6-dbg's (3.8 MB compressed, 10 MB inflated) cost
-// every run 0.2 s of CPU, and gave glibc's internal aliases (`__GI_bsearch`).
+// every run about 0.1 s of CPU, and gave glibc's internal aliases (`__GI_bsearch`).
 Bool names_cpp_symbols(const HChar* path)
 {
    ElfFile f;
