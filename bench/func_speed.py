@@ -10,6 +10,7 @@ import argparse
 import os
 import pathlib
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -79,6 +80,7 @@ def main():
         for cname, _ in CONFIGS:
             med = statistics.median(results[(wname, cname)])
             print(f'| {wname} | {cname} | {med:.2f} | {med / none:.2f} | {med / cl:.2f} |')
+    shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

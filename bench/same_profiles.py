@@ -20,6 +20,7 @@ commands whose own reruns differ (not deterministic) are listed, not failed.
 import argparse
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -142,6 +143,10 @@ def main():
     if args.before and not pathlib.Path(args.before).is_dir():
         subprocess.run(['git', '-C', str(ROOT), 'worktree', 'remove', '--force', str(tmp / 'before-tree')],
                        capture_output=True)
+    if args.keep or counts['differ']:
+        print(f'runs kept in {tmp}')
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
     sys.exit(1 if counts['differ'] or suite_rc else 0)
 
 

@@ -42,6 +42,12 @@ def pytest_sessionstart(session):
         pytest.exit(missing, returncode=2)
 
 
+def pytest_sessionfinish(session):
+    # the tool builds' copies the KGRIND_SAME_BEFORE runs made under /tmp
+    for builds in _same_builds:
+        builds.cleanup()
+
+
 @pytest.fixture(autouse=True)
 def _profiles_read_back(request):
     """Reads back the profiles a test leaves in its tmp_path."""

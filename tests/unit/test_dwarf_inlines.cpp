@@ -20,9 +20,11 @@
 
 #include "../../kgrind/core/dwarf_inlines.h"
 #include "shell_command.h"
+#include "temp_dir.h"
 
 using namespace kg::core;
 using kg_test::run;
+using kg_test::TempDir;
 
 namespace {
 
@@ -83,15 +85,20 @@ struct ElfFile {
   }
 };
 
-// The program built with `flags` in a fresh directory; its path.
-std::string build(const std::string& flags) {
-  char dir[] = "/tmp/kg-dwarf-inlines-XXXXXX";
-  if (!mkdtemp(dir)) return "";
-  std::string src = std::string(dir) + "/table.cpp", exe = std::string(dir) + "/table";
-  std::ofstream(src) << kProgram;
-  std::string out = run("g++ -g -O2 " + flags + " -o " + exe + " " + src + " 2>&1 && echo built");
-  return out.find("built") != std::string::npos ? exe : "";
-}
+// The program built with `flags` in a directory of its own, removed with
+// the object; exe is "" if the build failed.
+struct Program {
+  TempDir dir{"kg-dwarf-inlines"};
+  std::string exe;
+
+  explicit Program(const std::string& flags) {
+    if (dir.path().empty()) return;
+    std::string src = dir.path() + "/table.cpp", out = dir.path() + "/table";
+    std::ofstream(src) << kProgram;
+    if (run("g++ -g -O2 " + flags + " -o " + out + " " + src + " 2>&1 && echo built").find("built") != std::string::npos)
+      exe = out;
+  }
+};
 
 // Every instruction address of .text (objdump -d).
 std::vector<uint64_t> instructions(const std::string& exe) {
@@ -137,7 +144,8 @@ std::vector<std::vector<std::string>> symbolized(const std::string& exe, const s
 void expect_chains_equal_symbolizer(const std::string& flags) {
   SCOPED_TRACE(flags);
   if (run("command -v llvm-symbolizer-14").empty()) GTEST_SKIP() << "llvm-symbolizer-14 is not installed";
-  std::string exe = build(flags);
+  Program program(flags);
+  const std::string& exe = program.exe;
   ASSERT_FALSE(exe.empty());
   ElfFile f;
   ASSERT_TRUE(f.load(exe));
@@ -204,9 +212,10 @@ std::vector<std::string> names_at(const DwarfIndex& index, const std::vector<uin
 
 TEST(DwarfInlines, DwzSupplementaryFileNamesAlike) {
   if (run("command -v dwz").empty()) GTEST_SKIP() << "dwz is not installed";
-  std::string exe = build("-gdwarf-4");
+  Program program("-gdwarf-4");
+  const std::string& exe = program.exe;
   ASSERT_FALSE(exe.empty());
-  std::string dir = exe.substr(0, exe.rfind('/'));
+  const std::string& dir = program.dir.path();
   run("cd " + dir + " && cp table one && cp table two && dwz -m common.debug -M common.debug one two");
   ElfFile plain, one, common;
   ASSERT_TRUE(plain.load(exe));
@@ -231,8 +240,9 @@ TEST(DwarfInlines, DwzSupplementaryFileNamesAlike) {
 }
 
 TEST(DwarfInlines, ScopesNameFunctionsWithoutLinkageNames) {
+  Program program("-gdwarf-5");
   ElfFile f;
-  ASSERT_TRUE(f.load(build("-gdwarf-5")));
+  ASSERT_TRUE(f.load(program.exe));
   DwarfIndex index;
   ASSERT_TRUE(index.init(kHost, f.s));
   // Table::get's instance: its scope is the structure Table
@@ -250,8 +260,9 @@ TEST(DwarfInlines, ScopesNameFunctionsWithoutLinkageNames) {
 }
 
 TEST(DwarfInlines, DamagedSectionsFailWithoutReadingOutside) {
+  Program program("-gdwarf-5");
   ElfFile f;
-  ASSERT_TRUE(f.load(build("-gdwarf-5")));
+  ASSERT_TRUE(f.load(program.exe));
   DwarfIndex index;
   // Cut anywhere: fails or reads what is left, within the bytes given
   // (checked under -fsanitize=address by hand; here: no crash).

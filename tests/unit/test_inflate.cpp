@@ -20,9 +20,11 @@
 #include "../../kgrind/core/compressed_sections.h"
 #include "../../kgrind/core/dwarf_inlines.h"
 #include "shell_command.h"
+#include "temp_dir.h"
 
 using namespace kg::core;
 using kg_test::run;
+using kg_test::TempDir;
 
 namespace {
 
@@ -31,11 +33,6 @@ typedef std::vector<uint8_t> Bytes;
 void* host_alloc(void*, size_t n) { return std::malloc(n); }
 void host_free(void*, void* p) { std::free(p); }
 const Allocator kHost = {nullptr, host_alloc, host_free, false};
-
-std::string temp_dir() {
-  char dir[] = "/tmp/kg-inflate-XXXXXX";
-  return mkdtemp(dir) ? dir : "";
-}
 
 Bytes read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -88,7 +85,8 @@ InflateStatus inflate_zlib_into(const Bytes& in, size_t cap, Bytes* out) {
 
 // python3's zlib's streams of every input, each in every way asked.
 TEST(Inflate, PythonZlibStreamsInflateToTheirInput) {
-  std::string dir = temp_dir();
+  TempDir scratch("kg-inflate");
+  const std::string& dir = scratch.path();
   ASSERT_FALSE(dir.empty());
   auto in = inputs();
   for (size_t i = 0; i < in.size(); i++) write_file(dir + "/" + in[i].first, in[i].second);
@@ -141,7 +139,6 @@ print('done')
     EXPECT_EQ(used, raw.size()) << name;
   }
   EXPECT_EQ(streams, in.size() * (sizeof kWays / sizeof *kWays));
-  run("rm -rf " + dir);
 }
 
 // The CRC-32 of RFC 1952 (bitwise, for gzip's trailer).
@@ -156,7 +153,9 @@ uint32_t crc32(const Bytes& b) {
 
 TEST(Inflate, GzipFilesInflateToTheirInput) {
   if (run("command -v gzip").empty()) GTEST_SKIP() << "no gzip";
-  std::string dir = temp_dir();
+  TempDir scratch("kg-inflate");
+  const std::string& dir = scratch.path();
+  ASSERT_FALSE(dir.empty());
   auto in = inputs();
   for (const auto& [name, want] : in) {
     write_file(dir + "/" + name, want);
@@ -192,7 +191,6 @@ TEST(Inflate, GzipFilesInflateToTheirInput) {
       }
     }
   }
-  run("rm -rf " + dir);
 }
 
 // An ELF file's sections by name.
@@ -248,7 +246,9 @@ int expect_sections_inflate_to(const Bytes& plain, const Bytes& compressed, Sect
 }
 
 TEST(Inflate, ObjcopysAndGccsCompressedSectionsInflateToTheSections) {
-  std::string dir = temp_dir();
+  TempDir scratch("kg-inflate");
+  const std::string& dir = scratch.path();
+  ASSERT_FALSE(dir.empty());
   std::ofstream(dir + "/p.cpp") << kProgram;
   std::string exe = dir + "/p";
   ASSERT_NE(run("g++ -g -O2 -o " + exe + " " + dir + "/p.cpp 2>&1 && echo built").find("built"), std::string::npos);
@@ -268,7 +268,6 @@ TEST(Inflate, ObjcopysAndGccsCompressedSectionsInflateToTheSections) {
     run("objcopy --decompress-debug-sections " + exe + ".gz " + exe + ".plain");
     EXPECT_GE(expect_sections_inflate_to(read_file(exe + ".plain"), read_file(exe + ".gz"), kSectionChdr), 4);
   }
-  run("rm -rf " + dir);
 }
 
 // Bits into bytes, least significant first (RFC 1951 3.1.1).
@@ -422,7 +421,9 @@ TEST(Inflate, SectionHeadersBoundTheOutput) {
 // Damaged streams: python3's zlib is the judge of which are good and what
 // they inflate to.
 TEST(Inflate, DamagedStreamsAgreeWithPythonsZlib) {
-  std::string dir = temp_dir();
+  TempDir scratch("kg-inflate");
+  const std::string& dir = scratch.path();
+  ASSERT_FALSE(dir.empty());
   std::mt19937 rng(17);
   auto in = inputs();
   std::string script = R"(
@@ -482,11 +483,12 @@ print('done')
   // not all refused: the judge has streams of both kinds
   EXPECT_GT(good, 0u);
   EXPECT_LT(good, mutants.size() / 2);
-  run("rm -rf " + dir);
 }
 
 TEST(Inflate, EveryPrefixOfAStreamIsRefused) {
-  std::string dir = temp_dir();
+  TempDir scratch("kg-inflate");
+  const std::string& dir = scratch.path();
+  ASSERT_FALSE(dir.empty());
   auto in = inputs();
   const Bytes& text = in[2].second;
   Bytes src(text.begin(), text.begin() + 20000);
@@ -499,7 +501,6 @@ TEST(Inflate, EveryPrefixOfAStreamIsRefused) {
     Bytes cut(z.begin(), z.begin() + n);
     EXPECT_EQ(inflate_zlib_into(cut, src.size(), &got), kInflateTruncated) << n;
   }
-  run("rm -rf " + dir);
 }
 
 TEST(Inflate, Adler32IsRfc1950s) {
