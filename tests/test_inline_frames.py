@@ -284,6 +284,37 @@ def test_pprof_locations_carry_inline_chains(tools):
     assert rows['sq [inlined]'][0] > 0 and rows['outer [inlined]'][0] > 0
 
 
+def test_pprof_address_names_of_a_program_named_inlined_are_no_levels(tools):
+    """pprof: a function without a symbol is named by its address and its
+    object, so the functions of a program named `inlined` whose symbols are
+    stripped are `0x401190 [inlined]`: each is a physical frame, a Location
+    of its own holding the program's real inlined levels (sq and outer in
+    work, tick in branchy: the debug info is kept), never a level of its
+    caller's Location."""
+    import pprof_wire
+    exe = tools.compile('inline_levels.c', *FLAGS, out='inlined')
+    # the functions' addresses (-no-pie: where they run), then the symbols stripped
+    nm = subprocess.run(['nm', str(exe)], capture_output=True, text=True, check=True).stdout
+    address = {m[2]: int(m[1], 16) for m in re.finditer(r'^([0-9a-f]+) [tT] (\w+)$', nm, re.M)}
+    subprocess.run(['strip', '--strip-all', '--keep-section=.debug_*', str(exe)], check=True)
+    assert 'no symbols' in subprocess.run(['nm', str(exe)], capture_output=True, text=True).stderr
+    kg = tools.kgrind(exe, opts=['--k=inf', '--inline-frames=yes'])
+    assert kg.returncode == 0, kg.stderr
+    out = tools.dir / 'inlined.pb.gz'
+    out.write_bytes(subprocess.run([*annotate_cmd(), '--format=pprof', str(kg.profile_path)], check=True,
+                                   capture_output=True).stdout)
+    chains = {tuple(line['function']['name'] for line in loc['lines'])
+              for loc in pprof_wire.decode(out)['locations'].values()}
+    name = {f: f'0x{address[f]:x} [inlined]' for f in ('main', 'run', 'work', 'branchy', 'bump')}
+    assert ('sq [inlined]', 'outer [inlined]', name['work']) in chains
+    assert ('outer [inlined]', name['work']) in chains
+    assert ('tick [inlined]', name['branchy']) in chains
+    for f in ('main', 'run', 'work', 'branchy', 'bump'):
+        assert (name[f],) in chains
+    # a function named by its address is the last (physical) line of its Location
+    assert [c for c in chains if any(re.match(r'0x[0-9a-f]+ \[', n) for n in c[:-1])] == []
+
+
 def test_superblocks_of_many_inlined_runs_translate(tools):
     """examples/lookups.cpp at -O2 (std::map and std::string code inlined
     into main: superblocks of many runs, each a crossing of several levels)

@@ -17,7 +17,7 @@ use Exporter 'import';
 use List::Util ();
 use KGrind::Labels;
 
-our @EXPORT_OK = qw(short_name display_name unique_names);
+our @EXPORT_OK = qw(short_name display_name unique_names inlined_level);
 
 my %CLOSE = ('(' => ')', '<' => '>', '[' => ']', '{' => '}');
 
@@ -183,5 +183,12 @@ sub display_name {
     ($SHOWN, $SHOWN_FOR) = (unique_names(\@LNAME), scalar @LNAME) if $SHOWN_FOR != @LNAME;
     return $SHOWN->{$n} // short_name($n);
 }
+
+# Whether a function's name (docs/output-format.md, "Names") is an inlined
+# function's context level (--inline-frames): "g [inlined]". A function
+# without a symbol is named by its address and qualified by its object, so
+# "0x1139 [inlined]" is code of an object named `inlined`, never a level
+# (an inlined function is named by its debug info's name).
+sub inlined_level { $_[0] =~ / \[inlined\]\z/ && $_[0] !~ /\A0x[0-9a-f]+ \[inlined\]\z/ }
 
 1;

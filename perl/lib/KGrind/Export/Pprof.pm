@@ -26,6 +26,7 @@ use KGrind::Model qw(cval select_contexts export_name export_names model_head tr
 use KGrind::Events qw(context_event forest_event_names);
 use KGrind::Output;
 use KGrind::Sites qw(site_index level_lines);
+use KGrind::Names qw(inlined_level);
 
 # --format=pprof, written as produced (KGrind::Export::Pprof::write_file):
 # each selected context's path is made when its sample is written, so
@@ -37,10 +38,12 @@ sub show {
     my $events = @{$S->{threads}} ? forest_event_names($S->{threads}[0]{F}) : [];
     # --sites: a frame's location at the line it called the next one from
     my $I = $o->{sites} ? site_index($S) : undef;
+    # the profiles' contexts have inlined levels (desc: inline frames)
+    my $levels = @{$S->{P}} && $S->{P}[0]{inline} eq 'yes';
     my @threads = map {
         my $C = $_->{C};
         my $ev = sub { my ($cid) = @_; map { context_event($C, $_, $cid) } @$events };
-        { tid => $_->{tid}, each_sample => $C->{cct} && !$o->{limited} && !$I ? cct_pprof_samples($C, $name, $ev) : sub {
+        { tid => $_->{tid}, each_sample => $C->{cct} && !$o->{limited} && !$I ? cct_pprof_samples($C, $name, $ev, $levels) : sub {
             my ($emit) = @_;
             for my $cid (@{select_contexts($o, $C)}) {
                 my $labels = ctx_labels($C, $cid);
@@ -52,6 +55,7 @@ sub show {
     } @{$S->{threads}};
     my $head = model_head($S, sub { export_name($o, $_[0]) });
     $head->{events} = $events;
+    $head->{inline_frames} = $levels;
     my $ok = eval { write_file($head, \@threads, \&out); 1 };
     unless ($ok) { die $@ if ref $@; fail("pprof: " . (split /\n/, $@)[0]) }
 }
@@ -61,7 +65,7 @@ sub show {
 # one concatenation (making every context's path was O(nodes x depth) in
 # Perl: 119.7 s against 32.7 s for cc1plus's 2.9 M-node CCT).
 sub cct_pprof_samples {
-    my ($C, $name, $ev) = @_;
+    my ($C, $name, $ev, $levels) = @_;
     return sub {
         my (undef, $emit_stack, $location_of) = @_;
         my ($roots, $kids) = children_of(col($C->{F}, 'par'));
@@ -73,8 +77,8 @@ sub cct_pprof_samples {
         while (my $e = pop @todo) {
             my ($v, $parent_stack, $parent_group, $parent_callers) = @$e;
             my $n = $name->[$fn->[$v]];
-            my ($group, $callers) = inlined($n) && $parent_group ? ("$parent_group\n$n", $parent_callers)
-                                                                 : ($n, $parent_stack);
+            my ($group, $callers) = $levels && $parent_group && inlined($n) ? ("$parent_group\n$n", $parent_callers)
+                                                                            : ($n, $parent_stack);
             my $stack = $location_of->($group) . $callers;
             $emit_stack->($stack, cval($C, 'xcalls', $v), cval($C, 'xexcl', $v), $ev->($v));
             push @todo, map { [$_, $stack, $group, $callers] } reverse @{$kids->[$v] // []};
@@ -82,7 +86,8 @@ sub cct_pprof_samples {
     };
 }
 
-sub inlined { $_[0] =~ / \[inlined\](?:\t\d+)?\z/ }
+# An inlined level's name, with --sites its call line after a tab.
+sub inlined { inlined_level($_[0] =~ s/\t\d+\z//r) }
 
 # --sites: each frame but the last as "name\tline" where the profile gives
 # the one line it called the next frame from (KGrind::Sites); its
@@ -95,12 +100,13 @@ sub site_frames {
 }
 
 # A path's locations (outermost first): each function with the inlined
-# levels after it, their names joined by newlines.
+# levels after it (where $levels: the profile has them), their names
+# joined by newlines.
 sub location_groups {
-    my ($path) = @_;
+    my ($path, $levels) = @_;
     my @groups;
     for my $n (@$path) {
-        if (@groups && inlined($n) && $groups[-1] !~ /\A\[truncated k=/) { $groups[-1] .= "\n$n" }
+        if ($levels && @groups && inlined($n) && $groups[-1] !~ /\A\[truncated k=/) { $groups[-1] .= "\n$n" }
         else { push @groups, $n }
     }
     return \@groups;
@@ -182,7 +188,7 @@ sub write_file {
         my $location_of = sub { $location{$_[0]} // $location->($_[0]) };
         $t->{each_sample}->(sub {
             my ($path, @values) = @_;
-            $emit_stack->(join('', reverse map { $location_of->($_) } @{location_groups(frames_of($data, $path))}),
+            $emit_stack->(join('', reverse map { $location_of->($_) } @{location_groups(frames_of($data, $path), $data->{inline_frames})}),
                           @values);
         }, $emit_stack, $location_of);
     }
