@@ -284,17 +284,21 @@ sub main {
     return 0;
 }
 
-unless (caller) {
-    my $rc = eval { main(@ARGV) };
+# The script's run: main's exit status, a failure as one line on stderr
+# (status 2). tests/annotate_server.pl calls it in a forked child.
+sub run {
+    my $rc = eval { main(@_) };
     if (!defined $rc) {
         my $e = $@;
         my $m = ref $e eq 'KG::Error' ? $e->{msg} : "internal error: $e";
         $m =~ s/\s+\z//;
         print STDERR "kgrind_annotate: $m\n";
-        exit 2;
+        return 2;
     }
-    exit $rc;
+    return $rc;
 }
+
+exit run(@ARGV) unless caller;
 1;
 
 __END__

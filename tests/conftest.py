@@ -10,6 +10,7 @@ import sys
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
+import annotate_runner as annotate_runner_module  # noqa: E402
 import callgrind_format  # noqa: E402
 import profile_check  # noqa: E402
 import profile_identity  # noqa: E402
@@ -46,6 +47,16 @@ def pytest_sessionfinish(session):
     # the tool builds' copies the KGRIND_SAME_BEFORE runs made under /tmp
     for builds in _same_builds:
         builds.cleanup()
+
+
+@pytest.fixture(scope='session')
+def annotate_runner(tmp_path_factory):
+    """kgrind_annotate's runs without Perl's start-up in each (the
+    `annotate` fixture of tests/test_annotate.py)."""
+    from test_annotate import annotate_cmd
+    runner = annotate_runner_module.Runner(annotate_cmd(), tmp_path_factory.mktemp('annotate-runs'))
+    yield runner
+    runner.close()
 
 
 @pytest.fixture(autouse=True)

@@ -48,12 +48,11 @@ class Result:
 
 
 @pytest.fixture
-def annotate():
-    cmd = annotate_cmd()
-
+def annotate(annotate_runner):
+    """kgrind_annotate's runs (tests/annotate_runner.py; annotate_runner is
+    conftest's)."""
     def run(*args, cwd=None):
-        return Result(subprocess.run([*cmd, *map(str, args)], capture_output=True, text=True,
-                                     cwd=cwd, timeout=120))
+        return Result(annotate_runner.run(args, cwd=cwd, timeout=120))
     return run
 
 

@@ -14,7 +14,7 @@
 #     but the allocator hooks (and memset/memcpy/memmove, which Valgrind's
 #     core provides; and libgcc's __popcountdi2).
 #  2. unit tests: GoogleTest, -Wall -Wextra -Werror -O1 -g.
-#  3. fuzzing: libFuzzer + ASan + UBSan for FUZZ_SECONDS each: the forest
+#  3. fuzzing: libFuzzer + ASan + UBSan for FUZZ_SECONDS each, side by side: the forest
 #     against its oracle, the inflater against zlib (skipped with a message
 #     only if clang's fuzzer runtime is not installed).
 set -euo pipefail
@@ -108,41 +108,35 @@ if [ -z "$FUZZ_CXX" ]; then
     exit 0
   fi
 fi
-say "fuzzing for ${FUZZ_SECONDS}s with $FUZZ_CXX"
+say "fuzzing for ${FUZZ_SECONDS}s with $FUZZ_CXX: the core against its oracles and the inflater against zlib, side by side"
 probe="$OUT/fuzz_probe.cpp"
 printf 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long){return 0;}\n' > "$probe"
 if ! "$FUZZ_CXX" -fsanitize=fuzzer "$probe" -o "$OUT/fuzz_probe" >/dev/null 2>&1; then
   say "fuzzing SKIPPED: $FUZZ_CXX cannot link -fsanitize=fuzzer (install libclang-rt-14-dev)"
   exit 0
 fi
-if [ ! -x "$OUT/fuzz_core" ] || [ "$ROOT/tests/fuzz/fuzz_core.cpp" -nt "$OUT/fuzz_core" ] ||
-   [ "$newest_header" -nt "$OUT/fuzz_core" ]; then
-  "$FUZZ_CXX" -std=gnu++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-    -I"$ROOT" "$ROOT/tests/fuzz/fuzz_core.cpp" -o "$OUT/fuzz_core"
-fi
+# fuzz_core: the forest against its oracle; fuzz_inflate: the inflater
+# against zlib (linked into the fuzzer only). Built, then run, both at once
+# (each fuzzer is one process: two cores, half the wall time).
+FUZZ_FLAGS=(-std=gnu++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I"$ROOT")
+fpids=()
+for f in fuzz_core fuzz_inflate; do
+  if [ ! -x "$OUT/$f" ] || [ "$ROOT/tests/fuzz/$f.cpp" -nt "$OUT/$f" ] || [ "$newest_header" -nt "$OUT/$f" ]; then
+    libs=()
+    [ "$f" = fuzz_inflate ] && libs=(-lz)
+    "$FUZZ_CXX" "${FUZZ_FLAGS[@]}" "$ROOT/tests/fuzz/$f.cpp" -o "$OUT/$f" "${libs[@]}" &
+    fpids+=($!)
+  fi
+done
+for p in "${fpids[@]}"; do wait "$p" || { echo "building a fuzzer failed" >&2; exit 1; }; done
+# Seed corpora: the checked-in seeds (if any) plus whatever earlier runs
+# found; the inflater's, python3's zlib streams of a few texts at a few levels.
 corpus="$OUT/fuzz_corpus"
 mkdir -p "$corpus"
-# Seed corpus from the checked-in seeds (if any) plus whatever earlier runs found.
 if [ -d "$ROOT/tests/fuzz/seeds" ]; then cp -n "$ROOT"/tests/fuzz/seeds/* "$corpus"/ 2>/dev/null || true; fi
-"$OUT/fuzz_core" -max_total_time="$FUZZ_SECONDS" -max_len=600 -len_control=0 -timeout=20 -rss_limit_mb=2048 \
-  -artifact_prefix="$OUT/" -print_final_stats=1 "$corpus" 2> "$OUT/fuzz.log" || {
-  tail -n 60 "$OUT/fuzz.log" >&2
-  echo "fuzzer found a failure; reproducer in $OUT/ (crash-*)" >&2
-  exit 1
-}
-grep -E 'stat::number_of_executed_units|Done' "$OUT/fuzz.log" | tail -n 2 || true
-
-# The inflater against zlib (linked into the fuzzer only), seeded with
-# python3's zlib streams of a few texts at a few levels.
-say "fuzzing the inflater for ${FUZZ_SECONDS}s with $FUZZ_CXX"
-if [ ! -x "$OUT/fuzz_inflate" ] || [ "$ROOT/tests/fuzz/fuzz_inflate.cpp" -nt "$OUT/fuzz_inflate" ] ||
-   [ "$newest_header" -nt "$OUT/fuzz_inflate" ]; then
-  "$FUZZ_CXX" -std=gnu++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-    -I"$ROOT" "$ROOT/tests/fuzz/fuzz_inflate.cpp" -o "$OUT/fuzz_inflate" -lz
-fi
-corpus="$OUT/fuzz_inflate_corpus"
-mkdir -p "$corpus"
-python3 - "$corpus" <<'PY'
+inflate_corpus="$OUT/fuzz_inflate_corpus"
+mkdir -p "$inflate_corpus"
+python3 - "$inflate_corpus" <<'PY'
 import os, sys, zlib
 d = sys.argv[1]
 texts = [b'', b'a', b'std::map<int, int>::find ' * 40, bytes(range(256)) * 3, b'\0' * 3000]
@@ -156,11 +150,24 @@ for i, t in enumerate(texts):
         for kind, b in seeds.items():
             open(os.path.join(d, 'seed-%d-%d-%s' % (i, level, kind)), 'wb').write(b)
 PY
+"$OUT/fuzz_core" -max_total_time="$FUZZ_SECONDS" -max_len=600 -len_control=0 -timeout=20 -rss_limit_mb=2048 \
+  -artifact_prefix="$OUT/" -print_final_stats=1 "$corpus" 2> "$OUT/fuzz.log" &
+core_pid=$!
 "$OUT/fuzz_inflate" -max_total_time="$FUZZ_SECONDS" -max_len=4096 -timeout=20 -rss_limit_mb=2048 \
-  -artifact_prefix="$OUT/inflate-" -print_final_stats=1 "$corpus" 2> "$OUT/fuzz_inflate.log" || {
-  tail -n 60 "$OUT/fuzz_inflate.log" >&2
-  echo "the inflater's fuzzer found a failure; reproducer in $OUT/ (inflate-crash-*)" >&2
-  exit 1
+  -artifact_prefix="$OUT/inflate-" -print_final_stats=1 "$inflate_corpus" 2> "$OUT/fuzz_inflate.log" &
+inflate_pid=$!
+# A fuzzer's end: its statistics, else its failure's log and reproducer.
+fuzz_end() {   # PID LOG WHAT ARTIFACTS
+  if wait "$1"; then
+    grep -E 'stat::number_of_executed_units|Done' "$2" | tail -n 2 || true
+    return 0
+  fi
+  tail -n 60 "$2" >&2
+  echo "$3 found a failure; reproducer in $OUT/ ($4)" >&2
+  return 1
 }
-grep -E 'stat::number_of_executed_units|Done' "$OUT/fuzz_inflate.log" | tail -n 2 || true
+fail=0
+fuzz_end "$core_pid" "$OUT/fuzz.log" "fuzzer" "crash-*" || fail=1
+fuzz_end "$inflate_pid" "$OUT/fuzz_inflate.log" "the inflater's fuzzer" "inflate-crash-*" || fail=1
+[ "$fail" = 0 ] || exit 1
 say "all core checks passed"
