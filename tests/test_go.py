@@ -15,7 +15,7 @@ import callgrind_format
 import ksf_records
 from conftest import BUILD, PROGS
 from test_annotate import annotate_cmd
-from test_stacks import contexts_by_function
+from test_stacks import contexts_by_function, in_source
 from test_stress import FUNCTION_MODES, MODES, annotators_read
 
 WORKERS, ROUNDS, DEPTH = 4, 2, 3000
@@ -47,18 +47,6 @@ def own_counts(stdout):
     return {'main.deep': int(m.group(1)), 'main.leaf': int(m.group(2)), 'main.worker': WORKERS * ROUNDS}
 
 
-def in_source(ctx, outer, least, most, k):
-    """Is ctx (callers, outermost first) the k-context of outer followed
-    by least to most (None: any number of) calls of main.deep?"""
-    if k == 'inf':
-        deeps = len(ctx) - len(outer)
-        return (ctx[:len(outer)] == outer and set(ctx[len(outer):]) <= {'main.deep'} and
-                least <= deeps and (most is None or deeps <= most))
-    depth = int(k)
-    top = most if most is not None else least + depth
-    return any((outer + ('main.deep',) * j)[-depth:] == ctx for j in range(least, top + 1))
-
-
 @pytest.mark.parametrize('k', ['1', '2', 'inf'])
 def test_goroutines_growing_their_stacks_keep_their_calls_and_contexts(tools, go_program, k):
     """Each worker goroutine recurses DEPTH + its number deep (main.worker >
@@ -85,13 +73,8 @@ def test_goroutines_growing_their_stacks_keep_their_calls_and_contexts(tools, go
     r = subprocess.run([*annotate_cmd(), str(kg.profile_path)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     wrong = {(fn, ctx): n for fn, (outer, least, most) in source.items()
-             for ctx, n in ends[fn].items() if not in_source(ctx, outer, least, most, k)}
-    # A known defect, open: about one run in thirty files a few leaf calls
-    # at the root (`__root__ > main.leaf`), the calls counted right. More
-    # than that is a regression.
-    assert sum(wrong.values()) <= sum(own.values()) // 1000, wrong
-    if wrong:
-        pytest.xfail(f'known defect: a few calls in contexts the source does not give: {wrong}')
+             for ctx, n in ends[fn].items() if not in_source(ctx, outer, 'main.deep', least, most, k)}
+    assert not wrong
 
 
 @pytest.mark.parametrize('mode', sorted(set(MODES) - {'k2', 'kinf'}))

@@ -43,6 +43,16 @@ def counts_printed(stdout):
     return dict(zip(words[::2], map(int, words[1::2])))
 
 
+def run_like_native(tools, exe, *args, opts, out='kgrind.out'):
+    """exe run under kgrind with opts, as it runs natively (same output,
+    status 0): the kgrind run, and the counts the program printed."""
+    kg = tools.kgrind(exe, *args, opts=opts, out=out)
+    native = tools.native(exe, *args)
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    assert kg.stdout == native.stdout
+    return kg, counts_printed(native.stdout)
+
+
 def subtree_exclusive(forest):
     """Each node's exclusive Ir summed over its subtree."""
     order, stack = [], list(forest.roots)
@@ -306,11 +316,7 @@ def test_unwinds_on_unregistered_coroutine_stacks_stay_unwinds(tools, k):
     and a tail call are what they are on main's stack: below run_work the
     coroutines' contexts are main's (six runs in coroutines, one in main)."""
     exe = tools.compile('co_unwind.cpp', '-O2')
-    kg = tools.kgrind(exe, 5000, 3, opts=[f'--k={k}'], out=f'unwind.{k}')
-    native = tools.native(exe, 5000, 3)
-    assert kg.returncode == native.returncode == 0, kg.stderr
-    assert kg.stdout == native.stdout
-    own = counts_printed(native.stdout)
+    kg, own = run_like_native(tools, exe, 5000, 3, opts=[f'--k={k}'], out=f'unwind.{k}')
     prof = ksf_records.parse(kg.profile_path)
     calls = vertex_calls(prof)
     by_count = collections.Counter()
@@ -646,6 +652,40 @@ def contexts_by_function(prof, k):
         for ctx, n in ksf_records.kccf(forest, kk, kk).items():
             ends[ctx[-1]][ctx[:-1]] += n
     return ends
+
+
+def in_source(ctx, outer, recursive, least, most, k):
+    """Is ctx (callers, outermost first) the k-context of outer followed
+    by least to most (None: any number of) calls of recursive?"""
+    if k == 'inf':
+        calls = len(ctx) - len(outer)
+        return (ctx[:len(outer)] == outer and set(ctx[len(outer):]) <= {recursive} and
+                least <= calls and (most is None or calls <= most))
+    depth = int(k)
+    top = most if most is not None else least + depth
+    return any((outer + (recursive,) * j)[-depth:] == ctx for j in range(least, top + 1))
+
+
+@pytest.mark.parametrize('k', ['1', '2', 'inf'])
+def test_coroutine_stack_in_a_mapping_that_grows_stays_one_stack(tools, k):
+    """A coroutine starts on a stack at the bottom of the only read-write
+    half of a reservation, makes the lower half read-write (one mapping
+    now) and recurses 400 frames (240 KB) down into it, yielding to main at
+    the bottom, three rounds. Its stack is the mapping's as it is now, not
+    as it was when the coroutine started: every call counts once, in the
+    contexts the source gives (`__root__ > co_main > dive ... > leaf`).
+    Taking the lower half for another stack filed 537 dive and every leaf
+    call at the root."""
+    exe = tools.compile('co_mapping_grows.c', '-O2')
+    kg, own = run_like_native(tools, exe, 400, 3, opts=[f'--k={k}'], out=f'mapping_grows.{k}')
+    assert own['dive'] == own['leaf'] == 3 * 401
+    ends = contexts_by_function(ksf_records.parse(kg.profile_path), k)
+    outer = ('__root__', 'co_main')
+    source = {'dive': (0, 400), 'leaf': (1, 401)}
+    for fn, (least, most) in source.items():
+        assert sum(ends[fn].values()) == own[fn], (fn, ends[fn])
+        wrong = {ctx: n for ctx, n in ends[fn].items() if not in_source(ctx, outer, 'dive', least, most, k)}
+        assert not wrong, (fn, wrong)
 
 
 def below_handler(prof, k):

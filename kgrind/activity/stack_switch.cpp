@@ -56,7 +56,7 @@ Landing landing_at(Addr sp, BlockInfo* blk)
 // called setjmp and then the switch at one SP).
 const Frame* resumed_frame(const ShadowStack* s, const Landing& l)
 {
-   if (l.starting || !in_memory_of(s, l.sp)) return nullptr;
+   if (l.starting || !in_grown_memory_of(s, l.sp)) return nullptr;
    const Frame* f = s->top;
    while (f > s->frames && f->sp + kReturnSlot < l.sp) f--;
    if (f == s->frames || f->sp + kReturnSlot != l.sp) return nullptr;
@@ -80,7 +80,7 @@ const Addr kFitsLast = (Addr)1 << 32;
 
 Addr landing_distance(const ThreadState* t, const ShadowStack* s, Addr sp, Bool starting)
 {
-   if (!in_memory_of(s, sp)) return ~(Addr)0;
+   if (!in_grown_memory_of(s, sp)) return ~(Addr)0;
    if (s->top == s->frames) return kFitsLast;
    if (starting && s != t->own) return ~(Addr)0;
    const Frame* f = s->top;
@@ -222,7 +222,7 @@ void relocate_stack(ShadowStack* s, Addr delta, Addr sp)
    for (Frame* f = s->frames + 1; f <= s->top; f++)
       if (f->sp) f->sp += delta;
    if (s->entry_sp) s->entry_sp += delta;
-   if (!in_memory_of(s, sp)) s->registered = stack_memory_at(sp, &s->lo, &s->hi);
+   if (!in_memory_of(s, sp)) tie_to_memory_at(s, sp);
 }
 
 // The suspended stack that a switch landing at l resumes moved (moved_by),
@@ -373,10 +373,8 @@ void switch_stack(ThreadState* t, Addr sp, BlockInfo* blk)
    if (s) {
       resume_stack(t, s);
    } else {
-      Addr lo, hi;
-      Bool registered = stack_memory_at(sp, &lo, &hi);
-      s = new_shadow_stack(t->own->frames[0].tr, lo, hi, kCoroutineFrames);
-      s->registered = registered;
+      s = new_shadow_stack(t->own->frames[0].tr, 0, 0, kCoroutineFrames);
+      tie_to_memory_at(s, sp);
       run_on(t, s);
    }
    pop_dead_frames(t, sp);
@@ -405,11 +403,12 @@ void end_stacks_in(Addr lo, Addr hi)
       end_suspended_stacks(t, [&](const ShadowStack* s) { return stack_dies_with(s, lo, hi); });
 }
 
-// Has SP left the running stack's memory? Not while a handler runs on an
-// alternate signal stack (its frames sit on the interrupted stack's).
-Bool left_running_stack(const ThreadState* t, Addr sp)
+// Has SP left the running stack's memory (which follows its mapping's
+// growth)? Not while a handler runs on an alternate signal stack (its
+// frames sit on the interrupted stack's).
+Bool left_running_stack(ThreadState* t, Addr sp)
 {
-   return !in_memory_of(t->stack, sp) && !t->stack->alt_fences;
+   return !t->stack->alt_fences && !in_memory_following_mapping(t->stack, sp);
 }
 
 // Has a handler on an alternate signal stack left it for the interrupted

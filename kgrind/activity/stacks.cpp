@@ -141,6 +141,44 @@ Bool stack_memory_at(Addr sp, Addr* lo, Addr* hi)
    return False;
 }
 
+// Ties coroutine stack s to the memory sp lies in (stack_memory_at).
+void tie_to_memory_at(ShadowStack* s, Addr sp)
+{
+   s->registered = stack_memory_at(sp, &s->lo, &s->hi);
+   s->mapped = !s->registered;
+}
+
+// Does the mapping that coroutine stack s was tied to reach sp now? A
+// mapping grows: Go maps its heap, which holds the goroutines' stacks, in
+// adjacent steps that the core merges into one mapping, and copies a
+// goroutine's stack across the end its mapping had when the stack was tied
+// to it. When it does, the mapping's bounds are in lo, hi.
+static Bool mapping_reaches(const ShadowStack* s, Addr sp, Addr* lo, Addr* hi)
+{
+   if (!s->mapped || s->segment) return False;
+   if (stack_memory_at(s->hi, lo, hi)) return False;
+   return *lo <= s->lo && *hi >= s->hi && sp >= *lo && sp <= *hi && !in_other_registered_stack(s, sp);
+}
+
+// Is sp in s's memory, its mapping's as it is now included?
+static Bool in_grown_memory_of(const ShadowStack* s, Addr sp)
+{
+   Addr lo, hi;
+   return in_memory_of(s, sp) || mapping_reaches(s, sp, &lo, &hi);
+}
+
+// Is sp in the memory of s (not listed as suspended: the index orders
+// stacks by their memory), which follows its mapping's growth?
+static Bool in_memory_following_mapping(ShadowStack* s, Addr sp)
+{
+   if (in_memory_of(s, sp)) return True;
+   Addr lo, hi;
+   if (!mapping_reaches(s, sp, &lo, &hi)) return False;
+   s->lo = lo;
+   s->hi = hi;
+   return True;
+}
+
 // Is s a coroutine stack tied to the mapping it lies in (not registered,
 // not the thread's own)? Other coroutines' stacks may lie in that mapping
 // (malloc'd stacks, stacks carved from one mmap), so SP moving within it

@@ -50,6 +50,7 @@ struct ShadowStack {
    UInt alt_fences;         // handlers running on an alternate signal stack
    StackSegment* segment;   // the innermost -fsplit-stack segment it runs on
    Bool registered;         // lo, hi: a stack the program registered
+   Bool mapped;             // lo, hi: the mapping it lay in when read (it may grow)
    // A coroutine stack in a mapping (not registered): the SP its first
    // function was entered at without a call (0: not known). Nothing of the
    // coroutine's lies above it but that function's return address, so SP

@@ -183,6 +183,7 @@ static void tie_running_stack(Addr start, Addr end)
    s->lo = start;
    s->hi = end;
    s->registered = True;
+   s->mapped = False;
 }
 
 void stack_registered(Addr start, Addr end)
