@@ -14,6 +14,12 @@ import subprocess
 SERVER = pathlib.Path(__file__).resolve().parent / 'annotate_server.pl'
 
 
+def _wire(s):
+    """A path or argument as its bytes (what exec would pass), one
+    character each in the JSON request."""
+    return os.fsencode(str(s)).decode('latin-1')
+
+
 class Runner:
     def __init__(self, script_cmd, scratch):
         """script_cmd: how the script is run (test_annotate.annotate_cmd());
@@ -40,8 +46,8 @@ class Runner:
         self.n += 1
         out, err = self.scratch / f'{self.n}.out', self.scratch / f'{self.n}.err'
         args = [str(a) for a in args]
-        self.proc.stdin.write(json.dumps({'cwd': str(cwd or os.getcwd()), 'args': args, 'out': str(out),
-                                          'err': str(err), 'timeout': timeout}) + '\n')
+        self.proc.stdin.write(json.dumps({'cwd': _wire(cwd or os.getcwd()), 'args': [_wire(a) for a in args],
+                                          'out': _wire(out), 'err': _wire(err), 'timeout': timeout}) + '\n')
         self.proc.stdin.flush()
         status = self.proc.stdout.readline().strip()
         try:

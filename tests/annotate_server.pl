@@ -10,7 +10,8 @@
 # has no END block or destructor to run, and global destruction in a
 # forked child writes to every shared page (it doubled the child's CPU).
 #
-# A request is one line of JSON: {"cwd", "args", "out", "err", "timeout"};
+# A request is one line of JSON: {"cwd", "args", "out", "err", "timeout"},
+# the strings' characters their bytes;
 # the answer one line: the child's exit status, or "signal N" (SIGALRM:
 # the run took longer than timeout seconds). Nothing is printed before
 # "ready" but what loading printed (warnings: the caller refuses them).
@@ -37,6 +38,8 @@ $| = 1;
 print "ready\n";
 while (my $line = <STDIN>) {
     my $r = JSON::PP::decode_json($line);
+    # each character a byte of the argument or path (annotate_runner._wire)
+    utf8::downgrade($_) for $r->{cwd}, $r->{out}, $r->{err}, @{$r->{args}};
     my $pid = fork // die "fork: $!";
     if (!$pid) {
         chdir $r->{cwd} or die "$r->{cwd}: $!";
