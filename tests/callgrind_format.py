@@ -134,11 +134,22 @@ def callee(context):
     return context.split("'", 1)[0]
 
 
+_INLINED_LEVEL = re.compile(r'(?!0x[0-9a-f]+ \[).* \[inlined\](?: \[[^\]]*\])*')
+
+
+def inlined_level(name):
+    """Whether a function's name is an inlined level (--inline-frames):
+    `g [inlined]`, qualified as any namesake (`__mmap64 [inlined]
+    [ld-linux-x86-64.so.2]`); a function named by its address is none
+    (`0x1139 [inlined]`: code of an object named inlined)."""
+    return _INLINED_LEVEL.fullmatch(name) is not None
+
+
 def physical(context):
     """The physical function of a kgrind context name: its first level
-    not marked ` [inlined]` (--inline-frames), or None."""
+    not an inlined one (--inline-frames), or None."""
     for level in context.split("'"):
-        if not level.endswith(' [inlined]'):
+        if not inlined_level(level):
             return level
     return None
 

@@ -263,7 +263,7 @@ def kgrind_contexts(path, k):
                     stack.append((kid, kid_path, depth + 1))
     named = collections.Counter()
     for path, ir in out.items():
-        named[tuple(level(n, n.endswith(_INLINED)) for n in path)] += ir
+        named[tuple(level(n, callgrind_format.inlined_level(n)) for n in path)] += ir
     if k is not None:
         return named
     whole = collections.Counter()

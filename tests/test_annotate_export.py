@@ -12,6 +12,7 @@ import subprocess
 
 import pytest
 
+import callgrind_format
 import pprof_wire
 import speedscope_file
 import test_annotate_model as M
@@ -100,7 +101,7 @@ def check_pprof_equals_json(tmp_path, annotate, *args):
     # one location per function with the functions inlined into it (--inline-frames), innermost first
     chains = [tuple(line['function']['name'] for line in loc['lines']) for loc in p['locations'].values()]
     assert len(chains) == len(set(chains))
-    assert all(n.endswith(' [inlined]') for c in chains for n in c[:-1])
+    assert all(callgrind_format.inlined_level(n) for c in chains for n in c[:-1])
     return d, p
 
 

@@ -358,7 +358,7 @@ def test_inline_frames_within_a_function_equal_the_chains(arm, k):
         if len(levels) > k:
             expected[tuple(levels[-(k + 1):])] += ir
     mine = {ctx: ir for ctx, ir in inline_oracle.kgrind_contexts(kg.profile_path, k).items()
-            if len(ctx) == k + 1 and all(n.endswith(' [inlined]') for n in ctx[1:])}
+            if len(ctx) == k + 1 and all(callgrind_format.inlined_level(n) for n in ctx[1:])}
     assert any(n.endswith(' [inlined]') for ctx in expected for n in ctx)
     assert mine == dict(expected)
 

@@ -254,6 +254,11 @@ def test_pprof_locations_carry_inline_chains(tools):
                                                                    check=True).stdout, re.M))
     physical = {c[-1] for c in chains if len(c) > 1 and c[-1] in own}
     assert physical == {'work', 'branchy'}
+    # libc's and ld.so's namesakes inlined are qualified by their objects
+    # (`__mmap64 [inlined] [ld-linux-x86-64.so.2]`): levels too, lines of
+    # their physical function's Location, never its last (physical) line
+    qualified = [c for c in chains if any(re.search(r' \[inlined\] \[', n) for n in c)]
+    assert qualified and all(not re.search(r' \[inlined\] \[', c[-1]) for c in qualified), qualified
     symbolized = set()
     for fn, addrs in objdump_addresses(exe, physical).items():
         by_addr, _names = inline_chains(exe, addrs, debian_tool('llvm-symbolizer-14', 'llvm-14'))

@@ -185,10 +185,12 @@ sub display_name {
 }
 
 # Whether a function's name (docs/output-format.md, "Names") is an inlined
-# function's context level (--inline-frames): "g [inlined]". A function
-# without a symbol is named by its address and qualified by its object, so
-# "0x1139 [inlined]" is code of an object named `inlined`, never a level
-# (an inlined function is named by its debug info's name).
-sub inlined_level { $_[0] =~ / \[inlined\]\z/ && $_[0] !~ /\A0x[0-9a-f]+ \[inlined\]\z/ }
+# function's context level (--inline-frames): "g [inlined]", qualified as
+# any namesake ("__mmap64 [inlined] [ld-linux-x86-64.so.2]": libc and
+# ld.so both inline it). A function without a symbol is named by its
+# address and qualified by its object, so "0x1139 [inlined]" is code of an
+# object named `inlined`, never a level (an inlined function is named by
+# its debug info's name).
+sub inlined_level { $_[0] =~ / \[inlined\](?: \[[^\]]*\])*\z/ && $_[0] !~ /\A0x[0-9a-f]+ \[/ }
 
 1;
