@@ -16,8 +16,9 @@ time.
 `bench/suite.py --runs 1 --configs native --keep-work --out DIR --no-growth --no-ksweep --no-large --no-churn --no-charts`
 (DIR/work; python3 and perl run bench/workloads/ scripts; the workload cc1plus needs the large phase's data/cc1plus-N.ii,
 e.g. from `--no-growth --no-ksweep --large-runs 1 --configs native`). The name `none` stands for `valgrind --tool=none`. Prints, per
-workload, the minimum and median CPU seconds of each build and configuration
-and the ratio of the minimum to none's minimum.
+workload, the minimum and median CPU seconds of each build and configuration,
+the ratio of the minimum to none's minimum, and the largest peak RSS of
+its runs.
 """
 import argparse
 import os
@@ -40,10 +41,15 @@ CONFIGS = {
     'k2-instr': ['--k=2', '--dump-instr=yes'], 'k2-jumps': ['--k=2', '--dump-instr=yes', '--collect-jumps=yes'],
     'k2-cache': ['--k=2', '--cache-sim=yes'], 'k2-branch': ['--k=2', '--branch-sim=yes'],
     'k2-data': ['--k=2', '--collect-data=yes'],
+    # an 8 MB LL for both tools: the host's 512 MB LL made python3's runs
+    # move by up to 40 % (101 MB of simulated tags)
+    'k2-cache-ll8': ['--k=2', '--cache-sim=yes', '--LL=8388608,16,64'],
 }
 # cachegrind counting the events of a configuration (the build name `cachegrind`):
 # Ir alone (cachegrind --cache-sim=no) for the configurations that count Ir alone.
-CACHEGRIND = {'k2': ['--cache-sim=no'], 'kinf': ['--cache-sim=no'], 'k2-cache': ['--cache-sim=yes'], 'k2-branch': ['--cache-sim=no', '--branch-sim=yes']}
+CACHEGRIND = {'k2': ['--cache-sim=no'], 'kinf': ['--cache-sim=no'], 'k2-cache': ['--cache-sim=yes'],
+              'k2-branch': ['--cache-sim=no', '--branch-sim=yes'],
+              'k2-cache-ll8': ['--cache-sim=yes', '--LL=8388608,16,64']}
 TOOLS = ('none', 'cachegrind')   # build names that are Valgrind's tools
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import configs  # noqa: E402  (the suite's workloads and launcher)
@@ -111,7 +117,7 @@ def run_one(build, config, work, workload, scale, outdir):
         _, status, ru = os.wait4(p.pid, 0)
     if status != 0:
         raise SystemExit(f'{" ".join(cmd)} failed:\n{err.decode(errors="replace")[-2000:]}')
-    return ru.ru_utime + ru.ru_stime
+    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss
 
 
 def run(a):
@@ -122,16 +128,19 @@ def run(a):
     with tempfile.TemporaryDirectory() as outdir:
         for w in a.workloads.split(','):
             times = {p: [] for p in pairs}
+            rss = {p: [] for p in pairs}
             for r in range(a.runs):
                 order = pairs[r % len(pairs):] + pairs[:r % len(pairs)]
                 for p in order:
-                    times[p].append(run_one(p[0], p[1], work, w, a.scale, outdir))
+                    cpu, peak = run_one(p[0], p[1], work, w, a.scale, outdir)
+                    times[p].append(cpu)
+                    rss[p].append(peak)
             base = min(times[('none', None)])
             for p in pairs:
                 t = times[p]
                 label = 'none' if p[0] == 'none' else f'{p[0]}:{p[1]}'
                 print(f'{w:10} {label:24} min {min(t):7.3f}  median {statistics.median(t):7.3f}  '
-                      f'x none {min(t) / base:5.2f}', flush=True)
+                      f'x none {min(t) / base:5.2f}  peak RSS {max(rss[p]) / 1024:7.1f} MB', flush=True)
 
 
 def main():

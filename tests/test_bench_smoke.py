@@ -75,14 +75,17 @@ def test_bench_ab_smoke(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     rows = {}
     for line in run.stdout.splitlines():
-        m = re.match(r'callheavy +(\S+) +min +([0-9.]+) +median +([0-9.]+) +x none +([0-9.]+)$', line)
+        m = re.match(r'callheavy +(\S+) +min +([0-9.]+) +median +([0-9.]+) +x none +([0-9.]+) +peak RSS +([0-9.]+) MB$',
+                     line)
         assert m, line
-        rows[m.group(1)] = tuple(float(g) for g in m.group(2, 3, 4))
+        rows[m.group(1)] = tuple(float(g) for g in m.group(2, 3, 4, 5))
     assert set(rows) == {'none', 'cur:k1', 'cur:k2'}, run.stdout
     base = rows['none'][0]
-    for label, (lo, med, ratio) in rows.items():
+    for label, (lo, med, ratio, rss) in rows.items():
         assert 0 < lo <= med < 60
         assert abs(ratio - round(lo / base, 2)) <= 0.011, (label, lo, base, ratio)
+        # Valgrind's own text and heap alone are tens of MB
+        assert 10 < rss < 4096, (label, rss)
 
 
 def test_bench_large_smoke(tmp_path):
