@@ -167,8 +167,8 @@ static Bool in_grown_memory_of(const ShadowStack* s, Addr sp)
    return in_memory_of(s, sp) || mapping_reaches(s, sp, &lo, &hi);
 }
 
-// Is sp in the memory of s (not listed as suspended: the index orders
-// stacks by their memory), which follows its mapping's growth?
+// Is sp in the memory of s, which follows its mapping's growth (the
+// running stack: its lo, hi become the grown mapping's)?
 static Bool in_memory_following_mapping(ShadowStack* s, Addr sp)
 {
    if (in_memory_of(s, sp)) return True;
