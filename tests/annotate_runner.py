@@ -11,6 +11,8 @@ import os
 import pathlib
 import subprocess
 
+import profile_check
+
 SERVER = pathlib.Path(__file__).resolve().parent / 'annotate_server.pl'
 
 
@@ -56,7 +58,10 @@ class Runner:
                 raise subprocess.TimeoutExpired(['kgrind_annotate', *args], timeout)
             assert not status.startswith('signal'), f'kgrind_annotate {" ".join(args)}: killed by {status}'
             with open(out) as o, open(err) as e:
-                return subprocess.CompletedProcess(['kgrind_annotate', *args], int(status), o.read(), e.read())
+                done = subprocess.CompletedProcess(['kgrind_annotate', *args], int(status), o.read(), e.read())
+            if len(args) == 1 and not args[0].startswith('-') and done.returncode == 0 and not done.stderr:
+                profile_check.note_read(pathlib.Path(cwd or os.getcwd()) / args[0])
+            return done
         finally:
             for f in (out, err):
                 f.unlink(missing_ok=True)

@@ -20,6 +20,32 @@ def is_kgrind_profile(path):
     return head.startswith(b'# callgrind format') and b'\ncreator: kgrind' in head
 
 
+# Profiles kgrind_annotate already read with its default options in a test
+# (path => (size, mtime)): the read-back skips them while unchanged.
+_read = {}
+
+
+def _stamp(path):
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns
+
+
+def note_read(path):
+    """A test's kgrind_annotate run with no option but path read it."""
+    path = pathlib.Path(path).resolve()
+    try:
+        _read[path] = _stamp(path)
+    except OSError:
+        pass
+
+
+def _already_read(path):
+    try:
+        return _read.get(path.resolve()) == _stamp(path)
+    except OSError:
+        return False
+
+
 class ProfileCheck:
     def __init__(self):
         self.proc = None
@@ -48,7 +74,7 @@ class ProfileCheck:
             return []
         paths = [p for p in sorted(directory.rglob('*'))
                  if p.is_file() and not p.is_symlink() and is_kgrind_profile(p)]
-        return [m for m in map(self._ask, paths) if m]
+        return [m for m in map(self._ask, (p for p in paths if not _already_read(p))) if m]
 
     def rest_refusals(self, basetemp):
         """The same for the directories of module- and session-scoped fixtures."""

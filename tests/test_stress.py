@@ -26,6 +26,7 @@ import pytest
 
 import callgrind_format
 import ksf_records
+import profile_check
 from conftest import PROGS, ROOT, VALGRIND
 
 HOSTILE = PROGS / 'hostile'
@@ -259,6 +260,7 @@ def annotators_read(path):
     for cmd in (['perl', str(ANNOTATE), str(path)], ['callgrind_annotate', str(path)]):
         r = subprocess.run(cmd, capture_output=True, text=True, errors='replace', timeout=TIMEOUT)
         assert r.returncode == 0 and r.stderr == '', f'{cmd[-2]} {path.name}: exit {r.returncode}\n{r.stderr}'
+    profile_check.note_read(path)
 
 
 def callers(body, fn):

@@ -8,6 +8,7 @@ use warnings;
 no warnings "portable";    # 64-bit vec
 use Exporter 'import';
 use List::Util ();
+use Scalar::Util ();
 use KGrind::Error;
 use KGrind::Labels;
 use KGrind::Columns;
@@ -133,11 +134,28 @@ sub check_read_forest {
     return ({}, \%rootlab);
 }
 
-# Whether no two of a label map's ids are the same label.
+# Whether no two of a label map's ids are the same label. A map only grows
+# (its ids come in order), so each id is looked at once however many
+# forests (threads) use the map: a profile of 18 threads and 40,000 block
+# labels spent 2.6 of its 3.3 s here, looking at every id per thread.
+my %ONE_TO_ONE;    # map's address => [the map (weak), ids looked at, labels seen, one to one]
 sub one_to_one {
     my ($labmap) = @_;
-    my %seen;
-    return !grep { defined && $seen{$_}++ } @$labmap;
+    my $st = $ONE_TO_ONE{Scalar::Util::refaddr($labmap)};
+    # a map freed since (its address reused by another) starts over
+    if (!$st || !defined $st->[0] || $st->[0] != $labmap) {
+        # and the states of freed maps go (a process may read many files)
+        delete @ONE_TO_ONE{grep { !defined $ONE_TO_ONE{$_}[0] } keys %ONE_TO_ONE};
+        $st = $ONE_TO_ONE{Scalar::Util::refaddr($labmap)} = [$labmap, 0, {}, 1];
+        Scalar::Util::weaken($st->[0]);
+    }
+    my ($seen, $n) = ($st->[2], scalar @$labmap);
+    for my $i ($st->[1] .. $n - 1) {
+        my $g = $labmap->[$i];
+        $st->[3] = 0 if defined $g && $seen->{$g}++;
+    }
+    $st->[1] = $n;
+    return $st->[3];
 }
 
 # The numbers a forest states twice must agree (docs/output-format.md,
