@@ -159,11 +159,17 @@ _COMPRESSED = re.compile(r'^\((\d+)\)(?:\s+(.*))?$')
 _SPACE = {'ob': 'ob', 'cob': 'ob', 'fl': 'fl', 'fi': 'fl', 'fe': 'fl', 'cfi': 'fl',
           'cfl': 'fl', 'jfi': 'fl', 'fn': 'fn', 'cfn': 'fn', 'jfn': 'fn'}
 _SUBPOSITION = re.compile(r'^(\*|[+-]\d+|[+-]?0x[0-9a-fA-F]+|\d+)$')
+_COST_LINE = re.compile(r'[+-]?\d|\*')
+_CALLS = re.compile(r'^calls=(\d+)\s+(\S.*)$')
+_JUMP = re.compile(r'^(jump|jcnd)=(\d+)(?:/(\d+))?\s+(.*)$')
+_HEADER = re.compile(r'^([a-zA-Z][a-zA-Z0-9 _-]*):\s*(.*)$')
 
 
 def _subposition(text, last):
     """One subposition: absolute (decimal or 0x hex), +N/-N relative to the
     last position's, or * for the same."""
+    if text.isascii() and text.isdigit() and (text[0] != '0' or text == '0'):
+        return int(text)            # the common case: absolute, decimal
     if not _SUBPOSITION.match(text):
         raise ValueError(f'bad subposition {text!r}')
     if text == '*':
@@ -277,7 +283,7 @@ class _Reader:
     def costs(self, parts):
         if len(parts) > len(self.prof.events):
             self.fail('more costs than events')
-        if not all(re.match(r'^\d+$', x) for x in parts):
+        if not all(x.isdecimal() for x in parts):
             self.fail(f'bad costs {parts!r}')
         return [int(x) for x in parts]
 
@@ -331,18 +337,21 @@ class _Reader:
                     {e: n for e, n in zip(prof.events, costs) if n})
 
     def body_line(self, line):
+        if _COST_LINE.match(line):     # most lines: first
+            self.cost_line(line)
+            return
         m = _NAME.match(line)
         if m:
             self.name_spec(m.group(1), m.group(2).strip())
             return
-        m = re.match(r'^calls=(\d+)\s+(\S.*)$', line)
+        m = _CALLS.match(line)
         if m:
             if 'fn' not in self.call:
                 self.fail('calls= without cfn=')
             self.position(m.group(2).split())   # the target: well-formed
             self.pending_call = int(m.group(1))
             return
-        m = re.match(r'^(jump|jcnd)=(\d+)(?:/(\d+))?\s+(.*)$', line)
+        m = _JUMP.match(line)
         if m:
             # The target is relative to the last position and does not
             # move it (callgrind's writer); the next line is the source.
@@ -351,10 +360,7 @@ class _Reader:
             executed = int(m.group(3)) if m.group(3) else taken
             self.pending_jump = (m.group(1) == 'jcnd', taken, executed, target)
             return
-        if re.match(r'^[+-]?\d', line) or line.startswith('*'):
-            self.cost_line(line)
-            return
-        m = re.match(r'^([a-zA-Z][a-zA-Z0-9 _-]*):\s*(.*)$', line)
+        m = _HEADER.match(line)
         if m:
             self.header_line(m.group(1), m.group(2))
             return
@@ -370,7 +376,7 @@ class _Reader:
                     self.prof.comments.append(line)
                     continue
                 awaiting = self.pending_call is not None or self.pending_jump is not None
-                if awaiting and not (re.match(r'^[+-]?\d', line) or line.startswith('*')):
+                if awaiting and not _COST_LINE.match(line):
                     self.fail('a calls=/jump= line not followed by a cost line')
                 self.body_line(line)
         if self.pending_call is not None or self.pending_jump is not None:
