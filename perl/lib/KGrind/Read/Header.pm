@@ -65,9 +65,13 @@ sub header_fields {
     my @part_line = (0, $lines_before + (substr($data, $start, $end - $start) =~ tr/\n//));
     for my $pi (0, 1) {
         my $part = $pi ? substr($data, $end) : substr($data, 0, $start);
+        # line numbers counted from the match before (a file of many
+        # threads has a totals: line in each thread's part)
+        my ($pl, $at) = ($part_line[$pi] + 1, 0);
         while ($part =~ /^(creator|pid|cmd|summary|events|positions|desc|totals):[ \t]*([^\r\n]*)/mg) {
             my ($key, $val) = ($1, $2);
-            my $pl = $part_line[$pi] + 1 + (substr($part, 0, $-[0]) =~ tr/\n//);
+            $pl += substr($part, $at, $-[0] - $at) =~ tr/\n//;
+            $at = $-[0];
             if ($key eq 'totals' || $key eq 'summary') { cost_line($R, $key, $val, $pl) }
             elsif ($key eq 'desc') { $P->{desc}{$1} = $2 if $val =~ /^([^:]+):\s*(.*)$/ }
             elsif ($key eq 'positions') { positions($R, $val, $pl) }
