@@ -2,9 +2,10 @@
 ones (the function that ran out of stack restarts at its entry on the
 copy), suspended and resumed by the scheduler on any of the runtime's
 threads. Skipped, with the reason, when Go is missing (setup.sh --deps
-installs golang-go)."""
+installs golang-go); the same in miniature, in C, needs no Go."""
 import collections
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -15,7 +16,7 @@ import callgrind_format
 import ksf_records
 from conftest import BUILD, PROGS
 from test_annotate import annotate_cmd
-from test_stacks import contexts_by_function, in_source
+from test_stacks import contexts_by_function, in_source, run_like_native
 from test_stress import FUNCTION_MODES, MODES, annotators_read
 
 WORKERS, ROUNDS, DEPTH = 4, 2, 3000
@@ -99,3 +100,27 @@ def test_go_program_under_every_mode(tools, go_program, mode):
             calls[callgrind_format.callee(callee)] += count
         assert {fn: calls[fn] for fn in ('main.deep', 'main.leaf')} == \
             {fn: own[fn] for fn in ('main.deep', 'main.leaf')}
+
+
+@pytest.mark.skipif(platform.machine() != 'x86_64', reason="Go's g in R14: amd64")
+@pytest.mark.parametrize('k', ['1', '2', 'inf'])
+def test_goroutine_copied_where_another_was_suspended_keeps_its_own_frames(tools, k):
+    """Go's runtime in miniature (go_copied_stacks.c): goroutines A and B
+    recurse 300 deep through one function and park at the bottom (stacks
+    of one shape, A's on a thread started the Go way); A's stack is copied
+    to new memory, then B's into the memory A's copy freed, where B resumes
+    at A's very SP and return address; C reuses B's old memory; then A
+    resumes in its copy. Each goroutine (its g in R14) goes on in its own
+    frames: every call counts once, in the contexts the source gives
+    (`__root__ > body > rec ... > leaf`). Taking B's landing for A's resume
+    left A nothing to resume: its 301 leaf calls at the root."""
+    exe = tools.compile('go_copied_stacks.c', '-O2', '-fno-stack-protector', '-fno-optimize-sibling-calls')
+    kg, own = run_like_native(tools, exe, 300, opts=[f'--k={k}'], out=f'go_copied.{k}')
+    assert own == {'body': 3, 'rec': 2 * 301 + 151, 'leaf': 2 * 301}
+    ends = contexts_by_function(ksf_records.parse(kg.profile_path), k)
+    source = {'body': (('__root__',), 0, 0), 'rec': (('__root__', 'body'), 0, None),
+              'leaf': (('__root__', 'body'), 1, None)}
+    for fn, (outer, least, most) in source.items():
+        assert sum(ends[fn].values()) == own[fn], (fn, ends[fn])
+        wrong = {ctx: n for ctx, n in ends[fn].items() if not in_source(ctx, outer, 'rec', least, most, k)}
+        assert not wrong, (fn, wrong)

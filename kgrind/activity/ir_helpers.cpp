@@ -147,8 +147,11 @@ static void follow_resume_below(ThreadState* t, BlockInfo* blk, Addr sp)
 {
    if (!in_shared_mapping(t, t->stack) || t->stack->alt_fences || runs(physical_frame()->tr, blk->fn())) return;
    Landing l = landing_at(sp, blk);
-   if (ShadowStack* resumed = resumed_stack(t, l)) switch_to_stack(t, resumed, sp);
-   else if (ShadowStack* moved = moved_stack(t, l)) switch_to_stack(t, moved, sp);
+   ShadowStack* s = resumed_stack(t, l);
+   if (!s) s = moved_stack(t, l);
+   if (!s) return;
+   switch_to_stack(t, s, sp);
+   note_goroutine(t, l);
 }
 
 // Pops the frames that died, by SP at the start of the running superblock

@@ -38,13 +38,32 @@ struct Landing {
    Addr pc;
    const FnInfo* fn;   // pc's function, if known
    Bool starting;      // pc is a function's first instruction: a new coroutine
+   Addr g;             // the goroutine it goes on (goroutine_at), if known
 };
 
 Landing landing_at(Addr sp, BlockInfo* blk)
 {
-   if (blk) return { sp, blk->addr, blk->fn(), blk->fn_entry };
+   Addr g = goroutine_at(current->tid, sp);
+   if (blk) return { sp, blk->addr, blk->fn(), blk->fn_entry, g };
    Addr pc = landing_return_address(current->tid, sp);
-   return { sp, pc, nullptr, function_entry_at(pc) };
+   return { sp, pc, nullptr, function_entry_at(pc), g };
+}
+
+// Did another goroutine run on stack s than the one a switch landing at l
+// goes on? Goroutines at one depth of one recursion have stacks of one
+// shape, and a goroutine's stack copied to new memory may lie as far from
+// its end as a suspended one's lay in the same memory, freed since by that
+// one's copy, which has not run yet: SP, the return address and every
+// frame's slot match either.
+Bool other_goroutine(const ShadowStack* s, const Landing& l)
+{
+   return l.g && s->goroutine && s->goroutine != l.g;
+}
+
+// The running stack, landed on at l, is l's goroutine's.
+void note_goroutine(ThreadState* t, const Landing& l)
+{
+   if (l.g && t->stack != t->own) t->stack->goroutine = l.g;
 }
 
 // The frame of suspended stack s that a switch landing at l returns from,
@@ -56,7 +75,7 @@ Landing landing_at(Addr sp, BlockInfo* blk)
 // called setjmp and then the switch at one SP).
 const Frame* resumed_frame(const ShadowStack* s, const Landing& l)
 {
-   if (l.starting || !in_grown_memory_of(s, l.sp)) return nullptr;
+   if (l.starting || other_goroutine(s, l) || !in_grown_memory_of(s, l.sp)) return nullptr;
    const Frame* f = s->top;
    while (f > s->frames && f->sp + kReturnSlot < l.sp) f--;
    if (f == s->frames || f->sp + kReturnSlot != l.sp) return nullptr;
@@ -78,9 +97,11 @@ const Addr kResumeGap = 256;      // bytes above the top frame
 const Addr kLandingGap = 4096;    // bytes below the nearest live frame
 const Addr kFitsLast = (Addr)1 << 32;
 
-Addr landing_distance(const ThreadState* t, const ShadowStack* s, Addr sp, Bool starting)
+Addr landing_distance(const ThreadState* t, const ShadowStack* s, const Landing& l)
 {
-   if (!in_grown_memory_of(s, sp)) return ~(Addr)0;
+   Addr sp = l.sp;
+   Bool starting = l.starting;
+   if (!in_grown_memory_of(s, sp) || (s != t->own && other_goroutine(s, l))) return ~(Addr)0;
    if (s->top == s->frames) return kFitsLast;
    if (starting && s != t->own) return ~(Addr)0;
    const Frame* f = s->top;
@@ -206,7 +227,7 @@ ShadowStack* resumed_stack(ThreadState* t, const Landing& l)
 // frames' slots held lies there, each as far from the top (stack_shape).
 Addr moved_by(const ShadowStack* s, const Landing& l)
 {
-   if (!s->shape || s->resume_pc != l.pc) return 0;
+   if (!s->shape || s->resume_pc != l.pc || other_goroutine(s, l)) return 0;
    Addr delta = l.sp - (s->top->sp + kReturnSlot);
    return delta && stack_shape(s, delta) == s->shape ? delta : 0;
 }
@@ -269,7 +290,7 @@ ShadowStack* stack_landed_on(ThreadState* t, const Landing& l)
    ShadowStack* best = nullptr;
    Addr best_distance = ~(Addr)0;
    auto consider = [&](ShadowStack* s) {
-      Addr d = landing_distance(t, s, l.sp, l.starting);
+      Addr d = landing_distance(t, s, l);
       if (d < best_distance || (d == best_distance && d != ~(Addr)0 && s->listed > best->listed)) {
          best = s;
          best_distance = d;
@@ -369,7 +390,8 @@ void switch_stack(ThreadState* t, Addr sp, BlockInfo* blk)
    if (coroutine_ended(t))
       while (kg_now->top > base_frame(t)) pop_frame(t);
    suspend_stack(t);
-   ShadowStack* s = stack_landed_on(t, landing_at(sp, blk));
+   Landing l = landing_at(sp, blk);
+   ShadowStack* s = stack_landed_on(t, l);
    if (s) {
       resume_stack(t, s);
    } else {
@@ -377,6 +399,7 @@ void switch_stack(ThreadState* t, Addr sp, BlockInfo* blk)
       tie_to_memory_at(s, sp);
       run_on(t, s);
    }
+   note_goroutine(t, l);
    pop_dead_frames(t, sp);
 }
 

@@ -59,6 +59,9 @@ struct ShadowStack {
    // While suspended: the return address in its top frame's slot, where a
    // resume returns to (0: none read).
    Addr resume_pc;
+   // The goroutine that ran on it (goroutine_at: Go's g), when a switch
+   // landed on it; 0: not known.
+   Addr goroutine;
    // While suspended, a coroutine stack's: what its frames' slots held
    // (stack_shape), by which a copy of the stack in other memory is known
    // (moved_stack). 0: not known.

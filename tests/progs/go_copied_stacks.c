@@ -1,0 +1,161 @@
+/* Go's runtime in miniature, on amd64: "goroutines" whose stacks lie in one
+   mapping, each with a g whose first words are its stack's bounds, kept in
+   R14 while it runs; a thread started the Go way (raw clone, its g in R9);
+   gogo loads R14, SP and jumps; a goroutine parks by saving its return
+   address and SP (as runtime.mcall) and a scheduler copies parked stacks
+   to other memory (as runtime.copystack) before resuming them there.
+
+   Goroutines A and B recurse `depth` deep through one function and park at
+   the bottom, so their stacks have one shape. A runs on a second thread,
+   in slot 0. Then main copies A's stack to slot 2, and B's into slot 0,
+   which A's copy freed: B resumes at the very SP, and the very return
+   address, where A was suspended. B returns up its recursion and ends; C
+   recurses half as deep in slot 1, which B's copy freed, and parks; then
+   A resumes in slot 2 and returns up its recursion. Every goroutine's
+   calls are body > rec ... > leaf. argv: depth. Prints its own counts. */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+struct g {
+   uintptr_t lo, hi;                               /* Go's g.stack */
+   uintptr_t sp, pc, rbx, rbp, r12, r13, r14, r15; /* where it goes on */
+   uintptr_t goroutine;                            /* else a scheduler */
+   long depth;
+};
+
+static const size_t kSlot = 256u << 10;
+static struct g ga, gb, gc, sched_main, sched_thread, thread_g;
+struct g* cur_g;       /* the running goroutine (park reads it) */
+struct g* cur_sched;   /* the context park returns to */
+static volatile int thread_done;
+static long rec_calls, leaf_calls, body_calls;
+
+/* gogo(to): runs `to` where it goes on. switch_to(save, to): saves the
+   caller's context in save (its SP above the return address, which is its
+   pc), then gogo(to). park(): saves the running goroutine in cur_g and goes
+   on in cur_sched. go_clone(sp, g, fn): a thread started the Go way, on
+   stack sp, running fn. */
+void gogo(struct g* to);
+void switch_to(struct g* save, struct g* to);
+void park(void);
+long go_clone(void* sp, struct g* g, void (*fn)(void));
+__asm__(".text\n"
+        ".globl gogo\n.type gogo,@function\n"
+        "gogo:\n"
+        "  mov 32(%rdi), %rbx\n  mov 40(%rdi), %rbp\n  mov 48(%rdi), %r12\n"
+        "  mov 56(%rdi), %r13\n  mov 72(%rdi), %r15\n"
+        "  mov 64(%rdi), %r14\n  cmpq $0, 80(%rdi)\n  cmovne %rdi, %r14\n" /* a goroutine's g in R14 */
+        "  mov 16(%rdi), %rsp\n  jmp *24(%rdi)\n"
+        ".size gogo,.-gogo\n"
+        ".globl switch_to\n.type switch_to,@function\n"
+        "switch_to:\n"
+        "  mov (%rsp), %rax\n  mov %rax, 24(%rdi)\n  lea 8(%rsp), %rax\n  mov %rax, 16(%rdi)\n"
+        "  mov %rbx, 32(%rdi)\n  mov %rbp, 40(%rdi)\n  mov %r12, 48(%rdi)\n  mov %r13, 56(%rdi)\n"
+        "  mov %r14, 64(%rdi)\n  mov %r15, 72(%rdi)\n"
+        "  mov %rsi, %rdi\n  jmp gogo\n"
+        ".size switch_to,.-switch_to\n"
+        ".globl park\n.type park,@function\n"
+        "park:\n"
+        "  mov cur_g(%rip), %rdi\n  mov cur_sched(%rip), %rsi\n  jmp switch_to\n"
+        ".size park,.-park\n"
+        ".globl go_clone\n.type go_clone,@function\n"
+        "go_clone:\n"
+        "  push %r12\n  mov %rdx, %r12\n  mov %rsi, %r9\n  mov %rdi, %rsi\n"
+        "  mov $0x50f00, %edi\n  xor %edx, %edx\n  xor %r10d, %r10d\n  xor %r8d, %r8d\n"
+        "  mov $56, %eax\n  syscall\n"
+        "  test %rax, %rax\n  jz 1f\n  pop %r12\n  ret\n"
+        "1:\n  call *%r12\n  mov $60, %eax\n  xor %edi, %edi\n  syscall\n"
+        ".size go_clone,.-go_clone\n");
+
+__attribute__((noipa)) static long leaf(long n)
+{
+   leaf_calls++;
+   return n & 7;
+}
+
+__attribute__((noipa)) static long rec(long n)
+{
+   rec_calls++;
+   if (n == 0) {
+      park();   /* as runtime.morestack: the scheduler copies the stack */
+      return leaf(0);
+   }
+   long r = rec(n - 1);
+   return r + leaf(n);
+}
+
+/* A goroutine's function; it parks for good when done. */
+__attribute__((noipa)) static void body(void)
+{
+   body_calls++;
+   rec(cur_g->depth);
+   park();
+   abort();
+}
+
+__attribute__((noinline)) static void goexit(void) { abort(); }
+
+/* g starts body on the stack [lo, lo + kSlot). */
+static void new_goroutine(struct g* g, char* lo, long depth)
+{
+   memset(g, 0, sizeof *g);
+   g->lo = (uintptr_t)lo;
+   g->hi = (uintptr_t)lo + kSlot;
+   g->sp = g->hi - 8;
+   *(uintptr_t*)g->sp = (uintptr_t)goexit;
+   g->pc = (uintptr_t)body;
+   g->goroutine = 1;
+   g->depth = depth;
+}
+
+/* Runs g until it parks. */
+static void run(struct g* sched, struct g* g)
+{
+   cur_sched = sched;
+   cur_g = g;
+   switch_to(sched, g);
+}
+
+/* Copies g's used stack to the end of [lo, lo + kSlot), as copystack does. */
+static void copy_stack(struct g* g, char* lo)
+{
+   uintptr_t used = g->hi - g->sp, hi = (uintptr_t)lo + kSlot;
+   memcpy((void*)(hi - used), (void*)g->sp, used);
+   g->sp = hi - used;
+   g->lo = (uintptr_t)lo;
+   g->hi = hi;
+}
+
+static void thread_main(void)
+{
+   run(&sched_thread, &ga);
+   __atomic_store_n(&thread_done, 1, __ATOMIC_RELEASE);
+}
+
+int main(int argc, char** argv)
+{
+   long depth = argc > 1 ? atol(argv[1]) : 300;
+   char* slots = mmap(NULL, 3 * kSlot, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+   static char thread_stack[64 << 10] __attribute__((aligned(16)));
+   if (slots == MAP_FAILED) return 1;
+   new_goroutine(&ga, slots, depth);
+   new_goroutine(&gb, slots + kSlot, depth);
+   thread_g.lo = (uintptr_t)thread_stack;
+   thread_g.hi = (uintptr_t)(thread_stack + sizeof thread_stack);
+   if (go_clone((void*)thread_g.hi, &thread_g, thread_main) < 0) return 1;
+   while (!__atomic_load_n(&thread_done, __ATOMIC_ACQUIRE)) sched_yield();
+   run(&sched_main, &gb);
+   copy_stack(&ga, slots + 2 * kSlot);
+   copy_stack(&gb, slots);   /* where A was, at A's SP */
+   run(&sched_main, &gb);
+   new_goroutine(&gc, slots + kSlot, depth / 2);
+   run(&sched_main, &gc);
+   run(&sched_main, &ga);
+   printf("go_copied_stacks: body %ld rec %ld leaf %ld\n", body_calls, rec_calls, leaf_calls);
+   return 0;
+}
