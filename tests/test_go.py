@@ -110,13 +110,18 @@ def test_goroutine_copied_where_another_was_suspended_keeps_its_own_frames(tools
     of one shape, A's on a thread started the Go way); A's stack is copied
     to new memory, then B's into the memory A's copy freed, where B resumes
     at A's very SP and return address; C reuses B's old memory; then A
-    resumes in its copy. Each goroutine (its g in R14) goes on in its own
-    frames: every call counts once, in the contexts the source gives
-    (`__root__ > body > rec ... > leaf`). Taking B's landing for A's resume
-    left A nothing to resume: its 301 leaf calls at the root."""
+    resumes in its copy. D, on the second thread, recurses 20 deep in a
+    2 KB stack, parks, and is copied to a 4 KB stack just below, its old
+    frames less than 4 KB above the SP it resumes at. Each goroutine (its g
+    in R14) goes on in its own frames: every call counts once, in the
+    contexts the source gives (`__root__ > body > rec ... > leaf`). Taking
+    B's landing for A's resume left A nothing to resume: its 301 leaf calls
+    at the root. D's landing fitted its old frames (no stack whose frames
+    lie outside the goroutine's stack fits): its 21 leaf calls under
+    `gogo`."""
     exe = tools.compile('go_copied_stacks.c', '-O2', '-fno-stack-protector', '-fno-optimize-sibling-calls')
     kg, own = run_like_native(tools, exe, 300, opts=[f'--k={k}'], out=f'go_copied.{k}')
-    assert own == {'body': 3, 'rec': 2 * 301 + 151, 'leaf': 2 * 301}
+    assert own == {'body': 4, 'rec': 2 * 301 + 151 + 21, 'leaf': 2 * 301 + 21}
     ends = contexts_by_function(ksf_records.parse(kg.profile_path), k)
     source = {'body': (('__root__',), 0, 0), 'rec': (('__root__', 'body'), 0, None),
               'leaf': (('__root__', 'body'), 1, None)}

@@ -39,14 +39,16 @@ struct Landing {
    const FnInfo* fn;   // pc's function, if known
    Bool starting;      // pc is a function's first instruction: a new coroutine
    Addr g;             // the goroutine it goes on (goroutine_at), if known
+   Addr g_lo, g_hi;    // and its stack's bounds
 };
 
 Landing landing_at(Addr sp, BlockInfo* blk)
 {
-   Addr g = goroutine_at(current->tid, sp);
-   if (blk) return { sp, blk->addr, blk->fn(), blk->fn_entry, g };
+   Addr lo, hi;
+   Addr g = goroutine_at(current->tid, sp, &lo, &hi);
+   if (blk) return { sp, blk->addr, blk->fn(), blk->fn_entry, g, lo, hi };
    Addr pc = landing_return_address(current->tid, sp);
-   return { sp, pc, nullptr, function_entry_at(pc), g };
+   return { sp, pc, nullptr, function_entry_at(pc), g, lo, hi };
 }
 
 // Did another goroutine run on stack s than the one a switch landing at l
@@ -58,6 +60,19 @@ Landing landing_at(Addr sp, BlockInfo* blk)
 Bool other_goroutine(const ShadowStack* s, const Landing& l)
 {
    return l.g && s->goroutine && s->goroutine != l.g;
+}
+
+// Does suspended stack s lie outside the stack of the goroutine a landing
+// at l goes on? A goroutine's frames lie within its stack's bounds; its
+// shadow stack left in the memory morestack copied it from is resumed
+// moved (moved_stack), not in place. runtime.gogo loads SP, then jumps:
+// kg_unwind sees the landing before the code it goes to, and a copy 4 KB
+// below the old stack fitted the old frames just above the landing SP
+// (kLandingGap), which went on unmoved, and the restarted function was
+// taken for a new goroutine below them.
+Bool outside_goroutine_stack(const ShadowStack* s, const Landing& l)
+{
+   return l.g && s->top > s->frames && (s->top->sp < l.g_lo || s->top->sp > l.g_hi);
 }
 
 // The running stack, landed on at l, is l's goroutine's.
@@ -101,7 +116,8 @@ Addr landing_distance(const ThreadState* t, const ShadowStack* s, const Landing&
 {
    Addr sp = l.sp;
    Bool starting = l.starting;
-   if (!in_grown_memory_of(s, sp) || (s != t->own && other_goroutine(s, l))) return ~(Addr)0;
+   if (!in_grown_memory_of(s, sp) || (s != t->own && (other_goroutine(s, l) || outside_goroutine_stack(s, l))))
+      return ~(Addr)0;
    if (s->top == s->frames) return kFitsLast;
    if (starting && s != t->own) return ~(Addr)0;
    const Frame* f = s->top;

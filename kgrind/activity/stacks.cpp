@@ -105,20 +105,25 @@ Bool go_thread_stack(ThreadId tid, Addr sp, Addr* lo, Addr* hi)
 // program is Go's, not linked with cgo.
 Bool go_threads;
 
-// The goroutine whose stack thread tid runs on at sp: Go's runtime keeps
-// the running goroutine's g in R14 (amd64), whose first words are its
-// stack's bounds; runtime.gogo sets R14 before it loads SP. 0 when R14 does
-// not hold a g whose stack holds sp (morestack switches to g0's stack with
-// R14 the goroutine's), or the program is not Go's.
-Addr goroutine_at(ThreadId tid, Addr sp)
+// The goroutine whose stack thread tid runs on at sp, and that stack's
+// bounds (lo, hi): Go's runtime keeps the running goroutine's g in R14
+// (amd64), whose first words are its stack's bounds; runtime.gogo sets R14
+// before it loads SP. 0 when R14 does not hold a g whose stack holds sp
+// (morestack switches to g0's stack with R14 the goroutine's), or the
+// program is not Go's.
+Addr goroutine_at(ThreadId tid, Addr sp, Addr* lo, Addr* hi)
 {
+   *lo = *hi = 0;
 #if defined(VGA_amd64)
    if (!go_threads) return 0;
    Addr g = 0, bounds[2];
    VG_(get_shadow_regs_area)(tid, (UChar*)&g, 0, offsetof(VexGuestAMD64State, guest_R14), sizeof(g));
    if (!g || !VG_(am_is_valid_for_client)(g, sizeof(bounds), VKI_PROT_READ)) return 0;
    VG_(memcpy)(bounds, (const void*)g, sizeof(bounds));
-   return bounds[0] < sp && sp <= bounds[1] ? g : 0;
+   if (!(bounds[0] < sp && sp <= bounds[1])) return 0;
+   *lo = bounds[0];
+   *hi = bounds[1];
+   return g;
 #else
    (void)tid;
    (void)sp;

@@ -11,8 +11,13 @@
    which A's copy freed: B resumes at the very SP, and the very return
    address, where A was suspended. B returns up its recursion and ends; C
    recurses half as deep in slot 1, which B's copy freed, and parks; then
-   A resumes in slot 2 and returns up its recursion. Every goroutine's
-   calls are body > rec ... > leaf. argv: depth. Prints its own counts. */
+   A resumes in slot 2 and returns up its recursion. Before that, on the
+   second thread (whose stack lies below the slots: gogo raises SP), D
+   recurses 20 deep in a 2 KB stack and parks, and is copied to a 4 KB
+   stack just below (as morestack grows Go's 2 KB stacks), where its old
+   frames lie less than 4 KB above the SP it resumes at; it returns up its
+   recursion. Every goroutine's calls are body > rec ... > leaf. argv:
+   depth. Prints its own counts. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdint.h>
@@ -29,7 +34,7 @@ struct g {
 };
 
 static const size_t kSlot = 256u << 10;
-static struct g ga, gb, gc, sched_main, sched_thread, thread_g;
+static struct g ga, gb, gc, gd, sched_main, sched_thread, thread_g;
 struct g* cur_g;       /* the running goroutine (park reads it) */
 struct g* cur_sched;   /* the context park returns to */
 static volatile int thread_done;
@@ -100,12 +105,12 @@ __attribute__((noipa)) static void body(void)
 
 __attribute__((noinline)) static void goexit(void) { abort(); }
 
-/* g starts body on the stack [lo, lo + kSlot). */
-static void new_goroutine(struct g* g, char* lo, long depth)
+/* g starts body on the stack [lo, lo + size). */
+static void new_goroutine(struct g* g, char* lo, size_t size, long depth)
 {
    memset(g, 0, sizeof *g);
    g->lo = (uintptr_t)lo;
-   g->hi = (uintptr_t)lo + kSlot;
+   g->hi = (uintptr_t)lo + size;
    g->sp = g->hi - 8;
    *(uintptr_t*)g->sp = (uintptr_t)goexit;
    g->pc = (uintptr_t)body;
@@ -121,41 +126,48 @@ static void run(struct g* sched, struct g* g)
    switch_to(sched, g);
 }
 
-/* Copies g's used stack to the end of [lo, lo + kSlot), as copystack does. */
-static void copy_stack(struct g* g, char* lo)
+/* Copies g's used stack to the end of [lo, lo + size), as copystack does. */
+static void copy_stack(struct g* g, char* lo, size_t size)
 {
-   uintptr_t used = g->hi - g->sp, hi = (uintptr_t)lo + kSlot;
+   uintptr_t used = g->hi - g->sp, hi = (uintptr_t)lo + size;
    memcpy((void*)(hi - used), (void*)g->sp, used);
    g->sp = hi - used;
    g->lo = (uintptr_t)lo;
    g->hi = hi;
 }
 
+static char* slots;
+
 static void thread_main(void)
 {
    run(&sched_thread, &ga);
+   new_goroutine(&gd, slots + 3 * kSlot + 6144, 2048, 20);
+   run(&sched_thread, &gd);
+   copy_stack(&gd, slots + 3 * kSlot, 4096);   /* 4 KB, just below */
+   run(&sched_thread, &gd);
    __atomic_store_n(&thread_done, 1, __ATOMIC_RELEASE);
 }
 
 int main(int argc, char** argv)
 {
    long depth = argc > 1 ? atol(argv[1]) : 300;
-   char* slots = mmap(NULL, 3 * kSlot, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+   slots = mmap(NULL, 4 * kSlot, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
    static char thread_stack[64 << 10] __attribute__((aligned(16)));
    if (slots == MAP_FAILED) return 1;
-   new_goroutine(&ga, slots, depth);
-   new_goroutine(&gb, slots + kSlot, depth);
+   new_goroutine(&ga, slots, kSlot, depth);
+   new_goroutine(&gb, slots + kSlot, kSlot, depth);
    thread_g.lo = (uintptr_t)thread_stack;
    thread_g.hi = (uintptr_t)(thread_stack + sizeof thread_stack);
    if (go_clone((void*)thread_g.hi, &thread_g, thread_main) < 0) return 1;
    while (!__atomic_load_n(&thread_done, __ATOMIC_ACQUIRE)) sched_yield();
    run(&sched_main, &gb);
-   copy_stack(&ga, slots + 2 * kSlot);
-   copy_stack(&gb, slots);   /* where A was, at A's SP */
+   copy_stack(&ga, slots + 2 * kSlot, kSlot);
+   copy_stack(&gb, slots, kSlot);   /* where A was, at A's SP */
    run(&sched_main, &gb);
-   new_goroutine(&gc, slots + kSlot, depth / 2);
+   new_goroutine(&gc, slots + kSlot, kSlot, depth / 2);
    run(&sched_main, &gc);
    run(&sched_main, &ga);
+
    printf("go_copied_stacks: body %ld rec %ld leaf %ld\n", body_calls, rec_calls, leaf_calls);
    return 0;
 }
