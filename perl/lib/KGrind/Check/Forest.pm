@@ -8,7 +8,6 @@ use warnings;
 no warnings "portable";    # 64-bit vec
 use Exporter 'import';
 use List::Util ();
-use Scalar::Util ();
 use KGrind::Error;
 use KGrind::Labels;
 use KGrind::Columns;
@@ -23,11 +22,13 @@ our @EXPORT = qw(check_forest check_counters);
 # $bad->(v, message) reports an error at node v. With $slabs, returns the
 # index of the children (by "parent label") and of the R trees' roots (by
 # label) that check_counters uses; without, siblings are checked by sorting
-# (parent, label) pairs, which takes less memory than a hash.
+# (parent, label) pairs, which takes less memory than a hash. $labstate:
+# the reader's record of its label map (one_to_one).
 sub check_forest {
-    my ($F, $labmap, $intra, $blocks, $bad, $slabs) = @_;
+    my ($F, $labmap, $intra, $blocks, $bad, $slabs, $labstate) = @_;
     my $repeat = delete $F->{repeat};
-    return check_read_forest(@_, $repeat) if defined $F->{depth} && !$slabs && one_to_one($labmap);
+    return check_read_forest($F, $labmap, $intra, $blocks, $bad, $slabs, $repeat)
+        if defined $F->{depth} && !$slabs && one_to_one($labmap, $labstate);
     my ($depth, $fnout, $roots, %child, %rootlab, @pairs) = ('', '', 0);
     push @KEEP, \%child;
     chunks($F, [qw(par fn)], sub {
@@ -135,27 +136,19 @@ sub check_read_forest {
 }
 
 # Whether no two of a label map's ids are the same label. A map only grows
-# (its ids come in order), so each id is looked at once however many
-# forests (threads) use the map: a profile of 18 threads and 40,000 block
-# labels spent 2.6 of its 3.3 s here, looking at every id per thread.
-my %ONE_TO_ONE;    # map's address => [the map (weak), ids looked at, labels seen, one to one]
+# (its ids come in order), so $state (the reader's, one per map) keeps what
+# was looked at, and each id is looked at once however many forests
+# (threads) use the map: a profile of 18 threads and 40,000 block labels
+# spent 2.6 of its 3.3 s here, looking at every id per thread.
 sub one_to_one {
-    my ($labmap) = @_;
-    my $st = $ONE_TO_ONE{Scalar::Util::refaddr($labmap)};
-    # a map freed since (its address reused by another) starts over
-    if (!$st || !defined $st->[0] || $st->[0] != $labmap) {
-        # and the states of freed maps go (a process may read many files)
-        delete @ONE_TO_ONE{grep { !defined $ONE_TO_ONE{$_}[0] } keys %ONE_TO_ONE};
-        $st = $ONE_TO_ONE{Scalar::Util::refaddr($labmap)} = [$labmap, 0, {}, 1];
-        Scalar::Util::weaken($st->[0]);
-    }
-    my ($seen, $n) = ($st->[2], scalar @$labmap);
-    for my $i ($st->[1] .. $n - 1) {
+    my ($labmap, $state) = @_;
+    my $seen = $state->{seen} //= {};
+    for my $i (($state->{looked} // 0) .. $#$labmap) {
         my $g = $labmap->[$i];
-        $st->[3] = 0 if defined $g && $seen->{$g}++;
+        $state->{twice} = 1 if defined $g && $seen->{$g}++;
     }
-    $st->[1] = $n;
-    return $st->[3];
+    $state->{looked} = @$labmap;
+    return !$state->{twice};
 }
 
 # The numbers a forest states twice must agree (docs/output-format.md,

@@ -66,7 +66,7 @@ sub header_fields {
     for my $pi (0, 1) {
         my $part = $pi ? substr($data, $end) : substr($data, 0, $start);
         # line numbers counted from the match before (a file of many
-        # threads has a totals: line in each thread's part)
+        # threads has a desc: line for each thread)
         my ($pl, $at) = ($part_line[$pi] + 1, 0);
         while ($part =~ /^(creator|pid|cmd|summary|events|positions|desc|totals):[ \t]*([^\r\n]*)/mg) {
             my ($key, $val) = ($1, $2);

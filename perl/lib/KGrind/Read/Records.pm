@@ -230,7 +230,8 @@ sub thread_end {
         ferr($file, $ln, "thread $tid declares nodes=$T->{declared} but has $nnodes nodes")
             if $nnodes != $T->{declared};
     } else {
-        my @index = check_forest($T, $R->{labmap}, $R->{intra}, $blocks, $bad, $slabs);
+        my @index = check_forest($T, $R->{labmap}, $R->{intra}, $blocks, $bad, $slabs,
+                                 $R->{labmap_state} //= {});
         ferr($file, $ln, "thread $tid declares nodes=$T->{declared} but has $nnodes nodes")
             if $nnodes != $T->{declared};
         ferr($file, $ln, "thread $tid has no nodes") if $nnodes == 0;
