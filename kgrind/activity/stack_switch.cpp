@@ -63,13 +63,10 @@ Bool other_goroutine(const ShadowStack* s, const Landing& l)
 }
 
 // Does suspended stack s lie outside the stack of the goroutine a landing
-// at l goes on? A goroutine's frames lie within its stack's bounds; its
-// shadow stack left in the memory morestack copied it from is resumed
-// moved (moved_stack), not in place. runtime.gogo loads SP, then jumps:
-// kg_unwind sees the landing before the code it goes to, and a copy 4 KB
-// below the old stack fitted the old frames just above the landing SP
-// (kLandingGap), which went on unmoved, and the restarted function was
-// taken for a new goroutine below them.
+// at l goes on? A goroutine's frames lie within its stack's bounds, so its
+// shadow stack left in the memory morestack copied it from goes on moved
+// (moved_stack), never in place: a copy just below the old memory would
+// otherwise fit the old frames (within kLandingGap of the landing SP).
 Bool outside_goroutine_stack(const ShadowStack* s, const Landing& l)
 {
    return l.g && s->top > s->frames && (s->top->sp < l.g_lo || s->top->sp > l.g_hi);
