@@ -52,6 +52,9 @@ prints the totals and the changed contexts, largest change first.
   --top=<N>                   show at most N contexts (0: no limit) [40]
   --k=<N>|inf                 show the N-CCF (N <= the recorded k) [recorded k]
   --thread=<tid>|all          select one thread's forest [all]
+  --max-threads=<N>|all       text: the tables and trees of at most N threads,
+                              those with the most Ir; the header says how
+                              many were left out and their Ir [16]
   --join-threads              join all threads' forests into one
   --tree                      print the tree of the hot contexts: outermost
                               caller first, inclusive and exclusive shares
@@ -119,12 +122,13 @@ sub parse_options {
     my @args = ([], []);
     my @argv = @_;
     my %o = (sort => 'Ir', costs => 'yes', 'tree-order' => 'sorted',
-             auto => 'no', context => 8, include => [], format => 'text', thread => 'all');
+             auto => 'no', context => 8, include => [], format => 'text', thread => 'all',
+             'max-threads' => 16);
     my @warn;
     {
         local $SIG{__WARN__} = sub { push @warn, $_[0] };
         # positional arguments in order: --vs starts the NEW side of --diff
-        my $ok = GetOptionsFromArray(\@argv, \%o, 'sort=s', 'threshold=s', 'top=s', 'k=s', 'thread=s',
+        my $ok = GetOptionsFromArray(\@argv, \%o, 'sort=s', 'threshold=s', 'top=s', 'k=s', 'thread=s', 'max-threads=s',
             'join-threads', 'ksf', 'kccf', 'costs=s', 'tree-order=s', 'auto=s', 'context=s',
             'include|I=s@', 'format=s', 'version', 'help|h', 'show-blocks', 'blocks-disasm',
             'names=s', 'callers', 'width=s', 'tree', 'tree-min=s', 'sites', 'context-id=s', 'show=s', 'event=s', 'diff', 'normalize', 'fail-above=s', 'force',
@@ -192,6 +196,8 @@ sub parse_options {
     fail("bad --k value '$o{k}' (a non-negative integer or inf)")
         if defined $o{k} && $o{k} !~ /^(?:\d+|inf)$/;
     fail("bad --thread value '$o{thread}' (a thread id or all)") unless $o{thread} =~ /^(?:\d+|all)$/;
+    fail("bad --max-threads value '$o{'max-threads'}' (a positive integer or all)")
+        unless $o{'max-threads'} =~ /^(?:[1-9]\d*|all)$/;
     fail("bad --format value '$o{format}' (text, json, dot, folded, pprof or speedscope)")
         unless $o{format} =~ /^(?:text|json|dot|folded|pprof|speedscope)$/;
     # short names where people read them, full ones where programs do
@@ -395,6 +401,13 @@ Show the I<N>-CCF (I<N> at most the recorded k) [the recorded k].
 =item B<--thread>=I<tid>|B<all>
 
 Select one thread's forest [all].
+
+=item B<--max-threads>=I<N>|B<all>
+
+With B<--format=text>: print the tables and trees of at most I<N> threads,
+the I<N> with the most Ir, in thread order [16]. The header names how many
+threads were left out and their Ir; annotated sources count every thread's
+lines. B<all>: every thread. Machine formats always carry every thread.
 
 =item B<--join-threads>
 

@@ -184,3 +184,45 @@ def test_dumps_during_churn_count_every_call_once(churn):
     counts = program_counts(native.stdout)
     names = FUNCTIONS + STEPS
     assert {f: totals[f] for f in names} == {f: counts[f] for f in names}
+
+
+THREAD_LINE_RE = re.compile(r'^Thread (\d+):\s+Ir ([\d,]+),', re.M)
+TABLE_RE = re.compile(r'^Hottest 2-contexts, thread (\d+):', re.M)
+
+
+def number(text):
+    return int(text.replace(',', ''))
+
+
+def test_many_threads_report_the_hottest_and_say_what_they_leave_out(churn, annotate):  # noqa: F811
+    """With more threads than --max-threads (16 by default) the text report
+    shows the tables of the threads with the most Ir (by the records' own
+    per-thread Ir; equal Ir: the lower thread id), in thread order, and its
+    header says how many threads it left out and their Ir; JSON keeps every
+    thread. 40 threads doing different work (256 paths)."""
+    tools, exe = churn
+    kg = tools.kgrind(exe, 40, 256, opts=['--k=2'], out='many.out')
+    assert kg.returncode == 0, kg.stderr
+    ir = {int(f.tid): f.ir for f in ksf_records.parse(kg.profile_path).forests}
+    assert len(ir) == 41 and len(set(ir.values())) > 5
+    total = sum(ir.values())
+
+    def expect(n):
+        return sorted(sorted(ir, key=lambda t: (-ir[t], t))[:n])
+
+    for args, n in (((), 16), (('--max-threads=5',), 5), (('--max-threads=all',), 41), (('--max-threads=41',), 41)):
+        out = ok(annotate(*args, kg.profile_path)).out
+        lines = [(int(t), number(i)) for t, i in THREAD_LINE_RE.findall(out)]
+        assert lines == [(t, ir[t]) for t in expect(n)], args
+        assert [int(t) for t in TABLE_RE.findall(out)] == expect(n), args
+        left = re.search(r'^Other threads:\s+(\d+) not shown, Ir ([\d,]+) \(', out, re.M)
+        if n == 41:
+            assert left is None and re.search(r'^Threads:\s+41, 41 shown$', out, re.M)
+        else:
+            assert re.search(rf'^Threads:\s+41, {n} shown \(those with the most Ir;', out, re.M)
+            assert (int(left[1]), number(left[2])) == (41 - n, total - sum(ir[t] for t in expect(n)))
+    doc = annotate('--format=json', kg.profile_path).json()
+    assert sorted(int(t['tid']) for t in doc['threads']) == sorted(ir)
+    for bad in ('0', '-3', 'many', ''):
+        r = annotate(f'--max-threads={bad}', kg.profile_path)
+        assert r.rc != 0 and r.out == '' and r.err.count('\n') == 1 and 'max-threads' in r.err, (bad, r.err)

@@ -52,10 +52,12 @@ sub build_model {
     # threads: merge same tids across files; join all when asked or when any file was joined
     my $join = $o->{'join-threads'} || grep { $_->{joined} eq 'yes' } @P;
     my ($forests, $tids) = thread_forests($o, \@P, $join);
+    my ($shown, $others) = hottest_threads($o, $forests, $tids, $join);
     my $total = 0;
     $total += $_->{total} for @P;
-    my %S = (P => \@P, K => $K, kk => $kk, threads => thread_ccfs($o, $P0, $forests, $kk), total => $total,
-             joined => $join, ntids => scalar(@$tids), blockmode => $P0->{mode} ne 'func');
+    my %S = (P => \@P, K => $K, kk => $kk, threads => thread_ccfs($o, $P0, $shown, $kk), total => $total,
+             joined => $join, ntids => scalar(@$tids) - ($others ? $others->{n} : 0), others => $others,
+             blockmode => $P0->{mode} ne 'func');
     fail("--show-blocks/--blocks-disasm: $P0->{file} is a function-mode profile (no basic blocks; "
          . "profile with --mode=intra or --mode=inter)") if $o->{'show-blocks'} && $P0->{mode} eq 'func';
     $S{blocks} = block_table(\@P) if $S{blockmode};
@@ -114,6 +116,28 @@ sub thread_forests {
     my @forests = map { { key => $_, tid => $tid_of->($_), forests => $by{$_}, fname => $fname{$_} } }
                   sort { $tnum->($a) <=> $tnum->($b) || $pos{$a} <=> $pos{$b} } @order;
     return (\@forests, \@tids);
+}
+
+# The forests of the threads the text report shows (--max-threads): the
+# N threads with the most Ir, in thread order; and what the others hold
+# ({n, ir, F: their forests, for the header's event totals}), or undef
+# when every thread is shown. Machine formats and --diff take every thread.
+sub hottest_threads {
+    my ($o, $forests, $tids, $join) = @_;
+    my $max = $o->{'max-threads'} // 'all';
+    return ($forests, undef)
+        if $max eq 'all' || $join || $o->{thread} ne 'all' || $o->{format} ne 'text' || $o->{diff} || @$tids <= $max;
+    my %ir;
+    for my $f (@$forests) { $ir{$f->{tid}} += $_->{ir} for @{$f->{forests}} }
+    my @hot = (sort { $ir{$b} <=> $ir{$a} || $a <=> $b } keys %ir)[0 .. $max - 1];
+    my %show = map { $_ => 1 } @hot;
+    my @shown = grep { $show{$_->{tid}} } @$forests;
+    my %others = (n => scalar(@$tids) - $max, ir => 0, F => []);
+    for my $f (grep { !$show{$_->{tid}} } @$forests) {
+        $others{ir} += $_->{ir} for @{$f->{forests}};
+        push @{$others{F}}, @{$f->{forests}};
+    }
+    return (\@shown, \%others);
 }
 
 # Each thread's forests joined, and its k-CCF: the trees only for the
@@ -261,8 +285,10 @@ sub event_totals {
     my ($S) = @_;
     my %t = (Ir => $S->{total});
     my $names = @{$S->{threads}} ? forest_event_names($S->{threads}[0]{F}) : [];
-    for my $th (@{$S->{threads}}) {
-        for my $i (0 .. $#$names) { $t{$names->[$i]} += List::Util::sum0(unpack('Q>*', $th->{F}{ev}[$i])) }
+    # the threads left out of the text report too (hottest_threads)
+    for my $F ((map { $_->{F} } @{$S->{threads}}), @{$S->{others} ? $S->{others}{F} : []}) {
+        my %at = map { ($F->{ev_names}[$_] => $_) } 0 .. $#{$F->{ev_names} // []};
+        for my $e (grep { defined $at{$_} } @$names) { $t{$e} += List::Util::sum0(unpack('Q>*', $F->{ev}[$at{$e}])) }
     }
     my %have = map { $_ => 1 } @$names;
     if (@{$S->{threads}}) {

@@ -101,7 +101,8 @@ sub header {
     my $tool_joined = grep { $_->{joined} eq 'yes' } @P;
     my $thr_desc = $tool_joined ? 'joined when profiling (thread all)'
                  : $S->{joined} ? "$nthr, joined by kgrind_annotate (thread all)"
-                 : "$nthr, " . ($blocks ? $S->{ntids} : scalar(@{$S->{threads}})) . ' shown';
+                 : "$nthr, " . ($blocks ? $S->{ntids} : scalar(@{$S->{threads}})) . ' shown'
+                   . ($S->{others} ? ' (those with the most Ir; --max-threads=all shows every thread, --join-threads joins them)' : '');
     push @out, sprintf('%-22s%s', 'Threads:', $thr_desc);
     my $events = @{$S->{threads}} ? forest_event_names($S->{threads}[0]{F}) : [];
     push @out, sprintf('%-22s%s', 'Events:', join(' ', 'Ir', @$events));
@@ -115,6 +116,10 @@ sub header {
             'Ir ' . commify($t->{ir})
             . ", k-SF nodes $t->{F}{n}" . left_out_note($S, $t->{tid})
             . ', ' . kstr($S->{kk}) . '-CCF nodes ' . header_ccf_nodes($o, $t->{C}));
+    }
+    if (my $x = $S->{others}) {
+        push @out, sprintf('%-22s%s', 'Other threads:', commify($x->{n}) . ' not shown, Ir ' . commify($x->{ir})
+            . ' (' . pct($x->{ir}, $S->{total}) . ' of the total)');
     }
     return @out;
 }
