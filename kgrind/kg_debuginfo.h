@@ -56,10 +56,10 @@ void source_loc(Addr a, SourceLoc* out);
 // Is a the first instruction of a function symbol?
 Bool is_function_entry(Addr a);
 
-// Has code of Go's runtime.gogo (the goroutine switch; its symbol in Go
-// 1.17 on, whose amd64 ABI keeps g in R14) been translated? Then the
-// program runs goroutines, whether Go's runtime started its threads
-// (raw clone) or libc did (linked with cgo).
+// Has code of Go's runtime.gogo (the goroutine switch, whose symbol is
+// runtime.gogo.abi0 in the Go versions whose amd64 ABI keeps g in R14)
+// been translated? Then the program runs goroutines, whether Go's runtime
+// started its threads (raw clone) or libc did (linked with cgo).
 Bool go_runtime_seen();
 
 // For code without symbols: a function named by its entry address
