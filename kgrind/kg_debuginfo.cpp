@@ -258,6 +258,10 @@ static FnInfo* whole_function(FnInfo* part)
    return found;
 }
 
+static Bool go_runtime;
+
+Bool go_runtime_seen() { return go_runtime; }
+
 // The function found at address at, a run-time address of it (0: none, as
 // for names made from addresses), whose symbol starts at entry.
 static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool no_symbol, Addr at = 0,
@@ -281,6 +285,7 @@ static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool n
    fn->context_start = VG_STREQ(fn->name, "__start_context");
    fn->context_set = VG_STREQ(fn->name, "setcontext") || VG_STREQ(fn->name, "__setcontext");
    fn->stack_segment = VG_STREQ(fn->name, "__morestack");
+   if (!no_symbol && VG_STREQ(fn->name, "runtime.gogo.abi0")) go_runtime = True;
    fn->array_counters = 0;
    fn->structor[0] = 0;
    fn->split_part = !no_symbol && split_stem(fn->name) > 0;

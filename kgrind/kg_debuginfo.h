@@ -56,6 +56,12 @@ void source_loc(Addr a, SourceLoc* out);
 // Is a the first instruction of a function symbol?
 Bool is_function_entry(Addr a);
 
+// Has code of Go's runtime.gogo (the goroutine switch, whose symbol is
+// runtime.gogo.abi0 in the Go versions whose amd64 ABI keeps g in R14)
+// been translated? Then the program runs goroutines, whether Go's runtime
+// started its threads (raw clone) or libc did (linked with cgo).
+Bool go_runtime_seen();
+
 // For code without symbols: a function named by its entry address
 // ("0x401136"), in the same object as `like`.
 FnInfo* function_named_by_address(Addr entry, const FnInfo* like);

@@ -103,11 +103,14 @@ def test_go_program_under_every_mode(tools, go_program, mode):
 
 
 @pytest.mark.skipif(platform.machine() != 'x86_64', reason="Go's g in R14: amd64")
+@pytest.mark.parametrize('threads', ['go', 'cgo'])
 @pytest.mark.parametrize('k', ['1', '2', 'inf'])
-def test_goroutine_copied_where_another_was_suspended_keeps_its_own_frames(tools, k):
+def test_goroutine_copied_where_another_was_suspended_keeps_its_own_frames(tools, k, threads):
     """Go's runtime in miniature (go_copied_stacks.c): goroutines A and B
     recurse 300 deep through one function and park at the bottom (stacks
-    of one shape, A's on a thread started the Go way); A's stack is copied
+    of one shape, A's on a second thread, started the Go way, or as a
+    program linked with cgo starts it: pthread_create, and only the switch
+    routine's name, runtime.gogo.abi0, says it is Go's); A's stack is copied
     to new memory, then B's into the memory A's copy freed, where B resumes
     at A's very SP and return address; C reuses B's old memory; then A
     resumes in its copy. D, on the second thread, recurses 20 deep in a
@@ -118,9 +121,12 @@ def test_goroutine_copied_where_another_was_suspended_keeps_its_own_frames(tools
     B's landing for A's resume left A nothing to resume: its 301 leaf calls
     at the root. D's landing fitted its old frames (no stack whose frames
     lie outside the goroutine's stack fits): its 21 leaf calls under
-    `gogo`."""
-    exe = tools.compile('go_copied_stacks.c', '-O2', '-fno-stack-protector', '-fno-optimize-sibling-calls')
-    kg, own = run_like_native(tools, exe, 300, opts=[f'--k={k}'], out=f'go_copied.{k}')
+    `gogo`. Where goroutines were told apart only in programs whose
+    threads start the Go way, the cgo program had both (k = 1, 2, inf)."""
+    cgo = ['-DCGO'] if threads == 'cgo' else []
+    exe = tools.compile('go_copied_stacks.c', '-O2', '-fno-stack-protector', '-fno-optimize-sibling-calls', *cgo,
+                        out=f'go_copied_stacks_{threads}')
+    kg, own = run_like_native(tools, exe, 300, opts=[f'--k={k}'], out=f'go_copied.{threads}.{k}')
     assert own == {'body': 4, 'rec': 2 * 301 + 151 + 21, 'leaf': 2 * 301 + 21}
     ends = contexts_by_function(ksf_records.parse(kg.profile_path), k)
     source = {'body': (('__root__',), 0, 0), 'rec': (('__root__', 'body'), 0, None),

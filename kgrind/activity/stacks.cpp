@@ -110,12 +110,14 @@ Bool go_threads;
 // (amd64), whose first words are its stack's bounds; runtime.gogo sets R14
 // before it loads SP. 0 when R14 does not hold a g whose stack holds sp
 // (morestack switches to g0's stack with R14 the goroutine's), or the
-// program is not Go's.
+// program is not Go's: runtime.gogo was not translated (Go's runtime,
+// linked with cgo or not) nor, in a binary without symbols, a thread
+// started the Go way. A C program's R14 may point at two words bounding SP.
 Addr goroutine_at(ThreadId tid, Addr sp, Addr* lo, Addr* hi)
 {
    *lo = *hi = 0;
 #if defined(VGA_amd64)
-   if (!go_threads) return 0;
+   if (!go_threads && !go_runtime_seen()) return 0;
    Addr g = 0, bounds[2];
    VG_(get_shadow_regs_area)(tid, (UChar*)&g, 0, offsetof(VexGuestAMD64State, guest_R14), sizeof(g));
    if (!g || !VG_(am_is_valid_for_client)(g, sizeof(bounds), VKI_PROT_READ)) return 0;

@@ -17,8 +17,13 @@
    stack just below (as morestack grows Go's 2 KB stacks), where its old
    frames lie less than 4 KB above the SP it resumes at; it returns up its
    recursion. Every goroutine's calls are body > rec ... > leaf. argv:
-   depth. Prints its own counts. */
+   depth. Prints its own counts.
+
+   With -DCGO, as a Go program linked with cgo: the second thread is
+   started by pthread_create (on the same stack), and only gogo's name is
+   Go's (runtime.gogo.abi0). */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,8 +38,14 @@ struct g {
    long depth;
 };
 
+#ifdef CGO
+#define GOGO "runtime.gogo.abi0"
+#else
+#define GOGO "gogo"
+#endif
+
 static const size_t kSlot = 256u << 10;
-static struct g ga, gb, gc, gd, sched_main, sched_thread, thread_g;
+static struct g ga, gb, gc, gd, sched_main, sched_thread;
 struct g* cur_g;       /* the running goroutine (park reads it) */
 struct g* cur_sched;   /* the context park returns to */
 static volatile int thread_done;
@@ -45,24 +56,24 @@ static long rec_calls, leaf_calls, body_calls;
    pc), then gogo(to). park(): saves the running goroutine in cur_g and goes
    on in cur_sched. go_clone(sp, g, fn): a thread started the Go way, on
    stack sp, running fn. */
-void gogo(struct g* to);
+void gogo(struct g* to) __asm__(GOGO);
 void switch_to(struct g* save, struct g* to);
 void park(void);
-long go_clone(void* sp, struct g* g, void (*fn)(void));
+long go_clone(void* sp, struct g* g, void* (*fn)(void*));
 __asm__(".text\n"
-        ".globl gogo\n.type gogo,@function\n"
-        "gogo:\n"
+        ".globl " GOGO "\n.type " GOGO ",@function\n"
+        GOGO ":\n"
         "  mov 32(%rdi), %rbx\n  mov 40(%rdi), %rbp\n  mov 48(%rdi), %r12\n"
         "  mov 56(%rdi), %r13\n  mov 72(%rdi), %r15\n"
         "  mov 64(%rdi), %r14\n  cmpq $0, 80(%rdi)\n  cmovne %rdi, %r14\n" /* a goroutine's g in R14 */
         "  mov 16(%rdi), %rsp\n  jmp *24(%rdi)\n"
-        ".size gogo,.-gogo\n"
+        ".size " GOGO ",.-" GOGO "\n"
         ".globl switch_to\n.type switch_to,@function\n"
         "switch_to:\n"
         "  mov (%rsp), %rax\n  mov %rax, 24(%rdi)\n  lea 8(%rsp), %rax\n  mov %rax, 16(%rdi)\n"
         "  mov %rbx, 32(%rdi)\n  mov %rbp, 40(%rdi)\n  mov %r12, 48(%rdi)\n  mov %r13, 56(%rdi)\n"
         "  mov %r14, 64(%rdi)\n  mov %r15, 72(%rdi)\n"
-        "  mov %rsi, %rdi\n  jmp gogo\n"
+        "  mov %rsi, %rdi\n  jmp " GOGO "\n"
         ".size switch_to,.-switch_to\n"
         ".globl park\n.type park,@function\n"
         "park:\n"
@@ -138,7 +149,7 @@ static void copy_stack(struct g* g, char* lo, size_t size)
 
 static char* slots;
 
-static void thread_main(void)
+static void* thread_main(void* arg)
 {
    run(&sched_thread, &ga);
    new_goroutine(&gd, slots + 3 * kSlot + 6144, 2048, 20);
@@ -146,19 +157,29 @@ static void thread_main(void)
    copy_stack(&gd, slots + 3 * kSlot, 4096);   /* 4 KB, just below */
    run(&sched_thread, &gd);
    __atomic_store_n(&thread_done, 1, __ATOMIC_RELEASE);
+   return arg;
 }
 
 int main(int argc, char** argv)
 {
    long depth = argc > 1 ? atol(argv[1]) : 300;
    slots = mmap(NULL, 4 * kSlot, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-   static char thread_stack[64 << 10] __attribute__((aligned(16)));
    if (slots == MAP_FAILED) return 1;
    new_goroutine(&ga, slots, kSlot, depth);
    new_goroutine(&gb, slots + kSlot, kSlot, depth);
+   static char thread_stack[64 << 10] __attribute__((aligned(16)));
+#ifdef CGO
+   pthread_t thread;
+   pthread_attr_t attr;
+   if (pthread_attr_init(&attr) || pthread_attr_setstack(&attr, thread_stack, sizeof thread_stack) ||
+       pthread_create(&thread, &attr, thread_main, NULL))
+      return 1;
+#else
+   static struct g thread_g;
    thread_g.lo = (uintptr_t)thread_stack;
    thread_g.hi = (uintptr_t)(thread_stack + sizeof thread_stack);
    if (go_clone((void*)thread_g.hi, &thread_g, thread_main) < 0) return 1;
+#endif
    while (!__atomic_load_n(&thread_done, __ATOMIC_ACQUIRE)) sched_yield();
    run(&sched_main, &gb);
    copy_stack(&ga, slots + 2 * kSlot, kSlot);
