@@ -32,7 +32,8 @@ our $EXPORTER = 'kgrind_annotate';
 
 # The model of the profiles $o->{profiles} as the options $o ask: {P (the
 # profiles), K (recorded k), kk (the k shown), threads ([{tid, F, C, ir,
-# fname}], sorted by thread), total, joined, ntids, blockmode, and blocks
+# fname}], sorted by thread), total, joined, ntids (every thread's), others
+# (the threads the text report leaves out: hottest_threads), blockmode, and blocks
 # (block modes), src and fnline (source annotation)}.  Everything is
 # built before anything is printed.
 sub build_model {
@@ -56,7 +57,7 @@ sub build_model {
     my $total = 0;
     $total += $_->{total} for @P;
     my %S = (P => \@P, K => $K, kk => $kk, threads => thread_ccfs($o, $P0, $shown, $kk), total => $total,
-             joined => $join, ntids => scalar(@$tids) - ($others ? $others->{n} : 0), others => $others,
+             joined => $join, ntids => scalar(@$tids), others => $others,
              blockmode => $P0->{mode} ne 'func');
     fail("--show-blocks/--blocks-disasm: $P0->{file} is a function-mode profile (no basic blocks; "
          . "profile with --mode=intra or --mode=inter)") if $o->{'show-blocks'} && $P0->{mode} eq 'func';

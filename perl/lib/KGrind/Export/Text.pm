@@ -101,7 +101,7 @@ sub header {
     my $tool_joined = grep { $_->{joined} eq 'yes' } @P;
     my $thr_desc = $tool_joined ? 'joined when profiling (thread all)'
                  : $S->{joined} ? "$nthr, joined by kgrind_annotate (thread all)"
-                 : "$nthr, " . ($blocks ? $S->{ntids} : scalar(@{$S->{threads}})) . ' shown'
+                 : "$nthr, " . ($blocks ? $S->{ntids} - ($S->{others} ? $S->{others}{n} : 0) : scalar(@{$S->{threads}})) . ' shown'
                    . ($S->{others} ? ' (those with the most Ir; --max-threads=all shows every thread, --join-threads joins them)' : '');
     push @out, sprintf('%-22s%s', 'Threads:', $thr_desc);
     my $events = @{$S->{threads}} ? forest_event_names($S->{threads}[0]{F}) : [];
