@@ -151,7 +151,8 @@ sub context_table {
     # the exclusive columns: --show's events (Ir by default)
     my @show = @{$o->{show} // ['Ir']};
     # the rows are the same for threads that share C's contexts and order
-    # (KGrind::Model::thread_ccfs: their events too) and have the same Ir
+    # (KGrind::Model::thread_ccfs: their events too) and have the same Ir:
+    # made once, as one string of lines
     my $rows = $C->{same} ? \$C->{same}{"rows\0$sorted\0$t->{ir}"} : \my $own;
     $$rows //= do {
         my $key = key_arrays($o->{sort}, $C, 1);
@@ -181,9 +182,9 @@ sub context_table {
             @w = @was unless @$note;    # rows as they are (too short to fold)
         }
         my $sites = sub { $I ? site_rows($o, $S, $I, $full[$_[0]], cval($C, 'xcalls', $show->[$_[0]]), $fmt, scalar @show) : () };
-        [@$note, $fmt->(\@head) . 'context', map { ($fmt->($nums[$_]) . $ctx->[$_], $sites->($_)) } 0 .. $#nums];
+        join("\n", @$note, $fmt->(\@head) . 'context', map { ($fmt->($nums[$_]) . $ctx->[$_], $sites->($_)) } 0 .. $#nums);
     };
-    return @out, @$$rows;
+    return @out, $$rows;
 }
 
 # --sites: a context's rows under its own, one per line its innermost

@@ -12,6 +12,7 @@ use Exporter 'import';
 use Digest::SHA ();
 use KGrind::Error;
 use KGrind::Labels;
+use KGrind::Columns qw(columns_digest);
 use KGrind::Check::Forest;
 use KGrind::Read::Lists;
 use KGrind::Read::Stream;
@@ -236,7 +237,9 @@ sub thread_end {
             if $nnodes != $T->{declared};
         ferr($file, $ln, "thread $tid has no nodes") if $nnodes == 0;
         check_counters($T, $P->{k}, $blocks, @index, $bad, $file);
-        $R->{same_thread}{$key} = { map { exists $T->{$_} ? ($_ => $T->{$_}) : () } qw(fn depth roots) };
+        # the checked columns' digest, for KGrind::Model::same_forest_key
+        $T->{digest} = columns_digest($T->{n}, @$T{qw(par fn depth calls excl incl)});
+        $R->{same_thread}{$key} = { map { exists $T->{$_} ? ($_ => $T->{$_}) : () } qw(fn depth roots digest) };
     }
     events_end($R, $ln, $T, $nnodes);
     delete $T->{declared};
