@@ -107,11 +107,11 @@ sub thread_forests {
         }
         @order = grep { $tid_of->($_) eq $o->{thread} } @order;
     }
-    my %pos;
-    @pos{@order} = 0 .. $#order;
-    my $tnum = sub { my $t = $tid_of->($_[0]); $t eq 'all' ? 0 : $t };
-    my @forests = map { { key => $_, tid => $tid_of->($_), forests => $by{$_}, fname => $fname{$_} } }
-                  sort { $tnum->($a) <=> $tnum->($b) || $pos{$a} <=> $pos{$b} } @order;
+    # by thread number, then in the order read
+    my @tnum = map { my $t = $tid_of->($_); $t eq 'all' ? 0 : $t } @order;
+    my @forests = map { { key => $order[$_], tid => $tid_of->($order[$_]), forests => $by{$order[$_]},
+                          fname => $fname{$order[$_]} } }
+                  sort { $tnum[$a] <=> $tnum[$b] || $a <=> $b } 0 .. $#order;
     return (\@forests, \@tids);
 }
 
@@ -240,6 +240,7 @@ sub is_ir_key { $_[0] =~ /^(?:Ir|calls|inclusive)$/ }
 # outermost activations as outer_incl's.
 sub context_value {
     my ($C, $e, $cid) = @_;
+    return cval($C, 'xexcl', $cid) if $e eq 'Ir';    # the table's column
     my $incl = $e =~ s/^incl://;
     return $incl ? outer_incl($C, $cid) : cval($C, 'xexcl', $cid) if $e eq 'Ir';
     unless (is_derived($e)) { return $incl ? context_event_incl($C, $e, $cid) : context_event($C, $e, $cid) }

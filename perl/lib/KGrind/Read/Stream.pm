@@ -102,12 +102,13 @@ sub node_stream {
         @$R{qw(depth opened nnodes)} = @$c{qw(depth opened nnodes)};
         @{$R->{parent_at}} = @{$c->{parent_at}};
         @{$R->{label_at}} = @{$c->{label_at}};
+        $T->{first_line} = $c;    # for KGrind::Read::Records::thread_end
         return;
     }
     stream_line($R, $l, $ln);
-    $R->{first_lines}{$l} = { T => [@$T{@FIRST_LINE_STATE}], depth => $R->{depth}, opened => $R->{opened},
-                              nnodes => $R->{nnodes}, parent_at => [@{$R->{parent_at}}],
-                              label_at => [@{$R->{label_at}}] };
+    $T->{first_line} = $R->{first_lines}{$l} = {
+        T => [@$T{@FIRST_LINE_STATE}], depth => $R->{depth}, opened => $R->{opened}, nnodes => $R->{nnodes},
+        parent_at => [@{$R->{parent_at}}], label_at => [@{$R->{label_at}}] };
 }
 
 sub stream_line {
