@@ -11,7 +11,7 @@ use Exporter 'import';
 use KGrind::Labels;
 use KGrind::Columns;
 
-our @EXPORT = qw(join_forests first_root children_of preorder inv_k ccf_counters ctx_labels ctx_path ccf_nodes
+our @EXPORT = qw(join_forests first_root children_of preorder inv_k shape_key ccf_counters ctx_labels ctx_path ccf_nodes
                  ctx_ids ctx_count path_order);
 
 # ---------------------------------------------------------------------------
@@ -175,17 +175,14 @@ sub inv_k {
 # the same sorted chains, but each chain's labels are kept as its context's
 # path and only the number of new prefixes is counted.  Context ids follow
 # the sorted chains; every output sorts contexts by key and path anyway.
-# Forests of the same shape (KGrind::Read::Records: the reader's digest of
-# par, fn and depth; threads doing the same work with other counts) have
-# the same chains and contexts: the first one's are kept (up to
-# $SHAPE_NODES nodes), with which node's counters go to which context, and
-# the others only sum their counters.
+# Forests of the same shape (shape_key) have the same chains and contexts:
+# the first one's are kept, with which node's counters go to which
+# context, and the others only sum their counters.
 my @PLAB;
-my (%SHAPE, $SHAPE_NODES);
-$SHAPE_NODES = 1 << 16;
+my %SHAPE;
 sub inv_k_contexts {
     my ($F, $kk, $K) = @_;
-    my $shape = defined $F->{shape} && !$F->{firstroots} && $F->{n} <= $SHAPE_NODES ? "$kk $K $F->{shape}" : undef;
+    my $shape = shape_key($F, $kk, $K);
     if (defined $shape && (my $known = $SHAPE{$shape})) {
         my ($n, $cchain, $to) = @$known;    # $to: (context, node) pairs
         my ($cal, $exc, $inc) = map { col($F, $_) } qw(calls excl incl);
@@ -254,6 +251,17 @@ sub inv_k_contexts {
     $SHAPE{$shape} = [$n, \@cchain, pack('N*', @to)] if defined $shape;
     return { n => $n, chain => \@cchain, ctx => [0 .. $#cchain], xcalls => \@xcal, xexcl => \@xexc,
              xincl => \@xinc };
+}
+
+# The key of a forest's shape for contexts of $kk + 1 labels from a record
+# of k = $K: the reader's digest of its par, fn and depth columns
+# (KGrind::Read::Records; threads doing the same work with other counts
+# share it), or undef for a joined forest or one of more than $SHAPE_NODES
+# nodes (whose shape is not kept).
+my $SHAPE_NODES = 1 << 16;
+sub shape_key {
+    my ($F, $kk, $K) = @_;
+    return defined $F->{shape} && !$F->{firstroots} && $F->{n} <= $SHAPE_NODES ? "$kk $K $F->{shape}" : undef;
 }
 
 # Whether the forest is one tree (a k=inf forest: the CCT).

@@ -18,23 +18,23 @@ use warnings;
 no warnings 'portable';    # 64-bit vec (callers' too: a warning is checked where the last statement ran)
 
 use KGrind::Columns ();
-use KGrind::Forest qw(first_root preorder);
+use KGrind::Forest qw(first_root preorder shape_key);
 
 # Forest F recorded with k = $K (-1: inf), contexts of $kk + 1 labels:
 # context key (key_of) -> inclusive Ir of its outermost activations (or of
 # another inclusive count, $inc: the nodes' values of an event beyond Ir,
 # which the nodes count as they count Ir).  Undef for $kk = inf: a context
 # is then a whole path, never nested in itself.
-# Forests of the same shape (KGrind::Forest::inv_k_contexts) count the same
+# Forests of the same shape (KGrind::Forest::shape_key) count the same
 # nodes into the same contexts: the first one's (context, node) pairs are
 # kept, a node of an activation nested in its own context's as node $NESTED.
-my (%SHAPE, $NESTED);
-$NESTED = 0xFFFFFFFF;
+my %SHAPE;
+my $NESTED = 0xFFFFFFFF;
 sub outermost {
     my ($F, $kk, $K, $inc) = @_;
     return undef if $kk < 0;
     $inc //= KGrind::Columns::col($F, 'incl');
-    my $shape = defined $F->{shape} && !$F->{firstroots} && $F->{n} <= 1 << 16 ? "$kk $K $F->{shape}" : undef;
+    my $shape = shape_key($F, $kk, $K);
     if (defined $shape && (my $known = $SHAPE{$shape})) {
         my ($keys, $to) = @$known;
         my %sum;

@@ -207,9 +207,6 @@ sub thread_end {
         if $unclosed;
     flush_nodes($R);
     my $nnodes = $T->{n} = $R->{nnodes};
-    # where node v was read: version 1, one line a node; version 2,
-    # the line whose first node (@$nl: first node, line) is the
-    # last one <= v
     # a thread whose record is an earlier one's, column for column and with
     # the same Ir (a program's many threads doing the same work), passes the
     # same checks into the same columns: the earlier one's are taken.  A
@@ -222,6 +219,9 @@ sub thread_end {
         ferr($file, $ln, "thread $tid declares nodes=$T->{declared} but has $nnodes nodes")
             if $nnodes != $T->{declared};
     } else {
+        # where node v was read: version 1, one line a node; version 2,
+        # the line whose first node (@$nl: first node, line) is the
+        # last one <= v
         my ($t0, $nl) = ($T->{line}, $R->{nline});
         my $where = $version == 1 ? sub { ($t0 + 1 + $_[0], "ksf-node $_[0]") } : sub {
             my $v = shift;
