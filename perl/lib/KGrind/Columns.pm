@@ -7,8 +7,9 @@ use strict;
 use warnings;
 no warnings "portable";    # 64-bit pack
 use Exporter 'import';
+use Digest::SHA ();
 
-our @EXPORT = qw(col pack_columns chunks @KEEP);
+our @EXPORT = qw(col pack_columns chunks columns_digest @KEEP);
 
 # Big temporary hashes are left to the end of the process: freeing a hash of
 # 10^6 keys takes the best part of a second.
@@ -35,6 +36,10 @@ sub pack_columns {
     }
     return $F;
 }
+
+# A digest of packed columns (a node count first): forests whose digests
+# are equal are the same, column for column.
+sub columns_digest { Digest::SHA::sha256(join('', map { pack('Q>', length) . $_ } @_)) }
 
 # The nodes of a forest in chunks: calls $each->(first node, [values of each
 # asked column]) with at most 65,536 nodes a call (bounded memory, perl's

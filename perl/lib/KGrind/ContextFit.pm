@@ -16,10 +16,14 @@ use warnings;
 use Exporter 'import';
 use List::Util ();
 
-our @EXPORT_OK = qw(fit_contexts wrap_chain);
+our @EXPORT_OK = qw(fit_contexts wrap_chain may_fold);
 
 my $SEP = ' > ';
 my $MIN_ELIDE = 5;    # a shorter row (k <= 3) keeps all its functions
+
+# Whether paths of at most $levels functions (undef: any number) can be
+# fitted otherwise than as they are: else fit_contexts leaves them whole.
+sub may_fold { my ($levels) = @_; !defined $levels || $levels >= $MIN_ELIDE }
 
 # Paths (each an array of names, outermost first) as strings fitted in
 # $width columns (0: as they are), and the lines to print above them

@@ -11,7 +11,7 @@ use Exporter 'import';
 use KGrind::Labels;
 use KGrind::Columns;
 
-our @EXPORT = qw(join_forests first_root children_of preorder inv_k ccf_counters ctx_labels ctx_path ccf_nodes
+our @EXPORT = qw(join_forests first_root children_of preorder inv_k shape_key ccf_counters ctx_labels ctx_path ccf_nodes
                  ctx_ids ctx_count path_order);
 
 # ---------------------------------------------------------------------------
@@ -175,9 +175,26 @@ sub inv_k {
 # the same sorted chains, but each chain's labels are kept as its context's
 # path and only the number of new prefixes is counted.  Context ids follow
 # the sorted chains; every output sorts contexts by key and path anyway.
+# Forests of the same shape (shape_key) have the same chains and contexts:
+# the first one's are kept, with which node's counters go to which
+# context, and the others only sum their counters.
 my @PLAB;
+my %SHAPE;
 sub inv_k_contexts {
     my ($F, $kk, $K) = @_;
+    my $shape = shape_key($F, $kk, $K);
+    if (defined $shape && (my $known = $SHAPE{$shape})) {
+        my ($n, $cchain, $to) = @$known;    # $to: (context, node) pairs
+        my ($cal, $exc, $inc) = map { col($F, $_) } qw(calls excl incl);
+        my (@xcal, @xexc, @xinc);
+        my @to = unpack('N*', $to);
+        for (my $i = 0; $i < @to; $i += 2) {
+            my ($c, $v) = @to[$i, $i + 1];
+            $xcal[$c] += $cal->[$v]; $xexc[$c] += $exc->[$v]; $xinc[$c] += $inc->[$v];
+        }
+        return { n => $n, chain => $cchain, ctx => [0 .. $#$cchain], xcalls => \@xcal, xexcl => \@xexc,
+                 xincl => \@xinc };
+    }
     my ($par, $fn, $cal, $exc, $inc, $depth) = map { col($F, $_) } qw(par fn calls excl incl depth);
     my $maxbytes = $kk == $INF ? 1e18 : 4 * $kk;
     my $clear = $K == $INF ? 0 : $K;
@@ -205,7 +222,7 @@ sub inv_k_contexts {
     # the keys sorted: bucketed by their first label (the activated function),
     # then one C-level sort per bucket (fewer comparisons than one big sort)
     # cchain: a context's sort key (its chain is all but the last 8 bytes)
-    my (@xcal, @xexc, @xinc, @cchain);
+    my (@xcal, @xexc, @xinc, @cchain, @to);
     my ($n, $prev, $plen, $have) = (0, '', 0, 0);
     # (the labels this forest uses, not every label: a thread of a few nodes
     # costs a few keys however many functions the program has)
@@ -222,6 +239,7 @@ sub inv_k_contexts {
         $prev = $key;
         my $v = vec($key, ($len >> 2) + 1, 32);    # the last word (big-endian)
         next if $v >= 0x80000000;              # Fig. 3.8: cleared top region
+        push @to, $have ? $#cchain : scalar(@cchain), $v if defined $shape;
         if ($have) {
             $xcal[-1] += $cal->[$v]; $xexc[-1] += $exc->[$v]; $xinc[-1] += $inc->[$v];
         } else {
@@ -230,8 +248,20 @@ sub inv_k_contexts {
         }
     }
     undef %bucket;
+    $SHAPE{$shape} = [$n, \@cchain, pack('N*', @to)] if defined $shape;
     return { n => $n, chain => \@cchain, ctx => [0 .. $#cchain], xcalls => \@xcal, xexcl => \@xexc,
              xincl => \@xinc };
+}
+
+# The key of a forest's shape for contexts of $kk + 1 labels from a record
+# of k = $K: the reader's digest of its par, fn and depth columns
+# (KGrind::Read::Records; threads doing the same work with other counts
+# share it), or undef for a joined forest or one of more than $SHAPE_NODES
+# nodes (whose shape is not kept).
+my $SHAPE_NODES = 1 << 16;
+sub shape_key {
+    my ($F, $kk, $K) = @_;
+    return defined $F->{shape} && !$F->{firstroots} && $F->{n} <= $SHAPE_NODES ? "$kk $K $F->{shape}" : undef;
 }
 
 # Whether the forest is one tree (a k=inf forest: the CCT).

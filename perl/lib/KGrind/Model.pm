@@ -11,7 +11,6 @@ no warnings 'recursion';
 no warnings 'portable';    # 64-bit vec on packed columns
 use Exporter 'import';
 use List::Util ();
-use Digest::SHA ();
 use KGrind::Error;
 use KGrind::Labels;
 use KGrind::Columns;
@@ -111,11 +110,11 @@ sub thread_forests {
         }
         @order = grep { $tid_of->($_) eq $o->{thread} } @order;
     }
-    my %pos;
-    @pos{@order} = 0 .. $#order;
-    my $tnum = sub { my $t = $tid_of->($_[0]); $t eq 'all' ? 0 : $t };
-    my @forests = map { { key => $_, tid => $tid_of->($_), forests => $by{$_}, fname => $fname{$_} } }
-                  sort { $tnum->($a) <=> $tnum->($b) || $pos{$a} <=> $pos{$b} } @order;
+    # by thread number, then in the order read
+    my @tnum = map { my $t = $tid_of->($_); $t eq 'all' ? 0 : $t } @order;
+    my @forests = map { { key => $order[$_], tid => $tid_of->($order[$_]), forests => $by{$order[$_]},
+                          fname => $fname{$order[$_]} } }
+                  sort { $tnum[$a] <=> $tnum[$b] || $a <=> $b } 0 .. $#order;
     return (\@forests, \@tids);
 }
 
@@ -180,12 +179,16 @@ sub thread_ccfs {
 }
 
 # A digest of a forest's columns as read (packed), its events' included, for thread_ccfs: undef
-# for a forest joined from several (unpacked columns, first roots).
+# for a forest joined from several (unpacked columns, first roots).  The
+# reader's digest of the node columns (KGrind::Read::Records::thread_end)
+# is taken: one a forest read, not one a thread.
 sub same_forest_key {
     my ($F) = @_;
-    my @cols = (@$F{qw(par fn depth calls excl incl)}, @{$F->{ev} // []}, @{$F->{evi} // []});    # events too (KGrind::Events)
+    my @ev = (@{$F->{ev} // []}, @{$F->{evi} // []});    # events too (KGrind::Events)
+    my @cols = (@$F{qw(par fn depth calls excl incl)}, @ev);
     return undef if $F->{firstroots} || grep { !defined || ref } @cols;
-    return Digest::SHA::sha256(join('', map { pack('Q>', length) . $_ } $F->{n}, @cols));
+    return columns_digest($F->{n}, @cols) unless defined $F->{digest};
+    return @ev ? $F->{digest} . columns_digest(scalar(@ev), @ev) : $F->{digest};
 }
 
 # The block table, merged by name over the profiles (counts summed).
@@ -262,6 +265,7 @@ sub is_ir_key { $_[0] =~ /^(?:Ir|calls|inclusive)$/ }
 # outermost activations as outer_incl's.
 sub context_value {
     my ($C, $e, $cid) = @_;
+    return cval($C, 'xexcl', $cid) if $e eq 'Ir';    # the table's column
     my $incl = $e =~ s/^incl://;
     return $incl ? outer_incl($C, $cid) : cval($C, 'xexcl', $cid) if $e eq 'Ir';
     unless (is_derived($e)) { return $incl ? context_event_incl($C, $e, $cid) : context_event($C, $e, $cid) }
@@ -398,8 +402,16 @@ sub sort_contexts {
 }
 
 # Contexts to show in the table: --threshold (cumulative share of the sort
-# key over all contexts) and --top.
+# key over all contexts) and --top.  The same for the threads that share
+# C's contexts, order and Ir (thread_ccfs, sorted_contexts).
 sub shown_contexts {
+    my ($o, $C, $sorted) = @_;
+    return @{$C->{same}{"shown\0$sorted\0$C->{ir}"} //= [threshold_contexts($o, $C, $sorted)]}
+        if $C->{same} && $o->{sort} ne 'inclusive';
+    return threshold_contexts($o, $C, $sorted);
+}
+
+sub threshold_contexts {
     my ($o, $C, $sorted) = @_;
     my $key = key_arrays($o->{sort}, $C, 1);
     my $sum = key_sum($C, $key);

@@ -16,7 +16,7 @@ use KGrind::TreeView;
 use KGrind::Format qw(commify pct frame_name);
 use KGrind::Output;
 use KGrind::Names qw(display_name);
-use KGrind::ContextFit qw(fit_contexts);
+use KGrind::ContextFit qw(fit_contexts may_fold);
 use KGrind::HotTree qw(hot_tree_lines tree_event);
 use KGrind::Sites qw(site_index sited_names innermost_sites);
 
@@ -156,7 +156,8 @@ sub context_table {
     # the exclusive columns: --show's events (Ir by default)
     my @show = @{$o->{show} // ['Ir']};
     # the rows are the same for threads that share C's contexts and order
-    # (KGrind::Model::thread_ccfs: their events too) and have the same Ir
+    # (KGrind::Model::thread_ccfs: their events too) and have the same Ir:
+    # made once, as one string of lines
     my $rows = $C->{same} ? \$C->{same}{"rows\0$sorted\0$t->{ir}"} : \my $own;
     $$rows //= do {
         my $key = key_arrays($o->{sort}, $C, 1);
@@ -167,28 +168,37 @@ sub context_table {
              pct(ref $key ? $key->[$cid] : vec($key, $cid, 64), $den),
              commify(outer_incl($C, $cid)), commify(cval($C, 'xcalls', $cid))]
         } @$show;
-        my @full = map { ctx_path($C, $_) } @$show;
-        my @paths = map { [map { display_name($o, $_) } @$_] } @full;
         # --sites: each level with the line it called the next one from
         my $I = $o->{sites} ? ($S->{site_index} //= site_index($S)) : undef;
-        @paths = map { sited_names($I, $full[$_], $paths[$_]) } 0 .. $#paths if $I;
+        my (@full, @paths);    # the contexts' paths, names as --names asks: for --sites and fitting
+        my $paths = sub {
+            return \@paths if @paths || !@$show;
+            @full = map { ctx_path($C, $_) } @$show;
+            @paths = map { [map { display_name($o, $_) } @$_] } @full;
+            @paths = map { sited_names($I, $full[$_], $paths[$_]) } 0 .. $#paths if $I;
+            return \@paths;
+        };
         my @w = ((15) x @show, 8, 15, 12);
-        my $fmt = sub { join(' ', map { sprintf('%*s', $w[$_], $_[0][$_]) } 0 .. $#w) . '  ' };
+        my %pattern;    # by the widths
+        my $fmt = sub { sprintf($pattern{"@w"} //= join(' ', map { "%${_}s" } @w) . '  ', @{$_[0]}) };
+        my @lead = map { $fmt->($_) } @nums;
         # rows wider than --width: the numbers' columns as wide as they
         # need, the contexts fitted in the rest (KGrind::ContextFit); a
-        # block mode's contexts are printed whole
-        my ($ctx, $note) = ([map { join(' > ', @$_) } @paths], []);
-        if ($o->{width} && !$S->{blockmode} && grep { length($fmt->($nums[$_])) + length($ctx->[$_]) > $o->{width} } 0 .. $#nums) {
+        # block mode's contexts, and k-contexts too short to fold, are
+        # printed whole
+        my ($ctx, $note) = ($I ? [map { join(' > ', @$_) } @{$paths->()}] : [map { ctx_str($o, $C, $_) } @$show], []);
+        if ($o->{width} && !$S->{blockmode} && may_fold($S->{kk} == $INF ? undef : $S->{kk} + 1) && grep { length($lead[$_]) + length($ctx->[$_]) > $o->{width} } 0 .. $#nums) {
             my @was = @w;
             for my $i (0 .. $#w) { $w[$i] = List::Util::max(map { length $_->[$i] } \@head, @nums) }
             my $room = $o->{width} - length $fmt->(\@head);
-            ($ctx, $note) = fit_contexts(\@paths, $room < $MIN_ROOM ? $MIN_ROOM : $room, $o->{width});
-            @w = @was unless @$note;    # rows as they are (too short to fold)
+            ($ctx, $note) = fit_contexts($paths->(), $room < $MIN_ROOM ? $MIN_ROOM : $room, $o->{width});
+            if (@$note) { @lead = map { $fmt->($_) } @nums }
+            else { @w = @was }    # rows as they are (too short to fold)
         }
         my $sites = sub { $I ? site_rows($o, $S, $I, $full[$_[0]], cval($C, 'xcalls', $show->[$_[0]]), $fmt, scalar @show) : () };
-        [@$note, $fmt->(\@head) . 'context', map { ($fmt->($nums[$_]) . $ctx->[$_], $sites->($_)) } 0 .. $#nums];
+        join("\n", @$note, $fmt->(\@head) . 'context', map { ($lead[$_] . $ctx->[$_], $sites->($_)) } 0 .. $#nums);
     };
-    return @out, @$$rows;
+    return @out, $$rows;
 }
 
 # --sites: a context's rows under its own, one per line its innermost

@@ -12,6 +12,7 @@ use Exporter 'import';
 use Digest::SHA ();
 use KGrind::Error;
 use KGrind::Labels;
+use KGrind::Columns qw(columns_digest);
 use KGrind::Check::Forest;
 use KGrind::Read::Lists;
 use KGrind::Read::Stream;
@@ -38,7 +39,12 @@ sub record_line {
     my ($R, $l, $ln) = @_;
     my ($file, $P, $version) = @$R{qw(file P version)};
     ferr($file, $ln, "k-SF record after '# ksf-end'") if $R->{seen_end};
-    if ($l =~ /^# ksf-version: (\d+)$/) {
+    # a thread's records first: two lines a thread
+    if (index($l, '# ksf-end-thread ') == 0 && $l =~ /^# ksf-end-thread (\d+|all)$/) {
+        thread_end($R, $ln, $1);
+    } elsif (index($l, '# ksf-thread ') == 0 && $l =~ /^# ksf-thread (\d+|all) nodes=(\d+) ir=(\d+)(?: fn=(\d+))?$/) {
+        thread_start($R, $ln, $1, $2, $3, $4);
+    } elsif ($l =~ /^# ksf-version: (\d+)$/) {
         ferr($file, $ln, "unsupported k-SF record version $1 (this kgrind_annotate reads versions 1 to 3)")
             if $1 < 1 || $1 > 3;
         $R->{version} = $1 + 0;
@@ -67,12 +73,8 @@ sub record_line {
         push @{$R->{fname}}, $2;
     } elsif ($l =~ /^# ksf-block /) {
         block_record($R, $l, $ln);
-    } elsif ($l =~ /^# ksf-thread (\d+|all) nodes=(\d+) ir=(\d+)(?: fn=(\d+))?$/) {
-        thread_start($R, $ln, $1, $2, $3, $4);
     } elsif (index($l, '# ksf-events ') == 0) {
         event_stream($R, $l, $ln);
-    } elsif ($l =~ /^# ksf-end-thread (\d+|all)$/) {
-        thread_end($R, $ln, $1);
     } elsif ($l eq '# ksf-end') {
         ferr($file, $ln, "ksf-end inside thread $R->{thread}{tid} (no ksf-end-thread)") if $R->{thread};
         ferr($file, $ln, "ksf-end without ksf-version") unless $R->{seen_version};
@@ -205,43 +207,55 @@ sub thread_end {
         if $unclosed;
     flush_nodes($R);
     my $nnodes = $T->{n} = $R->{nnodes};
-    # where node v was read: version 1, one line a node; version 2,
-    # the line whose first node (@$nl: first node, line) is the
-    # last one <= v
-    my ($t0, $nl) = ($T->{line}, $R->{nline});
-    my $where = $version == 1 ? sub { ($t0 + 1 + $_[0], "ksf-node $_[0]") } : sub {
-        my $v = shift;
-        my $i = 0;
-        $i += 2 while $i + 2 < @$nl && $nl->[$i + 2] <= $v;
-        ($nl->[$i + 1], "ksf-nodes: node $v");
-    };
-    my $bad = sub { my ($v, $msg) = @_; my ($l, $what) = $where->($v); ferr($file, $l, "$what$msg") };
-    # the index of children and slab roots: only check_counters' slab checks need it
-    my $slabs = $P->{k} != $INF && $P->{k} > 0;
-    my $blocks = $R->{labmap} != $R->{fnmap};
     # a thread whose record is an earlier one's, column for column and with
     # the same Ir (a program's many threads doing the same work), passes the
-    # same checks into the same columns: the earlier one's are taken
-    my $key = Digest::SHA::sha256(join('', map { defined $_ ? pack('Q>', length) . $_ : 'u' }
-                                       $T->{ir}, $T->{repeat}, @$T{qw(par fn depth calls excl incl)}));
+    # same checks into the same columns: the earlier one's are taken.  A
+    # thread that is one first line (KGrind::Read::Stream) has its key by the line.
+    my $first = delete $T->{first_line};
+    my $key = $first && $first->{nnodes} == $nnodes ? ($first->{key}{$T->{ir}} //= thread_key($T)) : thread_key($T);
     if (my $same = $R->{same_thread}{$key}) {
         delete $T->{repeat};
         @$T{keys %$same} = values %$same;
         ferr($file, $ln, "thread $tid declares nodes=$T->{declared} but has $nnodes nodes")
             if $nnodes != $T->{declared};
     } else {
+        # where node v was read: version 1, one line a node; version 2,
+        # the line whose first node (@$nl: first node, line) is the
+        # last one <= v
+        my ($t0, $nl) = ($T->{line}, $R->{nline});
+        my $where = $version == 1 ? sub { ($t0 + 1 + $_[0], "ksf-node $_[0]") } : sub {
+            my $v = shift;
+            my $i = 0;
+            $i += 2 while $i + 2 < @$nl && $nl->[$i + 2] <= $v;
+            ($nl->[$i + 1], "ksf-nodes: node $v");
+        };
+        my $bad = sub { my ($v, $msg) = @_; my ($l, $what) = $where->($v); ferr($file, $l, "$what$msg") };
+        # the index of children and slab roots: only check_counters' slab checks need it
+        my $slabs = $P->{k} != $INF && $P->{k} > 0;
+        my $blocks = $R->{labmap} != $R->{fnmap};
         my @index = check_forest($T, $R->{labmap}, $R->{intra}, $blocks, $bad, $slabs,
                                  $R->{labmap_state} //= {});
         ferr($file, $ln, "thread $tid declares nodes=$T->{declared} but has $nnodes nodes")
             if $nnodes != $T->{declared};
         ferr($file, $ln, "thread $tid has no nodes") if $nnodes == 0;
         check_counters($T, $P->{k}, $blocks, @index, $bad, $file);
-        $R->{same_thread}{$key} = { map { exists $T->{$_} ? ($_ => $T->{$_}) : () } qw(fn depth roots) };
+        # the checked columns' digest, for KGrind::Model::same_forest_key,
+        # and of its tree's shape, for KGrind::Forest::inv_k_contexts
+        $T->{digest} = columns_digest($T->{n}, @$T{qw(par fn depth calls excl incl)});
+        $T->{shape} = columns_digest($T->{n}, @$T{qw(par fn depth)});
+        $R->{same_thread}{$key} = { map { exists $T->{$_} ? ($_ => $T->{$_}) : () } qw(fn depth roots digest shape) };
     }
     events_end($R, $ln, $T, $nnodes);
     delete $T->{declared};
     push @{$P->{threads}}, $T;
     undef $R->{thread};
+}
+
+# The key of a thread's record as read: its Ir, first repeated label and columns.
+sub thread_key {
+    my ($T) = @_;
+    return Digest::SHA::sha256(join('', map { defined $_ ? pack('Q>', length) . $_ : 'u' }
+                                   $T->{ir}, $T->{repeat}, @$T{qw(par fn depth calls excl incl)}));
 }
 
 1;

@@ -85,7 +85,33 @@ sub stream_error {
 # line's last node opened a list.
 sub stream_start { my ($R) = @_; @$R{qw(depth opened parent_at label_at)} = (0, 0, [0], [0]) }
 
+# What a thread's first line left (its columns, the reader's state after
+# it), by the line: many threads doing the same work start with the same
+# line, often their only one, and decode it once.
+my @FIRST_LINE_STATE = qw(par fn depth calls excl incl repeat);
+
 sub node_stream {
+    my ($R, $l, $ln) = @_;
+    my $T = $R->{thread};
+    # a thread's first line is read from the state stream_start made
+    return stream_line($R, $l, $ln) if $R->{nnodes} || $R->{depth} || $T->{par} ne '' || defined $T->{repeat};
+    if (my $c = $R->{first_lines}{$l}) {
+        push @{$R->{nline}}, 0, $ln;
+        @$T{@FIRST_LINE_STATE} = @{$c->{T}};
+        delete $T->{repeat} unless defined $T->{repeat};
+        @$R{qw(depth opened nnodes)} = @$c{qw(depth opened nnodes)};
+        @{$R->{parent_at}} = @{$c->{parent_at}};
+        @{$R->{label_at}} = @{$c->{label_at}};
+        $T->{first_line} = $c;    # for KGrind::Read::Records::thread_end
+        return;
+    }
+    stream_line($R, $l, $ln);
+    $T->{first_line} = $R->{first_lines}{$l} = {
+        T => [@$T{@FIRST_LINE_STATE}], depth => $R->{depth}, opened => $R->{opened}, nnodes => $R->{nnodes},
+        parent_at => [@{$R->{parent_at}}], label_at => [@{$R->{label_at}}] };
+}
+
+sub stream_line {
     my ($R, $l, $ln) = @_;
     my ($file, $nnodes, $parent_at, $label_at) = @$R{qw(file nnodes parent_at label_at)};
     my $b64 = substr($l, 12);
