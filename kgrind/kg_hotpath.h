@@ -41,6 +41,7 @@
 #pragma once
 #include "kg_debuginfo.h"
 #include "kg_forest.h"
+#include "kg_inline_chains.h"
 #include "kg_options.h"
 #include "core/kid_layout.h"
 
@@ -173,6 +174,7 @@ Bool acts_in_nodes();
 using core::kKidIdFactor;
 inline UWord kid_key(UInt fn_id, Addr site)
 {
+   if (is_inline_site(site)) return level_kid_key(site_chain(site));
    return kids_grow() ? core::growing_kid_key(fn_id, site) : core::fixed_kid_key(fn_id, site);
 }
 inline UInt kid_slot(UInt fn_id, Addr site, UWord kid_mask, UInt kid_shift)

@@ -7,7 +7,11 @@ namespace kg {
 
 namespace {
 
-InlineChain no_chain = { 0, 0, nullptr, 0, 0 };   // id 0, the empty chain
+InlineChain no_chain = { 0, 0, nullptr, 0, 0, 0, 0 };   // id 0, the empty chain
+// First levels interned so far, by physical function id: the siblings of
+// a chain of one level are the first levels of its physical function.
+UInt* first_levels;
+UInt first_levels_cap;
 UInt n_chains = 1, chains_cap = 1;
 WordFM* index;     // key (parent, fn, call file, call line) -> id
 
@@ -31,14 +35,42 @@ Word compare_keys(UWord a, UWord b)
 
 void init() { index = VG_(newFM)(VG_(malloc), "kg.inline", VG_(free), compare_keys); }
 
-UInt intern_chain(UInt parent, FnInfo* fn, UInt call_file, UInt call_line)
+// The index of a new chain among its siblings (the chains of its parent,
+// or for a first level the first levels of physical function phys), and in
+// *salt where its siblings' slots start: at finite k a kid array is shared
+// by the transitions into one activation, whose levels may be kids of
+// different parent chains.
+UInt next_sibling(UInt parent, const FnInfo* phys, UWord* salt)
+{
+   if (parent) {
+      *salt = parent * 7;
+      return inline_chains[parent].kids++;
+   }
+   if (phys->id >= first_levels_cap) {
+      UInt cap = phys->id + 256;
+      UInt* grown = (UInt*)kg::alloc(cap * sizeof(UInt));
+      VG_(memset)(grown, 0, cap * sizeof(UInt));
+      if (first_levels) {
+         VG_(memcpy)(grown, first_levels, first_levels_cap * sizeof(UInt));
+         kg::release(first_levels);
+      }
+      first_levels = grown;
+      first_levels_cap = cap;
+   }
+   *salt = (UWord)phys->id * 5;
+   return first_levels[phys->id]++;
+}
+
+UInt intern_chain(UInt parent, FnInfo* fn, UInt call_file, UInt call_line, const FnInfo* phys)
 {
    ChainKey probe = { parent, fn->id, call_file, call_line };
    UWord key, id;
    if (VG_(lookupFM)(index, &key, &id, (UWord)&probe)) return (UInt)id;
    ChainKey* k = (ChainKey*)alloc_permanent(sizeof(ChainKey));
    *k = probe;
-   InlineChain c = { parent, inline_chain(parent).depth + 1, fn, call_file, call_line };
+   UWord salt = 0;
+   UInt sibling = next_sibling(parent, phys, &salt);
+   InlineChain c = { parent, inline_chain(parent).depth + 1, fn, call_file, call_line, 0, (salt + sibling) << 3 };
    if (n_chains == chains_cap) {
       chains_cap *= 2;
       InlineChain* grown = (InlineChain*)kg::alloc(chains_cap * sizeof(InlineChain));
@@ -159,7 +191,7 @@ UInt inline_chain_at(Addr a, const FnInfo* fn)
       const HChar* own_file = levels[i - 1].file ? levels[i - 1].file : "???";
       FnInfo* inl = inlined_function(named ? qualified[i - 1] : levels[i - 1].fn, fn->object, intern_file(own_file));
       UInt call_file = levels[i].file ? intern_file(levels[i].file) : 0;
-      chain = intern_chain(chain, inl, call_file, levels[i].line);
+      chain = intern_chain(chain, inl, call_file, levels[i].line, fn);
    }
    for (UInt i = 0; i < n; i++) {
       kg::release(levels[i].fn);
