@@ -275,6 +275,7 @@ static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool n
    if (VG_(lookupFM)(fn_index, &key, &val, (UWord)&probe)) return (FnInfo*)val;
    FnInfo* fn = (FnInfo*)alloc_permanent(sizeof(FnInfo));
    fn->id = function_count();
+   fn->first_levels = 0;
    fn->name = table_name(&fn_names, table_intern(&fn_names, name));
    fn->object = object;
    fn->entry = probe.entry;

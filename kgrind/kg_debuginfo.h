@@ -11,6 +11,7 @@ namespace kg {
 // callgrind (which tells them apart by their files).
 struct FnInfo {
    UInt id;              // 0-based, in order of first use
+   UInt first_levels;    // inline chains of one level in its code so far (kg_inline_chains.cpp)
    const HChar* name;    // demangled; "???" when there is no symbol
    UInt object;          // object (ELF file) id
    Addr entry;           // its symbol's address in the object file (the run-time

@@ -8,10 +8,6 @@ namespace kg {
 namespace {
 
 InlineChain no_chain = { 0, 0, nullptr, 0, 0, 0, 0 };   // id 0, the empty chain
-// First levels interned so far, by physical function id: the siblings of
-// a chain of one level are the first levels of its physical function.
-UInt* first_levels;
-UInt first_levels_cap;
 UInt n_chains = 1, chains_cap = 1;
 WordFM* index;     // key (parent, fn, call file, call line) -> id
 
@@ -40,28 +36,17 @@ void init() { index = VG_(newFM)(VG_(malloc), "kg.inline", VG_(free), compare_ke
 // *salt where its siblings' slots start: at finite k a kid array is shared
 // by the transitions into one activation, whose levels may be kids of
 // different parent chains.
-UInt next_sibling(UInt parent, const FnInfo* phys, UWord* salt)
+UInt next_sibling(UInt parent, FnInfo* phys, UWord* salt)
 {
    if (parent) {
       *salt = parent * 7;
       return inline_chains[parent].kids++;
    }
-   if (phys->id >= first_levels_cap) {
-      UInt cap = phys->id + 256;
-      UInt* grown = (UInt*)kg::alloc(cap * sizeof(UInt));
-      VG_(memset)(grown, 0, cap * sizeof(UInt));
-      if (first_levels) {
-         VG_(memcpy)(grown, first_levels, first_levels_cap * sizeof(UInt));
-         kg::release(first_levels);
-      }
-      first_levels = grown;
-      first_levels_cap = cap;
-   }
    *salt = (UWord)phys->id * 5;
-   return first_levels[phys->id]++;
+   return phys->first_levels++;
 }
 
-UInt intern_chain(UInt parent, FnInfo* fn, UInt call_file, UInt call_line, const FnInfo* phys)
+UInt intern_chain(UInt parent, FnInfo* fn, UInt call_file, UInt call_line, FnInfo* phys)
 {
    ChainKey probe = { parent, fn->id, call_file, call_line };
    UWord key, id;
@@ -149,7 +134,7 @@ Bool chain_contains(UInt inner, UInt outer)
    return inner == outer;
 }
 
-UInt inline_chain_at(Addr a, const FnInfo* fn)
+UInt inline_chain_at(Addr a, FnInfo* fn)
 {
    if (!index) init();
    if (!inline_frames_on() || fn->no_symbol) return 0;

@@ -29,7 +29,7 @@ inline UInt site_chain(Addr site) { return (UInt)((site - kInlineSiteBase) >> 3)
 
 // The chain of the instruction at a of function fn (0: none, or no inline
 // records there).
-UInt inline_chain_at(Addr a, const FnInfo* fn);
+UInt inline_chain_at(Addr a, FnInfo* fn);
 // id -> chain (inline: the inline-frames helpers look chains up at every
 // crossing of an inline boundary they take).
 extern InlineChain* inline_chains;
