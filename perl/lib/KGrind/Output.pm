@@ -41,16 +41,7 @@ sub flush_out {
 }
 
 # Writes the lines gathered so far (each with its newline) and forgets them.
-sub out_lines {
-    my ($lines) = @_;
-    for (@$lines) {
-        $OUT .= $_;
-        $OUT .= "\n";
-        $OUT_LENGTH += length($_) + 1;
-        flush_out() if $OUT_LENGTH >= 1 << 20;
-    }
-    @$lines = ();
-}
+sub out_lines { my ($lines) = @_; out(map { "$_\n" } @$lines); @$lines = () }
 
 # What a writer, $write->(\%model, $fh, \%options), writes, as a string;
 # its errors make one line ("FORMAT: message").
