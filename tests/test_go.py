@@ -121,8 +121,8 @@ def test_goroutine_copied_where_another_was_suspended_keeps_its_own_frames(tools
     B's landing for A's resume left A nothing to resume: its 301 leaf calls
     at the root. D's landing fitted its old frames (no stack whose frames
     lie outside the goroutine's stack fits): its 21 leaf calls under
-    `gogo`. Where goroutines were told apart only in programs whose
-    threads start the Go way, the cgo program had both (k = 1, 2, inf)."""
+    `gogo`. The cgo program is known as Go's by that name alone: not
+    recognised, it has both failures (k = 1, 2, inf)."""
     cgo = ['-DCGO'] if threads == 'cgo' else []
     exe = tools.compile('go_copied_stacks.c', '-O2', '-fno-stack-protector', '-fno-optimize-sibling-calls', *cgo,
                         out=f'go_copied_stacks_{threads}')
