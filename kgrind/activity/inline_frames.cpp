@@ -25,7 +25,7 @@ UInt running_inline_chain()
    return top_chain();
 }
 
-extern "C" void VG_REGPARM(2) kg_inline_enter(BlockInfo* blk, UWord chain)
+extern "C" void VG_REGPARM(3) kg_inline_enter(BlockInfo* blk, UWord chain, CounterWay* way)
 {
    ThreadState* t = current;
    if (kg_now->ctx == kCallPending) return;   // not at a run boundary
@@ -50,9 +50,10 @@ extern "C" void VG_REGPARM(2) kg_inline_enter(BlockInfo* blk, UWord chain)
       }
    }
    update_now_from_top();
-   // Not through the block's ways, which keep the context the block
-   // starts in (its next run would miss them).
-   kg_now->found_counters = counters_in(blk, kg_now->ctx);
+   // Through the run's way, not the block's, which keep the context the
+   // block starts in (its next run would miss them).
+   ForestNode* ctx = kg_now->ctx;
+   kg_now->found_counters = way->ctx == ctx ? way->counters : run_way_counters(way, blk, ctx);
 }
 
 // The levels on top are popped: a run of the function's own code starts.

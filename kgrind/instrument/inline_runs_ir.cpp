@@ -317,16 +317,16 @@ IRExpr* add_static_steps(IRBuilder& b, BlockInfo* blk, UInt prev, UInt chain, IR
 // The counters of blk's run of chain `chain` in context ctx, where inline
 // IR made the levels the run's (`done`): a level's context has no counter
 // array, so a run of a chain looks in its own way (kg_run_counters fills
-// it); a run of the function's own code finds them as the prologue does
+// it, as kg_inline_enter does where the helper made them); a run of the function's own code finds them as the prologue does
 // in its context's array (add_inline_run leaves a run to the helper when
 // the block has no array check left), or without arrays (k = inf) in a way
 // of its own too: the block's way 0 keeps the context the block starts in,
 // which its start checks (pointed at a later run's context, every start
 // would miss it and call kg_block_start).
-IRExpr* run_counters(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* done, IRExpr* ctx, IRExpr* counters)
+IRExpr* run_counters(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* done, IRExpr* ctx, IRExpr* counters,
+                     CounterWay* way)
 {
    if (chain || !checks_array(blk)) {
-      CounterWay* way = new_run_way();
       IRExpr* refill = and1(b, done, b.op(Iop_CmpNE64, ctx, b.load64(&way->ctx), Ity_I1));
       b.call("kg_run_counters", (void*)kg_run_counters, 2,
              mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), mkIRExpr_HWord((HWord)way)), refill);
@@ -352,6 +352,7 @@ IRExpr* add_inline_run(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* counter
    IRExpr* site = b.load_field(top_tr, offsetof(Transition, site));
    IRExpr* missed = not1(b, is_chain_level(b, site, chain));
    IRExpr* slow = missed;
+   CounterWay* way = new_run_way();
    if (fast && (chain || array_check_left(blk))) {
       IRExpr* ctx = nullptr;
       IRExpr* done = nullptr;
@@ -365,11 +366,11 @@ IRExpr* add_inline_run(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* counter
             done = add_static_steps(b, blk, running, chain, top, top_tr, site, b.load64(&kg_now->ir), &ctx);
       }
       if (!done) done = add_level_steps(b, blk, chain, missed, top, top_tr, site, ir, &ctx);
-      counters = run_counters(b, blk, chain, done, ctx, counters);
+      counters = run_counters(b, blk, chain, done, ctx, counters, way);
       slow = and1(b, missed, not1(b, done));
    }
-   b.call("kg_inline_enter", (void*)kg_inline_enter, 2,
-          mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), mkIRExpr_HWord(chain)), slow);
+   b.call("kg_inline_enter", (void*)kg_inline_enter, 3,
+          mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), mkIRExpr_HWord(chain), mkIRExpr_HWord((HWord)way)), slow);
    return b.load_if(slow, &kg_now->found_counters, counters);
 }
 
