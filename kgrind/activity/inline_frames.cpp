@@ -29,24 +29,40 @@ extern "C" void VG_REGPARM(3) kg_inline_enter(BlockInfo* blk, UWord chain, Count
 {
    ThreadState* t = current;
    if (kg_now->ctx == kCallPending) return;   // not at a run boundary
+   // chain's levels from the innermost (path[i] is depth - i deep) down to
+   // the level on top when that is one of them: one walk of the chain
+   // gives both the levels to pop and the ones to push.
+   const UInt kMaxPath = 64;
+   UInt path[kMaxPath];
+   UInt n = 0;
    UInt cur = top_chain();
-   while (cur && !chain_contains((UInt)chain, cur)) {
-      pop_frame(t);
-      cur = top_chain();
+   UInt c = (UInt)chain;
+   for (; c && c != cur && n < kMaxPath; c = inline_chain(c).parent) path[n++] = c;
+   if (c != cur) {
+      // The levels on top that are none of chain's go.
+      UInt chain_depth = inline_chain((UInt)chain).depth;
+      auto in_chain = [&](UInt level) -> Bool {
+         UInt d = inline_chain(level).depth;
+         if (d > chain_depth) return False;
+         return chain_depth - d < n ? path[chain_depth - d] == level : chain_contains((UInt)chain, level);
+      };
+      while (cur && !in_chain(cur)) {
+         pop_frame(t);
+         cur = top_chain();
+      }
+      UInt below_cur = chain_depth - inline_chain(cur).depth;
+      if (below_cur < n) n = below_cur;
    }
    // Levels are pushed only onto an activation of the block's own function
    // (the code runs in its frame).
    const Frame* below = kg_now->top;
    Bool own = below->tr->kind == kActivation && below > base_frame(t) &&
               (cur || runs(below->tr, blk->fn()));
-   if (own && cur != chain) {
-      UInt path[64];
-      UInt n = 0;
-      for (UInt c = (UInt)chain; c != cur && n < 64; c = inline_chain(c).parent) path[n++] = c;
+   if (own && n) {
       Addr sp = below->sp;
       while (n) {
-         UInt c = path[--n];
-         push_frame(t, sp, entered_transition(t, inline_chain(c).fn, blk, inline_site(c)));
+         UInt level = path[--n];
+         push_frame(t, sp, entered_transition(t, inline_chain(level).fn, blk, inline_site(level)));
       }
    }
    update_now_from_top();
