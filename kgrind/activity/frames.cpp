@@ -78,16 +78,26 @@ Frame* push_frame(ThreadState* t, Addr sp, Transition* tr)
    return f;
 }
 
+// Pops the top frame, an activation, its inclusive cost closed with the
+// event clock at ev_now (one reading serves the pops of one helper call).
+void pop_activation(const ThreadState* t, const ULong* ev_now)
+{
+   const Frame* f = kg_now->top;
+   close_frame(t->stack, f, kg_now->ir - f->ir_at_entry, ev_now);
+   kg_now->top--;
+}
+
 // Pops the top frame; its activation's inclusive cost is closed. (Inline IR
 // does the same for a return that pops one frame: instrument/frames_ir.cpp.)
 void pop_frame(ThreadState* t)
 {
-   const Frame* f = kg_now->top;
-   Transition* tr = f->tr;
+   Transition* tr = kg_now->top->tr;
    if (tr->kind == kActivation) {
       ClockReading ev_now(t);
-      close_frame(t->stack, f, kg_now->ir - f->ir_at_entry, ev_now.at);
-   } else if (tr->kind == kAltSignalFence) {
+      pop_activation(t, ev_now.at);
+      return;
+   }
+   if (tr->kind == kAltSignalFence) {
       t->stack->alt_fences--;
    } else if (tr->kind == kStackSegment) {
       StackSegment* left = t->stack->segment;

@@ -46,9 +46,12 @@ extern "C" void VG_REGPARM(3) kg_inline_enter(BlockInfo* blk, UWord chain, Count
          if (d > chain_depth) return False;
          return chain_depth - d < n ? path[chain_depth - d] == level : chain_contains((UInt)chain, level);
       };
-      while (cur && !in_chain(cur)) {
-         pop_frame(t);
-         cur = top_chain();
+      if (cur && !in_chain(cur)) {
+         ClockReading ev_now(t);
+         do {
+            pop_activation(t, ev_now.at);   // levels are activations
+            cur = top_chain();
+         } while (cur && !in_chain(cur));
       }
       UInt below_cur = chain_depth - inline_chain(cur).depth;
       if (below_cur < n) n = below_cur;
@@ -76,7 +79,11 @@ extern "C" void VG_REGPARM(3) kg_inline_enter(BlockInfo* blk, UWord chain, Count
 static void leave_levels(ThreadState* t)
 {
    if (kg_now->ctx == kCallPending) return;
-   while (top_chain()) pop_frame(t);
+   if (top_chain()) {
+      ClockReading ev_now(t);
+      do pop_activation(t, ev_now.at);
+      while (top_chain());
+   }
    update_now_from_top();
 }
 
