@@ -176,10 +176,13 @@ void close_frame_events(const ShadowStack* s, const Frame* f, Transition* tr, Bo
    if (!clock_events || !kg_counting) return;
    const RecentEvents* te = events_of(tr);
    const ULong* entry = entry_events(s, f);
+   // Not reloaded from the slot after every add (which may alias it).
+   ULong* edge = te->edge;
+   ULong* node = te->node;
    for (UInt c = 0; c < clock_events; c++) {
       ULong ran = now[c] - entry[c];
-      te->edge[c] += ran;
-      if (outermost) te->node[c] += ran;
+      edge[c] += ran;
+      if (outermost) node[c] += ran;
    }
 }
 
