@@ -65,7 +65,7 @@ extern "C" void VG_REGPARM(3) kg_inline_enter(BlockInfo* blk, UWord chain, Count
       Addr sp = below->sp;
       while (n) {
          UInt level = path[--n];
-         push_frame(t, sp, entered_transition(t, inline_chain(level).fn, blk, inline_site(level)));
+         push_frame(t, sp, level_transition(t, level, blk));
       }
    }
    update_now_from_top();
