@@ -67,8 +67,10 @@ extern "C" void VG_REGPARM(3) kg_inline_enter(BlockInfo* blk, UWord chain, Count
          UInt level = path[--n];
          push_frame(t, sp, level_transition(t, level, blk));
       }
+      kg_now->top_sp = sp;   // the context is the pushed top's (push_frame)
+   } else {
+      update_now_from_top();
    }
-   update_now_from_top();
    // Through the run's way, not the block's, which keep the context the
    // block starts in (its next run would miss them).
    ForestNode* ctx = kg_now->ctx;
