@@ -317,9 +317,10 @@ IRExpr* add_static_steps(IRBuilder& b, BlockInfo* blk, UInt prev, UInt chain, IR
 // The counters of blk's run of chain `chain` in context ctx, where inline
 // IR made the levels the run's (`done`): a level's context has no counter
 // array, so a run of a chain looks in its own way (kg_run_counters fills
-// it, as kg_inline_enter does where the helper made them); a run of the function's own code finds them as the prologue does
-// in its context's array (add_inline_run leaves a run to the helper when
-// the block has no array check left), or without arrays (k = inf) in a way
+// it, as kg_inline_enter does where the helper made them); a run of the
+// function's own code finds them as the prologue does in its context's
+// array (add_inline_run leaves a run to the helper when the block has no
+// array check left), or without arrays (k = inf) in a way
 // of its own too: the block's way 0 keeps the context the block starts in,
 // which its start checks (pointed at a later run's context, every start
 // would miss it and call kg_block_start).
