@@ -72,15 +72,17 @@ IRExpr* event_clocks_now(IRBuilder& b, IRExpr* clock, const ClockColumns& cc)
                b.load_field(clock, e * sizeof(ULong)), Ity_V128);
 }
 
-// Frame f, being pushed, starts its event clocks: the clocks' readings in
-// its row (f is always writable, and so is its row: a wrong push's readings
-// are never read).
-void add_frame_events_start(IRBuilder& b, IRExpr* f)
+// A frame being pushed starts its event clocks: the clocks' readings in
+// its row `row`.
+void add_frame_events_start_at(IRBuilder& b, IRExpr* row)
 {
    IRExpr* clock = b.load64(&kg_event_clock);
-   IRExpr* row = frame_events_row(b, f);
    for_clock_columns([&](const ClockColumns& cc) { b.store(b.field(row, cc.at()), event_clocks_now(b, clock, cc)); });
 }
+
+// Frame f, being pushed, starts its event clocks (f is always writable,
+// and so is its row: a wrong push's readings are never read).
+void add_frame_events_start(IRBuilder& b, IRExpr* f) { add_frame_events_start_at(b, frame_events_row(b, f)); }
 
 // Frame f of transition tr closes its event clocks if it was popped
 // (not_popped zero): what it ran goes to its transition's call edge and,
