@@ -64,6 +64,14 @@ Bool pushes_levels_inline(const BlockInfo* blk) { return steps_levels_inline(blk
 // superblock of many runs (STL code at -O2) would exhaust VEX's temporary
 // storage; past the budget, runs take the one-level steps.
 const UInt kStaticStepsPerSuperblock = 32;
+// With events beyond Ir, whose clocks make a step's IR several times
+// larger, steps are unrolled only while the superblock's IR stays under a
+// size (a step of them counted as kStepStmtsWithEvents statements): VEX's
+// temporary storage, resident once touched, grows with the largest
+// translation (cppvirt --branch-sim=yes: about 1.5 KB of peak RSS a
+// statement of the largest).
+const Int kStmtsWithEvents = 640;
+const Int kStepStmtsWithEvents = 80;
 UInt static_steps_left;
 
 UInt inline_runs(IRSB* sb, UInt* chain_of)
@@ -294,6 +302,7 @@ IRExpr* add_static_steps(IRBuilder& b, BlockInfo* blk, UInt prev, UInt chain, IR
    UInt path[kMaxStaticPush], pushed;
    UInt pops = chain_steps(prev, chain, path, &pushed);
    if (pushed > kMaxStaticPush || pops > kMaxStaticPush || pops + pushed > static_steps_left) return nullptr;
+   if (extra_events_on() && b.stmts() + (Int)(pops + pushed) * kStepStmtsWithEvents > kStmtsWithEvents) return nullptr;
    static_steps_left -= pops + pushed;
    IRExpr* go = and1(b, is_chain_level(b, site, prev), no_call_pending(b));
    IRExpr* f = top;
@@ -380,9 +389,13 @@ IRExpr* add_inline_run(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* counter
          if (running != kNoRunningChain && running != chain)
             done = add_static_steps(b, blk, running, chain, top, top_tr, site, b.load64(&kg_now->ir), &ctx);
       }
-      if (!done) done = add_level_steps(b, blk, chain, missed, top, top_tr, site, ir, &ctx);
-      counters = run_counters(b, blk, chain, done, ctx, counters);
-      slow = and1(b, missed, not1(b, done));
+      // With events, a run past the unrolled steps' budget calls the helper (each
+      // step's clocks make its IR large: VEX's temporary storage grows with it).
+      if (!done && !(ir && extra_events_on())) done = add_level_steps(b, blk, chain, missed, top, top_tr, site, ir, &ctx);
+      if (done) {
+         counters = run_counters(b, blk, chain, done, ctx, counters);
+         slow = and1(b, missed, not1(b, done));
+      }
    }
    b.call("kg_inline_enter", (void*)kg_inline_enter, 2,
           mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), mkIRExpr_HWord(chain)), slow);
