@@ -72,17 +72,15 @@ IRExpr* event_clocks_now(IRBuilder& b, IRExpr* clock, const ClockColumns& cc)
                b.load_field(clock, e * sizeof(ULong)), Ity_V128);
 }
 
-// A frame being pushed starts its event clocks: the clocks' readings in
-// its row `row`.
-void add_frame_events_start_at(IRBuilder& b, IRExpr* row)
+// Frame f, being pushed, starts its event clocks: the clocks' readings in
+// its row (f is always writable, and so is its row: a wrong push's readings
+// are never read).
+void add_frame_events_start(IRBuilder& b, IRExpr* f)
 {
    IRExpr* clock = b.load64(&kg_event_clock);
+   IRExpr* row = frame_events_row(b, f);
    for_clock_columns([&](const ClockColumns& cc) { b.store(b.field(row, cc.at()), event_clocks_now(b, clock, cc)); });
 }
-
-// Frame f, being pushed, starts its event clocks (f is always writable,
-// and so is its row: a wrong push's readings are never read).
-void add_frame_events_start(IRBuilder& b, IRExpr* f) { add_frame_events_start_at(b, frame_events_row(b, f)); }
 
 // Frame f of transition tr closes its event clocks if it was popped
 // (not_popped zero): what it ran goes to its transition's call edge and,
@@ -125,11 +123,12 @@ void add_frame_events_close(IRBuilder& b, IRExpr* f, IRExpr* tr, IRExpr* not_pop
       add(edge);
       add(node);
    });
-   // (Popped or not: the helper tells.) One call for both: a second
-   // helper call in every pop made --cache-sim's code larger.
-   IRExpr* call = rare_moved ? b.op(Iop_Or64, other, rare_moved) : other;
+   if (rare_moved)
+      b.call("kg_frame_rare_events_close", (void*)kg_frame_rare_events_close, 3, mkIRExprVec_3(row, edge, node),
+             b.op(Iop_CmpNE64, rare_moved, IRBuilder::u64(0), Ity_I1));
+   // (Popped or not: the helper tells.)
    b.call("kg_frame_events_close", (void*)kg_frame_events_close, 1, mkIRExprVec_1(f),
-          b.op(Iop_CmpNE64, call, IRBuilder::u64(0), Ity_I1));
+          b.op(Iop_CmpNE64, other, IRBuilder::u64(0), Ity_I1));
 }
 
 // A direct jump of blk to `target` (when guard holds; nullptr: always) is a

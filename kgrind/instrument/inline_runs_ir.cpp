@@ -42,19 +42,15 @@ Bool checks_inline_chains(const BlockInfo* blk)
    return inline_frames_on() && !blk->in_plt && !fn->no_symbol && fn_traced(fn) && !fn->resolver;
 }
 
-// Whether the runs of blk's superblock that follow another run push and
-// pop levels inline (add_static_steps; else the helper does): blocks of
-// objects with inline records.
-Bool steps_levels_inline(const BlockInfo* blk)
+// Whether blk's runs push and pop levels inline (else the helper does):
+// blocks of objects with inline records, without events beyond Ir (whose
+// clocks the helper starts and closes: the inline steps, with helpers for
+// the clocks, made callheavy --cache-sim=yes 3.43 -> 4.07 s;
+// docs/design/events.md).
+Bool pushes_levels_inline(const BlockInfo* blk)
 {
-   return checks_inline_chains(blk) && object_has_inline_levels(blk->fn()->object);
+   return checks_inline_chains(blk) && object_has_inline_levels(blk->fn()->object) && !extra_events_on();
 }
-
-// Whether its first run does too, and its return pops a level inline: not
-// with events beyond Ir, where the helper starts and closes the levels'
-// clocks at those steps, which often find the levels right and whose IR
-// runs either way (docs/design/events.md).
-Bool pushes_levels_inline(const BlockInfo* blk) { return steps_levels_inline(blk) && !extra_events_on(); }
 
 // The chain of each instruction of sb (chain_of[i] for its i-th IMark; the
 // function of its first instruction, as the block's); returns how many
@@ -64,14 +60,6 @@ Bool pushes_levels_inline(const BlockInfo* blk) { return steps_levels_inline(blk
 // superblock of many runs (STL code at -O2) would exhaust VEX's temporary
 // storage; past the budget, runs take the one-level steps.
 const UInt kStaticStepsPerSuperblock = 32;
-// With events beyond Ir, whose clocks make a step's IR several times
-// larger, steps are unrolled only while the superblock's IR stays under a
-// size (a step of them counted as kStepStmtsWithEvents statements): VEX's
-// temporary storage, resident once touched, grows with the largest
-// translation (cppvirt --branch-sim=yes: about 1.5 KB of peak RSS a
-// statement of the largest).
-const Int kStmtsWithEvents = 640;
-const Int kStepStmtsWithEvents = 80;
 UInt static_steps_left;
 
 UInt inline_runs(IRSB* sb, UInt* chain_of)
@@ -134,33 +122,27 @@ IRExpr* activation_of(IRBuilder& b, IRExpr* tr, BlockInfo* blk)
 
 // Frame f (its transition tr) closes when `pop` holds, as
 // add_inline_return closes a returning frame: its inclusive cost (the
-// thread's Ir now, ir, less its entry's). Returns the count of frames
-// still in its context (nullptr at k = inf). Its event clocks, kg_now->top,
-// top_sp and ctx are left to the caller.
-IRExpr* close_level(IRBuilder& b, IRExpr* pop, IRExpr* f, IRExpr* tr, IRExpr* ir)
+// thread's Ir now, ir, less its entry's). kg_now->top, top_sp and ctx are
+// left to the caller.
+void close_level(IRBuilder& b, IRExpr* pop, IRExpr* f, IRExpr* tr, IRExpr* ir)
 {
    IRExpr* incl = b.op(Iop_Sub64, ir, b.load_field(f, offsetof(Frame, ir_at_entry)));
    b.add_if(pop, b.place(tr, offsetof(Transition, edge_incl)), incl);
-   IRExpr* still_active = nullptr;
    if (!acts_in_nodes()) {
       IRExpr* active = b.load_field(tr, offsetof(Transition, active));
-      still_active = b.op(Iop_Sub64, b.load64(active), IRBuilder::u64(1));
+      IRExpr* still_active = b.op(Iop_Sub64, b.load64(active), IRBuilder::u64(1));
       b.store_if(pop, active, still_active);
       IRExpr* outermost = and1(b, pop, b.op(Iop_CmpEQ64, still_active, IRBuilder::u64(0), Ity_I1));
       b.add_if(outermost, b.place(tr, offsetof(Transition, ctx_incl)), incl);
    }
-   return still_active;
 }
 
-// The top frame (f, its transition tr) is popped when `pop` holds: closed,
-// kg_now->top the frame below, and with events beyond Ir its clocks
-// closed. top_sp and ctx are left to the caller.
-void pop_level(IRBuilder& b, IRExpr* pop, IRExpr* f, IRExpr* tr, IRExpr* ir)
+// The top frame (top, its transition tr) is popped when `pop` holds.
+// kg_now->top_sp and ctx are left to the caller.
+void pop_level(IRBuilder& b, IRExpr* pop, IRExpr* top, IRExpr* tr, IRExpr* ir)
 {
-   IRExpr* still_active = close_level(b, pop, f, tr, ir);
-   b.store_if(pop, b.at(&kg_now->top), b.op(Iop_Sub64, f, IRBuilder::u64(sizeof(Frame))));
-   // After the top's store: kg_frame_events_close tells a popped frame by it.
-   if (extra_events_on()) add_frame_events_close(b, f, tr, b.tmp(IRExpr_Unop(Iop_1Uto64, not1(b, pop)), Ity_I64), still_active);
+   close_level(b, pop, top, tr, ir);
+   b.store_if(pop, b.at(&kg_now->top), b.op(Iop_Sub64, top, IRBuilder::u64(sizeof(Frame))));
 }
 
 // The kid of frame transition from_tr into the level of `chain` (its
@@ -202,9 +184,6 @@ IRExpr* push_level(IRBuilder& b, IRExpr* guard, IRExpr* from, IRExpr* from_tr, U
    // levels may share a context).
    if (!acts_in_nodes()) b.add_if(push, b.place(b.load_field(kid, offsetof(Transition, active)), 0), one);
    b.store_if(push, b.at(&kg_now->top), next);
-   // Its event clocks start in its row, or in the sink when it is not
-   // pushed (a row past the room checked would be outside the rows).
-   if (extra_events_on()) add_frame_events_start_at(b, b.ite(push, frame_events_row(b, next), b.at(kg_events_sink)));
    *kid_out = kid;
    return push;
 }
@@ -302,22 +281,19 @@ IRExpr* add_static_steps(IRBuilder& b, BlockInfo* blk, UInt prev, UInt chain, IR
    UInt path[kMaxStaticPush], pushed;
    UInt pops = chain_steps(prev, chain, path, &pushed);
    if (pushed > kMaxStaticPush || pops > kMaxStaticPush || pops + pushed > static_steps_left) return nullptr;
-   if (extra_events_on() && b.stmts() + (Int)(pops + pushed) * kStepStmtsWithEvents > kStmtsWithEvents) return nullptr;
    static_steps_left -= pops + pushed;
    IRExpr* go = and1(b, is_chain_level(b, site, prev), no_call_pending(b));
    IRExpr* f = top;
    IRExpr* f_tr = top_tr;
-   // Without events the top is stored once, after the pops.
    for (UInt i = 0; i < pops; i++) {
-      if (extra_events_on()) pop_level(b, go, f, f_tr, ir);
-      else close_level(b, go, f, f_tr, ir);
+      close_level(b, go, f, f_tr, ir);
       // Below the top's parent only when the levels are prev's (the
       // frame array may start there otherwise).
       IRExpr* below = b.op(Iop_Sub64, top, IRBuilder::u64((i + 1) * sizeof(Frame)));
       f = i ? b.ite(go, below, top) : below;
       f_tr = b.load_field(f, offsetof(Frame, tr));
    }
-   if (pops && !extra_events_on()) b.store_if(go, b.at(&kg_now->top), f);
+   if (pops) b.store_if(go, b.at(&kg_now->top), f);
    IRExpr* sp = b.load_field(f, offsetof(Frame, sp));
    IRExpr* done = go;
    if (pushed) {
@@ -366,8 +342,7 @@ IRExpr* run_counters(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* done, IRE
 // A run of chain `chain` starts: the levels are made that chain's when they
 // are not. Returns the counters the run counts in (`counters`, or the
 // ones of the context the levels changed to). fast: inline IR pushes and
-// pops (after another run: steps_levels_inline; at the start:
-// pushes_levels_inline); ir: the thread's Ir as the last flush
+// pops (pushes_levels_inline); ir: the thread's Ir as the last flush
 // stored it, or nullptr at the superblock's start; prev: the chain of the
 // run before it in the superblock (with ir; at the start the chain running
 // now is taken instead, running_inline_chain).
@@ -391,13 +366,9 @@ IRExpr* add_inline_run(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* counter
          if (running != kNoRunningChain && running != chain)
             done = add_static_steps(b, blk, running, chain, top, top_tr, site, b.load64(&kg_now->ir), &ctx);
       }
-      // With events, a run past the unrolled steps' budget calls the helper (each
-      // step's clocks make its IR large: VEX's temporary storage grows with it).
-      if (!done && !(ir && extra_events_on())) done = add_level_steps(b, blk, chain, missed, top, top_tr, site, ir, &ctx);
-      if (done) {
-         counters = run_counters(b, blk, chain, done, ctx, counters, way);
-         slow = and1(b, missed, not1(b, done));
-      }
+      if (!done) done = add_level_steps(b, blk, chain, missed, top, top_tr, site, ir, &ctx);
+      counters = run_counters(b, blk, chain, done, ctx, counters, way);
+      slow = and1(b, missed, not1(b, done));
    }
    b.call("kg_inline_enter", (void*)kg_inline_enter, 3,
           mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), mkIRExpr_HWord(chain), mkIRExpr_HWord((HWord)way)), slow);

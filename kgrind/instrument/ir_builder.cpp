@@ -235,9 +235,6 @@ public:
 
    void add(IRStmt* st) { addStmtToIRSB(sb_, st); }
 
-   // Statements made so far.
-   Int stmts() const { return sb_->stmts_used; }
-
 private:
    // Every helper may change kg_now (frames, the pending call): declared,
    // or VEX may reuse a load of it from before the call after it.

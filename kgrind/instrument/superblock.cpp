@@ -136,10 +136,8 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    Bool tier_one = at_tier_one(blk, sigreturn, region);
    if (!tier_one && tiering_on()) tier_two_made();
    // Whether its runs push and pop inlined levels inline (from the counters
-   // its prologue finds): between two of its runs, and at its start and
-   // return.
-   Bool steps_inline = inline_chains && !tier_one && !sigreturn && steps_levels_inline(blk);
-   Bool levels_inline = steps_inline && pushes_levels_inline(blk);
+   // its prologue finds).
+   Bool levels_inline = inline_chains && !tier_one && !sigreturn && pushes_levels_inline(blk);
 
    Int start = guest_code_start(sb_in);
    for (Int i = 0; i < start; i++)
@@ -163,7 +161,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          } else if (chain_changes && chain_of[instr] != chain_of[instr - 1]) {
             flush(nullptr);
             if (inline_chains)
-               counters = add_inline_run(b, blk, chain_of[instr], counters, steps_inline, pending.flushed_ir(),
+               counters = add_inline_run(b, blk, chain_of[instr], counters, levels_inline, pending.flushed_ir(),
                                           chain_of[instr - 1]);
          }
          if (blocks && block_of[instr])
