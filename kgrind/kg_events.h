@@ -30,7 +30,7 @@ Bool event_is_rare(EventId e);
 // whether the pair at column c (an even column: c and c + 1, or c alone
 // when it is the last) is one (both its events rare). Such pairs' clocks
 // seldom move while a frame runs; when they do, the pop calls
-// kg_frame_rare_events_close.
+// kg_frame_events_close.
 Bool pops_test_rare_events();
 Bool rare_column_pair(UInt c);
 // Whether any event beyond Ir is on.

@@ -429,15 +429,12 @@ void VG_REGPARM(2) kg_run_counters(BlockInfo* blk, CounterWay* way);
 // blk returns from its function: the inlined levels on top are popped.
 void VG_REGPARM(1) kg_inline_leave(BlockInfo* blk);
 // Events beyond Ir (activity/event_clocks.cpp): a block that may have
-// popped frame f inline, whose transition is not in kg_recent_events: if
-// it did, f's event clocks close (its context's count of frames already
-// lowered).
+// popped frame f inline, whose transition is not in kg_recent_events or
+// whose rare events' clocks (event_is_rare: their column pairs,
+// frames_ir.cpp) moved while it ran: if it did pop it, f's event clocks
+// close (its context's count of frames already lowered): all of them, or
+// the rare ones that the inline pop left.
 void VG_REGPARM(1) kg_frame_events_close(const Frame* f);
-// An inline pop found that the rare events' clocks (event_is_rare: their
-// column pairs, frames_ir.cpp) moved while frame `row`'s frame ran: their
-// differences go to edge and node (arrays or kg_events_sink), as the inline
-// pop adds the others'.
-void VG_REGPARM(3) kg_frame_rare_events_close(const ULong* row, ULong* edge, ULong* node);
 }
 
 // Events beyond Ir: the bytes of a frame's row of readings, times 3's

@@ -188,23 +188,25 @@ void close_frame_events(const ShadowStack* s, const Frame* f, Transition* tr, Bo
 
 } // namespace
 
-extern "C" void VG_REGPARM(3) kg_frame_rare_events_close(const ULong* row, ULong* edge, ULong* node)
-{
-   const ULong* clock = kg_event_clock;
-   for (UInt c = 0; c < clock_events; c++) {
-      if (!rare_column[c]) continue;
-      ULong ran = clock[clock_event_ids[c]] - row[c];
-      edge[c] += ran;
-      node[c] += ran;
-   }
-}
-
 extern "C" void VG_REGPARM(1) kg_frame_events_close(const Frame* f)
 {
    if (kg_now->top + 1 != f) return;   // not popped: the inline pop's test failed
    Transition* tr = f->tr;
+   Bool outermost = acts_in_nodes() ? !rolled(tr) : *tr->active == 0;
    ClockReading now(current);
-   close_frame_events(current->stack, f, tr, acts_in_nodes() ? !rolled(tr) : *tr->active == 0, now.at);
+   const RecentEvents& slot = kg_recent_events[recent_events_slot(tr)];
+   if (slot.tr != tr) {
+      close_frame_events(current->stack, f, tr, outermost, now.at);
+      return;
+   }
+   // In its slot: the inline pop added all but the rare columns, which moved.
+   const ULong* entry = entry_events(current->stack, f);
+   for (UInt c = 0; c < clock_events; c++) {
+      if (!rare_column[c]) continue;
+      ULong ran = now.at[c] - entry[c];
+      slot.edge[c] += ran;
+      if (outermost) slot.node[c] += ran;
+   }
 }
 
 } // namespace kg

@@ -123,12 +123,11 @@ void add_frame_events_close(IRBuilder& b, IRExpr* f, IRExpr* tr, IRExpr* not_pop
       add(edge);
       add(node);
    });
-   if (rare_moved)
-      b.call("kg_frame_rare_events_close", (void*)kg_frame_rare_events_close, 3, mkIRExprVec_3(row, edge, node),
-             b.op(Iop_CmpNE64, rare_moved, IRBuilder::u64(0), Ity_I1));
-   // (Popped or not: the helper tells.)
+   // (Popped or not: the helper tells.) One call for both: a second
+   // helper call in every pop made --cache-sim's code larger.
+   IRExpr* call = rare_moved ? b.op(Iop_Or64, other, rare_moved) : other;
    b.call("kg_frame_events_close", (void*)kg_frame_events_close, 1, mkIRExprVec_1(f),
-          b.op(Iop_CmpNE64, other, IRBuilder::u64(0), Ity_I1));
+          b.op(Iop_CmpNE64, call, IRBuilder::u64(0), Ity_I1));
 }
 
 // A direct jump of blk to `target` (when guard holds; nullptr: always) is a
