@@ -419,8 +419,8 @@ void VG_REGPARM(1) kg_sigreturn_code(BlockInfo* blk);
 // A run of blk's instructions whose inline chain is `chain` starts while
 // the top frame's levels are another chain's: pops and pushes inlined
 // levels to it (activity/inline_frames.cpp), leaving blk's counters in the
-// context it runs in in kg_now->found_counters (found through the run's way
-// when they are no array's).
+// context it runs in in kg_now->found_counters (found through the run's way,
+// where it has one, when they are no array's).
 void VG_REGPARM(3) kg_inline_enter(BlockInfo* blk, UWord chain, CounterWay* way);
 // Inline IR pushed or popped the levels of a run of blk (the inline fast
 // path): blk's counters in the context it now runs in, an inlined level's,

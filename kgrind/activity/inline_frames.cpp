@@ -72,9 +72,11 @@ extern "C" void VG_REGPARM(3) kg_inline_enter(BlockInfo* blk, UWord chain, Count
       update_now_from_top();
    }
    // Through the run's way, not the block's, which keep the context the
-   // block starts in (its next run would miss them).
+   // block starts in (its next run would miss them); a run without a way
+   // looks them up.
    ForestNode* ctx = kg_now->ctx;
-   kg_now->found_counters = way->ctx == ctx ? way->counters : run_way_counters(way, blk, ctx);
+   if (!way) kg_now->found_counters = counters_in(blk, ctx);
+   else kg_now->found_counters = way->ctx == ctx ? way->counters : run_way_counters(way, blk, ctx);
 }
 
 // The levels on top are popped: a run of the function's own code starts.

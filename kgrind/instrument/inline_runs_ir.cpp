@@ -353,8 +353,14 @@ IRExpr* add_inline_run(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* counter
    IRExpr* site = b.load_field(top_tr, offsetof(Transition, site));
    IRExpr* missed = not1(b, is_chain_level(b, site, chain));
    IRExpr* slow = missed;
-   CounterWay* way = new_run_way();
-   if (fast && (chain || array_check_left(blk))) {
+   // The run's own way (16 bytes a run of a translation), where inline IR
+   // finds a level's counters (run_counters) and, with events, where every
+   // level change is the helper's, the helper too; none for the other runs,
+   // whose helper looks the counters up (every superblock start of a
+   // program without inline records is such a run: cc1plus, 0.4 MB).
+   Bool inline_path = fast && (chain || array_check_left(blk));
+   CounterWay* way = extra_events_on() || (inline_path && (chain || !checks_array(blk))) ? new_run_way() : nullptr;
+   if (inline_path) {
       IRExpr* ctx = nullptr;
       IRExpr* done = nullptr;
       if (ir) {
