@@ -171,15 +171,13 @@ Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, Addr 
 
 // The transition into inlined level `chain` (of blk's code) from the top
 // frame: the top's kid in the level's slot when its site is the level's
-// (a level's site names its function, as inline IR's push_level takes it),
-// else entered_transition's.
+// (a level's site names its function, and its slot is its site's alone:
+// kid_key; as inline IR's push_level takes it), else entered_transition's.
 Transition* level_transition(ThreadState* t, UInt chain, BlockInfo* blk)
 {
    Transition* from = kg_now->top->tr;
    Addr site = inline_site(chain);
-   UInt slot = core::kid_slot_of_key(level_kid_key(chain), kid_mask_of(from),
-                                     kids_grow() ? from->kid_shift : kFiniteKidShift);
-   Transition* kid = from->kids[slot];
+   Transition* kid = from->kids[kid_slot_in(from, inline_chain(chain).fn->id, site)];
    if (kid->site == site) return kid;
    return entered_transition(t, inline_chain(chain).fn, blk, site);
 }

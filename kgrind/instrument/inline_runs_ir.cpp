@@ -324,10 +324,14 @@ IRExpr* add_static_steps(IRBuilder& b, BlockInfo* blk, UInt prev, UInt chain, IR
 // of its own too: the block's way 0 keeps the context the block starts in,
 // which its start checks (pointed at a later run's context, every start
 // would miss it and call kg_block_start).
+// Whether a run of chain `chain` on the inline path counts through a way of
+// its own (run_counters).
+Bool run_counts_through_way(const BlockInfo* blk, UInt chain) { return chain || !checks_array(blk); }
+
 IRExpr* run_counters(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* done, IRExpr* ctx, IRExpr* counters,
                      CounterWay* way)
 {
-   if (chain || !checks_array(blk)) {
+   if (run_counts_through_way(blk, chain)) {
       IRExpr* refill = and1(b, done, b.op(Iop_CmpNE64, ctx, b.load64(&way->ctx), Ity_I1));
       b.call("kg_run_counters", (void*)kg_run_counters, 2,
              mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), mkIRExpr_HWord((HWord)way)), refill);
@@ -359,7 +363,8 @@ IRExpr* add_inline_run(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* counter
    // whose helper looks the counters up (every superblock start of a
    // program without inline records is such a run: cc1plus, 0.4 MB).
    Bool inline_path = fast && (chain || array_check_left(blk));
-   CounterWay* way = extra_events_on() || (inline_path && (chain || !checks_array(blk))) ? new_run_way() : nullptr;
+   CounterWay* way =
+      extra_events_on() || (inline_path && run_counts_through_way(blk, chain)) ? new_run_way() : nullptr;
    if (inline_path) {
       IRExpr* ctx = nullptr;
       IRExpr* done = nullptr;
