@@ -159,6 +159,45 @@ def test_multi_level_crossings_count_entries(tools, k):
     assert mine == dict(expected)
 
 
+def inline_chain(symbolizer, exe, addr):
+    """llvm-symbolizer --inlining's functions at addr, innermost first."""
+    out = subprocess.run([symbolizer, '--inlining', '--functions=linkage', '-e', str(exe), hex(addr)],
+                         capture_output=True, text=True, check=True).stdout
+    return out.split('\n')[0::2][:-1] if out.strip() else []
+
+
+@pytest.mark.parametrize('k', [None, 2, 1])
+def test_jump_back_to_entry_from_a_level_ends_the_level(tools, k):
+    """tests/progs/inline_loopback.c: walk's first instruction, its own
+    code, is reached by an indirect jump from hop's level inlined into it
+    (premise checked with llvm-symbolizer); kgrind takes the jump for a loop
+    of walk's, whose first block must end the level: hop is entered as
+    often as the program counts, each time from walk's own code, and walk
+    once per call from main. (callgrind takes the jump for a call, so the
+    oracle's contexts are not these.)"""
+    exe = tools.compile('inline_loopback.c', *FLAGS)
+    symbolizer = debian_tool('llvm-symbolizer-14', 'llvm-14')
+    walk = objdump_addresses(exe, ['walk'])['walk']
+    text = subprocess.run(['objdump', '-d', '--no-show-raw-insn', str(exe)], capture_output=True, text=True,
+                          check=True).stdout
+    jumps = [int(a, 16) for a in re.findall(r'^\s*([0-9a-f]+):\s+jmp\s+\*%\w+', text, re.M)
+             if int(a, 16) in walk]
+    assert inline_chain(symbolizer, exe, walk[0]) == ['walk']
+    assert len(jumps) == 1 and inline_chain(symbolizer, exe, jumps[0]) == ['hop', 'walk']
+    kg = tools.kgrind(exe, '50', '20', opts=[k_opt(k), '--inline-frames=yes'])
+    assert kg.returncode == 0, kg.stderr
+    _sum, n_walk, n_hop = map(int, kg.stdout.split())
+    assert (n_walk, n_hop) == (20 * 51, 20 * 50)
+    prof = ksf_records.parse(kg.profile_path)
+    calls = collections.Counter()
+    for forest in prof.forests:
+        calls.update(ksf_records.kccf(forest, k, k))
+    mine = {(c[c.index('main'):] if 'main' in c else c): n for c, n in calls.items()
+            if c[-1] in ('walk', 'hop [inlined]')}
+    whole = {('main', 'walk'): 20, ('main', 'walk', 'hop [inlined]'): n_hop}
+    assert mine == {c if k is None else c[-(k + 1):]: n for c, n in whole.items()}
+
+
 # inline_levels.c's functions that -O2 inlines (test_entries_of_inlined_functions_are_the_programs_counts)
 OWN_LEVELS = ['outer [inlined]', 'sq [inlined]', 'tick [inlined]']
 

@@ -87,6 +87,26 @@ void pop_activation(const ThreadState* t, const ULong* ev_now)
    kg_now->top--;
 }
 
+// The chain of the inlined levels on top of the running stack (0: the top
+// frame is no inlined level).
+UInt top_chain()
+{
+   const Transition* tr = kg_now->top->tr;
+   return tr->kind == kActivation && is_inline_site(tr->site) ? site_chain(tr->site) : 0;
+}
+
+// The levels on top are popped: a run of the function's own code starts.
+void leave_levels(ThreadState* t)
+{
+   if (kg_now->ctx == kCallPending) return;
+   if (top_chain()) {
+      ClockReading ev_now(t);
+      do pop_activation(t, ev_now.at);
+      while (top_chain());
+   }
+   update_now_from_top();
+}
+
 // Pops the top frame; its activation's inclusive cost is closed. (Inline IR
 // does the same for a return that pops one frame: instrument/frames_ir.cpp.)
 void pop_frame(ThreadState* t)

@@ -7,18 +7,6 @@
 
 namespace kg {
 
-namespace {
-
-// The chain of the inlined levels on top of the running stack (0: the top
-// frame is no inlined level).
-UInt top_chain()
-{
-   const Transition* tr = kg_now->top->tr;
-   return tr->kind == kActivation && is_inline_site(tr->site) ? site_chain(tr->site) : 0;
-}
-
-} // namespace
-
 UInt running_inline_chain()
 {
    if (!current || !kg_now->top || !kg_now->top->tr || kg_now->ctx == kCallPending) return kNoRunningChain;
@@ -77,18 +65,6 @@ extern "C" void VG_REGPARM(3) kg_inline_enter(BlockInfo* blk, UWord chain, Count
    ForestNode* ctx = kg_now->ctx;
    if (!way) kg_now->found_counters = counters_in(blk, ctx);
    else kg_now->found_counters = way->ctx == ctx ? way->counters : run_way_counters(way, blk, ctx);
-}
-
-// The levels on top are popped: a run of the function's own code starts.
-static void leave_levels(ThreadState* t)
-{
-   if (kg_now->ctx == kCallPending) return;
-   if (top_chain()) {
-      ClockReading ev_now(t);
-      do pop_activation(t, ev_now.at);
-      while (top_chain());
-   }
-   update_now_from_top();
 }
 
 extern "C" void VG_REGPARM(1) kg_own_block_counters(UWord block_id)

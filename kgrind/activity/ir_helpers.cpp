@@ -92,6 +92,11 @@ static ULong* block_entry(BlockInfo* blk, Addr sp, UWord after_call)
       // interrupted instruction, signal_delivered).
       push_activation(t, blk->fn(), sp, blk, kg_now->jump_site);
       note_coroutine_entry(t, sp);
+   } else if (blk->fn_entry && top_chain() && !inline_chain_at(blk->addr, blk->fn())) {
+      // A jump back to the function's first instruction, its own code, from
+      // an inlined level: a function's first block checks no levels
+      // (instrument/prologue.cpp, add_prologue), so they end here.
+      leave_levels(t);
    }
    kg_now->jump_site = 0;
    return block_counters_now(blk);

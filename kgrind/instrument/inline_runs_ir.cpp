@@ -386,8 +386,8 @@ IRExpr* add_inline_run(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* counter
    return b.load_if(slow, &kg_now->found_counters, counters);
 }
 
-// A return: the levels above the function's frame end with it. fast: a
-// block whose last run is one level deep (`chain`, that level's) pops it
+// A return from a run of chain `chain` (not 0): the levels above the
+// function's frame end with it. fast: a chain one level deep pops its level
 // inline when it is the top; else the helper pops them.
 void add_inline_leave(IRBuilder& b, BlockInfo* blk, UInt chain, Bool fast, IRExpr* ir)
 {

@@ -192,13 +192,15 @@ TierStart block_start(BlockInfo* blk)
 // counters for the context it runs in. `stub_instrs`, *stub_counted: see
 // add_plt_prologue.
 // Inlined levels (instrument/inline_runs_ir.cpp): own_code, a block whose
-// first run is its function's own code (no inline chain) and that is no
-// function's first, needs no check of the levels on top: a context whose
-// counters it finds inline (its array's, its way 0's) is never a level's
-// (a level's context has no array, and these helpers, which fill way 0,
-// pop the levels first), so its helpers pop them (*levels_left: they do).
-// Else inline_levels, blk's runs may push levels inline, so that it may
-// start in their contexts: add_array_counters' by_way.
+// first run is its function's own code (no inline chain), needs no check of
+// the levels on top (*levels_left: its helpers pop them). A function's first
+// block pushes its frame, an activation, or calls kg_entry_fixup, whose
+// block_entry pops the levels where it pushes nothing (a jump back to the
+// entry). Any other block finds inline only a context that is never a
+// level's (its array's, its way 0's: a level's context has no array, and
+// these helpers, which fill way 0, pop the levels first). Else
+// inline_levels, blk's runs may push levels inline, so that it may start in
+// their contexts: add_array_counters' by_way.
 IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout, UInt stub_instrs,
                      IRExpr** stub_counted, UInt max_counters, Bool inline_levels, Bool own_code, Bool* levels_left)
 {
@@ -208,8 +210,8 @@ IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout,
    Bool entry = start == kTierEntry;
    Bool called_entry = start == kTierCalledEntry;
    Bool in_array = counts_in_array(blk, max_counters);
+   *levels_left = own_code && (entry || (!called_entry && !blk->fn_entry));
    own_code = own_code && !entry && !called_entry && !blk->fn_entry;
-   *levels_left = own_code;
    if (!entry && !called_entry && in_array) {
       if (own_code)
          return add_array_counters(b, blk, b.load64(&kg_now->ctx), "kg_own_block_counters",

@@ -204,8 +204,12 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    pending.finish(blk);
    events_ir.finish(blk);
    finish_array_check(blk);
-   if (inline_chains && sb->jumpkind == Ijk_Ret)
-      add_inline_leave(b, blk, instr ? chain_of[instr - 1] : 0, levels_inline, pending.flushed_ir());
+   // A last run of the function's own code has no level on top: its start
+   // made the levels its chain's (add_inline_run, or the prologue's
+   // helpers: add_prologue's levels_left).
+   UInt last_chain = instr ? chain_of[instr - 1] : 0;
+   if (inline_chains && sb->jumpkind == Ijk_Ret && last_chain)
+      add_inline_leave(b, blk, last_chain, levels_inline, pending.flushed_ir());
    add_block_end(b, sb, blk, last_instr, sp, pending.flushed_ir(), tier_one);
    if (region && sb->jumpkind == Ijk_Ret)
       b.call_reading_sp("kg_region_leave", (void*)kg_region_leave, IRBuilder::u64((ULong)blk), nullptr);
