@@ -198,12 +198,14 @@ UInt view_payload_bytes() { return counter_arrays_on() ? 2 * sizeof(UWord) : 0; 
 
 // The counters' contexts are the view forest's nodes: a thread's own
 // k-SF's at finite k without --view-k, else its own view forest's, whose
-// payload holds nothing else. Not at k = inf: there the view forest's
-// arrays made cc1plus 6 % faster but cost 3.3 MB (1.2 bytes a k-SF node,
-// against k=inf's memory budget; docs/design/ksf.md).
+// payload holds nothing else. At k = inf only a separate view's (a k-SF
+// node's payload is its first transition there: node_payload_bytes): not
+// with events beyond Ir, whose counters' contexts are the k-SF's nodes
+// (check_view_k). cc1plus k=inf 57.4 -> 43.8 s (docs/design/ksf.md).
 Bool counter_arrays_on()
 {
-   return clo.mode == kModeFunc && counts_in_nodes() && !clo.dump_instr && !clo.collect_jumps;
+   return clo.mode == kModeFunc && !clo.dump_instr && !clo.collect_jumps &&
+          (counts_in_nodes() || (acts_in_nodes() && separate_view()));
 }
 
 static UWord call_pending_node[(sizeof(ForestNode) + 3 * sizeof(UWord)) / sizeof(UWord)];
