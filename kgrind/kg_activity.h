@@ -71,6 +71,8 @@ UInt thread_profiles(ThreadProfile* out);
 // inclusive cost to its exclusive cost plus its children's; after writing,
 // forget_node_counts gives the words and calls back before the run goes on.
 void flush_all_transitions();
+// --stats: how often transitions' inclusive events were looked up.
+void print_event_clock_stats();
 void derive_node_counts(const ThreadProfile* threads, UInt n);
 void forget_node_counts(const ThreadProfile* threads, UInt n);
 

@@ -48,6 +48,8 @@ ULong* array_counters(ForestNode* ctx, BlockInfo* blk);
 // The counters of (ctx, blk), leaving the block's ways as they are (a run
 // of inlined levels: instrument/inline_runs_ir.cpp).
 ULong* counters_in(BlockInfo* blk, ForestNode* ctx);
+// --stats: how often counters_in found its answer among its recent ones.
+void print_counter_stats();
 
 // A run of inlined levels' own way (instrument/inline_runs_ir.cpp): its
 // block's counters in the context it last ran in, which is an inlined

@@ -453,17 +453,26 @@ struct RecentEvents {
    ULong* node;
    UWord unused;   // 32 bytes: a slot's offset is a shift
 };
-// The slot: bits 4 to 17 of the address (transitions are 48 bytes or more:
-// any two less than 256 KB apart get distinct slots), whose byte offset is
-// (tr << 1) & kRecentEventsMask. 16,384 slots (512 KB, touched as used):
-// sqlite3 at k = 2 (97 M calls) missed 6.1 M times with 1,024, 1.9 M with
-// 4,096, 0.4 M with these.
-const UInt kRecentEventsBits = 14;
-const UWord kRecentEvents = 1 << kRecentEventsBits;
-const UWord kRecentEventsMask = (kRecentEvents - 1) << 5;
+// The slot: the address's bits 4 and up (transitions are 48 bytes or more),
+// as many as there are slots in use, whose byte offset is
+// (tr << 1) & kg_recent_events_mask. 1,024 slots (32 KB) are in use at
+// first, 4 times as many each time lookups of transitions found before
+// missed slots * 64 times since the last growth, up to 16,384 (512 KB,
+// whose unused pages are never touched). With 1,024, 4,096 and 16,384
+// slots from the start, k = 2, --branch-sim=yes: callheavy 120 (767
+// transitions) missed only each transition's first lookup; cppvirt 8
+// (1,924) 2.8 M, 65 k and 2 k times; the bench's sqlite3 (8,692) 11.1 M,
+// 3.0 M and 0.3 M. Growing, cppvirt stays at 4,096 (130 k misses) and
+// sqlite3 reaches 16,384 (0.6 M).
+const UWord kRecentEventsFirst = 1 << 10;
+const UWord kRecentEvents = 1 << 14;
 static_assert(sizeof(RecentEvents) == 32, "a slot's offset is a shift");
-inline UWord recent_events_slot(const Transition* tr) { return ((UWord)tr >> 4) & (kRecentEvents - 1); }
 extern RecentEvents kg_recent_events[kRecentEvents];
+extern UWord kg_recent_events_mask;   // (slots in use - 1) * 32
+inline RecentEvents& recent_events_slot(const Transition* tr)
+{
+   return *(RecentEvents*)((char*)kg_recent_events + ((UWord)tr << 1 & kg_recent_events_mask));
+}
 // What inline pops add where nothing counts; never read.
 extern ULong kg_events_sink[];
 

@@ -157,7 +157,11 @@ void fini(Int exit_code)
    Bool ok = write_final_profile(path);
    warn_unmatched_patterns();
    report_profile_written(ok ? path : nullptr, nullptr);
-   if (VG_(clo_stats)) print_tier_stats();
+   if (VG_(clo_stats)) {
+      print_tier_stats();
+      print_event_clock_stats();
+      print_counter_stats();
+   }
 }
 
 // The tool's options: the region options (kg_regions.h), then the others

@@ -11,6 +11,7 @@ import base64
 import collections
 import json
 import random
+import re
 import subprocess
 
 import pytest
@@ -196,6 +197,26 @@ def test_dumps_and_regions_split_inclusive_events(tools):
     # work's own accesses are outside the region: what its frames ran inside is branch's
     assert edges[('main', 'work')] == edges[('work', 'branch')] and edges[('main', 'work')]['Dw'] > 0
 
+
+def test_inclusive_events_exact_while_recent_slots_grow(tools):
+    """many_transitions.c at k=inf: 8,191 hot transitions, walked 100
+    times, collide in kg_recent_events' first 1,024 slots, which grow (to
+    16,384: --stats=yes) while inline pops add to the transitions they
+    hold: every node's inclusive events are still its subtree's exclusive
+    ones, and the roots' the run's totals."""
+    exe = tools.compile('many_transitions.c', '-O1')
+    run = tools.kgrind(exe, '100', opts=[*SIM, '--k=inf', '--stats=yes'], out='kg.out.1')
+    assert run.returncode == 0, run.stderr
+    stats = re.search(r'kgrind events: (\d+) transitions, \d+ lookups .* \((\d+) slots\)', run.stderr)
+    assert stats and int(stats[1]) > 8191 and stats[2] == '16384', run.stderr
+    prof = assert_subtree_sums(run.profile_path)
+    names = prof.options['events'].split(',')
+    assert max(len(forest.nodes) for forest in prof.forests) > 8191
+    totals = collections.Counter()
+    for forest in prof.forests:
+        totals.update(forest.events_incl[forest.roots[0]])
+    summary = callgrind_format.parse(run.profile_path).summary_events
+    assert {e: totals[e] for e in names} == {e: summary[e] for e in names}
 
 def without_inclusive_events(text, n):
     """A profile as kgrind wrote it before nodes had inclusive events: each

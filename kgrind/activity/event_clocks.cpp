@@ -18,6 +18,7 @@
 namespace kg {
 
 RecentEvents kg_recent_events[kRecentEvents];
+UWord kg_recent_events_mask = (kRecentEventsFirst - 1) * sizeof(RecentEvents);
 ULong kg_events_sink[kEventIds];
 
 namespace {
@@ -26,6 +27,9 @@ UInt clock_events;                    // events beyond Ir; 0: none, nothing here
 EventId clock_event_ids[kEventIds];   // the event of each column
 UWord row_scale;                      // frame_row_scale()
 Bool rare_column[kEventIds];          // tested by inline pops (pops_test_rare_events)
+ULong recent_events_misses;           // events_of's (--stats)
+ULong conflicts_since_growth;         // misses of transitions looked up before
+UWord recent_slots_in_use() { return kg_recent_events_mask / sizeof(RecentEvents) + 1; }
 
 } // namespace
 
@@ -34,7 +38,7 @@ Bool rare_column[kEventIds];          // tested by inline pops (pops_test_rare_e
 // nothing.
 static void forget_recent_events()
 {
-   if (clock_events) VG_(memset)(kg_recent_events, 0, sizeof(kg_recent_events));
+   if (clock_events) VG_(memset)(kg_recent_events, 0, recent_slots_in_use() * sizeof(RecentEvents));
 }
 
 static void event_clocks_init()
@@ -154,18 +158,25 @@ PairMap<TransitionEvents> transition_events;
 // the table, which then puts them there.
 const RecentEvents* events_of(Transition* tr)
 {
-   RecentEvents& slot = kg_recent_events[recent_events_slot(tr)];
-   if (slot.tr == tr) return &slot;
+   RecentEvents* slot = &recent_events_slot(tr);
+   if (slot->tr == tr) return slot;
+   recent_events_misses++;
    TransitionEvents* te = transition_events.get(tr, nullptr);
    if (!te->node) {
       te->node = incl_events_of(ctx_of(child_of(tr)), True);
       if (parent_activation(tr)) te->edge = incl_events_of(transition_edge(tr), True);
+   } else if (recent_slots_in_use() < kRecentEvents && ++conflicts_since_growth > recent_slots_in_use() * 64) {
+      // 4 times the slots: the new ones are zero, and a transition left in
+      // a slot that is no longer its own is a miss for the ones that are.
+      kg_recent_events_mask = kg_recent_events_mask * 4 + 3 * sizeof(RecentEvents);
+      conflicts_since_growth = 0;
+      slot = &recent_events_slot(tr);
    }
    // Inline pops add without tests: to the sink where nothing is added
    // (no edge; at k = inf a rolled transition, never its node's outermost
    // activation).
-   slot = { tr, te->edge ? te->edge : kg_events_sink, acts_in_nodes() && rolled(tr) ? kg_events_sink : te->node };
-   return &slot;
+   *slot = { tr, te->edge ? te->edge : kg_events_sink, acts_in_nodes() && rolled(tr) ? kg_events_sink : te->node };
+   return slot;
 }
 
 // A frame f of s, of transition tr, closes with the clock at `now`: what it
@@ -194,7 +205,7 @@ extern "C" void VG_REGPARM(1) kg_frame_events_close(const Frame* f)
    Transition* tr = f->tr;
    Bool outermost = acts_in_nodes() ? !rolled(tr) : *tr->active == 0;
    ClockReading now(current);
-   const RecentEvents& slot = kg_recent_events[recent_events_slot(tr)];
+   const RecentEvents& slot = recent_events_slot(tr);
    if (slot.tr != tr) {
       close_frame_events(current->stack, f, tr, outermost, now.at);
       return;
@@ -207,6 +218,14 @@ extern "C" void VG_REGPARM(1) kg_frame_events_close(const Frame* f)
       slot.edge[c] += ran;
       if (outermost) slot.node[c] += ran;
    }
+}
+
+void print_event_clock_stats()
+{
+   if (!clock_events) return;
+   VG_(dmsg)("kgrind events: %llu transitions, %llu lookups of their arrays missed kg_recent_events (%llu slots)\n",
+             (ULong)transition_events.size(), recent_events_misses,
+             (ULong)recent_slots_in_use());
 }
 
 } // namespace kg

@@ -90,7 +90,7 @@ void add_frame_events_start(IRBuilder& b, IRExpr* f)
 // nothing counts, the differences go to kg_events_sink.
 void add_frame_events_close(IRBuilder& b, IRExpr* f, IRExpr* tr, IRExpr* not_popped, IRExpr* outer)
 {
-   IRExpr* offset = b.op(Iop_And64, b.op(Iop_Shl64, tr, IRExpr_Const(IRConst_U8(1))), IRBuilder::u64(kRecentEventsMask));
+   IRExpr* offset = b.op(Iop_And64, b.op(Iop_Shl64, tr, IRExpr_Const(IRConst_U8(1))), b.load64(&kg_recent_events_mask));
    IRExpr* slot = b.op(Iop_Add64, b.at(kg_recent_events), offset);
    IRExpr* other = b.op(Iop_Xor64, b.load_field(slot, offsetof(RecentEvents, tr)), tr);
    IRExpr* skip = b.op(Iop_Or64, not_popped, other);
