@@ -1,13 +1,15 @@
 // Block counters: each (context, block) has one counter per flush point,
 // found through the block's inline cache (BlockInfo::ways), a per-context
-// table, or (function mode at finite k) the context's counter array.
+// table, or (function mode; at k = inf in a separate view) the context's
+// counter array.
 #pragma once
 #include "kg_block_info.h"
 #include "kg_forest.h"
 
 namespace kg {
 
-// Counter arrays (function mode at finite k, docs/design/counting.md): the
+// Counter arrays (function mode at finite k, and at k = inf where the
+// counters' contexts are a separate view's; docs/design/counting.md): the
 // counters of a traced function's blocks in one context lie in one array,
 // the context's, each block's at an offset fixed when it is translated
 // (BlockInfo::array_offset), so that a block finds them from its context
@@ -32,8 +34,8 @@ void counters_init();
 inline UInt array_room() { return kArrayUnits << array_unit_shift; }
 // Units that hold n counters.
 inline UInt array_units(UInt n) { return (n + (1u << array_unit_shift) - 1) >> array_unit_shift; }
-// Whether the counter arrays are in use (function mode, finite k, counts per
-// line, counters' context nodes with room for them). Decided by the
+// Whether the counter arrays are in use (function mode, counts per line,
+// counters' context nodes with room for them: at k = inf a view's). Decided by the
 // activation layouts, which know the nodes' payloads (activity/layouts.cpp).
 Bool counter_arrays_on();
 // The check's constants for a block of function fn_id whose counters end at
