@@ -396,7 +396,7 @@ void add_inline_leave(IRBuilder& b, BlockInfo* blk, UInt chain, Bool fast, IRExp
    IRExpr* site = b.load_field(top_tr, offsetof(Transition, site));
    IRExpr* levels = b.op(Iop_CmpLE64U, IRBuilder::u64(kInlineSiteBase), site, Ity_I1);
    IRExpr* slow = levels;
-   if (fast && chain && inline_chain(chain).depth == 1) {
+   if (fast && inline_chain(chain).depth == 1) {
       IRExpr* pop = and1(b, is_chain_level(b, site, chain), no_call_pending(b));
       if (!ir) ir = b.load64(&kg_now->ir);
       pop_level(b, pop, top, top_tr, ir);
