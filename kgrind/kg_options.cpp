@@ -10,7 +10,9 @@ Options clo = {
    .view_k = 2,
    .mode = kModeFunc,
    .inline_frames = True,   // where it can be: check_inline_frames
-   .tiering = False,   // docs/design/tiers.md: slower on the programs it was for
+   // docs/design/tiers.md: tiering every block was slower on the programs
+   // it was for; inlined levels' steps pay where code runs a few times.
+   .tiering = kTieringLevels,
    .tier_threshold = 1000,
 };
 
@@ -90,6 +92,20 @@ UInt parse_tier_threshold(const HChar* arg, const HChar* value)
    return (UInt)n;
 }
 
+// "--tiering=no|levels|yes".
+Tiering parse_tiering(const HChar* arg, const HChar* value)
+{
+   if (VG_STREQ(value, "no")) return kTieringNo;
+   if (VG_STREQ(value, "levels")) return kTieringLevels;
+   if (!VG_STREQ(value, "yes")) VG_(fmsg_bad_option)(arg, "--tiering takes no, levels or yes\n");
+   // Tier 1's pop is the x86-64 rule (SP just above the pushed return
+   // address); arm64's returns are matched by their link address.
+#if defined(VGA_arm64)
+   VG_(fmsg_bad_option)(arg, "--tiering=yes is not available on arm64 yet\n");
+#endif
+   return kTieringYes;
+}
+
 // "--collect-systime=no|yes|msec|usec|nsec" (yes: msec), as callgrind's.
 void parse_systime(const HChar* arg, const HChar* value)
 {
@@ -143,13 +159,7 @@ Bool process_option(const HChar* arg)
    else if VG_BOOL_CLO(arg, "--dump-instr", clo.dump_instr) clo.dump_instr_given = True;
    else if VG_BOOL_CLO(arg, "--collect-jumps", clo.collect_jumps) clo.collect_jumps_given = True;
    else if VG_BOOL_CLO(arg, "--inline-frames", clo.inline_frames) clo.inline_frames_given = True;
-   else if VG_BOOL_CLO(arg, "--tiering", clo.tiering) {
-      // Tier 1's pop is the x86-64 rule (SP just above the pushed return
-      // address); arm64's returns are matched by their link address.
-#if defined(VGA_arm64)
-      if (clo.tiering) VG_(fmsg_bad_option)(arg, "--tiering=yes is not available on arm64 yet\n");
-#endif
-   }
+   else if VG_STR_CLO(arg, "--tiering", value) clo.tiering = parse_tiering(arg, value);
    else if VG_STR_CLO(arg, "--tier-threshold", value) clo.tier_threshold = parse_tier_threshold(arg, value);
    else if (VG_STREQN(9, arg, "--kgrind-")) {
       // The core's message would only say "Unrecognised option"; name ours.
@@ -237,6 +247,20 @@ void check_inline_frames()
    clo.inline_frames = False;
 }
 
+// --tiering=yes gives every block a tier-1 twin of its prologue, made for
+// physical frames with Ir alone (levels and events have helpers of their
+// own, and --tiering=levels tiers the levels' steps).
+void check_tiering()
+{
+   if (clo.tiering != kTieringYes) return;
+   const HChar* why = block_mode() ? "the block modes (--mode=intra|inter) have helpers of their own"
+                    : clo.inline_frames ? "inlined levels are tiered by --tiering=levels (add --inline-frames=no)"
+                    : (clo.cache_sim || clo.branch_sim || clo.collect_bus || clo.collect_data || clo.collect_systime)
+                       ? "events beyond Ir are counted at tier 2 only"
+                       : nullptr;
+   if (why) KG_BAD_COMBINATION("--tiering=yes", "--tiering=yes tiers physical frames counting Ir only: %s\n", why);
+}
+
 void check_options()
 {
    if (clo.roll_loops && clo.mode == kModeFunc)
@@ -255,6 +279,7 @@ void check_options()
    check_positions();
    check_events();
    check_inline_frames();
+   check_tiering();
 }
 
 void print_usage()
@@ -302,9 +327,12 @@ void print_usage()
 "                              function mode; no (physical frames) in the block\n"
 "                              modes and with --collect-jumps=yes]\n"
 "    --unroll-simple-rec=no|yes  keep each level of simple recursion [no: rolled]\n"
-"    --tiering=no|yes          translate a block cheaply (a helper call) until it\n"
-"                              has run --tier-threshold times, then with the inline\n"
-"                              fast path; the counts are the same either way [no]\n"
+"    --tiering=no|levels|yes   translate a block cheaply until it has run\n"
+"                              --tier-threshold times, then with the inline fast\n"
+"                              path; the counts are the same either way. levels:\n"
+"                              blocks that step inlined levels (their steps in a\n"
+"                              helper at first); yes: every block (a helper call;\n"
+"                              needs --inline-frames=no) [levels]\n"
 "    --tier-threshold=<n>      a block's runs before its fast translation [1000]\n"
 "    --kgrind-out-file=<file>  output file name [kgrind.out.%%p]\n"
 "                              (%%p is the pid, %%q{VAR} an environment variable)\n"

@@ -14,6 +14,11 @@ enum Mode : UInt { kModeFunc = 0, kModeIntra = 1, kModeInter = 2 };
 // --collect-systime: system calls' count and time; the unit of sysTime.
 enum SysTime : UInt { kSysTimeNo = 0, kSysTimeMsec, kSysTimeUsec, kSysTimeNsec };
 
+// --tiering: which superblocks start at tier 1 (docs/design/tiers.md):
+// none; those that step inlined levels (their steps in the helper until
+// they are hot); every one (physical frames only).
+enum Tiering : UInt { kTieringNo = 0, kTieringLevels, kTieringYes };
+
 // --I1, --D1, --LL: a cache's size, associativity and line size as given
 // (checked by the cache model once the options are read: kg_events.cpp).
 struct CacheOption {
@@ -55,7 +60,7 @@ struct Options {
    const HChar* func_patterns[kMaxFuncPatterns];   // without a leading '!'
    Bool func_excluded[kMaxFuncPatterns];           // '!' in --funcs, or --fn-skip
    Bool func_skipped[kMaxFuncPatterns];            // from --fn-skip (its warning names it)
-   Bool tiering;                 // --tiering: cold blocks at tier 1 (docs/design/tiers.md)
+   Tiering tiering;              // --tiering: cold blocks at tier 1 (docs/design/tiers.md)
    UInt tier_threshold;          // --tier-threshold: a block's tier-1 runs before tier 2
 };
 

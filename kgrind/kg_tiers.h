@@ -26,13 +26,23 @@ enum TierStart : UWord {
    kTierCalledEntry = 3,   // a direct call's target without a symbol: the predicted push
 };
 
-// Whether superblocks start at tier 1 in this run: --tiering in function
+// Whether superblocks start at tier 1 in this run: --tiering=yes in function
 // mode without events beyond Ir and inlined levels (those run at tier 2
 // from the start).
 Bool tiering_on();
+// Whether superblocks that step inlined levels start at tier 1, their
+// steps left to the levels' helper (kg_inline_enter), until they have run
+// the threshold's times: --tiering=levels with inlined levels, in function
+// mode without events beyond Ir (with events the helper steps every
+// level).
+Bool level_tiering_on();
 // Whether the superblock at addr has reached the threshold: translated at
 // tier 2 from now on.
 Bool tier_promoted(Addr addr);
+// A superblock that steps levels was translated at tier 1: the counter of
+// its runs, which its IR increments (never moved or freed), or at tier 2.
+UInt* level_tier_one_made();
+void level_tier_two_made();
 // A block was translated at tier 1 (its runs start at 0), or at tier 2.
 void tier_one_made(const BlockInfo* blk);
 void tier_two_made();
@@ -47,6 +57,10 @@ extern "C" {
 // gs: the guest state, whose SP it reads and which names the range to
 // discard when it promotes.
 ULong* VG_REGPARM(3) kg_tier_block(GuestState* gs, BlockInfo* blk, UWord start);
+// The run of a tier-1 block that steps levels after its threshold's:
+// promotes it and names its first byte as the range to discard, before the
+// block does anything.
+void VG_REGPARM(2) kg_levels_promote(GuestState* gs, BlockInfo* blk);
 // A tier-1 block ending in a return: the inline pop's C twin
 // (instrument/frames_ir.cpp, add_inline_return).
 void VG_REGPARM(1) kg_tier_return(Addr sp);

@@ -26,6 +26,15 @@ struct TierStats {
    ULong promotions;     // tier-1 blocks that reached the threshold
 } tier_stats;
 
+// --tiering=levels: each tier-1 translation's run counter, in chunks that
+// never move (the IR holds the counter's address).
+struct RunCounters {
+   RunCounters* next;
+   UInt used;
+   UInt runs[1022];
+};
+RunCounters* level_run_counters;
+
 // The C twin of add_inline_entry: the push from the top frame's kid slot,
 // made always (speculative: a function's first block, undone by
 // kg_entry_fixup when wrong) or only when predicted (a call's target
@@ -75,7 +84,15 @@ Bool promote(const BlockInfo* blk)
 
 } // namespace
 
-Bool tiering_on() { return clo.tiering && !block_mode() && !extra_events_on() && !inline_frames_on(); }
+Bool tiering_on()
+{
+   return clo.tiering == kTieringYes && !block_mode() && !extra_events_on() && !inline_frames_on();
+}
+
+Bool level_tiering_on()
+{
+   return clo.tiering == kTieringLevels && !block_mode() && !extra_events_on() && inline_frames_on();
+}
 
 Bool tier_promoted(Addr addr) { return promoted_blocks.find((const void*)addr, nullptr) != nullptr; }
 
@@ -97,6 +114,30 @@ void tier_one_made(const BlockInfo* blk)
 }
 
 void tier_two_made() { tier_stats.tier_two++; }
+
+UInt* level_tier_one_made()
+{
+   tier_stats.tier_one++;
+   RunCounters* c = level_run_counters;
+   if (!c || c->used == sizeof(c->runs) / sizeof(c->runs[0])) {
+      c = (RunCounters*)alloc_permanent(sizeof(RunCounters));
+      VG_(memset)(c, 0, sizeof(RunCounters));
+      c->next = level_run_counters;
+      level_run_counters = c;
+   }
+   return &c->runs[c->used++];
+}
+
+void level_tier_two_made() { tier_stats.tier_two++; }
+
+extern "C" void VG_REGPARM(2) kg_levels_promote(GuestState* gs, BlockInfo* blk)
+{
+   promote(blk);
+   // The exit discards the translations of the block's first byte (this
+   // one among them; promoted or not before, the next is made at tier 2).
+   gs->guest_CMSTART = blk->addr;
+   gs->guest_CMLEN = 1;
+}
 
 extern "C" ULong* VG_REGPARM(3) kg_tier_block(GuestState* gs, BlockInfo* blk, UWord start)
 {
@@ -137,18 +178,22 @@ extern "C" void VG_REGPARM(1) kg_tier_return(Addr sp)
 
 void print_tier_stats()
 {
-   if (!tiering_on()) return;
+   Bool levels = level_tiering_on();
+   if (!tiering_on() && !levels) return;
    // Tier-1 blocks by their runs: how many never reached the threshold.
    const UInt kBounds[] = { 1, 10, 100, 1000 };
    ULong under[4] = {};
-   for (UWord id = 1; id < tier_runs_cap; id++) {
-      UInt runs = tier_runs[id];
-      if (runs == kNotTierOne) continue;
+   auto count = [&](UInt runs) {
       for (UInt i = 0; i < 4; i++)
          if (runs < kBounds[i]) under[i]++;
-   }
-   VG_(dmsg)("kgrind tiers: threshold %u; translations: tier 1 %llu, tier 2 %llu (%llu promoted)\n",
-             clo.tier_threshold, tier_stats.tier_one, tier_stats.tier_two, tier_stats.promotions);
+   };
+   for (UWord id = 1; id < tier_runs_cap; id++)
+      if (tier_runs[id] != kNotTierOne) count(tier_runs[id]);
+   for (const RunCounters* c = level_run_counters; c; c = c->next)
+      for (UInt i = 0; i < c->used; i++) count(c->runs[i]);
+   VG_(dmsg)("kgrind tiers: %sthreshold %u; translations: tier 1 %llu, tier 2 %llu (%llu promoted)\n",
+             levels ? "inlined levels' steps, " : "", clo.tier_threshold, tier_stats.tier_one, tier_stats.tier_two,
+             tier_stats.promotions);
    VG_(dmsg)("kgrind tiers: tier-1 runs of blocks: <1 %llu, <10 %llu, <100 %llu, <1000 %llu\n",
              under[0], under[1], under[2], under[3]);
 }

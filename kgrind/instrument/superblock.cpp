@@ -136,8 +136,14 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    Bool tier_one = at_tier_one(blk, sigreturn, region);
    if (!tier_one && tiering_on()) tier_two_made();
    // Whether its runs push and pop inlined levels inline (from the counters
-   // its prologue finds).
+   // its prologue finds). A superblock with code of inlined functions (some
+   // instruction's chain is not empty) steps levels: at the levels' tier 1
+   // the helper does, until the superblock is hot.
    Bool levels_inline = inline_chains && !tier_one && !sigreturn && pushes_levels_inline(blk);
+   Bool steps_levels = levels_inline && (chain_changes || chain_of[0]);
+   Bool level_tier_one = steps_levels && at_level_tier_one(blk);
+   if (level_tier_one) levels_inline = False;
+   else if (steps_levels && level_tiering_on()) level_tier_two_made();
 
    Int start = guest_code_start(sb_in);
    for (Int i = 0; i < start; i++)
@@ -148,6 +154,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       switch (st->tag) {
       case Ist_IMark:
          events_ir.end_instruction(b);
+         if (!instr && level_tier_one) add_level_tier_count(b, blk, layout);
          if (!counters && region_entry)
             b.call_reading_sp("kg_region_enter", (void*)kg_region_enter, IRBuilder::u64((ULong)blk), nullptr);
          if (!counters && sigreturn) counters = add_sigreturn_prologue(b, blk);
