@@ -7,9 +7,12 @@ never does (--tiering=no), whatever the threshold: the switch falls in the
 middle of hot loops, recursion, signal handlers, coroutines, longjmp and
 exception unwinding, and code checked for modification (--smc-check=all,
 run-time generated code rewritten between calls)."""
+import collections
 import re
 
 import pytest
+
+import ksf_records
 
 # name: (source, compiler flags, program arguments, kgrind options); every
 # run in physical frames: tiering applies to them only (with inlined
@@ -28,6 +31,25 @@ PROGRAMS = {
 }
 
 THRESHOLDS = [1, 2, 7, 1000]
+
+# --tiering=levels (the default): programs with inlined levels of their own
+# (-O2; -no-pie -fno-plt as tests/test_inline_frames.py builds them); the
+# superblocks that step levels start with the steps in the levels' helper
+# and get the inline steps when hot. Each switch falls where its program's
+# levels are entered and left abruptly: a hot loop, recursion from inside a
+# level, a signal raised from a level, longjmp out of two, swapcontext from
+# inside them, several levels at once, a jump back to the entry from a
+# level, the STL at -O2.
+INLINE_FLAGS = ['-O2', '-no-pie', '-fno-plt']
+LEVEL_PROGRAMS = {
+    'hostile': ('inline_hostile.c', INLINE_FLAGS, ['300'], []),
+    'hostile-kinf': ('inline_hostile.c', INLINE_FLAGS, ['300'], ['--k=inf']),
+    'crossings': ('inline_crossings.c', INLINE_FLAGS, ['100', '4'], ['--k=3']),
+    'loopback': ('inline_loopback.c', INLINE_FLAGS, ['50', '20'], ['--k=inf']),
+    'stl': ('inline_maps.cpp', ['-O2'], [], []),
+}
+LEVEL_STATS = re.compile(r"kgrind tiers: inlined levels' steps, threshold (\d+); "
+                         r'translations: tier 1 (\d+), tier 2 (\d+) \((\d+) promoted\)')
 
 STATS = re.compile(r'kgrind tiers: threshold (\d+); translations: tier 1 (\d+), tier 2 (\d+) \((\d+) promoted\)')
 PID_LINE = re.compile(r'^pid: \d+$', re.M)
@@ -62,6 +84,63 @@ def test_switching_tiers_keeps_every_count(tools, name):
             # blocks switched tiers while the program ran
             assert promoted > 50, threshold
         assert without_pid(tiered.profile_path) == without_pid(never.profile_path), threshold
+
+
+@pytest.mark.parametrize('name', list(LEVEL_PROGRAMS))
+def test_switching_level_tiers_keeps_every_count(tools, name):
+    """With the levels' steps tiered, each threshold's profile equals the one
+    of a run whose steps are inline from the start (--tiering=no)."""
+    source, flags, args, opts = LEVEL_PROGRAMS[name]
+    exe = tools.compile(source, *flags)
+    native = tools.native(exe, *args)
+    never = tools.kgrind(exe, *args, opts=[*opts, '--tiering=no'], out='never.out')
+    assert never.returncode == native.returncode == 0, never.stderr
+    assert never.stdout == native.stdout
+    assert ' [inlined]' in never.profile_path.read_text()
+    for threshold in THRESHOLDS:
+        tiered = tools.kgrind(exe, *args, opts=[*opts, '--tiering=levels', f'--tier-threshold={threshold}',
+                                                '--stats=yes'], out=f'tiered-{threshold}.out')
+        assert tiered.returncode == 0, (threshold, tiered.stderr)
+        assert tiered.stdout == native.stdout, threshold
+        stats = LEVEL_STATS.search(tiered.stderr)
+        assert stats, tiered.stderr
+        assert int(stats.group(1)) == threshold
+        tier_one, tier_two, promoted = map(int, stats.groups()[1:])
+        assert tier_one > 0 and tier_two >= promoted, threshold
+        if threshold <= 7:
+            assert promoted > 50, threshold
+        assert without_pid(tiered.profile_path) == without_pid(never.profile_path), threshold
+
+
+def test_level_tiering_is_the_default(tools):
+    """A plain run tiers the levels' steps (the program's own inlined
+    functions and libc's) at threshold 1000, with the entries the program
+    counts of each inlined function whose body gcc keeps in one piece
+    (descend's is split around rec's own push of %rbx, so each call enters
+    it twice), and the profile of --tiering=no."""
+    exe = tools.compile('inline_hostile.c', *INLINE_FLAGS)
+    run = tools.kgrind(exe, '30', opts=['--stats=yes'])
+    assert run.returncode == 0, run.stderr
+    stats = LEVEL_STATS.search(run.stderr)
+    assert stats and int(stats.group(1)) == 1000 and int(stats.group(2)) > 0, run.stderr
+    counts = dict(zip(*[iter(run.stdout.split()[1:])] * 2))
+    calls = collections.Counter()
+    for forest in ksf_records.parse(run.profile_path).forests:
+        for context, n in ksf_records.kccf(forest, 2, 0).items():
+            calls[context[-1]] += n
+    for fn in ('step', 'handle', 'raise_from_level', 'bail', 'guard', 'yield', 'resume'):
+        assert calls[f'{fn} [inlined]'] == int(counts[fn]), fn
+    never = tools.kgrind(exe, '30', opts=['--tiering=no'], out='never.out')
+    assert without_pid(run.profile_path) == without_pid(never.profile_path)
+
+
+@pytest.mark.parametrize('opts,why', [
+    (['--tiering=yes'], 'inlined levels are tiered by --tiering=levels'),
+    (['--tiering=yes', '--inline-frames=no', '--cache-sim=yes'], 'events beyond Ir are counted at tier 2 only'),
+    (['--tiering=yes', '--mode=intra'], 'the block modes'),
+])
+def test_tiering_every_block_needs_physical_frames_and_ir(tools, opts, why):
+    tools.assert_refused(opts, why)
 
 
 def test_tiering_stats_absent_without_tiering(tools):
