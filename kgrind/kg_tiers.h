@@ -57,10 +57,9 @@ extern "C" {
 // gs: the guest state, whose SP it reads and which names the range to
 // discard when it promotes.
 ULong* VG_REGPARM(3) kg_tier_block(GuestState* gs, BlockInfo* blk, UWord start);
-// The run of a tier-1 block that steps levels after its threshold's:
-// promotes it and names its first byte as the range to discard, before the
-// block does anything.
-void VG_REGPARM(2) kg_levels_promote(GuestState* gs, BlockInfo* blk);
+// The run of a tier-1 block that steps levels after its threshold's, before
+// the block does anything: promotes it.
+void VG_REGPARM(1) kg_levels_promote(BlockInfo* blk);
 // A tier-1 block ending in a return: the inline pop's C twin
 // (instrument/frames_ir.cpp, add_inline_return).
 void VG_REGPARM(1) kg_tier_return(Addr sp);

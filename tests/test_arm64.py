@@ -28,6 +28,7 @@ import ksf_records
 import test_events
 import test_inline_frames
 import test_stress
+import test_tiers
 import valgrind_launch
 from conftest import PROGS, ROOT, Run, Toolbox, run_compiler
 from ksf_records import parse_listing
@@ -325,6 +326,22 @@ def function_of(exe):
     spans = sorted((int(a, 16), int(a, 16) + int(n, 16), name) for a, n, t, name in
                    (line.split() for line in out.splitlines() if len(line.split()) == 4) if t in 'tTwW' and int(n, 16))
     return lambda addr: next((name for lo, hi, name in spans if lo <= addr < hi), None)
+
+
+def test_level_tiers_switch_with_the_same_counts(arm):
+    """--tiering=levels (the default) on arm64: superblocks whose levels'
+    steps start in the helper switch to the inline steps at threshold 1 and
+    2, and the profile is --tiering=no's, byte for byte but the pid."""
+    exe = arm.compile('inline_hostile.c', *test_inline_frames.FLAGS)
+    never = arm.kgrind(exe, '40', opts=['--tiering=no'], out='never.out')
+    assert never.returncode == 0, never.stderr
+    for threshold in (1, 2):
+        tiered = arm.kgrind(exe, '40', opts=[f'--tier-threshold={threshold}', '--stats=yes'], out=f't{threshold}.out')
+        assert tiered.returncode == 0, tiered.stderr
+        assert tiered.stdout == never.stdout
+        stats = test_tiers.LEVEL_STATS.search(tiered.stderr)
+        assert stats and int(stats.group(4)) > 0, tiered.stderr
+        assert test_tiers.without_pid(tiered.profile_path) == test_tiers.without_pid(never.profile_path)
 
 
 @pytest.mark.skipif(not FULL, reason='the larger arm64 run: KGRIND_ARM64_FULL=1')

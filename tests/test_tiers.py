@@ -59,57 +59,44 @@ def without_pid(path):
     return PID_LINE.sub('pid:', path.read_text())
 
 
-@pytest.mark.parametrize('name', list(PROGRAMS))
-def test_switching_tiers_keeps_every_count(tools, name):
+def assert_switches_keep_every_count(tools, program, tiering, stats_line):
     """Each threshold's profile equals the one of a run that never tiers (one
-    reference run for all thresholds)."""
-    source, flags, args, opts = PROGRAMS[name]
+    reference run for all thresholds); blocks switched tiers while the
+    program ran (stats_line: the tiers' statistics of --stats=yes)."""
+    source, flags, args, opts = program
     exe = tools.compile(source, *flags)
     native = tools.native(exe, *args)
-    opts = [*opts, '--inline-frames=no']
     never = tools.kgrind(exe, *args, opts=[*opts, '--tiering=no'], out='never.out')
     assert never.returncode == native.returncode == 0, never.stderr
     assert never.stdout == native.stdout
     for threshold in THRESHOLDS:
-        tiered = tools.kgrind(exe, *args, opts=[*opts, '--tiering=yes', f'--tier-threshold={threshold}',
+        tiered = tools.kgrind(exe, *args, opts=[*opts, f'--tiering={tiering}', f'--tier-threshold={threshold}',
                                                 '--stats=yes'], out=f'tiered-{threshold}.out')
         assert tiered.returncode == 0, (threshold, tiered.stderr)
         assert tiered.stdout == native.stdout, threshold
-        stats = STATS.search(tiered.stderr)
+        stats = stats_line.search(tiered.stderr)
         assert stats, tiered.stderr
         assert int(stats.group(1)) == threshold
         tier_one, tier_two, promoted = map(int, stats.groups()[1:])
         assert tier_one > 0 and tier_two >= promoted, threshold
         if threshold <= 7:
-            # blocks switched tiers while the program ran
             assert promoted > 50, threshold
         assert without_pid(tiered.profile_path) == without_pid(never.profile_path), threshold
+    return never
+
+
+@pytest.mark.parametrize('name', list(PROGRAMS))
+def test_switching_tiers_keeps_every_count(tools, name):
+    source, flags, args, opts = PROGRAMS[name]
+    assert_switches_keep_every_count(tools, (source, flags, args, [*opts, '--inline-frames=no']), 'yes', STATS)
 
 
 @pytest.mark.parametrize('name', list(LEVEL_PROGRAMS))
 def test_switching_level_tiers_keeps_every_count(tools, name):
-    """With the levels' steps tiered, each threshold's profile equals the one
-    of a run whose steps are inline from the start (--tiering=no)."""
-    source, flags, args, opts = LEVEL_PROGRAMS[name]
-    exe = tools.compile(source, *flags)
-    native = tools.native(exe, *args)
-    never = tools.kgrind(exe, *args, opts=[*opts, '--tiering=no'], out='never.out')
-    assert never.returncode == native.returncode == 0, never.stderr
-    assert never.stdout == native.stdout
+    """With the levels' steps tiered, the same against runs whose steps are
+    inline from the start."""
+    never = assert_switches_keep_every_count(tools, LEVEL_PROGRAMS[name], 'levels', LEVEL_STATS)
     assert ' [inlined]' in never.profile_path.read_text()
-    for threshold in THRESHOLDS:
-        tiered = tools.kgrind(exe, *args, opts=[*opts, '--tiering=levels', f'--tier-threshold={threshold}',
-                                                '--stats=yes'], out=f'tiered-{threshold}.out')
-        assert tiered.returncode == 0, (threshold, tiered.stderr)
-        assert tiered.stdout == native.stdout, threshold
-        stats = LEVEL_STATS.search(tiered.stderr)
-        assert stats, tiered.stderr
-        assert int(stats.group(1)) == threshold
-        tier_one, tier_two, promoted = map(int, stats.groups()[1:])
-        assert tier_one > 0 and tier_two >= promoted, threshold
-        if threshold <= 7:
-            assert promoted > 50, threshold
-        assert without_pid(tiered.profile_path) == without_pid(never.profile_path), threshold
 
 
 def test_level_tiering_is_the_default(tools):

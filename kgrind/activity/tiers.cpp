@@ -130,14 +130,7 @@ UInt* level_tier_one_made()
 
 void level_tier_two_made() { tier_stats.tier_two++; }
 
-extern "C" void VG_REGPARM(2) kg_levels_promote(GuestState* gs, BlockInfo* blk)
-{
-   promote(blk);
-   // The exit discards the translations of the block's first byte (this
-   // one among them; promoted or not before, the next is made at tier 2).
-   gs->guest_CMSTART = blk->addr;
-   gs->guest_CMLEN = 1;
-}
+extern "C" void VG_REGPARM(1) kg_levels_promote(BlockInfo* blk) { promote(blk); }
 
 extern "C" ULong* VG_REGPARM(3) kg_tier_block(GuestState* gs, BlockInfo* blk, UWord start)
 {

@@ -221,17 +221,16 @@ public:
    {
       IRDirty* di = dirty(name, fn, regparms, args, nullptr);
       di->tmp = newIRTemp(sb_->tyenv, Ity_I64);
-      set_effects(di, effects, n);
+      di->nFxState = n;
+      for (UInt i = 0; i < n; i++) {
+         di->fxState[i].fx = effects[i].fx;
+         di->fxState[i].offset = effects[i].offset;
+         di->fxState[i].size = effects[i].size;
+         di->fxState[i].nRepeats = 0;
+         di->fxState[i].repeatLen = 0;
+      }
       add(IRStmt_Dirty(di));
       return IRExpr_RdTmp(di->tmp);
-   }
-   // A helper call, when guard holds, with n guest state effects.
-   void call_with_effects(const HChar* name, void* fn, Int regparms, IRExpr** args, IRExpr* guard,
-                          const GuestEffect* effects, UInt n)
-   {
-      IRDirty* di = dirty(name, fn, regparms, args, guard);
-      set_effects(di, effects, n);
-      add(IRStmt_Dirty(di));
    }
 
    void add(IRStmt* st) { addStmtToIRSB(sb_, st); }
@@ -247,18 +246,6 @@ private:
       di->mAddr = mkIRExpr_HWord((HWord)kg_now);
       di->mSize = sizeof(Now);
       return di;
-   }
-
-   static void set_effects(IRDirty* di, const GuestEffect* effects, UInt n)
-   {
-      di->nFxState = n;
-      for (UInt i = 0; i < n; i++) {
-         di->fxState[i].fx = effects[i].fx;
-         di->fxState[i].offset = effects[i].offset;
-         di->fxState[i].size = effects[i].size;
-         di->fxState[i].nRepeats = 0;
-         di->fxState[i].repeatLen = 0;
-      }
    }
 
    // The helper reads the guest SP itself (VG_(get_SP)).
