@@ -14,9 +14,9 @@ import pytest
 
 import ksf_records
 
-# name: (source, compiler flags, program arguments, kgrind options); every
-# run in physical frames: tiering applies to them only (with inlined
-# levels, the default, every block is translated at tier 2)
+# --tiering=yes, name: (source, compiler flags, program arguments, kgrind
+# options); every run in physical frames: tiering every block applies to
+# them only (inlined levels have --tiering=levels, below)
 PROGRAMS = {
     'loops': ('loops.c', ['-O2'], [], []),
     'recursion': ('mutual_rec.c', ['-O1'], [], []),
