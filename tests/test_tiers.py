@@ -1,5 +1,6 @@
 """Tiered instrumentation (docs/design/tiers.md): a block runs at tier 1
-(helper calls) until it has run --tier-threshold times, then leaves before
+(helper calls: for every block with --tiering=yes, for inlined levels'
+steps with --tiering=levels) until it has run --tier-threshold times, then leaves before
 its first instruction and runs again, retranslated, at tier 2 (the inline
 fast path). Both tiers count in the same counters, frames and transitions,
 so a run that switches tiers must write exactly the profile of a run that
