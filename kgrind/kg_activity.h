@@ -73,6 +73,14 @@ UInt thread_profiles(ThreadProfile* out);
 void flush_all_transitions();
 // --stats: how often transitions' inclusive events were looked up.
 void print_event_clock_stats();
+// --stats: how often the frames' and levels' helpers ran (exact counts,
+// which A/B comparisons can trust where time is noisy).
+struct HelperCalls {
+   ULong inline_enter, inline_leave, run_counters, block_start, block_counters, entry_counters, block_entry,
+      entry_fixup, unwind, frame_events_close;
+};
+extern HelperCalls helper_calls;
+void print_helper_call_stats();
 void derive_node_counts(const ThreadProfile* threads, UInt n);
 void forget_node_counts(const ThreadProfile* threads, UInt n);
 

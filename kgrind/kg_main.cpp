@@ -160,6 +160,7 @@ void fini(Int exit_code)
    if (VG_(clo_stats)) {
       print_tier_stats();
       print_event_clock_stats();
+      print_helper_call_stats();
       print_counter_stats();
    }
 }

@@ -122,6 +122,25 @@ def test_level_tiering_is_the_default(tools):
     assert without_pid(run.profile_path) == without_pid(never.profile_path)
 
 
+HELPER_CALLS = re.compile(r'kgrind helpers: kg_inline_enter (\d+),')
+
+
+def test_promotion_takes_level_steps_from_the_helper(tools):
+    """--stats=yes counts the levels' helper calls: every step a superblock
+    makes at tier 1 is one, so a run that never promotes calls it more than
+    one that promotes at once, and physical frames never call it."""
+    exe = tools.compile('inline_hostile.c', *INLINE_FLAGS)
+    calls = {}
+    for name, opts in [('never', ['--tier-threshold=1000000000']), ('at-once', ['--tier-threshold=1']),
+                       ('physical', ['--inline-frames=no'])]:
+        run = tools.kgrind(exe, '300', opts=[*opts, '--stats=yes'], out=f'{name}.out')
+        assert run.returncode == 0, run.stderr
+        found = HELPER_CALLS.search(run.stderr)
+        assert found, run.stderr
+        calls[name] = int(found.group(1))
+    assert calls['physical'] == 0 < calls['at-once'] < calls['never'], calls
+
+
 @pytest.mark.parametrize('opts,why', [
     (['--tiering=yes'], 'inlined levels are tiered by --tiering=levels'),
     (['--tiering=yes', '--inline-frames=no', '--cache-sim=yes'], 'events beyond Ir are counted at tier 2 only'),

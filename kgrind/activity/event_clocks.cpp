@@ -201,6 +201,7 @@ void close_frame_events(const ShadowStack* s, const Frame* f, Transition* tr, Bo
 
 extern "C" void VG_REGPARM(1) kg_frame_events_close(const Frame* f)
 {
+   helper_calls.frame_events_close++;
    if (kg_now->top + 1 != f) return;   // not popped: the inline pop's test failed
    Transition* tr = f->tr;
    Bool outermost = acts_in_nodes() ? !rolled(tr) : *tr->active == 0;

@@ -15,6 +15,7 @@ UInt running_inline_chain()
 
 extern "C" void VG_REGPARM(3) kg_inline_enter(BlockInfo* blk, UWord chain, CounterWay* way)
 {
+   helper_calls.inline_enter++;
    ThreadState* t = current;
    if (kg_now->ctx == kCallPending) return;   // not at a run boundary
    // chain's levels from the innermost (path[i] is depth - i deep) down to
@@ -87,12 +88,14 @@ extern "C" void VG_REGPARM(1) kg_own_block_start(BlockInfo* blk)
 
 extern "C" void VG_REGPARM(2) kg_run_counters(BlockInfo* blk, CounterWay* way)
 {
+   helper_calls.run_counters++;
    kg_now->found_counters = run_way_counters(way, blk, kg_now->ctx);
 }
 
 extern "C" void VG_REGPARM(1) kg_inline_leave(BlockInfo* blk)
 {
    (void)blk;
+   helper_calls.inline_leave++;
    leave_levels(current);
 }
 

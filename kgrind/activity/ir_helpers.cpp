@@ -3,6 +3,18 @@
 
 namespace kg {
 
+HelperCalls helper_calls;
+
+void print_helper_call_stats()
+{
+   const HelperCalls& c = helper_calls;
+   VG_(dmsg)("kgrind helpers: kg_inline_enter %llu, kg_inline_leave %llu, kg_run_counters %llu, kg_block_start %llu, "
+             "kg_block_counters %llu, kg_entry_counters %llu\n",
+             c.inline_enter, c.inline_leave, c.run_counters, c.block_start, c.block_counters, c.entry_counters);
+   VG_(dmsg)("kgrind helpers: kg_block_entry %llu, kg_entry_fixup %llu, kg_unwind %llu, kg_frame_events_close %llu\n",
+             c.block_entry, c.entry_fixup, c.unwind, c.frame_events_close);
+}
+
 namespace {
 
 // A new activation of fn, entered from call_site (0: not known).
@@ -51,6 +63,7 @@ static Bool linked_to_new_coroutine(const ThreadState* t)
 
 extern "C" void VG_REGPARM(1) kg_unwind(Addr sp)
 {
+   helper_calls.unwind++;
    unwind_to_sp(current, sp);
 }
 
@@ -114,6 +127,7 @@ static void follow_stack_switch(Addr sp, BlockInfo* blk)
 
 extern "C" void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, ForestNode* ctx_before)
 {
+   helper_calls.entry_fixup++;
    Transition* tr = kg_now->top->tr;
    tr->calls--;
    count_out(tr);
@@ -128,6 +142,7 @@ extern "C" void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, ForestNode
 
 extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode* ctx_before)
 {
+   helper_calls.block_entry++;
    follow_stack_switch(sp, blk);
    block_entry(blk, sp, ctx_before == kCallPending);
 }
@@ -175,6 +190,7 @@ static Addr unwind_at_block_start(BlockInfo* blk)
 
 extern "C" void VG_REGPARM(1) kg_block_start(BlockInfo* blk)
 {
+   helper_calls.block_start++;
    Addr sp = unwind_at_block_start(blk);
    UWord after_call = kg_now->ctx == kCallPending;
    if (after_call || blk->fn_entry)
@@ -194,6 +210,7 @@ static ULong* block_counters_now(BlockInfo* blk)
 
 extern "C" void VG_REGPARM(1) kg_block_counters(UWord block_id)
 {
+   helper_calls.block_counters++;
    BlockInfo* blk = block_with_id((UInt)block_id);
    Addr sp = unwind_at_block_start(blk);
    UWord after_call = kg_now->ctx == kCallPending;
@@ -202,6 +219,7 @@ extern "C" void VG_REGPARM(1) kg_block_counters(UWord block_id)
 
 extern "C" void VG_REGPARM(1) kg_entry_counters(UWord block_id)
 {
+   helper_calls.entry_counters++;
    kg_now->found_counters = block_counters_now(block_with_id((UInt)block_id));
 }
 
