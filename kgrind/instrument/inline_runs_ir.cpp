@@ -42,15 +42,18 @@ Bool checks_inline_chains(const BlockInfo* blk)
    return inline_frames_on() && !blk->in_plt && !fn->no_symbol && fn_traced(fn) && !fn->resolver;
 }
 
-// Whether blk's runs push and pop levels inline (else the helper does):
-// blocks of objects with inline records, without events beyond Ir (whose
-// clocks the helper starts and closes: the inline steps, with helpers for
-// the clocks, made callheavy --cache-sim=yes 3.43 -> 4.07 s;
-// docs/design/events.md).
-Bool pushes_levels_inline(const BlockInfo* blk)
+// Whether blk may start in an inlined level's context: a block of an
+// object with inline records.
+Bool may_start_in_level(const BlockInfo* blk)
 {
-   return checks_inline_chains(blk) && object_has_inline_levels(blk->fn()->object) && !extra_events_on();
+   return checks_inline_chains(blk) && object_has_inline_levels(blk->fn()->object);
 }
+
+// Whether blk's runs push and pop levels inline (else the helper does):
+// not with events beyond Ir (whose clocks the helper starts and closes:
+// the inline steps, with helpers for the clocks, made callheavy
+// --cache-sim=yes 3.43 -> 4.07 s; docs/design/events.md).
+Bool pushes_levels_inline(const BlockInfo* blk) { return may_start_in_level(blk) && !extra_events_on(); }
 
 // The chain of each instruction of sb (chain_of[i] for its i-th IMark; the
 // function of its first instruction, as the block's); returns how many

@@ -198,9 +198,10 @@ TierStart block_start(BlockInfo* blk)
 // block_entry pops the levels where it pushes nothing (a jump back to the
 // entry). Any other block finds inline only a context that is never a
 // level's (its array's, its way 0's: a level's context has no array, and
-// these helpers, which fill way 0, pop the levels first). Else
-// inline_levels, blk's runs may push levels inline, so that it may start in
-// their contexts: add_array_counters' by_way.
+// these helpers, which fill way 0, pop the levels first). Else with
+// inline_levels blk may start in a level's context (left by inline steps
+// or by the levels' helper, whose lookups of the block's counters also
+// fill way 0): add_array_counters' by_way.
 IRExpr* add_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout, UInt stub_instrs,
                      IRExpr** stub_counted, UInt max_counters, Bool inline_levels, Bool own_code, Bool* levels_left)
 {

@@ -161,8 +161,9 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          if (!counters && tier_one) counters = add_tier_prologue(b, blk, layout);
          if (!counters) {
             Bool levels_left = False;
-            counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted, max_counters, levels_inline,
-                                    inline_chains && !chain_of[0] && !tiering_on(), &levels_left);
+            counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted, max_counters,
+                                    inline_chains && may_start_in_level(blk), inline_chains && !chain_of[0] && !tiering_on(),
+                                    &levels_left);
             if (inline_chains && !levels_left)
                counters = add_inline_run(b, blk, chain_of[0], counters, levels_inline, nullptr, 0);
          } else if (chain_changes && chain_of[instr] != chain_of[instr - 1]) {
