@@ -73,6 +73,8 @@ UInt thread_profiles(ThreadProfile* out);
 void flush_all_transitions();
 // --stats: how often transitions' inclusive events were looked up.
 void print_event_clock_stats();
+void derive_node_counts(const ThreadProfile* threads, UInt n);
+void forget_node_counts(const ThreadProfile* threads, UInt n);
 // --stats: how often the frames' and levels' helpers ran (exact counts,
 // which A/B comparisons can trust where time is noisy).
 struct HelperCalls {
@@ -81,8 +83,6 @@ struct HelperCalls {
 };
 extern HelperCalls helper_calls;
 void print_helper_call_stats();
-void derive_node_counts(const ThreadProfile* threads, UInt n);
-void forget_node_counts(const ThreadProfile* threads, UInt n);
 
 // Regions of interest (kg_regions.cpp, kg_dumps.cpp; activity/counting.cpp): the counters
 // start, stop, are written and zeroed; the shadow stacks and forests never

@@ -49,12 +49,6 @@ Bool may_start_in_level(const BlockInfo* blk)
    return checks_inline_chains(blk) && object_has_inline_levels(blk->fn()->object);
 }
 
-// Whether blk's runs push and pop levels inline (else the helper does):
-// not with events beyond Ir (whose clocks the helper starts and closes:
-// the inline steps, with helpers for the clocks, made callheavy
-// --cache-sim=yes 3.43 -> 4.07 s; docs/design/events.md).
-Bool pushes_levels_inline(const BlockInfo* blk) { return may_start_in_level(blk) && !extra_events_on(); }
-
 // The chain of each instruction of sb (chain_of[i] for its i-th IMark; the
 // function of its first instruction, as the block's); returns how many
 // times the chain changes from one instruction to the next.
@@ -349,7 +343,7 @@ IRExpr* run_counters(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* done, IRE
 // A run of chain `chain` starts: the levels are made that chain's when they
 // are not. Returns the counters the run counts in (`counters`, or the
 // ones of the context the levels changed to). fast: inline IR pushes and
-// pops (pushes_levels_inline); ir: the thread's Ir as the last flush
+// pops (instrument(): levels_inline); ir: the thread's Ir as the last flush
 // stored it, or nullptr at the superblock's start; prev: the chain of the
 // run before it in the superblock (with ir; at the start the chain running
 // now is taken instead, running_inline_chain).

@@ -135,11 +135,15 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    Bool region_entry = region && blk->fn_entry;
    Bool tier_one = at_tier_one(blk, sigreturn, region);
    if (!tier_one && tiering_on()) tier_two_made();
-   // Whether its runs push and pop inlined levels inline (from the counters
-   // its prologue finds). A superblock with code of inlined functions (some
-   // instruction's chain is not empty) steps levels: at the levels' tier 1
-   // the helper does, until the superblock is hot.
-   Bool levels_inline = inline_chains && !tier_one && !sigreturn && pushes_levels_inline(blk);
+   // Whether it may start in an inlined level's context, and whether its
+   // runs push and pop inlined levels inline (from the counters its prologue
+   // finds): not with events beyond Ir, whose clocks the helper starts and
+   // closes (the inline steps, with helpers for the clocks, made callheavy
+   // --cache-sim=yes 3.43 -> 4.07 s; docs/design/events.md). A superblock
+   // with code of inlined functions (some instruction's chain is not empty)
+   // steps levels: at the levels' tier 1 the helper does, until it is hot.
+   Bool starts_in_levels = inline_chains && may_start_in_level(blk);
+   Bool levels_inline = starts_in_levels && !tier_one && !sigreturn && !events;
    Bool steps_levels = levels_inline && (chain_changes || chain_of[0]);
    Bool level_tier_one = steps_levels && at_level_tier_one(blk);
    if (level_tier_one) levels_inline = False;
@@ -161,9 +165,8 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          if (!counters && tier_one) counters = add_tier_prologue(b, blk, layout);
          if (!counters) {
             Bool levels_left = False;
-            counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted, max_counters,
-                                    inline_chains && may_start_in_level(blk), inline_chains && !chain_of[0] && !tiering_on(),
-                                    &levels_left);
+            counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted, max_counters, starts_in_levels,
+                                    inline_chains && !chain_of[0] && !tiering_on(), &levels_left);
             if (inline_chains && !levels_left)
                counters = add_inline_run(b, blk, chain_of[0], counters, levels_inline, nullptr, 0);
          } else if (chain_changes && chain_of[instr] != chain_of[instr - 1]) {
