@@ -90,12 +90,13 @@ static void note_coroutine_entry(ThreadState* t, Addr sp)
 static ULong* block_counters_now(BlockInfo* blk);
 
 // A block that may start an activation, after a call or not. Returns its
-// counters in the context it runs in.
-static ULong* block_entry(BlockInfo* blk, Addr sp, UWord after_call)
+// counters in the context it runs in. callee: the function a call into blk
+// activates, when the caller knows it (activated_function).
+static ULong* block_entry(BlockInfo* blk, Addr sp, UWord after_call, FnInfo* callee = nullptr)
 {
    ThreadState* t = current;
    if (after_call) {
-      push_activation(t, activated_function(blk), sp, blk, kg_now->call_site);
+      push_activation(t, callee ? callee : activated_function(blk), sp, blk, kg_now->call_site);
    } else if (blk->fn_entry && !runs(physical_frame()->tr, blk->fn())) {
       if (linked_to_new_coroutine(t) || entered_below_top(t, sp)) switch_stack(t, sp, blk);
       // A jump to a function's first instruction from another function is a
@@ -125,7 +126,7 @@ static void follow_stack_switch(Addr sp, BlockInfo* blk)
    else if (left_alt_stack(current, sp)) unwind_to_sp(current, sp, blk);
 }
 
-extern "C" void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, ForestNode* ctx_before)
+extern "C" void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, ForestNode* ctx_before, FnInfo* callee)
 {
    helper_calls.entry_fixup++;
    Transition* tr = kg_now->top->tr;
@@ -137,14 +138,14 @@ extern "C" void VG_REGPARM(3) kg_entry_fixup(BlockInfo* blk, Addr sp, ForestNode
    // A handler on an alternate stack runs below no frame (signal_delivered).
    if (kg_now->top->tr->kind == kAltSignalFence) kg_now->top_sp = ~(Addr)0;
    follow_stack_switch(sp, blk);
-   block_entry(blk, sp, ctx_before == kCallPending);
+   block_entry(blk, sp, ctx_before == kCallPending, callee);
 }
 
-extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode* ctx_before)
+extern "C" void VG_REGPARM(3) kg_block_entry(BlockInfo* blk, Addr sp, ForestNode* ctx_before, FnInfo* callee)
 {
    helper_calls.block_entry++;
    follow_stack_switch(sp, blk);
-   block_entry(blk, sp, ctx_before == kCallPending);
+   block_entry(blk, sp, ctx_before == kCallPending, callee);
 }
 
 // blk, outside the function of the top frame below any inlined levels

@@ -65,9 +65,9 @@ ForestNode* tier_entry(BlockInfo* blk, Addr sp, Bool speculative)
       if (!wrong) kg_now->ctx = transition_ctx(tr);
    }
    if (speculative) {
-      if (wrong) kg_entry_fixup(blk, sp, ctx_before);
+      if (wrong) kg_entry_fixup(blk, sp, ctx_before, callee);
    } else if (ctx_before == kCallPending && wrong) {
-      kg_block_entry(blk, sp, ctx_before);
+      kg_block_entry(blk, sp, ctx_before, callee);
    }
    return kg_now->ctx;
 }

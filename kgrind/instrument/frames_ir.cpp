@@ -266,7 +266,7 @@ IRExpr* add_inline_entry(IRBuilder& b, BlockInfo* blk, IRExpr* blk_at, IRExpr* s
    // is harmless: the fix-up's or kg_block_entry's push starts them again).
    if (extra_events_on()) add_frame_events_start(b, next);
 
-   IRExpr** args = mkIRExprVec_3(blk_at, sp, ctx_before);
+   IRExpr** args = mkIRExprVec_4(blk_at, sp, ctx_before, mkIRExpr_HWord((HWord)callee));
    IRExpr* wrong = b.op(Iop_CmpNE64, wrong_bits, IRBuilder::u64(0), Ity_I1);
    if (speculative) {
       b.call("kg_entry_fixup", (void*)kg_entry_fixup, 3, args, wrong);
