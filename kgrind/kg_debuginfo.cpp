@@ -1,4 +1,5 @@
 #include "kg_debuginfo.h"
+#include "kg_array_ops.h"
 #include "kg_machine_code.h"
 #include "kg_options.h"
 #include "kg_runtime.h"
@@ -54,9 +55,11 @@ Word compare_functions(UWord a, UWord b)
 
 StringTable files, objects, fn_names;
 WordFM* fn_index;     // FnInfo* (key: object, entry, name) -> FnInfo*
-XArray* fn_list;      // id -> FnInfo*
+UWord n_functions, functions_cap;
 
 } // namespace
+
+FnInfo** functions_by_id;
 
 void debuginfo_init()
 {
@@ -64,7 +67,6 @@ void debuginfo_init()
    table_init(&objects, "kg.objects");
    table_init(&fn_names, "kg.fnnames");
    fn_index = VG_(newFM)(VG_(malloc), "kg.fns", VG_(free), compare_functions);
-   fn_list = VG_(newXA)(VG_(malloc), "kg.fns", VG_(free), sizeof(FnInfo*));
    table_intern(&files, kUnknown);      // file id 0 is "???"
    table_intern(&objects, kUnknown);    // object id 0 is "???"
 }
@@ -74,8 +76,7 @@ const HChar* file_name(UInt id) { return table_name(&files, id); }
 const HChar* object_name(UInt id) { return table_name(&objects, id); }
 UInt file_count() { return (UInt)VG_(sizeXA)(files.names); }
 UInt object_count() { return (UInt)VG_(sizeXA)(objects.names); }
-UInt function_count() { return (UInt)VG_(sizeXA)(fn_list); }
-FnInfo* function_by_id(UInt id) { return *(FnInfo**)VG_(indexXA)(fn_list, id); }
+UInt function_count() { return (UInt)n_functions; }
 
 // Block modes without --funcs trace the functions of the main executable: the
 // object that is the same file (device and inode) as VG_(args_the_exename).
@@ -294,7 +295,7 @@ static FnInfo* intern_function(const HChar* name, UInt object, UInt file, Bool n
    fn->whole_sought = ~0u;
    if (at && !no_symbol) find_structor_variant(fn->name, entry, fn->structor);
    fn->traced = name_is_traced(fn->name, block_mode() ? object_is_main(object) : True);
-   VG_(addToXA)(fn_list, &fn);
+   append(functions_by_id, n_functions, functions_cap, fn, 1024, "kg.fns");
    VG_(addToFM)(fn_index, (UWord)fn, (UWord)fn);
    return fn;
 }
