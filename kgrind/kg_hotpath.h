@@ -49,6 +49,7 @@ namespace kg {
 
 struct BlockInfo;
 struct CounterWay;
+struct LevelTierCounts;
 struct BlockForest;
 struct BlockState;
 
@@ -423,14 +424,16 @@ void VG_REGPARM(1) kg_sigreturn_code(BlockInfo* blk);
 // the top frame's levels are another chain's: pops and pushes inlined
 // levels to it (activity/inline_frames.cpp), leaving blk's counters in the
 // context it runs in in kg_now->found_counters (found through the run's way,
-// where it has one, when they are no array's).
-void VG_REGPARM(3) kg_inline_enter(BlockInfo* blk, UWord chain, CounterWay* way);
+// where it has one, when they are no array's). tier: the block's counts at
+// the levels' tier 1 (kg_tiers.h), else nullptr.
+void VG_REGPARM(3) kg_inline_enter(BlockInfo* blk, UWord chain, CounterWay* way, LevelTierCounts* tier);
 // Inline IR pushed or popped the levels of a run of blk (the inline fast
 // path): blk's counters in the context it now runs in, an inlined level's,
 // in found_counters, and in the run's way when they are no array's.
 void VG_REGPARM(2) kg_run_counters(BlockInfo* blk, CounterWay* way);
 // blk returns from its function: the inlined levels on top are popped.
-void VG_REGPARM(1) kg_inline_leave(BlockInfo* blk);
+// tier: as kg_inline_enter's.
+void VG_REGPARM(2) kg_inline_leave(BlockInfo* blk, LevelTierCounts* tier);
 // Events beyond Ir (activity/event_clocks.cpp): a block that may have
 // popped frame f inline, whose transition is not in kg_recent_events or
 // whose rare events' clocks (event_is_rare: their column pairs,

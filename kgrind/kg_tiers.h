@@ -1,7 +1,8 @@
 // Tiered instrumentation: a superblock's first translation is cheap to
 // make (tier 1: its prologue and its return are helper calls, the C twins
-// of the inline code), and one that has run --tier-threshold times is
-// translated again with the inline fast path (tier 2). The tiers count in
+// of the inline code), and one that has run --tier-threshold times (at the
+// levels' tier: and called the levels' helper often) is translated again
+// with the inline fast path (tier 2). The tiers count in
 // the same counters, frames and transitions (docs/design/tiers.md).
 #pragma once
 #include "kg_block_info.h"
@@ -32,17 +33,37 @@ enum TierStart : UWord {
 Bool tiering_on();
 // Whether superblocks that step inlined levels start at tier 1, their
 // steps left to the levels' helper (kg_inline_enter), until they have run
-// the threshold's times: --tiering=levels with inlined levels, in function
+// the threshold's times and called it once in kLevelHelperShare runs at
+// least: --tiering=levels with inlined levels, in function
 // mode without events beyond Ir (with events the helper steps every
 // level).
 Bool level_tiering_on();
 // Whether the superblock at addr has reached the threshold: translated at
 // tier 2 from now on.
 Bool tier_promoted(Addr addr);
-// A superblock that steps levels was translated at tier 1: the counter of
-// its runs, which its IR increments (never moved or freed), or at tier 2.
-UInt* level_tier_one_made();
+// A level tier-1 superblock's counts (never moved or freed). Its IR
+// increments `runs` at each run and promotes the block at the run that
+// makes it kLevelPromotionRun; the levels' helpers count their calls
+// (level_tier_helper_called) and set `runs` so that the next run promotes
+// once the block is hot and needs them: the inline steps cost a block at
+// every run, taken or not, and a block that stays in one level needs none
+// (numeric's hot loops, inlined into main, ran 2x slower promoted by runs
+// alone). The share was not tuned: the blocks of cppvirt, numeric,
+// callheavy and sqlite3 call the helper at nearly every run or nearly
+// never, and shares of 2, 8 and 32 promote the same ones.
+struct LevelTierCounts {
+   UInt runs;
+   UInt helper_calls;
+   UInt runs_at_promotion;   // for the statistics
+};
+const UInt kLevelPromotionRun = 0x80000000u;
+const UInt kLevelHelperShare = 8;
+// A superblock that steps levels was translated at tier 1 (its counts), or
+// at tier 2.
+LevelTierCounts* level_tier_one_made();
 void level_tier_two_made();
+// A level tier-1 superblock (c; nullptr at tier 2) called a levels' helper.
+void level_tier_helper_called(LevelTierCounts* c);
 // A block was translated at tier 1 (its runs start at 0), or at tier 2.
 void tier_one_made(const BlockInfo* blk);
 void tier_two_made();
@@ -57,8 +78,9 @@ extern "C" {
 // gs: the guest state, whose SP it reads and which names the range to
 // discard when it promotes.
 ULong* VG_REGPARM(3) kg_tier_block(GuestState* gs, BlockInfo* blk, UWord start);
-// The run of a tier-1 block that steps levels after its threshold's, before
-// the block does anything: promotes it.
+// The run of a tier-1 block that steps levels after the helper's call that
+// made it hot (level_tier_helper_called), before the block does anything:
+// promotes it.
 void VG_REGPARM(1) kg_levels_promote(BlockInfo* blk);
 // A tier-1 block ending in a return: the inline pop's C twin
 // (instrument/frames_ir.cpp, add_inline_return).

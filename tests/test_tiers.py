@@ -1,6 +1,8 @@
 """Tiered instrumentation (docs/design/tiers.md): a block runs at tier 1
 (helper calls: for every block with --tiering=yes, for inlined levels'
-steps with --tiering=levels) until it has run --tier-threshold times, then leaves before
+steps with --tiering=levels) until it has run --tier-threshold times (with
+--tiering=levels: and called the levels' helper once in 8 runs at least),
+then leaves before
 its first instruction and runs again, retranslated, at tier 2 (the inline
 fast path). Both tiers count in the same counters, frames and transitions,
 so a run that switches tiers must write exactly the profile of a run that
@@ -32,6 +34,10 @@ PROGRAMS = {
 }
 
 THRESHOLDS = [1, 2, 7, 1000]
+# The fewest blocks promoted at the low thresholds: with --tiering=levels
+# only those that called the levels' helper once in 8 runs (at threshold 7,
+# 30-60 of these programs' blocks).
+MIN_PROMOTED = {'yes': {1: 50, 2: 50, 7: 50}, 'levels': {1: 50, 2: 50, 7: 20}}
 
 # --tiering=levels (the default): programs with inlined levels of their own
 # (-O2; -no-pie -fno-plt as tests/test_inline_frames.py builds them); the
@@ -80,8 +86,8 @@ def assert_switches_keep_every_count(tools, program, tiering, stats_line):
         assert int(stats.group(1)) == threshold
         tier_one, tier_two, promoted = map(int, stats.groups()[1:])
         assert tier_one > 0 and tier_two >= promoted, threshold
-        if threshold <= 7:
-            assert promoted > 50, threshold
+        if threshold in MIN_PROMOTED[tiering]:
+            assert promoted > MIN_PROMOTED[tiering][threshold], threshold
         assert without_pid(tiered.profile_path) == without_pid(never.profile_path), threshold
     return never
 
@@ -123,6 +129,31 @@ def test_level_tiering_is_the_default(tools):
 
 
 HELPER_CALLS = re.compile(r'kgrind helpers: kg_inline_enter (\d+),')
+
+
+def test_levels_tier_promotes_the_blocks_that_call_its_helper(tools):
+    """A superblock is promoted to the inline steps by the levels' helper
+    calls it makes, not by its runs: a loop that runs wholly inside one
+    inlined function (stay) never changes levels and stays at tier 1 however
+    long it runs, with no helper call an iteration; a loop that enters two
+    inlined functions at every iteration (step) calls the helper and is
+    promoted once it has run 1000 times (the default threshold). Each run's profile equals --tiering=no's."""
+    exe = tools.compile('inline_tier_loops.c', *INLINE_FLAGS)
+    seen = {}
+    for loop in ('stay', 'step'):
+        for n in (10, 1000000):
+            run = tools.kgrind(exe, loop, str(n), opts=['--stats=yes'], out=f'{loop}-{n}.out')
+            assert run.returncode == 0 and run.stdout == f'{loop} {n}\n', run.stderr
+            stats, helper = LEVEL_STATS.search(run.stderr), HELPER_CALLS.search(run.stderr)
+            assert stats and helper, run.stderr
+            seen[loop, n] = (int(stats.group(4)), int(helper.group(1)))
+            if n > 10:
+                never = tools.kgrind(exe, loop, str(n), opts=['--tiering=no'], out=f'{loop}-never.out')
+                assert without_pid(run.profile_path) == without_pid(never.profile_path), loop
+    assert seen['stay', 1000000] == seen['stay', 10], seen
+    assert seen['step', 1000000][0] > seen['step', 10][0], seen
+    # A helper call an iteration for the threshold's (1000) runs at least.
+    assert seen['step', 1000000][1] >= seen['step', 10][1] + 1000, seen
 
 
 def test_promotion_takes_level_steps_from_the_helper(tools):

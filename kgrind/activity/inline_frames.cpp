@@ -13,9 +13,10 @@ UInt running_inline_chain()
    return top_chain();
 }
 
-extern "C" void VG_REGPARM(3) kg_inline_enter(BlockInfo* blk, UWord chain, CounterWay* way)
+extern "C" void VG_REGPARM(3) kg_inline_enter(BlockInfo* blk, UWord chain, CounterWay* way, LevelTierCounts* tier)
 {
    helper_calls.inline_enter++;
+   level_tier_helper_called(tier);
    ThreadState* t = current;
    if (kg_now->ctx == kCallPending) return;   // not at a run boundary
    // chain's levels from the innermost (path[i] is depth - i deep) down to
@@ -92,10 +93,11 @@ extern "C" void VG_REGPARM(2) kg_run_counters(BlockInfo* blk, CounterWay* way)
    kg_now->found_counters = run_way_counters(way, blk, kg_now->ctx);
 }
 
-extern "C" void VG_REGPARM(1) kg_inline_leave(BlockInfo* blk)
+extern "C" void VG_REGPARM(2) kg_inline_leave(BlockInfo* blk, LevelTierCounts* tier)
 {
    (void)blk;
    helper_calls.inline_leave++;
+   level_tier_helper_called(tier);
    leave_levels(current);
 }
 

@@ -26,14 +26,14 @@ struct TierStats {
    ULong promotions;     // tier-1 blocks that reached the threshold
 } tier_stats;
 
-// --tiering=levels: each tier-1 translation's run counter, in chunks that
-// never move (the IR holds the counter's address).
-struct RunCounters {
-   RunCounters* next;
+// --tiering=levels: each tier-1 translation's counts (LevelTierCounts), in
+// chunks that never move (the IR holds their address).
+struct LevelTierChunk {
+   LevelTierChunk* next;
    UInt used;
-   UInt runs[1022];
+   LevelTierCounts counts[340];
 };
-RunCounters* level_run_counters;
+LevelTierChunk* level_tier_chunks;
 
 // The C twin of add_inline_entry: the push from the top frame's kid slot,
 // made always (speculative: a function's first block, undone by
@@ -115,17 +115,27 @@ void tier_one_made(const BlockInfo* blk)
 
 void tier_two_made() { tier_stats.tier_two++; }
 
-UInt* level_tier_one_made()
+LevelTierCounts* level_tier_one_made()
 {
    tier_stats.tier_one++;
-   RunCounters* c = level_run_counters;
-   if (!c || c->used == sizeof(c->runs) / sizeof(c->runs[0])) {
-      c = (RunCounters*)alloc_permanent(sizeof(RunCounters));
-      VG_(memset)(c, 0, sizeof(RunCounters));
-      c->next = level_run_counters;
-      level_run_counters = c;
+   LevelTierChunk* c = level_tier_chunks;
+   if (!c || c->used == sizeof(c->counts) / sizeof(c->counts[0])) {
+      c = (LevelTierChunk*)alloc_permanent(sizeof(LevelTierChunk));
+      VG_(memset)(c, 0, sizeof(LevelTierChunk));
+      c->next = level_tier_chunks;
+      level_tier_chunks = c;
    }
-   return &c->runs[c->used++];
+   return &c->counts[c->used++];
+}
+
+void level_tier_helper_called(LevelTierCounts* c)
+{
+   if (!c || c->runs >= kLevelPromotionRun - 1) return;
+   c->helper_calls++;
+   if (c->runs >= clo.tier_threshold && (ULong)c->helper_calls * kLevelHelperShare >= c->runs) {
+      c->runs_at_promotion = c->runs;
+      c->runs = kLevelPromotionRun - 1;   // the next run promotes
+   }
 }
 
 void level_tier_two_made() { tier_stats.tier_two++; }
@@ -173,7 +183,7 @@ void print_tier_stats()
 {
    Bool levels = level_tiering_on();
    if (!tiering_on() && !levels) return;
-   // Tier-1 blocks by their runs: how many never reached the threshold.
+   // Tier-1 blocks by their runs (a promoted level block's until then).
    const UInt kBounds[] = { 1, 10, 100, 1000 };
    ULong under[4] = {};
    auto count = [&](UInt runs) {
@@ -182,8 +192,11 @@ void print_tier_stats()
    };
    for (UWord id = 1; id < tier_runs_cap; id++)
       if (tier_runs[id] != kNotTierOne) count(tier_runs[id]);
-   for (const RunCounters* c = level_run_counters; c; c = c->next)
-      for (UInt i = 0; i < c->used; i++) count(c->runs[i]);
+   for (const LevelTierChunk* c = level_tier_chunks; c; c = c->next)
+      for (UInt i = 0; i < c->used; i++) {
+         const LevelTierCounts& n = c->counts[i];
+         count(n.runs >= kLevelPromotionRun - 1 ? n.runs_at_promotion : n.runs);
+      }
    VG_(dmsg)("kgrind tiers: %sthreshold %u; translations: tier 1 %llu, tier 2 %llu (%llu promoted)\n",
              levels ? "inlined levels' steps, " : "", clo.tier_threshold, tier_stats.tier_one, tier_stats.tier_two,
              tier_stats.promotions);

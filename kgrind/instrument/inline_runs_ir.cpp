@@ -346,8 +346,10 @@ IRExpr* run_counters(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* done, IRE
 // pops (instrument(): levels_inline); ir: the thread's Ir as the last flush
 // stored it, or nullptr at the superblock's start; prev: the chain of the
 // run before it in the superblock (with ir; at the start the chain running
-// now is taken instead, running_inline_chain).
-IRExpr* add_inline_run(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* counters, Bool fast, IRExpr* ir, UInt prev)
+// now is taken instead, running_inline_chain); tier: the block's counts at
+// the levels' tier 1, which the helper's calls count (else nullptr).
+IRExpr* add_inline_run(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* counters, Bool fast, IRExpr* ir, UInt prev,
+                       LevelTierCounts* tier)
 {
    IRExpr* top = b.load64(&kg_now->top);
    IRExpr* top_tr = b.load_field(top, offsetof(Frame, tr));
@@ -379,14 +381,17 @@ IRExpr* add_inline_run(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* counter
       slow = and1(b, missed, not1(b, done));
    }
    b.call("kg_inline_enter", (void*)kg_inline_enter, 3,
-          mkIRExprVec_3(mkIRExpr_HWord((HWord)blk), mkIRExpr_HWord(chain), mkIRExpr_HWord((HWord)way)), slow);
+          mkIRExprVec_4(mkIRExpr_HWord((HWord)blk), mkIRExpr_HWord(chain), mkIRExpr_HWord((HWord)way),
+                        mkIRExpr_HWord((HWord)tier)),
+          slow);
    return b.load_if(slow, &kg_now->found_counters, counters);
 }
 
 // A return from a run of chain `chain` (not 0): the levels above the
 // function's frame end with it. fast: a chain one level deep pops its level
-// inline when it is the top; else the helper pops them.
-void add_inline_leave(IRBuilder& b, BlockInfo* blk, UInt chain, Bool fast, IRExpr* ir)
+// inline when it is the top; else the helper pops them. tier: as
+// add_inline_run's.
+void add_inline_leave(IRBuilder& b, BlockInfo* blk, UInt chain, Bool fast, IRExpr* ir, LevelTierCounts* tier)
 {
    IRExpr* top = b.load64(&kg_now->top);
    IRExpr* top_tr = b.load_field(top, offsetof(Frame, tr));
@@ -402,7 +407,8 @@ void add_inline_leave(IRBuilder& b, BlockInfo* blk, UInt chain, Bool fast, IRExp
       b.store_if(pop, b.at(&kg_now->ctx), load_transition_ctx(b, b.load_field(below, offsetof(Frame, tr))));
       slow = and1(b, levels, not1(b, pop));
    }
-   b.call("kg_inline_leave", (void*)kg_inline_leave, 1, mkIRExprVec_1(mkIRExpr_HWord((HWord)blk)), slow);
+   b.call("kg_inline_leave", (void*)kg_inline_leave, 2,
+          mkIRExprVec_2(mkIRExpr_HWord((HWord)blk), mkIRExpr_HWord((HWord)tier)), slow);
 }
 
 } // namespace

@@ -148,6 +148,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    Bool level_tier_one = steps_levels && at_level_tier_one(blk);
    if (level_tier_one) levels_inline = False;
    else if (steps_levels && level_tiering_on()) level_tier_two_made();
+   LevelTierCounts* tier_counts = nullptr;   // the level tier 1's, which its helper calls count
 
    Int start = guest_code_start(sb_in);
    for (Int i = 0; i < start; i++)
@@ -158,7 +159,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
       switch (st->tag) {
       case Ist_IMark:
          events_ir.end_instruction(b);
-         if (!instr && level_tier_one) add_level_tier_count(b, blk, layout);
+         if (!instr && level_tier_one) tier_counts = add_level_tier_count(b, blk, layout);
          if (!counters && region_entry)
             b.call_reading_sp("kg_region_enter", (void*)kg_region_enter, IRBuilder::u64((ULong)blk), nullptr);
          if (!counters && sigreturn) counters = add_sigreturn_prologue(b, blk);
@@ -168,12 +169,12 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
             counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted, max_counters, starts_in_levels,
                                     inline_chains && !chain_of[0] && !tiering_on(), &levels_left);
             if (inline_chains && !levels_left)
-               counters = add_inline_run(b, blk, chain_of[0], counters, levels_inline, nullptr, 0);
+               counters = add_inline_run(b, blk, chain_of[0], counters, levels_inline, nullptr, 0, tier_counts);
          } else if (chain_changes && chain_of[instr] != chain_of[instr - 1]) {
             flush(nullptr);
             if (inline_chains)
                counters = add_inline_run(b, blk, chain_of[instr], counters, levels_inline, pending.flushed_ir(),
-                                          chain_of[instr - 1]);
+                                          chain_of[instr - 1], tier_counts);
          }
          if (blocks && block_of[instr])
             add_block_step(b, block_of[instr], block_len[instr], block_helper, block_helper_name);
@@ -220,7 +221,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    // helpers: add_prologue's levels_left).
    UInt last_chain = instr ? chain_of[instr - 1] : 0;
    if (inline_chains && sb->jumpkind == Ijk_Ret && last_chain)
-      add_inline_leave(b, blk, last_chain, levels_inline, pending.flushed_ir());
+      add_inline_leave(b, blk, last_chain, levels_inline, pending.flushed_ir(), tier_counts);
    add_block_end(b, sb, blk, last_instr, sp, pending.flushed_ir(), tier_one);
    if (region && sb->jumpkind == Ijk_Ret)
       b.call_reading_sp("kg_region_leave", (void*)kg_region_leave, IRBuilder::u64((ULong)blk), nullptr);

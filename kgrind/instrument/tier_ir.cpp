@@ -46,24 +46,27 @@ IRExpr* add_tier_prologue(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* la
 Bool at_level_tier_one(const BlockInfo* blk) { return level_tiering_on() && !tier_promoted(blk->addr); }
 
 // A level tier-1 superblock's count of its runs, before it does anything:
-// the run after its threshold's promotes it (kg_levels_promote) and leaves
-// by an Ijk_InvalICache exit to its own first instruction, translated again
-// at tier 2. The count is inline (no helper call a run), the promotion a
-// call guarded by it. The range the exit discards, the block's first byte,
-// is written at every run (two stores in code that runs a few times; the
-// guest writes its own before any exit of its that reads them), not by the
-// helper through the guest state's pointer, which arm64's VEX does not
-// pass to a helper.
-void add_level_tier_count(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout)
+// the run that makes it kLevelPromotionRun (set so by the levels' helpers,
+// level_tier_helper_called) promotes the block (kg_levels_promote) and
+// leaves by an Ijk_InvalICache exit to its own first instruction,
+// translated again at tier 2. The count is inline (no helper call a run),
+// the promotion a call guarded by it. The range the exit discards, the
+// block's first byte, is written at every run (two stores in code that
+// runs a few times; the guest writes its own before any exit of its that
+// reads them), not by the helper through the guest state's pointer, which
+// arm64's VEX does not pass to a helper. Returns the block's counts, which
+// its calls of the levels' helpers pass on.
+LevelTierCounts* add_level_tier_count(IRBuilder& b, BlockInfo* blk, const VexGuestLayout* layout)
 {
-   UInt* runs = level_tier_one_made();
-   IRExpr* n = b.op(Iop_Add32, b.load(Ity_I32, b.at(runs)), IRExpr_Const(IRConst_U32(1)), Ity_I32);
-   b.store(b.at(runs), n);
-   IRBuilder::Cond reached = { Iop_CmpEQ32, n, IRExpr_Const(IRConst_U32(clo.tier_threshold + 1)) };
+   LevelTierCounts* counts = level_tier_one_made();
+   IRExpr* n = b.op(Iop_Add32, b.load(Ity_I32, b.at(&counts->runs)), IRExpr_Const(IRConst_U32(1)), Ity_I32);
+   b.store(b.at(&counts->runs), n);
+   IRBuilder::Cond reached = { Iop_CmpEQ32, n, IRExpr_Const(IRConst_U32(kLevelPromotionRun)) };
    b.call("kg_levels_promote", (void*)kg_levels_promote, 1, mkIRExprVec_1(b.at(blk)), b.test(reached));
    b.add(IRStmt_Put(offsetof(GuestState, guest_CMSTART), IRBuilder::u64(blk->addr)));
    b.add(IRStmt_Put(offsetof(GuestState, guest_CMLEN), IRBuilder::u64(1)));
    b.add(IRStmt_Exit(b.test(reached), Ijk_InvalICache, IRConst_U64(blk->addr), layout->offset_IP));
+   return counts;
 }
 
 // Tier 1's return: the pop, if the return popped the top frame.
