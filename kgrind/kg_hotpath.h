@@ -425,8 +425,10 @@ void VG_REGPARM(1) kg_sigreturn_code(BlockInfo* blk);
 // levels to it (activity/inline_frames.cpp), leaving blk's counters in the
 // context it runs in in kg_now->found_counters (found through the run's way,
 // where it has one, when they are no array's). tier: the block's counts at
-// the levels' tier 1 (kg_tiers.h), else nullptr.
-void VG_REGPARM(3) kg_inline_enter(BlockInfo* blk, UWord chain, CounterWay* way, LevelTierCounts* tier);
+// the levels' tier 1 (kg_tiers.h), else nullptr; at_start: the run is the
+// superblock's first.
+void VG_REGPARM(3) kg_inline_enter(BlockInfo* blk, UWord chain, CounterWay* way, LevelTierCounts* tier,
+                                   UWord at_start);
 // Inline IR pushed or popped the levels of a run of blk (the inline fast
 // path): blk's counters in the context it now runs in, an inlined level's,
 // in found_counters, and in the run's way when they are no array's.

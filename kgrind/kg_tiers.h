@@ -54,7 +54,8 @@ Bool tier_promoted(Addr addr);
 struct LevelTierCounts {
    UInt runs;
    UInt helper_calls;
-   UInt runs_at_promotion;   // for the statistics
+   UInt start_calls;         // of helper_calls, at the superblock's start
+   UInt runs_at_promotion;
 };
 const UInt kLevelPromotionRun = 0x80000000u;
 const UInt kLevelHelperShare = 8;
@@ -62,8 +63,15 @@ const UInt kLevelHelperShare = 8;
 // at tier 2.
 LevelTierCounts* level_tier_one_made();
 void level_tier_two_made();
-// A level tier-1 superblock (c; nullptr at tier 2) called a levels' helper.
-void level_tier_helper_called(LevelTierCounts* c);
+// A level tier-1 superblock (c; nullptr at tier 2) called a levels' helper,
+// at its first run (at_start) or a later one.
+void level_tier_helper_called(LevelTierCounts* c, Bool at_start);
+// Whether the superblock at addr steps levels inline at its start when it
+// steps them inline (at tier 2): not when it was promoted from the levels'
+// tier with a start that called the helper less than once in
+// kLevelHelperShare runs, where the steps would cost every run and seldom
+// be taken.
+Bool level_start_steps_inline(Addr addr);
 // A block was translated at tier 1 (its runs start at 0), or at tier 2.
 void tier_one_made(const BlockInfo* blk);
 void tier_two_made();
@@ -80,8 +88,8 @@ extern "C" {
 ULong* VG_REGPARM(3) kg_tier_block(GuestState* gs, BlockInfo* blk, UWord start);
 // The run of a tier-1 block that steps levels after the helper's call that
 // made it hot (level_tier_helper_called), before the block does anything:
-// promotes it.
-void VG_REGPARM(1) kg_levels_promote(BlockInfo* blk);
+// promotes it, with its start's steps inline or not (c: its counts).
+void VG_REGPARM(2) kg_levels_promote(BlockInfo* blk, LevelTierCounts* c);
 // A tier-1 block ending in a return: the inline pop's C twin
 // (instrument/frames_ir.cpp, add_inline_return).
 void VG_REGPARM(1) kg_tier_return(Addr sp);

@@ -13,10 +13,11 @@ UInt running_inline_chain()
    return top_chain();
 }
 
-extern "C" void VG_REGPARM(3) kg_inline_enter(BlockInfo* blk, UWord chain, CounterWay* way, LevelTierCounts* tier)
+extern "C" void VG_REGPARM(3) kg_inline_enter(BlockInfo* blk, UWord chain, CounterWay* way, LevelTierCounts* tier,
+                                              UWord at_start)
 {
    helper_calls.inline_enter++;
-   level_tier_helper_called(tier);
+   level_tier_helper_called(tier, at_start);
    ThreadState* t = current;
    if (kg_now->ctx == kCallPending) return;   // not at a run boundary
    // chain's levels from the innermost (path[i] is depth - i deep) down to
@@ -97,7 +98,7 @@ extern "C" void VG_REGPARM(2) kg_inline_leave(BlockInfo* blk, LevelTierCounts* t
 {
    (void)blk;
    helper_calls.inline_leave++;
-   level_tier_helper_called(tier);
+   level_tier_helper_called(tier, False);
    leave_levels(current);
 }
 

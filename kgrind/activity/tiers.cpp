@@ -17,6 +17,9 @@ UWord tier_runs_cap;
 struct PromotedBlock {
    const void* a;   // the address
    const void* b;   // unused
+   // At the levels' tier: its start rarely called the helper, which keeps
+   // its steps there (level_start_steps_inline).
+   Bool start_by_helper;
 };
 PairTable<PromotedBlock> promoted_blocks;
 
@@ -74,10 +77,10 @@ ForestNode* tier_entry(BlockInfo* blk, Addr sp, Bool speculative)
 
 // The run that reaches the threshold: blk's address is promoted (once; a
 // run of a translation made before, if the core kept one, stays at tier 1).
-Bool promote(const BlockInfo* blk)
+Bool promote(const BlockInfo* blk, Bool start_by_helper = False)
 {
    if (promoted_blocks.find((const void*)blk->addr, nullptr)) return False;
-   promoted_blocks.get((const void*)blk->addr, nullptr);
+   promoted_blocks.get((const void*)blk->addr, nullptr)->start_by_helper = start_by_helper;
    tier_stats.promotions++;
    return True;
 }
@@ -128,10 +131,11 @@ LevelTierCounts* level_tier_one_made()
    return &c->counts[c->used++];
 }
 
-void level_tier_helper_called(LevelTierCounts* c)
+void level_tier_helper_called(LevelTierCounts* c, Bool at_start)
 {
    if (!c || c->runs >= kLevelPromotionRun - 1) return;
    c->helper_calls++;
+   c->start_calls += at_start;
    if (c->runs >= clo.tier_threshold && (ULong)c->helper_calls * kLevelHelperShare >= c->runs) {
       c->runs_at_promotion = c->runs;
       c->runs = kLevelPromotionRun - 1;   // the next run promotes
@@ -140,7 +144,16 @@ void level_tier_helper_called(LevelTierCounts* c)
 
 void level_tier_two_made() { tier_stats.tier_two++; }
 
-extern "C" void VG_REGPARM(1) kg_levels_promote(BlockInfo* blk) { promote(blk); }
+Bool level_start_steps_inline(Addr addr)
+{
+   const PromotedBlock* p = promoted_blocks.find((const void*)addr, nullptr);
+   return !p || !p->start_by_helper;
+}
+
+extern "C" void VG_REGPARM(2) kg_levels_promote(BlockInfo* blk, LevelTierCounts* c)
+{
+   promote(blk, (ULong)c->start_calls * kLevelHelperShare < c->runs_at_promotion);
+}
 
 extern "C" ULong* VG_REGPARM(3) kg_tier_block(GuestState* gs, BlockInfo* blk, UWord start)
 {

@@ -361,7 +361,9 @@ IRExpr* add_inline_run(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* counter
    // level change is the helper's, the helper too; none for the other runs,
    // whose helper looks the counters up (every superblock start of a
    // program without inline records is such a run: cc1plus, 0.4 MB).
-   Bool inline_path = fast && (chain || array_check_left(blk));
+   // At the superblock's start only where the start's steps are taken
+   // often enough to pay (level_start_steps_inline).
+   Bool inline_path = fast && (chain || array_check_left(blk)) && (ir || level_start_steps_inline(blk->addr));
    CounterWay* way =
       extra_events_on() || (inline_path && run_counts_through_way(blk, chain)) ? new_run_way() : nullptr;
    if (inline_path) {
@@ -381,8 +383,8 @@ IRExpr* add_inline_run(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* counter
       slow = and1(b, missed, not1(b, done));
    }
    b.call("kg_inline_enter", (void*)kg_inline_enter, 3,
-          mkIRExprVec_4(mkIRExpr_HWord((HWord)blk), mkIRExpr_HWord(chain), mkIRExpr_HWord((HWord)way),
-                        mkIRExpr_HWord((HWord)tier)),
+          mkIRExprVec_5(mkIRExpr_HWord((HWord)blk), mkIRExpr_HWord(chain), mkIRExpr_HWord((HWord)way),
+                        mkIRExpr_HWord((HWord)tier), mkIRExpr_HWord(ir ? 0 : 1)),
           slow);
    return b.load_if(slow, &kg_now->found_counters, counters);
 }

@@ -62,7 +62,8 @@ LevelTierCounts* add_level_tier_count(IRBuilder& b, BlockInfo* blk, const VexGue
    IRExpr* n = b.op(Iop_Add32, b.load(Ity_I32, b.at(&counts->runs)), IRExpr_Const(IRConst_U32(1)), Ity_I32);
    b.store(b.at(&counts->runs), n);
    IRBuilder::Cond reached = { Iop_CmpEQ32, n, IRExpr_Const(IRConst_U32(kLevelPromotionRun)) };
-   b.call("kg_levels_promote", (void*)kg_levels_promote, 1, mkIRExprVec_1(b.at(blk)), b.test(reached));
+   b.call("kg_levels_promote", (void*)kg_levels_promote, 2, mkIRExprVec_2(b.at(blk), mkIRExpr_HWord((HWord)counts)),
+          b.test(reached));
    b.add(IRStmt_Put(offsetof(GuestState, guest_CMSTART), IRBuilder::u64(blk->addr)));
    b.add(IRStmt_Put(offsetof(GuestState, guest_CMLEN), IRBuilder::u64(1)));
    b.add(IRStmt_Exit(b.test(reached), Ijk_InvalICache, IRConst_U64(blk->addr), layout->offset_IP));
