@@ -267,6 +267,9 @@ extern BlockCountersIndex block_counters;   // probed at every context change of
 UWord array_context_count();
 ForestNode* array_context(UWord i);
 ULong* counter_array(ForestNode* ctx);
+// The function whose blocks ctx's array holds (its label's, or for an
+// inlined level's context a physical function's).
+UInt array_function_id(const ForestNode* ctx);
 UInt array_capacity(ForestNode* ctx);
 // An array's offset in the counter store.
 inline UInt array_store_offset(const ULong* arr) { return (UInt)arr[-1]; }

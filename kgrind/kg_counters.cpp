@@ -82,10 +82,9 @@ void point_block_at_table(BlockInfo* blk, ForestNode* ctx)
 }
 
 
-ULong* counters_in(BlockInfo* blk, ForestNode* ctx)
+// (ctx, blk)'s counters in ctx's table, which never move.
+static ULong* table_counters(BlockInfo* blk, ForestNode* ctx)
 {
-   // An array moves when it grows: not kept.
-   if (ULong* in_array = array_counters(ctx, blk)) return in_array;
    if (!kg_counting) return uncounted_counters(counter_count(blk) + 1);
    RecentCounters& r = recent_counters[((UWord)ctx >> 4 ^ (UWord)blk >> 3) % kRecentCounters];
    recent_lookups++;
@@ -96,10 +95,28 @@ ULong* counters_in(BlockInfo* blk, ForestNode* ctx)
    return counters;
 }
 
+ULong* counters_in(BlockInfo* blk, ForestNode* ctx)
+{
+   // An array moves when it grows: not kept.
+   if (ULong* in_array = array_counters(ctx, blk)) return in_array;
+   return table_counters(blk, ctx);
+}
+
+// Whether ctx is an inlined level's context (its label an inlined function).
+static Bool level_context(const ForestNode* ctx)
+{
+   return ctx->label != kRootLabel && function_by_id(ctx->label - 1)->inlined;
+}
+
 ULong* run_way_counters(CounterWay* way, BlockInfo* blk, ForestNode* ctx)
 {
-   if (ULong* in_array = array_counters(ctx, blk)) return in_array;
-   *way = { ctx, counters_in(blk, ctx) };
+   // A level's context's array is for the runs that check it inline; a run
+   // with a way keeps its counters there in the table, where they do not
+   // move, as the way holds them (the profile adds a context's table and
+   // array).
+   if (!level_context(ctx))
+      if (ULong* in_array = array_counters(ctx, blk)) return in_array;
+   *way = { ctx, table_counters(blk, ctx) };
    return way->counters;
 }
 
@@ -126,12 +143,15 @@ static ForestNode** array_contexts;
 static UWord n_array_contexts, array_contexts_cap;
 
 ULong* counter_array(ForestNode* ctx) { return *counter_array_word(ctx); }
+// The array's key (array_key) as its limit holds it.
+static UInt array_key_of(const ForestNode* ctx) { return (*array_limit_word((ForestNode*)ctx) >> 8) & (2 * kLevelArrayFlag - 1); }
+UInt array_function_id(const ForestNode* ctx) { return array_key_of(ctx) & ~kLevelArrayFlag; }
 UInt array_capacity(ForestNode* ctx) { return (*array_limit_word(ctx) & 0xFF) << array_unit_shift; }
 // The limit (cap: counters, whole units); its top bit fails every block's
 // check while counting is off.
-static UInt array_limit(UInt fn_id, UInt cap)
+static UInt array_limit(UInt key, UInt cap)
 {
-   return (fn_id << 8 | cap >> array_unit_shift) | (kg_counting ? 0 : 1u << 31);
+   return (key << 8 | cap >> array_unit_shift) | (kg_counting ? 0 : 1u << 31);
 }
 
 static void remember_array_context(ForestNode* ctx)
@@ -176,7 +196,7 @@ static void free_counter_array(ULong* arr, UInt cap)
 // exit), and the extra room costs less than they did (peak RSS: bzip2
 // 40.1 -> 39.6 MB, sqlite3 52.8 -> 52.4 MB, cppvirt 41.0 -> 40.5 MB; without
 // events the same rule cost sqlite3 0.2 MB).
-static ULong* grow_counter_array(ForestNode* ctx, const FnInfo* fn, UInt end)
+static ULong* grow_counter_array(ForestNode* ctx, UInt key, UInt end)
 {
    ULong* old = counter_array(ctx);
    UInt old_cap = array_capacity(ctx);
@@ -192,17 +212,30 @@ static ULong* grow_counter_array(ForestNode* ctx, const FnInfo* fn, UInt end)
       remember_array_context(ctx);
    }
    *counter_array_word(ctx) = arr;
-   *array_limit_word(ctx) = array_limit(fn->id, cap);
+   *array_limit_word(ctx) = array_limit(key, cap);
    return arr;
+}
+
+// The key of ctx's array if it holds fn's blocks, else ~0u: the array's
+// function, before its first array the context's own, or for an inlined
+// level's context (whose code is a physical function's) the function of
+// the first block that asks.
+static UInt array_key_for(ForestNode* ctx, const FnInfo* fn)
+{
+   Bool level = level_context(ctx);
+   UInt key = array_key(fn->id, level);
+   if (counter_array(ctx)) return array_key_of(ctx) == key ? key : ~0u;
+   return level || ctx->label == fn->id + 1 ? key : ~0u;
 }
 
 ULong* array_counters(ForestNode* ctx, BlockInfo* blk)
 {
-   if (!kg_counting || ctx == kCallPending || blk->array_offset == kNoArrayOffset || ctx->label != blk->fn()->id + 1)
-      return nullptr;
+   if (!kg_counting || ctx == kCallPending || blk->array_offset == kNoArrayOffset) return nullptr;
+   UInt key = array_key_for(ctx, blk->fn());
+   if (key == ~0u) return nullptr;
    UInt end = blk->array_offset + counter_count(blk);
    ULong* arr = counter_array(ctx);
-   if (array_capacity(ctx) < end) arr = grow_counter_array(ctx, blk->fn(), end);
+   if (array_capacity(ctx) < end) arr = grow_counter_array(ctx, key, end);
    return arr + blk->array_offset;
 }
 
@@ -214,7 +247,7 @@ static void mark_counter_arrays()
 {
    for (UWord c = 0; c < n_array_contexts; c++) {
       ForestNode* ctx = array_contexts[c];
-      *array_limit_word(ctx) = array_limit(ctx->label - 1, array_capacity(ctx));
+      *array_limit_word(ctx) = array_limit(array_key_of(ctx), array_capacity(ctx));
    }
 }
 
@@ -240,14 +273,27 @@ void move_context_counters(ForestNode* from, ForestNode* into)
    ULong* arr = counter_arrays_on() ? counter_array(from) : nullptr;
    if (!arr) return;
    UInt cap = array_capacity(from);
+   UInt key = array_key_of(from), fn_id = array_function_id(from);
    if (!counter_array(into)) {   // the array itself moves
       *counter_array_word(into) = arr;
       *array_limit_word(into) = *array_limit_word(from);
       remember_array_context(into);
-   } else {
-      ULong* dst = array_capacity(into) < cap ? grow_counter_array(into, function_by_id(into->label - 1), cap)
-                                               : counter_array(into);
+   } else if (array_key_of(into) == key) {
+      ULong* dst = array_capacity(into) < cap ? grow_counter_array(into, key, cap) : counter_array(into);
       for (UInt j = 0; j < cap; j++) dst[j] += arr[j];
+      free_counter_array(arr, cap);
+   } else {
+      // An inlined level's context whose array holds another function's
+      // blocks (the two threads' first blocks there were of two functions):
+      // its blocks go to the context's table.
+      for (UInt id = 1; id <= block_info_count(); id++) {
+         BlockInfo* blk = block_with_id(id);
+         if (blk->fn()->id != fn_id || blk->array_offset == kNoArrayOffset) continue;
+         UInt n = counter_count(blk);
+         if (blk->array_offset + n > cap) continue;
+         ULong* dst = block_counters.get(into, blk, n);
+         for (UInt j = 0; j < n; j++) dst[j] += arr[blk->array_offset + j];
+      }
       free_counter_array(arr, cap);
    }
    *counter_array_word(from) = nullptr;

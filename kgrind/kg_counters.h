@@ -16,7 +16,7 @@ namespace kg {
 // with no helper and no read of its BlockInfo. A context node's payload
 // (the k-SF's, or the view forest's where that is separate)
 // holds the array's address and its limit (kg_hotpath.h,
-// counter_array_word, array_limit_word): (function id << 8) | capacity,
+// counter_array_word, array_limit_word): (array_key << 8) | capacity,
 // with the top bit set while counting is off, which inline IR checks
 // against the block's function and end; zero (no array yet, and the node
 // that kCallPending is) passes no block. The word before the counters is
@@ -28,7 +28,13 @@ namespace kg {
 // (whose slots make a block's counters several times as many) eight, so
 // that the limit's 8 bits describe arrays of up to 1,024 counters then.
 const UInt kArrayUnits = 128;   // a function's room, in units; fits the limit's 8 bits
-const UInt kMaxArrayFunction = 1u << 23;   // function ids that fit the limit
+// The limit's 23 bits of a function: its id, and for an inlined level's
+// context (whose array holds its physical function's blocks) a flag, so
+// that a block of the function's own code never finds a level's array.
+const UInt kLevelArrayFlag = 1u << 22;
+const UInt kMaxArrayFunction = kLevelArrayFlag;   // function ids that fit the limit
+// The key of fn's arrays in its own contexts, or in its inlined levels'.
+inline UInt array_key(UInt fn_id, Bool level) { return fn_id | (level ? kLevelArrayFlag : 0); }
 extern UInt array_unit_shift;   // log2 of a unit's counters (counters_init)
 void counters_init();
 inline UInt array_room() { return kArrayUnits << array_unit_shift; }
@@ -41,7 +47,7 @@ Bool counter_arrays_on();
 // The check's constants for a block of function fn_id whose counters end at
 // `end` (array_offset + counters): the limit minus c1 is below c2 exactly
 // when the array is the function's, holds [0, end) and counting is on.
-inline UInt array_check_c1(UInt fn_id, UInt end) { return (fn_id << 8) + array_units(end); }
+inline UInt array_check_c1(UInt key, UInt end) { return (key << 8) + array_units(end); }
 inline UInt array_check_c2(UInt end) { return 256 - array_units(end) + 1; }
 // The counters of (ctx, blk) in ctx's array, made or grown to hold them;
 // nullptr if blk has no offset, ctx is not its function's or counting is off.

@@ -329,6 +329,7 @@ FnInfo* inlined_function(const HChar* name, UInt object, UInt file)
    // apart from every real function's.
    FnInfo* fn = intern_function(full, object, file, False);
    kg::release(full);
+   fn->inlined = True;
    return fn;
 }
 

@@ -39,6 +39,9 @@ struct FnInfo {
    // (null: not a part, or its function not seen yet).
    Bool split_part;
    FnInfo* whole;
+   // An inlined function (inlined_function): a context level whose code is
+   // its physical function's.
+   Bool inlined;
    UInt whole_sought;    // function_count() at the last search that found no whole
 };
 

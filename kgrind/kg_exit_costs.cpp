@@ -42,7 +42,8 @@ public:
    UInt refs_held(const ForestNode* ctx) const
    {
       const CountersRef* refs = function_refs(ctx);
-      UInt n = first_[ctx->label] - first_[ctx->label - 1];
+      UInt fn_id = array_function_id(ctx);
+      UInt n = first_[fn_id + 1] - first_[fn_id];
       UInt held = 0;
       while (held < n && ref_offset(refs[held]) + counter_count(block_with_id(ref_block_id(refs[held]))) <=
                             array_capacity((ForestNode*)ctx))
@@ -68,7 +69,7 @@ public:
    }
 
 private:
-   CountersRef* function_refs(const ForestNode* ctx) const { return refs_ + first_[ctx->label - 1]; }
+   CountersRef* function_refs(const ForestNode* ctx) const { return refs_ + first_[array_function_id(ctx)]; }
 
    UInt* first_ = nullptr;
    CountersRef* refs_ = nullptr;

@@ -433,6 +433,10 @@ void VG_REGPARM(3) kg_inline_enter(BlockInfo* blk, UWord chain, CounterWay* way,
 // path): blk's counters in the context it now runs in, an inlined level's,
 // in found_counters, and in the run's way when they are no array's.
 void VG_REGPARM(2) kg_run_counters(BlockInfo* blk, CounterWay* way);
+// The same where the run's context has no array of its block's function
+// (or no room for it) and the run has no way: its counters looked up,
+// the block's ways untouched.
+void VG_REGPARM(1) kg_run_array_counters(UWord block_id);
 // blk returns from its function: the inlined levels on top are popped.
 // tier: as kg_inline_enter's.
 void VG_REGPARM(2) kg_inline_leave(BlockInfo* blk, LevelTierCounts* tier);

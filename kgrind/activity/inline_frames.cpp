@@ -94,6 +94,12 @@ extern "C" void VG_REGPARM(2) kg_run_counters(BlockInfo* blk, CounterWay* way)
    kg_now->found_counters = run_way_counters(way, blk, kg_now->ctx);
 }
 
+extern "C" void VG_REGPARM(1) kg_run_array_counters(UWord block_id)
+{
+   helper_calls.run_counters++;
+   kg_now->found_counters = counters_in(block_with_id((UInt)block_id), kg_now->ctx);
+}
+
 extern "C" void VG_REGPARM(2) kg_inline_leave(BlockInfo* blk, LevelTierCounts* tier)
 {
    (void)blk;

@@ -312,9 +312,10 @@ IRExpr* add_static_steps(IRBuilder& b, BlockInfo* blk, UInt prev, UInt chain, IR
 }
 
 // The counters of blk's run of chain `chain` in context ctx, where inline
-// IR made the levels the run's (`done`): a level's context has no counter
-// array, so a run of a chain looks in its own way (kg_run_counters fills
-// it, as kg_inline_enter does where the helper made them); a run of the
+// IR made the levels the run's (`done`): a run of a chain finds them in
+// the level's context's array (kg_counters.h, kLevelArrayFlag), or where
+// the block has no check left in its own way (kg_run_counters fills it, as
+// kg_inline_enter does where the helper made them); a run of the
 // function's own code finds them as the prologue does in its context's
 // array (add_inline_run leaves a run to the helper when the block has no
 // array check left), or without arrays (k = inf) in a way
@@ -322,8 +323,12 @@ IRExpr* add_static_steps(IRBuilder& b, BlockInfo* blk, UInt prev, UInt chain, IR
 // which its start checks (pointed at a later run's context, every start
 // would miss it and call kg_block_start).
 // Whether a run of chain `chain` on the inline path counts through a way of
-// its own (run_counters).
-Bool run_counts_through_way(const BlockInfo* blk, UInt chain) { return chain || !checks_array(blk); }
+// its own (run_counters): where its block counts in no array, or for a
+// level's run where the block has no array check left.
+Bool run_counts_through_way(const BlockInfo* blk, UInt chain)
+{
+   return !checks_array(blk) || (chain && !array_check_left(blk));
+}
 
 IRExpr* run_counters(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* done, IRExpr* ctx, IRExpr* counters,
                      CounterWay* way)
@@ -336,8 +341,16 @@ IRExpr* run_counters(IRBuilder& b, BlockInfo* blk, UInt chain, IRExpr* done, IRE
                                 &kg_now->found_counters, b.load64(&way->counters));
       return b.ite(done, found, counters);
    }
-   return b.ite(done, add_array_counters(b, blk, ctx, "kg_entry_counters", (void*)kg_entry_counters, False, done),
-                counters);
+   // A level's context has an array of its physical function's blocks
+   // (kg_counters.cpp, array_key_for); the helper of a level's run keeps
+   // the block's ways, which hold the context the block starts in. Where
+   // the steps were not taken ctx may be an empty kid's (null), whose
+   // array words the check must not read: kCallPending's instead (zero).
+   IRExpr* found = chain ? add_array_counters(b, blk, b.ite(done, ctx, IRBuilder::u64((HWord)kCallPending)),
+                                              "kg_run_array_counters", (void*)kg_run_array_counters, False, done,
+                                              False, True)
+                         : add_array_counters(b, blk, ctx, "kg_entry_counters", (void*)kg_entry_counters, False, done);
+   return b.ite(done, found, counters);
 }
 
 // A run of chain `chain` starts: the levels are made that chain's when they

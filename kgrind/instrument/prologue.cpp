@@ -91,6 +91,7 @@ const UInt kArrayChecks = 8;
 struct PendingArrayCheck {
    IRConst* c1[kArrayChecks];
    IRConst* c2[kArrayChecks];
+   Bool level[kArrayChecks];   // of an inlined level's context (array_key)
    UInt n;
    UInt offset;
    BlockInfo* blk;   // nullptr: none pending
@@ -116,11 +117,15 @@ Bool array_check_left(const BlockInfo* blk) { return !checks_array(blk) || pendi
 // call is kCallPending, whose array is empty), `helper` (kg_block_counters,
 // kg_entry_counters) returns them. guard: when to look (nullptr: always;
 // else the result means nothing when it fails). by_way: a block that may
-// start in an inlined level's context (which has no array) takes its way 0
-// when that is the context, as the helper leaves it there. nullptr when
-// the block has no check left (kArrayChecks).
+// start in an inlined level's context takes that context's array as well
+// as its function's own (the limit's level flag masked), else its way 0
+// when that is the context, as the helper leaves it there. level_run: a
+// run of an inlined level, whose context is the level's (its array's key
+// has the flag); an own-code block's check never finds a level's array,
+// so that a block that finds its counters inline has no level on top
+// (add_prologue). nullptr when the block has no check left (kArrayChecks).
 IRExpr* add_array_counters(IRBuilder& b, BlockInfo* blk, IRExpr* ctx, const HChar* name, void* helper,
-                           Bool reading_sp, IRExpr* guard = nullptr, Bool by_way = False)
+                           Bool reading_sp, IRExpr* guard = nullptr, Bool by_way = False, Bool level_run = False)
 {
    PendingArrayCheck& p = pending_array_check;
    if (p.blk != blk) {
@@ -132,9 +137,11 @@ IRExpr* add_array_counters(IRBuilder& b, BlockInfo* blk, IRExpr* ctx, const HCha
    IRConst* c1 = IRConst_U32(0);
    IRConst* c2 = IRConst_U32(0);   // c2 0: always the helper
    p.c1[p.n] = c1;
+   p.level[p.n] = level_run;
    p.c2[p.n++] = c2;
    auto offset_in = [](const void* field) { return (UWord)((const UChar*)field - (const UChar*)kCallPending); };
    IRExpr* limit = b.load(Ity_I32, b.field(ctx, offset_in(array_limit_word(kCallPending))));
+   if (by_way) limit = b.op(Iop_And32, limit, IRExpr_Const(IRConst_U32(~(kLevelArrayFlag << 8))), Ity_I32);
    IRExpr* arr = b.load_field(ctx, offset_in(counter_array_word(kCallPending)));
    // 32-bit operations with the constants on the right (immediates), and a
    // fresh compare for the call's guard and for the select: one that both
@@ -166,7 +173,7 @@ void finish_array_check(BlockInfo* blk)
    UInt end = p.offset + counter_count(blk);   // with its events' slots
    tl_assert(end <= array_room());   // counts_in_array's bound
    for (UInt i = 0; i < p.n; i++) {
-      p.c1[i]->Ico.U32 = array_check_c1(fn->id, end);
+      p.c1[i]->Ico.U32 = array_check_c1(array_key(fn->id, p.level[i]), end);
       p.c2[i]->Ico.U32 = array_check_c2(end);
    }
    blk->array_offset = (UShort)p.offset;
@@ -197,8 +204,8 @@ TierStart block_start(BlockInfo* blk)
 // block pushes its frame, an activation, or calls kg_entry_fixup, whose
 // block_entry pops the levels where it pushes nothing (a jump back to the
 // entry). Any other block finds inline only a context that is never a
-// level's (its array's, its way 0's: a level's context has no array, and
-// these helpers, which fill way 0, pop the levels first). Else with
+// level's (its array's, whose check a level's flagged array fails; its way
+// 0's: these helpers, which fill way 0, pop the levels first). Else with
 // inline_levels blk may start in a level's context (left by inline steps
 // or by the levels' helper, whose lookups of the block's counters also
 // fill way 0): add_array_counters' by_way.
