@@ -34,7 +34,7 @@ struct TierStats {
 struct LevelTierChunk {
    LevelTierChunk* next;
    UInt used;
-   LevelTierCounts counts[340];
+   LevelTierCounts counts[255];   // a chunk of 4 KB
 };
 LevelTierChunk* level_tier_chunks;
 
