@@ -22,7 +22,7 @@
 #include "kg_pairmap.h"
 #include "kg_runtime.h"
 #include "kg_tiers.h"
-#include "core/ksf_nodes.h"
+#include "core/packed_nodes.h"
 
 #include "activity/thread_state.h"
 #include "activity/layouts.cpp"

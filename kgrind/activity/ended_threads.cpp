@@ -53,15 +53,16 @@ Bool compactable(const ThreadState* t)
 // ---- The k-SF as numbers ----------------------------------------------------
 
 // A thread's forest: its trees in order (the first one, then the others as
-// core::Forest::tree numbers them), each in pre-order, a node "depth label
-// calls excl incl" in BER (core/ksf_nodes.h). excl is the node's exclusive
-// Ir (context_ir: the writer's set_exclusive_costs would give the same).
+// core::Forest::tree numbers them), each in pre-order, its nodes packed
+// (core/packed_nodes.h). A node's excl is its exclusive Ir (context_ir: the
+// writer's set_exclusive_costs would give the same).
 struct NodeBytes {
    UChar* bytes;
    UInt n, cap;
-   void put(ULong v)
+   Long depth;   // the last node's
+   void put(const core::PackedNode& node)
    {
-      if (n + core::kMaxBerBytes > cap) {
+      if (n + core::kMaxPackedNodeBytes > cap) {
          UInt grown = cap ? 2 * cap : 256;
          UChar* b = (UChar*)kg::alloc(grown, "kg.ended");
          if (n) VG_(memcpy)(b, bytes, n);
@@ -69,16 +70,10 @@ struct NodeBytes {
          bytes = b;
          cap = grown;
       }
-      n += core::put_ber(v, bytes + n);
+      n += core::pack_node(node, depth, bytes + n);
+      depth = node.depth;
    }
 };
-
-ULong get_ber(const UChar*& p)
-{
-   ULong v = 0;
-   while (*p & 0x80) v = (v << 7) | (*p++ & 0x7F);
-   return (v << 7) | *p++;
-}
 
 template <typename F> void for_each_tree_preorder(const core::Forest& sf, F f)
 {
@@ -107,13 +102,9 @@ template <typename F> void for_each_tree_preorder(const core::Forest& sf, F f)
 
 void encode_forest(const core::Forest& sf, EndedThread* e)
 {
-   NodeBytes out = {};
+   NodeBytes out = { nullptr, 0, 0, -1 };
    for_each_tree_preorder(sf, [&](const ForestNode* n, UInt depth) {
-      out.put(depth);
-      out.put(n->label);
-      out.put(n->calls);
-      out.put(context_ir(n));
-      out.put(n->incl);
+      out.put({ depth, n->label, n->calls, context_ir(n), n->incl });
    });
    // In a block of its own size: thousands of them stay.
    e->nodes = (UChar*)kg::alloc(out.n, "kg.ended");
@@ -130,20 +121,20 @@ void decode_forest(const EndedThread& e, core::Forest& f)
    path.init(f.allocator(), 64);
    const UChar* p = e.nodes;
    Bool first = True;
+   Long depth = -1;
    while (p < e.nodes + e.n_bytes) {
-      UInt depth = (UInt)get_ber(p);
-      UInt label = (UInt)get_ber(p);
-      ULong calls = get_ber(p), excl = get_ber(p), incl = get_ber(p);
+      core::PackedNode node = core::unpack_node(p, depth);
+      depth = node.depth;
       ForestNode* n;
-      if (depth == 0) n = first ? f.first_tree() : f.tree_root(label);
-      else n = f.child(path[depth - 1], label);
+      if (node.depth == 0) n = first ? f.first_tree() : f.tree_root(node.label);
+      else n = f.child(path[node.depth - 1], node.label);
       first = False;
-      while (path.size() > depth) path.pop_back();
+      while (path.size() > node.depth) path.pop_back();
       path.push_back(n);
       if (e.zeroed) continue;
-      n->calls = calls;
-      n->excl = excl;
-      n->incl = incl;
+      n->calls = node.calls;
+      n->excl = node.excl;
+      n->incl = node.incl;
    }
    path.destroy();
 }

@@ -26,6 +26,13 @@ inline unsigned put_ber(uint64_t v, uint8_t* out) {
   return used;
 }
 
+// The number put_ber wrote at p, p moved past it.
+inline uint64_t get_ber(const uint8_t*& p) {
+  uint64_t v = 0;
+  while (*p & 0x80) v = (v << 7) | (*p++ & 0x7F);
+  return (v << 7) | *p++;
+}
+
 // Characters base64_encode writes for n bytes.
 inline size_t base64_length(size_t n) { return (n + 2) / 3 * 4; }
 
