@@ -453,6 +453,43 @@ TEST(Rolling, RolledActivationSharesPairAndDepth) {
   EXPECT_EQ(st.live, 0);
 }
 
+// A pair's bottom determines its top: every activation whose pair has a
+// given bottom has the same top (the bottom's last phase + 1 labels below
+// the root of their first one's tree). A context's node (the bottom, or the
+// top while there is none) therefore says which node any callee or inlined
+// level entered from it gets, at a depth that is a multiple of k too, where
+// enter() hangs the new bottom off the parent's top.
+TEST(Pairs, ABottomHasOneTop) {
+  for (uint32_t k : {1u, 2u, 3u, 4u})
+    for (uint32_t flags : {0u, Forest::kRollSimpleRecursion})
+      for (uint64_t seed = 0; seed < 40; seed++) {
+        oracle::AllocStats st;
+        Forest f;
+        f.init(oracle::allocator(&st), k, 0, flags);
+        std::mt19937_64 rng(seed);
+        std::vector<Activation> stack{f.enter_root()};
+        std::map<const Node*, const Node*> top_of;
+        size_t bottoms_seen_again = 0;
+        for (int step = 0; step < 5000; step++) {
+          if (stack.size() > 30 || (stack.size() > 1 && rng() % 100 < 48)) {
+            stack.pop_back();
+            continue;
+          }
+          Activation a = f.enter(stack.back(), 1 + (uint32_t)(rng() % (3 + seed % 6)));
+          stack.push_back(a);
+          if (!a.bottom) continue;
+          auto seen = top_of.emplace(a.bottom, a.top);
+          if (!seen.second) {
+            ++bottoms_seen_again;
+            ASSERT_EQ(seen.first->second, a.top) << "k=" << k << " seed=" << seed << " step=" << step;
+          }
+        }
+        EXPECT_GT(bottoms_seen_again, 100u);  // the streams revisit contexts
+        f.destroy();
+        EXPECT_EQ(st.live, 0);
+      }
+}
+
 // Serialisation round trip: the records "id, parent, label, calls, excl,
 // incl" plus k are enough to rebuild the k-CCF (the algorithm the Perl
 // script implements, docs/design/core.md), here in plain C++ over the records.
