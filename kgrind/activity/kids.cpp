@@ -90,17 +90,31 @@ void lay_out_kids(Transition* tr, Transition* kid, KidLayout l)
    if (!borrowed) release_kids(old, old_slots);
 }
 
+// A kid that finds its slot in a full array held by another kid takes it
+// at every kEvictEvery-th such miss only. Two kids that alternate in one
+// slot (a call of a frame and an inlined level entered from it, two
+// callees of one site) then miss a little over half the time instead of
+// every time, and a kid whose slot holds one that no longer runs gets it
+// after a few misses.
+const UInt kEvictEvery = 8;
+UInt slot_misses;
+
+void take_slot(Transition*& slot, Transition* kid)
+{
+   if (slot == &no_transition || ++slot_misses % kEvictEvery == 0) slot = kid;
+}
+
 // kid joins tr's kid array, whose slot for it is another kid's: while the
 // array can grow, in a layout that separates them all (else kids that no
-// shift separates: in kKidSlots slots, fullest_layout); in kKidSlots slots it replaces
-// the kid of its slot, with no search (the two may alternate: cppvirt's
+// shift separates: in kKidSlots slots, fullest_layout); in kKidSlots slots it may take
+// the slot of the kid there (take_slot), with no search (the two may alternate: cppvirt's
 // hot loops call 11 kids of one frame that no shift separates in 16
 // slots, and searching at every miss made k=inf 40 % slower).
 void add_colliding_kid(Transition* tr, Transition* kid)
 {
    UInt slots = kid_slots(tr);
    if (slots == kKidSlots) {
-      tr->kids[kid_slot_in(tr, kid->fn_id, kid->site)] = kid;
+      take_slot(tr->kids[kid_slot_in(tr, kid->fn_id, kid->site)], kid);
       return;
    }
    const Transition* kids[kKidSlots + 1];
@@ -129,7 +143,7 @@ Transition** shared_kids(ActNode* child)
 
 // kid becomes top's kid in its slot: at k = inf, where another kid has that
 // slot, the array is laid out again (add_colliding_kid); at finite k kid
-// replaces it.
+// may take it (take_slot).
 void add_kid(Transition* top, Transition* kid)
 {
    if (top->kids == no_kids && may_borrow_kids(top, kid)) {
@@ -143,7 +157,8 @@ void add_kid(Transition* top, Transition* kid)
       if (kids_grow()) top->kid_mask = (UChar)(slots - 1);
    }
    Transition*& slot = top->kids[kid_slot_in(top, kid->fn_id, kid->site)];
-   if (slot == &no_transition || !kids_grow()) slot = kid;
+   if (!kids_grow()) take_slot(slot, kid);
+   else if (slot == &no_transition) slot = kid;
    else add_colliding_kid(top, kid);
 }
 
