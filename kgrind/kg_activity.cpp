@@ -33,6 +33,7 @@
 #include "activity/suspended_stacks.cpp"
 #include "activity/stack_switch.cpp"
 #include "activity/kids.cpp"
+#include "activity/tail_jumps.cpp"
 #include "activity/ir_helpers.cpp"
 #include "activity/tiers.cpp"
 #include "activity/link_register_returns.cpp"

@@ -8,6 +8,8 @@
 
 namespace kg {
 
+struct FnInfo;
+
 // The threads' registry, kg_now and the empty kid arrays (activity/layouts.cpp).
 void activity_init();
 // The chain of the inlined levels on top of the running thread's stack (0:
@@ -15,6 +17,15 @@ void activity_init();
 // a superblock translated now is about to start (instrument/inline_runs_ir.cpp).
 const UInt kNoRunningChain = ~0u;
 UInt running_inline_chain();
+
+// Computed jumps that may be tail calls (activity/tail_jumps.cpp): the word
+// in which the jump at jump_instr, of function fn, keeps its last target
+// that a tail call from it entered (0: none). Its IR makes the jump a
+// pending call when it jumps there from an activation of fn at that
+// activation's entry SP (instrument/frames_ir.cpp, add_computed_tail_call).
+Addr* tail_jump_word(Addr jump_instr, const FnInfo* fn);
+// The translation at addr was discarded: no jump's word keeps it.
+void tail_jump_target_discarded(Addr addr);
 
 // Core callbacks (activity/threads.cpp).
 void thread_starts_running(ThreadId tid, ULong blocks_done);

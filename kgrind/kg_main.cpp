@@ -179,6 +179,11 @@ void print_tool_usage()
    print_region_usage();
 }
 
+// A translation was discarded (code unmapped or changed, the table full, a
+// tier's promotion): the code at its address may be another function's
+// next time, so no computed jump keeps it as a tail call's target.
+void superblock_discarded(Addr orig_addr, VexGuestExtents) { tail_jump_target_discarded(orig_addr); }
+
 void pre_clo_init()
 {
    VG_(details_name)("kgrind");
@@ -192,6 +197,7 @@ void pre_clo_init()
    VG_(needs_command_line_options)(process_tool_option, print_tool_usage, print_debug_usage);
    VG_(needs_client_requests)(handle_client_request);
    VG_(needs_syscall_wrapper)(pre_syscall, post_syscall);
+   VG_(needs_superblock_discards)(superblock_discarded);
    VG_(track_start_client_code)(client_code_starts);
    VG_(track_pre_thread_ll_exit)(thread_exits);
    VG_(track_pre_deliver_signal)(signal_delivered);

@@ -139,8 +139,30 @@ def test_indirect_tail_call_positions_match_callgrind(tools):
     assert callers_of(paths, 'target') == {'middle': 5}
     assert callers_of(paths, 'other') == {'middle': 1}
     mine, ref = call_sites_beside_callgrind(tools, exe, 'middle', 'main')
-    assert ("middle'main", "target'middle", str(PROGS / 'tailcall_indirect.c'), 8) in ref, ref
+    assert ("middle'main", "target'middle", str(PROGS / 'tailcall_indirect.c'), 11) in ref, ref
     assert mine == ref
+
+
+def test_repeated_indirect_tail_call_is_made_a_call_by_the_jump(tools):
+    """Once a tail call through the pointer entered target(), the jump
+    itself makes the next ones pending calls (their target cached), so
+    target's first block pushes its frame as after a call: the entries'
+    fix-ups stay as many at 20,006 calls as at 6, and every call still
+    counts in middle > target (the program's own count), the last in
+    middle > other, a target the cache did not hold."""
+    exe = compiled_with(tools, 'tailcall_indirect.c', 'middle', r'jmp\s+\*', '-O2')
+    fixups = {}
+    for n in (6, 20006):
+        kg = tools.kgrind(exe, n, opts=['--k=inf', '--stats=yes'], out=f'tail-{n}.out')
+        assert kg.returncode == 0 and kg.stdout == tools.native(exe, n).stdout, kg.stderr
+        paths = cct_paths(ksf_records.parse(kg.profile_path))
+        assert callers_of(paths, 'target') == {'middle': n - 1}
+        assert callers_of(paths, 'other') == {'middle': 1}
+        assert callers_of(paths, 'middle') == {'main': n}
+        found = re.search(r'kg_entry_fixup (\d+)', kg.stderr)
+        assert found, kg.stderr
+        fixups[n] = int(found.group(1))
+    assert fixups[20006] == fixups[6], fixups
 
 
 def test_conditional_tail_call(tools):

@@ -106,6 +106,7 @@ static ULong* block_entry(BlockInfo* blk, Addr sp, UWord after_call, FnInfo* cal
       // interrupted instruction, signal_delivered).
       push_activation(t, blk->fn(), sp, blk, kg_now->jump_site);
       note_coroutine_entry(t, sp);
+      note_tail_jump(kg_now->jump_site, blk);
    } else if (blk->fn_entry && top_chain() && !inline_chain_at(blk->addr, blk->fn())) {
       // A jump back to the function's first instruction, its own code, from
       // an inlined level: a function's first block checks no levels

@@ -1,0 +1,88 @@
+// Computed jumps that are tail calls: a function that ends in `jmp *reg`
+// into another function (a wrapper calling through a pointer: sqlite3's
+// mutex wrappers into pthread_mutex_*). The callee's first block pushes its
+// frame as after a call, and found no call pending there: its fix-up
+// (kg_entry_fixup, block_entry) pushed the activation as a tail call, at
+// every such entry (8.6 M of sqlite3's 15.8 M fix-ups). Each such jump
+// keeps its last target that was entered so (a word its IR reads), and its
+// IR makes the jump a pending call, as a direct tail call's does, when it
+// jumps there again from its function's activation at that activation's
+// entry SP; the callee's push then finds its kid as after a call.
+
+namespace kg {
+
+namespace {
+
+// A computed jump's record: its target word (the latest translation's)
+// and its function's id.
+struct TailJump {
+   const void* a;   // the jump instruction
+   const void* b;   // unused
+   Addr* target;
+   UInt fn_id;
+};
+PairTable<TailJump> tail_jumps;
+
+// The words, in chunks that never move (the IR holds their addresses).
+struct TailJumpChunk {
+   TailJumpChunk* next;
+   UInt used;
+   Addr words[510];   // a chunk of 4 KB
+};
+TailJumpChunk* tail_jump_chunks;
+
+// The addresses some word holds (each once): a discarded translation's
+// address clears its words only when it is one.
+struct CachedTarget {
+   const void* a;
+   const void* b;
+};
+PairTable<CachedTarget> cached_targets;
+
+Addr* new_tail_jump_word()
+{
+   TailJumpChunk* c = tail_jump_chunks;
+   if (!c || c->used == sizeof(c->words) / sizeof(c->words[0])) {
+      c = (TailJumpChunk*)alloc_permanent(sizeof(TailJumpChunk));
+      VG_(memset)(c, 0, sizeof(TailJumpChunk));
+      c->next = tail_jump_chunks;
+      tail_jump_chunks = c;
+   }
+   return &c->words[c->used++];
+}
+
+} // namespace
+
+Addr* tail_jump_word(Addr jump_instr, const FnInfo* fn)
+{
+   TailJump* j = tail_jumps.get((const void*)jump_instr, nullptr);
+   j->target = new_tail_jump_word();
+   j->fn_id = fn->id;
+   return j->target;
+}
+
+// blk, a function's first block, was entered as a tail call by the jump at
+// jump_site (0: not a computed jump): it becomes that jump's target when
+// its function is one a pending call enters as this entry did, a traced
+// function with a symbol (a call into code without one names its function
+// by the address: activated_function), other than the jump's (a jump back
+// to its own first instruction is a loop).
+static void note_tail_jump(Addr jump_site, const BlockInfo* blk)
+{
+   if (!jump_site) return;
+   TailJump* j = tail_jumps.find((const void*)jump_site, nullptr);
+   const FnInfo* fn = blk->fn();
+   if (!j || fn->no_symbol || !fn_traced(fn) || fn->id == j->fn_id) return;
+   *j->target = blk->addr;
+   cached_targets.get((const void*)blk->addr, nullptr);
+}
+
+void tail_jump_target_discarded(Addr addr)
+{
+   if (!cached_targets.find((const void*)addr, nullptr)) return;
+   for (TailJumpChunk* c = tail_jump_chunks; c; c = c->next)
+      for (UInt i = 0; i < c->used; i++)
+         if (c->words[i] == addr) c->words[i] = 0;
+}
+
+} // namespace kg
