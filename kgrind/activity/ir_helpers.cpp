@@ -98,6 +98,7 @@ static ULong* block_entry(BlockInfo* blk, Addr sp, UWord after_call, FnInfo* cal
    if (after_call) {
       push_activation(t, callee ? callee : activated_function(blk), sp, blk, kg_now->call_site);
    } else if (blk->fn_entry && !runs(physical_frame()->tr, blk->fn())) {
+      note_tail_jump(kg_now->jump_site, blk, sp);
       if (linked_to_new_coroutine(t) || entered_below_top(t, sp)) switch_stack(t, sp, blk);
       // A jump to a function's first instruction from another function is a
       // tail call; a jump back to its own entry is a loop. (Direct jumps
@@ -106,7 +107,6 @@ static ULong* block_entry(BlockInfo* blk, Addr sp, UWord after_call, FnInfo* cal
       // interrupted instruction, signal_delivered).
       push_activation(t, blk->fn(), sp, blk, kg_now->jump_site);
       note_coroutine_entry(t, sp);
-      note_tail_jump(kg_now->jump_site, blk);
    } else if (blk->fn_entry && top_chain() && !inline_chain_at(blk->addr, blk->fn())) {
       // A jump back to the function's first instruction, its own code, from
       // an inlined level: a function's first block checks no levels

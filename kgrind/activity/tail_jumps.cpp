@@ -61,18 +61,23 @@ Addr* tail_jump_word(Addr jump_instr, const FnInfo* fn)
    return j->target;
 }
 
-// blk, a function's first block, was entered as a tail call by the jump at
-// jump_site (0: not a computed jump): it becomes that jump's target when
-// its function is one a pending call enters as this entry did, a traced
-// function with a symbol (a call into code without one names its function
-// by the address: activated_function), other than the jump's (a jump back
-// to its own first instruction is a loop).
-static void note_tail_jump(Addr jump_site, const BlockInfo* blk)
+// blk, a function's first block, is about to be entered as a tail call by
+// the jump at jump_site (0: not a computed jump) at SP sp: it becomes that
+// jump's target when the jump's IR would have made this entry a pending
+// call (add_computed_tail_call: from an activation of the jump's function
+// at its entry SP; not a switch to another stack) and a pending call
+// enters its function as this entry does: a traced function with a symbol
+// (a call into code without one names its function by the address:
+// activated_function), other than the jump's (a jump back to its own first
+// instruction is a loop).
+static void note_tail_jump(Addr jump_site, const BlockInfo* blk, Addr sp)
 {
    if (!jump_site) return;
    TailJump* j = tail_jumps.find((const void*)jump_site, nullptr);
    const FnInfo* fn = blk->fn();
    if (!j || fn->no_symbol || !fn_traced(fn) || fn->id == j->fn_id) return;
+   const Transition* top = kg_now->top->tr;
+   if (top->kind != kActivation || top->fn_id != j->fn_id || sp != kg_now->top_sp) return;
    *j->target = blk->addr;
    cached_targets.get((const void*)blk->addr, nullptr);
 }
