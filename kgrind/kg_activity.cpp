@@ -25,6 +25,7 @@
 #include "core/packed_nodes.h"
 
 #include "activity/thread_state.h"
+#include "activity/pinned_slots.h"
 #include "activity/layouts.cpp"
 #include "activity/transitions.cpp"
 #include "activity/event_clocks.cpp"

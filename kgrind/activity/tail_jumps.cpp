@@ -23,13 +23,8 @@ struct TailJump {
 };
 PairTable<TailJump> tail_jumps;
 
-// The words, in chunks that never move (the IR holds their addresses).
-struct TailJumpChunk {
-   TailJumpChunk* next;
-   UInt used;
-   Addr words[510];   // a chunk of 4 KB
-};
-TailJumpChunk* tail_jump_chunks;
+// The words (the IR holds their addresses).
+PinnedSlots<Addr> tail_jump_words;
 
 // The addresses some word holds (each once): a discarded translation's
 // address clears its words only when it is one.
@@ -39,24 +34,12 @@ struct CachedTarget {
 };
 PairTable<CachedTarget> cached_targets;
 
-Addr* new_tail_jump_word()
-{
-   TailJumpChunk* c = tail_jump_chunks;
-   if (!c || c->used == sizeof(c->words) / sizeof(c->words[0])) {
-      c = (TailJumpChunk*)alloc_permanent(sizeof(TailJumpChunk));
-      VG_(memset)(c, 0, sizeof(TailJumpChunk));
-      c->next = tail_jump_chunks;
-      tail_jump_chunks = c;
-   }
-   return &c->words[c->used++];
-}
-
 } // namespace
 
 Addr* tail_jump_word(Addr jump_instr, const FnInfo* fn)
 {
    TailJump* j = tail_jumps.get((const void*)jump_instr, nullptr);
-   j->target = new_tail_jump_word();
+   j->target = tail_jump_words.take();
    j->fn_id = fn->id;
    return j->target;
 }
@@ -85,9 +68,9 @@ static void note_tail_jump(Addr jump_site, const BlockInfo* blk, Addr sp)
 void tail_jump_target_discarded(Addr addr)
 {
    if (!cached_targets.find((const void*)addr, nullptr)) return;
-   for (TailJumpChunk* c = tail_jump_chunks; c; c = c->next)
-      for (UInt i = 0; i < c->used; i++)
-         if (c->words[i] == addr) c->words[i] = 0;
+   tail_jump_words.for_each([addr](Addr& word) {
+      if (word == addr) word = 0;
+   });
 }
 
 } // namespace kg

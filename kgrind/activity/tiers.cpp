@@ -29,14 +29,9 @@ struct TierStats {
    ULong promotions;     // tier-1 blocks that reached the threshold
 } tier_stats;
 
-// --tiering=levels: each tier-1 translation's counts (LevelTierCounts), in
-// chunks that never move (the IR holds their address).
-struct LevelTierChunk {
-   LevelTierChunk* next;
-   UInt used;
-   LevelTierCounts counts[255];   // a chunk of 4 KB
-};
-LevelTierChunk* level_tier_chunks;
+// --tiering=levels: each tier-1 translation's counts (the IR holds their
+// address).
+PinnedSlots<LevelTierCounts> level_tier_counts;
 
 // The C twin of add_inline_entry: the push from the top frame's kid slot,
 // made always (speculative: a function's first block, undone by
@@ -121,14 +116,7 @@ void tier_two_made() { tier_stats.tier_two++; }
 LevelTierCounts* level_tier_one_made()
 {
    tier_stats.tier_one++;
-   LevelTierChunk* c = level_tier_chunks;
-   if (!c || c->used == sizeof(c->counts) / sizeof(c->counts[0])) {
-      c = (LevelTierChunk*)alloc_permanent(sizeof(LevelTierChunk));
-      VG_(memset)(c, 0, sizeof(LevelTierChunk));
-      c->next = level_tier_chunks;
-      level_tier_chunks = c;
-   }
-   return &c->counts[c->used++];
+   return level_tier_counts.take();
 }
 
 void level_tier_helper_called(LevelTierCounts* c, Bool at_start)
@@ -205,11 +193,8 @@ void print_tier_stats()
    };
    for (UWord id = 1; id < tier_runs_cap; id++)
       if (tier_runs[id] != kNotTierOne) count(tier_runs[id]);
-   for (const LevelTierChunk* c = level_tier_chunks; c; c = c->next)
-      for (UInt i = 0; i < c->used; i++) {
-         const LevelTierCounts& n = c->counts[i];
-         count(n.runs >= kLevelPromotionRun - 1 ? n.runs_at_promotion : n.runs);
-      }
+   level_tier_counts.for_each(
+      [&](const LevelTierCounts& n) { count(n.runs >= kLevelPromotionRun - 1 ? n.runs_at_promotion : n.runs); });
    VG_(dmsg)("kgrind tiers: %sthreshold %u; translations: tier 1 %llu, tier 2 %llu (%llu promoted)\n",
              levels ? "inlined levels' steps, " : "", clo.tier_threshold, tier_stats.tier_one, tier_stats.tier_two,
              tier_stats.promotions);
