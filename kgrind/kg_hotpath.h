@@ -305,8 +305,13 @@ struct Now {
    BlockForest* bb_forest;
    // The last indirect jump's instruction (not a PLT stub's): where a tail
    // call that the helper sees (a jump into a function's first instruction
-   // with no call pending) comes from; 0 once used, and after a signal.
+   // with no call pending) comes from; 0 once used. After a signal, the
+   // interrupted instruction (the handler's entry's site).
    Addr jump_site;
+   // Where that jump went (kAnyJumpTarget after a signal): the site is an
+   // entry's only where the jump went to it, or to a PLT stub that jumps
+   // on (a jump that landed inside a function, a longjmp's, is no entry's).
+   Addr jump_target;
    // A block with a counter array offset whose check failed: its counters,
    // as the helper found them (kg_block_counters, kg_entry_counters).
    ULong* found_counters;
@@ -316,6 +321,7 @@ struct Now {
    UWord ev_rows;
 };
 extern Now* kg_now;
+const Addr kAnyJumpTarget = ~(Addr)0;
 
 // Whether instructions, calls and inclusive costs are being counted
 // (regions of interest: activity/counting.cpp switches it; the counters,

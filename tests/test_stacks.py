@@ -233,6 +233,12 @@ def run_ring(tools, where, switch, opts, rounds=20, gens=3):
     native = tools.native(exe, *args)
     assert kg.returncode == native.returncode == 0, kg.stderr
     assert kg.stdout == native.stdout
+    # Every coroutine's first run is entered the same way (by the switch's
+    # ret or jump), so its call edge has one site: not the site of a jump
+    # that landed inside a function before (longjmp's into a setjmp point).
+    entries = {k[2:]: n for k, n in callgrind_format.parse(kg.profile_path).call_sites.items()
+               if k[1].split("'")[0] == 'co_entry'}
+    assert len(entries) == 1 and sum(entries.values()) == gens * 4, entries
     return ksf_records.parse(kg.profile_path), counts_printed(native.stdout)
 
 

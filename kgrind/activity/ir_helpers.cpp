@@ -89,6 +89,15 @@ static void note_coroutine_entry(ThreadState* t, Addr sp)
 
 static ULong* block_counters_now(BlockInfo* blk);
 
+// The site of blk's entry without a call: the last computed jump's when it
+// went to blk or to a PLT stub (which jumped on to blk), or a signal's;
+// else none (that jump landed elsewhere: a longjmp into a setjmp point).
+static Addr jump_site_of(const BlockInfo* blk)
+{
+   Addr to = kg_now->jump_target;
+   return to == blk->addr || to == kAnyJumpTarget || is_plt_stub(to) ? kg_now->jump_site : 0;
+}
+
 // A block that may start an activation, after a call or not. Returns its
 // counters in the context it runs in. callee: the function a call into blk
 // activates, when the caller knows it (activated_function).
@@ -98,14 +107,15 @@ static ULong* block_entry(BlockInfo* blk, Addr sp, UWord after_call, FnInfo* cal
    if (after_call) {
       push_activation(t, callee ? callee : activated_function(blk), sp, blk, kg_now->call_site);
    } else if (blk->fn_entry && !runs(physical_frame()->tr, blk->fn())) {
-      note_tail_jump(kg_now->jump_site, blk, sp);
+      Addr site = jump_site_of(blk);
+      note_tail_jump(site, blk, sp);
       if (linked_to_new_coroutine(t) || entered_below_top(t, sp)) switch_stack(t, sp, blk);
       // A jump to a function's first instruction from another function is a
       // tail call; a jump back to its own entry is a loop. (Direct jumps
       // left the call pending: instrument/frames_ir.cpp, add_tail_call.) Here by an
       // indirect jump, or by a signal's delivery (its site then: the
       // interrupted instruction, signal_delivered).
-      push_activation(t, blk->fn(), sp, blk, kg_now->jump_site);
+      push_activation(t, blk->fn(), sp, blk, site);
       note_coroutine_entry(t, sp);
    } else if (blk->fn_entry && top_chain() && !inline_chain_at(blk->addr, blk->fn())) {
       // A jump back to the function's first instruction, its own code, from

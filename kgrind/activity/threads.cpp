@@ -238,6 +238,7 @@ void signal_delivered(ThreadId tid, Int sig, Bool alt_stack)
    // returns), as the jump site of its entry: a line of the interrupted
    // context rather than line 0 (docs/design/shadow-stacks.md, "Signals").
    kg_now->jump_site = VG_(get_IP)(tid);
+   kg_now->jump_target = kAnyJumpTarget;
    kg_now->top_sp = alt_stack ? ~(Addr)0 : f->sp;
 }
 

@@ -26,6 +26,7 @@ void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, cons
       // helper that sees it there needs its site. Before the unwind check,
       // which may make a resolved call pending again.
       b.store64(&kg_now->jump_site, IRBuilder::u64(last_instr));
+      b.store64(&kg_now->jump_target, sb->next);
    }
    IRExpr* sp_now = sb->jumpkind == Ijk_Ret || sp.may_have_risen() ? sp.value(b) : nullptr;
    if (sb->jumpkind == Ijk_Ret) {
