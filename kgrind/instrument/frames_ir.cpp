@@ -182,6 +182,8 @@ void add_direct_jump(IRBuilder& b, const BlockInfo* blk, Addr target, Addr jump_
    add_jump_into(b, blk, target, &loc, guard, ir);
 }
 
+IRExpr* kind_word(IRBuilder& b, IRExpr* tr);
+
 // A computed jump of blk (to `target`, SP then `sp`) that is a tail call
 // into the function it last entered so (tail_jump_word: a function's first
 // instruction, which a tail call from blk's function entered before) is
@@ -193,8 +195,6 @@ void add_direct_jump(IRBuilder& b, const BlockInfo* blk, Addr target, Addr jump_
 // records a new target. Not for a function that sets a context (its jumps
 // switch coroutines: ir_helpers.cpp, linked_to_new_coroutine). Returns
 // the condition that the jump was made a call (nullptr: never).
-IRExpr* kind_word(IRBuilder& b, IRExpr* tr);
-
 IRExpr* add_computed_tail_call(IRBuilder& b, const BlockInfo* blk, IRExpr* target, IRExpr* sp, Addr jump_instr)
 {
    const FnInfo* fn = blk->fn();
