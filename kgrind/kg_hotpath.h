@@ -413,6 +413,11 @@ void VG_REGPARM(1) kg_block_start(BlockInfo* blk);
 // without a symbol (a stripped library's static function, a .fini) it is a
 // tail call, which the target's block then starts as after a call.
 void VG_REGPARM(2) kg_jump_out(Addr target, Addr jump_instr);
+// A computed jump of function fn_id at jump_instr, SP sp, to the function
+// a tail call from it entered before (activity/tail_jumps.cpp): a pending
+// call at jump_instr when it jumps from an activation of that function at
+// its entry SP.
+void VG_REGPARM(3) kg_tail_jump(Addr sp, Addr jump_instr, UWord fn_id);
 // A direct jump into another function fn, not at its first instruction,
 // while the top frame runs another function: if an activation of fn is
 // open among the 16 frames below the top frame (no fence between), the

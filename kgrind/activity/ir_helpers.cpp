@@ -11,8 +11,9 @@ void print_helper_call_stats()
    VG_(dmsg)("kgrind helpers: kg_inline_enter %llu, kg_inline_leave %llu, kg_run_counters %llu, kg_block_start %llu, "
              "kg_block_counters %llu, kg_entry_counters %llu\n",
              c.inline_enter, c.inline_leave, c.run_counters, c.block_start, c.block_counters, c.entry_counters);
-   VG_(dmsg)("kgrind helpers: kg_block_entry %llu, kg_entry_fixup %llu, kg_unwind %llu, kg_frame_events_close %llu\n",
-             c.block_entry, c.entry_fixup, c.unwind, c.frame_events_close);
+   VG_(dmsg)("kgrind helpers: kg_block_entry %llu, kg_entry_fixup %llu, kg_unwind %llu, kg_frame_events_close %llu, "
+             "kg_tail_jump %llu\n",
+             c.block_entry, c.entry_fixup, c.unwind, c.frame_events_close, c.tail_jump);
 }
 
 namespace {

@@ -182,50 +182,36 @@ void add_direct_jump(IRBuilder& b, const BlockInfo* blk, Addr target, Addr jump_
    add_jump_into(b, blk, target, &loc, guard, ir);
 }
 
-IRExpr* kind_word(IRBuilder& b, IRExpr* tr);
-
-// A computed jump of blk (to `target`, SP then `sp`) that is a tail call
-// into the function it last entered so (tail_jump_word: a function's first
-// instruction, which a tail call from blk's function entered before) is
-// made a pending call, as a direct tail call is, when it jumps there from
-// an activation of blk's function at that activation's entry SP: the
-// callee's first block then pushes its frame from its kid slot. Anything
-// else (a switch table, another target, a jump to another stack, from an
-// inlined level) leaves the entry to the callee's fix-up as before, which
-// records a new target. Not for a function that sets a context (its jumps
-// switch coroutines: ir_helpers.cpp, linked_to_new_coroutine). Returns
-// the condition that the jump was made a call (nullptr: never).
-IRExpr* add_computed_tail_call(IRBuilder& b, const BlockInfo* blk, IRExpr* target, IRExpr* sp, Addr jump_instr)
+// A computed jump of blk (to `target`, SP then `sp`) to the function a
+// tail call from it last entered (tail_jump_word) calls kg_tail_jump,
+// which makes it a pending call, as a direct tail call is, when it jumps
+// from an activation of blk's function at that activation's entry SP: the
+// callee's first block then pushes its frame from its kid slot. Other
+// computed jumps (switch tables, computed gotos: an interpreter's dispatch)
+// pay one load and one compare; a tail call to another target, or from
+// another frame, is left to the callee's fix-up as before, which records
+// its target. Not for a function that sets a context (its jumps switch
+// coroutines: ir_helpers.cpp, linked_to_new_coroutine).
+void add_computed_tail_call(IRBuilder& b, const BlockInfo* blk, IRExpr* target, IRExpr* sp, Addr jump_instr)
 {
    const FnInfo* fn = blk->fn();
-   if (!fn_traced(fn) || fn->context_set) return nullptr;
-   Addr* cached = tail_jump_word(jump_instr, fn);
-   IRExpr* top_tr = b.load_field(b.load64(&kg_now->top), offsetof(Frame, tr));
-   static_assert(kActivation == 0, "an activation's kind is 0");
-   IRExpr* from_fn = b.op(Iop_CmpEQ64, b.op(Iop_Or64, kind_word(b, top_tr), function_mismatch(b, top_tr, fn)),
-                          IRBuilder::u64(0), Ity_I1);
+   if (!fn_traced(fn) || fn->context_set) return;
+   const Addr* cached = tail_jump_word(jump_instr, fn);
    IRExpr* to_cached = b.op(Iop_CmpEQ64, target, b.load64(cached), Ity_I1);
-   IRExpr* at_entry_sp = b.op(Iop_CmpEQ64, sp, b.load64(&kg_now->top_sp), Ity_I1);
-   IRExpr* tail = b.op(Iop_And1, b.op(Iop_And1, to_cached, at_entry_sp, Ity_I1), from_fn, Ity_I1);
-   make_call_pending(b, jump_instr, tail);
-   // The fix-up's entry would have cleared the site (block_entry).
-   b.store_if(tail, b.at(&kg_now->jump_site), IRBuilder::u64(0));
-   return tail;
+   b.call("kg_tail_jump", (void*)kg_tail_jump, 3,
+          mkIRExprVec_3(sp, mkIRExpr_HWord(jump_instr), mkIRExpr_HWord(fn->id)), to_cached);
 }
 
 // A computed jump of a function with a symbol to outside its object's text
 // calls kg_jump_out, which makes a jump into code without a symbol there a
 // tail call (callgrind calls a jump into another object a call; a symbol's
 // first instruction is one already, kg_block_entry). Jumps within the
-// object (switch tables, computed gotos) pay one compare. tail: the
-// condition that add_computed_tail_call made the jump a call (into a
-// function with a symbol, which kg_jump_out leaves alone), or nullptr.
-void add_jump_out(IRBuilder& b, const BlockInfo* blk, IRExpr* target, Addr jump_instr, IRExpr* tail)
+// object (switch tables, computed gotos) pay one compare.
+void add_jump_out(IRBuilder& b, const BlockInfo* blk, IRExpr* target, Addr jump_instr)
 {
    Addr lo, hi;
    if (!object_text(blk->addr, &lo, &hi)) return;
    IRExpr* outside = b.op(Iop_CmpLE64U, IRBuilder::u64(hi - lo), b.op(Iop_Sub64, target, IRBuilder::u64(lo)), Ity_I1);
-   if (tail) outside = b.op(Iop_And1, outside, b.tmp(IRExpr_Unop(Iop_Not1, tail), Ity_I1), Ity_I1);
    b.call("kg_jump_out", (void*)kg_jump_out, 2, mkIRExprVec_2(target, mkIRExpr_HWord(jump_instr)), outside);
 }
 

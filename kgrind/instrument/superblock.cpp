@@ -38,8 +38,8 @@ void add_block_end(IRBuilder& b, IRSB* sb, BlockInfo* blk, Addr last_instr, cons
    // calls' returns), or SP rose some other way.
    if (sp.may_have_risen()) add_unwind_check(b, sp_now, nullptr, nullptr);
    if (computed_jump && !block_mode() && !blk->fn()->no_symbol) {
-      IRExpr* tail = add_computed_tail_call(b, blk, sb->next, sp_now ? sp_now : sp.value(b), last_instr);
-      add_jump_out(b, blk, sb->next, last_instr, tail);
+      add_computed_tail_call(b, blk, sb->next, sp_now ? sp_now : sp.value(b), last_instr);
+      add_jump_out(b, blk, sb->next, last_instr);
    }
    Addr target = sb->next->tag == Iex_Const ? const_target(sb->next->Iex.Const.con) : 0;
    if (sb->jumpkind == Ijk_Boring) add_direct_jump(b, blk, target, last_instr, nullptr, flushed_ir);
