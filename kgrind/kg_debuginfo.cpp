@@ -453,11 +453,15 @@ namespace {
 // name and object). A translation looks up each of its instructions, and
 // Valgrind demangles the symbol's name at every look-up (cc1plus: most
 // of 4.6 M demangler allocations); a look-up that leaves it mangled
-// finds the symbol, and its function comes from here.
+// finds the symbol, and its function comes from here. A function known by
+// its unwind table's range only is found by its entry (its name would be
+// the address formatted at every look-up: cc1plus, stripped, at each of
+// its 860 k translated instructions).
 struct RecentFunction {
    Addr entry;
    UInt object;
-   HChar* mangled;    // owned; null: empty
+   HChar* mangled;    // owned; null: none (empty, unless by_address)
+   Bool by_address;   // no symbol: the unwind table's function at entry
    FnInfo* fn;
 };
 constexpr UInt kRecentFunctions = 64;
@@ -470,6 +474,40 @@ RecentFunction& recent_function_slot(Addr entry)
 
 } // namespace
 
+namespace {
+
+// The id of the name last interned from Valgrind's strings at (x, y):
+// debug info keeps an object's strings in place until it is discarded,
+// which moves the epoch, so consecutive look-ups (a translation's
+// instructions, mostly of one file and one object) skip building the
+// path and searching the table by string compares (cc1plus: 860 k
+// translated instructions, each a search among the objects' paths).
+// An object's name may instead be the address space manager's, whose
+// slot a later mapping can reuse without moving the epoch: `same` checks
+// the cached id against the string (one compare, not a search).
+struct LastInterned {
+   const HChar* x;
+   const HChar* y;
+   UInt epoch;
+   UInt id;
+   Bool valid;
+   template <typename Intern, typename Same>
+   UInt get(const HChar* x_now, const HChar* y_now, UInt epoch_now, Intern intern, Same same)
+   {
+      if (!valid || x != x_now || y != y_now || epoch != epoch_now || !same(id)) {
+         id = intern();
+         x = x_now;
+         y = y_now;
+         epoch = epoch_now;
+         valid = True;
+      }
+      return id;
+   }
+};
+LastInterned last_source_path, last_object;
+
+} // namespace
+
 static void symbol_loc(Addr a, SourceLoc* out)
 {
    DiEpoch ep = VG_(current_DiEpoch)();
@@ -479,37 +517,43 @@ static void symbol_loc(Addr a, SourceLoc* out)
    out->file = 0;
    out->line = 0;
    if (VG_(get_filename_linenum)(ep, a, &file, &dir, &line)) {
-      out->file = intern_source_path(dir, file);
+      out->file = last_source_path.get(dir, file, ep.n, [&] { return intern_source_path(dir, file); },
+                                       [](UInt) { return True; });
       out->line = line;
    }
    const HChar* obj = nullptr;
    UInt object = 0;
    if (VG_(get_objname)(ep, a, &obj) && obj && obj[0])
-      object = table_intern(&objects, obj);
+      object = last_object.get(obj, nullptr, ep.n, [&] { return table_intern(&objects, obj); },
+                               [&](UInt id) { return VG_STREQ(table_name(&objects, id), obj); });
    const HChar* mangled = nullptr;
    Addr entry = 0;
-   if (!function_symbol(a, False, &mangled, &entry)) {
+   Bool by_address = !symbol_covering(a, False, &mangled, &entry);
+   if (by_address && !unwind_table_function(a, &entry)) {
       out->fn = intern_function(kUnknown, object, out->file, True, a, 0);
       return;
    }
    RecentFunction& recent = recent_function_slot(entry);
-   if (recent.mangled && recent.entry == entry && recent.object == object && VG_STREQ(recent.mangled, mangled)) {
+   if (recent.entry == entry && recent.object == object && recent.by_address == by_address &&
+       (by_address ? recent.fn != nullptr : recent.mangled && VG_STREQ(recent.mangled, mangled))) {
       out->fn = recent.fn;
       return;
    }
    kg::release(recent.mangled);
-   recent.mangled = kg::strdup(mangled);
+   recent.mangled = by_address ? nullptr : kg::strdup(mangled);
+   recent.by_address = by_address;
    recent.entry = entry;
    recent.object = object;
    const HChar* fnname = nullptr;
-   Bool by_address;
-   Bool no_symbol = !function_symbol(a, True, &fnname, &entry, &by_address);
+   Bool named_by_address;
+   Bool no_symbol = !function_symbol(a, True, &fnname, &entry, &named_by_address);
    if (no_symbol) fnname = kUnknown;
-   out->fn = intern_function(fnname, object, out->file, no_symbol, a, entry, by_address);
+   out->fn = intern_function(fnname, object, out->file, no_symbol, a, entry, named_by_address);
    recent.fn = out->fn;
    if (no_symbol || entry != recent.entry) {   // never seen: a symbol found only mangled
       kg::release(recent.mangled);
       recent.mangled = nullptr;
+      recent.fn = nullptr;
    }
 }
 
