@@ -472,10 +472,6 @@ RecentFunction& recent_function_slot(Addr entry)
    return recent_functions[(entry ^ entry >> 7) % kRecentFunctions];
 }
 
-} // namespace
-
-namespace {
-
 // The id of the name last interned from Valgrind's strings at (x, y):
 // debug info keeps an object's strings in place until it is discarded,
 // which moves the epoch, so consecutive look-ups (a translation's
