@@ -741,3 +741,69 @@ def test_same_context_in_several_threads_sums_like_callgrind(tools):
     mine, ref = contexts(kg.profile_path), contexts(cl.profile_path)
     assert {"sum_to'worker'start_thread", "squares'worker'start_thread", "worker'start_thread"} == set(mine)
     assert mine == ref
+
+
+
+def per_object_and_file(prof, objects):
+    """Ir by (object's base name, file's base name) over the objects named."""
+    out = collections.Counter()
+    for (ob, fl, _fn, _line), ir in prof.lines.items():
+        name = ob.rsplit('/', 1)[-1] if ob else ob
+        if name in objects:
+            out[(name, fl.rsplit('/', 1)[-1])] += ir
+    return out
+
+
+def run_dl_reload(tools, stripped):
+    """dl_reload.c with two libraries that define work() in files of their
+    own; returns the kgrind run and the libraries' base names. Checks that
+    the program's output is its own and that the libraries shared an address
+    (what the look-ups at translation must keep apart)."""
+    libs = []
+    for name in ('a', 'b'):
+        lib = tools.dir / f'libdl_{name}{"_s" if stripped else ""}.so'
+        subprocess.run(['gcc', '-g', '-O1', '-shared', '-fPIC', '-o', str(lib), str(PROGS / f'dl_lib_{name}.c')],
+                       check=True)
+        if stripped:
+            subprocess.run(['strip', str(lib)], check=True)
+        libs.append(lib)
+    exe = tools.compile('dl_reload.c', '-O1', libs=['-ldl'])
+    kg = tools.kgrind(exe, *libs, out=f'kgrind{"_s" if stripped else ""}.out')
+    native = tools.native(exe, *libs)
+    assert kg.returncode == native.returncode == 0, kg.stderr
+    printed = [line.split() for line in kg.stdout.splitlines()]
+    assert [(i, n) for i, _at, n in printed] == [(l.split()[0], l.split()[2]) for l in native.stdout.splitlines()]
+    assert len({at for _i, at, _n in printed}) == 1, 'the libraries did not share an address: ' + kg.stdout
+    return kg, exe, libs
+
+
+def test_libraries_loaded_in_turn_at_one_address_keep_their_own_code(tools):
+    """Two libraries loaded, called and unloaded in turn land at one address:
+    each one's instructions stay its own object's and its own source file's
+    (the look-ups at translation reuse the last object and file ids only for
+    the same strings of the same debug-info epoch), and, stripped, their
+    functions named by address (both work() at one offset) stay apart by
+    object, each with its own library's instructions."""
+    kg, exe, libs = run_dl_reload(tools, stripped=False)
+    objects = {lib.name for lib in libs}
+    mine = per_object_and_file(kg.profile(), objects)
+    cl = per_object_and_file(tools.reference('callgrind', exe, *libs).profile(), objects)
+    sources = {key: ir for key, ir in mine.items() if key[1].endswith('.c')}
+    assert set(sources) == {('libdl_a.so', 'dl_lib_a.c'), ('libdl_b.so', 'dl_lib_b.c')}, mine
+    assert sources == {key: cl[key] for key in sources}
+    # Stripped, the same instructions run, in functions named by address.
+    kg_s, _exe, libs_s = run_dl_reload(tools, stripped=True)
+    prof = kg_s.profile()
+    stripped_objects = {lib.name for lib in libs_s}
+    per_object = collections.Counter()
+    for (ob, _fl), ir in per_object_and_file(prof, stripped_objects).items():
+        per_object[ob.replace('_s.so', '.so')] += ir
+    whole = collections.Counter()
+    for (ob, _fl), ir in mine.items():
+        whole[ob] += ir
+    assert per_object == whole
+    by_address = {fn: {ob.rsplit('/', 1)[-1] for ob, _fl in where} for fn, where in prof.function_homes.items()
+                  if fn.startswith('0x') and any(ob.rsplit('/', 1)[-1] in stripped_objects for ob, _fl in where)}
+    # each function named by address is bound to one of the libraries only
+    assert by_address and all(len(obs) == 1 for obs in by_address.values()), by_address
+    assert set().union(*by_address.values()) == stripped_objects, by_address
