@@ -16,6 +16,7 @@
 #include "kg_call_edges.h"
 #include "kg_incl_events.h"
 #include "kg_counters.h"
+#include "kg_counter_store.h"
 #include "kg_inline_chains.h"
 #include "kg_machine_code.h"
 #include "kg_options.h"

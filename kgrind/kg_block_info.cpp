@@ -21,8 +21,8 @@ static void remember_block(BlockInfo* b)
    tl_assert(b->id == n_blocks);
 }
 
-void set_block_events(const BlockInfo* blk, const EventSlot* slots, UInt n, const PointEvent* by_point,
-                      UInt n_by_point)
+void set_block_events(const BlockInfo* blk, const EventSlot* slots, UInt n_inline, UInt n_miss,
+                      const PointEvent* by_point, UInt n_by_point)
 {
    if (blk->id >= block_events_cap) {
       UWord cap = block_events_cap ? 2 * block_events_cap : 4096;
@@ -33,10 +33,13 @@ void set_block_events(const BlockInfo* blk, const EventSlot* slots, UInt n, cons
       block_events = bigger;
       block_events_cap = cap;
    }
+   UInt n = n_inline + n_miss;
    if (!n && !n_by_point) return;
+   tl_assert(n_inline <= 0xFFFF && n_miss <= 0xFFFF);
    SizeT slots_bytes = (sizeof(BlockEvents) + n * sizeof(EventSlot) + 7) & ~(SizeT)7;
    BlockEvents* e = (BlockEvents*)alloc_permanent(slots_bytes + n_by_point * sizeof(PointEvent));
-   e->n = n;
+   e->n_inline = (UShort)n_inline;
+   e->n_miss = (UShort)n_miss;
    VG_(memcpy)(e->slots, slots, n * sizeof(EventSlot));
    e->n_by_point = n_by_point;
    PointEvent* points = (PointEvent*)((UChar*)e + slots_bytes);

@@ -115,9 +115,14 @@ BlockInfo* block_with_id(UInt id);
 UWord block_info_count();
 
 // Events beyond Ir (--cache-sim, --branch-sim: kg_events.h): a (context,
-// block) has one more counter per event slot, after its flush points'. A
-// slot counts one event of one line: an access's misses, a branch's
-// mispredicts, a guarded access's count.
+// block) has a counter per event slot. A slot counts one event of one
+// line: an access's misses, a branch's mispredicts, a guarded access's
+// count. Slots that inline IR or every run of a helper adds to (a guarded
+// access's count without the simulation, a bus event, a system call) are
+// counters after the flush points'; the others, which count misses and
+// seldom anything, are the block's miss counters, made for a context at
+// its first miss (kg_counter_store.h: miss_store), whose place the counter
+// after the inline slots holds (its anchor; 0 until then).
 struct EventSlot {
    UShort line;                   // an index into BlockInfo::lines(), or with
                                   // per-instruction positions into instrs()
@@ -133,24 +138,38 @@ struct PointEvent {
    UShort times;
 };
 struct BlockEvents {
-   UInt n;                        // slots (counters)
+   UShort n_inline;               // slots counted after the flush points
+   UShort n_miss;                 // slots among the miss counters
    UInt n_by_point;
    const PointEvent* by_point;    // n_by_point of them
-   EventSlot slots[1];            // n of them
+   EventSlot slots[1];            // n_inline, then n_miss
 };
 // Each block's event slots by id (below block_events_cap), or nullptr (no
 // events: the table stays empty, its cap 0).
 extern BlockEvents** block_events;
 extern UWord block_events_cap;
-void set_block_events(const BlockInfo* blk, const EventSlot* slots, UInt n, const PointEvent* by_point,
-                      UInt n_by_point);
+void set_block_events(const BlockInfo* blk, const EventSlot* slots, UInt n_inline, UInt n_miss,
+                      const PointEvent* by_point, UInt n_by_point);
+inline const BlockEvents* events_of(const BlockInfo* blk)
+{
+   return __builtin_expect(blk->id < block_events_cap, 0) ? block_events[blk->id] : nullptr;
+}
 // The first event counter of a (context, block): after its flush points'.
 inline UInt event_base(const BlockInfo* blk) { return blk->n_slots ? blk->n_slots : 1; }
-// Counters a (context, block) has: one per slot, at least one, and its events'.
+// The index of a (context, block)'s miss anchor among its counters (given
+// the block's inline event slots), or kNoMissAnchor (no miss slots).
+const UInt kNoMissAnchor = ~0u;
+inline UInt miss_anchor_index(const BlockInfo* blk)
+{
+   const BlockEvents* e = events_of(blk);
+   return e && e->n_miss ? event_base(blk) + e->n_inline : kNoMissAnchor;
+}
+// Counters a (context, block) has: one per slot, at least one, its inline
+// event slots and its miss anchor.
 inline UInt counter_count(const BlockInfo* blk)
 {
    UInt n = event_base(blk);
-   if (__builtin_expect(blk->id < block_events_cap, 0) && block_events[blk->id]) n += block_events[blk->id]->n;
+   if (const BlockEvents* e = events_of(blk)) n += e->n_inline + (e->n_miss ? 1 : 0);
    return n;
 }
 

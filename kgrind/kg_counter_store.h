@@ -4,6 +4,7 @@
 // the jumps (kg_jumps.cpp) read them.
 #pragma once
 #include "kg_block_info.h"
+#include "kg_debuginfo.h"
 #include "kg_pairmap.h"
 #include "kg_runtime.h"
 
@@ -65,6 +66,15 @@ public:
       at(offset)[0] = free_[n];
       free_[n] = offset + 1;
    }
+   // Every counter given back and zeroed (all of them were reset); the
+   // chunks stay for the next adds.
+   void rewind()
+   {
+      for (UWord c = 0; c < n_chunks_; c++) VG_(memset)(chunks_[c], 0, kChunkCounters * sizeof(ULong));
+      n_chunks_ = 0;
+      next_ = room_ = 0;
+      VG_(memset)(free_, 0, sizeof free_);
+   }
 
 private:
    static const UInt kRecycledSizes = 256;
@@ -76,6 +86,10 @@ private:
       UWord chunk = n_chunks_++;
       if (chunk >> (32 - kChunkShift))
          VG_(tool_panic)((HChar*)"kgrind: more than 2^32 counters (32 GB): too many (context, block) pairs");
+      next_ = (UInt)(chunk << kChunkShift);
+      room_ = kChunkCounters;
+      if (chunk < n_made_) return;   // zeroed by rewind
+      n_made_++;
       if (chunk == chunks_cap_) {
          UWord cap = chunks_cap_ ? 2 * chunks_cap_ : 64;
          ULong** bigger = (ULong**)kg::alloc(cap * sizeof(ULong*), "kg.counters");
@@ -85,18 +99,43 @@ private:
          chunks_cap_ = cap;
       }
       chunks_[chunk] = (ULong*)alloc_zeroed(kChunkCounters * sizeof(ULong), "kg.counters");
-      next_ = (UInt)(chunk << kChunkShift);
-      room_ = kChunkCounters;
    }
 
    ULong** chunks_ = nullptr;
    UWord chunks_cap_ = 0;
-   UWord n_chunks_ = 0;
+   UWord n_chunks_ = 0;  // in use
+   UWord n_made_ = 0;    // allocated (rewind keeps them)
    UInt next_ = 0;       // offset of the next free counter
    UInt room_ = 0;       // free counters left in the last chunk
    UInt free_[kRecycledSizes] = {};   // recycled runs by size: offset + 1, linked through their first counter
 };
 extern CounterStore counter_store;
+
+// The blocks' miss counters (kg_block_info.h, BlockEvents): a (context,
+// block)'s, made at its first miss, are named by its anchor counter,
+// their offset here plus one. Most (context, block)s of a large program
+// never miss (cc1plus at k = 2 with --cache-sim: 74 % of them), and a
+// miss is counted in 6 % of the slots.
+extern CounterStore miss_store;
+inline ULong* miss_counters_of(ULong anchor) { return anchor ? miss_store.at((UInt)anchor - 1) : nullptr; }
+// The counters every block counts into while counting is off: blocks of
+// every layout share them, so an anchor there names nothing.
+const UInt kUncountedSinkCounters = 16384;   // more than a block's (kMaxEventSlots, flush points)
+extern ULong uncounted_sink[kUncountedSinkCounters];
+inline Bool in_uncounted_sink(const ULong* c) { return (UWord)(c - uncounted_sink) < kUncountedSinkCounters; }
+// The anchor's miss counters, n of them, made if there are none yet.
+inline ULong* miss_counters(ULong* anchor, UInt n)
+{
+   if (__builtin_expect(!*anchor, 0)) *anchor = miss_store.add(n) + 1;
+   return miss_store.at((UInt)*anchor - 1);
+}
+// The (context, block) counters `from` added into `into` (blk's): flush
+// points and inline slots, and the miss counters (moved where `into` has
+// none). `from` no longer names its miss counters afterwards.
+void add_block_counters(const BlockInfo* blk, ULong* into, ULong* from);
+// Gives back the miss counters of a (context, block) nothing counts into
+// any more.
+void recycle_miss_counters(const BlockInfo* blk, const ULong* counters);
 
 // The (context, block) counters, indexed per context: a block that misses
 // its inline ways (a function run in many contexts: cc1plus, 130 M misses)
@@ -150,7 +189,11 @@ public:
       contexts_.remove_if([&](ContextBlocks* c) {
          if (!gone((const ForestNode*)c->a)) return False;
          for (UInt i = 0; i < c->cap; i++)
-            if (c->slots[i]) counter_store.recycle(ref_offset(c->slots[i]), counter_count(block_with_id(ref_block_id(c->slots[i]))));
+            if (c->slots[i]) {
+               const BlockInfo* blk = block_with_id(ref_block_id(c->slots[i]));
+               recycle_miss_counters(blk, counter_store.at(ref_offset(c->slots[i])));
+               counter_store.recycle(ref_offset(c->slots[i]), counter_count(blk));
+            }
          free_slots(c->slots, c->cap);
          c->slots = (CountersRef*)free_tables_;
          free_tables_ = c;
@@ -273,5 +316,74 @@ UInt array_function_id(const ForestNode* ctx);
 UInt array_capacity(ForestNode* ctx);
 // An array's offset in the counter store.
 inline UInt array_store_offset(const ULong* arr) { return (UInt)arr[-1]; }
+
+// The blocks of each function's counter arrays, to read an array as a group
+// of (context, block) counters: at exit and at a dump (one more group of
+// ExitCosts), and when a context's counters move. A group's refs are its
+// function's blocks that have an offset (shared by the function's arrays,
+// in the order of their offsets, so that those within an array's capacity
+// are a prefix), its base the array's offset in the counter store (or in a
+// dump's copy). At exit a group is described when it is read, from its
+// context and its number of refs (a ContextBlocks each was 2.4 MB of
+// cc1plus's k=2 peak).
+class ArrayGroups {
+public:
+   void make()
+   {
+      UInt n_fns = function_count();
+      first_ = (UInt*)alloc_zeroed((n_fns + 2) * sizeof(UInt), "kg.arrays");
+      UWord n_refs = 0;
+      for (UInt id = 1; id <= block_info_count(); id++) {
+         if (block_with_id(id)->array_offset == kNoArrayOffset) continue;
+         first_[block_with_id(id)->fn()->id + 2]++;
+         n_refs++;
+      }
+      for (UInt f = 1; f <= n_fns; f++) first_[f + 1] += first_[f];
+      // Blocks are made in the order their offsets were given.
+      refs_ = (CountersRef*)kg::alloc((n_refs + 1) * sizeof(CountersRef), "kg.arrays");
+      for (UInt id = 1; id <= block_info_count(); id++) {
+         const BlockInfo* blk = block_with_id(id);
+         if (blk->array_offset != kNoArrayOffset) refs_[first_[blk->fn()->id + 1]++] = counters_ref(blk->id, blk->array_offset);
+      }
+      // first_[f] is where function f's refs start, first_[f + 1] where they end.
+   }
+   // How many of its function's refs ctx's array holds (at most
+   // kArrayRoom).
+   UInt refs_held(const ForestNode* ctx) const
+   {
+      const CountersRef* refs = function_refs(ctx);
+      UInt fn_id = array_function_id(ctx);
+      UInt n = first_[fn_id + 1] - first_[fn_id];
+      UInt held = 0;
+      while (held < n && ref_offset(refs[held]) + counter_count(block_with_id(ref_block_id(refs[held]))) <=
+                            array_capacity((ForestNode*)ctx))
+         held++;
+      return held;
+   }
+   // The group of ctx's array, whose counters are at base.
+   ContextBlocks describe(const ForestNode* ctx, UInt base, UInt held) const
+   {
+      return { ctx, function_refs(ctx), { base }, held };
+   }
+   // The same in the counter store.
+   ContextBlocks describe(const ForestNode* ctx, UInt held) const
+   {
+      return describe(ctx, array_store_offset(counter_array((ForestNode*)ctx)), held);
+   }
+   void release()
+   {
+      kg::release(first_);
+      kg::release(refs_);
+      first_ = nullptr;
+      refs_ = nullptr;
+   }
+
+   // The refs of the function whose blocks ctx's array holds.
+   CountersRef* function_refs(const ForestNode* ctx) const { return refs_ + first_[array_function_id(ctx)]; }
+
+private:
+   UInt* first_ = nullptr;
+   CountersRef* refs_ = nullptr;
+};
 
 } // namespace kg

@@ -9,7 +9,32 @@
 namespace kg {
 
 CounterStore counter_store;
+CounterStore miss_store;
 BlockCountersIndex block_counters;
+
+void add_block_counters(const BlockInfo* blk, ULong* into, ULong* from)
+{
+   UInt n = counter_count(blk), anchor = miss_anchor_index(blk);
+   for (UInt j = 0; j < n; j++)
+      if (j != anchor) into[j] += from[j];
+   if (anchor == kNoMissAnchor || !from[anchor]) return;
+   if (!into[anchor]) {
+      into[anchor] = from[anchor];
+   } else {
+      UInt n_miss = events_of(blk)->n_miss;
+      ULong* dst = miss_counters_of(into[anchor]);
+      const ULong* src = miss_counters_of(from[anchor]);
+      for (UInt j = 0; j < n_miss; j++) dst[j] += src[j];
+      miss_store.recycle((UInt)from[anchor] - 1, n_miss);
+   }
+   from[anchor] = 0;
+}
+
+void recycle_miss_counters(const BlockInfo* blk, const ULong* counters)
+{
+   UInt anchor = miss_anchor_index(blk);
+   if (anchor != kNoMissAnchor && counters[anchor]) miss_store.recycle((UInt)counters[anchor] - 1, events_of(blk)->n_miss);
+}
 
 static void mark_counter_arrays();
 
@@ -57,16 +82,12 @@ void forget_cached_counters()
 }
 
 // While counting is off every block counts into this scratch memory
-// (never read); it only grows, since blocks may still point into it.
+// (never read; its pages are touched as far as blocks reach).
+ULong uncounted_sink[kUncountedSinkCounters];
 static ULong* uncounted_counters(UInt n_slots)
 {
-   static ULong* sink;
-   static UInt sink_slots;
-   if (n_slots > sink_slots) {
-      sink_slots = n_slots < 64 ? 64 : n_slots;
-      sink = (ULong*)alloc_permanent(sink_slots * sizeof(ULong));
-   }
-   return sink;
+   tl_assert(n_slots <= kUncountedSinkCounters);
+   return uncounted_sink;
 }
 
 void point_block_at_table(BlockInfo* blk, ForestNode* ctx)
@@ -134,8 +155,6 @@ extern "C" void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk)
 
 // ---- Counter arrays (kg_counters.h) ---------------------------------------------
 
-UInt array_unit_shift;
-void counters_init() { array_unit_shift = extra_events_on() ? 3 : 0; }
 
 // The contexts that have an array (each once), for dumps, zeroing and
 // switching counting on and off.
@@ -146,12 +165,12 @@ ULong* counter_array(ForestNode* ctx) { return *counter_array_word(ctx); }
 // The array's key (array_key) as its limit holds it.
 static UInt array_key_of(const ForestNode* ctx) { return (*array_limit_word((ForestNode*)ctx) >> 8) & (2 * kLevelArrayFlag - 1); }
 UInt array_function_id(const ForestNode* ctx) { return array_key_of(ctx) & ~kLevelArrayFlag; }
-UInt array_capacity(ForestNode* ctx) { return (*array_limit_word(ctx) & 0xFF) << array_unit_shift; }
+UInt array_capacity(ForestNode* ctx) { return *array_limit_word(ctx) & 0xFF; }
 // The limit (cap: counters, whole units); its top bit fails every block's
 // check while counting is off.
 static UInt array_limit(UInt key, UInt cap)
 {
-   return (key << 8 | cap >> array_unit_shift) | (kg_counting ? 0 : 1u << 31);
+   return (key << 8 | cap) | (kg_counting ? 0 : 1u << 31);
 }
 
 static void remember_array_context(ForestNode* ctx)
@@ -162,11 +181,11 @@ static void remember_array_context(ForestNode* ctx)
 // Arrays a context grew out of, by capacity, for other contexts' arrays:
 // linked through their first counter.
 // Indexed by units.
-static ULong* free_arrays[kArrayUnits + 1];
+static ULong* free_arrays[kArrayRoom + 1];
 
 static ULong* new_counter_array(UInt cap)
 {
-   ULong*& free = free_arrays[cap >> array_unit_shift];
+   ULong*& free = free_arrays[cap];
    ULong* arr = free;
    if (arr) {
       free = (ULong*)arr[0];
@@ -181,29 +200,23 @@ static ULong* new_counter_array(UInt cap)
 
 static void free_counter_array(ULong* arr, UInt cap)
 {
-   arr[0] = (ULong)free_arrays[cap >> array_unit_shift];
-   free_arrays[cap >> array_unit_shift] = arr;
+   arr[0] = (ULong)free_arrays[cap];
+   free_arrays[cap] = arr;
 }
 
 // ctx's array made anew with room for [0, end), its counters copied: an
 // array holds its function's blocks up to the last one that ran in the
 // context. (Room for every block of the function translated so far cost
 // cc1plus 6 MB at k=2, 2 % of its peak RSS, for 2-3 % of its time: fewer
-// growths.) With events beyond Ir, where a block's counters are several
-// times as many, an array grows by half its size at least: grown exactly,
-// the arrays it grew out of were three quarters of the arrays' memory
-// (bzip2 --branch-sim=yes: 61 k of 80 k counters on the free lists at
-// exit), and the extra room costs less than they did (peak RSS: bzip2
-// 40.1 -> 39.6 MB, sqlite3 52.8 -> 52.4 MB, cppvirt 41.0 -> 40.5 MB; without
-// events the same rule cost sqlite3 0.2 MB).
+// growths.) Events beyond Ir add a block's inline slots and miss anchor
+// alone (kg_block_info.h), so arrays grow exactly with events too: cc1plus
+// at k=2 --cache-sim=yes peaked at 518 MB so, 535 MB with arrays counted in
+// units of eight counters that grew by half at least.
 static ULong* grow_counter_array(ForestNode* ctx, UInt key, UInt end)
 {
    ULong* old = counter_array(ctx);
    UInt old_cap = array_capacity(ctx);
-   UInt units = array_units(end);
-   UInt grown = (old_cap >> array_unit_shift) * 3 / 2;
-   if (old && array_unit_shift && units < grown) units = grown < kArrayUnits ? grown : kArrayUnits;
-   UInt cap = units << array_unit_shift;
+   UInt cap = end;
    ULong* arr = new_counter_array(cap);
    if (old) {
       VG_(memcpy)(arr, old, old_cap * sizeof(ULong));
@@ -257,42 +270,36 @@ static void zero_counter_arrays()
       VG_(memset)(counter_array(array_contexts[c]), 0, array_capacity(array_contexts[c]) * sizeof(ULong));
 }
 
-void move_context_counters(ForestNode* from, ForestNode* into)
+void move_context_counters(ForestNode* from, ForestNode* into, const ArrayGroups& groups)
 {
    if (const ContextBlocks* c = block_counters.table_of(from)) {
       for (UInt i = 0; i < c->cap; i++) {
          CountersRef ref = c->slots[i];
          if (!ref) continue;
          BlockInfo* blk = block_with_id(ref_block_id(ref));
-         UInt n = counter_count(blk);
-         const ULong* src = counter_store.at(ref_offset(ref));
-         ULong* dst = block_counters.get(into, blk, n);
-         for (UInt j = 0; j < n; j++) dst[j] += src[j];
+         add_block_counters(blk, block_counters.get(into, blk, counter_count(blk)), counter_store.at(ref_offset(ref)));
       }
    }
    ULong* arr = counter_arrays_on() ? counter_array(from) : nullptr;
    if (!arr) return;
    UInt cap = array_capacity(from);
-   UInt key = array_key_of(from), fn_id = array_function_id(from);
+   UInt key = array_key_of(from);
    if (!counter_array(into)) {   // the array itself moves
       *counter_array_word(into) = arr;
       *array_limit_word(into) = *array_limit_word(from);
       remember_array_context(into);
-   } else if (array_key_of(into) == key) {
-      ULong* dst = array_capacity(into) < cap ? grow_counter_array(into, key, cap) : counter_array(into);
-      for (UInt j = 0; j < cap; j++) dst[j] += arr[j];
-      free_counter_array(arr, cap);
    } else {
-      // An inlined level's context whose array holds another function's
-      // blocks (the two threads' first blocks there were of two functions):
-      // its blocks go to the context's table.
-      for (UInt id = 1; id <= block_info_count(); id++) {
-         BlockInfo* blk = block_with_id(id);
-         if (blk->fn()->id != fn_id || blk->array_offset == kNoArrayOffset) continue;
-         UInt n = counter_count(blk);
-         if (blk->array_offset + n > cap) continue;
-         ULong* dst = block_counters.get(into, blk, n);
-         for (UInt j = 0; j < n; j++) dst[j] += arr[blk->array_offset + j];
+      // Block by block (a block's miss anchor is no count): into's array
+      // when it is the same function's, else (an inlined level's context
+      // whose array holds another function's blocks: the two threads'
+      // first blocks there were of two functions) into's table.
+      ULong* dst = nullptr;
+      if (array_key_of(into) == key) dst = array_capacity(into) < cap ? grow_counter_array(into, key, cap) : counter_array(into);
+      const CountersRef* refs = groups.function_refs(from);
+      for (UInt i = 0, held = groups.refs_held(from); i < held; i++) {
+         BlockInfo* blk = block_with_id(ref_block_id(refs[i]));
+         UInt offset = ref_offset(refs[i]);
+         add_block_counters(blk, dst ? dst + offset : block_counters.get(into, blk, counter_count(blk)), arr + offset);
       }
       free_counter_array(arr, cap);
    }
@@ -316,6 +323,7 @@ void reset_counters()
    block_counters.for_each([](const ContextBlocks*, CountersRef ref) {
       VG_(memset)(counter_store.at(ref_offset(ref)), 0, counter_count(block_with_id(ref_block_id(ref))) * sizeof(ULong));
    });
+   miss_store.rewind();   // every anchor is 0 now
 }
 
 } // namespace kg

@@ -22,12 +22,9 @@ namespace kg {
 // that kCallPending is) passes no block. The word before the counters is
 // their offset in the counter store. An array holds room for its
 // function's blocks up to the last one that ran in the context: functions of
-// more than array_room() counters keep the rest in the ways and the
+// more than kArrayRoom counters keep the rest in the ways and the
 // per-context tables.
-// Capacities are counted in units: one counter, or with events beyond Ir
-// (whose slots make a block's counters several times as many) eight, so
-// that the limit's 8 bits describe arrays of up to 1,024 counters then.
-const UInt kArrayUnits = 128;   // a function's room, in units; fits the limit's 8 bits
+const UInt kArrayRoom = 128;   // a function's room, in counters; fits the limit's 8 bits
 // The limit's 23 bits of a function: its id, and for an inlined level's
 // context (whose array holds its physical function's blocks) a flag, so
 // that a block of the function's own code never finds a level's array.
@@ -35,11 +32,6 @@ const UInt kLevelArrayFlag = 1u << 22;
 const UInt kMaxArrayFunction = kLevelArrayFlag;   // function ids that fit the limit
 // The key of fn's arrays in its own contexts, or in its inlined levels'.
 inline UInt array_key(UInt fn_id, Bool level) { return fn_id | (level ? kLevelArrayFlag : 0); }
-extern UInt array_unit_shift;   // log2 of a unit's counters (counters_init)
-void counters_init();
-inline UInt array_room() { return kArrayUnits << array_unit_shift; }
-// Units that hold n counters.
-inline UInt array_units(UInt n) { return (n + (1u << array_unit_shift) - 1) >> array_unit_shift; }
 // Whether the counter arrays are in use (function mode, counts per line,
 // counters' context nodes with room for them: at k = inf a view's). Decided by the
 // activation layouts, which know the nodes' payloads (activity/layouts.cpp).
@@ -47,8 +39,8 @@ Bool counter_arrays_on();
 // The check's constants for a block of function fn_id whose counters end at
 // `end` (array_offset + counters): the limit minus c1 is below c2 exactly
 // when the array is the function's, holds [0, end) and counting is on.
-inline UInt array_check_c1(UInt key, UInt end) { return (key << 8) + array_units(end); }
-inline UInt array_check_c2(UInt end) { return 256 - array_units(end) + 1; }
+inline UInt array_check_c1(UInt key, UInt end) { return (key << 8) + end; }
+inline UInt array_check_c2(UInt end) { return 256 - end + 1; }
 // The counters of (ctx, blk) in ctx's array, made or grown to hold them;
 // nullptr if blk has no offset, ctx is not its function's or counting is off.
 ULong* array_counters(ForestNode* ctx, BlockInfo* blk);
@@ -95,7 +87,9 @@ void forget_cached_counters();
 // moves when into has none); then, for the contexts for which gone(ctx,
 // arg) holds, whose nodes are about to be freed, their tables and counters
 // given back, their arrays forgotten, and every block's cached counters.
-void move_context_counters(ForestNode* from, ForestNode* into);
+// `groups`: the blocks of the functions' arrays (made for the moves).
+class ArrayGroups;
+void move_context_counters(ForestNode* from, ForestNode* into, const ArrayGroups& groups);
 void forget_counters_of(Bool (*gone)(const ForestNode* ctx, void* arg), void* arg);
 
 // After fork, in the child: every block counter back to zero.

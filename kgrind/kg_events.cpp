@@ -1,6 +1,7 @@
 #include "kg_events.h"
 #include "core/branch_model.h"
 #include "core/cache_model.h"
+#include "kg_counter_store.h"
 #include "kg_options.h"
 #include "kg_runtime.h"
 
@@ -132,13 +133,26 @@ void write_cache_desc(FileWriter& out, const Geometry& c)
 // Before any thread runs.
 ULong no_thread_clock[kEventIds];
 
+// The miss counters of a helper's slot, made at the (context, block)'s
+// first miss. While counting is off the block's counters are scratch that
+// every block shares (its anchor may be another block's count): its
+// misses go to more scratch.
+ULong uncounted_misses[4];
+inline ULong* miss_slots(ULong* anchor, UWord slot)
+{
+   if (__builtin_expect(in_uncounted_sink(anchor), 0)) return uncounted_misses;
+   return miss_counters(anchor, (UInt)(slot >> kMissCountShift)) + (slot & ((1u << kMissCountShift) - 1));
+}
+
 // Counting misses: bit 0 of a result is a first-level miss, bit 1 a
 // last-level one (core::CacheMiss); the access's first-level and
 // last-level misses, on the clock too. Most accesses hit: one test.
-inline void count_misses(ULong* slots, core::CacheMiss m, EventId l1, EventId ll)
+// `slot`'s first two counters are the access's.
+inline void count_misses(ULong* anchor, UWord slot, core::CacheMiss m, EventId l1, EventId ll)
 {
    if (__builtin_expect(m == core::kHit, 1)) return;
    ULong* clock = kg_event_clock;
+   ULong* slots = miss_slots(anchor, slot);
    slots[0]++;
    clock[l1]++;
    if (m == core::kLLMiss) {
@@ -148,21 +162,21 @@ inline void count_misses(ULong* slots, core::CacheMiss m, EventId l1, EventId ll
 }
 
 // A guarded access: its count (e: Dr or Dw) and its misses.
-inline void count_access(ULong* slots, core::CacheMiss m, EventId e, EventId l1, EventId ll)
+inline void count_access(ULong* anchor, UWord slot, core::CacheMiss m, EventId e, EventId l1, EventId ll)
 {
-   slots[0]++;
+   miss_slots(anchor, slot)[0]++;
    kg_event_clock[e]++;
-   count_misses(slots + 1, m, l1, ll);
+   count_misses(anchor, slot + 1, m, l1, ll);
 }
 
 // A branch: its count on the clock (the count itself is its flush
 // point's), and its mispredict.
-inline void count_branch(ULong* slot, Bool mispredicted, EventId e, EventId miss)
+inline void count_branch(ULong* anchor, UWord slot, Bool mispredicted, EventId e, EventId miss)
 {
    ULong* clock = kg_event_clock;
    clock[e]++;
    if (!mispredicted) return;
-   slot[0]++;
+   miss_slots(anchor, slot)[0]++;
    clock[miss]++;
 }
 
@@ -262,60 +276,60 @@ void write_event_costs(FileWriter& out, const ULong* counts, UInt n)
    for (UInt i = 0; i < n; i++) out.printf(" %llu", counts[i]);
 }
 
-extern "C" void VG_REGPARM(3) kg_sim_fetch(ULong* slots, Addr addr, UWord size)
+extern "C" void kg_sim_fetch(ULong* anchor, UWord slot, Addr addr, UWord size)
 {
-   count_misses(slots, caches.fetch(addr, size), kEvI1mr, kEvILmr);
+   count_misses(anchor, slot, caches.fetch(addr, size), kEvI1mr, kEvILmr);
 }
 
-extern "C" void VG_REGPARM(3) kg_sim_read(ULong* slots, Addr addr, UWord size)
+extern "C" void kg_sim_read(ULong* anchor, UWord slot, Addr addr, UWord size)
 {
    kg_event_clock[kEvDr]++;
-   count_misses(slots, caches.data(addr, size), kEvD1mr, kEvDLmr);
+   count_misses(anchor, slot, caches.data(addr, size), kEvD1mr, kEvDLmr);
 }
 
-extern "C" void VG_REGPARM(3) kg_sim_write(ULong* slots, Addr addr, UWord size)
+extern "C" void kg_sim_write(ULong* anchor, UWord slot, Addr addr, UWord size)
 {
    kg_event_clock[kEvDw]++;
-   count_misses(slots, caches.data(addr, size), kEvD1mw, kEvDLmw);
+   count_misses(anchor, slot, caches.data(addr, size), kEvD1mw, kEvDLmw);
 }
 
-extern "C" void VG_REGPARM(3) kg_sim_read_guarded(ULong* slots, Addr addr, UWord size)
+extern "C" void kg_sim_read_guarded(ULong* anchor, UWord slot, Addr addr, UWord size)
 {
-   count_access(slots, caches.data(addr, size), kEvDr, kEvD1mr, kEvDLmr);
+   count_access(anchor, slot, caches.data(addr, size), kEvDr, kEvD1mr, kEvDLmr);
 }
 
-extern "C" void VG_REGPARM(3) kg_sim_write_guarded(ULong* slots, Addr addr, UWord size)
+extern "C" void kg_sim_write_guarded(ULong* anchor, UWord slot, Addr addr, UWord size)
 {
-   count_access(slots, caches.data(addr, size), kEvDw, kEvD1mw, kEvDLmw);
+   count_access(anchor, slot, caches.data(addr, size), kEvDw, kEvD1mw, kEvDLmw);
 }
 
-extern "C" void VG_REGPARM(3) kg_sim_read_lines(ULong* slots, Addr addr, UWord size)
+extern "C" void kg_sim_read_lines(ULong* anchor, UWord slot, Addr addr, UWord size)
 {
-   count_misses(slots, caches.data(addr, size), kEvD1mr, kEvDLmr);
+   count_misses(anchor, slot, caches.data(addr, size), kEvD1mr, kEvDLmr);
 }
 
-extern "C" void VG_REGPARM(3) kg_sim_write_lines(ULong* slots, Addr addr, UWord size)
+extern "C" void kg_sim_write_lines(ULong* anchor, UWord slot, Addr addr, UWord size)
 {
-   count_misses(slots, caches.data(addr, size), kEvD1mw, kEvDLmw);
+   count_misses(anchor, slot, caches.data(addr, size), kEvD1mw, kEvDLmw);
 }
 
-extern "C" void kg_sim_fetch_read(ULong* slots, Addr iaddr, UWord isize, Addr addr, UWord size)
+extern "C" void kg_sim_fetch_read(ULong* anchor, UWord slot, Addr iaddr, UWord isize, Addr addr, UWord size)
 {
-   count_misses(slots, caches.fetch(iaddr, isize), kEvI1mr, kEvILmr);
+   count_misses(anchor, slot, caches.fetch(iaddr, isize), kEvI1mr, kEvILmr);
    kg_event_clock[kEvDr]++;
-   count_misses(slots + 2, caches.data(addr, size), kEvD1mr, kEvDLmr);
+   count_misses(anchor, slot + 2, caches.data(addr, size), kEvD1mr, kEvDLmr);
 }
 
-extern "C" void kg_sim_fetch_write(ULong* slots, Addr iaddr, UWord isize, Addr addr, UWord size)
+extern "C" void kg_sim_fetch_write(ULong* anchor, UWord slot, Addr iaddr, UWord isize, Addr addr, UWord size)
 {
-   count_misses(slots, caches.fetch(iaddr, isize), kEvI1mr, kEvILmr);
+   count_misses(anchor, slot, caches.fetch(iaddr, isize), kEvI1mr, kEvILmr);
    kg_event_clock[kEvDw]++;
-   count_misses(slots + 2, caches.data(addr, size), kEvD1mw, kEvDLmw);
+   count_misses(anchor, slot + 2, caches.data(addr, size), kEvD1mw, kEvDLmw);
 }
 
-extern "C" void VG_REGPARM(3) kg_sim_cond(ULong* slots, Addr addr, UWord taken)
+extern "C" void kg_sim_cond(ULong* anchor, UWord slot, Addr addr, UWord taken)
 {
-   count_branch(slots, predictor->conditional(addr, taken != 0), kEvBc, kEvBcm);
+   count_branch(anchor, slot, predictor->conditional(addr, taken != 0), kEvBc, kEvBcm);
 }
 
 extern "C" void VG_REGPARM(1) kg_count_bus(ULong* slot)
@@ -324,9 +338,9 @@ extern "C" void VG_REGPARM(1) kg_count_bus(ULong* slot)
    kg_event_clock[kEvGe]++;
 }
 
-extern "C" void VG_REGPARM(3) kg_sim_indirect(ULong* slots, Addr addr, Addr target)
+extern "C" void kg_sim_indirect(ULong* anchor, UWord slot, Addr addr, Addr target)
 {
-   count_branch(slots, predictor->indirect(addr, target), kEvBi, kEvBim);
+   count_branch(anchor, slot, predictor->indirect(addr, target), kEvBi, kEvBim);
 }
 
 } // namespace kg

@@ -76,8 +76,11 @@ void write_events_line(FileWriter& out);
 // out (readers take a missing count as 0).
 void write_event_costs(FileWriter& out, const ULong* counts, UInt n);
 
-// The simulators' entry points. `slots`: the event counters in the
-// (context, block) of what the helper counts. An unguarded access's Dr or
+// The simulators' entry points. `anchor`: the miss anchor of the (context,
+// block) of what the helper counts (kg_block_info.h, BlockEvents); `slot`:
+// the helper's first miss slot, its index below kMissCountShift and the
+// block's number of miss slots above, so that the first miss makes the
+// miss counters. An unguarded access's Dr or
 // Dw and a branch's Bc or Bi are counted by the block's flush points
 // (PointEvent), so most helpers count misses alone: a fetch [I1mr, ILmr];
 // an instruction's fetch and its first data access in one call [I1mr,
@@ -88,19 +91,20 @@ void write_event_costs(FileWriter& out, const ULong* counts, UInt n);
 // helpers, called only when the access is not in the line of the one
 // before, do not (the flush point does). A guarded access (_guarded)
 // counts itself too: [Dr, D1mr, DLmr] or [Dw, D1mw, DLmw]. An atomic
-// instruction [Ge].
+// instruction counts [Ge] in an inline slot (`slot`: its counter).
+const UInt kMissCountShift = 16;
 extern "C" {
-void VG_REGPARM(3) kg_sim_fetch(ULong* slots, Addr addr, UWord size);
-void VG_REGPARM(3) kg_sim_read(ULong* slots, Addr addr, UWord size);
-void VG_REGPARM(3) kg_sim_write(ULong* slots, Addr addr, UWord size);
-void VG_REGPARM(3) kg_sim_read_guarded(ULong* slots, Addr addr, UWord size);
-void VG_REGPARM(3) kg_sim_write_guarded(ULong* slots, Addr addr, UWord size);
-void VG_REGPARM(3) kg_sim_read_lines(ULong* slots, Addr addr, UWord size);
-void VG_REGPARM(3) kg_sim_write_lines(ULong* slots, Addr addr, UWord size);
-void kg_sim_fetch_read(ULong* slots, Addr iaddr, UWord isize, Addr addr, UWord size);
-void kg_sim_fetch_write(ULong* slots, Addr iaddr, UWord isize, Addr addr, UWord size);
-void VG_REGPARM(3) kg_sim_cond(ULong* slots, Addr addr, UWord taken);
-void VG_REGPARM(3) kg_sim_indirect(ULong* slots, Addr addr, Addr target);
+void kg_sim_fetch(ULong* anchor, UWord slot, Addr addr, UWord size);
+void kg_sim_read(ULong* anchor, UWord slot, Addr addr, UWord size);
+void kg_sim_write(ULong* anchor, UWord slot, Addr addr, UWord size);
+void kg_sim_read_guarded(ULong* anchor, UWord slot, Addr addr, UWord size);
+void kg_sim_write_guarded(ULong* anchor, UWord slot, Addr addr, UWord size);
+void kg_sim_read_lines(ULong* anchor, UWord slot, Addr addr, UWord size);
+void kg_sim_write_lines(ULong* anchor, UWord slot, Addr addr, UWord size);
+void kg_sim_fetch_read(ULong* anchor, UWord slot, Addr iaddr, UWord isize, Addr addr, UWord size);
+void kg_sim_fetch_write(ULong* anchor, UWord slot, Addr iaddr, UWord isize, Addr addr, UWord size);
+void kg_sim_cond(ULong* anchor, UWord slot, Addr addr, UWord taken);
+void kg_sim_indirect(ULong* anchor, UWord slot, Addr addr, Addr target);
 void VG_REGPARM(1) kg_count_bus(ULong* slot);
 }
 

@@ -9,71 +9,6 @@ namespace kg {
 
 namespace {
 
-// At exit and at a dump, each counter array is one more group of
-// ExitCosts: its refs are its function's blocks that have an offset
-// (shared by the function's arrays, in the order of their offsets, so that
-// those within an array's capacity are a prefix), its base the array's
-// offset in the counter store (or in a dump's copy). At exit a group is
-// described when it is read, from its context and its number of refs (a
-// ContextBlocks each was 2.4 MB of cc1plus's k=2 peak).
-class ArrayGroups {
-public:
-   void make()
-   {
-      UInt n_fns = function_count();
-      first_ = (UInt*)alloc_zeroed((n_fns + 2) * sizeof(UInt), "kg.arrays");
-      UWord n_refs = 0;
-      for (UInt id = 1; id <= block_info_count(); id++) {
-         if (block_with_id(id)->array_offset == kNoArrayOffset) continue;
-         first_[block_with_id(id)->fn()->id + 2]++;
-         n_refs++;
-      }
-      for (UInt f = 1; f <= n_fns; f++) first_[f + 1] += first_[f];
-      // Blocks are made in the order their offsets were given.
-      refs_ = (CountersRef*)kg::alloc((n_refs + 1) * sizeof(CountersRef), "kg.arrays");
-      for (UInt id = 1; id <= block_info_count(); id++) {
-         const BlockInfo* blk = block_with_id(id);
-         if (blk->array_offset != kNoArrayOffset) refs_[first_[blk->fn()->id + 1]++] = counters_ref(blk->id, blk->array_offset);
-      }
-      // first_[f] is where function f's refs start, first_[f + 1] where they end.
-   }
-   // How many of its function's refs ctx's array holds (at most
-   // array_room()).
-   UInt refs_held(const ForestNode* ctx) const
-   {
-      const CountersRef* refs = function_refs(ctx);
-      UInt fn_id = array_function_id(ctx);
-      UInt n = first_[fn_id + 1] - first_[fn_id];
-      UInt held = 0;
-      while (held < n && ref_offset(refs[held]) + counter_count(block_with_id(ref_block_id(refs[held]))) <=
-                            array_capacity((ForestNode*)ctx))
-         held++;
-      return held;
-   }
-   // The group of ctx's array, whose counters are at base.
-   ContextBlocks describe(const ForestNode* ctx, UInt base, UInt held) const
-   {
-      return { ctx, function_refs(ctx), { base }, held };
-   }
-   // The same in the counter store.
-   ContextBlocks describe(const ForestNode* ctx, UInt held) const
-   {
-      return describe(ctx, array_store_offset(counter_array((ForestNode*)ctx)), held);
-   }
-   void release()
-   {
-      kg::release(first_);
-      kg::release(refs_);
-      first_ = nullptr;
-      refs_ = nullptr;
-   }
-
-private:
-   CountersRef* function_refs(const ForestNode* ctx) const { return refs_ + first_[array_function_id(ctx)]; }
-
-   UInt* first_ = nullptr;
-   CountersRef* refs_ = nullptr;
-};
 ArrayGroups array_groups;
 
 } // namespace
@@ -289,8 +224,8 @@ template <typename F>
 static void for_each_event(const CountedBlock& e, Bool per_instruction, F f)
 {
    const BlockInfo* blk = e.blk;
-   if (blk->id >= block_events_cap || !block_events[blk->id]) return;
-   const BlockEvents* ev = block_events[blk->id];
+   const BlockEvents* ev = events_of(blk);
+   if (!ev) return;
    const ULong* c = e.counters + event_base(blk);
    auto at = [&](UInt pos, UShort event, ULong count) {
       UInt col = event_column((EventId)event);
@@ -301,8 +236,13 @@ static void for_each_event(const CountedBlock& e, Bool per_instruction, F f)
          f(blk->lines()[pos], (Addr)0, col, count);
       }
    };
-   for (UInt s = 0; s < ev->n; s++)
+   for (UInt s = 0; s < ev->n_inline; s++)
       if (c[s]) at(ev->slots[s].line, ev->slots[s].event, c[s]);
+   if (const ULong* misses = ev->n_miss ? miss_counters_of(c[ev->n_inline]) : nullptr) {
+      const EventSlot* slots = ev->slots + ev->n_inline;
+      for (UInt s = 0; s < ev->n_miss; s++)
+         if (misses[s]) at(slots[s].line, slots[s].event, misses[s]);
+   }
    // Counted by their flush points (reached counts: count_reached ran).
    for (UInt i = 0; i < ev->n_by_point; i++) {
       const PointEvent& p = ev->by_point[i];

@@ -52,7 +52,6 @@ void post_clo_init()
    check_options();
    if (!inline_frames_on()) VG_(clo_read_inline_info) = False;
    events_init();
-   counters_init();
    systime_init();
    choose_unroll_threshold();
    debuginfo_init();

@@ -261,7 +261,10 @@ void compact_waiting()
    }
    context_ir_end();
    VG_(ssort)(moves.m, moves.n, sizeof(NodeMove), compare_moves);
-   for (UWord i = 0; i < moves.n; i++) move_context_counters((ForestNode*)moves.m[i].from, moves.m[i].to);
+   ArrayGroups groups;
+   if (counter_arrays_on()) groups.make();
+   for (UWord i = 0; i < moves.n; i++) move_context_counters((ForestNode*)moves.m[i].from, moves.m[i].to, groups);
+   groups.release();
    move_call_edges(moved_to, &moves);
    forget_counters_of(moved, &moves);
    kg::release(moves.m);

@@ -3,10 +3,11 @@
 // program order (an instruction's fetch and its first data access in one
 // call; a fetch in the I1 line of the instruction before it and a data
 // access in the D1 line of the access before it need none), each given the
-// address of its event counters in the block's (context, block) counters:
-// after the flush points' (event_base), a slot per (access, event), made
-// here and described in the block's EventSlots (which line each counts,
-// which event). An unguarded access's Dr or Dw and a branch's Bc or Bi
+// (context, block)'s miss anchor and its first slot there (a slot per
+// (access, event): kg_block_info.h, BlockEvents), made here and described
+// in the block's EventSlots (which line each counts, which event). Slots
+// that inline IR adds to are counters after the flush points'
+// (event_base). An unguarded access's Dr or Dw and a branch's Bc or Bi
 // happen whenever execution reaches the flush point after them: they have
 // no counter (the block's PointEvents), and the point adds them to the
 // clocks (flush) unless their helper, called every time, does.
@@ -30,8 +31,11 @@ public:
          line_bits_ = i1_line_bits();
          d1_line_bits_ = d1_line_bits();
       }
-      n_ = 0;
+      n_inline_ = 0;
+      n_miss_ = 0;
       n_patches_ = 0;
+      n_anchor_patches_ = 0;
+      n_miss_patches_ = 0;
       last_read_addr_ = nullptr;
       last_fetched_ = 0;
       fetch_pending_ = False;
@@ -182,21 +186,25 @@ public:
    {
       if (!on_ || !clo.collect_systime || !is_syscall_end(sb->jumpkind)) return;
       IRExpr* at = slot_address(b, counters);
-      slots_[n_++] = { (UShort)line, (UShort)kEvSysCount };
-      slots_[n_++] = { (UShort)line, (UShort)kEvSysTime };
-      if (clo.collect_systime == kSysTimeNsec) slots_[n_++] = { (UShort)line, (UShort)kEvSysCpuTime };
+      add_inline_slot(line, kEvSysCount);
+      add_inline_slot(line, kEvSysTime);
+      if (clo.collect_systime == kSysTimeNsec) add_inline_slot(line, kEvSysCpuTime);
       b.store64((const void*)&kg_syscall_slots, at);
    }
 
-   // The block's counters are known: the slots' offsets, after its flush
-   // points'; its EventSlots.
+   // The block's counters are known: the inline slots' offsets, after its
+   // flush points', the miss anchor's after them, the miss counters'
+   // number; its EventSlots, the inline ones first.
    void finish(BlockInfo* blk)
    {
       if (!on_) return;
       tl_assert(n_waiting_ == 0);
       ULong base = 8 * (ULong)event_base(blk);
       for (UInt i = 0; i < n_patches_; i++) patches_[i]->Ico.U64 += base;
-      set_block_events(blk, slots_, n_, by_point_events_, n_by_point_);
+      for (UInt i = 0; i < n_anchor_patches_; i++) anchor_patches_[i]->Ico.U64 = base + 8 * (ULong)n_inline_;
+      for (UInt i = 0; i < n_miss_patches_; i++) miss_patches_[i]->Ico.U64 |= (ULong)n_miss_ << kMissCountShift;
+      VG_(memcpy)(slots_ + n_inline_, miss_slots_, n_miss_ * sizeof(EventSlot));
+      set_block_events(blk, slots_, n_inline_, n_miss_, by_point_events_, n_by_point_);
    }
 
    // Flush point `point` is next: the events waiting for it are its
@@ -257,8 +265,8 @@ private:
    // misses [I1mr ILmr D1mr DLmr], and the same for a write.
    // (Function pointers of their own types: a constant initialisation, as
    // the tool runs no constructors.)
-   typedef void VG_REGPARM(3) (*Helper)(ULong*, Addr, UWord);
-   typedef void (*FetchHelper)(ULong*, Addr, UWord, Addr, UWord);
+   typedef void (*Helper)(ULong*, UWord, Addr, UWord);
+   typedef void (*FetchHelper)(ULong*, UWord, Addr, UWord, Addr, UWord);
    struct AccessKind {
       EventId count, l1, ll;
       const HChar* guarded_name;
@@ -301,11 +309,13 @@ private:
       count_unguarded(b, counters, line, k.count, relation == kOtherLine);
       if (fetch_pending_) {
          fetch_pending_ = False;
-         IRExpr* at = slot_address(b, counters);
-         const EventId events[] = { kEvI1mr, kEvILmr, k.l1, k.ll };
-         for (EventId e : events) add_slot(line, e);
+         IRExpr* anchor = anchor_address(b, counters);
+         IRExpr* first = miss_slot(line, kEvI1mr);
+         const EventId events[] = { kEvILmr, k.l1, k.ll };
+         for (EventId e : events) add_miss_slot(line, e);
          b.call(k.fetch_name, (void*)k.fetch_fn, 0,
-                mkIRExprVec_5(at, IRBuilder::u64(fetch_addr_), IRBuilder::u64(fetch_len_), addr, n), nullptr);
+                mkIRExprVec_6(anchor, first, IRBuilder::u64(fetch_addr_), IRBuilder::u64(fetch_len_), addr, n),
+                nullptr);
          return;
       }
       switch (relation) {
@@ -374,7 +384,8 @@ private:
       return a->tag == Iex_RdTmp ? a : nullptr;
    }
 
-   void add_slot(UInt line, EventId e) { slots_[n_++] = { (UShort)line, (UShort)e }; }
+   void add_inline_slot(UInt line, EventId e) { slots_[n_inline_++] = { (UShort)line, (UShort)e }; }
+   void add_miss_slot(UInt line, EventId e) { miss_slots_[n_miss_++] = { (UShort)line, (UShort)e }; }
 
    // An event that happens whenever execution reaches the next flush point
    // (an unguarded access, a branch): counted by that point, or, in a
@@ -417,7 +428,7 @@ private:
    void count(IRBuilder& b, IRExpr* counters, UInt line, EventId e, IRExpr* guard, Bool on_clock)
    {
       IRExpr* at = slot_address(b, counters);
-      slots_[n_++] = { (UShort)line, (UShort)e };
+      add_inline_slot(line, e);
       b.add_if(guard, b.place(at, 0), IRBuilder::u64(1));
       if (on_clock) b.add_if(guard, b.place(b.load64(&kg_event_clock), 8 * e), IRBuilder::u64(1));
    }
@@ -425,30 +436,56 @@ private:
    void bus(IRBuilder& b, IRExpr* counters, UInt line)
    {
       IRExpr* at = slot_address(b, counters);
-      slots_[n_++] = { (UShort)line, (UShort)kEvGe };
+      add_inline_slot(line, kEvGe);
       b.call("kg_count_bus", (void*)kg_count_bus, 1, mkIRExprVec_1(at), nullptr);
    }
 
-   // The address of the next slot (counters + its offset, patched in finish).
+   void check_room()
+   {
+      if (n_inline_ + n_miss_ + 5 > kMaxEventSlots || n_patches_ == kMaxEventSlots)
+         VG_(tool_panic)((HChar*)"kgrind: a superblock with more than 4096 event counters");
+   }
+
+   // The address of the next inline slot (counters + its offset, patched
+   // in finish).
    IRExpr* slot_address(IRBuilder& b, IRExpr* counters)
    {
-      if (n_ + 5 > kMaxEventSlots || n_patches_ == kMaxEventSlots)
-         VG_(tool_panic)((HChar*)"kgrind: a superblock with more than 4096 event counters");
-      IRConst* offset = IRConst_U64(8 * (ULong)n_);
+      check_room();
+      IRConst* offset = IRConst_U64(8 * (ULong)n_inline_);
       patches_[n_patches_++] = offset;
       return b.op(Iop_Add64, counters, IRExpr_Const(offset));
    }
 
-   // helper(counters + slot offset, x, y) when guard holds, with slots for
-   // events e0 (and e1, e2) of line `line`.
+   // The address of the miss anchor (counters + its offset, set in finish).
+   IRExpr* anchor_address(IRBuilder& b, IRExpr* counters)
+   {
+      check_room();
+      IRConst* offset = IRConst_U64(0);
+      anchor_patches_[n_anchor_patches_++] = offset;
+      return b.op(Iop_Add64, counters, IRExpr_Const(offset));
+   }
+
+   // The next miss slot, for event e of line `line`: its index among the
+   // miss counters, and their number above (kg_events.h, MissSlot; the
+   // number set in finish).
+   IRExpr* miss_slot(UInt line, EventId e)
+   {
+      IRConst* slot = IRConst_U64(n_miss_);
+      miss_patches_[n_miss_patches_++] = slot;
+      add_miss_slot(line, e);
+      return IRExpr_Const(slot);
+   }
+
+   // helper(miss anchor, miss slot, x, y) when guard holds, with miss
+   // slots for events e0 (and e1, e2) of line `line`.
    void call(IRBuilder& b, IRExpr* counters, UInt line, EventId e0, const HChar* name, void* fn, IRExpr* x,
              IRExpr* y, IRExpr* guard, Int e1 = -1, Int e2 = -1)
    {
-      IRExpr* at = slot_address(b, counters);
-      add_slot(line, e0);
-      if (e1 >= 0) add_slot(line, (EventId)e1);
-      if (e2 >= 0) add_slot(line, (EventId)e2);
-      b.call(name, fn, 3, mkIRExprVec_3(at, x, y), guard);
+      IRExpr* anchor = anchor_address(b, counters);
+      IRExpr* first = miss_slot(line, e0);
+      if (e1 >= 0) add_miss_slot(line, (EventId)e1);
+      if (e2 >= 0) add_miss_slot(line, (EventId)e2);
+      b.call(name, fn, 0, mkIRExprVec_4(anchor, first, x, y), guard);
    }
 
    // No initialisers: the one EventsIR is a zeroed static (the tool runs no
@@ -463,10 +500,16 @@ private:
    UInt n_by_point_;
    UInt line_bits_;                 // I1's
    Addr last_fetched_;              // the previous instruction's last byte, or 0
-   UInt n_;
+   UInt n_inline_;
+   UInt n_miss_;
    UInt n_patches_;
-   EventSlot slots_[kMaxEventSlots];
+   UInt n_anchor_patches_;
+   UInt n_miss_patches_;
+   EventSlot slots_[kMaxEventSlots];        // inline, then (finish) miss
+   EventSlot miss_slots_[kMaxEventSlots];
    IRConst* patches_[kMaxEventSlots];
+   IRConst* anchor_patches_[kMaxEventSlots];
+   IRConst* miss_patches_[kMaxEventSlots];
    IRExpr* last_read_addr_;
    UInt last_read_size_;
    UInt d1_line_bits_;
@@ -497,24 +540,23 @@ const EventsIR::AccessKind EventsIR::kWriteAccess = {
 
 EventsIR events_ir;
 
-// At most how many event slots EventsIR gives the superblock (known before
-// its prologue, which decides whether the block counts in its function's
-// counter array): an instruction's fetch two, a data access (guarded: its
-// count too) three and a bus event one, a branch two, a system call three.
+// At most how many event counters EventsIR gives the superblock's (context,
+// block)s (known before its prologue, which decides whether the block counts
+// in its function's counter array): the miss anchor, and the inline slots:
+// a data access's count and a branch's (in a block that counts where
+// execution leaves it), a bus event, an indirect branch's count, a system
+// call's three.
 UInt event_slots_at_most(const IRSB* sb)
 {
-   UInt n = 2 + 3;   // an indirect branch or a system call at the end
+   UInt n = 1 + 1 + 3;   // the anchor; an indirect branch or a system call at the end
    for (Int i = 0; i < sb->stmts_used; i++) {
       const IRStmt* st = sb->stmts[i];
       switch (st->tag) {
-      case Ist_IMark:
-         n += 2;
-         break;
       case Ist_Exit:
-         n += 2;
+         n += 1;
          break;
       case Ist_WrTmp:
-         if (st->Ist.WrTmp.data->tag == Iex_Load) n += 3;
+         if (st->Ist.WrTmp.data->tag == Iex_Load) n += 1;
          break;
       case Ist_Store:
       case Ist_LoadG:
@@ -522,7 +564,7 @@ UInt event_slots_at_most(const IRSB* sb)
       case Ist_CAS:
       case Ist_LLSC:
       case Ist_Dirty:
-         n += 3 + 1;
+         n += 1 + 1;
          break;
       default:
          break;

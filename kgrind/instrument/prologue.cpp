@@ -104,7 +104,7 @@ Bool counts_in_array(const BlockInfo* blk, UInt max_counters)
 {
    const FnInfo* fn = blk->fn();
    return counter_arrays_on() && !blk->in_plt && !fn->no_symbol && fn_traced(fn) && !fn->resolver &&
-          fn->id < kMaxArrayFunction && fn->array_counters + max_counters <= array_room();
+          fn->id < kMaxArrayFunction && fn->array_counters + max_counters <= kArrayRoom;
 }
 
 // Whether blk's prologue counts in its context's array (add_array_counters),
@@ -171,7 +171,7 @@ void finish_array_check(BlockInfo* blk)
    p.blk = nullptr;
    FnInfo* fn = blk->fn();
    UInt end = p.offset + counter_count(blk);   // with its events' slots
-   tl_assert(end <= array_room());   // counts_in_array's bound
+   tl_assert(end <= kArrayRoom);   // counts_in_array's bound
    for (UInt i = 0; i < p.n; i++) {
       p.c1[i]->Ico.U32 = array_check_c1(array_key(fn->id, p.level[i]), end);
       p.c2[i]->Ico.U32 = array_check_c2(end);
