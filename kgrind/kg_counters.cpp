@@ -155,7 +155,6 @@ extern "C" void VG_REGPARM(1) kg_refresh_counters(BlockInfo* blk)
 
 // ---- Counter arrays (kg_counters.h) ---------------------------------------------
 
-
 // The contexts that have an array (each once), for dumps, zeroing and
 // switching counting on and off.
 static ForestNode** array_contexts;
@@ -166,7 +165,7 @@ ULong* counter_array(ForestNode* ctx) { return *counter_array_word(ctx); }
 static UInt array_key_of(const ForestNode* ctx) { return (*array_limit_word((ForestNode*)ctx) >> 8) & (2 * kLevelArrayFlag - 1); }
 UInt array_function_id(const ForestNode* ctx) { return array_key_of(ctx) & ~kLevelArrayFlag; }
 UInt array_capacity(ForestNode* ctx) { return *array_limit_word(ctx) & 0xFF; }
-// The limit (cap: counters, whole units); its top bit fails every block's
+// The limit (cap: counters); its top bit fails every block's
 // check while counting is off.
 static UInt array_limit(UInt key, UInt cap)
 {
@@ -179,8 +178,7 @@ static void remember_array_context(ForestNode* ctx)
 }
 
 // Arrays a context grew out of, by capacity, for other contexts' arrays:
-// linked through their first counter.
-// Indexed by units.
+// linked through their first counter, indexed by capacity.
 static ULong* free_arrays[kArrayRoom + 1];
 
 static ULong* new_counter_array(UInt cap)

@@ -144,15 +144,12 @@ inline ULong* miss_slots(ULong* anchor, UWord slot)
    return miss_counters(anchor, (UInt)(slot >> kMissCountShift)) + (slot & ((1u << kMissCountShift) - 1));
 }
 
-// Counting misses: bit 0 of a result is a first-level miss, bit 1 a
-// last-level one (core::CacheMiss); the access's first-level and
-// last-level misses, on the clock too. Most accesses hit: one test.
-// `slot`'s first two counters are the access's.
-inline void count_misses(ULong* anchor, UWord slot, core::CacheMiss m, EventId l1, EventId ll)
+// A miss counted in `slots`, the access's two (I1mr ILmr, D1mr DLmr or
+// D1mw DLmw), and on the clock: bit 0 of m is a first-level miss, bit 1 a
+// last-level one (core::CacheMiss).
+inline void count_miss_slots(ULong* slots, core::CacheMiss m, EventId l1, EventId ll)
 {
-   if (__builtin_expect(m == core::kHit, 1)) return;
    ULong* clock = kg_event_clock;
-   ULong* slots = miss_slots(anchor, slot);
    slots[0]++;
    clock[l1]++;
    if (m == core::kLLMiss) {
@@ -161,12 +158,21 @@ inline void count_misses(ULong* anchor, UWord slot, core::CacheMiss m, EventId l
    }
 }
 
+// An access's misses, from its slot (made at the first). Most accesses
+// hit: one test.
+inline void count_misses(ULong* anchor, UWord slot, core::CacheMiss m, EventId l1, EventId ll)
+{
+   if (__builtin_expect(m == core::kHit, 1)) return;
+   count_miss_slots(miss_slots(anchor, slot), m, l1, ll);
+}
+
 // A guarded access: its count (e: Dr or Dw) and its misses.
 inline void count_access(ULong* anchor, UWord slot, core::CacheMiss m, EventId e, EventId l1, EventId ll)
 {
-   miss_slots(anchor, slot)[0]++;
+   ULong* slots = miss_slots(anchor, slot);
+   slots[0]++;
    kg_event_clock[e]++;
-   count_misses(anchor, slot + 1, m, l1, ll);
+   if (m != core::kHit) count_miss_slots(slots + 1, m, l1, ll);
 }
 
 // A branch: its count on the clock (the count itself is its flush

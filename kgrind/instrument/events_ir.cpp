@@ -466,8 +466,8 @@ private:
    }
 
    // The next miss slot, for event e of line `line`: its index among the
-   // miss counters, and their number above (kg_events.h, MissSlot; the
-   // number set in finish).
+   // miss counters, and their number above kMissCountShift (kg_events.h;
+   // set in finish).
    IRExpr* miss_slot(UInt line, EventId e)
    {
       IRConst* slot = IRConst_U64(n_miss_);
