@@ -452,7 +452,7 @@ void VG_REGPARM(1) kg_run_array_counters(UWord block_id);
 // tier: as kg_inline_enter's.
 void VG_REGPARM(2) kg_inline_leave(BlockInfo* blk, LevelTierCounts* tier);
 // Events beyond Ir (activity/event_clocks.cpp): a block that may have
-// popped frame f inline, whose transition is not in kg_recent_events or
+// popped frame f inline, whose transition's arrays are not made yet or
 // whose rare events' clocks (event_is_rare: their column pairs,
 // frames_ir.cpp) moved while it ran: if it did pop it, f's event clocks
 // close (its context's count of frames already lowered): all of them, or
@@ -465,37 +465,26 @@ void VG_REGPARM(1) kg_frame_events_close(const Frame* f);
 UWord frame_row_scale();
 // Where frames of a transition add their inclusive events as they close
 // (activity/event_clocks.cpp): its call edge's and its k-SF node's arrays,
-// by a hash of its address, the last one looked up a slot, while counting
-// is on (an empty slot is zero: no transition). An inline pop whose transition is there adds to them (edge:
-// kg_events_sink for a thread's root; node: at finite k when its context's
-// count of frames reached 0, at k = inf always, the sink for a rolled
-// transition); else it calls kg_frame_events_close, which puts it there.
-struct RecentEvents {
-   const Transition* tr;
+// whose addresses the transition keeps after its fields (at
+// transition_events_offset(); with events a transition has that much more
+// room), null until its first frame closes with counting on. The edge is
+// kg_events_sink for a thread's root, the node at k = inf for a rolled
+// transition (never its node's outermost activation). An inline pop adds to
+// them (to the node at finite k when its context's count of frames reached
+// 0) when they are made and counting is on (kg_events_paused zero), else
+// to kg_events_sink, and then calls kg_frame_events_close, which makes them.
+struct TransitionEvents {
    ULong* edge;
    ULong* node;
-   UWord unused;   // 32 bytes: a slot's offset is a shift
 };
-// The slot: the address's bits 4 and up (transitions are 48 bytes or more),
-// as many as there are slots in use, whose byte offset is
-// (tr << 1) & kg_recent_events_mask. 1,024 slots (32 KB) are in use at
-// first, 4 times as many each time lookups of transitions found before
-// missed slots * 64 times since the last growth, up to 16,384 (512 KB,
-// whose unused pages are never touched). With 1,024, 4,096 and 16,384
-// slots from the start, k = 2, --branch-sim=yes: callheavy 120 (767
-// transitions) missed only each transition's first lookup; cppvirt 8
-// (1,924) 2.8 M, 65 k and 2 k times; the bench's sqlite3 (8,692) 11.1 M,
-// 3.0 M and 0.3 M. Growing, cppvirt stays at 4,096 (130 k misses) and
-// sqlite3 reaches 16,384 (0.6 M).
-const UWord kRecentEventsFirst = 1 << 10;
-const UWord kRecentEvents = 1 << 14;
-static_assert(sizeof(RecentEvents) == 32, "a slot's offset is a shift");
-extern RecentEvents kg_recent_events[kRecentEvents];
-extern UWord kg_recent_events_mask;   // (slots in use - 1) * 32
-inline RecentEvents& recent_events_slot(const Transition* tr)
+// The byte offset of a transition's TransitionEvents (transition_bytes()).
+UWord transition_events_offset();
+inline TransitionEvents* events_arrays(const Transition* tr)
 {
-   return *(RecentEvents*)((char*)kg_recent_events + ((UWord)tr << 1 & kg_recent_events_mask));
+   return (TransitionEvents*)((char*)tr + transition_events_offset());
 }
+// Non-zero while counting is off (!kg_counting), for inline pops.
+extern UWord kg_events_paused;
 // What inline pops add where nothing counts; never read.
 extern ULong kg_events_sink[];
 

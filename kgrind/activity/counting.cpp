@@ -138,7 +138,7 @@ void pause_counting()
    }
    kg_counting = False;
    forget_cached_counters();
-   forget_recent_events();
+   note_counting_for_events();
 }
 
 void resume_counting()
@@ -150,6 +150,7 @@ void resume_counting()
    }
    kg_counting = True;
    forget_cached_counters();
+   note_counting_for_events();
 }
 
 ULong ir_elapsed()

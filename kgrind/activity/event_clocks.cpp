@@ -11,14 +11,13 @@
 // directly, so no transition needs to carry them. Inline IR's pushes and
 // pops do the same without a call (instrument/frames_ir.cpp): a row is
 // found from the frame's address (frame_rows_bias), a transition's arrays
-// in kg_recent_events, and kg_frame_events_close does a pop whose
-// transition is not there. While counting is off (regions) nothing is
+// in the transition (TransitionEvents), and kg_frame_events_close does a
+// pop whose transition has none yet. While counting is off (regions) nothing is
 // added, as the transitions' Ir of then is discarded (discard_uncounted).
 
 namespace kg {
 
-RecentEvents kg_recent_events[kRecentEvents];
-UWord kg_recent_events_mask = (kRecentEventsFirst - 1) * sizeof(RecentEvents);
+UWord kg_events_paused;
 ULong kg_events_sink[kEventIds];
 
 namespace {
@@ -27,19 +26,13 @@ UInt clock_events;                    // events beyond Ir; 0: none, nothing here
 EventId clock_event_ids[kEventIds];   // the event of each column
 UWord row_scale;                      // frame_row_scale()
 Bool rare_column[kEventIds];          // tested by inline pops (pops_test_rare_events)
-ULong recent_events_misses;           // events_of's (--stats)
-ULong conflicts_since_growth;         // misses of transitions looked up before
-UWord recent_slots_in_use() { return kg_recent_events_mask / sizeof(RecentEvents) + 1; }
+ULong transitions_with_events;        // arrays made (--stats)
 
 } // namespace
 
-// No transition in kg_recent_events (as at the start: zero), while
-// counting is off: its pops then call kg_frame_events_close, which adds
-// nothing.
-static void forget_recent_events()
-{
-   if (clock_events) VG_(memset)(kg_recent_events, 0, recent_slots_in_use() * sizeof(RecentEvents));
-}
+// While counting is off inline pops add nothing and call
+// kg_frame_events_close, which adds nothing either.
+static void note_counting_for_events() { kg_events_paused = !kg_counting; }
 
 static void event_clocks_init()
 {
@@ -143,40 +136,19 @@ void shift_events_past_pause(const ThreadState* t, const ShadowStack* s)
    }
 }
 
-// Where an activation of tr's adds its inclusive events: its call edge's
-// (none for a thread's root) and its node's, found once a transition.
-struct TransitionEvents {
-   const void* a;   // the transition
-   const void* b;   // null
-   ULong* edge;
-   ULong* node;
-};
-PairMap<TransitionEvents> transition_events;
-
-// tr's arrays: from kg_recent_events (the last transitions looked up, by a
-// hash of their address), where inline pops find them with one compare, or
-// the table, which then puts them there.
-const RecentEvents* events_of(Transition* tr)
+// tr's arrays (TransitionEvents), made at its first close: its call
+// edge's (the sink for a thread's root, which has none) and its node's
+// (at k = inf the sink for a rolled transition, never its node's outermost
+// activation), so that inline pops add without tests.
+const TransitionEvents& events_of(Transition* tr)
 {
-   RecentEvents* slot = &recent_events_slot(tr);
-   if (slot->tr == tr) return slot;
-   recent_events_misses++;
-   TransitionEvents* te = transition_events.get(tr, nullptr);
-   if (!te->node) {
-      te->node = incl_events_of(ctx_of(child_of(tr)), True);
-      if (parent_activation(tr)) te->edge = incl_events_of(transition_edge(tr), True);
-   } else if (recent_slots_in_use() < kRecentEvents && ++conflicts_since_growth > recent_slots_in_use() * 64) {
-      // 4 times the slots: the new ones are zero, and a transition left in
-      // a slot that is no longer its own is a miss for the ones that are.
-      kg_recent_events_mask = kg_recent_events_mask * 4 + 3 * sizeof(RecentEvents);
-      conflicts_since_growth = 0;
-      slot = &recent_events_slot(tr);
-   }
-   // Inline pops add without tests: to the sink where nothing is added
-   // (no edge; at k = inf a rolled transition, never its node's outermost
-   // activation).
-   *slot = { tr, te->edge ? te->edge : kg_events_sink, acts_in_nodes() && rolled(tr) ? kg_events_sink : te->node };
-   return slot;
+   TransitionEvents* ev = events_arrays(tr);
+   if (ev->node) return *ev;
+   transitions_with_events++;
+   ULong* node = incl_events_of(ctx_of(child_of(tr)), True);
+   ULong* edge = parent_activation(tr) ? incl_events_of(transition_edge(tr), True) : kg_events_sink;
+   *ev = { edge, acts_in_nodes() && rolled(tr) ? kg_events_sink : node };
+   return *ev;
 }
 
 // A frame f of s, of transition tr, closes with the clock at `now`: what it
@@ -185,11 +157,11 @@ const RecentEvents* events_of(Transition* tr)
 void close_frame_events(const ShadowStack* s, const Frame* f, Transition* tr, Bool outermost, const ULong* now)
 {
    if (!clock_events || !kg_counting) return;
-   const RecentEvents* te = events_of(tr);
+   const TransitionEvents& te = events_of(tr);
    const ULong* entry = entry_events(s, f);
-   // Not reloaded from the slot after every add (which may alias it).
-   ULong* edge = te->edge;
-   ULong* node = te->node;
+   // Not reloaded from the transition after every add (which may alias it).
+   ULong* edge = te.edge;
+   ULong* node = te.node;
    for (UInt c = 0; c < clock_events; c++) {
       ULong ran = now[c] - entry[c];
       edge[c] += ran;
@@ -206,27 +178,25 @@ extern "C" void VG_REGPARM(1) kg_frame_events_close(const Frame* f)
    Transition* tr = f->tr;
    Bool outermost = acts_in_nodes() ? !rolled(tr) : *tr->active == 0;
    ClockReading now(current);
-   const RecentEvents& slot = recent_events_slot(tr);
-   if (slot.tr != tr) {
+   const TransitionEvents* ev = events_arrays(tr);
+   if (!ev->node || !kg_counting) {
       close_frame_events(current->stack, f, tr, outermost, now.at);
       return;
    }
-   // In its slot: the inline pop added all but the rare columns, which moved.
+   // Its arrays made: the inline pop added all but the rare columns, which moved.
    const ULong* entry = entry_events(current->stack, f);
    for (UInt c = 0; c < clock_events; c++) {
       if (!rare_column[c]) continue;
       ULong ran = now.at[c] - entry[c];
-      slot.edge[c] += ran;
-      if (outermost) slot.node[c] += ran;
+      ev->edge[c] += ran;
+      if (outermost) ev->node[c] += ran;
    }
 }
 
 void print_event_clock_stats()
 {
    if (!clock_events) return;
-   VG_(dmsg)("kgrind events: %llu transitions, %llu lookups of their arrays missed kg_recent_events (%llu slots)\n",
-             (ULong)transition_events.size(), recent_events_misses,
-             (ULong)recent_slots_in_use());
+   VG_(dmsg)("kgrind events: %llu transitions with inclusive events\n", transitions_with_events);
 }
 
 } // namespace kg

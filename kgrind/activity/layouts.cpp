@@ -17,8 +17,15 @@ static struct {
    ActNode act;
 } no_node = {};
 static Transition* no_kids[kKidSlots];
-static Transition no_transition = { {0}, {0}, nullptr /* activity_init */, 0, kActivation, 0, 0, 0, 0, kNoFunction,
-                                    no_kids, nullptr, 0, nullptr, nullptr };
+// With the room of its events' arrays, which an inline pop reads before it
+// knows whether it popped (no arrays: the pop adds to the sink).
+static struct {
+   Transition tr;
+   TransitionEvents events;
+} no_transition_room = { { {0}, {0}, nullptr /* activity_init */, 0, kActivation, 0, 0, 0, 0, kNoFunction, no_kids,
+                           nullptr, 0, nullptr, nullptr },
+                         { nullptr, nullptr } };
+static Transition& no_transition = no_transition_room.tr;
 
 
 Bool acts_in_nodes() { return clo.k == kInfiniteK && !clo.join_threads; }
@@ -170,6 +177,13 @@ UWord transition_bytes()
    return child_from_active() ? offsetof(Transition, child) : sizeof(Transition);
 }
 
+// A transition's bytes and, with events beyond Ir, where its frames add
+// their inclusive events (TransitionEvents).
+UWord transition_room()
+{
+   return transition_bytes() + (extra_events_on() ? sizeof(TransitionEvents) : 0);
+}
+
 // In the payload layout, the first transition made into a node
 // from its parent node (not a rolled-in one) is the node's payload: at
 // k = inf most nodes are entered from one call site (cc1plus: 3.21 M
@@ -184,7 +198,7 @@ Bool has_first_transition(const ActNode* n) { return first_transition(n)->kids !
 // finite k the count of frames in the node (active_count).
 UInt node_payload_bytes()
 {
-   if (acts_in_nodes()) return transition_bytes() - (sizeof(ForestNode) - act_offset());
+   if (acts_in_nodes()) return transition_room() - (sizeof(ForestNode) - act_offset());
    if (!counts_in_nodes()) return 0;
    // The count of frames, and the counter array and its limit (counter_array_word).
    return counter_arrays_on() && !separate_view() ? 3 * sizeof(UWord) : sizeof(UWord);
@@ -224,5 +238,7 @@ void activity_init()
    kg_now->top_sp = ~(Addr)0;
    event_clocks_init();
 }
+
+UWord transition_events_offset() { return transition_bytes(); }
 
 } // namespace kg

@@ -61,7 +61,7 @@ FnInfo* frame_fn(const Transition* tr)
 namespace {
 
 // Transitions of threads that ended, given back (ended_threads.cpp),
-// linked through their first word: at finite k all are transition_bytes().
+// linked through their first word: at finite k all are transition_room().
 Transition* free_transitions;
 
 // Whether tr's frames run fn (frame_fn(tr) == fn, with no lookup).
@@ -95,16 +95,17 @@ Transition* transition(ThreadState* t, const void* parent, const void* key, Same
       tr = first_transition(child);
       made.in_payload = 1;
    } else if (acts_in_nodes()) {
-      TransitionRecord* r = (TransitionRecord*)alloc_permanent(offsetof(TransitionRecord, tr) + transition_bytes());
+      TransitionRecord* r = (TransitionRecord*)alloc_permanent(offsetof(TransitionRecord, tr) + transition_room());
       r->child = child;
       tr = &r->tr;
    } else if (free_transitions) {
       tr = free_transitions;
       free_transitions = *(Transition**)tr;
    } else {
-      tr = (Transition*)alloc_permanent(transition_bytes());
+      tr = (Transition*)alloc_permanent(transition_room());
    }
    VG_(memcpy)(tr, &made, transition_bytes());
+   VG_(memset)((char*)tr + transition_bytes(), 0, transition_room() - transition_bytes());
    if (!first) t->transitions.insert(tr);
    return tr;
 }

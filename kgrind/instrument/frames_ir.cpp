@@ -85,22 +85,24 @@ void add_frame_events_start(IRBuilder& b, IRExpr* f)
 // Frame f of transition tr closes its event clocks if it was popped
 // (not_popped zero): what it ran goes to its transition's call edge and,
 // unless outer is non-zero (at finite k, the frames still in its context;
-// nullptr at k = inf), its node, from tr's slot of kg_recent_events; a
-// transition not there calls kg_frame_events_close. Without tests: where
+// nullptr at k = inf), its node, whose arrays the transition keeps
+// (TransitionEvents); a transition without them yet, or a pop while
+// counting is off, calls kg_frame_events_close. Without tests: where
 // nothing counts, the differences go to kg_events_sink.
 void add_frame_events_close(IRBuilder& b, IRExpr* f, IRExpr* tr, IRExpr* not_popped, IRExpr* outer)
 {
-   IRExpr* offset = b.op(Iop_And64, b.op(Iop_Shl64, tr, IRExpr_Const(IRConst_U8(1))), b.load64(&kg_recent_events_mask));
-   IRExpr* slot = b.op(Iop_Add64, b.at(kg_recent_events), offset);
-   IRExpr* other = b.op(Iop_Xor64, b.load_field(slot, offsetof(RecentEvents, tr)), tr);
+   UWord arrays = transition_events_offset();
+   IRExpr* made_node = b.load_field(tr, arrays + offsetof(TransitionEvents, node));
+   IRExpr* unmade = b.tmp(IRExpr_Unop(Iop_1Uto64, b.op(Iop_CmpEQ64, made_node, IRBuilder::u64(0), Ity_I1)), Ity_I64);
+   IRExpr* other = b.op(Iop_Or64, unmade, b.load64(&kg_events_paused));
    IRExpr* skip = b.op(Iop_Or64, not_popped, other);
    IRExpr* sink = b.at(kg_events_sink);
-   auto array_or_sink = [&](UWord field, IRExpr* bits) {
+   auto array_or_sink = [&](IRExpr* array, IRExpr* bits) {
       IRExpr* counts = b.op(Iop_CmpEQ64, bits, IRBuilder::u64(0), Ity_I1);
-      return b.ite(counts, b.load_field(slot, field), sink);
+      return b.ite(counts, array, sink);
    };
-   IRExpr* edge = array_or_sink(offsetof(RecentEvents, edge), skip);
-   IRExpr* node = array_or_sink(offsetof(RecentEvents, node), outer ? b.op(Iop_Or64, skip, outer) : skip);
+   IRExpr* edge = array_or_sink(b.load_field(tr, arrays + offsetof(TransitionEvents, edge)), skip);
+   IRExpr* node = array_or_sink(made_node, outer ? b.op(Iop_Or64, skip, outer) : skip);
    IRExpr* clock = b.load64(&kg_event_clock);
    IRExpr* row = frame_events_row(b, f);
    // Rare events' pairs (misses): whether any moved, and then a call.

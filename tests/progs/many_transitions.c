@@ -1,7 +1,7 @@
 /* Many hot transitions: every function of level n calls both of level
  * n - 1, 12 levels down from a12, so that k=inf has a calling context for
- * each of the 8,191 chains, each with its transition; walked again and
- * again, their slots in kg_recent_events collide. */
+ * each of the 8,191 chains, each with its transition and its inclusive
+ * events' arrays; walked again and again. */
 #include <stdlib.h>
 
 volatile unsigned sink;
