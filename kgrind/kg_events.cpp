@@ -133,15 +133,16 @@ void write_cache_desc(FileWriter& out, const Geometry& c)
 // Before any thread runs.
 ULong no_thread_clock[kEventIds];
 
-// The miss counters of a helper's slot, made at the (context, block)'s
-// first miss. While counting is off the block's counters are scratch that
-// every block shares (its anchor may be another block's count): its
-// misses go to more scratch.
+// The miss counters of a helper's site (its first slot), made at the
+// (context, block)'s first miss. While counting is off the block's
+// counters are scratch that every block shares (its anchor may be another
+// block's count): its misses go to more scratch.
 ULong uncounted_misses[4];
-inline ULong* miss_slots(ULong* anchor, UWord slot)
+inline ULong* miss_slots(ULong* counters, UWord site)
 {
+   ULong* anchor = counters + EventSite::anchor(site);
    if (__builtin_expect(in_uncounted_sink(anchor), 0)) return uncounted_misses;
-   return miss_counters(anchor, (UInt)(slot >> kMissCountShift)) + (slot & ((1u << kMissCountShift) - 1));
+   return miss_counters(anchor, EventSite::n_miss(site)) + EventSite::first_slot(site);
 }
 
 // A miss counted in `slots`, the access's two (I1mr ILmr, D1mr DLmr or
@@ -158,18 +159,18 @@ inline void count_miss_slots(ULong* slots, core::CacheMiss m, EventId l1, EventI
    }
 }
 
-// An access's misses, from its slot (made at the first). Most accesses
-// hit: one test.
-inline void count_misses(ULong* anchor, UWord slot, core::CacheMiss m, EventId l1, EventId ll)
+// An access's misses, from its site's slots (made at the first), `skip`
+// slots on. Most accesses hit: one test.
+inline void count_misses(ULong* counters, UWord site, UInt skip, core::CacheMiss m, EventId l1, EventId ll)
 {
    if (__builtin_expect(m == core::kHit, 1)) return;
-   count_miss_slots(miss_slots(anchor, slot), m, l1, ll);
+   count_miss_slots(miss_slots(counters, site) + skip, m, l1, ll);
 }
 
 // A guarded access: its count (e: Dr or Dw) and its misses.
-inline void count_access(ULong* anchor, UWord slot, core::CacheMiss m, EventId e, EventId l1, EventId ll)
+inline void count_access(ULong* counters, UWord site, core::CacheMiss m, EventId e, EventId l1, EventId ll)
 {
-   ULong* slots = miss_slots(anchor, slot);
+   ULong* slots = miss_slots(counters, site);
    slots[0]++;
    kg_event_clock[e]++;
    if (m != core::kHit) count_miss_slots(slots + 1, m, l1, ll);
@@ -177,12 +178,12 @@ inline void count_access(ULong* anchor, UWord slot, core::CacheMiss m, EventId e
 
 // A branch: its count on the clock (the count itself is its flush
 // point's), and its mispredict.
-inline void count_branch(ULong* anchor, UWord slot, Bool mispredicted, EventId e, EventId miss)
+inline void count_branch(ULong* counters, UWord site, Bool mispredicted, EventId e, EventId miss)
 {
    ULong* clock = kg_event_clock;
    clock[e]++;
    if (!mispredicted) return;
-   miss_slots(anchor, slot)[0]++;
+   miss_slots(counters, site)[0]++;
    clock[miss]++;
 }
 
@@ -282,60 +283,60 @@ void write_event_costs(FileWriter& out, const ULong* counts, UInt n)
    for (UInt i = 0; i < n; i++) out.printf(" %llu", counts[i]);
 }
 
-extern "C" void kg_sim_fetch(ULong* anchor, UWord slot, Addr addr, UWord size)
+extern "C" void kg_sim_fetch(ULong* counters, UWord site, Addr addr)
 {
-   count_misses(anchor, slot, caches.fetch(addr, size), kEvI1mr, kEvILmr);
+   count_misses(counters, site, 0, caches.fetch(addr, EventSite::fetch_len(site)), kEvI1mr, kEvILmr);
 }
 
-extern "C" void kg_sim_read(ULong* anchor, UWord slot, Addr addr, UWord size)
+extern "C" void kg_sim_read(ULong* counters, UWord site, Addr addr)
 {
    kg_event_clock[kEvDr]++;
-   count_misses(anchor, slot, caches.data(addr, size), kEvD1mr, kEvDLmr);
+   count_misses(counters, site, 0, caches.data(addr, EventSite::size(site)), kEvD1mr, kEvDLmr);
 }
 
-extern "C" void kg_sim_write(ULong* anchor, UWord slot, Addr addr, UWord size)
+extern "C" void kg_sim_write(ULong* counters, UWord site, Addr addr)
 {
    kg_event_clock[kEvDw]++;
-   count_misses(anchor, slot, caches.data(addr, size), kEvD1mw, kEvDLmw);
+   count_misses(counters, site, 0, caches.data(addr, EventSite::size(site)), kEvD1mw, kEvDLmw);
 }
 
-extern "C" void kg_sim_read_guarded(ULong* anchor, UWord slot, Addr addr, UWord size)
+extern "C" void kg_sim_read_guarded(ULong* counters, UWord site, Addr addr)
 {
-   count_access(anchor, slot, caches.data(addr, size), kEvDr, kEvD1mr, kEvDLmr);
+   count_access(counters, site, caches.data(addr, EventSite::size(site)), kEvDr, kEvD1mr, kEvDLmr);
 }
 
-extern "C" void kg_sim_write_guarded(ULong* anchor, UWord slot, Addr addr, UWord size)
+extern "C" void kg_sim_write_guarded(ULong* counters, UWord site, Addr addr)
 {
-   count_access(anchor, slot, caches.data(addr, size), kEvDw, kEvD1mw, kEvDLmw);
+   count_access(counters, site, caches.data(addr, EventSite::size(site)), kEvDw, kEvD1mw, kEvDLmw);
 }
 
-extern "C" void kg_sim_read_lines(ULong* anchor, UWord slot, Addr addr, UWord size)
+extern "C" void kg_sim_read_lines(ULong* counters, UWord site, Addr addr)
 {
-   count_misses(anchor, slot, caches.data(addr, size), kEvD1mr, kEvDLmr);
+   count_misses(counters, site, 0, caches.data(addr, EventSite::size(site)), kEvD1mr, kEvDLmr);
 }
 
-extern "C" void kg_sim_write_lines(ULong* anchor, UWord slot, Addr addr, UWord size)
+extern "C" void kg_sim_write_lines(ULong* counters, UWord site, Addr addr)
 {
-   count_misses(anchor, slot, caches.data(addr, size), kEvD1mw, kEvDLmw);
+   count_misses(counters, site, 0, caches.data(addr, EventSite::size(site)), kEvD1mw, kEvDLmw);
 }
 
-extern "C" void kg_sim_fetch_read(ULong* anchor, UWord slot, Addr iaddr, UWord isize, Addr addr, UWord size)
+extern "C" void kg_sim_fetch_read(ULong* counters, UWord site, Addr iaddr, Addr addr)
 {
-   count_misses(anchor, slot, caches.fetch(iaddr, isize), kEvI1mr, kEvILmr);
+   count_misses(counters, site, 0, caches.fetch(iaddr, EventSite::fetch_len(site)), kEvI1mr, kEvILmr);
    kg_event_clock[kEvDr]++;
-   count_misses(anchor, slot + 2, caches.data(addr, size), kEvD1mr, kEvDLmr);
+   count_misses(counters, site, 2, caches.data(addr, EventSite::size(site)), kEvD1mr, kEvDLmr);
 }
 
-extern "C" void kg_sim_fetch_write(ULong* anchor, UWord slot, Addr iaddr, UWord isize, Addr addr, UWord size)
+extern "C" void kg_sim_fetch_write(ULong* counters, UWord site, Addr iaddr, Addr addr)
 {
-   count_misses(anchor, slot, caches.fetch(iaddr, isize), kEvI1mr, kEvILmr);
+   count_misses(counters, site, 0, caches.fetch(iaddr, EventSite::fetch_len(site)), kEvI1mr, kEvILmr);
    kg_event_clock[kEvDw]++;
-   count_misses(anchor, slot + 2, caches.data(addr, size), kEvD1mw, kEvDLmw);
+   count_misses(counters, site, 2, caches.data(addr, EventSite::size(site)), kEvD1mw, kEvDLmw);
 }
 
-extern "C" void kg_sim_cond(ULong* anchor, UWord slot, Addr addr, UWord taken)
+extern "C" void kg_sim_cond(ULong* counters, UWord site, Addr addr, UWord taken)
 {
-   count_branch(anchor, slot, predictor->conditional(addr, taken != 0), kEvBc, kEvBcm);
+   count_branch(counters, site, predictor->conditional(addr, taken != 0), kEvBc, kEvBcm);
 }
 
 extern "C" void VG_REGPARM(1) kg_count_bus(ULong* slot)
@@ -344,9 +345,9 @@ extern "C" void VG_REGPARM(1) kg_count_bus(ULong* slot)
    kg_event_clock[kEvGe]++;
 }
 
-extern "C" void kg_sim_indirect(ULong* anchor, UWord slot, Addr addr, Addr target)
+extern "C" void kg_sim_indirect(ULong* counters, UWord site, Addr addr, Addr target)
 {
-   count_branch(anchor, slot, predictor->indirect(addr, target), kEvBi, kEvBim);
+   count_branch(counters, site, predictor->indirect(addr, target), kEvBi, kEvBim);
 }
 
 } // namespace kg

@@ -76,11 +76,28 @@ void write_events_line(FileWriter& out);
 // out (readers take a missing count as 0).
 void write_event_costs(FileWriter& out, const ULong* counts, UInt n);
 
-// The simulators' entry points. `anchor`: the miss anchor of the (context,
-// block) of what the helper counts (kg_block_info.h, BlockEvents); `slot`:
-// the helper's first miss slot, its index below kMissCountShift and the
-// block's number of miss slots above, so that the first miss makes the
-// miss counters. An unguarded access's Dr or
+// What a helper's call site knows at translation, in one word (an
+// immediate and no arithmetic in the translation, instead of four
+// arguments): the site's first miss slot, the block's number of miss slots
+// (so that the first miss makes the miss counters), the index of the miss
+// anchor among the block's counters (kg_block_info.h, BlockEvents), the
+// instruction's length (a fetch) and the data access's size.
+struct EventSite {
+   static const UInt kSlotBits = 13, kAnchorBits = 16, kFetchBits = 6, kSizeBits = 16;
+   static const UInt kMissesAt = kSlotBits, kAnchorAt = 2 * kSlotBits, kFetchAt = kAnchorAt + kAnchorBits,
+                     kSizeAt = kFetchAt + kFetchBits;
+   static_assert(kSizeAt + kSizeBits == 64, "a site fills one word");
+   static UWord field(UWord site, UInt at, UInt bits) { return site >> at & ((1ULL << bits) - 1); }
+   static UWord first_slot(UWord site) { return field(site, 0, kSlotBits); }
+   static UInt n_miss(UWord site) { return (UInt)field(site, kMissesAt, kSlotBits); }
+   static UWord anchor(UWord site) { return field(site, kAnchorAt, kAnchorBits); }
+   static UWord fetch_len(UWord site) { return field(site, kFetchAt, kFetchBits); }
+   static UWord size(UWord site) { return site >> kSizeAt; }
+};
+
+// The simulators' entry points. `counters`: the counters of the (context,
+// block) of what the helper counts, whose miss anchor `site` (EventSite)
+// gives. An unguarded access's Dr or
 // Dw and a branch's Bc or Bi are counted by the block's flush points
 // (PointEvent), so most helpers count misses alone: a fetch [I1mr, ILmr];
 // an instruction's fetch and its first data access in one call [I1mr,
@@ -92,19 +109,18 @@ void write_event_costs(FileWriter& out, const ULong* counts, UInt n);
 // before, do not (the flush point does). A guarded access (_guarded)
 // counts itself too: [Dr, D1mr, DLmr] or [Dw, D1mw, DLmw]. An atomic
 // instruction counts [Ge] in an inline slot (`slot`: its counter).
-const UInt kMissCountShift = 16;
 extern "C" {
-void kg_sim_fetch(ULong* anchor, UWord slot, Addr addr, UWord size);
-void kg_sim_read(ULong* anchor, UWord slot, Addr addr, UWord size);
-void kg_sim_write(ULong* anchor, UWord slot, Addr addr, UWord size);
-void kg_sim_read_guarded(ULong* anchor, UWord slot, Addr addr, UWord size);
-void kg_sim_write_guarded(ULong* anchor, UWord slot, Addr addr, UWord size);
-void kg_sim_read_lines(ULong* anchor, UWord slot, Addr addr, UWord size);
-void kg_sim_write_lines(ULong* anchor, UWord slot, Addr addr, UWord size);
-void kg_sim_fetch_read(ULong* anchor, UWord slot, Addr iaddr, UWord isize, Addr addr, UWord size);
-void kg_sim_fetch_write(ULong* anchor, UWord slot, Addr iaddr, UWord isize, Addr addr, UWord size);
-void kg_sim_cond(ULong* anchor, UWord slot, Addr addr, UWord taken);
-void kg_sim_indirect(ULong* anchor, UWord slot, Addr addr, Addr target);
+void kg_sim_fetch(ULong* counters, UWord site, Addr addr);
+void kg_sim_read(ULong* counters, UWord site, Addr addr);
+void kg_sim_write(ULong* counters, UWord site, Addr addr);
+void kg_sim_read_guarded(ULong* counters, UWord site, Addr addr);
+void kg_sim_write_guarded(ULong* counters, UWord site, Addr addr);
+void kg_sim_read_lines(ULong* counters, UWord site, Addr addr);
+void kg_sim_write_lines(ULong* counters, UWord site, Addr addr);
+void kg_sim_fetch_read(ULong* counters, UWord site, Addr iaddr, Addr addr);
+void kg_sim_fetch_write(ULong* counters, UWord site, Addr iaddr, Addr addr);
+void kg_sim_cond(ULong* counters, UWord site, Addr addr, UWord taken);
+void kg_sim_indirect(ULong* counters, UWord site, Addr addr, Addr target);
 void VG_REGPARM(1) kg_count_bus(ULong* slot);
 }
 

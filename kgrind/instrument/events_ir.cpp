@@ -34,8 +34,7 @@ public:
       n_inline_ = 0;
       n_miss_ = 0;
       n_patches_ = 0;
-      n_anchor_patches_ = 0;
-      n_miss_patches_ = 0;
+      n_site_patches_ = 0;
       last_read_addr_ = nullptr;
       last_fetched_ = 0;
       fetch_pending_ = False;
@@ -60,8 +59,8 @@ public:
       if (fetch_addr_ >> line_bits_ == last_byte >> line_bits_)
          guard = b.op(Iop_CmpNE64, b.load64(i1_most_recent_of(fetch_addr_)), IRBuilder::u64(i1_tag_of(fetch_addr_)),
                       Ity_I1);
-      call(b, fetch_counters_, fetch_line_, kEvI1mr, "kg_sim_fetch", (void*)kg_sim_fetch, IRBuilder::u64(fetch_addr_),
-           IRBuilder::u64(fetch_len_), guard, kEvILmr);
+      call(b, fetch_counters_, fetch_line_, site(fetch_line_, kEvI1mr, fetch_len_, 0), "kg_sim_fetch",
+           (void*)kg_sim_fetch, IRBuilder::u64(fetch_addr_), nullptr, guard, kEvILmr);
    }
 
    // Instruction `addr` (len bytes, of line slot `line`) is fetched. An
@@ -165,7 +164,8 @@ public:
       IRExpr* taken = b.tmp(IRExpr_Unop(Iop_1Uto64, st->Ist.Exit.guard), Ity_I64);
       if (const_target(st->Ist.Exit.dst) == next) taken = b.tmp(IRExpr_Binop(Iop_Xor64, taken, IRBuilder::u64(1)), Ity_I64);
       count_unguarded(b, counters, line, kEvBc, True);
-      call(b, counters, line, kEvBcm, "kg_sim_cond", (void*)kg_sim_cond, IRBuilder::u64(addr), taken, nullptr);
+      call(b, counters, line, site(line, kEvBcm), "kg_sim_cond", (void*)kg_sim_cond, IRBuilder::u64(addr), taken,
+           nullptr);
    }
 
    // The superblock's end: a computed jump or call (not a return) is an
@@ -175,8 +175,8 @@ public:
       if (!on_ || !clo.branch_sim || sb->next->tag == Iex_Const) return;
       if (sb->jumpkind != Ijk_Boring && sb->jumpkind != Ijk_Call) return;
       count_unguarded(b, counters, line, kEvBi, True);
-      call(b, counters, line, kEvBim, "kg_sim_indirect", (void*)kg_sim_indirect, IRBuilder::u64(addr), sb->next,
-           nullptr);
+      call(b, counters, line, site(line, kEvBim), "kg_sim_indirect", (void*)kg_sim_indirect, IRBuilder::u64(addr),
+           sb->next, nullptr);
    }
 
    // The superblock's end: a system call of the instruction at line `line`,
@@ -201,8 +201,10 @@ public:
       tl_assert(n_waiting_ == 0);
       ULong base = 8 * (ULong)event_base(blk);
       for (UInt i = 0; i < n_patches_; i++) patches_[i]->Ico.U64 += base;
-      for (UInt i = 0; i < n_anchor_patches_; i++) anchor_patches_[i]->Ico.U64 = base + 8 * (ULong)n_inline_;
-      for (UInt i = 0; i < n_miss_patches_; i++) miss_patches_[i]->Ico.U64 |= (ULong)n_miss_ << kMissCountShift;
+      ULong anchor = event_base(blk) + n_inline_;
+      tl_assert(anchor >> EventSite::kAnchorBits == 0 && n_miss_ >> EventSite::kSlotBits == 0);
+      for (UInt i = 0; i < n_site_patches_; i++)
+         site_patches_[i]->Ico.U64 |= (ULong)n_miss_ << EventSite::kMissesAt | anchor << EventSite::kAnchorAt;
       VG_(memcpy)(slots_ + n_inline_, miss_slots_, n_miss_ * sizeof(EventSlot));
       set_block_events(blk, slots_, n_inline_, n_miss_, by_point_events_, n_by_point_);
    }
@@ -265,8 +267,8 @@ private:
    // misses [I1mr ILmr D1mr DLmr], and the same for a write.
    // (Function pointers of their own types: a constant initialisation, as
    // the tool runs no constructors.)
-   typedef void (*Helper)(ULong*, UWord, Addr, UWord);
-   typedef void (*FetchHelper)(ULong*, UWord, Addr, UWord, Addr, UWord);
+   typedef void (*Helper)(ULong*, UWord, Addr);
+   typedef void (*FetchHelper)(ULong*, UWord, Addr, Addr);
    struct AccessKind {
       EventId count, l1, ll;
       const HChar* guarded_name;
@@ -294,10 +296,11 @@ private:
    void simulate(IRBuilder& b, IRExpr* counters, UInt line, IRExpr* addr, UInt size, IRExpr* guard,
                  const AccessKind& k)
    {
-      IRExpr* n = access_size(size);
+      UInt n = access_size(size);
       if (guard) {
          end_instruction(b);
-         call(b, counters, line, k.count, k.guarded_name, (void*)k.guarded_fn, addr, n, guard, k.l1, k.ll);
+         call(b, counters, line, site(line, k.count, 0, n), k.guarded_name, (void*)k.guarded_fn, addr, nullptr,
+              guard, k.l1, k.ll);
          last_data_ = nullptr;
          return;
       }
@@ -309,18 +312,16 @@ private:
       count_unguarded(b, counters, line, k.count, relation == kOtherLine);
       if (fetch_pending_) {
          fetch_pending_ = False;
-         IRExpr* anchor = anchor_address(b, counters);
-         IRExpr* first = miss_slot(line, kEvI1mr);
+         IRExpr* first = site(line, kEvI1mr, fetch_len_, n);
          const EventId events[] = { kEvILmr, k.l1, k.ll };
          for (EventId e : events) add_miss_slot(line, e);
-         b.call(k.fetch_name, (void*)k.fetch_fn, 0,
-                mkIRExprVec_6(anchor, first, IRBuilder::u64(fetch_addr_), IRBuilder::u64(fetch_len_), addr, n),
+         b.call(k.fetch_name, (void*)k.fetch_fn, 0, mkIRExprVec_4(counters, first, IRBuilder::u64(fetch_addr_), addr),
                 nullptr);
          return;
       }
       switch (relation) {
       case kOtherLine:
-         call(b, counters, line, k.l1, k.name, (void*)k.fn, addr, n, nullptr, k.ll);
+         call(b, counters, line, site(line, k.l1, 0, n), k.name, (void*)k.fn, addr, nullptr, nullptr, k.ll);
          return;
       case kSameLine:   // a hit: the count alone
          return;
@@ -335,7 +336,7 @@ private:
          apart = b.op(Iop_Or64, apart, b.op(Iop_Xor64, last, prev));
       }
       IRExpr* other_line = b.op(Iop_CmpLE64U, IRBuilder::u64(1ULL << d1_line_bits_), apart, Ity_I1);
-      call(b, counters, line, k.l1, k.lines_name, (void*)k.lines_fn, addr, n, other_line, k.ll);
+      call(b, counters, line, site(line, k.l1, 0, n), k.lines_name, (void*)k.lines_fn, addr, nullptr, other_line, k.ll);
    }
 
    // Whether an access of `size` bytes at addr is in the first D1 line of
@@ -406,7 +407,7 @@ private:
 
    // An access touches every line its bytes are in (a 32-byte load may
    // straddle two lines, as in cachegrind: tests/test_events.py).
-   static IRExpr* access_size(UInt size) { return IRBuilder::u64(size ? size : 1); }
+   static UInt access_size(UInt size) { return size ? size : 1; }
 
    static Bool same_atom(const IRExpr* a, const IRExpr* c)
    {
@@ -456,36 +457,28 @@ private:
       return b.op(Iop_Add64, counters, IRExpr_Const(offset));
    }
 
-   // The address of the miss anchor (counters + its offset, set in finish).
-   IRExpr* anchor_address(IRBuilder& b, IRExpr* counters)
+   // The site word (EventSite) of a helper call whose first miss slot is
+   // the next one, for event e of line `line`: the block's number of miss
+   // slots and its anchor's index are set in finish.
+   IRExpr* site(UInt line, EventId e, UInt fetch_len = 0, UInt size = 0)
    {
       check_room();
-      IRConst* offset = IRConst_U64(0);
-      anchor_patches_[n_anchor_patches_++] = offset;
-      return b.op(Iop_Add64, counters, IRExpr_Const(offset));
-   }
-
-   // The next miss slot, for event e of line `line`: its index among the
-   // miss counters, and their number above kMissCountShift (kg_events.h;
-   // set in finish).
-   IRExpr* miss_slot(UInt line, EventId e)
-   {
-      IRConst* slot = IRConst_U64(n_miss_);
-      miss_patches_[n_miss_patches_++] = slot;
+      tl_assert(fetch_len >> EventSite::kFetchBits == 0 && size >> EventSite::kSizeBits == 0);
+      IRConst* word =
+         IRConst_U64(n_miss_ | (ULong)fetch_len << EventSite::kFetchAt | (ULong)size << EventSite::kSizeAt);
+      site_patches_[n_site_patches_++] = word;
       add_miss_slot(line, e);
-      return IRExpr_Const(slot);
+      return IRExpr_Const(word);
    }
 
-   // helper(miss anchor, miss slot, x, y) when guard holds, with miss
-   // slots for events e0 (and e1, e2) of line `line`.
-   void call(IRBuilder& b, IRExpr* counters, UInt line, EventId e0, const HChar* name, void* fn, IRExpr* x,
+   // helper(counters, site, x[, y]) when guard holds, with miss slots for
+   // events e1, e2 of line `line` after the site's first (site()).
+   void call(IRBuilder& b, IRExpr* counters, UInt line, IRExpr* site, const HChar* name, void* fn, IRExpr* x,
              IRExpr* y, IRExpr* guard, Int e1 = -1, Int e2 = -1)
    {
-      IRExpr* anchor = anchor_address(b, counters);
-      IRExpr* first = miss_slot(line, e0);
       if (e1 >= 0) add_miss_slot(line, (EventId)e1);
       if (e2 >= 0) add_miss_slot(line, (EventId)e2);
-      b.call(name, fn, 0, mkIRExprVec_4(anchor, first, x, y), guard);
+      b.call(name, fn, 0, y ? mkIRExprVec_4(counters, site, x, y) : mkIRExprVec_3(counters, site, x), guard);
    }
 
    // No initialisers: the one EventsIR is a zeroed static (the tool runs no
@@ -503,13 +496,11 @@ private:
    UInt n_inline_;
    UInt n_miss_;
    UInt n_patches_;
-   UInt n_anchor_patches_;
-   UInt n_miss_patches_;
+   UInt n_site_patches_;
    EventSlot slots_[kMaxEventSlots];        // inline, then (finish) miss
    EventSlot miss_slots_[kMaxEventSlots];
    IRConst* patches_[kMaxEventSlots];
-   IRConst* anchor_patches_[kMaxEventSlots];
-   IRConst* miss_patches_[kMaxEventSlots];
+   IRConst* site_patches_[kMaxEventSlots];
    IRExpr* last_read_addr_;
    UInt last_read_size_;
    UInt d1_line_bits_;
