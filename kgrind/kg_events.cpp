@@ -134,13 +134,14 @@ void write_cache_desc(FileWriter& out, const Geometry& c)
 ULong no_thread_clock[kEventIds];
 
 // The miss counters of a helper's site (its first slot), made at the
-// (context, block)'s first miss. While counting is off the block's
+// (context, block)'s first miss (or its one slot, inline). While counting is off the block's
 // counters are scratch that every block shares (its anchor may be another
 // block's count): its misses go to more scratch.
 ULong uncounted_misses[4];
 inline ULong* miss_slots(ULong* counters, UWord site)
 {
    ULong* anchor = counters + EventSite::anchor(site);
+   if (!EventSite::n_miss(site)) return anchor;   // the block's one miss slot, inline
    if (__builtin_expect(in_uncounted_sink(anchor), 0)) return uncounted_misses;
    return miss_counters(anchor, EventSite::n_miss(site)) + EventSite::first_slot(site);
 }

@@ -81,7 +81,9 @@ void write_event_costs(FileWriter& out, const ULong* counts, UInt n);
 // arguments): the site's first miss slot, the block's number of miss slots
 // (so that the first miss makes the miss counters), the index of the miss
 // anchor among the block's counters (kg_block_info.h, BlockEvents), the
-// instruction's length (a fetch) and the data access's size.
+// instruction's length (a fetch) and the data access's size. No miss
+// slots: the block's one miss slot is the counter at the anchor's index
+// (an inline slot).
 struct EventSite {
    static const UInt kSlotBits = 13, kAnchorBits = 16, kFetchBits = 6, kSizeBits = 16;
    static const UInt kMissesAt = kSlotBits, kAnchorAt = 2 * kSlotBits, kFetchAt = kAnchorAt + kAnchorBits,

@@ -202,6 +202,13 @@ public:
       ULong base = 8 * (ULong)event_base(blk);
       for (UInt i = 0; i < n_patches_; i++) patches_[i]->Ico.U64 += base;
       ULong anchor = event_base(blk) + n_inline_;
+      // A block's one miss slot (a branch's) is an inline slot where its
+      // anchor would be: the same counter while it has not missed, and no
+      // miss counters when it has (EventSite: no miss slots).
+      if (n_miss_ == 1) {
+         slots_[n_inline_++] = miss_slots_[0];
+         n_miss_ = 0;
+      }
       tl_assert(anchor >> EventSite::kAnchorBits == 0 && n_miss_ >> EventSite::kSlotBits == 0);
       for (UInt i = 0; i < n_site_patches_; i++)
          site_patches_[i]->Ico.U64 |= (ULong)n_miss_ << EventSite::kMissesAt | anchor << EventSite::kAnchorAt;
