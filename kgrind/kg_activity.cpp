@@ -14,7 +14,6 @@
 #include "kg_events.h"
 #include "kg_exit_costs.h"
 #include "kg_call_edges.h"
-#include "kg_incl_events.h"
 #include "kg_counters.h"
 #include "kg_counter_store.h"
 #include "kg_inline_chains.h"

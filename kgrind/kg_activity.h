@@ -82,7 +82,11 @@ UInt thread_profiles(ThreadProfile* out);
 // inclusive cost to its exclusive cost plus its children's; after writing,
 // forget_node_counts gives the words and calls back before the run goes on.
 void flush_all_transitions();
-// --stats: how often transitions' inclusive events were looked up.
+// The inclusive events beyond Ir of node n of forest sf (a thread's k-SF,
+// or the joined forest: after its payload), or null where sf's nodes have
+// none (no events; a decoded record's forest).
+const ULong* node_incl_events_in(const core::Forest& sf, const ForestNode* n);
+// --stats: how many transitions have inclusive events.
 void print_event_clock_stats();
 void derive_node_counts(const ThreadProfile* threads, UInt n);
 void forget_node_counts(const ThreadProfile* threads, UInt n);

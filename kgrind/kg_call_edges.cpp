@@ -1,6 +1,5 @@
 #include "kg_call_edges.h"
 #include "kg_events.h"
-#include "kg_incl_events.h"
 #include "kg_pairmap.h"
 #include "kg_runtime.h"
 
@@ -11,6 +10,11 @@ namespace {
 PairMap<CallEdge> call_edges;
 
 } // namespace
+
+void call_edges_init()
+{
+   PairMap<CallEdge>::set_entry_room(extra_events_on() ? extra_event_count() * sizeof(ULong) : 0);
+}
 
 // The map holds each (caller, callee)'s first edge; the others, at other
 // sites, are chained to it (edges are made when a transition is, not per
@@ -118,7 +122,7 @@ UWord collect_call_edges(Bool at_exit, CallEdge*** out, CallEdge** copies)
    *copies = nullptr;
    if (at_exit) {   // their keys may change now: the index goes
       UWord n = take_used_edges(out);
-      for (UWord i = 0; i < n; i++) (*out)[i]->incl_events = incl_events_of((*out)[i], False);
+      for (UWord i = 0; i < n; i++) (*out)[i]->incl_events = extra_events_on() ? edge_incl_events((*out)[i]) : nullptr;
       return merge_call_edges(*out, n);
    }
    UWord cap = 0, n = 0;
@@ -128,7 +132,7 @@ UWord collect_call_edges(Bool at_exit, CallEdge*** out, CallEdge** copies)
    for_each_edge([&](CallEdge* e) {
       if (!edge_used(e)) return;
       copy[n] = *e;
-      copy[n].incl_events = incl_events_of(e, False);
+      copy[n].incl_events = extra_events_on() ? edge_incl_events(e) : nullptr;
       all[n] = &copy[n];
       n++;
    });
@@ -165,7 +169,12 @@ void move_call_edges(ForestNode* (*moved)(const void* node, void* arg), void* ar
 
 void reset_call_edges()
 {
-   for_each_edge([](CallEdge* e) { e->calls = 0; e->incl = 0; });
+   UWord events = extra_events_on() ? extra_event_count() * sizeof(ULong) : 0;
+   for_each_edge([events](CallEdge* e) {
+      e->calls = 0;
+      e->incl = 0;
+      VG_(memset)(edge_incl_events(e), 0, events);
+   });
 }
 
 } // namespace kg

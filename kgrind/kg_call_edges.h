@@ -17,10 +17,16 @@ struct CallEdge {
    union {
       CallEdge* next_site;        // in the index: the same contexts' edge at another site
       // Collected for a profile (collect_call_edges): its inclusive events
-      // beyond Ir (kg_incl_events.h), or null.
+      // beyond Ir (edge_incl_events), or null.
       const ULong* incl_events;
    };
 };
+// With events beyond Ir every edge has room for its inclusive events after
+// its fields (extra_event_count() counts, which frames add to as they close:
+// activity/event_clocks.cpp): made with the edge, before any is made.
+void call_edges_init();
+// The inclusive events of edge e (with events beyond Ir).
+inline ULong* edge_incl_events(const CallEdge* e) { return (ULong*)(e + 1); }
 // The edge of (caller, callee) at call_site.
 CallEdge* call_edge(ForestNode* caller, ForestNode* callee, Addr call_site);
 // The edges that were used, as pointers sorted by (caller, callee, call
@@ -38,7 +44,8 @@ UWord merge_call_edges(CallEdge** all, UWord n);
 // same site, and given back.
 void move_call_edges(ForestNode* (*moved)(const void* node, void* arg), void* arg);
 
-// After fork, in the child: every edge's counts back to zero.
+// Every edge's counts and inclusive events back to zero (counters zeroed,
+// a fork child).
 void reset_call_edges();
 
 } // namespace kg

@@ -3,7 +3,6 @@
 #include "kg_blocks.h"
 #include "kg_context_names.h"
 #include "kg_events.h"
-#include "kg_incl_events.h"
 #include "kg_options.h"
 #include "kg_profile_header.h"
 #include "kg_runtime.h"
@@ -297,7 +296,7 @@ void write_forest_events(Writer& w, const core::Forest& sf, const WrittenNodes& 
    core::visit_preorder_by(sf, [&](const core::VisitInfo& v) {
       if (!is_written(selected, v)) return;
       const ULong* ev = w.costs.node_events(v.node);
-      const ULong* incl = incl_events_of(v.node, False);
+      const ULong* incl = node_incl_events_in(sf, v.node);
       UInt n = w.n_events;
       ULong mask = 0;
       for (UInt c = 0; c < n; c++) {

@@ -2,6 +2,7 @@
 // Start-up, the core's callbacks, and the end of the run.
 #include "kg_valgrind.h"
 #include "kg_activity.h"
+#include "kg_call_edges.h"
 #include "kg_callgrind_options.h"
 #include "kg_counters.h"
 #include "kg_blocks.h"
@@ -52,6 +53,7 @@ void post_clo_init()
    check_options();
    if (!inline_frames_on()) VG_(clo_read_inline_info) = False;
    events_init();
+   call_edges_init();
    systime_init();
    choose_unroll_threshold();
    debuginfo_init();

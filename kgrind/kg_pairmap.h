@@ -263,11 +263,14 @@ public:
    static Entry* new_entry()
    {
       Entry* e = free_;
-      if (!e) return (Entry*)alloc_permanent(sizeof(Entry));
+      if (!e) return (Entry*)alloc_permanent(sizeof(Entry) + room_);
       free_ = *(Entry**)e;
-      VG_(memset)(e, 0, sizeof(Entry));
+      VG_(memset)(e, 0, sizeof(Entry) + room_);
       return e;
    }
+   // Bytes of the user's after every entry of this type, zeroed with it
+   // (set before the first entry is made).
+   static void set_entry_room(UWord bytes) { room_ = bytes; }
 
    // The entry for (a, b), or nullptr.
    Entry* find(const void* a, const void* b) const { return index_.find(a, b); }
@@ -288,6 +291,7 @@ public:
 private:
    PairIndex<Entry, MemberKeys<Entry>, 1024, kMaxLoad> index_;
    inline static Entry* free_ = nullptr;   // recycled entries, linked through their first word
+   inline static UWord room_ = 0;          // set_entry_room
 };
 
 } // namespace kg

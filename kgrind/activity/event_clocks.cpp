@@ -7,7 +7,8 @@
 // every place that starts, shifts or closes a frame's Ir clock does the
 // same to its events here. A closing activation adds what it ran to its
 // call edge's and, where it is the outermost of its context (as its Ir
-// goes to ctx_incl), its k-SF node's inclusive events (kg_incl_events.h),
+// goes to ctx_incl), its k-SF node's inclusive events (node_incl_events,
+// edge_incl_events: after the node's payload and the edge's fields),
 // directly, so no transition needs to carry them. Inline IR's pushes and
 // pops do the same without a call (instrument/frames_ir.cpp): a row is
 // found from the frame's address (frame_rows_bias), a transition's arrays
@@ -145,8 +146,8 @@ const TransitionEvents& events_of(Transition* tr)
    TransitionEvents* ev = events_arrays(tr);
    if (ev->node) return *ev;
    transitions_with_events++;
-   ULong* node = incl_events_of(ctx_of(child_of(tr)), True);
-   ULong* edge = parent_activation(tr) ? incl_events_of(transition_edge(tr), True) : kg_events_sink;
+   ULong* node = node_incl_events(ctx_of(child_of(tr)));
+   ULong* edge = parent_activation(tr) ? edge_incl_events(transition_edge(tr)) : kg_events_sink;
    *ev = { edge, acts_in_nodes() && rolled(tr) ? kg_events_sink : node };
    return *ev;
 }

@@ -193,16 +193,25 @@ UWord transition_room()
 // after its child ActNode's address (TransitionRecord).
 // A made transition has kids (no_kids at least).
 Bool has_first_transition(const ActNode* n) { return first_transition(n)->kids != nullptr; }
-// A thread's own k-SF's node payload: at k = inf the first transition (the
-// node and it are 80 bytes, 96 with the view in the k-SF: act_offset), at
-// finite k the count of frames in the node (active_count).
-UInt node_payload_bytes()
+// A thread's own k-SF's (or the joined forest's) node payload before the
+// node's inclusive events: at k = inf the first transition (the node and
+// it are 80 bytes, 96 with the view in the k-SF: act_offset), at finite k
+// the count of frames in the node (active_count).
+UInt node_payload_before_events()
 {
    if (acts_in_nodes()) return transition_room() - (sizeof(ForestNode) - act_offset());
    if (!counts_in_nodes()) return 0;
    // The count of frames, and the counter array and its limit (counter_array_word).
    return counter_arrays_on() && !separate_view() ? 3 * sizeof(UWord) : sizeof(UWord);
 }
+
+// The bytes of a node's or an edge's inclusive events beyond Ir.
+UInt incl_events_bytes() { return extra_events_on() ? extra_event_count() * sizeof(ULong) : 0; }
+
+// The payload, then the node's inclusive events beyond Ir (no table
+// keyed by node: cc1plus k=2 has 348 k arrays of edges and nodes, whose
+// table entries and index took 12.6 MB).
+UInt node_payload_bytes() { return node_payload_before_events() + incl_events_bytes(); }
 
 // A thread's own view forest's node payload at finite k (--view-k, the
 // default at even k > 2): the counter array and its limit (counter_array_word).
@@ -240,5 +249,24 @@ void activity_init()
 }
 
 UWord transition_events_offset() { return transition_bytes(); }
+
+ULong* node_incl_events(const ForestNode* n)
+{
+   return (ULong*)((char*)core::Forest::payload(const_cast<ForestNode*>(n)) + node_payload_before_events());
+}
+
+const ULong* node_incl_events_in(const core::Forest& sf, const ForestNode* n)
+{
+   Bool has = incl_events_bytes() && sf.payload_bytes() == node_payload_bytes();
+   return has ? node_incl_events(n) : nullptr;
+}
+
+void zero_incl_events(Forest* f)
+{
+   if (!incl_events_bytes() || f->sf.payload_bytes() != node_payload_bytes()) return;
+   core::visit_preorder(f->sf, [](const core::VisitInfo& v) {
+      VG_(memset)(node_incl_events(v.node), 0, incl_events_bytes());
+   });
+}
 
 } // namespace kg

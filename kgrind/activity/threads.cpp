@@ -18,7 +18,7 @@ ThreadState* thread_state(ThreadId tid)
    t->next = all_threads;
    all_threads = t;
    if (clo.join_threads) {
-      if (!joined_forest) joined_forest = forest_new(clo.k);
+      if (!joined_forest) joined_forest = forest_new(clo.k, node_payload_bytes());
       if (!joined_view) joined_view = separate_view() ? forest_new(clo.view_k) : joined_forest;
       t->forest = joined_forest;
       t->view = joined_view;
