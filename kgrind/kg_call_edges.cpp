@@ -13,7 +13,7 @@ PairMap<CallEdge> call_edges;
 
 void call_edges_init()
 {
-   PairMap<CallEdge>::set_entry_room(extra_events_on() ? extra_event_count() * sizeof(ULong) : 0);
+   PairMap<CallEdge>::set_entry_room(incl_events_bytes());
 }
 
 // The map holds each (caller, callee)'s first edge; the others, at other
@@ -143,6 +143,7 @@ UWord collect_call_edges(Bool at_exit, CallEdge*** out, CallEdge** copies)
 
 void move_call_edges(ForestNode* (*moved)(const void* node, void* arg), void* arg)
 {
+   tl_assert(!incl_events_bytes());   // compaction_on: no events beyond Ir
    UWord n = 0;
    call_edges.for_each([&](CallEdge* first) { n += moved(first->a, arg) || moved(first->b, arg); });
    if (!n) return;
@@ -169,11 +170,10 @@ void move_call_edges(ForestNode* (*moved)(const void* node, void* arg), void* ar
 
 void reset_call_edges()
 {
-   UWord events = extra_events_on() ? extra_event_count() * sizeof(ULong) : 0;
-   for_each_edge([events](CallEdge* e) {
+   for_each_edge([](CallEdge* e) {
       e->calls = 0;
       e->incl = 0;
-      VG_(memset)(edge_incl_events(e), 0, events);
+      VG_(memset)(edge_incl_events(e), 0, incl_events_bytes());
    });
 }
 

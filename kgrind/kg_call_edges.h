@@ -41,7 +41,8 @@ UWord merge_call_edges(CallEdge** all, UWord n);
 
 // Every edge whose caller or callee moved (moved(node, arg): the node it
 // moved to, or null) added into the edge of the nodes they moved to, at the
-// same site, and given back.
+// same site, and given back. Not with events beyond Ir (their inclusive
+// events are not added): threads are compacted only without them.
 void move_call_edges(ForestNode* (*moved)(const void* node, void* arg), void* arg);
 
 // Every edge's counts and inclusive events back to zero (counters zeroed,

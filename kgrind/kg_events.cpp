@@ -221,6 +221,8 @@ Bool pops_test_rare_events()
 
 UInt extra_event_count() { return event_column(kEventIds); }
 
+UInt incl_events_bytes() { return extra_events_on() ? extra_event_count() * sizeof(ULong) : 0; }
+
 UInt event_column(EventId e)
 {
    UInt column = 0;

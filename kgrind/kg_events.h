@@ -37,6 +37,9 @@ Bool rare_column_pair(UInt c);
 Bool extra_events_on();
 // Events beyond Ir that a profile has (its columns after Ir).
 UInt extra_event_count();
+// The bytes of a call edge's or a k-SF node's inclusive events beyond Ir
+// (0 without events).
+UInt incl_events_bytes();
 // The column of an event after Ir (0-based), for an event that is on.
 UInt event_column(EventId e);
 // The name of the event in a column after Ir (0-based, below

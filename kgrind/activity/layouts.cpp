@@ -205,9 +205,6 @@ UInt node_payload_before_events()
    return counter_arrays_on() && !separate_view() ? 3 * sizeof(UWord) : sizeof(UWord);
 }
 
-// The bytes of a node's or an edge's inclusive events beyond Ir.
-UInt incl_events_bytes() { return extra_events_on() ? extra_event_count() * sizeof(ULong) : 0; }
-
 // The payload, then the node's inclusive events beyond Ir (no table
 // keyed by node: cc1plus k=2 has 348 k arrays of edges and nodes, whose
 // table entries and index took 12.6 MB).
