@@ -37,8 +37,9 @@ UInt n_waiting;
 // Whether ended threads are compacted: function mode at finite k, threads
 // not joined, the k-SF the body's contexts (no --view-k), none of the
 // counters that ExitCosts reads per instruction (counter_arrays_on: no
-// --dump-instr, --collect-jumps), and no events beyond Ir (their caches
-// key transitions by address, and recycled transitions move).
+// --dump-instr, --collect-jumps), and no events beyond Ir (a compact
+// record keeps no node events, and moved call edges do not add their
+// inclusive events: move_call_edges).
 Bool compaction_on() { return counter_arrays_on() && !separate_view() && !extra_events_on(); }
 
 // Whether thread t, which ended, left nothing but its forest's data: no
