@@ -111,13 +111,18 @@ void settle_open_frames()
    }
 }
 
+// A thread's own k-SF (or the joined one) back to zero: its nodes' counts
+// and inclusive events.
+static void reset_own_forest(Forest* f)
+{
+   forest_reset(f);
+   zero_incl_events(f);
+}
+
 void zero_counters()
 {
    for (ThreadState* t = all_threads; t; t = t->next) {
-      if (!clo.join_threads) {
-         forest_reset(t->forest);
-         zero_incl_events(t->forest);
-      }
+      if (!clo.join_threads) reset_own_forest(t->forest);
       if (!clo.join_threads && t->view != t->forest) forest_reset(t->view);
       zero_transitions(t);
       forget_calls_at_pause(t);   // zero too
@@ -125,10 +130,7 @@ void zero_counters()
       restart_frames(t);
    }
    zero_ended_threads();
-   if (joined_forest) {
-      forest_reset(joined_forest);
-      zero_incl_events(joined_forest);
-   }
+   if (joined_forest) reset_own_forest(joined_forest);
    if (joined_view && joined_view != joined_forest) forest_reset(joined_view);
    reset_costs();
 }
