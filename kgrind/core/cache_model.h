@@ -65,11 +65,25 @@ inline const char* cache_geometry_error(CacheGeometry g) {
   return nullptr;
 }
 
+// One LRU step in a set of `assoc` tags, most recent first: true if `tag`
+// was there. Either way it is the set's most recent afterwards (a miss
+// evicts the least recent).
+template <typename Tag>
+inline bool lru_access(Tag* set, uint32_t assoc, Tag tag) {
+  if (set[0] == tag) return true;
+  uint32_t i = 1;
+  while (i < assoc && set[i] != tag) i++;
+  bool hit = i < assoc;
+  if (!hit) i = assoc - 1;
+  for (; i > 0; i--) set[i] = set[i - 1];
+  set[0] = tag;
+  return hit;
+}
+
 // One set-associative LRU cache of line numbers (address >> line bits).
 // Each set holds its lines' tags most recent first: a tag is its line
 // number plus 1, so that 0 is an empty way, and a cache starts as zeroed
-// memory (from an allocator of fresh pages, no write at all: a 512 MB LL's
-// 64 MB of tags are touched only where the program's lines fall).
+// memory (from an allocator of fresh pages, no write at all).
 class CacheLevel {
  public:
   void init(const Allocator& al, CacheGeometry g) {
@@ -97,19 +111,8 @@ class CacheLevel {
   static uint64_t tag_of(uint64_t line) { return line + 1; }
 
   // Looks line number `line` up; true on a hit. Either way the line is
-  // the set's most recent afterwards (a miss evicts the least recent).
-  bool access_line(uint64_t line) {
-    uint64_t* set = tags_ + (line & set_mask_) * assoc_;
-    uint64_t tag = tag_of(line);
-    if (set[0] == tag) return true;
-    uint32_t i = 1;
-    while (i < assoc_ && set[i] != tag) i++;
-    bool hit = i < assoc_;
-    if (!hit) i = assoc_ - 1;
-    for (; i > 0; i--) set[i] = set[i - 1];
-    set[0] = tag;
-    return hit;
-  }
+  // the set's most recent afterwards.
+  bool access_line(uint64_t line) { return lru_access(tags_ + (line & set_mask_) * assoc_, assoc_, tag_of(line)); }
 
  private:
   static const uint64_t kEmpty = 0;
@@ -118,6 +121,93 @@ class CacheLevel {
   uint64_t set_mask_;
   uint32_t assoc_;
   uint32_t line_bits_;
+};
+
+// The last level: CacheLevel's model, with each tag the line's number
+// within its set ((line >> set bits) + 1; 0 an empty way), kept in the
+// narrowest of 2, 4 and 8 bytes that holds every tag seen so far. A set's
+// lines share their set bits, so leaving them out loses nothing: a 512 MB
+// LL of 64-byte lines in 2 ways (4 M sets) keeps a line's address bits
+// from bit 28 on, which fit 2 bytes below 16 TB less 256 MB, and its 64 MB
+// of 8-byte tags are 16 MB (touched only where the program's lines fall). A
+// tag that does not fit widens them all, copied once (an address beyond
+// the ones seen before; 8 bytes hold any). No generated code reads these
+// tags (it tests I1's: most_recent_of).
+class NarrowTagLevel {
+ public:
+  void init(const Allocator& al, CacheGeometry g) {
+    al_ = al;
+    assoc_ = (uint32_t)g.assoc;
+    line_bits_ = log2_of_power(g.line);
+    uint64_t sets = g.size / (g.assoc * g.line);
+    set_mask_ = sets - 1;
+    set_bits_ = log2_of_power(sets);
+    n_ = sets * g.assoc;
+    tag_bytes_ = 2;
+    tags_ = new_tags(tag_bytes_);
+  }
+  void destroy() {
+    if (tags_) al_.free(al_.ctx, tags_);
+    tags_ = nullptr;
+  }
+
+  uint32_t line_bits() const { return line_bits_; }
+  // Bytes a tag takes now (2, 4 or 8).
+  uint32_t tag_bytes() const { return tag_bytes_; }
+
+  // Looks line number `line` up; true on a hit. Either way the line is
+  // the set's most recent afterwards.
+  bool access_line(uint64_t line) {
+    uint64_t first = (line & set_mask_) * assoc_;
+    uint64_t tag = (line >> set_bits_) + 1;
+    if (tag > largest_tag(tag_bytes_)) widen(tag);
+    switch (tag_bytes_) {
+      case 2: return lru_access((uint16_t*)tags_ + first, assoc_, (uint16_t)tag);
+      case 4: return lru_access((uint32_t*)tags_ + first, assoc_, (uint32_t)tag);
+      default: return lru_access((uint64_t*)tags_ + first, assoc_, tag);
+    }
+  }
+
+ private:
+  static uint64_t largest_tag(uint32_t bytes) { return bytes == 8 ? ~(uint64_t)0 : ((uint64_t)1 << (8 * bytes)) - 1; }
+
+  void* new_tags(uint32_t bytes) {
+    uint8_t* t = (uint8_t*)al_.alloc(al_.ctx, n_ * bytes);
+    if (!al_.zeroed)
+      for (uint64_t i = 0; i < n_ * bytes; i++) t[i] = 0;
+    return t;
+  }
+  uint64_t tag_at(const void* tags, uint32_t bytes, uint64_t i) const {
+    if (bytes == 2) return ((const uint16_t*)tags)[i];
+    if (bytes == 4) return ((const uint32_t*)tags)[i];
+    return ((const uint64_t*)tags)[i];
+  }
+  void set_tag_at(void* tags, uint32_t bytes, uint64_t i, uint64_t tag) {
+    if (bytes == 2) ((uint16_t*)tags)[i] = (uint16_t)tag;
+    else if (bytes == 4) ((uint32_t*)tags)[i] = (uint32_t)tag;
+    else ((uint64_t*)tags)[i] = tag;
+  }
+  // Every tag in wider ones that hold `tag`, in the same places (empty
+  // ways stay unwritten: fresh pages stay untouched).
+  __attribute__((noinline)) void widen(uint64_t tag) {
+    uint32_t bytes = tag_bytes_;
+    while (tag > largest_tag(bytes)) bytes *= 2;
+    void* wider = new_tags(bytes);
+    for (uint64_t i = 0; i < n_; i++)
+      if (uint64_t t = tag_at(tags_, tag_bytes_, i)) set_tag_at(wider, bytes, i, t);
+    al_.free(al_.ctx, tags_);
+    tags_ = wider;
+    tag_bytes_ = bytes;
+  }
+
+  Allocator al_;
+  void* tags_;
+  uint64_t n_;
+  uint64_t set_mask_;
+  uint32_t set_bits_;
+  uint32_t assoc_;
+  uint32_t line_bits_;
+  uint32_t tag_bytes_;
 };
 
 // What one access missed: the first level, and the last level.
@@ -141,6 +231,8 @@ class CacheHierarchy {
   __attribute__((always_inline)) CacheMiss fetch(uint64_t addr, uint64_t size) { return access(i1_, addr, size); }
   // I1's most recent tag of line number `line`'s set (CacheLevel::most_recent_of).
   const uint64_t* i1_most_recent_of(uint64_t line) const { return i1_.most_recent_of(line); }
+  // Bytes an LL tag takes now (NarrowTagLevel).
+  uint32_t ll_tag_bytes() const { return ll_.tag_bytes(); }
   // A data read or write (write-allocate: the same lookups as a read).
   __attribute__((always_inline)) CacheMiss data(uint64_t addr, uint64_t size) { return access(d1_, addr, size); }
 
@@ -175,7 +267,7 @@ class CacheHierarchy {
 
   CacheLevel i1_;
   CacheLevel d1_;
-  CacheLevel ll_;
+  NarrowTagLevel ll_;
 };
 
 }  // namespace core

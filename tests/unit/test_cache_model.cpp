@@ -207,6 +207,51 @@ TEST(CacheModel, RandomStreamsAgreeWithBruteForce) {
   }
 }
 
+// The last level keeps tags without their set bits, in 2 bytes while they
+// fit, widened to 4 and 8 as lines of higher addresses come: the same hits
+// and misses as the brute force throughout, the widenings included (tags
+// copied in place, each set's order kept).
+TEST(CacheModel, NarrowTagsAgreeWithBruteForceAcrossWidenings) {
+  const CacheGeometry geos[] = {{8192, 4, 64}, {4096, 1, 64}, {65536, 16, 32}, {1024, 16, 64}};
+  for (int g = 0; g < 2 * 4; g++) {
+    const CacheGeometry& geo = geos[g % 4];
+    std::mt19937_64 rng(100 + g);
+    NarrowTagLevel level;
+    level.init(g < 4 ? kHost : kHostZeroed, geo);
+    ReferenceCache ref(geo);
+    uint64_t sets = geo.size / (geo.assoc * geo.line);
+    // Where lines start to need 4 and 8 bytes (a tag is the line number
+    // over the sets, plus 1), and lines far beyond.
+    const uint64_t bounds[] = {sets << 16, sets << 32, (uint64_t)1 << 58};
+    uint32_t widths_seen[3] = {0, 0, 0};
+    for (int i = 0; i < 300000; i++) {
+      int phase = i < 100000 ? 0 : i < 200000 ? 1 : 2;
+      // Mostly lines near earlier ones (hits), some of each region so far.
+      int region = (int)(rng() % (phase + 1));
+      uint64_t base = region == 0 ? 0 : bounds[region - 1];
+      uint64_t line = base + rng() % (4 * sets * geo.assoc);
+      ASSERT_EQ(level.access_line(line), ref.access(line)) << "geometry " << g << " access " << i;
+      widths_seen[phase] = level.tag_bytes();
+    }
+    EXPECT_EQ(widths_seen[0], 2u);
+    EXPECT_EQ(widths_seen[1], 4u);
+    EXPECT_EQ(widths_seen[2], 8u);
+    level.destroy();
+  }
+}
+
+// A 512 MB LL of 64-byte lines in 2 ways (a virtual machine's host LL as
+// simulated: 4 M sets, a tag is address >> 28, plus 1): 2-byte tags for
+// every address below 0xFFFF << 28 (16 TB less 256 MB).
+TEST(CacheModel, LargeLastLevelKeepsTwoByteTags) {
+  Hierarchy c({32768, 8, 64}, {49152, 12, 64}, {512u << 20, 2, 64}, kHostZeroed);
+  EXPECT_EQ(c.h.data(0x1ffefff000, 8), kLLMiss);   // a client stack under Valgrind
+  EXPECT_EQ(c.h.data((0xFFFFull << 28) - 64, 8), kLLMiss);
+  EXPECT_EQ(c.h.ll_tag_bytes(), 2u);
+  EXPECT_EQ(c.h.data(0xFFFFull << 28, 8), kLLMiss);
+  EXPECT_EQ(c.h.ll_tag_bytes(), 4u);
+}
+
 struct Predictor {
   BranchPredictor* p = static_cast<BranchPredictor*>(std::calloc(1, sizeof(BranchPredictor)));
   ~Predictor() { std::free(p); }
