@@ -35,9 +35,11 @@ struct ContextBlocks {
    UInt used;
 };
 
-// Every (context, block)'s counters, back to back in chunks that never move
-// (blocks cache pointers to them), each found by a 32-bit offset in counters.
-class CounterStore {
+// Every (context, block)'s counters, back to back in 64 KB chunks that
+// never move (blocks cache pointers to them), each found by a 32-bit offset
+// in counters of type Counter.
+template <typename Counter>
+class CounterStoreOf {
 public:
    // Room for n zeroed counters (n at most a chunk); its offset.
    UInt add(UInt n)
@@ -45,9 +47,9 @@ public:
       tl_assert(n <= kChunkCounters);
       if (n < kRecycledSizes && free_[n]) {
          UInt offset = free_[n] - 1;
-         ULong* c = at(offset);
+         Counter* c = at(offset);
          free_[n] = (UInt)c[0];
-         VG_(memset)(c, 0, n * sizeof(ULong));
+         VG_(memset)(c, 0, n * sizeof(Counter));
          return offset;
       }
       if (n > room_) new_chunk();
@@ -56,7 +58,7 @@ public:
       room_ -= n;
       return offset;
    }
-   ULong* at(UInt offset) const { return chunks_[offset >> kChunkShift] + (offset & (kChunkCounters - 1)); }
+   Counter* at(UInt offset) const { return chunks_[offset >> kChunkShift] + (offset & (kChunkCounters - 1)); }
    // n counters at offset that nothing counts into any more (their
    // context went: a thread that ended), for the next add(n). Runs of
    // kRecycledSizes counters and more stay where they are.
@@ -70,7 +72,7 @@ public:
    // chunks stay for the next adds.
    void rewind()
    {
-      for (UWord c = 0; c < n_chunks_; c++) VG_(memset)(chunks_[c], 0, kChunkCounters * sizeof(ULong));
+      for (UWord c = 0; c < n_chunks_; c++) VG_(memset)(chunks_[c], 0, kChunkCounters * sizeof(Counter));
       n_chunks_ = 0;
       next_ = room_ = 0;
       VG_(memset)(free_, 0, sizeof free_);
@@ -78,30 +80,30 @@ public:
 
 private:
    static const UInt kRecycledSizes = 256;
-   static const UInt kChunkShift = 13;   // 64 KB chunks, as alloc_permanent's
+   static const UInt kChunkShift = sizeof(Counter) == 8 ? 13 : 14;   // 64 KB chunks, as alloc_permanent's
    static const UInt kChunkCounters = 1u << kChunkShift;
 
    void new_chunk()
    {
       UWord chunk = n_chunks_++;
       if (chunk >> (32 - kChunkShift))
-         VG_(tool_panic)((HChar*)"kgrind: more than 2^32 counters (32 GB): too many (context, block) pairs");
+         VG_(tool_panic)((HChar*)"kgrind: more than 2^32 counters: too many (context, block) pairs");
       next_ = (UInt)(chunk << kChunkShift);
       room_ = kChunkCounters;
       if (chunk < n_made_) return;   // zeroed by rewind
       n_made_++;
       if (chunk == chunks_cap_) {
          UWord cap = chunks_cap_ ? 2 * chunks_cap_ : 64;
-         ULong** bigger = (ULong**)kg::alloc(cap * sizeof(ULong*), "kg.counters");
-         if (chunk) VG_(memcpy)(bigger, chunks_, chunk * sizeof(ULong*));
+         Counter** bigger = (Counter**)kg::alloc(cap * sizeof(Counter*), "kg.counters");
+         if (chunk) VG_(memcpy)(bigger, chunks_, chunk * sizeof(Counter*));
          kg::release(chunks_);
          chunks_ = bigger;
          chunks_cap_ = cap;
       }
-      chunks_[chunk] = (ULong*)alloc_zeroed(kChunkCounters * sizeof(ULong), "kg.counters");
+      chunks_[chunk] = (Counter*)alloc_zeroed(kChunkCounters * sizeof(Counter), "kg.counters");
    }
 
-   ULong** chunks_ = nullptr;
+   Counter** chunks_ = nullptr;
    UWord chunks_cap_ = 0;
    UWord n_chunks_ = 0;  // in use
    UWord n_made_ = 0;    // allocated (rewind keeps them)
@@ -109,25 +111,44 @@ private:
    UInt room_ = 0;       // free counters left in the last chunk
    UInt free_[kRecycledSizes] = {};   // recycled runs by size: offset + 1, linked through their first counter
 };
+using CounterStore = CounterStoreOf<ULong>;
 extern CounterStore counter_store;
 
 // The blocks' miss counters (kg_block_info.h, BlockEvents): a (context,
 // block)'s, made at its first miss, are named by its anchor counter,
 // their offset here plus one. Most (context, block)s of a large program
 // never miss (cc1plus at k = 2 with --cache-sim: 74 % of them), and a
-// miss is counted in 6 % of the slots.
-extern CounterStore miss_store;
-inline ULong* miss_counters_of(ULong anchor) { return anchor ? miss_store.at((UInt)anchor - 1) : nullptr; }
+// miss is counted in 6 % of the slots. 32 bits a counter: a count's high
+// part, past a wrap (4 G misses in one (context, line, event)), is kept
+// aside (MissCarries), so that the store is half the size (cc1plus at
+// k = 2 --cache-sim=yes: 32 MB of 64-bit counters).
+extern CounterStoreOf<UInt> miss_store;
+inline UInt* miss_counters_of(ULong anchor) { return anchor ? miss_store.at((UInt)anchor - 1) : nullptr; }
 // The counters every block counts into while counting is off: blocks of
 // every layout share them, so an anchor there names nothing.
 const UInt kUncountedSinkCounters = 16384;   // more than a block's (kMaxEventSlots, flush points)
 extern ULong uncounted_sink[kUncountedSinkCounters];
 inline Bool in_uncounted_sink(const ULong* c) { return (UWord)(c - uncounted_sink) < kUncountedSinkCounters; }
+// Reads the tests' setting (make_miss_counters), at start.
+void miss_counters_init();
+// n new miss counters: their offset in miss_store plus 1.
+ULong make_miss_counters(UInt n);
 // The anchor's miss counters, n of them, made if there are none yet.
-inline ULong* miss_counters(ULong* anchor, UInt n)
+inline UInt* miss_counters(ULong* anchor, UInt n)
 {
-   if (__builtin_expect(!*anchor, 0)) *anchor = miss_store.add(n) + 1;
+   if (__builtin_expect(!*anchor, 0)) *anchor = make_miss_counters(n);
    return miss_store.at((UInt)*anchor - 1);
+}
+// The high parts of miss counts past 2^32 (none in most runs): by counter.
+// count_wrapped: the counter at `slot` went from 2^32 - 1 to 0.
+void count_wrapped(const UInt* slot);
+extern Bool miss_counts_wrapped;   // whether any has
+ULong wrapped_part(const UInt* slot);
+inline ULong miss_count(const UInt* slot) { return *slot + (__builtin_expect(miss_counts_wrapped, 0) ? wrapped_part(slot) : 0); }
+// One more in the miss counter at `slot`.
+inline void add_one_miss(UInt* slot)
+{
+   if (__builtin_expect(++*slot == 0, 0)) count_wrapped(slot);
 }
 // The (context, block) counters `from` added into `into` (blk's): flush
 // points and inline slots, and the miss counters (moved where `into` has

@@ -9,8 +9,86 @@
 namespace kg {
 
 CounterStore counter_store;
-CounterStore miss_store;
+CounterStoreOf<UInt> miss_store;
 BlockCountersIndex block_counters;
+
+// ---- Miss counts past 2^32 --------------------------------------------------
+
+namespace {
+struct WrappedCount {
+   const void* a;   // the counter (miss_store's chunks never move)
+   const void* b;   // unused
+   ULong high;      // 2^32 times the wraps
+};
+PairTable<WrappedCount, 16> wrapped_counts;
+} // namespace
+Bool miss_counts_wrapped;
+
+void count_wrapped(const UInt* slot)
+{
+   wrapped_counts.get(slot, nullptr)->high += 1ULL << 32;
+   miss_counts_wrapped = True;
+}
+
+ULong wrapped_part(const UInt* slot)
+{
+   const WrappedCount* w = wrapped_counts.find(slot, nullptr);
+   return w ? w->high : 0;
+}
+
+// For tests: with KGRIND_TEST_MISS_WRAPS=1 in Valgrind's environment every
+// miss counter starts 3 below 2^32 with its high part 2^32 - 3 below zero,
+// so that its third count wraps and every count past it takes the path of
+// counts past 2^32: the profile must be the same as without
+// (tests/test_events.py).
+static Bool test_wraps = False;
+void miss_counters_init()
+{
+   const HChar* v = VG_(getenv)("KGRIND_TEST_MISS_WRAPS");
+   test_wraps = v && VG_STREQ(v, "1");
+}
+
+ULong make_miss_counters(UInt n)
+{
+   UInt offset = miss_store.add(n);
+   if (__builtin_expect(test_wraps, 0)) {
+      const UInt kBelow = 3;
+      UInt* c = miss_store.at(offset);
+      for (UInt j = 0; j < n; j++) {
+         c[j] = (UInt)(0 - kBelow);
+         wrapped_counts.get(&c[j], nullptr)->high = (ULong)kBelow - (1ULL << 32);
+      }
+      miss_counts_wrapped = True;
+   }
+   return offset + 1ULL;
+}
+
+// n miss counters at `from` added into `into`'s, their high parts too;
+// from's high parts are dropped (its counters are given back).
+static void add_miss_counts(UInt* into, UInt* from, UInt n)
+{
+   for (UInt j = 0; j < n; j++) {
+      UInt before = into[j];
+      into[j] += from[j];
+      if (into[j] < before) count_wrapped(&into[j]);
+   }
+   if (!miss_counts_wrapped) return;
+   for (UInt j = 0; j < n; j++)
+      if (WrappedCount* w = wrapped_counts.find(&from[j], nullptr)) {
+         ULong high = w->high;
+         w->high = 0;
+         if (high) wrapped_counts.get(&into[j], nullptr)->high += high;
+      }
+}
+
+// n miss counters at offset, which nothing counts into any more, given back.
+static void recycle_misses(UInt offset, UInt n)
+{
+   if (miss_counts_wrapped)
+      for (UInt j = 0; j < n; j++)
+         if (WrappedCount* w = wrapped_counts.find(miss_store.at(offset) + j, nullptr)) w->high = 0;
+   miss_store.recycle(offset, n);
+}
 
 void add_block_counters(const BlockInfo* blk, ULong* into, ULong* from)
 {
@@ -22,10 +100,8 @@ void add_block_counters(const BlockInfo* blk, ULong* into, ULong* from)
       into[anchor] = from[anchor];
    } else {
       UInt n_miss = events_of(blk)->n_miss;
-      ULong* dst = miss_counters_of(into[anchor]);
-      const ULong* src = miss_counters_of(from[anchor]);
-      for (UInt j = 0; j < n_miss; j++) dst[j] += src[j];
-      miss_store.recycle((UInt)from[anchor] - 1, n_miss);
+      add_miss_counts(miss_counters_of(into[anchor]), miss_counters_of(from[anchor]), n_miss);
+      recycle_misses((UInt)from[anchor] - 1, n_miss);
    }
    from[anchor] = 0;
 }
@@ -33,7 +109,7 @@ void add_block_counters(const BlockInfo* blk, ULong* into, ULong* from)
 void recycle_miss_counters(const BlockInfo* blk, const ULong* counters)
 {
    UInt anchor = miss_anchor_index(blk);
-   if (anchor != kNoMissAnchor && counters[anchor]) miss_store.recycle((UInt)counters[anchor] - 1, events_of(blk)->n_miss);
+   if (anchor != kNoMissAnchor && counters[anchor]) recycle_misses((UInt)counters[anchor] - 1, events_of(blk)->n_miss);
 }
 
 static void mark_counter_arrays();
@@ -322,6 +398,8 @@ void reset_counters()
       VG_(memset)(counter_store.at(ref_offset(ref)), 0, counter_count(block_with_id(ref_block_id(ref))) * sizeof(ULong));
    });
    miss_store.rewind();   // every anchor is 0 now
+   wrapped_counts.clear();
+   miss_counts_wrapped = False;
 }
 
 } // namespace kg

@@ -134,14 +134,14 @@ void write_cache_desc(FileWriter& out, const Geometry& c)
 ULong no_thread_clock[kEventIds];
 
 // The miss counters of a helper's site (its first slot), made at the
-// (context, block)'s first miss (or its one slot, inline). While counting is off the block's
+// (context, block)'s first miss. While counting is off the block's
 // counters are scratch that every block shares (its anchor may be another
-// block's count): its misses go to more scratch.
-ULong uncounted_misses[4];
-inline ULong* miss_slots(ULong* counters, UWord site)
+// block's count): its misses go to more scratch. Not for a block's one
+// miss slot, which is inline (count_branch).
+UInt uncounted_misses[4];
+inline UInt* miss_slots(ULong* counters, UWord site)
 {
    ULong* anchor = counters + EventSite::anchor(site);
-   if (!EventSite::n_miss(site)) return anchor;   // the block's one miss slot, inline
    if (__builtin_expect(in_uncounted_sink(anchor), 0)) return uncounted_misses;
    return miss_counters(anchor, EventSite::n_miss(site)) + EventSite::first_slot(site);
 }
@@ -149,13 +149,13 @@ inline ULong* miss_slots(ULong* counters, UWord site)
 // A miss counted in `slots`, the access's two (I1mr ILmr, D1mr DLmr or
 // D1mw DLmw), and on the clock: bit 0 of m is a first-level miss, bit 1 a
 // last-level one (core::CacheMiss).
-inline void count_miss_slots(ULong* slots, core::CacheMiss m, EventId l1, EventId ll)
+inline void count_miss_slots(UInt* slots, core::CacheMiss m, EventId l1, EventId ll)
 {
    ULong* clock = kg_event_clock;
-   slots[0]++;
+   add_one_miss(&slots[0]);
    clock[l1]++;
    if (m == core::kLLMiss) {
-      slots[1]++;
+      add_one_miss(&slots[1]);
       clock[ll]++;
    }
 }
@@ -171,20 +171,23 @@ inline void count_misses(ULong* counters, UWord site, UInt skip, core::CacheMiss
 // A guarded access: its count (e: Dr or Dw) and its misses.
 inline void count_access(ULong* counters, UWord site, core::CacheMiss m, EventId e, EventId l1, EventId ll)
 {
-   ULong* slots = miss_slots(counters, site);
-   slots[0]++;
+   UInt* slots = miss_slots(counters, site);
+   add_one_miss(&slots[0]);
    kg_event_clock[e]++;
    if (m != core::kHit) count_miss_slots(slots + 1, m, l1, ll);
 }
 
 // A branch: its count on the clock (the count itself is its flush
-// point's), and its mispredict.
+// point's), and its mispredict: in the block's one miss slot, inline
+// where its anchor would be (a counter of the block's), or among its miss
+// counters.
 inline void count_branch(ULong* counters, UWord site, Bool mispredicted, EventId e, EventId miss)
 {
    ULong* clock = kg_event_clock;
    clock[e]++;
    if (!mispredicted) return;
-   miss_slots(counters, site)[0]++;
+   if (EventSite::n_miss(site)) add_one_miss(miss_slots(counters, site));
+   else counters[EventSite::anchor(site)]++;
    clock[miss]++;
 }
 
@@ -233,6 +236,7 @@ UInt event_column(EventId e)
 void events_init()
 {
    if (!extra_events_on()) return;
+   miss_counters_init();
    if (clo.cache_sim) {
       host_geometry();
       choose(i1, clo.i1);

@@ -238,10 +238,10 @@ static void for_each_event(const CountedBlock& e, Bool per_instruction, F f)
    };
    for (UInt s = 0; s < ev->n_inline; s++)
       if (c[s]) at(ev->slots[s].line, ev->slots[s].event, c[s]);
-   if (const ULong* misses = ev->n_miss ? miss_counters_of(c[ev->n_inline]) : nullptr) {
+   if (const UInt* misses = ev->n_miss ? miss_counters_of(c[ev->n_inline]) : nullptr) {
       const EventSlot* slots = ev->slots + ev->n_inline;
       for (UInt s = 0; s < ev->n_miss; s++)
-         if (misses[s]) at(slots[s].line, slots[s].event, misses[s]);
+         if (ULong count = miss_count(&misses[s])) at(slots[s].line, slots[s].event, count);
    }
    // Counted by their flush points (reached counts: count_reached ran).
    for (UInt i = 0; i < ev->n_by_point; i++) {

@@ -4,6 +4,7 @@ program and per function of the program, with the same cache geometry and
 the same launcher, environment and arguments; the options' errors; the
 profile's header."""
 import collections
+import os
 import re
 import subprocess
 
@@ -109,6 +110,27 @@ def test_events_do_not_change_ir(tools):
     sim = tools.kgrind(exe, opts=['--cache-sim=yes', '--branch-sim=yes', *GEOMETRY], out='kg.out.2').profile()
     assert plain.summary == sim.summary > 0
     assert plain.events == ['Ir']
+
+
+def test_miss_counts_past_two_to_the_32(tools):
+    """Miss counters are 32 bits, a count's high part kept aside past a
+    wrap. With KGRIND_TEST_MISS_WRAPS=1 every miss counter starts 3 below
+    2^32 with its high part as far below zero: its third count wraps, and
+    the profile must be the one of a run without (the same environment's
+    length, so the same start-up)."""
+    exe = tools.compile('cache_work.c', '-O1')
+    opts = ['--cache-sim=yes', '--branch-sim=yes', '--dump-instr=yes', *GEOMETRY]
+    profiles = []
+    for wraps in ('0', '1'):
+        path = tools.dir / f'kg.out.{wraps}'
+        env = dict(os.environ, KGRIND_TEST_MISS_WRAPS=wraps)
+        r = tools.valgrind('kgrind', [f'--kgrind-out-file={path}', *opts], exe, env=env)
+        assert r.returncode == 0, r.stderr
+        profiles.append(re.sub(r'(?m)^pid: \d+$', '', path.read_text()))
+    assert profiles[0] == profiles[1]
+    totals = callgrind_format.parse(tools.dir / 'kg.out.0').summary_events
+    # Many counters took 3 counts or more (the walk's D1mr: one a line).
+    assert totals['D1mr'] > 10000 and totals['DLmr'] > 1000 and totals['Bcm'] > 100
 
 
 def test_branch_sim_alone(tools):

@@ -80,6 +80,22 @@ inline bool lru_access(Tag* set, uint32_t assoc, Tag tag) {
   return hit;
 }
 
+// A cache's sets: how a line number (address >> line_bits) picks its set
+// (line & set_mask, of set_bits bits), each of assoc ways.
+struct SetShape {
+  uint32_t assoc;
+  uint32_t line_bits;
+  uint32_t set_bits;
+  uint64_t set_mask;
+  uint64_t ways;   // in all the sets
+  static SetShape of(CacheGeometry g) {
+    uint64_t sets = g.size / (g.assoc * g.line);
+    return {(uint32_t)g.assoc, log2_of_power(g.line), log2_of_power(sets), sets - 1, sets * g.assoc};
+  }
+  // The first way of line's set.
+  uint64_t first_way(uint64_t line) const { return (line & set_mask) * assoc; }
+};
+
 // One set-associative LRU cache of line numbers (address >> line bits).
 // Each set holds its lines' tags most recent first: a tag is its line
 // number plus 1, so that 0 is an empty way, and a cache starts as zeroed
@@ -88,39 +104,33 @@ class CacheLevel {
  public:
   void init(const Allocator& al, CacheGeometry g) {
     al_ = al;
-    assoc_ = (uint32_t)g.assoc;
-    line_bits_ = log2_of_power(g.line);
-    uint64_t sets = g.size / (g.assoc * g.line);
-    set_mask_ = sets - 1;
-    uint64_t n = sets * g.assoc;
-    tags_ = (uint64_t*)al_.alloc(al_.ctx, n * sizeof(uint64_t));
+    shape_ = SetShape::of(g);
+    tags_ = (uint64_t*)al_.alloc(al_.ctx, shape_.ways * sizeof(uint64_t));
     if (!al_.zeroed)
-      for (uint64_t i = 0; i < n; i++) tags_[i] = kEmpty;
+      for (uint64_t i = 0; i < shape_.ways; i++) tags_[i] = kEmpty;
   }
   void destroy() {
     if (tags_) al_.free(al_.ctx, tags_);
     tags_ = nullptr;
   }
 
-  uint32_t line_bits() const { return line_bits_; }
+  uint32_t line_bits() const { return shape_.line_bits; }
 
   // Where line number `line`'s set keeps its most recent tag, and the tag
   // that says it is `line`: an access of a line that is there hits and
   // changes nothing (access_line), so generated code may test it inline.
-  const uint64_t* most_recent_of(uint64_t line) const { return tags_ + (line & set_mask_) * assoc_; }
+  const uint64_t* most_recent_of(uint64_t line) const { return tags_ + shape_.first_way(line); }
   static uint64_t tag_of(uint64_t line) { return line + 1; }
 
   // Looks line number `line` up; true on a hit. Either way the line is
   // the set's most recent afterwards.
-  bool access_line(uint64_t line) { return lru_access(tags_ + (line & set_mask_) * assoc_, assoc_, tag_of(line)); }
+  bool access_line(uint64_t line) { return lru_access(tags_ + shape_.first_way(line), shape_.assoc, tag_of(line)); }
 
  private:
   static const uint64_t kEmpty = 0;
   Allocator al_;
   uint64_t* tags_;
-  uint64_t set_mask_;
-  uint32_t assoc_;
-  uint32_t line_bits_;
+  SetShape shape_;
 };
 
 // The last level: CacheLevel's model, with each tag the line's number
@@ -137,12 +147,7 @@ class NarrowTagLevel {
  public:
   void init(const Allocator& al, CacheGeometry g) {
     al_ = al;
-    assoc_ = (uint32_t)g.assoc;
-    line_bits_ = log2_of_power(g.line);
-    uint64_t sets = g.size / (g.assoc * g.line);
-    set_mask_ = sets - 1;
-    set_bits_ = log2_of_power(sets);
-    n_ = sets * g.assoc;
+    shape_ = SetShape::of(g);
     tag_bytes_ = 2;
     tags_ = new_tags(tag_bytes_);
   }
@@ -151,20 +156,20 @@ class NarrowTagLevel {
     tags_ = nullptr;
   }
 
-  uint32_t line_bits() const { return line_bits_; }
+  uint32_t line_bits() const { return shape_.line_bits; }
   // Bytes a tag takes now (2, 4 or 8).
   uint32_t tag_bytes() const { return tag_bytes_; }
 
   // Looks line number `line` up; true on a hit. Either way the line is
   // the set's most recent afterwards.
   bool access_line(uint64_t line) {
-    uint64_t first = (line & set_mask_) * assoc_;
-    uint64_t tag = (line >> set_bits_) + 1;
+    uint64_t first = shape_.first_way(line);
+    uint64_t tag = (line >> shape_.set_bits) + 1;
     if (tag > largest_tag(tag_bytes_)) widen(tag);
     switch (tag_bytes_) {
-      case 2: return lru_access((uint16_t*)tags_ + first, assoc_, (uint16_t)tag);
-      case 4: return lru_access((uint32_t*)tags_ + first, assoc_, (uint32_t)tag);
-      default: return lru_access((uint64_t*)tags_ + first, assoc_, tag);
+      case 2: return lru_access((uint16_t*)tags_ + first, shape_.assoc, (uint16_t)tag);
+      case 4: return lru_access((uint32_t*)tags_ + first, shape_.assoc, (uint32_t)tag);
+      default: return lru_access((uint64_t*)tags_ + first, shape_.assoc, tag);
     }
   }
 
@@ -172,17 +177,17 @@ class NarrowTagLevel {
   static uint64_t largest_tag(uint32_t bytes) { return bytes == 8 ? ~(uint64_t)0 : ((uint64_t)1 << (8 * bytes)) - 1; }
 
   void* new_tags(uint32_t bytes) {
-    uint8_t* t = (uint8_t*)al_.alloc(al_.ctx, n_ * bytes);
+    uint8_t* t = (uint8_t*)al_.alloc(al_.ctx, shape_.ways * bytes);
     if (!al_.zeroed)
-      for (uint64_t i = 0; i < n_ * bytes; i++) t[i] = 0;
+      for (uint64_t i = 0; i < shape_.ways * bytes; i++) t[i] = 0;
     return t;
   }
-  uint64_t tag_at(const void* tags, uint32_t bytes, uint64_t i) const {
+  static uint64_t tag_at(const void* tags, uint32_t bytes, uint64_t i) {
     if (bytes == 2) return ((const uint16_t*)tags)[i];
     if (bytes == 4) return ((const uint32_t*)tags)[i];
     return ((const uint64_t*)tags)[i];
   }
-  void set_tag_at(void* tags, uint32_t bytes, uint64_t i, uint64_t tag) {
+  static void set_tag_at(void* tags, uint32_t bytes, uint64_t i, uint64_t tag) {
     if (bytes == 2) ((uint16_t*)tags)[i] = (uint16_t)tag;
     else if (bytes == 4) ((uint32_t*)tags)[i] = (uint32_t)tag;
     else ((uint64_t*)tags)[i] = tag;
@@ -193,7 +198,7 @@ class NarrowTagLevel {
     uint32_t bytes = tag_bytes_;
     while (tag > largest_tag(bytes)) bytes *= 2;
     void* wider = new_tags(bytes);
-    for (uint64_t i = 0; i < n_; i++)
+    for (uint64_t i = 0; i < shape_.ways; i++)
       if (uint64_t t = tag_at(tags_, tag_bytes_, i)) set_tag_at(wider, bytes, i, t);
     al_.free(al_.ctx, tags_);
     tags_ = wider;
@@ -202,11 +207,7 @@ class NarrowTagLevel {
 
   Allocator al_;
   void* tags_;
-  uint64_t n_;
-  uint64_t set_mask_;
-  uint32_t set_bits_;
-  uint32_t assoc_;
-  uint32_t line_bits_;
+  SetShape shape_;
   uint32_t tag_bytes_;
 };
 
