@@ -52,6 +52,19 @@ static const ULong* summed_events(const ULong* a, const ULong* b)
    return sum;
 }
 
+// e's inclusive events plus `more`: added in e's own array where e has
+// it (the index's edges at exit, which nothing reads afterwards: cc1plus at
+// k=2 merged 98,693 edges of contexts with the same name, whose new arrays
+// took 6.3 MB with --cache-sim), else in a new one (a dump's copies, whose
+// arrays are the running edges').
+static const ULong* summed_into(CallEdge* e, const ULong* more)
+{
+   ULong* own = edge_incl_events(e);
+   if (e->incl_events != own) return summed_events(e->incl_events, more);
+   for (UInt c = 0, n = extra_event_count(); c < n; c++) own[c] += more[c];
+   return own;
+}
+
 static Int compare_edges(const void* pa, const void* pb)
 {
    const CallEdge* a = *(const CallEdge* const*)pa;
@@ -71,7 +84,7 @@ UWord merge_call_edges(CallEdge** all, UWord n)
          CallEdge* into = all[merged - 1];
          into->calls += all[i]->calls;
          into->incl += all[i]->incl;
-         if (all[i]->incl_events) into->incl_events = summed_events(into->incl_events, all[i]->incl_events);
+         if (all[i]->incl_events) into->incl_events = summed_into(into, all[i]->incl_events);
       } else {
          all[merged++] = all[i];
       }
