@@ -107,9 +107,10 @@ static void count_reached(const CountedBlock& e)
    for (UInt p = blk->n_slots; p-- > 1;) e.counters[p - 1] += e.counters[p];
 }
 
-ContextBlocks ExitCosts::blocks(UWord g) const
+ContextBlocks ExitCosts::blocks(UWord g) const { return blocks_at(groups_[g].where); }
+
+ContextBlocks ExitCosts::blocks_at(UWord where) const
 {
-   UWord where = groups_[g].where;
    if (where & kArrayTag) {
       UWord address = where & ((1UL << kHeldShift) - 1) & ~kArrayTag;
       return array_groups.describe((const ForestNode*)address, (UInt)(where >> kHeldShift));
@@ -282,15 +283,9 @@ void ExitCosts::event_totals(ULong* out) const
    });
 }
 
-static Int compare_node_pointers(const void* pa, const void* pb)
-{
-   UWord a = (UWord)*(const ForestNode* const*)pa, b = (UWord)*(const ForestNode* const*)pb;
-   return a == b ? 0 : a < b ? -1 : 1;
-}
-
 void ExitCosts::set_exclusive_costs()
 {
-   gather_node_events();
+   index_groups_by_node();
    for (UWord g = 0; g < n_groups_; g++) ((ForestNode*)groups_[g].a)->excl = 0;
    for (UWord g = 0; g < n_groups_; g++) {
       ForestNode* ctx = (ForestNode*)groups_[g].a;
@@ -300,34 +295,35 @@ void ExitCosts::set_exclusive_costs()
    }
 }
 
-// Each context's events, summed over its groups: the contexts sorted (a
-// context may have a table and an array), their events in that order.
-void ExitCosts::gather_node_events()
+// The groups by the contexts they count for (a context may have a table
+// and an array), for node_events.
+void ExitCosts::index_groups_by_node()
 {
-   UInt n_ev = extra_event_count();
-   if (!n_ev) return;
-   event_nodes_ = (const ForestNode**)kg::alloc((n_groups_ + 1) * sizeof(ForestNode*), "kg.exit");
-   for (UWord g = 0; g < n_groups_; g++) event_nodes_[g] = (const ForestNode*)groups_[g].a;
-   n_event_nodes_ = sort_and_fold(event_nodes_, n_groups_, compare_node_pointers,
-                                  [](const ForestNode*&, const ForestNode*&) {});
-   node_events_ = (ULong*)alloc_zeroed((n_event_nodes_ + 1) * n_ev * sizeof(ULong), "kg.exit");
-   for (UWord g = 0; g < n_groups_; g++) {
-      ULong* into = node_events_ + (node_events((const ForestNode*)groups_[g].a) - node_events_);
-      ContextBlocks c = blocks(g);
-      for (UInt i = 0; i < c.used; i++)
-         for_each_event(entry(c, i), per_instruction_, [into](SourceLine*, Addr, UInt col, ULong n) { into[col] += n; });
-   }
+   if (!extra_event_count()) return;
+   node_groups_ = (CostGroup*)kg::alloc((n_groups_ + 1) * sizeof(CostGroup), "kg.exit");
+   VG_(memcpy)(node_groups_, groups_, n_groups_ * sizeof(CostGroup));
+   VG_(ssort)(node_groups_, n_groups_, sizeof(CostGroup), compare_group_contexts);
+   node_sums_ = (ULong*)kg::alloc(extra_event_count() * sizeof(ULong), "kg.exit");
 }
 
 const ULong* ExitCosts::node_events(const ForestNode* ctx) const
 {
-   UWord lo = 0, hi = n_event_nodes_;
+   if (!node_groups_) return nullptr;
+   UWord lo = 0, hi = n_groups_;
    while (lo < hi) {
       UWord mid = (lo + hi) / 2;
-      if ((UWord)event_nodes_[mid] < (UWord)ctx) lo = mid + 1;
+      if ((UWord)node_groups_[mid].a < (UWord)ctx) lo = mid + 1;
       else hi = mid;
    }
-   return lo < n_event_nodes_ && event_nodes_[lo] == ctx ? node_events_ + lo * extra_event_count() : nullptr;
+   if (lo == n_groups_ || node_groups_[lo].a != ctx) return nullptr;
+   ULong* sums = node_sums_;
+   for (UInt c = 0; c < extra_event_count(); c++) sums[c] = 0;
+   for (UWord g = lo; g < n_groups_ && node_groups_[g].a == ctx; g++) {
+      ContextBlocks c = blocks_at(node_groups_[g].where);
+      for (UInt i = 0; i < c.used; i++)
+         for_each_event(entry(c, i), per_instruction_, [sums](SourceLine*, Addr, UInt col, ULong n) { sums[col] += n; });
+   }
+   return sums;
 }
 
 void ExitCosts::regroup(const ForestNode* (*rep)(const void* ctx, const void* arg), const void* arg)
@@ -426,11 +422,10 @@ void ExitCosts::release()
    kg::release(groups_);
    kg::release(scratch_);
    kg::release(events_);
-   kg::release(event_nodes_);
-   kg::release(node_events_);
-   event_nodes_ = nullptr;
-   node_events_ = nullptr;
-   n_event_nodes_ = 0;
+   kg::release(node_groups_);
+   kg::release(node_sums_);
+   node_groups_ = nullptr;
+   node_sums_ = nullptr;
    groups_ = nullptr;
    scratch_ = nullptr;
    events_ = nullptr;

@@ -34,11 +34,12 @@ public:
    // The same from copies of the counters, which go on (a dump during the run).
    void snapshot(Bool per_instruction, Bool by_line);
    // Sets each context node's excl to its exclusive cost; with events
-   // beyond Ir, also gathers each context's exclusive events (node_events).
+   // beyond Ir, also indexes the groups by context for node_events.
    void set_exclusive_costs();
    // After set_exclusive_costs, with events beyond Ir: ctx's exclusive
    // events, extra_event_count() of them in column order (every event
-   // counter of its blocks), or null where it counted none.
+   // counter of its blocks, summed when asked: valid until the next
+   // call), or null where it has no counters.
    const ULong* node_events(const ForestNode* ctx) const;
    // Groups the counters by rep(context, arg): contexts reported as one
    // (identity: each context alone). Before costs_of.
@@ -56,10 +57,11 @@ public:
 
 private:
    void sort_by_context();
-   void gather_node_events();
+   void index_groups_by_node();
    UWord first_group(const ForestNode* ctx) const;
    template <typename F> void for_each_entry(F f) const;
    ContextBlocks blocks(UWord g) const;
+   ContextBlocks blocks_at(UWord where) const;
    CountedBlock entry(const ContextBlocks& c, UInt i) const;
 
    CostGroup* groups_;            // each context's counters
@@ -71,9 +73,12 @@ private:
    Bool by_line_;                 // costs_of folds per line all the same
    ULong* events_;                // room for the widest group's costs' events
    UInt n_events_;
-   const ForestNode** event_nodes_;   // the contexts node_events knows, sorted
-   ULong* node_events_;           // their events, extra_event_count() a context
-   UWord n_event_nodes_;
+   // Each group by the context it counts for (before any regroup), sorted:
+   // node_events sums a context's events when asked (an array of every
+   // context's events was 10.8 MB of cc1plus's peak with --cache-sim,
+   // which is the writer's).
+   CostGroup* node_groups_;
+   ULong* node_sums_;             // node_events' answer, extra_event_count() of them
 };
 
 // A context's exclusive Ir so far, from its counters (function mode, per
