@@ -120,8 +120,8 @@ extern CounterStore counter_store;
 // never miss (cc1plus at k = 2 with --cache-sim: 74 % of them), and a
 // miss is counted in 6 % of the slots. 32 bits a counter: a count's high
 // part, past a wrap (4 G misses in one (context, line, event)), is kept
-// aside (MissCarries), so that the store is half the size (cc1plus at
-// k = 2 --cache-sim=yes: 32 MB of 64-bit counters).
+// aside (count_wrapped, below), so that the store is half the size
+// (cc1plus at k = 2 --cache-sim=yes: 32 MB of 64-bit counters).
 extern CounterStoreOf<UInt> miss_store;
 inline UInt* miss_counters_of(ULong anchor) { return anchor ? miss_store.at((UInt)anchor - 1) : nullptr; }
 // The counters every block counts into while counting is off: blocks of
