@@ -1,11 +1,14 @@
 """Test-only tools (go tool pprof, chromium, speedscope from npm): installed
 on first use when missing, so that users' setup does not need them; a test
 is skipped, with the reason, only when the tool cannot be installed."""
+import contextlib
+import fcntl
 import functools
 import os
 import pathlib
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 
@@ -15,12 +18,26 @@ def _apt_install(package):
     a second try)."""
     sudo = [] if os.geteuid() == 0 else ['sudo', '-n']
     env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
-    install = [*sudo, 'apt-get', 'install', '-y', '-qq', '--no-install-recommends', package]
+    # Another apt-get (not the tests') may hold dpkg's lock: wait for it.
+    wait = ['-o', 'DPkg::Lock::Timeout=600']
+    install = [*sudo, 'apt-get', *wait, 'install', '-y', '-qq', '--no-install-recommends', package]
     r = subprocess.run(install, capture_output=True, text=True, env=env, timeout=900)
     if r.returncode != 0:
-        subprocess.run([*sudo, 'apt-get', 'update', '-qq'], capture_output=True, env=env, timeout=900)
+        subprocess.run([*sudo, 'apt-get', *wait, 'update', '-qq'], capture_output=True, env=env, timeout=900)
         r = subprocess.run(install, capture_output=True, text=True, env=env, timeout=900)
     return None if r.returncode == 0 else (r.stderr.strip().splitlines() or ['?'])[-1]
+
+
+@contextlib.contextmanager
+def _one_installer():
+    """The test workers (pytest -n) install one at a time: two apt-gets at
+    once, one failed for dpkg's lock, and its test was skipped."""
+    with open(pathlib.Path(tempfile.gettempdir()) / 'kgrind-tests-install.lock', 'a') as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 @functools.lru_cache(maxsize=None)
@@ -29,7 +46,9 @@ def debian_tool(command, package):
     path = shutil.which(command)
     if path:
         return path
-    err = _apt_install(package)
+    with _one_installer():
+        # Another worker may have installed it while this one waited.
+        err = None if shutil.which(command) else _apt_install(package)
     path = shutil.which(command)
     if not path:
         pytest.skip(f'{command} is missing and apt-get install {package} failed: {err}')
