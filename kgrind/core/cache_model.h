@@ -149,6 +149,7 @@ class NarrowTagLevel {
     al_ = al;
     shape_ = SetShape::of(g);
     tag_bytes_ = 2;
+    largest_tag_ = largest_tag(tag_bytes_);
     tags_ = new_tags(tag_bytes_);
   }
   void destroy() {
@@ -165,7 +166,7 @@ class NarrowTagLevel {
   bool access_line(uint64_t line) {
     uint64_t first = shape_.first_way(line);
     uint64_t tag = (line >> shape_.set_bits) + 1;
-    if (tag > largest_tag(tag_bytes_)) widen(tag);
+    if (tag > largest_tag_) widen(tag);
     switch (tag_bytes_) {
       case 2: return lru_access((uint16_t*)tags_ + first, shape_.assoc, (uint16_t)tag);
       case 4: return lru_access((uint32_t*)tags_ + first, shape_.assoc, (uint32_t)tag);
@@ -203,12 +204,14 @@ class NarrowTagLevel {
     al_.free(al_.ctx, tags_);
     tags_ = wider;
     tag_bytes_ = bytes;
+    largest_tag_ = largest_tag(bytes);
   }
 
   Allocator al_;
   void* tags_;
   SetShape shape_;
   uint32_t tag_bytes_;
+  uint64_t largest_tag_;   // the largest tag tag_bytes_ hold
 };
 
 // What one access missed: the first level, and the last level.
