@@ -39,6 +39,7 @@
 #include "activity/tiers.cpp"
 #include "activity/link_register_returns.cpp"
 #include "activity/inline_frames.cpp"
+#include "activity/frameless_levels.cpp"
 #include "activity/block_modes.cpp"
 #include "activity/counting.cpp"
 #include "activity/threads.cpp"

@@ -149,6 +149,7 @@ CounterWay* new_run_way()
 }
 void forget_cached_counters()
 {
+   forget_frameless_caches();
    counters_generation++;   // counters_in's recent answers
    mark_counter_arrays();
    for (UWord c = 0; c < n_run_way_chunks; c++)

@@ -41,6 +41,7 @@
 #pragma once
 #include "kg_debuginfo.h"
 #include "kg_forest.h"
+#include "kg_frameless_levels.h"
 #include "kg_inline_chains.h"
 #include "kg_options.h"
 #include "core/kid_layout.h"
@@ -319,6 +320,10 @@ struct Now {
    // entry (activity/event_clocks.cpp) are at ev_rows + (f >> 3) *
    // frame_row_scale(), mod 2^64 (the running stack's rows).
    UWord ev_rows;
+   // Frameless inlined levels (kg_frameless_levels.h): the chain of the
+   // last run of the physical frame on top (0 at a function's entry; 0
+   // while level frames are on top, whose chain is then the running one).
+   UWord chain;
 };
 extern Now* kg_now;
 const Addr kAnyJumpTarget = ~(Addr)0;

@@ -134,6 +134,14 @@ Bool chain_contains(UInt inner, UInt outer)
    return inner == outer;
 }
 
+UInt chains_common_depth(UInt a, UInt b)
+{
+   while (inline_chain(a).depth > inline_chain(b).depth) a = inline_chain(a).parent;
+   while (inline_chain(b).depth > inline_chain(a).depth) b = inline_chain(b).parent;
+   while (a != b) a = inline_chain(a).parent, b = inline_chain(b).parent;
+   return inline_chain(a).depth;
+}
+
 UInt inline_chain_at(Addr a, FnInfo* fn)
 {
    if (!index) init();

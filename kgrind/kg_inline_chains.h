@@ -44,6 +44,9 @@ inline const InlineChain& inline_chain(UInt id) { return inline_chains[id]; }
 inline UWord level_kid_key(UInt chain) { return inline_chains[chain].kid_key; }
 // Whether chain `outer` is `inner` or one of its parents.
 Bool chain_contains(UInt inner, UInt outer);
+// The depth of the longest chain that both a and b are or extend (0: only
+// the function's own code).
+UInt chains_common_depth(UInt a, UInt b);
 
 // Where a frame's call site is in the source: a call instruction's
 // position, or for an inlined level's site (is_inline_site) the line its

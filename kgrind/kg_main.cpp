@@ -9,6 +9,7 @@
 #include "kg_debuginfo.h"
 #include "kg_dumps.h"
 #include "kg_events.h"
+#include "kg_frameless_levels.h"
 #include "kg_instrument.h"
 #include "kg_options.h"
 #include "kg_output.h"
@@ -62,6 +63,7 @@ void post_clo_init()
       dump_open();
    }
    activity_init();
+   frameless_levels_init();
    regions_init();
    instrument_init();
    create_output_file(output_file_name());

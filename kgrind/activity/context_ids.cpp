@@ -63,6 +63,7 @@ const Frame* level_frame(const Frame* f, const Frame* base, UInt label)
 UWord current_context_id(ThreadId tid)
 {
    switch_to(tid);
+   push_running_levels(current);   // asked from inlined code
    ForestNode* node = ctx_of(child_of(kg_now->top->tr));
    UWord serial = clo.join_threads ? 0 : current->serial;
    ContextId* c = context_ids.get(node, (const void*)serial);
@@ -78,6 +79,7 @@ UWord current_context_id(ThreadId tid)
 UWord current_site_context_id(ThreadId tid)
 {
    switch_to(tid);
+   push_running_levels(current);
    ForestNode* node = ctx_of(child_of(kg_now->top->tr));
    UWord serial = clo.join_threads ? 0 : current->serial;
    const ContextId* start = site_starts.get(node, (const void*)serial);

@@ -130,6 +130,7 @@ void zero_counters()
       restart_frames(t);
    }
    zero_ended_threads();
+   zero_frameless_records();
    if (joined_forest) reset_own_forest(joined_forest);
    if (joined_view && joined_view != joined_forest) forest_reset(joined_view);
    reset_costs();
@@ -138,6 +139,7 @@ void zero_counters()
 void pause_counting()
 {
    if (!kg_counting) return;
+   derive_frameless_levels();
    for (ThreadState* t = all_threads; t; t = t->next) {
       settle_thread(t);
       flush_transitions(t, False);   // what follows can be told apart and discarded

@@ -100,6 +100,7 @@ void leave_levels(ThreadState* t)
 {
    if (kg_now->ctx == kCallPending) return;
    if (top_chain()) {
+      note_levels_left();
       ClockReading ev_now(t);
       do pop_activation(t, ev_now.at);
       while (top_chain());
@@ -149,6 +150,9 @@ void pop_dead_frames(ThreadState* t, Addr sp)
       popped = f.tr;
       pop_frame(t);
    }
+   // Frameless inlined levels: the code SP returned to runs the chain that
+   // level frames left on top say (leave_levels), else its own code's.
+   if (popped) kg_now->chain = 0;
    if (popped && (popped->kind == kActivation || popped->kind == kTransparent) && frame_fn(popped) &&
        frame_fn(popped)->resolver) {
       // ld.so's trampoline dies at its jump to the function it resolved:

@@ -22,6 +22,7 @@ namespace {
 void push_activation(ThreadState* t, FnInfo* fn, Addr sp, BlockInfo* blk, Addr call_site)
 {
    if (fn->resolver) t->resolver_call_site = call_site;
+   push_running_levels(t);   // a tail call from inlined code, or a jump out
    Transition* tr = fn_traced(fn) ? entered_transition(t, fn, blk, call_site)
                                   : transparent_transition(t, child_of(kg_now->top->tr), fn);
    push_frame(t, sp, tr);
@@ -240,6 +241,7 @@ extern "C" void VG_REGPARM(2) kg_jump_out(Addr target, Addr jump_instr)
 {
    // ld.so's resolver jumping to the function it resolved: already pending.
    if (kg_now->ctx == kCallPending || !is_unnamed_object_code(target)) return;
+   push_running_levels(current);
    kg_now->call_site = jump_instr;
    kg_now->ctx = kCallPending;
 }

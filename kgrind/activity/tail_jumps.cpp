@@ -50,6 +50,7 @@ extern "C" void VG_REGPARM(3) kg_tail_jump(Addr sp, Addr jump_instr, UWord fn_id
 {
    helper_calls.tail_jump++;
    if (!at_tail_position(fn_id, sp)) return;
+   push_running_levels(current);   // the callee enters below them
    kg_now->call_site = jump_instr;
    kg_now->ctx = kCallPending;
    kg_now->jump_site = 0;   // as the fix-up's entry would clear it (block_entry)

@@ -12,6 +12,8 @@ void finish_all_threads()
       close_thread(current, False);
    }
    if (current) current->saved = *kg_now;
+   derive_frameless_levels();
+   drop_frameless_records_except(nullptr);   // every thread's: their transitions go
    // Fibers that ended threads left suspended, no other thread resumed.
    for (ThreadState* t = all_threads; t; t = t->next) end_suspended_stacks(t, [](const ShadowStack*) { return True; });
    if (block_mode()) {
@@ -66,6 +68,7 @@ UInt thread_profile_count()
 
 void flush_all_transitions()
 {
+   derive_frameless_levels();
    for (ThreadState* t = all_threads; t; t = t->next) flush_transitions(t, !calls_added_for_good);
 }
 

@@ -160,6 +160,8 @@ void thread_exits(ThreadId tid)
    if (!by_tid[tid]) return;
    switch_to(tid);
    if (!kg_counting) discard_uncounted(current);
+   derive_frameless_levels_of(current);
+   drop_frameless_records_of(current);
    close_thread(current, True);
    // The tid will be reused by a new thread, which gets its own state.
    current->saved = *kg_now;
@@ -228,6 +230,7 @@ void signal_delivered(ThreadId tid, Int sig, Bool alt_stack)
    switch_to(tid);
    ThreadState* t = current;
    FrameKind kind = alt_stack ? kAltSignalFence : kSignalFence;
+   push_running_levels(t);   // the interrupted code's inlined levels
    Transition* tr = fence_transition(t, kg_now->top->tr, kind);
    tr->interrupted = VG_(get_IP)(tid);   // where the signal restorer is charged
    Frame* f = push_frame(t, VG_(get_SP)(tid), tr);
@@ -270,6 +273,7 @@ static void forget_other_threads(ThreadId tid)
 void fork_child(ThreadId tid)
 {
    forget_other_threads(tid);
+   drop_frameless_records_except(current);
    // The child starts from zero: forests, line costs, call edges, and the
    // clocks (this runs between superblocks: no temporary holds them).
    for (ThreadState* t = all_threads; t; t = t->next) {

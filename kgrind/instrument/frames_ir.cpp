@@ -6,9 +6,11 @@ namespace kg {
 
 namespace {
 
-// The call is pending after this block: the callee's first block pushes it.
+// The call is pending after this block: the callee's first block pushes it
+// (with frameless inlined levels, onto the running chain's levels).
 void make_call_pending(IRBuilder& b, Addr call_instr, IRExpr* guard)
 {
+   add_frameless_call(b, guard);
    b.store_if(guard, b.at(&kg_now->call_site), IRBuilder::u64(call_instr));
    b.store_if(guard, b.at(&kg_now->ctx), IRBuilder::u64((HWord)kCallPending));
 }

@@ -93,7 +93,10 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    // restorer's events are not simulated (docs/design/events.md).
    Bool events = extra_events_on();
    UInt stub_instrs = events ? 0 : stub_instructions(sb_in, blk, n_instrs);
-   Bool leaving = !blocks && !chain_changes && unrolled_loop(sb_in, blk);
+   // Frameless inlined levels derive a run's entries from its first flush
+   // point's passes: no counts where loops left.
+   Bool frameless_chains = frameless_levels_on() && chain_of[0];
+   Bool leaving = !blocks && !chain_changes && !frameless_chains && unrolled_loop(sb_in, blk);
    events_ir.begin(events && !sigreturn, !leaving);
    // An event slot's position (EventSlot::line): the instruction's line
    // slot, or with per-instruction positions the instruction's index.
@@ -146,7 +149,13 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    // --cache-sim=yes 3.43 -> 4.07 s; docs/design/events.md). A superblock
    // with code of inlined functions (some instruction's chain is not empty)
    // steps levels: at the levels' tier 1 the helper does, until it is hot.
-   Bool starts_in_levels = inline_chains && may_start_in_level(blk);
+   // Frameless inlined levels (instrument/frameless_runs_ir.cpp): no level
+   // frames on top while a superblock starts (its prologue's helpers pop
+   // the ones a returned call left), each run counting in its record.
+   Bool frameless = inline_chains && frameless_levels_on() && !sigreturn && !tier_one;
+   frameless_superblock_begins();
+   IRExpr* own_counters = nullptr;   // frameless: the function's own code's
+   Bool starts_in_levels = inline_chains && may_start_in_level(blk) && !frameless;
    Bool levels_inline = starts_in_levels && !tier_one && !sigreturn && !events;
    Bool steps_levels = levels_inline && (chain_changes || chain_of[0]);
    Bool level_tier_one = steps_levels && at_level_tier_one(blk);
@@ -171,12 +180,24 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
          if (!counters) {
             Bool levels_left = False;
             counters = add_prologue(b, blk, layout, stub_instrs, &stub_counted, max_counters, starts_in_levels,
-                                    inline_chains && !chain_of[0] && !tiering_on(), &levels_left);
-            if (inline_chains && !levels_left)
+                                    inline_chains && (frameless || !chain_of[0]) && !tiering_on(), &levels_left);
+            if (frameless) {
+               own_counters = counters;
+               if (chain_of[0])
+                  counters = add_frameless_run(b, blk, chain_of[0], kStartOfSuperblock, pending.next_point());
+               else
+                  add_own_code_run(b, pending.next_point());
+            } else if (inline_chains && !levels_left) {
                counters = add_inline_run(b, blk, chain_of[0], counters, levels_inline, nullptr, 0, tier_counts);
+            }
          } else if (chain_changes && chain_of[instr] != chain_of[instr - 1]) {
             flush(nullptr);
-            if (inline_chains)
+            if (frameless && chain_of[instr]) {
+               counters = add_frameless_run(b, blk, chain_of[instr], chain_of[instr - 1], pending.next_point());
+            } else if (frameless) {
+               add_own_code_run(b, pending.next_point());
+               counters = own_counters;
+            } else if (inline_chains)
                counters = add_inline_run(b, blk, chain_of[instr], counters, levels_inline, pending.flushed_ir(),
                                           chain_of[instr - 1], tier_counts);
          }
@@ -213,6 +234,7 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    if (counters && instr) events_ir.indirect(b, counters, event_pos(instr - 1), sb_in, last_instr);
    if (counters && instr) events_ir.syscall(b, counters, event_pos(instr - 1), sb_in);
    if (counters) flush(nullptr);
+   if (frameless) end_frameless_run(pending.next_point());
    blk->counts_leaving = leaving;
    if (counters && may_call_stub)
       add_stub_counter(b, blk, pending, counters, stub_slot, stub ? IRBuilder::u64(stub) : sb->next);
@@ -224,7 +246,8 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    // made the levels its chain's (add_inline_run, or the prologue's
    // helpers: add_prologue's levels_left).
    UInt last_chain = instr ? chain_of[instr - 1] : 0;
-   if (inline_chains && sb->jumpkind == Ijk_Ret && last_chain)
+   if (frameless && sb->jumpkind == Ijk_Ret) b.store64(&kg_now->chain, IRBuilder::u64(0));   // the caller's
+   else if (inline_chains && sb->jumpkind == Ijk_Ret && last_chain)
       add_inline_leave(b, blk, last_chain, levels_inline, pending.flushed_ir(), tier_counts);
    add_block_end(b, sb, blk, last_instr, sp, pending.flushed_ir(), tier_one);
    if (region && sb->jumpkind == Ijk_Ret)

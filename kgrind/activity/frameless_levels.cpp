@@ -1,0 +1,322 @@
+// Frameless inlined levels (kg_frameless_levels.h): the records of runs of
+// inlined chains per physical context, the helpers of their inline IR, the
+// level frames of calls made from inlined code, and the derivation of the
+// levels' counts from the records.
+
+namespace kg {
+
+namespace {
+
+Bool frameless_on;
+
+// Every run's static data, for forgetting their caches.
+const UInt kRunChunk = 4096;
+FramelessRun** run_chunks;
+UInt n_run_chunks, runs_in_last_chunk = kRunChunk;
+
+// While counting is off: a scratch record per depth (runs of one depth
+// find their counters at the same offset).
+FramelessRecord** scratch_records;
+UInt n_scratch_records;
+
+FramelessRecord* scratch_record(UInt depth)
+{
+   if (depth >= n_scratch_records) {
+      UInt n = depth + 8;
+      FramelessRecord** grown = (FramelessRecord**)kg::alloc(n * sizeof(FramelessRecord*), "kg.frameless");
+      VG_(memset)(grown, 0, n * sizeof(FramelessRecord*));
+      if (scratch_records) {
+         VG_(memcpy)(grown, scratch_records, n_scratch_records * sizeof(FramelessRecord*));
+         kg::release(scratch_records);
+      }
+      scratch_records = grown;
+      n_scratch_records = n;
+   }
+   FramelessRecord*& rec = scratch_records[depth];
+   if (!rec) {
+      UWord bytes = frameless_counters_offset(depth) + kUncountedSinkCounters * sizeof(ULong);
+      rec = (FramelessRecord*)kg::alloc(bytes, "kg.frameless");
+      VG_(memset)(rec, 0, bytes);
+      rec->depth = depth;
+      for (UInt i = 0; i < depth; i++) rec->levels()[i] = &no_transition;
+   }
+   return rec;
+}
+
+// (physical context, run) -> record.
+struct RecordSlot {
+   const void* a;   // the physical context
+   const void* b;   // the run
+   FramelessRecord* rec;
+};
+PairTable<RecordSlot> records;
+FramelessRecord* all_records;   // linked through next
+
+
+// The transition into inlined level `chain` (one level below from's) from
+// a frame of transition `from`, made if new (level_transition's, from any
+// frame).
+Transition* level_kid_of(ThreadState* t, Transition* from, UInt chain, Addr entry)
+{
+   Addr site = inline_site(chain);
+   const InlineChain& c = inline_chain(chain);
+   Transition* kid = from->kids[kid_slot_in(from, c.fn->id, site)];
+   if (kid->site == site) return kid;
+   return kid_transition(t, from, c.fn, site, [entry] { return entry; });
+}
+
+// The chain's levels, outermost first (valid until the next call).
+UInt* chain_levels(UInt chain)
+{
+   static UInt* path;
+   static UInt cap;
+   UInt n = inline_chain(chain).depth;
+   if (n > cap) {
+      if (path) kg::release(path);
+      cap = n * 2;
+      path = (UInt*)kg::alloc(cap * sizeof(UInt), "kg.frameless");
+   }
+   for (UInt i = n; i-- > 0; chain = inline_chain(chain).parent) path[i] = chain;
+   return path;
+}
+
+FramelessRecord* new_record(ThreadState* t, const FramelessRun* run)
+{
+   UInt depth = inline_chain(run->chain).depth;
+   UInt n = counter_count(run->blk);
+   UWord bytes = frameless_counters_offset(depth) + (n + depth) * sizeof(ULong) + depth;
+   FramelessRecord* rec = (FramelessRecord*)kg::alloc(bytes, "kg.frameless");
+   VG_(memset)(rec, 0, bytes);
+   rec->ctx = kg_now->ctx;
+   rec->run = run;
+   rec->owner = t;
+   rec->depth = depth;
+   rec->n_counters = n;
+   // The levels hang below the physical frame, which is the top one while
+   // a run runs (level frames are pushed only under calls).
+   UInt* path = chain_levels(run->chain);
+   Transition* from = kg_now->top->tr;
+   for (UInt i = 0; i < depth; i++) {
+      Transition* tr = level_kid_of(t, from, path[i], run->blk->addr);
+      rec->levels()[i] = tr;
+      Bool outer_same = False;
+      for (UInt j = 0; j < i; j++) outer_same |= transition_ctx(rec->levels()[j]) == transition_ctx(tr);
+      rec->counts_ctx_incl()[i] = !outer_same && *tr->active == 0;
+      from = tr;
+   }
+   // No prediction yet: a chain no run has.
+   rec->pred_chain = ~(UWord)0;
+   rec->next = all_records;
+   all_records = rec;
+   return rec;
+}
+
+// The Ir of rec's run: its flush points' passes times their instructions
+// (the block's line runs at those points; a called PLT stub's counter is
+// the call's cost, which the call's level frames measure).
+ULong run_ir(const FramelessRecord* rec, const ULong* c)
+{
+   const FramelessRun* run = rec->run;
+   const BlockInfo* blk = run->blk;
+   const LineRun* lr = blk->runs();
+   ULong ir = 0;
+   for (UInt i = 0; i < blk->n_runs; i++)
+      if (lr[i].point >= run->first_point && lr[i].point < run->end_point) ir += c[lr[i].point] * lr[i].n;
+   return ir;
+}
+
+// The levels of chain `to` that a change from chain `from` enters (steps'
+// pushes), as indexes into a record's levels (outermost 0): [first, depth).
+UInt first_entered(UInt from, UInt to)
+{
+   return from == kStartOfSuperblock ? inline_chain(to).depth : chains_common_depth(from, to);
+}
+
+void derive_record(FramelessRecord* rec)
+{
+   const FramelessRun* run = rec->run;
+   UInt depth = rec->depth;
+   Transition** tr = rec->levels();
+   ULong* c = rec->counters();
+   ULong* entries = rec->entries();
+   // Entries inside the superblock: the passes of the run's first point.
+   if (run->prev_chain != kStartOfSuperblock && run->first_point < run->end_point)
+      for (UInt i = first_entered(run->prev_chain, run->chain); i < depth; i++) entries[i] += c[run->first_point];
+   if (rec->pred_count) {
+      for (UInt i = first_entered((UInt)rec->pred_chain, run->chain); i < depth; i++) entries[i] += rec->pred_count;
+      rec->pred_count = 0;
+   }
+   ULong ir = run_ir(rec, c);
+   for (UInt i = 0; i < depth; i++) {
+      tr[i]->calls += entries[i];
+      entries[i] = 0;
+      tr[i]->edge_incl += ir;
+      if (rec->counts_ctx_incl()[i]) tr[i]->ctx_incl += ir;
+   }
+   Bool any = False;
+   for (UInt s = 0; s < rec->n_counters && !any; s++) any = c[s] != 0;
+   if (!any) return;
+   ULong* into = counters_in(run->blk, transition_ctx(tr[depth - 1]));
+   for (UInt s = 0; s < rec->n_counters; s++) into[s] += c[s];
+   VG_(memset)(c, 0, rec->n_counters * sizeof(ULong));
+}
+
+template <typename F> void for_each_record(F f)
+{
+   for (FramelessRecord* rec = all_records; rec; rec = rec->next) f(rec);
+}
+
+// Pushes chain's levels as frames onto the top frame (the physical one),
+// without entries (the records count those): a call, a tail call, a
+// signal or a context-id request from inlined code. tr: the levels'
+// transitions, or null (found from the top frame's kids).
+void push_levels(ThreadState* t, UInt chain, Transition* const* tr)
+{
+   UInt depth = inline_chain(chain).depth;
+   UInt* path = tr ? nullptr : chain_levels(chain);
+   Addr sp = kg_now->top->sp;
+   for (UInt i = 0; i < depth; i++) {
+      Transition* level = tr ? tr[i] : level_kid_of(t, kg_now->top->tr, path[i], 0);
+      push_frame(t, sp, level);
+      level->calls--;   // push_frame's entry: the record counted it
+   }
+   kg_now->top_sp = sp;
+   kg_now->chain = 0;
+}
+
+} // namespace
+
+Bool frameless_levels_on() { return frameless_on; }
+
+void frameless_levels_init()
+{
+   const HChar* v = VG_(getenv)("KGRIND_FRAMELESS");
+   if (!v || VG_(strcmp)(v, "1") != 0) return;
+   frameless_on = inline_frames_on() && clo.k != kInfiniteK && !separate_view() && !block_mode() &&
+                  !extra_events_on() && !clo.count_instr && !clo.collect_jumps && !clo.join_threads &&
+                  !tiering_on();
+}
+
+const Transition* frameless_no_level() { return &no_transition; }
+
+FramelessRun* new_frameless_run(BlockInfo* blk, UInt chain, UInt prev_chain, UInt first_point)
+{
+   if (runs_in_last_chunk == kRunChunk) {
+      FramelessRun** grown = (FramelessRun**)kg::alloc((n_run_chunks + 1) * sizeof(FramelessRun*), "kg.frameless");
+      if (run_chunks) {
+         VG_(memcpy)(grown, run_chunks, n_run_chunks * sizeof(FramelessRun*));
+         kg::release(run_chunks);
+      }
+      run_chunks = grown;
+      run_chunks[n_run_chunks++] = (FramelessRun*)alloc_permanent(kRunChunk * sizeof(FramelessRun));
+      runs_in_last_chunk = 0;
+   }
+   FramelessRun* run = &run_chunks[n_run_chunks - 1][runs_in_last_chunk++];
+   *run = { nullptr, nullptr, blk, chain, prev_chain, (UShort)first_point, (UShort)first_point };
+   return run;
+}
+
+void forget_frameless_caches()
+{
+   for (UInt c = 0; c < n_run_chunks; c++) {
+      UInt n = c + 1 == n_run_chunks ? runs_in_last_chunk : kRunChunk;
+      for (UInt i = 0; i < n; i++) run_chunks[c][i].cached_ctx = nullptr;
+   }
+}
+
+void derive_frameless_levels()
+{
+   if (!frameless_on || !kg_counting) return;
+   for_each_record(derive_record);
+}
+
+void derive_frameless_levels_of(ThreadState* t)
+{
+   if (!frameless_on || !kg_counting) return;
+   for_each_record([t](FramelessRecord* rec) {
+      if (rec->owner == t) derive_record(rec);
+   });
+}
+
+void zero_frameless_records()
+{
+   if (!frameless_on) return;
+   for_each_record([](FramelessRecord* rec) {
+      rec->pred_count = 0;
+      VG_(memset)(rec->counters(), 0, (rec->n_counters + rec->depth) * sizeof(ULong));   // and the entries
+   });
+}
+
+// Drops the records of the threads for which gone(owner) holds.
+template <typename F> void drop_records(F gone)
+{
+   if (!frameless_on) return;
+   FramelessRecord** link = &all_records;
+   while (FramelessRecord* rec = *link) {
+      if (!gone(rec->owner)) {
+         link = &rec->next;
+         continue;
+      }
+      *link = rec->next;
+      kg::release(rec);
+   }
+   records.clear();
+   for_each_record([](FramelessRecord* rec) { records.get(rec->ctx, rec->run)->rec = rec; });
+   forget_frameless_caches();
+}
+
+void drop_frameless_records_of(ThreadState* t)
+{
+   drop_records([t](const ThreadState* owner) { return owner == t; });
+}
+
+void drop_frameless_records_except(ThreadState* t)
+{
+   drop_records([t](const ThreadState* owner) { return owner != t; });
+}
+
+extern "C" void VG_REGPARM(1) kg_frameless_find(FramelessRun* run)
+{
+   ForestNode* ctx = kg_now->ctx;
+   FramelessRecord* rec;
+   if (!kg_counting) {
+      rec = scratch_record(inline_chain(run->chain).depth);
+   } else {
+      RecordSlot* slot = records.get(ctx, run);
+      if (!slot->rec) slot->rec = new_record(current, run);
+      rec = slot->rec;
+   }
+   run->cached_ctx = ctx;
+   run->cached_rec = rec;
+}
+
+extern "C" void VG_REGPARM(2) kg_frameless_start(FramelessRecord* rec, UWord prev)
+{
+   if (!rec->run) return;   // a scratch record
+   UInt chain = rec->run->chain;
+   ULong* entries = rec->entries();
+   for (UInt i = first_entered((UInt)prev, chain); i < rec->depth; i++) entries[i]++;
+   // The starts the old prediction counted entered its levels.
+   if (rec->pred_count) {
+      for (UInt i = first_entered((UInt)rec->pred_chain, chain); i < rec->depth; i++) entries[i] += rec->pred_count;
+      rec->pred_count = 0;
+   }
+   rec->pred_chain = prev;
+}
+
+extern "C" void VG_REGPARM(1) kg_frameless_call(FramelessRecord* rec)
+{
+   push_levels(current, (UInt)kg_now->chain, rec->run ? rec->levels() : nullptr);
+}
+
+void push_running_levels(ThreadState* t)
+{
+   if (frameless_on && kg_now->chain) push_levels(t, (UInt)kg_now->chain, nullptr);
+}
+
+void note_levels_left()
+{
+   if (frameless_on) kg_now->chain = top_chain();
+}
+
+} // namespace kg
