@@ -105,6 +105,10 @@ void VG_REGPARM(1) kg_frameless_find(FramelessRun* run);
 // A superblock's first run of rec's chain started after chain prev, which
 // its prediction did not name.
 void VG_REGPARM(2) kg_frameless_start(FramelessRecord* rec, UWord prev);
+// A return popped its frame inline onto the level frames of the call from
+// inlined code that it returns from: they are popped, and their chain
+// runs again.
+void VG_REGPARM(0) kg_frameless_return();
 // A call from rec's run that inline IR did not push the levels for (no
 // room on the shadow stack, or counting off): pushes them.
 void VG_REGPARM(1) kg_frameless_call(FramelessRecord* rec);

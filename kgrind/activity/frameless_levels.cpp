@@ -192,7 +192,7 @@ void frameless_levels_init()
 {
    const HChar* v = VG_(getenv)("KGRIND_FRAMELESS");
    if (!v || VG_(strcmp)(v, "1") != 0) return;
-   frameless_on = inline_frames_on() && clo.k != kInfiniteK && !separate_view() && !block_mode() &&
+   frameless_on = kCallsPush && inline_frames_on() && clo.k != kInfiniteK && !separate_view() && !block_mode() &&
                   !extra_events_on() && !clo.count_instr && !clo.collect_jumps && !clo.join_threads &&
                   !tiering_on();
 }
@@ -277,6 +277,7 @@ void drop_frameless_records_except(ThreadState* t)
 
 extern "C" void VG_REGPARM(1) kg_frameless_find(FramelessRun* run)
 {
+   helper_calls.frameless_find++;
    ForestNode* ctx = kg_now->ctx;
    FramelessRecord* rec;
    if (!kg_counting) {
@@ -292,6 +293,7 @@ extern "C" void VG_REGPARM(1) kg_frameless_find(FramelessRun* run)
 
 extern "C" void VG_REGPARM(2) kg_frameless_start(FramelessRecord* rec, UWord prev)
 {
+   helper_calls.frameless_start++;
    if (!rec->run) return;   // a scratch record
    UInt chain = rec->run->chain;
    ULong* entries = rec->entries();
@@ -304,8 +306,29 @@ extern "C" void VG_REGPARM(2) kg_frameless_start(FramelessRecord* rec, UWord pre
    rec->pred_chain = prev;
 }
 
+extern "C" void VG_REGPARM(0) kg_frameless_return()
+{
+   helper_calls.frameless_return++;
+   // leave_levels without events, and with the callee's frame just popped
+   // (no pending call, SP below the levels').
+   Frame* f = kg_now->top;
+   kg_now->chain = site_chain(f->tr->site);
+   ULong ir = kg_now->ir;
+   do {
+      Transition* tr = f->tr;
+      ULong incl = ir - f->ir_at_entry;
+      tr->edge_incl += incl;
+      if (--*tr->active == 0) tr->ctx_incl += incl;
+      f--;
+   } while (f->tr->kind == kActivation && is_inline_site(f->tr->site));
+   kg_now->top = f;
+   kg_now->top_sp = f->sp;
+   kg_now->ctx = transition_ctx(f->tr);
+}
+
 extern "C" void VG_REGPARM(1) kg_frameless_call(FramelessRecord* rec)
 {
+   helper_calls.frameless_call++;
    push_levels(current, (UInt)kg_now->chain, rec->run ? rec->levels() : nullptr);
 }
 

@@ -14,6 +14,10 @@ void print_helper_call_stats()
    VG_(dmsg)("kgrind helpers: kg_block_entry %llu, kg_entry_fixup %llu, kg_unwind %llu, kg_frame_events_close %llu, "
              "kg_tail_jump %llu\n",
              c.block_entry, c.entry_fixup, c.unwind, c.frame_events_close, c.tail_jump);
+   if (frameless_levels_on())
+      VG_(dmsg)("kgrind helpers: kg_frameless_find %llu, kg_frameless_start %llu, kg_frameless_call %llu, "
+                "kg_frameless_return %llu\n",
+                c.frameless_find, c.frameless_start, c.frameless_call, c.frameless_return);
 }
 
 namespace {
