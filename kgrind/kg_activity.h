@@ -94,7 +94,7 @@ void forget_node_counts(const ThreadProfile* threads, UInt n);
 // which A/B comparisons can trust where time is noisy).
 struct HelperCalls {
    ULong inline_enter, inline_leave, run_counters, block_start, block_counters, entry_counters, block_entry,
-      entry_fixup, unwind, frame_events_close, tail_jump, frameless_find, frameless_start, frameless_call, frameless_return;
+      entry_fixup, unwind, frame_events_close, tail_jump, frameless_find, frameless_variants, frameless_start, frameless_call, frameless_return;
 };
 extern HelperCalls helper_calls;
 void print_helper_call_stats();

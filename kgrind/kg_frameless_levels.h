@@ -38,8 +38,21 @@ struct FramelessRun {
 const UInt kStartOfSuperblock = ~0u;
 
 // What a run counts in one physical context. Inline IR reads pred_chain,
-// adds to pred_count, reads the levels' transitions and counts in the
-// counters that follow them (their offsets are static: the run's depth).
+// adds to pred_count, reads the levels' transitions and their counts of
+// frames, and counts in the counters that follow them (their offsets are
+// static: the run's depth).
+//
+// A level's context may have frames below the running activation (a
+// recursion through a call made from inlined code, or a context that two
+// functions' chains share at small k): then the run's cost is in an outer
+// activation of that context already and adds nothing to its context
+// inclusive cost, as a level frame there would not (close_frame). Whether
+// it has is fixed while an activation runs, but differs between
+// activations of one physical context: a run's record is its physical
+// context's plain one (no level's context has frames) while every level's
+// count of frames is 0, which inline IR checks at every run (the levels its
+// superblock's previous run did not share), and else a variant for that
+// set of levels, found by kg_frameless_find at every such run.
 struct FramelessRecord {
    // The chain that ran before a superblock's first run, as last seen by
    // kg_frameless_start (its prediction), and the starts after it.
@@ -49,12 +62,18 @@ struct FramelessRecord {
    const FramelessRun* run;
    ThreadState* owner;
    FramelessRecord* next;   // every record, for the derivation
+   FramelessRecord* plain;   // a variant's plain record
    UInt depth;              // the run's chain's levels
    UInt n_counters;
+   // Non-zero for a variant: the levels whose contexts had frames below,
+   // a bit each (outermost: bit 0).
+   UWord nested;
    // The level transitions of the run's chain, outermost first, made from
-   // the physical activation's kids with the record.
+   // the physical activation's kids with the record; their counts of
+   // frames in their contexts (Transition::active).
    Transition** levels() { return (Transition**)(this + 1); }
-   ULong* counters() { return (ULong*)(levels() + depth); }
+   UWord** active() { return (UWord**)(levels() + depth); }
+   ULong* counters() { return (ULong*)(active() + depth); }
    // Entries the helper counted at superblock starts that missed the
    // prediction, per level.
    ULong* entries() { return counters() + n_counters; }
@@ -64,14 +83,17 @@ struct FramelessRecord {
    UChar* counts_ctx_incl() { return (UChar*)(entries() + depth); }
 };
 inline UWord frameless_levels_offset() { return sizeof(FramelessRecord); }
-inline UWord frameless_counters_offset(UInt depth) { return sizeof(FramelessRecord) + depth * sizeof(Transition*); }
+inline UWord frameless_active_offset(UInt depth) { return sizeof(FramelessRecord) + depth * sizeof(Transition*); }
+inline UWord frameless_counters_offset(UInt depth) { return sizeof(FramelessRecord) + 2 * depth * sizeof(Transition*); }
 // While counting is off runs count in scratch records (one per depth,
-// never derived, without a run), whose levels are this empty transition.
+// never derived, without a run, the runs' caches before they find a
+// record), whose levels are this empty transition (with no frames).
 const Transition* frameless_no_level();
 
-// Whether frameless levels are on (KGRIND_FRAMELESS=1, with --inline-frames
-// at finite k in function mode, without events, per-instruction counts,
-// jumps, joined threads, a separate view or tiering). Fixed after options.
+// Whether frameless levels are on (--inline-levels=records, with inlined
+// levels at finite k in function mode, without events, per-instruction
+// counts, jumps, joined threads, a separate view or tiering: the options
+// refuse the rest). Fixed after options.
 Bool frameless_levels_on();
 void frameless_levels_init();
 
@@ -99,8 +121,10 @@ void drop_frameless_records_except(ThreadState* t);
 void forget_frameless_caches();
 
 extern "C" {
-// A run's cache missed (its physical context is kg_now->ctx): its record,
-// made if new, in run->cached_rec.
+// A run's cache missed (its physical context is kg_now->ctx), or a level's
+// context has frames, or the previous run's record is a variant: its
+// record, made if new, in run->cached_rec (cached for the context when it
+// is the plain one).
 void VG_REGPARM(1) kg_frameless_find(FramelessRun* run);
 // A superblock's first run of rec's chain started after chain prev, which
 // its prediction did not name.

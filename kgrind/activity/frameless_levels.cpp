@@ -38,18 +38,24 @@ FramelessRecord* scratch_record(UInt depth)
       rec = (FramelessRecord*)kg::alloc(bytes, "kg.frameless");
       VG_(memset)(rec, 0, bytes);
       rec->depth = depth;
-      for (UInt i = 0; i < depth; i++) rec->levels()[i] = &no_transition;
+      static UWord no_frames = 0;
+      for (UInt i = 0; i < depth; i++) {
+         rec->levels()[i] = &no_transition;
+         rec->active()[i] = &no_frames;
+      }
    }
    return rec;
 }
 
-// (physical context, run) -> record.
+// (physical context, run) -> its plain record; (plain record, nested) -> a
+// variant.
 struct RecordSlot {
-   const void* a;   // the physical context
-   const void* b;   // the run
+   const void* a;
+   const void* b;
    FramelessRecord* rec;
 };
 PairTable<RecordSlot> records;
+PairTable<RecordSlot> variants;
 FramelessRecord* all_records;   // linked through next
 
 
@@ -80,7 +86,10 @@ UInt* chain_levels(UInt chain)
    return path;
 }
 
-FramelessRecord* new_record(ThreadState* t, const FramelessRun* run)
+// A record of run in the running activation: plain (its levels made from
+// the top frame's kids), or a variant of plain, whose levels with a bit in
+// `nested` had frames below.
+FramelessRecord* new_record(ThreadState* t, const FramelessRun* run, FramelessRecord* plain, UWord nested)
 {
    UInt depth = inline_chain(run->chain).depth;
    UInt n = counter_count(run->blk);
@@ -90,18 +99,23 @@ FramelessRecord* new_record(ThreadState* t, const FramelessRun* run)
    rec->ctx = kg_now->ctx;
    rec->run = run;
    rec->owner = t;
+   rec->plain = plain;
    rec->depth = depth;
    rec->n_counters = n;
+   rec->nested = nested;
    // The levels hang below the physical frame, which is the top one while
    // a run runs (level frames are pushed only under calls).
-   UInt* path = chain_levels(run->chain);
+   UInt* path = plain ? nullptr : chain_levels(run->chain);
    Transition* from = kg_now->top->tr;
    for (UInt i = 0; i < depth; i++) {
-      Transition* tr = level_kid_of(t, from, path[i], run->blk->addr);
+      Transition* tr = plain ? plain->levels()[i] : level_kid_of(t, from, path[i], run->blk->addr);
       rec->levels()[i] = tr;
+      rec->active()[i] = tr->active;
+      // A level of the chain in an outer level's context (rolled) adds to
+      // the outer one's cost only.
       Bool outer_same = False;
       for (UInt j = 0; j < i; j++) outer_same |= transition_ctx(rec->levels()[j]) == transition_ctx(tr);
-      rec->counts_ctx_incl()[i] = !outer_same && *tr->active == 0;
+      rec->counts_ctx_incl()[i] = !outer_same && !(nested >> (i < 63 ? i : 63) & 1);
       from = tr;
    }
    // No prediction yet: a chain no run has.
@@ -190,11 +204,10 @@ Bool frameless_levels_on() { return frameless_on; }
 
 void frameless_levels_init()
 {
-   const HChar* v = VG_(getenv)("KGRIND_FRAMELESS");
-   if (!v || VG_(strcmp)(v, "1") != 0) return;
-   frameless_on = kCallsPush && inline_frames_on() && clo.k != kInfiniteK && !separate_view() && !block_mode() &&
-                  !extra_events_on() && !clo.count_instr && !clo.collect_jumps && !clo.join_threads &&
-                  !tiering_on();
+   // check_inline_levels refused the rest.
+   frameless_on = clo.inline_records && kCallsPush;
+   tl_assert(!frameless_on || (inline_frames_on() && clo.k != kInfiniteK && !separate_view() && !block_mode() &&
+                               !extra_events_on() && !clo.count_instr && !clo.join_threads && !tiering_on()));
 }
 
 const Transition* frameless_no_level() { return &no_transition; }
@@ -212,7 +225,10 @@ FramelessRun* new_frameless_run(BlockInfo* blk, UInt chain, UInt prev_chain, UIn
       runs_in_last_chunk = 0;
    }
    FramelessRun* run = &run_chunks[n_run_chunks - 1][runs_in_last_chunk++];
-   *run = { nullptr, nullptr, blk, chain, prev_chain, (UShort)first_point, (UShort)first_point };
+   // Its cache's record is valid before it finds one (inline IR reads the
+   // counts of frames through it): the scratch record of its depth.
+   FramelessRecord* none = scratch_record(inline_chain(chain).depth);
+   *run = { nullptr, none, blk, chain, prev_chain, (UShort)first_point, (UShort)first_point };
    return run;
 }
 
@@ -220,7 +236,11 @@ void forget_frameless_caches()
 {
    for (UInt c = 0; c < n_run_chunks; c++) {
       UInt n = c + 1 == n_run_chunks ? runs_in_last_chunk : kRunChunk;
-      for (UInt i = 0; i < n; i++) run_chunks[c][i].cached_ctx = nullptr;
+      for (UInt i = 0; i < n; i++) {
+         FramelessRun& run = run_chunks[c][i];
+         run.cached_ctx = nullptr;
+         run.cached_rec = scratch_record(inline_chain(run.chain).depth);
+      }
    }
 }
 
@@ -261,7 +281,11 @@ template <typename F> void drop_records(F gone)
       kg::release(rec);
    }
    records.clear();
-   for_each_record([](FramelessRecord* rec) { records.get(rec->ctx, rec->run)->rec = rec; });
+   variants.clear();
+   for_each_record([](FramelessRecord* rec) {
+      if (rec->plain) variants.get(rec->plain, (const void*)rec->nested)->rec = rec;
+      else records.get(rec->ctx, rec->run)->rec = rec;
+   });
    forget_frameless_caches();
 }
 
@@ -279,16 +303,28 @@ extern "C" void VG_REGPARM(1) kg_frameless_find(FramelessRun* run)
 {
    helper_calls.frameless_find++;
    ForestNode* ctx = kg_now->ctx;
-   FramelessRecord* rec;
    if (!kg_counting) {
-      rec = scratch_record(inline_chain(run->chain).depth);
-   } else {
-      RecordSlot* slot = records.get(ctx, run);
-      if (!slot->rec) slot->rec = new_record(current, run);
-      rec = slot->rec;
+      run->cached_ctx = ctx;
+      run->cached_rec = scratch_record(inline_chain(run->chain).depth);
+      return;
    }
-   run->cached_ctx = ctx;
-   run->cached_rec = rec;
+   RecordSlot* slot = records.get(ctx, run);
+   if (!slot->rec) slot->rec = new_record(current, run, nullptr, 0);
+   FramelessRecord* plain = slot->rec;
+   UWord nested = 0;
+   for (UInt i = 0; i < plain->depth; i++)
+      if (*plain->active()[i]) nested |= (UWord)1 << (i < 63 ? i : 63);
+   if (!nested) {
+      run->cached_ctx = ctx;
+      run->cached_rec = plain;
+      return;
+   }
+   // Not cached: the next run of this activation finds it again.
+   helper_calls.frameless_variants++;
+   RecordSlot* v = variants.get(plain, (const void*)nested);
+   if (!v->rec) v->rec = new_record(current, run, plain, nested);
+   run->cached_ctx = nullptr;
+   run->cached_rec = v->rec;
 }
 
 extern "C" void VG_REGPARM(2) kg_frameless_start(FramelessRecord* rec, UWord prev)

@@ -15,9 +15,9 @@ void print_helper_call_stats()
              "kg_tail_jump %llu\n",
              c.block_entry, c.entry_fixup, c.unwind, c.frame_events_close, c.tail_jump);
    if (frameless_levels_on())
-      VG_(dmsg)("kgrind helpers: kg_frameless_find %llu, kg_frameless_start %llu, kg_frameless_call %llu, "
-                "kg_frameless_return %llu\n",
-                c.frameless_find, c.frameless_start, c.frameless_call, c.frameless_return);
+      VG_(dmsg)("kgrind helpers: kg_frameless_find %llu (%llu variants), kg_frameless_start %llu, "
+                "kg_frameless_call %llu, kg_frameless_return %llu\n",
+                c.frameless_find, c.frameless_variants, c.frameless_start, c.frameless_call, c.frameless_return);
 }
 
 namespace {

@@ -43,6 +43,25 @@ IRExpr* add_frameless_run(IRBuilder& b, BlockInfo* blk, UInt chain, UInt prev, U
    FramelessRun* run = new_frameless_run(blk, chain, prev, first_point);
    IRExpr* ctx = b.load64(&kg_now->ctx);
    IRExpr* miss = b.op(Iop_CmpNE64, ctx, b.load64(&run->cached_ctx), Ity_I1);
+   // The levels' counts of frames through the cached record (the previous
+   // run's levels in the superblock were checked by its own: a variant
+   // for them makes this run's lookup the helper's too).
+   UInt depth = inline_chain(chain).depth;
+   UInt from = 0;
+   if (prev != kStartOfSuperblock && prev) {
+      from = chains_common_depth(prev, chain);
+      IRExpr* prev_nested = b.load_field(frameless_run_ir.rec, offsetof(FramelessRecord, nested));
+      miss = b.op(Iop_Or1, miss, b.op(Iop_CmpNE64, prev_nested, IRBuilder::u64(0), Ity_I1), Ity_I1);
+   }
+   if (from < depth) {
+      IRExpr* cached = b.load64(&run->cached_rec);
+      IRExpr* frames = nullptr;
+      for (UInt i = from; i < depth; i++) {
+         IRExpr* n = b.load64(b.load_field(cached, frameless_active_offset(depth) + i * sizeof(UWord*)));
+         frames = frames ? b.op(Iop_Or64, frames, n) : n;
+      }
+      miss = b.op(Iop_Or1, miss, b.op(Iop_CmpNE64, frames, IRBuilder::u64(0), Ity_I1), Ity_I1);
+   }
    b.call("kg_frameless_find", (void*)kg_frameless_find, 1, mkIRExprVec_1(mkIRExpr_HWord((HWord)run)), miss);
    IRExpr* rec = b.load64(&run->cached_rec);
    if (prev == kStartOfSuperblock) {
