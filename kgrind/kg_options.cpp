@@ -10,6 +10,7 @@ Options clo = {
    .view_k = 2,
    .mode = kModeFunc,
    .inline_frames = True,   // where it can be: check_inline_frames
+   .inline_records = True,  // where they can be: check_inline_levels
    // docs/design/tiers.md: tiering every block was slower on the programs
    // it was for; inlined levels' steps pay where code runs a few times.
    .tiering = kTieringLevels,
@@ -112,9 +113,6 @@ Bool parse_inline_levels(const HChar* arg, const HChar* value)
 {
    if (VG_STREQ(value, "frames")) return False;
    if (!VG_STREQ(value, "records")) VG_(fmsg_bad_option)(arg, "--inline-levels takes frames or records\n");
-#if defined(VGA_arm64)
-   VG_(fmsg_bad_option)(arg, "--inline-levels=records is not available on arm64 yet\n");
-#endif
    return True;
 }
 
@@ -171,7 +169,10 @@ Bool process_option(const HChar* arg)
    else if VG_BOOL_CLO(arg, "--dump-instr", clo.dump_instr) clo.dump_instr_given = True;
    else if VG_BOOL_CLO(arg, "--collect-jumps", clo.collect_jumps) clo.collect_jumps_given = True;
    else if VG_BOOL_CLO(arg, "--inline-frames", clo.inline_frames) clo.inline_frames_given = True;
-   else if VG_STR_CLO(arg, "--inline-levels", value) clo.inline_records = parse_inline_levels(arg, value);
+   else if VG_STR_CLO(arg, "--inline-levels", value) {
+      clo.inline_records = parse_inline_levels(arg, value);
+      clo.inline_levels_given = True;
+   }
    else if VG_STR_CLO(arg, "--tiering", value) clo.tiering = parse_tiering(arg, value);
    else if VG_STR_CLO(arg, "--tier-threshold", value) clo.tier_threshold = parse_tier_threshold(arg, value);
    else if (VG_STREQN(9, arg, "--kgrind-")) {
@@ -275,7 +276,10 @@ void check_tiering()
 }
 
 // --inline-levels=records: so far at finite k, with the body's contexts
-// the k-SF's, counting Ir alone per line, each thread's own forest.
+// the k-SF's, counting Ir alone per line, each thread's own forest. By
+// default wherever that is (the profile is the level frames' either way),
+// elsewhere level frames, and an explicit --inline-levels=records is an
+// error.
 void check_inline_levels()
 {
    if (!clo.inline_records) return;
@@ -288,8 +292,14 @@ void check_inline_levels()
                     : clo.dump_instr ? "--dump-instr=yes is not implemented yet"
                     : clo.join_threads ? "--join-threads=yes is not implemented yet"
                     : clo.tiering == kTieringYes ? "--tiering=yes tiers physical frames only"
+#if defined(VGA_arm64)
+                    : "it is not available on arm64 yet"
+#else
                     : nullptr;
-   if (why) KG_BAD_COMBINATION(opt, "%s cannot apply: %s\n", opt, why);
+#endif
+   if (!why) return;
+   if (clo.inline_levels_given) KG_BAD_COMBINATION(opt, "%s cannot apply: %s\n", opt, why);
+   clo.inline_records = False;
 }
 
 void check_options()
@@ -363,7 +373,8 @@ void print_usage()
 "                              the levels' numbers derived when a profile is\n"
 "                              written (the same profile; faster on inlined C++;\n"
 "                              so far finite --k, --view-k equal to --k, Ir only,\n"
-"                              no --dump-instr or --join-threads) [frames]\n"
+"                              no --dump-instr or --join-threads) [records where\n"
+"                              they can be, else frames]\n"
 "    --unroll-simple-rec=no|yes  keep each level of simple recursion [no: rolled]\n"
 "    --tiering=no|levels|yes   translate a block cheaply until it has run\n"
 "                              --tier-threshold times, then with the inline fast\n"

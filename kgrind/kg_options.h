@@ -48,8 +48,12 @@ struct Options {
    Bool inline_frames;           // --inline-frames: inlined functions as context levels [yes
                                  // where they can be: resolved by check_options]
    Bool inline_frames_given;
-   Bool inline_records;          // --inline-levels=records: runs of inlined code count per
-                                 // physical context, their levels derived (kg_frameless_levels.h)
+   // --inline-levels=frames|records: runs of inlined code count with level
+   // frames, or per physical context with their levels derived
+   // (kg_frameless_levels.h) [records where they can be: resolved by
+   // check_options into inline_records]
+   Bool inline_records;
+   Bool inline_levels_given;
    Bool count_instr;             // counters per instruction: --dump-instr, or
                                  // --collect-jumps (each exit's count); set by check_options
    Bool cache_sim;               // --cache-sim: I1/D1/LL simulation

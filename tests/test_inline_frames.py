@@ -58,14 +58,14 @@ HELPER_COUNTS = re.compile(r'kgrind helpers: .*kg_run_counters (\d+), kg_block_s
 def test_level_context_in_two_forest_nodes(tools):
     """tests/progs/inline_two_nodes.c alternates between two k-SF nodes of
     one level's k-context at every iteration: the contexts equal the
-    oracle's, and the level's counters are found in each node's array
-    (kg_counters.cpp), with no helper call an iteration (the counter
-    helpers' calls do not grow with the iterations)."""
+    oracle's, and with level frames the level's counters are found in each
+    node's array (kg_counters.cpp), with no helper call an iteration (the
+    counter helpers' calls do not grow with the iterations)."""
     exe = tools.compile('inline_two_nodes.c', *FLAGS)
     assert check_against_oracle(tools, exe, ['2000']) > 0
     calls = {}
     for n in (10, 100000):
-        run = tools.kgrind(exe, str(n), opts=['--stats=yes'], out=f'stats-{n}.out')
+        run = tools.kgrind(exe, str(n), opts=['--inline-levels=frames', '--stats=yes'], out=f'stats-{n}.out')
         assert run.returncode == 0 and run.stdout == f'{n}\n', run.stderr
         found = HELPER_COUNTS.search(run.stderr)
         assert found, run.stderr

@@ -40,7 +40,8 @@ THRESHOLDS = [1, 2, 7, 1000]
 MIN_PROMOTED = {'yes': {1: 50, 2: 50, 7: 50}, 'levels': {1: 50, 2: 50, 7: 20}}
 
 # --tiering=levels (the default): programs with inlined levels of their own
-# (-O2; -no-pie -fno-plt as tests/test_inline_frames.py builds them); the
+# (-O2; -no-pie -fno-plt as tests/test_inline_frames.py builds them), the
+# levels as frames (--inline-levels=frames; records have no steps); the
 # superblocks that step levels start with the steps in the levels' helper
 # and get the inline steps when hot. Each switch falls where its program's
 # levels are entered and left abruptly: a hot loop, recursion from inside a
@@ -48,12 +49,13 @@ MIN_PROMOTED = {'yes': {1: 50, 2: 50, 7: 50}, 'levels': {1: 50, 2: 50, 7: 20}}
 # inside them, several levels at once, a jump back to the entry from a
 # level, the STL at -O2.
 INLINE_FLAGS = ['-O2', '-no-pie', '-fno-plt']
+FRAMES = '--inline-levels=frames'
 LEVEL_PROGRAMS = {
-    'hostile': ('inline_hostile.c', INLINE_FLAGS, ['300'], []),
+    'hostile': ('inline_hostile.c', INLINE_FLAGS, ['300'], [FRAMES]),
     'hostile-kinf': ('inline_hostile.c', INLINE_FLAGS, ['300'], ['--k=inf']),
-    'crossings': ('inline_crossings.c', INLINE_FLAGS, ['100', '4'], ['--k=3']),
+    'crossings': ('inline_crossings.c', INLINE_FLAGS, ['100', '4'], ['--k=3', FRAMES]),
     'loopback': ('inline_loopback.c', INLINE_FLAGS, ['50', '20'], ['--k=inf']),
-    'stl': ('inline_maps.cpp', ['-O2'], [], []),
+    'stl': ('inline_maps.cpp', ['-O2'], [], [FRAMES]),
 }
 LEVEL_STATS = re.compile(r"kgrind tiers: inlined levels' steps, threshold (\d+); "
                          r'translations: tier 1 (\d+), tier 2 (\d+) \((\d+) promoted\)')
@@ -107,13 +109,13 @@ def test_switching_level_tiers_keeps_every_count(tools, name):
 
 
 def test_level_tiering_is_the_default(tools):
-    """A plain run tiers the levels' steps (the program's own inlined
+    """A plain run with level frames tiers the levels' steps (the program's own inlined
     functions and libc's) at threshold 1000, with the entries the program
     counts of each inlined function whose body gcc keeps in one piece
     (descend's is split around rec's own push of %rbx, so each call enters
     it twice), and the profile of --tiering=no."""
     exe = tools.compile('inline_hostile.c', *INLINE_FLAGS)
-    run = tools.kgrind(exe, '30', opts=['--stats=yes'])
+    run = tools.kgrind(exe, '30', opts=[FRAMES, '--stats=yes'])
     assert run.returncode == 0, run.stderr
     stats = LEVEL_STATS.search(run.stderr)
     assert stats and int(stats.group(1)) == 1000 and int(stats.group(2)) > 0, run.stderr
@@ -124,7 +126,7 @@ def test_level_tiering_is_the_default(tools):
             calls[context[-1]] += n
     for fn in ('step', 'handle', 'raise_from_level', 'bail', 'guard', 'yield', 'resume'):
         assert calls[f'{fn} [inlined]'] == int(counts[fn]), fn
-    never = tools.kgrind(exe, '30', opts=['--tiering=no'], out='never.out')
+    never = tools.kgrind(exe, '30', opts=[FRAMES, '--tiering=no'], out='never.out')
     assert without_pid(run.profile_path) == without_pid(never.profile_path)
 
 
@@ -142,13 +144,13 @@ def test_levels_tier_promotes_the_blocks_that_call_its_helper(tools):
     seen = {}
     for loop in ('stay', 'step'):
         for n in (10, 1000000):
-            run = tools.kgrind(exe, loop, str(n), opts=['--stats=yes'], out=f'{loop}-{n}.out')
+            run = tools.kgrind(exe, loop, str(n), opts=[FRAMES, '--stats=yes'], out=f'{loop}-{n}.out')
             assert run.returncode == 0 and run.stdout == f'{loop} {n}\n', run.stderr
             stats, helper = LEVEL_STATS.search(run.stderr), HELPER_CALLS.search(run.stderr)
             assert stats and helper, run.stderr
             seen[loop, n] = (int(stats.group(4)), int(helper.group(1)))
             if n > 10:
-                never = tools.kgrind(exe, loop, str(n), opts=['--tiering=no'], out=f'{loop}-never.out')
+                never = tools.kgrind(exe, loop, str(n), opts=[FRAMES, '--tiering=no'], out=f'{loop}-never.out')
                 assert without_pid(run.profile_path) == without_pid(never.profile_path), loop
     assert seen['stay', 1000000] == seen['stay', 10], seen
     assert seen['step', 1000000][0] > seen['step', 10][0], seen
@@ -162,7 +164,7 @@ def test_promotion_takes_level_steps_from_the_helper(tools):
     one that promotes at once, and physical frames never call it."""
     exe = tools.compile('inline_hostile.c', *INLINE_FLAGS)
     calls = {}
-    for name, opts in [('never', ['--tier-threshold=1000000000']), ('at-once', ['--tier-threshold=1']),
+    for name, opts in [('never', [FRAMES, '--tier-threshold=1000000000']), ('at-once', [FRAMES, '--tier-threshold=1']),
                        ('physical', ['--inline-frames=no'])]:
         run = tools.kgrind(exe, '300', opts=[*opts, '--stats=yes'], out=f'{name}.out')
         assert run.returncode == 0, run.stderr
