@@ -283,6 +283,11 @@ void check_tiering()
 void check_inline_levels()
 {
    if (!clo.inline_records) return;
+#if defined(VGA_arm64)
+   const Bool on_arm64 = True;
+#else
+   const Bool on_arm64 = False;
+#endif
    const HChar* opt = "--inline-levels=records";
    const HChar* why = !clo.inline_frames ? "there are no inlined levels (--inline-frames=no, or a mode without them)"
                     : clo.k == kInfiniteK ? "--k=inf is not implemented yet (use a finite --k)"
@@ -292,11 +297,8 @@ void check_inline_levels()
                     : clo.dump_instr ? "--dump-instr=yes is not implemented yet"
                     : clo.join_threads ? "--join-threads=yes is not implemented yet"
                     : clo.tiering == kTieringYes ? "--tiering=yes tiers physical frames only"
-#if defined(VGA_arm64)
-                    : "it is not available on arm64 yet"
-#else
+                    : on_arm64 ? "it is not available on arm64 yet (a return's pop there is the link register's)"
                     : nullptr;
-#endif
    if (!why) return;
    if (clo.inline_levels_given) KG_BAD_COMBINATION(opt, "%s cannot apply: %s\n", opt, why);
    clo.inline_records = False;
