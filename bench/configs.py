@@ -32,6 +32,9 @@ CONFIGS = [
     # physical frames, as callgrind's (the others: inlined levels, kgrind's default)
     ('kgrind-k2-noinline',  ['--tool=kgrind', '--k=2', '--inline-frames=no',
                              '--kgrind-out-file={out}'],                                 '2'),
+    # inlined levels as frames (the default counts them in records)
+    ('kgrind-k2-frames',    ['--tool=kgrind', '--k=2', '--inline-levels=frames',
+                             '--kgrind-out-file={out}'],                                 '2'),
     ('kgrind-k4',           ['--tool=kgrind', '--k=4', '--kgrind-out-file={out}'],       '4'),
     ('kgrind-kinf',         ['--tool=kgrind', '--k=inf', '--kgrind-out-file={out}'],     'inf'),
 ]
@@ -40,6 +43,7 @@ CONFIG_LABELS = {
     'callgrind': 'callgrind', 'callgrind-sc2': 'callgrind --separate-callers=2',
     'kgrind-k1': 'kgrind --k=1', 'kgrind-k2': 'kgrind --k=2', 'kgrind-k4': 'kgrind --k=4',
     'kgrind-k2-noinline': 'kgrind --k=2 --inline-frames=no',
+    'kgrind-k2-frames': 'kgrind --k=2 --inline-levels=frames',
     'kgrind-kinf': 'kgrind --k=inf',
 }
 # Block modes (docs/design/block-modes.md).  They trace the main
