@@ -21,9 +21,9 @@ struct FramelessRecord;
 // A run of one inline chain in one translation (static, made at
 // instrumentation and never freed: records point to it).
 struct FramelessRun {
-   // The one-way cache, read by inline IR: the physical context its
-   // record was last found for, and that record.
-   ForestNode* cached_ctx;
+   // The one-way cache, read by inline IR: the physical activation's key
+   // (frameless_key) its record was last found for, and that record.
+   const void* cached_key;
    FramelessRecord* cached_rec;
    BlockInfo* blk;
    UInt chain;
@@ -58,7 +58,7 @@ struct FramelessRecord {
    // kg_frameless_start (its prediction), and the starts after it.
    UWord pred_chain;
    ULong pred_count;
-   const ForestNode* ctx;   // the physical context
+   const void* key;         // the physical activation's (frameless_key)
    const FramelessRun* run;
    ThreadState* owner;
    FramelessRecord* next;   // every record, for the derivation
@@ -89,6 +89,16 @@ inline UWord frameless_counters_offset(UInt depth) { return sizeof(FramelessReco
 // never derived, without a run, the runs' caches before they find a
 // record), whose levels are this empty transition (with no frames).
 const Transition* frameless_no_level();
+
+// What a record is kept per: the physical frame's context (its counters'
+// node), or where the counters' contexts are a separate view's, whose nodes
+// are several k-SF activations', the physical frame's transition (whose
+// child is one activation: more records, one load more a run).
+Bool frameless_keyed_by_transition();
+inline const void* frameless_key(ForestNode* ctx, const Transition* top_tr)
+{
+   return frameless_keyed_by_transition() ? (const void*)top_tr : (const void*)ctx;
+}
 
 // Whether frameless levels are on (--inline-levels=records, with inlined
 // levels at finite k in function mode, without events, per-instruction

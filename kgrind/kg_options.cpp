@@ -275,8 +275,8 @@ void check_tiering()
    if (why) KG_BAD_COMBINATION("--tiering=yes", "--tiering=yes tiers physical frames counting Ir only: %s\n", why);
 }
 
-// --inline-levels=records: so far at finite k, with the body's contexts
-// the k-SF's, counting Ir alone per line, each thread's own forest. By
+// --inline-levels=records: so far at finite k, counting Ir alone per line,
+// each thread's own forest. By
 // default wherever that is (the profile is the level frames' either way),
 // elsewhere level frames, and an explicit --inline-levels=records is an
 // error.
@@ -291,7 +291,6 @@ void check_inline_levels()
    const HChar* opt = "--inline-levels=records";
    const HChar* why = !clo.inline_frames ? "there are no inlined levels (--inline-frames=no, or a mode without them)"
                     : clo.k == kInfiniteK ? "--k=inf is not implemented yet (use a finite --k)"
-                    : clo.view_k != clo.k ? "a separate --view-k is not implemented yet (add --view-k equal to --k)"
                     : (clo.cache_sim || clo.branch_sim || clo.collect_bus || clo.collect_data || clo.collect_systime)
                        ? "events beyond Ir are not implemented yet"
                     : clo.dump_instr ? "--dump-instr=yes is not implemented yet"
@@ -374,9 +373,9 @@ void print_usage()
 "                              stack frame each; records, per physical context,\n"
 "                              the levels' numbers derived when a profile is\n"
 "                              written (the same profile; faster on inlined C++;\n"
-"                              so far finite --k, --view-k equal to --k, Ir only,\n"
-"                              no --dump-instr or --join-threads) [records where\n"
-"                              they can be, else frames]\n"
+"                              so far finite --k, Ir only, no --dump-instr or\n"
+"                              --join-threads) [records where they can be, else\n"
+"                              frames]\n"
 "    --unroll-simple-rec=no|yes  keep each level of simple recursion [no: rolled]\n"
 "    --tiering=no|levels|yes   translate a block cheaply until it has run\n"
 "                              --tier-threshold times, then with the inline fast\n"

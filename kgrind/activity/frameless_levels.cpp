@@ -96,7 +96,7 @@ FramelessRecord* new_record(ThreadState* t, const FramelessRun* run, FramelessRe
    UWord bytes = frameless_counters_offset(depth) + (n + depth) * sizeof(ULong) + depth;
    FramelessRecord* rec = (FramelessRecord*)kg::alloc(bytes, "kg.frameless");
    VG_(memset)(rec, 0, bytes);
-   rec->ctx = kg_now->ctx;
+   rec->key = frameless_key(kg_now->ctx, kg_now->top->tr);
    rec->run = run;
    rec->owner = t;
    rec->plain = plain;
@@ -201,12 +201,13 @@ void push_levels(ThreadState* t, UInt chain, Transition* const* tr)
 } // namespace
 
 Bool frameless_levels_on() { return frameless_on; }
+Bool frameless_keyed_by_transition() { return separate_view(); }
 
 void frameless_levels_init()
 {
    // check_inline_levels refused the rest.
    frameless_on = clo.inline_records && kCallsPush;
-   tl_assert(!frameless_on || (inline_frames_on() && clo.k != kInfiniteK && !separate_view() && !block_mode() &&
+   tl_assert(!frameless_on || (inline_frames_on() && clo.k != kInfiniteK && !block_mode() &&
                                !extra_events_on() && !clo.count_instr && !clo.join_threads && !tiering_on()));
 }
 
@@ -238,7 +239,7 @@ void forget_frameless_caches()
       UInt n = c + 1 == n_run_chunks ? runs_in_last_chunk : kRunChunk;
       for (UInt i = 0; i < n; i++) {
          FramelessRun& run = run_chunks[c][i];
-         run.cached_ctx = nullptr;
+         run.cached_key = nullptr;
          run.cached_rec = scratch_record(inline_chain(run.chain).depth);
       }
    }
@@ -284,7 +285,7 @@ template <typename F> void drop_records(F gone)
    variants.clear();
    for_each_record([](FramelessRecord* rec) {
       if (rec->plain) variants.get(rec->plain, (const void*)rec->nested)->rec = rec;
-      else records.get(rec->ctx, rec->run)->rec = rec;
+      else records.get(rec->key, rec->run)->rec = rec;
    });
    forget_frameless_caches();
 }
@@ -302,20 +303,20 @@ void drop_frameless_records_except(ThreadState* t)
 extern "C" void VG_REGPARM(1) kg_frameless_find(FramelessRun* run)
 {
    helper_calls.frameless_find++;
-   ForestNode* ctx = kg_now->ctx;
+   const void* key = frameless_key(kg_now->ctx, kg_now->top->tr);
    if (!kg_counting) {
-      run->cached_ctx = ctx;
+      run->cached_key = key;
       run->cached_rec = scratch_record(inline_chain(run->chain).depth);
       return;
    }
-   RecordSlot* slot = records.get(ctx, run);
+   RecordSlot* slot = records.get(key, run);
    if (!slot->rec) slot->rec = new_record(current, run, nullptr, 0);
    FramelessRecord* plain = slot->rec;
    UWord nested = 0;
    for (UInt i = 0; i < plain->depth; i++)
       if (*plain->active()[i]) nested |= (UWord)1 << (i < 63 ? i : 63);
    if (!nested) {
-      run->cached_ctx = ctx;
+      run->cached_key = key;
       run->cached_rec = plain;
       return;
    }
@@ -323,7 +324,7 @@ extern "C" void VG_REGPARM(1) kg_frameless_find(FramelessRun* run)
    helper_calls.frameless_variants++;
    RecordSlot* v = variants.get(plain, (const void*)nested);
    if (!v->rec) v->rec = new_record(current, run, plain, nested);
-   run->cached_ctx = nullptr;
+   run->cached_key = nullptr;
    run->cached_rec = v->rec;
 }
 

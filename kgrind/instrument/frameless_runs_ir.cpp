@@ -41,8 +41,9 @@ IRExpr* add_frameless_run(IRBuilder& b, BlockInfo* blk, UInt chain, UInt prev, U
 {
    end_frameless_run(first_point);
    FramelessRun* run = new_frameless_run(blk, chain, prev, first_point);
-   IRExpr* ctx = b.load64(&kg_now->ctx);
-   IRExpr* miss = b.op(Iop_CmpNE64, ctx, b.load64(&run->cached_ctx), Ity_I1);
+   IRExpr* key = frameless_keyed_by_transition() ? b.load_field(b.load64(&kg_now->top), offsetof(Frame, tr))
+                                                 : b.load64(&kg_now->ctx);
+   IRExpr* miss = b.op(Iop_CmpNE64, key, b.load64(&run->cached_key), Ity_I1);
    // The levels' counts of frames through the cached record (the previous
    // run's levels in the superblock were checked by its own: a variant
    // for them makes this run's lookup the helper's too).
