@@ -150,8 +150,9 @@ IRSB* instrument(VgCallbackClosure* closure, IRSB* sb_in,
    // with code of inlined functions (some instruction's chain is not empty)
    // steps levels: at the levels' tier 1 the helper does, until it is hot.
    // Frameless inlined levels (instrument/frameless_runs_ir.cpp): no level
-   // frames on top while a superblock starts (its prologue's helpers pop
-   // the ones a returned call left), each run counting in its record.
+   // frames on top while a superblock's runs count, each in its record (a
+   // return pops a call's level frames, kg_frameless_return; the
+   // prologue's helpers pop a context-id request's).
    Bool frameless = inline_chains && frameless_levels_on() && !sigreturn && !tier_one;
    frameless_superblock_begins();
    IRExpr* own_counters = nullptr;   // frameless: the function's own code's
