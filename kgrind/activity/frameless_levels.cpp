@@ -9,29 +9,19 @@ namespace {
 
 Bool frameless_on;
 
-// Every run's static data, for forgetting their caches.
-const UInt kRunChunk = 4096;
-FramelessRun** run_chunks;
-UInt n_run_chunks, runs_in_last_chunk = kRunChunk;
+// Every run's static data (inline IR holds their addresses), for
+// forgetting their caches.
+PinnedSlots<FramelessRun> frameless_runs;
 
 // While counting is off: a scratch record per depth (runs of one depth
 // find their counters at the same offset).
 FramelessRecord** scratch_records;
-UInt n_scratch_records;
+UWord n_scratch_records, scratch_records_cap;
 
 FramelessRecord* scratch_record(UInt depth)
 {
-   if (depth >= n_scratch_records) {
-      UInt n = depth + 8;
-      FramelessRecord** grown = (FramelessRecord**)kg::alloc(n * sizeof(FramelessRecord*), "kg.frameless");
-      VG_(memset)(grown, 0, n * sizeof(FramelessRecord*));
-      if (scratch_records) {
-         VG_(memcpy)(grown, scratch_records, n_scratch_records * sizeof(FramelessRecord*));
-         kg::release(scratch_records);
-      }
-      scratch_records = grown;
-      n_scratch_records = n;
-   }
+   while (depth >= n_scratch_records)
+      append(scratch_records, n_scratch_records, scratch_records_cap, (FramelessRecord*)nullptr, 16, "kg.frameless");
    FramelessRecord*& rec = scratch_records[depth];
    if (!rec) {
       UWord bytes = frameless_counters_offset(depth) + kUncountedSinkCounters * sizeof(ULong);
@@ -57,19 +47,6 @@ struct RecordSlot {
 PairTable<RecordSlot> records;
 PairTable<RecordSlot> variants;
 FramelessRecord* all_records;   // linked through next
-
-
-// The transition into inlined level `chain` (one level below from's) from
-// a frame of transition `from`, made if new (level_transition's, from any
-// frame).
-Transition* level_kid_of(ThreadState* t, Transition* from, UInt chain, Addr entry)
-{
-   Addr site = inline_site(chain);
-   const InlineChain& c = inline_chain(chain);
-   Transition* kid = from->kids[kid_slot_in(from, c.fn->id, site)];
-   if (kid->site == site) return kid;
-   return kid_transition(t, from, c.fn, site, [entry] { return entry; });
-}
 
 // The chain's levels, outermost first (valid until the next call).
 UInt* chain_levels(UInt chain)
@@ -108,7 +85,7 @@ FramelessRecord* new_record(ThreadState* t, const FramelessRun* run, FramelessRe
    UInt* path = plain ? nullptr : chain_levels(run->chain);
    Transition* from = kg_now->top->tr;
    for (UInt i = 0; i < depth; i++) {
-      Transition* tr = plain ? plain->levels()[i] : level_kid_of(t, from, path[i], run->blk->addr);
+      Transition* tr = plain ? plain->levels()[i] : level_transition_from(t, from, path[i], run->blk->addr);
       rec->levels()[i] = tr;
       rec->active()[i] = tr->active;
       // A level of the chain in an outer level's context (rolled) adds to
@@ -190,7 +167,7 @@ void push_levels(ThreadState* t, UInt chain, Transition* const* tr)
    UInt* path = tr ? nullptr : chain_levels(chain);
    Addr sp = kg_now->top->sp;
    for (UInt i = 0; i < depth; i++) {
-      Transition* level = tr ? tr[i] : level_kid_of(t, kg_now->top->tr, path[i], 0);
+      Transition* level = tr ? tr[i] : level_transition_from(t, kg_now->top->tr, path[i], 0);
       push_frame(t, sp, level);
       level->calls--;   // push_frame's entry: the record counted it
    }
@@ -215,17 +192,7 @@ const Transition* frameless_no_level() { return &no_transition; }
 
 FramelessRun* new_frameless_run(BlockInfo* blk, UInt chain, UInt prev_chain, UInt first_point)
 {
-   if (runs_in_last_chunk == kRunChunk) {
-      FramelessRun** grown = (FramelessRun**)kg::alloc((n_run_chunks + 1) * sizeof(FramelessRun*), "kg.frameless");
-      if (run_chunks) {
-         VG_(memcpy)(grown, run_chunks, n_run_chunks * sizeof(FramelessRun*));
-         kg::release(run_chunks);
-      }
-      run_chunks = grown;
-      run_chunks[n_run_chunks++] = (FramelessRun*)alloc_permanent(kRunChunk * sizeof(FramelessRun));
-      runs_in_last_chunk = 0;
-   }
-   FramelessRun* run = &run_chunks[n_run_chunks - 1][runs_in_last_chunk++];
+   FramelessRun* run = frameless_runs.take();
    // Its cache's record is valid before it finds one (inline IR reads the
    // counts of frames through it): the scratch record of its depth.
    FramelessRecord* none = scratch_record(inline_chain(chain).depth);
@@ -235,14 +202,10 @@ FramelessRun* new_frameless_run(BlockInfo* blk, UInt chain, UInt prev_chain, UIn
 
 void forget_frameless_caches()
 {
-   for (UInt c = 0; c < n_run_chunks; c++) {
-      UInt n = c + 1 == n_run_chunks ? runs_in_last_chunk : kRunChunk;
-      for (UInt i = 0; i < n; i++) {
-         FramelessRun& run = run_chunks[c][i];
-         run.cached_key = nullptr;
-         run.cached_rec = scratch_record(inline_chain(run.chain).depth);
-      }
-   }
+   frameless_runs.for_each([](FramelessRun& run) {
+      run.cached_key = nullptr;
+      run.cached_rec = scratch_record(inline_chain(run.chain).depth);
+   });
 }
 
 void derive_frameless_levels()

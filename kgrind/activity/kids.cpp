@@ -184,17 +184,25 @@ Transition* entered_transition(ThreadState* t, FnInfo* fn, BlockInfo* blk, Addr 
    return kid_transition(t, kg_now->top->tr, fn, call_site, [blk] { return blk->addr; });
 }
 
-// The transition into inlined level `chain` (of blk's code) from the top
-// frame: the top's kid in the level's slot when its site is the level's
-// (a level's site names its function, and its slot is its site's alone:
-// kid_key; as inline IR's push_level takes it), else entered_transition's.
+// The transition into inlined level `chain` from a frame of transition
+// `from` (whose level is chain's parent, or its physical function): from's
+// kid in the level's slot when its site is the level's (a level's site
+// names its function, and its slot is its site's alone: kid_key; as inline
+// IR's push_level takes it), else kid_transition's (entry: the address of
+// the code that enters it).
+Transition* level_transition_from(ThreadState* t, Transition* from, UInt chain, Addr entry)
+{
+   Addr site = inline_site(chain);
+   const InlineChain& c = inline_chain(chain);
+   Transition* kid = from->kids[kid_slot_in(from, c.fn->id, site)];
+   if (kid->site == site) return kid;
+   return kid_transition(t, from, c.fn, site, [entry] { return entry; });
+}
+
+// The same from the top frame, entered by blk's code.
 Transition* level_transition(ThreadState* t, UInt chain, BlockInfo* blk)
 {
-   Transition* from = kg_now->top->tr;
-   Addr site = inline_site(chain);
-   Transition* kid = from->kids[kid_slot_in(from, inline_chain(chain).fn->id, site)];
-   if (kid->site == site) return kid;
-   return entered_transition(t, inline_chain(chain).fn, blk, site);
+   return level_transition_from(t, kg_now->top->tr, chain, blk->addr);
 }
 
 } // namespace
