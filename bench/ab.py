@@ -41,6 +41,8 @@ CONFIGS = {
     'k2-frames': ['--k=2', '--inline-levels=frames'], 'k2-records': ['--k=2', '--inline-levels=records'],
     'k2-instr': ['--k=2', '--dump-instr=yes'], 'k2-jumps': ['--k=2', '--dump-instr=yes', '--collect-jumps=yes'],
     'k2-cache': ['--k=2', '--cache-sim=yes'], 'k2-branch': ['--k=2', '--branch-sim=yes'],
+    'k2-cache-frames': ['--k=2', '--cache-sim=yes', '--inline-levels=frames'],
+    'k2-branch-frames': ['--k=2', '--branch-sim=yes', '--inline-levels=frames'],
     'k2-data': ['--k=2', '--collect-data=yes'],
     # an 8 MB LL for both tools: the host's 512 MB LL made python3's runs
     # move by up to 40 % (101 MB of simulated tags)

@@ -158,6 +158,29 @@ void add_block_counters(const BlockInfo* blk, ULong* into, ULong* from);
 // any more.
 void recycle_miss_counters(const BlockInfo* blk, const ULong* counters);
 
+// Calls f(pos, event, count) for each non-zero event count of a (context,
+// block)'s counters (blk's): its inline slots, its miss counters and the
+// events its flush points count (counters holding reached counts). pos:
+// the slot's position (EventSlot::line).
+template <typename F>
+void for_each_block_event(const BlockInfo* blk, const ULong* counters, F f)
+{
+   const BlockEvents* ev = events_of(blk);
+   if (!ev) return;
+   const ULong* c = counters + event_base(blk);
+   for (UInt s = 0; s < ev->n_inline; s++)
+      if (c[s]) f(ev->slots[s].line, ev->slots[s].event, c[s]);
+   if (const UInt* misses = ev->n_miss ? miss_counters_of(c[ev->n_inline]) : nullptr) {
+      const EventSlot* slots = ev->slots + ev->n_inline;
+      for (UInt s = 0; s < ev->n_miss; s++)
+         if (ULong count = miss_count(&misses[s])) f(slots[s].line, slots[s].event, count);
+   }
+   for (UInt i = 0; i < ev->n_by_point; i++) {
+      const PointEvent& p = ev->by_point[i];
+      if (ULong reached = counters[p.point]) f(p.line, p.event, reached * p.times);
+   }
+}
+
 // The (context, block) counters, indexed per context: a block that misses
 // its inline ways (a function run in many contexts: cc1plus, 130 M misses)
 // probes its context's own small table, whose slots stay in the cache while

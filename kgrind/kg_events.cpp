@@ -136,13 +136,14 @@ ULong no_thread_clock[kEventIds];
 // The miss counters of a helper's site (its first slot), made at the
 // (context, block)'s first miss. While counting is off the block's
 // counters are scratch that every block shares (its anchor may be another
-// block's count): its misses go to more scratch. Not for a block's one
+// block's count: the sink, or frameless inlined levels' scratch records):
+// its misses go to more scratch. Not for a block's one
 // miss slot, which is inline (count_branch).
 UInt uncounted_misses[4];
 inline UInt* miss_slots(ULong* counters, UWord site)
 {
    ULong* anchor = counters + EventSite::anchor(site);
-   if (__builtin_expect(in_uncounted_sink(anchor), 0)) return uncounted_misses;
+   if (__builtin_expect(in_uncounted_sink(anchor) || kg_events_paused, 0)) return uncounted_misses;
    return miss_counters(anchor, EventSite::n_miss(site)) + EventSite::first_slot(site);
 }
 

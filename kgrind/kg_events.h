@@ -55,6 +55,9 @@ EventId extra_event_id(UInt column);
 // (activity/event_clocks.cpp); the thread layer points this at the
 // running thread's clock.
 extern ULong* kg_event_clock;
+// Non-zero while counting is off (!kg_counting): inline pops add nothing,
+// and the helpers count misses in scratch.
+extern UWord kg_events_paused;
 
 // After the options: checks the geometry (host defaults for what --I1,
 // --D1, --LL did not give) and makes the simulators. A bad geometry is one

@@ -225,10 +225,8 @@ template <typename F>
 static void for_each_event(const CountedBlock& e, Bool per_instruction, F f)
 {
    const BlockInfo* blk = e.blk;
-   const BlockEvents* ev = events_of(blk);
-   if (!ev) return;
-   const ULong* c = e.counters + event_base(blk);
-   auto at = [&](UInt pos, UShort event, ULong count) {
+   // Counted by their flush points: reached counts (count_reached ran).
+   for_each_block_event(blk, e.counters, [&](UInt pos, UShort event, ULong count) {
       UInt col = event_column((EventId)event);
       if (per_instruction) {
          const InstrPos& in = blk->instrs()[pos];
@@ -236,19 +234,7 @@ static void for_each_event(const CountedBlock& e, Bool per_instruction, F f)
       } else {
          f(blk->lines()[pos], (Addr)0, col, count);
       }
-   };
-   for (UInt s = 0; s < ev->n_inline; s++)
-      if (c[s]) at(ev->slots[s].line, ev->slots[s].event, c[s]);
-   if (const UInt* misses = ev->n_miss ? miss_counters_of(c[ev->n_inline]) : nullptr) {
-      const EventSlot* slots = ev->slots + ev->n_inline;
-      for (UInt s = 0; s < ev->n_miss; s++)
-         if (ULong count = miss_count(&misses[s])) at(slots[s].line, slots[s].event, count);
-   }
-   // Counted by their flush points (reached counts: count_reached ran).
-   for (UInt i = 0; i < ev->n_by_point; i++) {
-      const PointEvent& p = ev->by_point[i];
-      if (ULong reached = e.counters[p.point]) at(p.line, p.event, reached * p.times);
-   }
+   });
 }
 
 // The index of line's cost among n folded costs sorted by line, or n.

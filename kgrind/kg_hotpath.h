@@ -488,8 +488,6 @@ inline TransitionEvents* events_arrays(const Transition* tr)
 {
    return (TransitionEvents*)((char*)tr + transition_events_offset());
 }
-// Non-zero while counting is off (!kg_counting), for inline pops.
-extern UWord kg_events_paused;
 // What inline pops add where nothing counts; never read.
 extern ULong kg_events_sink[];
 

@@ -275,7 +275,7 @@ void check_tiering()
    if (why) KG_BAD_COMBINATION("--tiering=yes", "--tiering=yes tiers physical frames counting Ir only: %s\n", why);
 }
 
-// --inline-levels=records: so far at finite k, counting Ir alone per line,
+// --inline-levels=records: so far at finite k, counting per line,
 // each thread's own forest. By
 // default wherever that is (the profile is the level frames' either way),
 // elsewhere level frames, and an explicit --inline-levels=records is an
@@ -291,8 +291,6 @@ void check_inline_levels()
    const HChar* opt = "--inline-levels=records";
    const HChar* why = !clo.inline_frames ? "there are no inlined levels (--inline-frames=no, or a mode without them)"
                     : clo.k == kInfiniteK ? "--k=inf is not implemented yet (use a finite --k)"
-                    : (clo.cache_sim || clo.branch_sim || clo.collect_bus || clo.collect_data || clo.collect_systime)
-                       ? "events beyond Ir are not implemented yet"
                     : clo.dump_instr ? "--dump-instr=yes is not implemented yet"
                     : clo.join_threads ? "--join-threads=yes is not implemented yet"
                     : clo.tiering == kTieringYes ? "--tiering=yes tiers physical frames only"
@@ -373,7 +371,7 @@ void print_usage()
 "                              stack frame each; records, per physical context,\n"
 "                              the levels' numbers derived when a profile is\n"
 "                              written (the same profile; faster on inlined C++;\n"
-"                              so far finite --k, Ir only, no --dump-instr or\n"
+"                              so far finite --k, no --dump-instr or\n"
 "                              --join-threads) [records where they can be, else\n"
 "                              frames]\n"
 "    --unroll-simple-rec=no|yes  keep each level of simple recursion [no: rolled]\n"

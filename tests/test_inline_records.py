@@ -22,6 +22,7 @@ from testdeps import debian_tool
 INLINE_FLAGS = test_inline_frames.FLAGS
 REQUESTS = ['-O2', '-I', str(ROOT / 'include'), '-I', VALGRIND.includedir]   # client requests
 RECORDS = '--inline-levels=records'
+FRAMES = '--inline-levels=frames'
 
 # name: (source, compiler flags, program arguments, kgrind options)
 PROGRAMS = {
@@ -96,14 +97,34 @@ def test_records_write_the_profile_of_level_frames(tools, name, k):
     source, flags, args, opts = PROGRAMS[name]
     exe = tools.compile(source, *flags)
     native = tools.native(exe, *args)
-    frames = tools.kgrind(exe, *args, opts=[*opts, f'--k={k}'], out='frames.%p')
-    records = tools.kgrind(exe, *args, opts=[*opts, f'--k={k}', RECORDS, '--stats=yes'], out='records.%p')
+    assert_records_write_frames_profile(tools, exe, args, [*opts, f'--k={k}'], native)
+
+
+def assert_records_write_frames_profile(tools, exe, args, opts, native):
+    # Equal-length names: the name's length moves start-up work.
+    frames = tools.kgrind(exe, *args, opts=[*opts, FRAMES, '--stats=yes'], out='levels-f.%p')
+    records = tools.kgrind(exe, *args, opts=[*opts, RECORDS, '--stats=yes'], out='levels-r.%p')
     for run in (frames, records):
         assert run.returncode == native.returncode, run.stderr
         assert run.stdout == native.stdout
     found = FOUND.search(records.stderr)
     assert found and int(found.group(1)) > 0, records.stderr   # runs counted in records
-    assert profiles_of(tools, 'records') == profiles_of(tools, 'frames')
+    assert not FOUND.search(frames.stderr), frames.stderr
+    assert profiles_of(tools, 'levels-r') == profiles_of(tools, 'levels-f')
+
+
+# Events beyond Ir: the records' miss counters and inclusive events, and the
+# level frames' clocks under calls from inlined code.
+EVENTS = ['--cache-sim=yes', '--branch-sim=yes', '--collect-bus=yes']
+EVENT_PROGRAMS = ['hostile', 'nesting', 'stl', 'signals', 'exceptions', 'threads', 'fork', 'regions', 'region-dumps']
+
+
+@pytest.mark.parametrize('name', EVENT_PROGRAMS)
+def test_records_with_events_write_the_profile_of_level_frames(tools, name):
+    source, flags, args, opts = PROGRAMS[name]
+    exe = tools.compile(source, *flags)
+    native = tools.native(exe, *args)
+    assert_records_write_frames_profile(tools, exe, args, [*opts, '--k=2', *EVENTS], native)
 
 
 
@@ -119,8 +140,8 @@ def test_levels_entered_below_their_own_context(tools, k):
     with the plain record the level's context inclusive cost would hold the
     inner activation's cost twice), and the profile is the level frames'."""
     exe = tools.compile('inline_nesting.c', *INLINE_FLAGS)
-    frames = tools.kgrind(exe, '50', opts=[f'--k={k}'], out='frames.out')
-    records = tools.kgrind(exe, '50', opts=[f'--k={k}', RECORDS, '--stats=yes'], out='records.out')
+    frames = tools.kgrind(exe, '50', opts=[f'--k={k}', FRAMES], out='levels-f.out')
+    records = tools.kgrind(exe, '50', opts=[f'--k={k}', RECORDS, '--stats=yes'], out='levels-r.out')
     assert records.stdout == frames.stdout == '300 50 150\n'
     found = FOUND.search(records.stderr)
     assert found, records.stderr
@@ -151,8 +172,6 @@ def test_records_contexts_equal_oracle(tools, source, args):
 @pytest.mark.parametrize('opts, why', [
     (['--inline-levels=stack'], '--inline-levels takes frames or records'),
     ([RECORDS, '--k=inf'], '--k=inf is not implemented yet'),
-    ([RECORDS, '--cache-sim=yes'], 'events beyond Ir are not implemented yet'),
-    ([RECORDS, '--collect-systime=yes'], 'events beyond Ir are not implemented yet'),
     ([RECORDS, '--dump-instr=yes'], '--dump-instr=yes is not implemented yet'),
     ([RECORDS, '--join-threads=yes'], '--join-threads=yes is not implemented yet'),
     ([RECORDS, '--inline-frames=no'], 'there are no inlined levels'),

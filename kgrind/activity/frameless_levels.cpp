@@ -123,6 +123,28 @@ UInt first_entered(UInt from, UInt to)
    return from == kStartOfSuperblock ? inline_chain(to).depth : chains_common_depth(from, to);
 }
 
+// Events beyond Ir: what rec's run counted (its counters hold its own
+// slots' counts alone) is in every level's inclusive events, as its Ir is
+// (what a level frame's event clocks would have measured).
+void add_run_events(FramelessRecord* rec)
+{
+   if (!clock_events) return;
+   ULong ran[kEventIds] = {};
+   Bool any = False;
+   for_each_block_event(rec->run->blk, rec->counters(), [&](UInt, UShort event, ULong n) {
+      ran[event_column((EventId)event)] += n;
+      any = True;
+   });
+   for (UInt i = 0; any && i < rec->depth; i++) {
+      const TransitionEvents& te = events_of(rec->levels()[i]);
+      Bool node = rec->counts_ctx_incl()[i];
+      for (UInt col = 0; col < clock_events; col++) {
+         te.edge[col] += ran[col];
+         if (node) te.node[col] += ran[col];
+      }
+   }
+}
+
 void derive_record(FramelessRecord* rec)
 {
    const FramelessRun* run = rec->run;
@@ -144,11 +166,11 @@ void derive_record(FramelessRecord* rec)
       tr[i]->edge_incl += ir;
       if (rec->counts_ctx_incl()[i]) tr[i]->ctx_incl += ir;
    }
+   add_run_events(rec);
    Bool any = False;
    for (UInt s = 0; s < rec->n_counters && !any; s++) any = c[s] != 0;
    if (!any) return;
-   ULong* into = counters_in(run->blk, transition_ctx(tr[depth - 1]));
-   for (UInt s = 0; s < rec->n_counters; s++) into[s] += c[s];
+   add_block_counters(run->blk, counters_in(run->blk, transition_ctx(tr[depth - 1])), c);   // its misses move
    VG_(memset)(c, 0, rec->n_counters * sizeof(ULong));
 }
 
@@ -184,8 +206,8 @@ void frameless_levels_init()
 {
    // check_inline_levels refused the rest.
    frameless_on = clo.inline_records && kCallsPush;
-   tl_assert(!frameless_on || (inline_frames_on() && clo.k != kInfiniteK && !block_mode() &&
-                               !extra_events_on() && !clo.count_instr && !clo.join_threads && !tiering_on()));
+   tl_assert(!frameless_on || (inline_frames_on() && clo.k != kInfiniteK && !block_mode() && !clo.count_instr &&
+                               !clo.join_threads && !tiering_on()));
 }
 
 const Transition* frameless_no_level() { return &no_transition; }
@@ -242,6 +264,7 @@ template <typename F> void drop_records(F gone)
          continue;
       }
       *link = rec->next;
+      if (rec->run) recycle_miss_counters(rec->run->blk, rec->counters());
       kg::release(rec);
    }
    records.clear();
@@ -309,10 +332,18 @@ extern "C" void VG_REGPARM(2) kg_frameless_start(FramelessRecord* rec, UWord pre
 extern "C" void VG_REGPARM(0) kg_frameless_return()
 {
    helper_calls.frameless_return++;
-   // leave_levels without events, and with the callee's frame just popped
-   // (no pending call, SP below the levels').
    Frame* f = kg_now->top;
    kg_now->chain = site_chain(f->tr->site);
+   if (clock_events) {
+      // The levels' event clocks close too (the callee's closed first).
+      ClockReading ev_now(current);
+      do pop_activation(current, ev_now.at);
+      while (top_chain());
+      update_now_from_top();
+      return;
+   }
+   // leave_levels without events, and with the callee's frame just popped
+   // (no pending call, SP below the levels').
    ULong ir = kg_now->ir;
    do {
       Transition* tr = f->tr;

@@ -367,17 +367,18 @@ IRExpr* add_inline_return(IRBuilder& b, IRExpr* sp, IRExpr* ir, IRExpr* link_tar
    b.store_if(b.test(pop), b.at(&kg_now->top_sp), b.load_field(below, offsetof(Frame, sp)));
    IRExpr* below_tr = b.load_field(below, offsetof(Frame, tr));
    b.store_if(b.test(pop), b.at(&kg_now->ctx), load_transition_ctx(b, below_tr));
+   // Events beyond Ir: the popped frame's event clocks close (outermost of
+   // its context: no frames left in it).
+   if (extra_events_on()) add_frame_events_close(b, top, tr, not_popped, still_active);
    // Frameless inlined levels: the call was made from inlined code, whose
-   // levels the helper pops (kg_frameless_return).
+   // levels the helper pops (kg_frameless_return), after the callee's
+   // clocks closed (their helper checks that the callee is the top's next).
    if (frameless_levels_on()) {
       IRExpr* to_levels = b.op(Iop_CmpLE64U, IRBuilder::u64(kInlineSiteBase),
                                b.load_field(below_tr, offsetof(Transition, site)), Ity_I1);
       b.call("kg_frameless_return", (void*)kg_frameless_return, 0, mkIRExprVec_0(),
              b.op(Iop_And1, b.test(pop), to_levels, Ity_I1));
    }
-   // Events beyond Ir: the popped frame's event clocks close (outermost of
-   // its context: no frames left in it).
-   if (extra_events_on()) add_frame_events_close(b, top, tr, not_popped, still_active);
    return not_popped;
 }
 
