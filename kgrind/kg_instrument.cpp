@@ -47,6 +47,7 @@
 
 #include "instrument/ir_builder.cpp"
 #include "instrument/pending_counts.cpp"
+#include "instrument/frame_clocks_ir.cpp"
 #include "instrument/frameless_runs_ir.cpp"
 #include "instrument/describe_block.cpp"
 #include "instrument/frames_ir.cpp"

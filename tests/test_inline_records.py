@@ -114,9 +114,11 @@ def assert_records_write_frames_profile(tools, exe, args, opts, native):
 
 
 # Events beyond Ir: the records' miss counters and inclusive events, and the
-# level frames' clocks under calls from inlined code.
+# level frames' clocks under calls from inlined code. Not `threads`: its
+# threads share the simulated caches in an order the scheduler chooses, so
+# two runs' misses differ whatever counts them.
 EVENTS = ['--cache-sim=yes', '--branch-sim=yes', '--collect-bus=yes']
-EVENT_PROGRAMS = ['hostile', 'nesting', 'stl', 'signals', 'exceptions', 'threads', 'fork', 'regions', 'region-dumps']
+EVENT_PROGRAMS = ['hostile', 'nesting', 'stl', 'signals', 'exceptions', 'fork', 'regions', 'region-dumps']
 
 
 @pytest.mark.parametrize('name', EVENT_PROGRAMS)

@@ -332,24 +332,20 @@ extern "C" void VG_REGPARM(2) kg_frameless_start(FramelessRecord* rec, UWord pre
 extern "C" void VG_REGPARM(0) kg_frameless_return()
 {
    helper_calls.frameless_return++;
+   // leave_levels, with the callee's frame just popped (no pending call,
+   // SP below the levels'), the callee's event clocks closed.
    Frame* f = kg_now->top;
    kg_now->chain = site_chain(f->tr->site);
-   if (clock_events) {
-      // The levels' event clocks close too (the callee's closed first).
-      ClockReading ev_now(current);
-      do pop_activation(current, ev_now.at);
-      while (top_chain());
-      update_now_from_top();
-      return;
-   }
-   // leave_levels without events, and with the callee's frame just popped
-   // (no pending call, SP below the levels').
    ULong ir = kg_now->ir;
+   const ShadowStack* s = current->stack;
+   ClockReading ev_now(current);
    do {
       Transition* tr = f->tr;
       ULong incl = ir - f->ir_at_entry;
       tr->edge_incl += incl;
-      if (--*tr->active == 0) tr->ctx_incl += incl;
+      Bool outermost = --*tr->active == 0;
+      if (outermost) tr->ctx_incl += incl;
+      close_frame_events(s, f, tr, outermost, ev_now.at);
       f--;
    } while (f->tr->kind == kActivation && is_inline_site(f->tr->site));
    kg_now->top = f;

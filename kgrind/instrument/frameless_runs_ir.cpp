@@ -82,19 +82,13 @@ IRExpr* add_frameless_run(IRBuilder& b, BlockInfo* blk, UInt chain, UInt prev, U
 // always) is made pending: the chain's levels go on the shadow stack as
 // frames, inline from the record's transitions where the stack has room
 // and the record has them (not the scratch record while counting is
-// off, whose levels are no transitions), else (and with events beyond Ir,
-// whose clocks the levels start) by kg_frameless_call. Their entries are
-// the record's.
+// off, whose levels are no transitions), else by kg_frameless_call; with
+// events beyond Ir each starts its event clocks. Their entries are the
+// record's.
 void add_frameless_call(IRBuilder& b, IRExpr* guard)
 {
    if (!frameless_levels_on() || !frameless_run_ir.run) return;
    IRExpr* rec = frameless_run_ir.rec;
-   if (extra_events_on()) {
-      // The levels' event clocks start at their push: the helper's.
-      b.call("kg_frameless_call", (void*)kg_frameless_call, 1, mkIRExprVec_1(rec), guard);
-      b.store_if(guard, b.at(&kg_now->chain), IRBuilder::u64(0));
-      return;
-   }
    UInt depth = inline_chain(frameless_run_ir.run->chain).depth;
    IRExpr* top = b.load64(&kg_now->top);
    IRExpr* last = b.op(Iop_Add64, top, IRBuilder::u64(depth * sizeof(Frame)));
@@ -115,6 +109,7 @@ void add_frameless_call(IRBuilder& b, IRExpr* guard)
       // may share one: each load follows the previous store).
       IRExpr* active = b.load_field(tr, offsetof(Transition, active));
       b.store_if(inline_push, active, b.op(Iop_Add64, b.load64(active), IRBuilder::u64(1)));
+      if (extra_events_on()) add_frame_events_start(b, f, inline_push);
    }
    b.store_if(inline_push, b.at(&kg_now->top), last);
    b.store_if(inline_push, b.at(&kg_now->top_sp), sp);
