@@ -64,19 +64,24 @@ FOUND = re.compile(r'kgrind helpers: kg_frameless_find (\d+) \((\d+) variants\)'
 
 def what_it_says(path):
     """A profile as its readers see it: its header and summary lines, every
-    line's and call's costs (tests/callgrind_format.py), and each thread's
-    k-SF nodes by their root paths with their calls and costs."""
+    line's, instruction's and call's costs and events
+    (tests/callgrind_format.py), and each thread's k-SF nodes by their root
+    paths with their calls, costs and events."""
     text = LEFT_OUT.sub('', CMD_OR_PID.sub('', path.read_text()))
     header = sorted(line for line in text.splitlines() if re.match(r'(desc|summary|totals|events|positions):', line))
     body = callgrind_format.parse(path)
     nodes = {}
     for forest in ksf_records.parse(path).forests:
         paths = collections.Counter()
-        for nid, (_parent, _label, calls, excl, incl) in forest.nodes.items():
+        for i, (nid, (_parent, _label, calls, excl, incl)) in enumerate(forest.nodes.items()):
             names = tuple(forest.root_path(nid))
-            paths[(forest.roots.index(ksf_records._tree_of(forest, nid)), names, calls, excl, incl)] += 1
+            # Events beyond Ir, exclusive and inclusive, in the nodes' order.
+            events = [sorted(e[i].items()) if e else None for e in (forest.events, forest.events_incl)]
+            paths[(forest.roots.index(ksf_records._tree_of(forest, nid)), names, calls, excl, incl, repr(events))] += 1
         nodes[forest.tid] = paths
-    return header, body.lines, sorted(body.calls), body.call_site_costs, nodes
+    events = dict(body.event_lines), sorted((a, b, sorted(c.items())) for a, b, c in body.call_events)
+    per_instruction = body.instrs, dict(body.instr_events), body.call_instrs
+    return header, body.lines, sorted(body.calls), body.call_site_costs, events, per_instruction, nodes
 
 
 def profile_text(run):
@@ -129,6 +134,17 @@ def test_records_with_events_write_the_profile_of_level_frames(tools, name):
     assert_records_write_frames_profile(tools, exe, args, [*opts, '--k=2', *EVENTS], native)
 
 
+# --dump-instr=yes: a run's Ir from its instructions' flush points, every
+# instruction's cost (and events) in the level's context.
+@pytest.mark.parametrize('name, events', [('hostile', []), ('stl', []), ('signals', []), ('fork', []),
+                                          ('regions', []), ('stl', EVENTS), ('nesting', EVENTS)])
+def test_records_per_instruction_write_the_profile_of_level_frames(tools, name, events):
+    source, flags, args, opts = PROGRAMS[name]
+    exe = tools.compile(source, *flags)
+    native = tools.native(exe, *args)
+    assert_records_write_frames_profile(tools, exe, args, [*opts, '--k=2', '--dump-instr=yes', *events], native)
+
+
 
 
 @pytest.mark.parametrize('k', KS)
@@ -174,7 +190,6 @@ def test_records_contexts_equal_oracle(tools, source, args):
 @pytest.mark.parametrize('opts, why', [
     (['--inline-levels=stack'], '--inline-levels takes frames or records'),
     ([RECORDS, '--k=inf'], '--k=inf is not implemented yet'),
-    ([RECORDS, '--dump-instr=yes'], '--dump-instr=yes is not implemented yet'),
     ([RECORDS, '--join-threads=yes'], '--join-threads=yes is not implemented yet'),
     ([RECORDS, '--inline-frames=no'], 'there are no inlined levels'),
     ([RECORDS, '--mode=intra'], 'there are no inlined levels'),

@@ -103,16 +103,23 @@ FramelessRecord* new_record(ThreadState* t, const FramelessRun* run, FramelessRe
 }
 
 // The Ir of rec's run: its flush points' passes times their instructions
-// (the block's line runs at those points; a called PLT stub's counter is
-// the call's cost, which the call's level frames measure).
+// (the block's line runs at those points, or with per-instruction positions
+// its instructions; a called PLT stub's counter is the call's cost, which
+// the call's level frames measure).
 ULong run_ir(const FramelessRecord* rec, const ULong* c)
 {
    const FramelessRun* run = rec->run;
    const BlockInfo* blk = run->blk;
-   const LineRun* lr = blk->runs();
+   auto in_run = [run](UInt point) { return point >= run->first_point && point < run->end_point; };
    ULong ir = 0;
+   if (clo.count_instr) {
+      for (UInt i = 0; i < blk->n_instrs; i++)
+         if (in_run(blk->instrs()[i].point)) ir += c[blk->instrs()[i].point];
+      return ir;
+   }
+   const LineRun* lr = blk->runs();
    for (UInt i = 0; i < blk->n_runs; i++)
-      if (lr[i].point >= run->first_point && lr[i].point < run->end_point) ir += c[lr[i].point] * lr[i].n;
+      if (in_run(lr[i].point)) ir += c[lr[i].point] * lr[i].n;
    return ir;
 }
 
@@ -206,7 +213,7 @@ void frameless_levels_init()
 {
    // check_inline_levels refused the rest.
    frameless_on = clo.inline_records && kCallsPush;
-   tl_assert(!frameless_on || (inline_frames_on() && clo.k != kInfiniteK && !block_mode() && !clo.count_instr &&
+   tl_assert(!frameless_on || (inline_frames_on() && clo.k != kInfiniteK && !block_mode() && !clo.collect_jumps &&
                                !clo.join_threads && !tiering_on()));
 }
 
