@@ -101,8 +101,8 @@ inline const void* frameless_key(ForestNode* ctx, const Transition* top_tr)
 }
 
 // Whether frameless levels are on (--inline-levels=records, with inlined
-// levels at finite k in function mode, without jumps, joined threads or
-// tiering: the options refuse the rest). Fixed after options.
+// levels in function mode, without jumps, joined threads or tiering: the
+// options refuse the rest). Fixed after options.
 Bool frameless_levels_on();
 void frameless_levels_init();
 

@@ -275,8 +275,7 @@ void check_tiering()
    if (why) KG_BAD_COMBINATION("--tiering=yes", "--tiering=yes tiers physical frames counting Ir only: %s\n", why);
 }
 
-// --inline-levels=records: so far at finite k,
-// each thread's own forest. By
+// --inline-levels=records: so far in each thread's own forest. By
 // default wherever that is (the profile is the level frames' either way),
 // elsewhere level frames, and an explicit --inline-levels=records is an
 // error.
@@ -290,7 +289,6 @@ void check_inline_levels()
 #endif
    const HChar* opt = "--inline-levels=records";
    const HChar* why = !clo.inline_frames ? "there are no inlined levels (--inline-frames=no, or a mode without them)"
-                    : clo.k == kInfiniteK ? "--k=inf is not implemented yet (use a finite --k)"
                     : clo.join_threads ? "--join-threads=yes is not implemented yet"
                     : clo.tiering == kTieringYes ? "--tiering=yes tiers physical frames only"
                     : on_arm64 ? "it is not available on arm64 yet (a return's pop there is the link register's)"
@@ -370,8 +368,8 @@ void print_usage()
 "                              stack frame each; records, per physical context,\n"
 "                              the levels' numbers derived when a profile is\n"
 "                              written (the same profile; faster on inlined C++;\n"
-"                              so far finite --k, no --join-threads) [records\n"
-"                              where they can be, else frames]\n"
+"                              so far not with --join-threads) [records where\n"
+"                              they can be, else frames]\n"
 "    --unroll-simple-rec=no|yes  keep each level of simple recursion [no: rolled]\n"
 "    --tiering=no|levels|yes   translate a block cheaply until it has run\n"
 "                              --tier-threshold times, then with the inline fast\n"

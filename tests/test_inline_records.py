@@ -46,9 +46,11 @@ PROGRAMS = {
     'regions': ('roi_rec.c', ['-O2'], [], ['--toggle-collect=rec']),
     'region-dumps': ('roi_dumps.c', REQUESTS, [], []),
 }
-# k = 4: the body's contexts are a separate view (--view-k=2), whose nodes
-# several k-SF activations share: records are kept per physical transition.
-KS = ['1', '2', '3', '4']
+# k = 4 and inf: the body's contexts are a separate view (--view-k=2), whose
+# nodes several k-SF activations share: records are kept per physical
+# transition. At k = inf no frames are counted: a node's inclusive cost is
+# its transitions' that are not rolled.
+KS = ['1', '2', '3', '4', 'inf']
 # Every program at k = 2, the ones with inlined code of their own at every k.
 OWN_LEVELS = {'hostile', 'crossings', 'loopback', 'nesting', 'two-nodes', 'stl'}
 CASES = [(name, k) for name in PROGRAMS for k in KS if k == '2' or name in OWN_LEVELS]
@@ -126,12 +128,13 @@ EVENTS = ['--cache-sim=yes', '--branch-sim=yes', '--collect-bus=yes']
 EVENT_PROGRAMS = ['hostile', 'nesting', 'stl', 'signals', 'exceptions', 'fork', 'regions', 'region-dumps']
 
 
-@pytest.mark.parametrize('name', EVENT_PROGRAMS)
-def test_records_with_events_write_the_profile_of_level_frames(tools, name):
+@pytest.mark.parametrize('name, k', [(name, '2') for name in EVENT_PROGRAMS] +
+                         [('hostile', 'inf'), ('stl', 'inf'), ('signals', 'inf')])
+def test_records_with_events_write_the_profile_of_level_frames(tools, name, k):
     source, flags, args, opts = PROGRAMS[name]
     exe = tools.compile(source, *flags)
     native = tools.native(exe, *args)
-    assert_records_write_frames_profile(tools, exe, args, [*opts, '--k=2', *EVENTS], native)
+    assert_records_write_frames_profile(tools, exe, args, [*opts, f'--k={k}', *EVENTS], native)
 
 
 # --dump-instr=yes: a run's Ir from its instructions' flush points, every
@@ -189,7 +192,6 @@ def test_records_contexts_equal_oracle(tools, source, args):
 
 @pytest.mark.parametrize('opts, why', [
     (['--inline-levels=stack'], '--inline-levels takes frames or records'),
-    ([RECORDS, '--k=inf'], '--k=inf is not implemented yet'),
     ([RECORDS, '--join-threads=yes'], '--join-threads=yes is not implemented yet'),
     ([RECORDS, '--inline-frames=no'], 'there are no inlined levels'),
     ([RECORDS, '--mode=intra'], 'there are no inlined levels'),

@@ -84,15 +84,19 @@ FramelessRecord* new_record(ThreadState* t, const FramelessRun* run, FramelessRe
    // a run runs (level frames are pushed only under calls).
    UInt* path = plain ? nullptr : chain_levels(run->chain);
    Transition* from = kg_now->top->tr;
+   static UWord no_frames = 0;
    for (UInt i = 0; i < depth; i++) {
       Transition* tr = plain ? plain->levels()[i] : level_transition_from(t, from, path[i], run->blk->addr);
       rec->levels()[i] = tr;
-      rec->active()[i] = tr->active;
+      // At k = inf no frames are counted (acts_in_nodes): a node's
+      // inclusive cost is its transitions' that are not rolled.
+      rec->active()[i] = acts_in_nodes() ? &no_frames : tr->active;
       // A level of the chain in an outer level's context (rolled) adds to
       // the outer one's cost only.
       Bool outer_same = False;
       for (UInt j = 0; j < i; j++) outer_same |= transition_ctx(rec->levels()[j]) == transition_ctx(tr);
-      rec->counts_ctx_incl()[i] = !outer_same && !(nested >> (i < 63 ? i : 63) & 1);
+      rec->counts_ctx_incl()[i] =
+         acts_in_nodes() ? !rolled(tr) : !outer_same && !(nested >> (i < 63 ? i : 63) & 1);
       from = tr;
    }
    // No prediction yet: a chain no run has.
@@ -171,7 +175,7 @@ void derive_record(FramelessRecord* rec)
       tr[i]->calls += entries[i];
       entries[i] = 0;
       tr[i]->edge_incl += ir;
-      if (rec->counts_ctx_incl()[i]) tr[i]->ctx_incl += ir;
+      if (rec->counts_ctx_incl()[i] && !acts_in_nodes()) tr[i]->ctx_incl += ir;
    }
    add_run_events(rec);
    Bool any = False;
@@ -213,8 +217,8 @@ void frameless_levels_init()
 {
    // check_inline_levels refused the rest.
    frameless_on = clo.inline_records && kCallsPush;
-   tl_assert(!frameless_on || (inline_frames_on() && clo.k != kInfiniteK && !block_mode() && !clo.collect_jumps &&
-                               !clo.join_threads && !tiering_on()));
+   tl_assert(!frameless_on ||
+             (inline_frames_on() && !block_mode() && !clo.collect_jumps && !clo.join_threads && !tiering_on()));
 }
 
 const Transition* frameless_no_level() { return &no_transition; }
@@ -306,7 +310,7 @@ extern "C" void VG_REGPARM(1) kg_frameless_find(FramelessRun* run)
    if (!slot->rec) slot->rec = new_record(current, run, nullptr, 0);
    FramelessRecord* plain = slot->rec;
    UWord nested = 0;
-   for (UInt i = 0; i < plain->depth; i++)
+   for (UInt i = 0; i < plain->depth && !acts_in_nodes(); i++)
       if (*plain->active()[i]) nested |= (UWord)1 << (i < 63 ? i : 63);
    if (!nested) {
       run->cached_key = key;
@@ -350,8 +354,13 @@ extern "C" void VG_REGPARM(0) kg_frameless_return()
       Transition* tr = f->tr;
       ULong incl = ir - f->ir_at_entry;
       tr->edge_incl += incl;
-      Bool outermost = --*tr->active == 0;
-      if (outermost) tr->ctx_incl += incl;
+      Bool outermost;
+      if (acts_in_nodes()) {
+         outermost = !rolled(tr);
+      } else {
+         outermost = --*tr->active == 0;
+         if (outermost) tr->ctx_incl += incl;
+      }
       close_frame_events(s, f, tr, outermost, ev_now.at);
       f--;
    } while (f->tr->kind == kActivation && is_inline_site(f->tr->site));

@@ -47,9 +47,10 @@ IRExpr* add_frameless_run(IRBuilder& b, BlockInfo* blk, UInt chain, UInt prev, U
    // The levels' counts of frames through the cached record (the previous
    // run's levels in the superblock were checked by its own: a variant
    // for them makes this run's lookup the helper's too).
+   // (At k = inf no frames are counted: no variants.)
    UInt depth = inline_chain(chain).depth;
-   UInt from = 0;
-   if (prev != kStartOfSuperblock && prev) {
+   UInt from = acts_in_nodes() ? depth : 0;
+   if (prev != kStartOfSuperblock && prev && !acts_in_nodes()) {
       from = chains_common_depth(prev, chain);
       IRExpr* prev_nested = b.load_field(frameless_run_ir.rec, offsetof(FramelessRecord, nested));
       miss = b.op(Iop_Or1, miss, b.op(Iop_CmpNE64, prev_nested, IRBuilder::u64(0), Ity_I1), Ity_I1);
@@ -106,9 +107,11 @@ void add_frameless_call(IRBuilder& b, IRExpr* guard)
       b.store_if(inline_push, b.field(f, offsetof(Frame, ir_at_entry)), ir);
       b.store_if(inline_push, b.field(f, offsetof(Frame, tr)), tr);
       // The count of frames in the level's context (levels of one chain
-      // may share one: each load follows the previous store).
-      IRExpr* active = b.load_field(tr, offsetof(Transition, active));
-      b.store_if(inline_push, active, b.op(Iop_Add64, b.load64(active), IRBuilder::u64(1)));
+      // may share one: each load follows the previous store; none at k = inf).
+      if (!acts_in_nodes()) {
+         IRExpr* active = b.load_field(tr, offsetof(Transition, active));
+         b.store_if(inline_push, active, b.op(Iop_Add64, b.load64(active), IRBuilder::u64(1)));
+      }
       if (extra_events_on()) add_frame_events_start(b, f, inline_push);
    }
    b.store_if(inline_push, b.at(&kg_now->top), last);
