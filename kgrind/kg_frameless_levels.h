@@ -91,9 +91,11 @@ inline UWord frameless_counters_offset(UInt depth) { return sizeof(FramelessReco
 const Transition* frameless_no_level();
 
 // What a record is kept per: the physical frame's context (its counters'
-// node), or where the counters' contexts are a separate view's, whose nodes
-// are several k-SF activations', the physical frame's transition (whose
-// child is one activation: more records, one load more a run).
+// node), or the physical frame's transition (whose child is one
+// activation of one thread: more records, one load more a run) where the
+// counters' contexts are a separate view's, whose nodes are several k-SF
+// activations', or every thread's (--join-threads: each thread has its own
+// transitions, whose counts the record's levels are).
 Bool frameless_keyed_by_transition();
 inline const void* frameless_key(ForestNode* ctx, const Transition* top_tr)
 {

@@ -275,10 +275,10 @@ void check_tiering()
    if (why) KG_BAD_COMBINATION("--tiering=yes", "--tiering=yes tiers physical frames counting Ir only: %s\n", why);
 }
 
-// --inline-levels=records: so far in each thread's own forest. By
-// default wherever that is (the profile is the level frames' either way),
-// elsewhere level frames, and an explicit --inline-levels=records is an
-// error.
+// --inline-levels=records: by default wherever there are inlined levels
+// (the profile is the level frames' either way), but with --tiering=yes
+// (which tiers physical frames) and on arm64 level frames; an explicit
+// --inline-levels=records there is an error.
 void check_inline_levels()
 {
    if (!clo.inline_records) return;
@@ -289,7 +289,6 @@ void check_inline_levels()
 #endif
    const HChar* opt = "--inline-levels=records";
    const HChar* why = !clo.inline_frames ? "there are no inlined levels (--inline-frames=no, or a mode without them)"
-                    : clo.join_threads ? "--join-threads=yes is not implemented yet"
                     : clo.tiering == kTieringYes ? "--tiering=yes tiers physical frames only"
                     : on_arm64 ? "it is not available on arm64 yet (a return's pop there is the link register's)"
                     : nullptr;
@@ -367,9 +366,9 @@ void print_usage()
 "    --inline-levels=frames|records  how inlined levels are counted: frames, a shadow\n"
 "                              stack frame each; records, per physical context,\n"
 "                              the levels' numbers derived when a profile is\n"
-"                              written (the same profile; faster on inlined C++;\n"
-"                              so far not with --join-threads) [records where\n"
-"                              they can be, else frames]\n"
+"                              written (the same profile; faster on inlined C++)\n"
+"                              [records where there are levels, but frames with\n"
+"                              --tiering=yes]\n"
 "    --unroll-simple-rec=no|yes  keep each level of simple recursion [no: rolled]\n"
 "    --tiering=no|levels|yes   translate a block cheaply until it has run\n"
 "                              --tier-threshold times, then with the inline fast\n"

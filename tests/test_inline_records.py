@@ -50,7 +50,7 @@ PROGRAMS = {
 # nodes several k-SF activations share: records are kept per physical
 # transition. At k = inf no frames are counted: a node's inclusive cost is
 # its transitions' that are not rolled.
-KS = ['1', '2', '3', '4', 'inf']
+KS = ['1', '2', '4', 'inf']
 # Every program at k = 2, the ones with inlined code of their own at every k.
 OWN_LEVELS = {'hostile', 'crossings', 'loopback', 'nesting', 'two-nodes', 'stl'}
 CASES = [(name, k) for name in PROGRAMS for k in KS if k == '2' or name in OWN_LEVELS]
@@ -137,10 +137,21 @@ def test_records_with_events_write_the_profile_of_level_frames(tools, name, k):
     assert_records_write_frames_profile(tools, exe, args, [*opts, f'--k={k}', *EVENTS], native)
 
 
+# --join-threads=yes: every thread counts in one forest with transitions of
+# its own, so records are kept per physical transition.
+@pytest.mark.parametrize('name, k', [('threads', '2'), ('fork', '2'), ('hostile', '2'), ('stl', '2'),
+                                     ('signals', '2'), ('threads', 'inf'), ('stl', 'inf')])
+def test_records_in_joined_threads_write_the_profile_of_level_frames(tools, name, k):
+    source, flags, args, opts = PROGRAMS[name]
+    exe = tools.compile(source, *flags)
+    native = tools.native(exe, *args)
+    assert_records_write_frames_profile(tools, exe, args, [*opts, f'--k={k}', '--join-threads=yes'], native)
+
+
 # --dump-instr=yes: a run's Ir from its instructions' flush points, every
 # instruction's cost (and events) in the level's context.
-@pytest.mark.parametrize('name, events', [('hostile', []), ('stl', []), ('signals', []), ('fork', []),
-                                          ('regions', []), ('stl', EVENTS), ('nesting', EVENTS)])
+@pytest.mark.parametrize('name, events', [('hostile', []), ('stl', []), ('fork', []), ('regions', []),
+                                          ('stl', EVENTS), ('nesting', EVENTS)])
 def test_records_per_instruction_write_the_profile_of_level_frames(tools, name, events):
     source, flags, args, opts = PROGRAMS[name]
     exe = tools.compile(source, *flags)
@@ -192,7 +203,7 @@ def test_records_contexts_equal_oracle(tools, source, args):
 
 @pytest.mark.parametrize('opts, why', [
     (['--inline-levels=stack'], '--inline-levels takes frames or records'),
-    ([RECORDS, '--join-threads=yes'], '--join-threads=yes is not implemented yet'),
+    ([RECORDS, '--tiering=yes'], '--tiering=yes tiers physical frames only'),
     ([RECORDS, '--inline-frames=no'], 'there are no inlined levels'),
     ([RECORDS, '--mode=intra'], 'there are no inlined levels'),
 ])

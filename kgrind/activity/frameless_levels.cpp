@@ -211,14 +211,14 @@ void push_levels(ThreadState* t, UInt chain, Transition* const* tr)
 } // namespace
 
 Bool frameless_levels_on() { return frameless_on; }
-Bool frameless_keyed_by_transition() { return separate_view(); }
+Bool frameless_keyed_by_transition() { return separate_view() || clo.join_threads; }
 
 void frameless_levels_init()
 {
    // check_inline_levels refused the rest.
    frameless_on = clo.inline_records && kCallsPush;
    tl_assert(!frameless_on ||
-             (inline_frames_on() && !block_mode() && !clo.collect_jumps && !clo.join_threads && !tiering_on()));
+             (inline_frames_on() && !block_mode() && !clo.collect_jumps && !tiering_on()));
 }
 
 const Transition* frameless_no_level() { return &no_transition; }
