@@ -39,6 +39,7 @@ CONFIGS = {
     'inter-k2': ['--mode=inter', '--k=2'], 'inter-roll': ['--mode=inter', '--roll-loops=yes'],
     'k2-inline': ['--k=2', '--inline-frames=yes'], 'k2-noinline': ['--k=2', '--inline-frames=no'],
     'k2-frames': ['--k=2', '--inline-levels=frames'], 'k2-records': ['--k=2', '--inline-levels=records'],
+    'kinf-frames': ['--k=inf', '--inline-levels=frames'],
     'k2-instr': ['--k=2', '--dump-instr=yes'], 'k2-jumps': ['--k=2', '--dump-instr=yes', '--collect-jumps=yes'],
     'k2-cache': ['--k=2', '--cache-sim=yes'], 'k2-branch': ['--k=2', '--branch-sim=yes'],
     'k2-cache-frames': ['--k=2', '--cache-sim=yes', '--inline-levels=frames'],
