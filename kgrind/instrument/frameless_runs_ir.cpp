@@ -89,8 +89,8 @@ IRExpr* add_frameless_run(IRBuilder& b, BlockInfo* blk, UInt chain, UInt prev, U
 void add_frameless_call(IRBuilder& b, IRExpr* guard)
 {
    if (!frameless_levels_on() || !frameless_run_ir.run) return;
-   IRExpr* rec = frameless_run_ir.rec;
    UInt depth = inline_chain(frameless_run_ir.run->chain).depth;
+   IRExpr* rec = frameless_run_ir.rec;
    IRExpr* top = b.load64(&kg_now->top);
    IRExpr* last = b.op(Iop_Add64, top, IRBuilder::u64(depth * sizeof(Frame)));
    IRExpr* room = b.op(Iop_CmpLE64U, last, b.load64(&kg_now->frames_last), Ity_I1);
