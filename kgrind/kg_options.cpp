@@ -275,13 +275,20 @@ void check_tiering()
    if (why) KG_BAD_COMBINATION("--tiering=yes", "--tiering=yes tiers physical frames counting Ir only: %s\n", why);
 }
 
-// --inline-levels=records: by default wherever there are inlined levels
-// (the profile is the level frames' either way), but with --tiering=yes
-// (which tiers physical frames) and on arm64 level frames; an explicit
-// --inline-levels=records there is an error.
+// --inline-levels=records: by default at a finite --k wherever there are
+// inlined levels (the profile is the level frames' either way), but with
+// --tiering=yes (which tiers physical frames) and on arm64 level frames;
+// an explicit --inline-levels=records there is an error. At --k=inf only
+// when asked for: a record per calling context costs programs whose
+// inlined code is libc's, called from everywhere, more than it saves
+// (docs/design/performance.md, "Inlined levels without frames").
 void check_inline_levels()
 {
    if (!clo.inline_records) return;
+   if (clo.k == kInfiniteK && !clo.inline_levels_given) {
+      clo.inline_records = False;
+      return;
+   }
 #if defined(VGA_arm64)
    const Bool on_arm64 = True;
 #else
@@ -367,8 +374,8 @@ void print_usage()
 "                              stack frame each; records, per physical context,\n"
 "                              the levels' numbers derived when a profile is\n"
 "                              written (the same profile; faster on inlined C++)\n"
-"                              [records where there are levels, but frames with\n"
-"                              --tiering=yes]\n"
+"                              [records at a finite --k where there are levels,\n"
+"                              but frames with --tiering=yes; frames at --k=inf]\n"
 "    --unroll-simple-rec=no|yes  keep each level of simple recursion [no: rolled]\n"
 "    --tiering=no|levels|yes   translate a block cheaply until it has run\n"
 "                              --tier-threshold times, then with the inline fast\n"

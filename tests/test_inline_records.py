@@ -201,6 +201,18 @@ def test_records_contexts_equal_oracle(tools, source, args):
         assert any(n.endswith(' [inlined]') for c in expected for n in c)
 
 
+@pytest.mark.parametrize('k, records', [('2', True), ('inf', False)])
+def test_default_is_records_at_finite_k(tools, k, records):
+    """Without --inline-levels: records at a finite k, level frames at
+    k = inf (a record per calling context costs more than it saves where
+    the inlined code is libc's: docs/design/performance.md)."""
+    exe = tools.compile('inline_hostile.c', *INLINE_FLAGS)
+    run = tools.kgrind(exe, '30', opts=[f'--k={k}', '--stats=yes'], out='default.out')
+    assert run.returncode == 0, run.stderr
+    found = FOUND.search(run.stderr)
+    assert bool(found and int(found.group(1)) > 0) == records, run.stderr
+
+
 @pytest.mark.parametrize('opts, why', [
     (['--inline-levels=stack'], '--inline-levels takes frames or records'),
     ([RECORDS, '--tiering=yes'], '--tiering=yes tiers physical frames only'),
