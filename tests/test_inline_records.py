@@ -79,7 +79,9 @@ def what_it_says(path):
             names = tuple(forest.root_path(nid))
             # Events beyond Ir, exclusive and inclusive, in the nodes' order.
             events = [sorted(e[i].items()) if e else None for e in (forest.events, forest.events_incl)]
-            paths[(forest.roots.index(ksf_records._tree_of(forest, nid)), names, calls, excl, incl, repr(events))] += 1
+            # (Not by their trees' order: with --join-threads=yes the
+            # threads' scheduling orders the joined forest's trees.)
+            paths[(names, calls, excl, incl, repr(events))] += 1
         nodes[forest.tid] = paths
     events = dict(body.event_lines), sorted((a, b, sorted(c.items())) for a, b, c in body.call_events)
     per_instruction = body.instrs, dict(body.instr_events), body.call_instrs
