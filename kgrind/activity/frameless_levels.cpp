@@ -351,17 +351,7 @@ extern "C" void VG_REGPARM(0) kg_frameless_return()
    const ShadowStack* s = current->stack;
    ClockReading ev_now(current);
    do {
-      Transition* tr = f->tr;
-      ULong incl = ir - f->ir_at_entry;
-      tr->edge_incl += incl;
-      Bool outermost;
-      if (acts_in_nodes()) {
-         outermost = !rolled(tr);
-      } else {
-         outermost = --*tr->active == 0;
-         if (outermost) tr->ctx_incl += incl;
-      }
-      close_frame_events(s, f, tr, outermost, ev_now.at);
+      close_frame(s, f, ir - f->ir_at_entry, ev_now.at);
       f--;
    } while (f->tr->kind == kActivation && is_inline_site(f->tr->site));
    kg_now->top = f;
