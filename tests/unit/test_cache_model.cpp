@@ -212,12 +212,13 @@ TEST(CacheModel, RandomStreamsAgreeWithBruteForce) {
 // and misses as the brute force throughout, the widenings included (tags
 // copied in place, each set's order kept).
 TEST(CacheModel, NarrowTagsAgreeWithBruteForceAcrossWidenings) {
-  const CacheGeometry geos[] = {{8192, 4, 64}, {4096, 1, 64}, {65536, 16, 32}, {1024, 16, 64}};
-  for (int g = 0; g < 2 * 4; g++) {
-    const CacheGeometry& geo = geos[g % 4];
+  const CacheGeometry geos[] = {{8192, 4, 64}, {4096, 1, 64}, {65536, 16, 32}, {1024, 16, 64}, {65536, 64, 64}, {49152, 12, 64}};
+  const int n = sizeof geos / sizeof geos[0];
+  for (int g = 0; g < 2 * n; g++) {
+    const CacheGeometry& geo = geos[g % n];
     std::mt19937_64 rng(100 + g);
     NarrowTagLevel level;
-    level.init(g < 4 ? kHost : kHostZeroed, geo);
+    level.init(g < n ? kHost : kHostZeroed, geo);
     ReferenceCache ref(geo);
     uint64_t sets = geo.size / (geo.assoc * geo.line);
     // Where lines start to need 4 and 8 bytes (a tag is the line number
@@ -237,6 +238,36 @@ TEST(CacheModel, NarrowTagsAgreeWithBruteForceAcrossWidenings) {
     EXPECT_EQ(widths_seen[1], 4u);
     EXPECT_EQ(widths_seen[2], 8u);
     level.destroy();
+  }
+}
+
+// The last level's set as its most recent tag and the rest
+// (lru_access_below), against the brute force at associativities from 1 to
+// a large host LL's 64 and beyond: every hit or miss, and every way's tag
+// in recency order after each step (a one-way slip in the move shows
+// there), with guard ways on both sides that no step may touch.
+TEST(CacheModel, MostRecentApartFromTheRestKeepsTheLruOrder) {
+  const uint32_t assocs[] = {1, 2, 3, 7, 8, 9, 12, 16, 17, 20, 24, 31, 32, 48, 63, 64, 65};
+  for (uint32_t assoc : assocs) {
+    std::mt19937_64 rng(assoc);
+    ReferenceCache ref({assoc * 64, assoc, 64});   // one set
+    uint32_t mru = 0;
+    std::vector<uint32_t> ways(assoc + 1, 0xBEEF);   // guard, the rest, guard
+    uint32_t* rest = ways.data() + 1;
+    for (uint32_t w = 0; w + 1 < assoc; w++) rest[w] = 0;
+    for (int i = 0; i < 20000; i++) {
+      // Tags 1..(assoc + assoc/4 + 2): the set fills, most steps hit ways deep in it.
+      uint32_t tag = (uint32_t)(1 + rng() % (assoc + assoc / 4 + 2));
+      bool hit = mru == tag || lru_access_below(&mru, rest, assoc - 1, tag);
+      ASSERT_EQ(hit, ref.access(tag)) << "assoc " << assoc << " step " << i;
+      std::vector<uint32_t> order(1, mru);
+      order.insert(order.end(), rest, rest + assoc - 1);
+      uint32_t w = 0;
+      for (uint64_t t : ref.sets[0]) ASSERT_EQ(order[w++], t) << "assoc " << assoc << " step " << i << " way " << w - 1;
+      for (; w < assoc; w++) ASSERT_EQ(order[w], 0u) << "assoc " << assoc << " empty way " << w;
+      ASSERT_EQ(ways.front(), 0xBEEFu);
+      ASSERT_EQ(ways.back(), 0xBEEFu);
+    }
   }
 }
 
