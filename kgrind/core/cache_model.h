@@ -65,21 +65,6 @@ inline const char* cache_geometry_error(CacheGeometry g) {
   return nullptr;
 }
 
-// One LRU step in a set of `assoc` tags, most recent first: true if `tag`
-// was there. Either way it is the set's most recent afterwards (a miss
-// evicts the least recent).
-template <typename Tag>
-inline bool lru_access(Tag* set, uint32_t assoc, Tag tag) {
-  if (set[0] == tag) return true;
-  uint32_t i = 1;
-  while (i < assoc && set[i] != tag) i++;
-  bool hit = i < assoc;
-  if (!hit) i = assoc - 1;
-  for (; i > 0; i--) set[i] = set[i - 1];
-  set[0] = tag;
-  return hit;
-}
-
 // The LRU step of a set kept as its most recent tag (*mru) and its other
 // `rest` ways most recent first, for a tag that is not *mru: the tag
 // becomes the most recent, the old one the first of the rest, and the rest
@@ -97,6 +82,14 @@ inline bool lru_access_below(Tag* mru, Tag* rest, uint32_t n_rest, Tag tag) {
   }
   *mru = tag;
   return hit;
+}
+
+// One LRU step in a set of `assoc` tags, most recent first: true if `tag`
+// was there. Either way it is the set's most recent afterwards (a miss
+// evicts the least recent).
+template <typename Tag>
+inline bool lru_access(Tag* set, uint32_t assoc, Tag tag) {
+  return set[0] == tag || lru_access_below(set, set + 1, assoc - 1, tag);
 }
 
 // A cache's sets: how a line number (address >> line_bits) picks its set
